@@ -1,0 +1,76 @@
+// Typed MPI on host memory: the scalar collectives of the global phase (Allreduce of partials,
+// Exscan of totals and counts, Allgather of counts) and large-count broadcasts. Every call is
+// checked and is a fault-injection site. Device buffers cross ranks through the device path
+// (framework/device_comm.hpp), never through these functions.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "tessera/framework/mpi_type.hpp"
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/reduce.hpp"
+
+namespace tessera {
+
+class Communicator {
+ public:
+  // Wraps MPI_COMM_WORLD or another communicator the caller keeps alive (not freed here).
+  static Communicator borrow(MPI_Comm comm);
+  // Takes ownership: MPI_Comm_free when the last copy goes (if MPI is still initialized).
+  static Communicator adopt(MPI_Comm comm);
+
+  Communicator() = default;  // the null communicator: this rank is not a member
+
+  bool is_null() const { return !state_; }
+  MPI_Comm get() const;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // MPI_Comm_split. A rank that passes color < 0 gets the null communicator.
+  Communicator split(int color, int key) const;
+  // The first `ranks` ranks of this communicator (in rank order); null on the others.
+  Communicator first(int ranks) const;
+
+  void barrier() const;
+
+  // op over all ranks; every rank gets the result. Integer sums wrap like reduce_combine.
+  template <class T>
+  T allreduce(T value, ReduceOp op) const;
+
+  // Sum of `value` over ranks 0 .. rank-1; 0 on rank 0 (where MPI_Exscan leaves it undefined).
+  template <class T>
+  T exscan_sum(T value) const;
+
+  template <class T>
+  std::vector<T> allgather(T value) const;
+
+  // Broadcasts count elements of host memory from root; counts above 2^31 go in chunks.
+  template <class T>
+  void bcast(T* data, index_t count, int root) const;
+
+  template <class T>
+  T bcast_value(T value, int root) const {
+    bcast(&value, 1, root);
+    return value;
+  }
+
+  // Point-to-point of host memory, any count (chunked under the 2^31 limit of an int count).
+  template <class T>
+  void send(const T* data, index_t count, int dest, int tag) const;
+  template <class T>
+  void recv(T* data, index_t count, int source, int tag) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  int rank_ = -1;
+  int size_ = 0;
+};
+
+// Elements per MPI call when a count may exceed what an int can hold.
+inline constexpr index_t kMpiChunkElements = index_t(1) << 30;
+
+}  // namespace tessera

@@ -1,0 +1,178 @@
+#include "tessera/framework/comm.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "tessera/framework/fault.hpp"
+#include "tessera/framework/mpi_check.hpp"
+
+namespace tessera {
+
+namespace detail {
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+}  // namespace detail
+
+struct Communicator::State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool owned = false;
+  ~State() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owned && !finalized && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+};
+
+Communicator Communicator::borrow(MPI_Comm comm) {
+  Communicator c;
+  if (comm == MPI_COMM_NULL) return c;
+  c.state_ = std::make_shared<State>();
+  c.state_->comm = comm;
+  c.state_->owned = false;
+  TESSERA_MPI_CHECK(MPI_Comm_rank(comm, &c.rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(comm, &c.size_));
+  return c;
+}
+
+Communicator Communicator::adopt(MPI_Comm comm) {
+  Communicator c = borrow(comm);
+  if (c.state_) {
+    c.state_->owned = true;
+    // Errors come back as codes, so that TESSERA_MPI_CHECK reports them with file:line.
+    TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  }
+  return c;
+}
+
+MPI_Comm Communicator::get() const { return state_ ? state_->comm : MPI_COMM_NULL; }
+
+Communicator Communicator::split(int color, int key) const {
+  TESSERA_ASSERT(!is_null(), "split of a null communicator");
+  MPI_Comm out = MPI_COMM_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_split(get(), color < 0 ? MPI_UNDEFINED : color, key, &out));
+  return adopt(out);
+}
+
+Communicator Communicator::first(int ranks) const {
+  TESSERA_ASSERT(ranks >= 1 && ranks <= size_, "first(ranks): ranks must be in [1, size]");
+  return split(rank_ < ranks ? 0 : -1, rank_);
+}
+
+void Communicator::barrier() const {
+  TESSERA_FAULT_POINT("barrier");
+  TESSERA_MPI_CHECK(MPI_Barrier(get()));
+}
+
+namespace {
+
+template <class T>
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::max: return MPI_MAX;
+  }
+  return MPI_OP_NULL;
+}
+
+// MPI_MIN / MPI_MAX on floats do not promise NaN propagation, and signed integer MPI_SUM may
+// overflow inside the library: both go through reduce_combine, the rule the local phase uses.
+template <class T, ReduceOp Op>
+void combine_typed(void* in, void* inout, int* len, MPI_Datatype*) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = reduce_combine(Op, a[i], b[i]);
+}
+
+template <class T>
+MPI_Op combine_op(ReduceOp op) {
+  // Created once per (T, op) and kept until MPI_Finalize frees them.
+  static MPI_Op ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  const int i = static_cast<int>(op);
+  if (ops[i] == MPI_OP_NULL) {
+    MPI_User_function* fn = op == ReduceOp::sum   ? &combine_typed<T, ReduceOp::sum>
+                            : op == ReduceOp::min ? &combine_typed<T, ReduceOp::min>
+                                                  : &combine_typed<T, ReduceOp::max>;
+    TESSERA_MPI_CHECK(MPI_Op_create(fn, /*commute=*/1, &ops[i]));
+  }
+  return ops[i];
+}
+
+}  // namespace
+
+template <class T>
+T Communicator::allreduce(T value, ReduceOp op) const {
+  TESSERA_FAULT_POINT("allreduce");
+  T result{};
+  const bool builtin_ok = std::is_floating_point_v<T> ? op == ReduceOp::sum : op != ReduceOp::sum;
+  const MPI_Op mop = builtin_ok ? mpi_op<T>(op) : combine_op<T>(op);
+  TESSERA_MPI_CHECK(MPI_Allreduce(&value, &result, 1, mpi_type<T>(), mop, get()));
+  return result;
+}
+
+template <class T>
+T Communicator::exscan_sum(T value) const {
+  TESSERA_FAULT_POINT("exscan");
+  T result{};
+  const MPI_Op mop = std::is_floating_point_v<T> ? MPI_SUM : combine_op<T>(ReduceOp::sum);
+  TESSERA_MPI_CHECK(MPI_Exscan(&value, &result, 1, mpi_type<T>(), mop, get()));
+  return rank_ == 0 ? T(0) : result;
+}
+
+template <class T>
+std::vector<T> Communicator::allgather(T value) const {
+  TESSERA_FAULT_POINT("allgather");
+  std::vector<T> all(static_cast<std::size_t>(size_));
+  TESSERA_MPI_CHECK(MPI_Allgather(&value, 1, mpi_type<T>(), all.data(), 1, mpi_type<T>(), get()));
+  return all;
+}
+
+template <class T>
+void Communicator::bcast(T* data, index_t count, int root) const {
+  TESSERA_FAULT_POINT("bcast");
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Bcast(data + done, chunk, mpi_type<T>(), root, get()));
+  }
+}
+
+template <class T>
+void Communicator::send(const T* data, index_t count, int dest, int tag) const {
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Send(data + done, chunk, mpi_type<T>(), dest, tag, get()));
+  }
+}
+
+template <class T>
+void Communicator::recv(T* data, index_t count, int source, int tag) const {
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Recv(data + done, chunk, mpi_type<T>(), source, tag, get(), MPI_STATUS_IGNORE));
+  }
+}
+
+#define TESSERA_COMM_INSTANTIATE(T)                                                  \
+  template T Communicator::allreduce<T>(T, ReduceOp) const;                          \
+  template T Communicator::exscan_sum<T>(T) const;                                   \
+  template std::vector<T> Communicator::allgather<T>(T) const;                       \
+  template void Communicator::bcast<T>(T*, index_t, int) const;                      \
+  template void Communicator::send<T>(const T*, index_t, int, int) const;            \
+  template void Communicator::recv<T>(T*, index_t, int, int) const;
+
+TESSERA_COMM_INSTANTIATE(std::int32_t)
+TESSERA_COMM_INSTANTIATE(std::int64_t)
+TESSERA_COMM_INSTANTIATE(std::uint64_t)
+TESSERA_COMM_INSTANTIATE(float)
+TESSERA_COMM_INSTANTIATE(double)
+template void Communicator::bcast<char>(char*, index_t, int) const;
+template void Communicator::bcast<unsigned char>(unsigned char*, index_t, int) const;
+template void Communicator::send<unsigned char>(const unsigned char*, index_t, int, int) const;
+template void Communicator::recv<unsigned char>(unsigned char*, index_t, int, int) const;
+
+}  // namespace tessera

@@ -1,0 +1,117 @@
+#include "tessera/framework/runtime.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera {
+namespace {
+
+// Under MPI a fatal error on one rank ends every rank: MPI_Abort, not exit, so that ranks blocked
+// in a collective with this one are torn down by the launcher instead of waiting forever.
+void abort_job(const char* file, int line, const char* call, const char* what) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  int rank = -1;
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  std::fprintf(stderr, "tessera: rank %d on %s: fatal error at %s:%d: %s: %s\n", rank, host, file, line, call,
+               what);
+  std::fflush(stderr);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 70);
+  std::abort();
+}
+
+}  // namespace
+
+BackendChoice parse_backend_choice(std::string_view text) {
+  if (text == "auto") return BackendChoice::automatic;
+  if (text == "cpu") return BackendChoice::cpu;
+  if (text == "cuda") return BackendChoice::cuda;
+  throw UsageError("--backend: unknown backend '" + std::string(text) + "' (expected auto, cuda or cpu)");
+}
+
+Runtime::Runtime(int& argc, char**& argv) {
+  set_fatal_handler(&abort_job);
+  int initialized = 0;
+  TESSERA_MPI_CHECK(MPI_Initialized(&initialized));
+  if (!initialized) {
+    int provided = 0;
+    TESSERA_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+  }
+  TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  TESSERA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+
+  MPI_Comm node = MPI_COMM_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node));
+  TESSERA_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(node, &local_size_));
+  TESSERA_MPI_CHECK(MPI_Comm_free(&node));
+  int leader = local_rank_ == 0 ? 1 : 0;
+  TESSERA_MPI_CHECK(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  hostname_ = host;
+}
+
+Runtime::~Runtime() {
+  world_ = Context();
+  kernels::destroy_queue(queue_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+Context Runtime::start(BackendChoice choice) {
+  visible_devices_ = kernels::cuda_device_count();
+  const int has_gpu = visible_devices_ > 0 ? 1 : 0;
+  // The lowest rank without a GPU (world_size if every rank has one), agreed by all ranks.
+  int first_without = has_gpu ? world_size_ : world_rank_;
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_without, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  const bool all_have_gpu = first_without == world_size_;
+
+  Backend backend = Backend::cpu;
+  if (choice == BackendChoice::cuda) {
+    if (!built_with_cuda())
+      throw UsageError("--backend cuda: this build of Tessera has no CUDA support (reconfigure with CUDA enabled)");
+    if (!all_have_gpu) {
+      char where[256] = {};
+      if (world_rank_ == first_without) std::snprintf(where, sizeof where, "%s", hostname_.c_str());
+      TESSERA_MPI_CHECK(MPI_Bcast(where, sizeof where, MPI_CHAR, first_without, MPI_COMM_WORLD));
+      throw UsageError("--backend cuda: no usable GPU on rank " + std::to_string(first_without) + " (host " + where +
+                       "); use --backend cpu or auto");
+    }
+    backend = Backend::cuda;
+  } else if (choice == BackendChoice::automatic) {
+    backend = all_have_gpu ? Backend::cuda : Backend::cpu;
+  }
+
+  if (backend == Backend::cuda) {
+    queue_ = kernels::make_cuda_queue(local_rank_ % visible_devices_);
+  } else {
+    queue_ = kernels::Queue{};
+  }
+  world_ = Context(Communicator::borrow(MPI_COMM_WORLD), queue_);
+  return world_;
+}
+
+std::string Runtime::describe() const {
+  std::string s = std::to_string(world_size_) + (world_size_ == 1 ? " rank" : " ranks") + " on " +
+                  std::to_string(nodes_) + (nodes_ == 1 ? " node" : " nodes") + ", backend " +
+                  to_string(queue_.backend);
+  if (queue_.backend == Backend::cuda) s += ", rank 0 drives " + kernels::describe_device(queue_);
+  return s;
+}
+
+}  // namespace tessera

@@ -1,0 +1,39 @@
+// The CPU backend: the same contract as the public headers, on host memory, multi-threaded with
+// OpenMP. Called through the dispatch in kernels/src/dispatch.cpp; not a public header.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/predicate.hpp"
+#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/scan.hpp"
+
+namespace tessera::kernels::cpu {
+
+template <class T>
+void reduce(const T* in, index_t n, ReduceOp op, T* out);
+
+template <class T>
+void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in);
+
+template <class T>
+void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count);
+
+template <class T>
+void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count);
+
+template <class T>
+void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
+          T* c, index_t ldc);
+
+template <class T>
+void fill(T* out, index_t n, T value);
+
+template <class T>
+void iota(T* out, index_t n, T start);
+
+template <class T>
+void generate(T* out, index_t n, std::uint64_t seed, index_t global_offset);
+
+}  // namespace tessera::kernels::cpu

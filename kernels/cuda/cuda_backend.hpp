@@ -1,0 +1,45 @@
+// The CUDA backend: the same contract as the public headers, on device memory, ordered on the
+// given stream with no device-wide synchronisation. Temporary storage comes from the stream-ordered
+// pool (cudaMallocAsync). Called through kernels/src/dispatch.cpp; not a public header.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/gemm.hpp"
+#include "tessera/kernels/predicate.hpp"
+#include "tessera/kernels/queue.hpp"
+#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/scan.hpp"
+
+namespace tessera::kernels::cuda {
+
+using Stream = StreamHandle;  // cudaStream_t
+
+template <class T>
+void reduce(const T* in, index_t n, ReduceOp op, T* out, Stream stream);
+
+template <class T>
+void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stream stream);
+
+template <class T>
+void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count, Stream stream);
+
+template <class T>
+void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count, Stream stream);
+
+// engine == tiled: our kernel; engine == vendor: cuBLAS (default math mode, no TF32).
+template <class T>
+void gemm(GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b,
+          index_t ldb, T beta, T* c, index_t ldc, Stream stream);
+
+template <class T>
+void fill(T* out, index_t n, T value, Stream stream);
+
+template <class T>
+void iota(T* out, index_t n, T start, Stream stream);
+
+template <class T>
+void generate(T* out, index_t n, std::uint64_t seed, index_t global_offset, Stream stream);
+
+}  // namespace tessera::kernels::cuda

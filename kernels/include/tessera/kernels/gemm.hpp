@@ -1,0 +1,25 @@
+// Local matrix product, row-major: C = alpha * A * B + beta * C, with A m x k, B k x n, C m x n and
+// leading dimensions (elements between the starts of consecutive rows) lda >= k, ldb >= n, ldc >= n.
+#pragma once
+
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera {
+
+// Which implementation computes a local product: ours (tiled, register-blocked), or the vendor
+// library (cuBLAS under cuda; under cpu both name the same blocked kernel).
+enum class GemmEngine { tiled, vendor };
+
+inline const char* to_string(GemmEngine e) { return e == GemmEngine::tiled ? "tiled" : "vendor"; }
+
+namespace kernels {
+
+// Any m, n, k >= 0. When beta == 0, C is only written (NaN or garbage in C does not propagate), as
+// in BLAS. k == 0 scales C by beta. A, B and C are backend memory; C does not overlap A or B.
+// Stream-ordered under cuda.
+template <class T>
+void gemm(const Queue& queue, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a,
+          index_t lda, const T* b, index_t ldb, T beta, T* c, index_t ldc);
+
+}  // namespace kernels
+}  // namespace tessera

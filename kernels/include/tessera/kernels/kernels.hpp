@@ -1,0 +1,12 @@
+// All local operations of the kernels layer.
+#pragma once
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/gemm.hpp"
+#include "tessera/kernels/generate.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/queue.hpp"
+#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/scan.hpp"
+#include "tessera/kernels/select.hpp"

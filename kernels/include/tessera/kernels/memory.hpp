@@ -1,0 +1,47 @@
+// Memory in the backend's space: host memory under cpu, device memory under cuda. Copies between
+// backend memory and host memory are ordered on the queue and complete before the call returns
+// unless the name says async.
+#pragma once
+
+#include <cstddef>
+
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera::kernels {
+
+void* allocate(const Queue& queue, std::size_t bytes);
+void deallocate(const Queue& queue, void* ptr);
+
+// Page-locked host memory where the build has CUDA (faster staging), plain host memory otherwise.
+void* allocate_pinned_host(std::size_t bytes);
+void deallocate_pinned_host(void* ptr);
+
+// Copies within backend memory, or between backend memory and host memory. Synchronous.
+void copy_to_host(const Queue& queue, void* host_dst, const void* src, std::size_t bytes);
+void copy_from_host(const Queue& queue, void* dst, const void* host_src, std::size_t bytes);
+void copy_within(const Queue& queue, void* dst, const void* src, std::size_t bytes);
+
+// Stream-ordered versions: the caller synchronizes the queue before touching the host side.
+void copy_to_host_async(const Queue& queue, void* host_dst, const void* src, std::size_t bytes);
+void copy_from_host_async(const Queue& queue, void* dst, const void* host_src, std::size_t bytes);
+
+// Temporary storage for one operation: stream-ordered pool allocation under cuda
+// (cudaMallocAsync / cudaFreeAsync), plain allocation under cpu. Freed at scope exit, in stream order.
+class ScratchBuffer {
+ public:
+  ScratchBuffer(const Queue& queue, std::size_t bytes);
+  ~ScratchBuffer();
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  void* data() const { return data_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(data_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  Queue queue_;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace tessera::kernels

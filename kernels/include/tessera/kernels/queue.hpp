@@ -1,0 +1,35 @@
+// Where a piece of local work runs, and in what order: the backend, and under CUDA the device and
+// the stream. Every local operation takes a Queue; the backend behind it decides how the work runs
+// (the Kokkos idea of an execution space, reduced to what this project needs).
+#pragma once
+
+#include <string>
+
+#include "tessera/kernels/config.hpp"
+
+struct CUstream_st;
+
+namespace tessera::kernels {
+
+using StreamHandle = CUstream_st*;  // cudaStream_t, without pulling CUDA headers into host code
+
+struct Queue {
+  Backend backend = Backend::cpu;
+  int device = -1;                // CUDA device ordinal; -1 under cpu
+  StreamHandle stream = nullptr;  // CUDA stream; ignored under cpu
+
+  // Waits until all work queued so far has finished (no-op under cpu, whose calls are synchronous).
+  void synchronize() const;
+};
+
+// CUDA devices this process can see (0 where the build has no CUDA or there is no usable GPU).
+int cuda_device_count();
+
+// Selects the device for this host thread and makes a non-blocking stream on it.
+Queue make_cuda_queue(int device);
+void destroy_queue(Queue& queue);
+
+// A short description of the device ("NVIDIA H100 80GB HBM3, 132 SMs, 79.1 GiB") or "cpu".
+std::string describe_device(const Queue& queue);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,111 @@
+// The public local operations: each one hands the work to the backend named by the queue.
+#include <cstdint>
+
+#include "../cpu/cpu_backend.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/kernels.hpp"
+#if TESSERA_HAVE_CUDA
+#include "../cuda/cuda_backend.hpp"
+#endif
+
+namespace tessera::kernels {
+namespace {
+
+// The one place a cuda queue meets a build without CUDA: a usage error, not a crash.
+[[noreturn]] void no_cuda_backend() {
+  throw UsageError("the cuda backend was requested, but this build of Tessera has no CUDA support");
+}
+
+}  // namespace
+
+#if TESSERA_HAVE_CUDA
+#define TESSERA_DISPATCH(queue, cpu_call, cuda_call) \
+  do {                                               \
+    if ((queue).backend == Backend::cpu) {           \
+      cpu_call;                                      \
+    } else {                                         \
+      cuda_call;                                     \
+    }                                                \
+  } while (0)
+#else
+#define TESSERA_DISPATCH(queue, cpu_call, cuda_call) \
+  do {                                               \
+    if ((queue).backend == Backend::cpu) {           \
+      cpu_call;                                      \
+    } else {                                         \
+      no_cuda_backend();                             \
+    }                                                \
+  } while (0)
+#endif
+
+template <class T>
+void reduce(const Queue& q, const T* in, index_t n, ReduceOp op, T* out) {
+  TESSERA_ASSERT(n >= 0, "reduce: negative element count");
+  TESSERA_DISPATCH(q, cpu::reduce(in, n, op, out), cuda::reduce(in, n, op, out, q.stream));
+}
+
+template <class T>
+void scan(const Queue& q, const T* in, T* out, index_t n, ScanKind kind, T carry_in) {
+  TESSERA_ASSERT(n >= 0, "scan: negative element count");
+  TESSERA_DISPATCH(q, cpu::scan(in, out, n, kind, carry_in), cuda::scan(in, out, n, kind, carry_in, q.stream));
+}
+
+template <class T>
+void select(const Queue& q, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {
+  TESSERA_ASSERT(n >= 0, "select: negative element count");
+  TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count),
+                   cuda::select(in, n, pred, out, kept_count, q.stream));
+}
+
+template <class T>
+void count_if(const Queue& q, const T* in, index_t n, Predicate<T> pred, index_t* count) {
+  TESSERA_ASSERT(n >= 0, "count_if: negative element count");
+  TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(in, n, pred, count, q.stream));
+}
+
+template <class T>
+void gemm(const Queue& q, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
+          const T* b, index_t ldb, T beta, T* c, index_t ldc) {
+  TESSERA_ASSERT(m >= 0 && n >= 0 && k >= 0, "gemm: negative dimension");
+  TESSERA_ASSERT(lda >= k && ldb >= n && ldc >= n, "gemm: leading dimension smaller than the row length");
+  (void)engine;  // under cpu both engines name the same blocked kernel
+  TESSERA_DISPATCH(q, cpu::gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
+                   cuda::gemm(engine, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, q.stream));
+}
+
+template <class T>
+void fill(const Queue& q, T* out, index_t n, T value) {
+  TESSERA_DISPATCH(q, cpu::fill(out, n, value), cuda::fill(out, n, value, q.stream));
+}
+
+template <class T>
+void iota(const Queue& q, T* out, index_t n, T start) {
+  TESSERA_DISPATCH(q, cpu::iota(out, n, start), cuda::iota(out, n, start, q.stream));
+}
+
+template <class T>
+void generate(const Queue& q, T* out, index_t n, std::uint64_t seed, index_t global_offset) {
+  TESSERA_DISPATCH(q, cpu::generate(out, n, seed, global_offset),
+                   cuda::generate(out, n, seed, global_offset, q.stream));
+}
+
+#define TESSERA_INSTANTIATE(T)                                                                           \
+  template void reduce<T>(const Queue&, const T*, index_t, ReduceOp, T*);                               \
+  template void scan<T>(const Queue&, const T*, T*, index_t, ScanKind, T);                              \
+  template void select<T>(const Queue&, const T*, index_t, Predicate<T>, T*, index_t*);                 \
+  template void count_if<T>(const Queue&, const T*, index_t, Predicate<T>, index_t*);                   \
+  template void fill<T>(const Queue&, T*, index_t, T);                                                  \
+  template void iota<T>(const Queue&, T*, index_t, T);                                                  \
+  template void generate<T>(const Queue&, T*, index_t, std::uint64_t, index_t);
+
+TESSERA_INSTANTIATE(std::int32_t)
+TESSERA_INSTANTIATE(std::int64_t)
+TESSERA_INSTANTIATE(float)
+TESSERA_INSTANTIATE(double)
+
+template void gemm<float>(const Queue&, GemmEngine, index_t, index_t, index_t, float, const float*, index_t,
+                          const float*, index_t, float, float*, index_t);
+template void gemm<double>(const Queue&, GemmEngine, index_t, index_t, index_t, double, const double*, index_t,
+                           const double*, index_t, double, double*, index_t);
+
+}  // namespace tessera::kernels

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Installs what Tessera needs and is missing, on Debian 12 or Ubuntu 24.04, and says which
+# packages are missing where it cannot install them (not root, no apt, no network).
+#   scripts/install_deps.sh build   what building and the demo need
+#   scripts/install_deps.sh test    that, plus what the test suite needs (h5py, numpy, Slurm, ...)
+# Idempotent: a machine that has everything is left alone, whatever put it there (apt, modules,
+# a toolkit in /usr/local): each need is checked by what it provides, not by package name.
+set -u
+profile=${1:-build}
+
+missing_required=()   # needed to build and run
+missing_optional=()   # tests that need these report "skipped" without them
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+version_ge() {  # version_ge A B: A >= B
+  [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]
+}
+
+cmake_ok() {
+  have cmake || return 1
+  version_ge "$(cmake --version | head -n1 | awk '{print $3}')" 3.25
+}
+
+header_in() {  # header_in NAME DIR...: true if NAME exists in one of the dirs
+  local name=$1; shift
+  for d in "$@"; do [ -e "$d/$name" ] && return 0; done
+  return 1
+}
+
+python_with() {  # python_with MODULES: true if some python3 imports them all
+  for py in /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+    [ -x "$py" ] && "$py" -c "import $1" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
+cmake_ok || missing_required+=(cmake)
+have ninja || missing_required+=(ninja-build)
+have g++ || missing_required+=(g++)
+{ have mpicxx && have mpiexec; } || missing_required+=(libopenmpi-dev openmpi-bin)
+header_in hdf5.h /usr/include/hdf5/openmpi /usr/include/hdf5/serial /usr/include /usr/local/include ${HDF5_DIR:+$HDF5_DIR/include} \
+  || missing_required+=(libhdf5-openmpi-dev)
+header_in gtest/gtest.h /usr/include /usr/local/include || missing_required+=(libgtest-dev)
+if [ "$profile" = test ]; then
+  have h5dump || missing_optional+=(hdf5-tools)
+  python_with "numpy, h5py" || missing_optional+=(python3-numpy python3-h5py)
+  python_with "matplotlib" || missing_optional+=(python3-matplotlib)
+  { have slurmctld && have slurmd && have sbatch; } || missing_optional+=(slurmctld slurmd slurm-client)
+  have munged || missing_optional+=(munge)
+  [ -e /usr/lib/x86_64-linux-gnu/libpmix.so.2 ] || ls /usr/lib/*/libpmix.so.2 >/dev/null 2>&1 || missing_optional+=(libpmix2)
+fi
+
+all=("${missing_required[@]}" "${missing_optional[@]}")
+if [ ${#all[@]} -eq 0 ]; then
+  echo "install_deps: everything Tessera needs for '$profile' is present"
+  exit 0
+fi
+
+echo "install_deps: missing for '$profile': ${all[*]}"
+if [ "$(id -u)" -eq 0 ] && have apt-get; then
+  export DEBIAN_FRONTEND=noninteractive
+  if timeout 300 apt-get update -qq >/dev/null 2>&1 &&
+     apt-get install -y -qq --no-install-recommends "${all[@]}" >/tmp/tessera-apt.log 2>&1; then
+    echo "install_deps: installed ${all[*]}"
+    exit 0
+  fi
+  echo "install_deps: apt-get could not install them (no network?); see /tmp/tessera-apt.log"
+else
+  echo "install_deps: not root or no apt-get: ask an administrator to install: ${all[*]}"
+fi
+if [ ${#missing_required[@]} -gt 0 ]; then
+  echo "install_deps: cannot build without: ${missing_required[*]}" >&2
+  exit 1
+fi
+echo "install_deps: building is possible; tests that need ${missing_optional[*]} will be reported as skipped"
+exit 0

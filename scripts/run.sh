@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The README's two commands:
+#   scripts/run.sh demo   install what is missing, build, run the four apps and a scaling study
+#   scripts/run.sh test   install what is missing, build, run the whole test suite
+# One MPI rank per GPU where there are GPUs, else 4 ranks on the CPU. Build directory: $BUILD_DIR
+# (default ./build). Safe to run again: configure and build are incremental.
+set -euo pipefail
+what=${1:-demo}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+
+case "$what" in
+  demo) bash "$root/scripts/install_deps.sh" build ;;
+  test) bash "$root/scripts/install_deps.sh" test ;;
+  *) echo "usage: scripts/run.sh demo|test" >&2; exit 2 ;;
+esac
+
+# Open MPI refuses root without these, and more ranks than cores without oversubscription.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+# NVLink multicast stays off on shared multi-GPU hosts.
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
+fi
+cmake --build "$build" -j "$jobs"
+
+case "$what" in
+  demo)
+    bash "$root/scripts/demo.sh" "$build"
+    ;;
+  test)
+    cd "$build"
+    ctest --output-on-failure --timeout 900 ${CTEST_ARGS:-}
+    ;;
+esac

@@ -1,0 +1,266 @@
+// The CPU backend of the local operations against plain serial references (int64 or long double
+// accumulation), typed over the four element types, on odd sizes and with 1 to 4 OpenMP threads so
+// that the chunking of every operation is exercised.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "support/test_support.hpp"
+#include "tessera/kernels/kernels.hpp"
+
+namespace tessera {
+namespace {
+
+using test::random_vector;
+using test::where;
+
+const kernels::Queue kCpu{};
+
+template <class T>
+class CpuBackend : public ::testing::Test {};
+using ElementTypes = ::testing::Types<std::int32_t, std::int64_t, float, double>;
+TYPED_TEST_SUITE(CpuBackend, ElementTypes);
+
+// Sizes that cross the serial cutoff of the backend, so that the threaded paths run.
+std::vector<index_t> sizes() {
+  std::vector<index_t> s = test::odd_sizes(1 << 17);
+  s.push_back((1 << 17) + 3);
+  s.push_back(262147);  // prime, above 2^18
+  return s;
+}
+
+template <class T>
+void expect_close(long double reference, T got, index_t n, const std::string& context) {
+  if constexpr (std::is_integral_v<T>) {
+    EXPECT_EQ(static_cast<T>(static_cast<std::int64_t>(reference)), got) << context;
+  } else {
+    // Inputs lie in [-1, 1): the rounding error of any summation order is below n * eps * max|x|.
+    const long double tolerance = static_cast<long double>(n + 1) * std::numeric_limits<T>::epsilon();
+    EXPECT_NEAR(static_cast<double>(reference), static_cast<double>(got), static_cast<double>(tolerance)) << context;
+  }
+}
+
+TYPED_TEST(CpuBackend, ReduceMatchesSerialReference) {
+  using T = TypeParam;
+  for (int threads : {1, 2, 3, 4}) {
+    omp_set_num_threads(threads);
+    for (index_t n : sizes()) {
+      const auto in = random_vector<T>(n, test::seed() + static_cast<std::uint64_t>(n));
+      long double sum = 0;
+      T lo = std::numeric_limits<T>::max(), hi = std::numeric_limits<T>::lowest();
+      for (T x : in) {
+        sum += x;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+      }
+      T got{};
+      kernels::reduce(kCpu, in.data(), n, ReduceOp::sum, &got);
+      expect_close(sum, got, n, where(n) + " threads=" + std::to_string(threads));
+      kernels::reduce(kCpu, in.data(), n, ReduceOp::min, &got);
+      EXPECT_EQ(got, n == 0 ? reduce_identity<T>(ReduceOp::min) : lo) << where(n);
+      kernels::reduce(kCpu, in.data(), n, ReduceOp::max, &got);
+      EXPECT_EQ(got, n == 0 ? reduce_identity<T>(ReduceOp::max) : hi) << where(n);
+    }
+  }
+}
+
+TYPED_TEST(CpuBackend, MinMaxPropagateNaN) {
+  using T = TypeParam;
+  if constexpr (std::is_floating_point_v<T>) {
+    for (index_t n : {index_t(1), index_t(1000), index_t(100003)}) {
+      auto in = random_vector<T>(n, test::seed());
+      in[static_cast<std::size_t>(n / 2)] = std::numeric_limits<T>::quiet_NaN();
+      T got{};
+      kernels::reduce(kCpu, in.data(), n, ReduceOp::min, &got);
+      EXPECT_TRUE(std::isnan(got)) << where(n);
+      kernels::reduce(kCpu, in.data(), n, ReduceOp::max, &got);
+      EXPECT_TRUE(std::isnan(got)) << where(n);
+    }
+  }
+}
+
+TYPED_TEST(CpuBackend, IntegerSumWrapsLikeUnsigned) {
+  using T = TypeParam;
+  if constexpr (std::is_integral_v<T>) {
+    const index_t n = 100003;
+    std::vector<T> in(static_cast<std::size_t>(n), std::numeric_limits<T>::max() / 7);
+    using U = std::make_unsigned_t<T>;
+    U expected = 0;
+    for (T x : in) expected = static_cast<U>(expected + static_cast<U>(x));
+    T got{};
+    kernels::reduce(kCpu, in.data(), n, ReduceOp::sum, &got);
+    EXPECT_EQ(static_cast<U>(got), expected);
+  }
+}
+
+TYPED_TEST(CpuBackend, ScanWithCarryInMatchesSerialReference) {
+  using T = TypeParam;
+  for (int threads : {1, 2, 3, 4}) {
+    omp_set_num_threads(threads);
+    for (index_t n : sizes()) {
+      const auto in = random_vector<T>(n, test::seed() + 17 + static_cast<std::uint64_t>(n));
+      const T carry = static_cast<T>(5);
+      for (ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive}) {
+        for (bool in_place : {false, true}) {
+          std::vector<T> out(static_cast<std::size_t>(n), static_cast<T>(-77));  // poisoned
+          if (in_place) out = in;
+          kernels::scan(kCpu, in_place ? out.data() : in.data(), out.data(), n, kind, carry);
+          // Recursive summation errs by at most eps * sum_k |s_k| over the partial sums s_k it
+          // forms (Higham, ch. 4); the chunked scan forms different partial sums of the same size.
+          long double running = carry, partial_magnitude = std::fabs(static_cast<long double>(carry));
+          for (index_t i = 0; i < n; ++i) {
+            if (kind == ScanKind::inclusive) running += in[static_cast<std::size_t>(i)];
+            partial_magnitude += std::fabs(running) + std::fabs(static_cast<long double>(carry));
+            const T got = out[static_cast<std::size_t>(i)];
+            auto context = [&] {
+              return where(n) + " i=" + std::to_string(i) + " " + to_string(kind) + (in_place ? " in place" : "") +
+                     " threads=" + std::to_string(threads);
+            };
+            if constexpr (std::is_integral_v<T>) {
+              ASSERT_EQ(static_cast<T>(static_cast<std::int64_t>(running)), got) << context();
+            } else {
+              const long double tolerance = 4 * std::numeric_limits<T>::epsilon() * partial_magnitude;
+              ASSERT_LE(std::fabs(static_cast<long double>(got) - running), tolerance) << context();
+            }
+            if (kind == ScanKind::exclusive) running += in[static_cast<std::size_t>(i)];
+          }
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(CpuBackend, SelectIsStableAndCounts) {
+  using T = TypeParam;
+  const std::vector<Predicate<T>> predicates = {
+      {PredicateKind::gt, T(0), T(0)},       {PredicateKind::le, static_cast<T>(-0.5), T(0)},
+      {PredicateKind::between, static_cast<T>(-0.25), static_cast<T>(0.75)}, {PredicateKind::nonzero, T(0), T(0)},
+      {PredicateKind::eq, T(3), T(0)},       {PredicateKind::ne, T(3), T(0)}};
+  for (int threads : {1, 3, 4}) {
+    omp_set_num_threads(threads);
+    for (index_t n : sizes()) {
+      const auto in = random_vector<T>(n, test::seed() + 29 + static_cast<std::uint64_t>(n));
+      for (const auto& pred : predicates) {
+        std::vector<T> expected;
+        for (T x : in)
+          if (pred(x)) expected.push_back(x);
+        std::vector<T> out(static_cast<std::size_t>(n) + 1, static_cast<T>(-99));
+        index_t kept = -1, counted = -1;
+        kernels::select(kCpu, in.data(), n, pred, out.data(), &kept);
+        kernels::count_if(kCpu, in.data(), n, pred, &counted);
+        ASSERT_EQ(kept, static_cast<index_t>(expected.size())) << where(n);
+        ASSERT_EQ(counted, kept) << where(n);
+        for (std::size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(out[i], expected[i]) << where(n) << " i=" << i;
+        EXPECT_EQ(out[static_cast<std::size_t>(n)], static_cast<T>(-99)) << "wrote past the end, " << where(n);
+      }
+    }
+  }
+}
+
+TYPED_TEST(CpuBackend, GenerateDependsOnlyOnSeedAndIndex) {
+  using T = TypeParam;
+  const index_t n = 100003;
+  std::vector<T> whole(static_cast<std::size_t>(n));
+  kernels::generate(kCpu, whole.data(), n, 42, 0);
+  // Any cut of the index range reproduces the same values.
+  for (index_t cut : {index_t(1), index_t(31), index_t(50000), n - 1}) {
+    std::vector<T> tail(static_cast<std::size_t>(n - cut));
+    kernels::generate(kCpu, tail.data(), n - cut, 42, cut);
+    for (index_t i = cut; i < n; ++i) ASSERT_EQ(tail[static_cast<std::size_t>(i - cut)], whole[static_cast<std::size_t>(i)]);
+  }
+  // In range, and not constant.
+  T lo = whole[0], hi = whole[0];
+  for (T x : whole) {
+    lo = x < lo ? x : lo;
+    hi = x > hi ? x : hi;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    EXPECT_GE(lo, T(-1000));
+    EXPECT_LE(hi, T(1000));
+  } else {
+    EXPECT_GE(lo, T(-1));
+    EXPECT_LT(hi, T(1));
+  }
+  EXPECT_LT(lo, hi);
+  // A different seed gives a different sequence.
+  std::vector<T> other(static_cast<std::size_t>(n));
+  kernels::generate(kCpu, other.data(), n, 43, 0);
+  EXPECT_NE(other, whole);
+}
+
+TYPED_TEST(CpuBackend, FillAndIota) {
+  using T = TypeParam;
+  for (index_t n : sizes()) {
+    std::vector<T> v(static_cast<std::size_t>(n) + 1, T(9));
+    kernels::iota(kCpu, v.data(), n, T(3));
+    for (index_t i = 0; i < n; ++i) ASSERT_EQ(v[static_cast<std::size_t>(i)], static_cast<T>(3 + i)) << where(n);
+    kernels::fill(kCpu, v.data(), n, T(-2));
+    for (index_t i = 0; i < n; ++i) ASSERT_EQ(v[static_cast<std::size_t>(i)], T(-2));
+    EXPECT_EQ(v[static_cast<std::size_t>(n)], T(9));
+  }
+}
+
+template <class T>
+class CpuGemm : public ::testing::Test {};
+using GemmTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(CpuGemm, GemmTypes);
+
+TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
+  using T = TypeParam;
+  struct Shape {
+    index_t m, n, k, extra_ld;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1, 0},    {0, 5, 3, 0},     {5, 0, 3, 0},     {4, 5, 0, 0},
+                                     {17, 33, 65, 3}, {31, 1, 257, 0},  {1, 513, 7, 1},   {127, 129, 255, 0},
+                                     {64, 600, 300, 5}, {301, 257, 513, 0}};
+  for (int threads : {1, 4}) {
+    omp_set_num_threads(threads);
+    for (const Shape& s : shapes) {
+      const index_t lda = s.k + s.extra_ld, ldb = s.n + s.extra_ld, ldc = s.n + s.extra_ld;
+      const auto a = random_vector<T>(s.m * lda, test::seed() + 1);
+      const auto b = random_vector<T>(s.k * ldb, test::seed() + 2);
+      const auto c0 = random_vector<T>(s.m * ldc, test::seed() + 3);
+      for (T beta : {T(0), T(1), T(-0.5)}) {
+        const T alpha = T(1.5);
+        auto c = c0;
+        if (beta == T(0))  // beta == 0 must not read C: NaN in C must vanish
+          for (auto& x : c) x = std::numeric_limits<T>::quiet_NaN();
+        kernels::gemm(kCpu, GemmEngine::tiled, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        for (index_t i = 0; i < s.m; ++i) {
+          for (index_t j = 0; j < s.n; ++j) {
+            long double ref = 0;
+            for (index_t p = 0; p < s.k; ++p)
+              ref += static_cast<long double>(a[static_cast<std::size_t>(i * lda + p)]) * b[static_cast<std::size_t>(p * ldb + j)];
+            ref = alpha * ref + (beta == T(0) ? 0.0L : beta * static_cast<long double>(c0[static_cast<std::size_t>(i * ldc + j)]));
+            const double tol = 4.0 * (s.k + 2) * std::numeric_limits<T>::epsilon();
+            ASSERT_NEAR(static_cast<double>(ref), static_cast<double>(c[static_cast<std::size_t>(i * ldc + j)]), tol)
+                << "m=" << s.m << " n=" << s.n << " k=" << s.k << " beta=" << beta << " at (" << i << "," << j << ")";
+          }
+          // Padding columns of C (beyond n) are untouched.
+          for (index_t j = s.n; j < ldc; ++j) {
+            if (beta != T(0)) {
+              ASSERT_EQ(c[static_cast<std::size_t>(i * ldc + j)], c0[static_cast<std::size_t>(i * ldc + j)]);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Predicates, FollowIeeeForNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE((Predicate<float>{PredicateKind::gt, 0.f, 0.f}(nan)));
+  EXPECT_FALSE((Predicate<float>{PredicateKind::le, 0.f, 0.f}(nan)));
+  EXPECT_FALSE((Predicate<float>{PredicateKind::between, -1.f, 1.f}(nan)));
+  EXPECT_TRUE((Predicate<float>{PredicateKind::ne, 0.f, 0.f}(nan)));
+  EXPECT_TRUE((Predicate<float>{PredicateKind::nonzero, 0.f, 0.f}(nan)));
+  EXPECT_TRUE((Predicate<int>{PredicateKind::between, 2, 2}(2)));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -47,6 +47,10 @@ T reproducible_sum(const DistArray<T>& array, PhaseTimes* times = nullptr);
 // across ranks (the carry-in), one local scan pass seeded with the carry-in.
 template <class T>
 DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times = nullptr);
+// The same into `out`, an array with the input's partition on the same context (no allocation:
+// for repeated scans, and benchmarks that time the scan rather than the allocator). in-place allowed.
+template <class T>
+void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr);
 template <class T>
 DistArray<T> inclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
   return scan(array, ScanKind::inclusive, times);

@@ -1,0 +1,380 @@
+// tessera_bench_distributed: the distributed algorithms measured the way nccl-tests and the OSU
+// benchmarks measure collectives. For each algorithm and each size (elements per rank, doubling):
+// warm-up calls outside the timing; then --iters timed calls, each after a barrier; per size the
+// time (the per-rank mean over the iterations) as min / avg / max over ranks, the bandwidth, each
+// phase's time, a count of wrong results against an independent host computation, and the path
+// device buffers take between ranks. One rank per GPU under mpirun; the cpu backend works too.
+//
+//   mpirun -np 2 tessera_bench_distributed --backend cuda --min 1M --max 256M --iters 20 --json out.json
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/runtime.hpp"
+#include "tessera/framework/timer.hpp"
+#include "tessera/kernels/counter_rng.hpp"
+#include "tessera/kernels/exact_sum.hpp"
+
+namespace tessera {
+namespace {
+
+struct Options {
+  std::string backend = "auto";
+  std::string dtype = "float";
+  std::vector<std::string> algorithms = {"reduce", "reproducible_sum", "scan", "filter", "matmul"};
+  index_t min_elements = index_t(1) << 10;  // per rank
+  index_t max_elements = index_t(1) << 22;
+  index_t matmul_min = 256;  // global N of square N x N matrices
+  index_t matmul_max = 1024;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  std::string json;
+};
+
+index_t parse_count(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  double scale = 1;
+  const std::string suffix = end ? std::string(end) : "";
+  if (suffix == "K" || suffix == "k") scale = 1 << 10;
+  else if (suffix == "M" || suffix == "m") scale = 1 << 20;
+  else if (suffix == "G" || suffix == "g") scale = double(1 << 30);
+  else if (!suffix.empty()) throw UsageError(flag + ": '" + text + "' is not a count (digits, optional K, M or G)");
+  if (end == text.c_str() || !(v >= 0)) throw UsageError(flag + ": '" + text + "' is not a count");
+  return static_cast<index_t>(v * scale);
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+const char* kUsage =
+    "usage: tessera_bench_distributed [--backend auto|cpu|cuda] [--dtype float|double]\n"
+    "  [--algo reduce,reproducible_sum,scan,filter,matmul] [--min N] [--max N] (elements per rank, K/M/G)\n"
+    "  [--matmul-min N] [--matmul-max N] (global square size) [--iters I] [--warmup W] [--no-check] [--json FILE]\n";
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(flag + ": missing value");
+      return argv[++i];
+    };
+    if (flag == "--backend") o.backend = value();
+    else if (flag == "--dtype") o.dtype = value();
+    else if (flag == "--algo") o.algorithms = split(value());
+    else if (flag == "--min") o.min_elements = parse_count(flag, value());
+    else if (flag == "--max") o.max_elements = parse_count(flag, value());
+    else if (flag == "--matmul-min") o.matmul_min = parse_count(flag, value());
+    else if (flag == "--matmul-max") o.matmul_max = parse_count(flag, value());
+    else if (flag == "--iters") o.iters = static_cast<int>(parse_count(flag, value()));
+    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_count(flag, value()));
+    else if (flag == "--no-check") o.check = false;
+    else if (flag == "--json") o.json = value();
+    else if (flag == "--help" || flag == "-h") throw UsageError(kUsage);
+    else throw UsageError("unknown flag '" + flag + "'\n" + kUsage);
+  }
+  if (o.dtype != "float" && o.dtype != "double") throw UsageError("--dtype: '" + o.dtype + "' (expected float or double)");
+  for (const auto& a : o.algorithms)
+    if (a != "reduce" && a != "reproducible_sum" && a != "scan" && a != "filter" && a != "matmul")
+      throw UsageError("--algo: unknown algorithm '" + a + "'");
+  if (o.iters < 1) throw UsageError("--iters must be at least 1");
+  if (o.min_elements < 1 || o.max_elements < o.min_elements) throw UsageError("--min/--max: need 1 <= min <= max");
+  if (o.matmul_min < 1 || o.matmul_max < o.matmul_min) throw UsageError("--matmul-min/--matmul-max: need 1 <= min <= max");
+  return o;
+}
+
+struct Result {
+  std::string algorithm, dtype, path;
+  index_t elements_per_rank = 0;  // matmul: global N
+  double bytes = 0;               // per rank: memory traffic floor (matmul: 0)
+  double time_min = 0, time_avg = 0, time_max = 0;  // seconds
+  double algbw = 0, busbw = 0;    // GB/s per rank (busbw where it applies, else 0)
+  double gflops = 0;              // matmul only, all ranks together
+  PhaseTimes phases;              // mean per call, averaged over ranks
+  long long wrong = 0;
+};
+
+// Runs `op` warmup + iters times (barrier before each timed call); fills the timing fields.
+void measure(const Context& ctx, const Options& o, Result& r, const std::function<void(PhaseTimes*)>& op) {
+  for (int i = 0; i < o.warmup; ++i) op(nullptr);
+  PhaseTimes sum;
+  double elapsed = 0;
+  for (int i = 0; i < o.iters; ++i) {
+    ctx.comm().barrier();
+    Stopwatch watch;
+    op(&sum);
+    elapsed += watch.seconds();
+  }
+  const double mean = elapsed / o.iters;
+  const auto& comm = ctx.comm();
+  r.time_min = comm.allreduce(mean, ReduceOp::min);
+  r.time_max = comm.allreduce(mean, ReduceOp::max);
+  r.time_avg = comm.allreduce(mean, ReduceOp::sum) / ctx.size();
+  auto average = [&](double v) { return comm.allreduce(v / o.iters, ReduceOp::sum) / ctx.size(); };
+  r.phases.local = average(sum.local);
+  r.phases.communication = average(sum.communication);
+  r.phases.fixup = average(sum.fixup);
+  r.phases.host = average(sum.host);
+  r.algbw = r.bytes / r.time_avg / 1e9;
+}
+
+template <class T>
+long double host_sum(const std::vector<T>& v) {
+  long double s = 0;
+  for (T x : v) s += x;
+  return s;
+}
+
+template <class T>
+std::vector<Result> run_arrays(const Context& ctx, const Options& o, index_t per_rank) {
+  std::vector<Result> results;
+  const std::string path = to_string(device_comm_path(ctx.backend()));
+  const index_t n = per_rank * ctx.size();
+  const std::uint64_t seed = 20261122;
+  DistArray<T> input(ctx, n);
+  input.generate(seed);
+  const bool wants_host_copy = o.check;
+  const std::vector<T> host_block = wants_host_copy ? input.local_to_host() : std::vector<T>{};
+  auto want = [&](const char* a) { return std::find(o.algorithms.begin(), o.algorithms.end(), a) != o.algorithms.end(); };
+  auto base = [&](const char* name, double bytes) {
+    Result r;
+    r.algorithm = name;
+    r.dtype = o.dtype;
+    r.path = path;
+    r.elements_per_rank = per_rank;
+    r.bytes = bytes;
+    return r;
+  };
+  const double block_bytes = static_cast<double>(input.local_bytes());
+  // Independent reference for sums: long double per rank on the host, then the ranks' partials.
+  long double abs_sum = 0;
+  for (T x : host_block) abs_sum += std::fabs(static_cast<long double>(x));
+  const double reference_sum =
+      o.check ? ctx.comm().allreduce(static_cast<double>(host_sum(host_block)), ReduceOp::sum) : 0.0;
+  const double reference_abs = o.check ? ctx.comm().allreduce(static_cast<double>(abs_sum), ReduceOp::sum) : 0.0;
+
+  if (want("reduce")) {
+    Result r = base("reduce_sum", block_bytes);
+    T value{};
+    measure(ctx, o, r, [&](PhaseTimes* t) { value = reduce(input, ReduceOp::sum, t); });
+    if (o.check) {
+      const double tolerance = (static_cast<double>(n) + 1) * std::numeric_limits<T>::epsilon() * reference_abs;
+      r.wrong = std::fabs(static_cast<double>(value) - reference_sum) > tolerance ? 1 : 0;
+    }
+    results.push_back(r);
+  }
+  if (want("reproducible_sum")) {
+    Result r = base("reproducible_sum", block_bytes);
+    std::vector<T> values;
+    measure(ctx, o, r, [&](PhaseTimes* t) { values.push_back(reproducible_sum(input, t)); });
+    // Every call must give the same bits; and those bits must be the host's exact sum (host
+    // superaccumulator over host copies: independent of the device kernel under cuda).
+    for (T v : values) r.wrong += std::memcmp(&v, &values.front(), sizeof(T)) != 0 ? 1 : 0;
+    if (o.check) {
+      kernels::ExactAccumulator<T> acc, total;
+      kernels::exact_sum_clear(acc);
+      for (T x : host_block) kernels::exact_sum_add(acc, x);
+      kernels::exact_sum_normalize(acc);
+      TESSERA_MPI_CHECK(MPI_Allreduce(&acc, &total, kernels::ExactAccumulator<T>::kFields, MPI_INT64_T, MPI_SUM,
+                                      ctx.comm().get()));
+      const T expected = kernels::exact_sum_round(total);
+      r.wrong += std::memcmp(&expected, &values.front(), sizeof(T)) != 0 ? 1 : 0;
+      // ... and within half an ulp of T (plus the long double reference's own error) of the plain sum.
+      if (std::fabs(static_cast<double>(expected) - reference_sum) >
+          std::numeric_limits<T>::epsilon() * std::fabs(reference_sum) +
+              (static_cast<double>(n) + 1) * std::numeric_limits<double>::epsilon() * reference_abs)
+        ++r.wrong;
+    }
+    results.push_back(r);
+  }
+  if (want("scan")) {
+    Result r = base("inclusive_scan", 3 * block_bytes);  // the 3N floor: read, read, write
+    DistArray<T> out(ctx, input.partition());
+    measure(ctx, o, r, [&](PhaseTimes* t) { scan(input, out, ScanKind::inclusive, t); });
+    if (o.check) {
+      const auto got = out.local_to_host();
+      const double carry = ctx.comm().exscan_sum(static_cast<double>(host_sum(host_block)));
+      long double running = carry, running_abs = std::fabs(carry);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        running += host_block[i];
+        running_abs += std::fabs(static_cast<long double>(host_block[i]));
+        const long double tolerance =
+            (static_cast<long double>(input.global_offset() + static_cast<index_t>(i)) + 2 + ctx.size()) *
+            std::numeric_limits<T>::epsilon() * running_abs;
+        if (std::fabs(static_cast<long double>(got[i]) - running) > tolerance) ++r.wrong;
+      }
+      r.wrong = ctx.comm().allreduce(static_cast<std::int64_t>(r.wrong), ReduceOp::sum);
+    }
+    results.push_back(r);
+  }
+  if (want("filter")) {
+    const Predicate<T> keep = greater_than<T>(T(0));  // about half of the generated values
+    const index_t host_kept = o.check ? static_cast<index_t>(std::count_if(host_block.begin(), host_block.end(), keep)) : 0;
+    Result r = base("filter", block_bytes);
+    DistArray<T> kept;
+    measure(ctx, o, r, [&](PhaseTimes* t) { kept = filter(input, keep, t); });
+    r.bytes = block_bytes + static_cast<double>(kept.local_bytes());  // read all, write the kept
+    r.algbw = r.bytes / r.time_avg / 1e9;
+    Result rb = base("rebalance", 0);
+    DistArray<T> balanced;
+    measure(ctx, o, rb, [&](PhaseTimes* t) { balanced = rebalance(kept, t); });
+    // Bytes that leave this rank; all-to-all bus bandwidth as nccl-tests counts it: (P-1)/P.
+    const index_t moved = kept.local_size() -
+                          std::max<index_t>(0, std::min(kept.global_offset() + kept.local_size(),
+                                                        balanced.global_offset() + balanced.local_size()) -
+                                                   std::max(kept.global_offset(), balanced.global_offset()));
+    rb.bytes = static_cast<double>(moved) * sizeof(T);
+    rb.algbw = static_cast<double>(kept.local_bytes()) / rb.time_avg / 1e9;
+    rb.busbw = rb.algbw * (ctx.size() - 1) / ctx.size();
+    if (o.check) {
+      r.wrong = std::abs(kept.local_size() - host_kept);
+      const auto got = balanced.local_to_host();
+      rb.wrong = std::count_if(got.begin(), got.end(), [&](T x) { return !keep(x); });
+      rb.wrong += balanced.global_size() != kept.global_size() ? 1 : 0;
+      r.wrong = ctx.comm().allreduce(static_cast<std::int64_t>(r.wrong), ReduceOp::sum);
+      rb.wrong = ctx.comm().allreduce(static_cast<std::int64_t>(rb.wrong), ReduceOp::sum);
+    }
+    results.push_back(r);
+    results.push_back(rb);
+  }
+  return results;
+}
+
+template <class T>
+Result run_matmul(const Context& ctx, const Options& o, index_t size) {
+  const ProcessGrid grid = ProcessGrid::create(ctx);
+  DistMatrix<T> a(grid, size, size), b(grid, size, size);
+  const std::uint64_t seed_a = 11, seed_b = 12;
+  a.generate(seed_a);
+  b.generate(seed_b);
+  Result r;
+  r.algorithm = "matmul_summa";
+  r.dtype = o.dtype;
+  r.path = to_string(device_comm_path(ctx.backend()));
+  r.elements_per_rank = size;
+  DistMatrix<T> c;
+  MatmulOptions options;
+  options.engine = GemmEngine::vendor;
+  measure(ctx, o, r, [&](PhaseTimes* t) { c = matmul(a, b, options, t); });
+  r.algbw = 0;
+  r.gflops = 2.0 * std::pow(static_cast<double>(size), 3) / r.time_avg / 1e9;
+  if (o.check && c.local_rows() > 0 && c.local_cols() > 0) {
+    // Up to 16 entries of this rank's block, each recomputed on the host from the generator.
+    const auto block = c.local_to_host();
+    for (int s = 0; s < 16; ++s) {
+      const index_t i = (s * 7919) % c.local_rows(), j = (s * 104729) % c.local_cols();
+      const index_t gi = c.row_offset() + i, gj = c.col_offset() + j;
+      long double exact = 0, magnitude = 0;
+      for (index_t l = 0; l < size; ++l) {
+        const long double term = static_cast<long double>(counter_value<T>(seed_a, static_cast<std::uint64_t>(gi * size + l))) *
+                                 counter_value<T>(seed_b, static_cast<std::uint64_t>(l * size + gj));
+        exact += term;
+        magnitude += std::fabs(term);
+      }
+      const long double tolerance = (size + 1) * std::numeric_limits<T>::epsilon() * magnitude;
+      if (std::fabs(block[static_cast<std::size_t>(i * c.local_cols() + j)] - exact) > tolerance) ++r.wrong;
+    }
+  }
+  r.wrong = ctx.comm().allreduce(static_cast<std::int64_t>(r.wrong), ReduceOp::sum);
+  return r;
+}
+
+void print_header() {
+  std::printf("# %-16s %6s %12s %12s %10s %10s %10s %9s %9s %9s %9s %9s %9s %7s %s\n", "algorithm", "dtype",
+              "elems/rank", "bytes/rank", "min(us)", "avg(us)", "max(us)", "GB/s", "busGB/s", "local", "comm",
+              "fixup", "host", "wrong", "path");
+}
+
+void print(const Result& r) {
+  const bool mm = r.algorithm == "matmul_summa";
+  std::printf("  %-16s %6s %12lld %12.0f %10.1f %10.1f %10.1f %9.2f %9.2f %9.1f %9.1f %9.1f %9.1f %7lld %s%s\n",
+              r.algorithm.c_str(), r.dtype.c_str(), static_cast<long long>(r.elements_per_rank), r.bytes,
+              r.time_min * 1e6, r.time_avg * 1e6, r.time_max * 1e6, mm ? r.gflops : r.algbw, r.busbw,
+              r.phases.local * 1e6, r.phases.communication * 1e6, r.phases.fixup * 1e6, r.phases.host * 1e6, r.wrong,
+              r.path.c_str(), mm ? "  (N global; GB/s column: GFLOP/s)" : "");
+  std::fflush(stdout);
+}
+
+void write_json(const std::string& file, const std::string& device, int ranks, const Options& o,
+                const std::vector<Result>& results) {
+  std::ofstream out(file);
+  if (!out) throw UsageError("--json: cannot write '" + file + "'");
+  out << "{\n  \"benchmark\": \"tessera_bench_distributed\",\n  \"ranks\": " << ranks << ",\n  \"device\": \""
+      << device << "\",\n  \"iters\": " << o.iters << ",\n  \"warmup\": " << o.warmup << ",\n  \"results\": [\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    out << "    {\"algorithm\": \"" << r.algorithm << "\", \"dtype\": \"" << r.dtype << "\", \"path\": \"" << r.path
+        << "\", \"elements_per_rank\": " << r.elements_per_rank << ", \"bytes_per_rank\": " << r.bytes
+        << ", \"time_min_s\": " << r.time_min << ", \"time_avg_s\": " << r.time_avg << ", \"time_max_s\": " << r.time_max
+        << ", \"algbw_GBps\": " << r.algbw << ", \"busbw_GBps\": " << r.busbw << ", \"gflops\": " << r.gflops
+        << ", \"phase_local_s\": " << r.phases.local << ", \"phase_communication_s\": " << r.phases.communication
+        << ", \"phase_fixup_s\": " << r.phases.fixup << ", \"phase_host_s\": " << r.phases.host
+        << ", \"wrong\": " << r.wrong << "}" << (i + 1 < results.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+  if (!out) throw UsageError("--json: failed writing '" + file + "'");
+}
+
+template <class T>
+std::vector<Result> run_all(const Context& ctx, const Options& o) {
+  std::vector<Result> results;
+  for (index_t per_rank = o.min_elements; per_rank <= o.max_elements; per_rank *= 2)
+    for (const Result& r : run_arrays<T>(ctx, o, per_rank)) {
+      if (ctx.is_root()) print(r);
+      results.push_back(r);
+    }
+  if (std::find(o.algorithms.begin(), o.algorithms.end(), "matmul") != o.algorithms.end())
+    for (index_t size = o.matmul_min; size <= o.matmul_max; size *= 2) {
+      results.push_back(run_matmul<T>(ctx, o, size));
+      if (ctx.is_root()) print(results.back());
+    }
+  return results;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  using namespace tessera;
+  Runtime runtime(argc, argv);
+  try {
+    const Options o = parse(argc, argv);
+    const Context ctx = runtime.start(parse_backend_choice(o.backend));
+    if (ctx.is_root()) {
+      std::printf("# tessera_bench_distributed: %s\n# device path: %s, iters %d, warmup %d, check %s\n",
+                  runtime.describe().c_str(), to_string(device_comm_path(ctx.backend())), o.iters, o.warmup,
+                  o.check ? "on" : "off");
+      print_header();
+    }
+    const std::vector<Result> results = o.dtype == "float" ? run_all<float>(ctx, o) : run_all<double>(ctx, o);
+    if (ctx.is_root() && !o.json.empty()) write_json(o.json, runtime.describe(), ctx.size(), o, results);
+    long long wrong = 0;
+    for (const Result& r : results) wrong += r.wrong;
+    return wrong == 0 ? 0 : 1;
+  } catch (const UsageError& e) {
+    if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_distributed: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,87 @@
+// Moving backend buffers (device memory under cuda) between the ranks of a context. Which way they
+// travel is decided once per process (../shared/DESIGN.md, "Device memory and MPI"):
+//   cpu backend                 "mpi-host"        host memory straight to MPI
+//   cuda, CUDA-aware MPI        "cuda-aware-mpi"  device pointers straight to MPI (MPIX_Query_cuda_support)
+//   cuda, NCCL in the build     "nccl"            NCCL collectives and grouped send/recv, one NCCL
+//                                                 communicator per MPI communicator (bootstrapped over
+//                                                 MPI, cached on it as an attribute), on its own stream
+//   cuda otherwise              "staged"          through pinned host buffers and MPI
+// TESSERA_DEVICE_COMM=auto|cuda-aware-mpi|nccl|staged overrides the choice for the cuda backend (a
+// path this build or this MPI cannot take is a UsageError). Scalars never come here: they travel as
+// plain MPI on the host (tessera::Communicator).
+//
+// All calls are collective over the context, and stream-ordered under cuda: work queued on the
+// context's queue before a call is seen by the transfer, and work queued after a call (or after
+// Request::wait) sees its result. Byte counts are 64-bit; MPI messages go in chunks below 2^31.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "tessera/framework/context.hpp"
+
+namespace tessera {
+
+enum class DeviceCommPath { mpi_host, cuda_aware_mpi, nccl, staged };
+
+const char* to_string(DeviceCommPath path);
+
+// The path buffers of `backend` take in this process (the same on every rank of one job).
+DeviceCommPath device_comm_path(Backend backend);
+
+class DeviceComm {
+ public:
+  // An operation in flight. wait() completes it: under cuda, in stream order (the context's queue
+  // waits for it; the host does not block unless the path is host-side).
+  class Request {
+   public:
+    Request() = default;
+    Request(Request&&) noexcept = default;
+    Request& operator=(Request&&) noexcept = default;
+    ~Request();  // waits if still pending, so that no buffer is freed under a transfer
+    void wait();
+    bool pending() const { return static_cast<bool>(finish_); }
+
+   private:
+    friend class DeviceComm;
+    std::function<void()> finish_;
+  };
+
+  explicit DeviceComm(const Context& ctx);
+
+  DeviceCommPath path() const { return path_; }
+  const Context& context() const { return ctx_; }
+
+  // Broadcasts `bytes` bytes of backend memory from root's `data` into every other rank's `data`.
+  Request ibcast(void* data, std::size_t bytes, int root) const;
+  void bcast(void* data, std::size_t bytes, int root) const { ibcast(data, bytes, root).wait(); }
+
+  // In-place element-wise sum over the ranks. T: int32_t, int64_t (wrapping), float, double.
+  template <class T>
+  void allreduce_sum(T* data, index_t count) const;
+
+  // Personalised exchange: rank r sends send_bytes[p] bytes at send + send_offsets[p] to each rank p
+  // and receives recv_bytes[p] bytes from p at recv + recv_offsets[p]. One exchange (grouped
+  // send/recv or chunked point-to-point), any sizes above 2^31 bytes.
+  void alltoallv(const void* send, const std::vector<std::size_t>& send_bytes,
+                 const std::vector<std::size_t>& send_offsets, void* recv, const std::vector<std::size_t>& recv_bytes,
+                 const std::vector<std::size_t>& recv_offsets) const;
+
+  struct NcclState;  // private to device_comm.cpp
+
+ private:
+  Context ctx_;
+  DeviceCommPath path_ = DeviceCommPath::mpi_host;
+  NcclState* nccl_ = nullptr;  // owned by the MPI communicator's attribute
+};
+
+namespace detail {
+// The largest MPI message this layer sends in one call; longer transfers go in chunks. 1 GiB by
+// default; tests lower it to exercise the chunking on small buffers. Not thread-safe.
+std::size_t mpi_message_limit();
+void set_mpi_message_limit(std::size_t bytes);
+}  // namespace detail
+
+}  // namespace tessera

@@ -1,0 +1,421 @@
+#include "tessera/framework/device_comm.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "tessera/framework/fault.hpp"
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/memory.hpp"
+
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI: MPIX_CUDA_AWARE_SUPPORT and MPIX_Query_cuda_support
+#endif
+
+#if TESSERA_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "tessera/kernels/cuda_check.hpp"
+#endif
+#if TESSERA_HAVE_NCCL
+#include <nccl.h>
+
+#define TESSERA_NCCL_CHECK(call)                                                                    \
+  do {                                                                                              \
+    const ncclResult_t tessera_nccl_status_ = (call);                                               \
+    if (tessera_nccl_status_ != ncclSuccess)                                                        \
+      ::tessera::fatal(__FILE__, __LINE__, #call, std::string("NCCL: ") + ncclGetErrorString(tessera_nccl_status_)); \
+  } while (0)
+#endif
+
+namespace tessera {
+
+const char* to_string(DeviceCommPath path) {
+  switch (path) {
+    case DeviceCommPath::mpi_host: return "mpi-host";
+    case DeviceCommPath::cuda_aware_mpi: return "cuda-aware-mpi";
+    case DeviceCommPath::nccl: return "nccl";
+    case DeviceCommPath::staged: return "staged";
+  }
+  return "?";
+}
+
+namespace detail {
+namespace {
+std::size_t g_message_limit = std::size_t(1) << 30;
+}
+std::size_t mpi_message_limit() { return g_message_limit; }
+void set_mpi_message_limit(std::size_t bytes) {
+  TESSERA_ASSERT(bytes >= 1 && bytes <= (std::size_t(1) << 30), "MPI message limit outside [1, 2^30] bytes");
+  g_message_limit = bytes;
+}
+}  // namespace detail
+
+namespace {
+
+bool mpi_is_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+DeviceCommPath decide_cuda_path() {
+  const char* env = std::getenv("TESSERA_DEVICE_COMM");
+  const std::string wanted = env && *env ? env : "auto";
+  const bool aware = mpi_is_cuda_aware();
+  const bool nccl = TESSERA_HAVE_NCCL != 0;
+  if (wanted == "auto") {
+    if (aware) return DeviceCommPath::cuda_aware_mpi;
+    if (nccl) return DeviceCommPath::nccl;
+    return DeviceCommPath::staged;
+  }
+  if (wanted == "staged") return DeviceCommPath::staged;
+  if (wanted == "nccl") {
+    if (!nccl) throw UsageError("TESSERA_DEVICE_COMM=nccl, but this build of Tessera has no NCCL");
+    return DeviceCommPath::nccl;
+  }
+  if (wanted == "cuda-aware-mpi") {
+    if (!aware) throw UsageError("TESSERA_DEVICE_COMM=cuda-aware-mpi, but this MPI is not CUDA-aware");
+    return DeviceCommPath::cuda_aware_mpi;
+  }
+  throw UsageError("TESSERA_DEVICE_COMM='" + wanted + "': expected auto, cuda-aware-mpi, nccl or staged");
+}
+
+// Chunked host-side MPI on bytes: every piece stays below the int count limit.
+template <class Post>
+void for_each_chunk(std::size_t bytes, Post&& post) {
+  const std::size_t limit = detail::mpi_message_limit();
+  for (std::size_t done = 0; done < bytes; done += limit) post(done, static_cast<int>(std::min(limit, bytes - done)));
+}
+
+std::vector<MPI_Request> post_ibcast(void* data, std::size_t bytes, int root, MPI_Comm comm) {
+  std::vector<MPI_Request> requests;
+  for_each_chunk(bytes, [&](std::size_t offset, int chunk) {
+    MPI_Request r;
+    TESSERA_MPI_CHECK(MPI_Ibcast(static_cast<char*>(data) + offset, chunk, MPI_BYTE, root, comm, &r));
+    requests.push_back(r);
+  });
+  return requests;
+}
+
+void wait_all(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return;
+  TESSERA_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  requests.clear();
+}
+
+// Point-to-point exchange of host-addressable memory (host, or device under CUDA-aware MPI), all
+// receives posted before the sends; messages between one pair keep their order (MPI's
+// non-overtaking rule), so every chunk carries the same tag. The copy to self goes through `self`.
+template <class SelfCopy>
+void exchange_mpi(const void* send, const std::vector<std::size_t>& send_bytes, const std::vector<std::size_t>& send_offsets,
+                  void* recv, const std::vector<std::size_t>& recv_bytes, const std::vector<std::size_t>& recv_offsets,
+                  const Communicator& comm, SelfCopy&& self) {
+  constexpr int kTag = 7201;
+  const int me = comm.rank();
+  std::vector<MPI_Request> requests;
+  for (int p = 0; p < comm.size(); ++p) {
+    if (p == me) continue;
+    char* base = static_cast<char*>(recv) + recv_offsets[static_cast<std::size_t>(p)];
+    for_each_chunk(recv_bytes[static_cast<std::size_t>(p)], [&](std::size_t offset, int chunk) {
+      MPI_Request r;
+      TESSERA_MPI_CHECK(MPI_Irecv(base + offset, chunk, MPI_BYTE, p, kTag, comm.get(), &r));
+      requests.push_back(r);
+    });
+  }
+  for (int p = 0; p < comm.size(); ++p) {
+    if (p == me) continue;
+    const char* base = static_cast<const char*>(send) + send_offsets[static_cast<std::size_t>(p)];
+    for_each_chunk(send_bytes[static_cast<std::size_t>(p)], [&](std::size_t offset, int chunk) {
+      MPI_Request r;
+      TESSERA_MPI_CHECK(MPI_Isend(base + offset, chunk, MPI_BYTE, p, kTag, comm.get(), &r));
+      requests.push_back(r);
+    });
+  }
+  const auto m = static_cast<std::size_t>(me);
+  TESSERA_ASSERT(send_bytes[m] == recv_bytes[m], "alltoallv: a rank sends itself a different size than it receives");
+  if (send_bytes[m])
+    self(static_cast<char*>(recv) + recv_offsets[m], static_cast<const char*>(send) + send_offsets[m], send_bytes[m]);
+  wait_all(requests);
+}
+
+template <class T>
+MPI_Datatype sum_type() {
+  // Integer sums travel as unsigned, so that MPI's addition wraps like reduce_combine's.
+  if constexpr (std::is_same_v<T, std::int32_t>) return MPI_UINT32_T;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_UINT64_T;
+  else return mpi_type<T>();
+}
+
+template <class T>
+void allreduce_host(T* data, index_t count, MPI_Comm comm) {
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, chunk, sum_type<T>(), MPI_SUM, comm));
+  }
+}
+
+}  // namespace
+
+DeviceCommPath device_comm_path(Backend backend) {
+  if (backend == Backend::cpu) return DeviceCommPath::mpi_host;
+  static std::once_flag once;
+  static DeviceCommPath decided = DeviceCommPath::staged;
+  std::call_once(once, [] { decided = decide_cuda_path(); });
+  return decided;
+}
+
+// ---------------------------------------------------------------------------------------------
+// NCCL: one communicator per MPI communicator, made on first use and kept as an attribute of the
+// MPI communicator, so that it lives exactly as long as that communicator (the attribute's delete
+// callback destroys it when MPI_Comm_free or MPI_Finalize drops the MPI communicator).
+struct DeviceComm::NcclState {
+#if TESSERA_HAVE_NCCL
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;  // NCCL work runs here, beside the compute stream: overlap
+#endif
+};
+
+#if TESSERA_HAVE_NCCL
+namespace {
+
+int nccl_delete_attribute(MPI_Comm, int, void* value, void*) {
+  auto* state = static_cast<DeviceComm::NcclState*>(value);
+  // Errors here cannot be reported usefully (MPI may be finalizing); the process is ending.
+  if (state->comm) (void)ncclCommDestroy(state->comm);
+  if (state->stream) (void)cudaStreamDestroy(state->stream);
+  delete state;
+  return MPI_SUCCESS;
+}
+
+int nccl_keyval() {
+  static int keyval = MPI_KEYVAL_INVALID;
+  if (keyval == MPI_KEYVAL_INVALID)
+    TESSERA_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, nccl_delete_attribute, &keyval, nullptr));
+  return keyval;
+}
+
+DeviceComm::NcclState* nccl_state_for(const Context& ctx) {
+  MPI_Comm comm = ctx.comm().get();
+  void* value = nullptr;
+  int found = 0;
+  TESSERA_MPI_CHECK(MPI_Comm_get_attr(comm, nccl_keyval(), &value, &found));
+  if (found) return static_cast<DeviceComm::NcclState*>(value);
+  // NVLink multicast (NVLS) must stay off on the project's GPU machines; the job environment sets
+  // NCCL_NVLS_ENABLE=0 and this keeps it so where a launch forgot (an explicit value wins).
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  ncclUniqueId id;
+  if (ctx.rank() == 0) TESSERA_NCCL_CHECK(ncclGetUniqueId(&id));
+  TESSERA_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
+  auto* state = new DeviceComm::NcclState;
+  TESSERA_CUDA_CHECK(cudaSetDevice(ctx.queue().device));
+  TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking));
+  TESSERA_NCCL_CHECK(ncclCommInitRank(&state->comm, ctx.size(), id, ctx.rank()));
+  TESSERA_MPI_CHECK(MPI_Comm_set_attr(comm, nccl_keyval(), state));
+  return state;
+}
+
+cudaStream_t compute_stream(const Context& ctx) { return reinterpret_cast<cudaStream_t>(ctx.queue().stream); }
+
+// `to` waits for everything queued on `from` so far.
+void stream_wait(cudaStream_t to, cudaStream_t from) {
+  cudaEvent_t event;
+  TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  TESSERA_CUDA_CHECK(cudaEventRecord(event, from));
+  TESSERA_CUDA_CHECK(cudaStreamWaitEvent(to, event, 0));
+  TESSERA_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait has consumed it
+}
+
+template <class T>
+ncclDataType_t nccl_sum_type() {
+  if constexpr (std::is_same_v<T, std::int32_t>) return ncclUint32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return ncclUint64;
+  else if constexpr (std::is_same_v<T, float>) return ncclFloat32;
+  else return ncclFloat64;
+}
+
+}  // namespace
+#endif
+
+DeviceComm::DeviceComm(const Context& ctx) : ctx_(ctx), path_(device_comm_path(ctx.backend())) {
+  TESSERA_ASSERT(!ctx_.is_null(), "DeviceComm on a null context");
+#if TESSERA_HAVE_NCCL
+  if (path_ == DeviceCommPath::nccl) nccl_ = nccl_state_for(ctx_);
+#endif
+}
+
+DeviceComm::Request::~Request() {
+  if (finish_) wait();
+}
+
+void DeviceComm::Request::wait() {
+  if (!finish_) return;
+  auto finish = std::move(finish_);
+  finish_ = nullptr;
+  finish();
+}
+
+DeviceComm::Request DeviceComm::ibcast(void* data, std::size_t bytes, int root) const {
+  TESSERA_FAULT_POINT("bcast");
+  Request request;
+  if (bytes == 0 || ctx_.size() == 1) return request;
+  const MPI_Comm comm = ctx_.comm().get();
+  switch (path_) {
+    case DeviceCommPath::cuda_aware_mpi:
+      ctx_.queue().synchronize();  // MPI reads device memory outside stream order
+      [[fallthrough]];
+    case DeviceCommPath::mpi_host: {
+      auto requests = std::make_shared<std::vector<MPI_Request>>(post_ibcast(data, bytes, root, comm));
+      request.finish_ = [requests] { wait_all(*requests); };
+      return request;
+    }
+    case DeviceCommPath::staged: {
+      const kernels::Queue queue = ctx_.queue();
+      std::shared_ptr<void> host(kernels::allocate_pinned_host(bytes), kernels::deallocate_pinned_host);
+      if (ctx_.rank() == root) kernels::copy_to_host(queue, host.get(), data, bytes);
+      auto requests = std::make_shared<std::vector<MPI_Request>>(post_ibcast(host.get(), bytes, root, comm));
+      const bool receiver = ctx_.rank() != root;
+      request.finish_ = [requests, host, queue, data, bytes, receiver] {
+        wait_all(*requests);
+        if (receiver) kernels::copy_from_host(queue, data, host.get(), bytes);
+      };
+      return request;
+    }
+    case DeviceCommPath::nccl: {
+#if TESSERA_HAVE_NCCL
+      const cudaStream_t compute = compute_stream(ctx_);
+      const cudaStream_t comm_stream = nccl_->stream;
+      stream_wait(comm_stream, compute);  // the root's data, and the receivers' buffer free to reuse
+      TESSERA_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclChar, root, nccl_->comm, comm_stream));
+      cudaEvent_t done;
+      TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      TESSERA_CUDA_CHECK(cudaEventRecord(done, comm_stream));
+      request.finish_ = [compute, done] {
+        TESSERA_CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
+        TESSERA_CUDA_CHECK(cudaEventDestroy(done));
+      };
+      return request;
+#else
+      break;
+#endif
+    }
+  }
+  TESSERA_FATAL("DeviceComm::ibcast", std::string("path not available in this build: ") + to_string(path_));
+}
+
+template <class T>
+void DeviceComm::allreduce_sum(T* data, index_t count) const {
+  TESSERA_FAULT_POINT("allreduce");
+  if (count == 0 || ctx_.size() == 1) return;
+  const MPI_Comm comm = ctx_.comm().get();
+  switch (path_) {
+    case DeviceCommPath::cuda_aware_mpi:
+      ctx_.queue().synchronize();
+      [[fallthrough]];
+    case DeviceCommPath::mpi_host: allreduce_host(data, count, comm); return;
+    case DeviceCommPath::staged: {
+      const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(T);
+      std::shared_ptr<void> host(kernels::allocate_pinned_host(bytes), kernels::deallocate_pinned_host);
+      kernels::copy_to_host(ctx_.queue(), host.get(), data, bytes);
+      allreduce_host(static_cast<T*>(host.get()), count, comm);
+      kernels::copy_from_host(ctx_.queue(), data, host.get(), bytes);
+      return;
+    }
+    case DeviceCommPath::nccl: {
+#if TESSERA_HAVE_NCCL
+      const cudaStream_t compute = compute_stream(ctx_);
+      stream_wait(nccl_->stream, compute);
+      TESSERA_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_sum_type<T>(), ncclSum,
+                                       nccl_->comm, nccl_->stream));
+      stream_wait(compute, nccl_->stream);
+      return;
+#else
+      break;
+#endif
+    }
+  }
+  TESSERA_FATAL("DeviceComm::allreduce_sum", std::string("path not available in this build: ") + to_string(path_));
+}
+
+void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& send_bytes,
+                           const std::vector<std::size_t>& send_offsets, void* recv,
+                           const std::vector<std::size_t>& recv_bytes,
+                           const std::vector<std::size_t>& recv_offsets) const {
+  TESSERA_FAULT_POINT("alltoallv");
+  const auto ranks = static_cast<std::size_t>(ctx_.size());
+  TESSERA_ASSERT(send_bytes.size() == ranks && send_offsets.size() == ranks && recv_bytes.size() == ranks &&
+                     recv_offsets.size() == ranks,
+                 "alltoallv: one count and one offset per rank expected");
+  const kernels::Queue queue = ctx_.queue();
+  auto copy_backend = [&](void* dst, const void* src, std::size_t bytes) { kernels::copy_within(queue, dst, src, bytes); };
+  switch (path_) {
+    case DeviceCommPath::cuda_aware_mpi:
+      queue.synchronize();
+      [[fallthrough]];
+    case DeviceCommPath::mpi_host:
+      exchange_mpi(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets, ctx_.comm(), copy_backend);
+      return;
+    case DeviceCommPath::staged: {
+      // One pinned buffer for what leaves and one for what arrives; then the usual host exchange.
+      std::size_t send_total = 0, recv_total = 0;
+      for (std::size_t p = 0; p < ranks; ++p) {
+        send_total = std::max(send_total, send_offsets[p] + send_bytes[p]);
+        recv_total = std::max(recv_total, recv_offsets[p] + recv_bytes[p]);
+      }
+      std::shared_ptr<void> host_send(kernels::allocate_pinned_host(send_total), kernels::deallocate_pinned_host);
+      std::shared_ptr<void> host_recv(kernels::allocate_pinned_host(recv_total), kernels::deallocate_pinned_host);
+      if (send_total) kernels::copy_to_host(queue, host_send.get(), send, send_total);
+      exchange_mpi(host_send.get(), send_bytes, send_offsets, host_recv.get(), recv_bytes, recv_offsets, ctx_.comm(),
+                   [](void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); });
+      // Only the received ranges are written back: the rest of `recv` keeps its contents.
+      for (std::size_t p = 0; p < ranks; ++p)
+        if (recv_bytes[p])
+          kernels::copy_from_host(queue, static_cast<char*>(recv) + recv_offsets[p],
+                                  static_cast<const char*>(host_recv.get()) + recv_offsets[p], recv_bytes[p]);
+      return;
+    }
+    case DeviceCommPath::nccl: {
+#if TESSERA_HAVE_NCCL
+      const cudaStream_t compute = compute_stream(ctx_);
+      const cudaStream_t comm_stream = nccl_->stream;
+      stream_wait(comm_stream, compute);
+      const std::size_t me = static_cast<std::size_t>(ctx_.rank());
+      TESSERA_NCCL_CHECK(ncclGroupStart());
+      for (std::size_t p = 0; p < ranks; ++p) {
+        if (p == me) continue;
+        if (send_bytes[p])
+          TESSERA_NCCL_CHECK(ncclSend(static_cast<const char*>(send) + send_offsets[p], send_bytes[p], ncclChar,
+                                      static_cast<int>(p), nccl_->comm, comm_stream));
+        if (recv_bytes[p])
+          TESSERA_NCCL_CHECK(ncclRecv(static_cast<char*>(recv) + recv_offsets[p], recv_bytes[p], ncclChar,
+                                      static_cast<int>(p), nccl_->comm, comm_stream));
+      }
+      TESSERA_NCCL_CHECK(ncclGroupEnd());
+      if (send_bytes[me])
+        TESSERA_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(recv) + recv_offsets[me],
+                                           static_cast<const char*>(send) + send_offsets[me], send_bytes[me],
+                                           cudaMemcpyDeviceToDevice, comm_stream));
+      stream_wait(compute, comm_stream);
+      return;
+#else
+      break;
+#endif
+    }
+  }
+  TESSERA_FATAL("DeviceComm::alltoallv", std::string("path not available in this build: ") + to_string(path_));
+}
+
+template void DeviceComm::allreduce_sum<std::int32_t>(std::int32_t*, index_t) const;
+template void DeviceComm::allreduce_sum<std::int64_t>(std::int64_t*, index_t) const;
+template void DeviceComm::allreduce_sum<float>(float*, index_t) const;
+template void DeviceComm::allreduce_sum<double>(double*, index_t) const;
+
+}  // namespace tessera

@@ -1,0 +1,140 @@
+// matmul: SUMMA (van de Geijn and Watts, 1997) on a 2-D process grid.
+//
+// K is cut into steps: panels of options.panel_width, further cut wherever a panel straddles the
+// boundary between two owners (A's column blocks follow the grid's columns, B's row blocks its
+// rows, so the two sets of boundaries differ). Each step therefore has one owner of its A panel
+// (a process column) and one owner of its B panel (a process row). Per step:
+//   global  the A panel's owner broadcasts it along each process row, the B panel's owner along
+//           each process column (device path: NCCL, CUDA-aware MPI, staged, or host MPI)
+//   local   C_block += A_panel * B_panel with the local GEMM kernel (beta = 1)
+// Two panel buffers alternate so that the broadcast of step s+1 is posted before the product of
+// step s and travels while it runs. There is no fix-up phase: C is complete after the last step.
+#include <mpi.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/timer.hpp"
+#include "tessera/kernels/copy_2d.hpp"
+#include "tessera/kernels/memory.hpp"
+
+namespace tessera {
+namespace {
+
+std::string shape(index_t rows, index_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+struct Step {
+  index_t k0, k1;  // global columns of A / rows of B
+  int a_owner;     // process column holding A(:, k0:k1)
+  int b_owner;     // process row holding B(k0:k1, :)
+  index_t width() const { return k1 - k0; }
+};
+
+std::vector<Step> summa_steps(index_t k_total, index_t panel_width, const Partition& a_cols, const Partition& b_rows) {
+  std::vector<Step> steps;
+  for (index_t k = 0; k < k_total;) {
+    const int a_owner = a_cols.owner(k);
+    const int b_owner = b_rows.owner(k);
+    index_t next = std::min(k_total, (k / panel_width + 1) * panel_width);
+    next = std::min(next, a_cols.offset(a_owner) + a_cols.local_size(a_owner));
+    next = std::min(next, b_rows.offset(b_owner) + b_rows.local_size(b_owner));
+    steps.push_back({k, next, a_owner, b_owner});
+    k = next;
+  }
+  return steps;
+}
+
+}  // namespace
+
+template <class T>
+DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options, PhaseTimes* times) {
+  if (a.cols() != b.rows())
+    throw UsageError("matmul: A is " + shape(a.rows(), a.cols()) + " and B is " + shape(b.rows(), b.cols()) +
+                     ": the columns of A must equal the rows of B");
+  if (options.panel_width < 1)
+    throw UsageError("matmul: panel width must be at least 1, got " + std::to_string(options.panel_width));
+  const ProcessGrid& grid = a.grid();
+  int same = MPI_UNEQUAL;
+  TESSERA_MPI_CHECK(MPI_Comm_compare(grid.context().comm().get(), b.grid().context().comm().get(), &same));
+  if ((same != MPI_IDENT && same != MPI_CONGRUENT) || grid.rows() != b.grid().rows() || grid.cols() != b.grid().cols())
+    throw UsageError("matmul: A and B live on different process grids (" + std::to_string(grid.rows()) + "x" +
+                     std::to_string(grid.cols()) + " and " + std::to_string(b.grid().rows()) + "x" +
+                     std::to_string(b.grid().cols()) + ")");
+
+  const kernels::Queue& queue = grid.context().queue();
+  PhaseClock clock(queue);
+  DistMatrix<T> c(grid, a.rows(), b.cols());
+  c.fill(T(0));
+  const index_t m = c.local_rows();  // == a.local_rows(): same process row, same row partition
+  const index_t n = c.local_cols();  // == b.local_cols()
+  const std::vector<Step> steps = summa_steps(a.cols(), options.panel_width, a.col_partition(), b.row_partition());
+  index_t widest = 0;
+  for (const Step& s : steps) widest = std::max(widest, s.width());
+  kernels::ScratchBuffer a_panels(queue, 2 * static_cast<std::size_t>(m * widest) * sizeof(T));
+  kernels::ScratchBuffer b_panels(queue, 2 * static_cast<std::size_t>(widest * n) * sizeof(T));
+  const DeviceComm along_row(grid.row());
+  const DeviceComm along_column(grid.column());
+  const bool row_alone = grid.cols() == 1;  // my A blocks are all mine: no packing, no broadcast
+
+  struct InFlight {
+    const T* a;
+    index_t lda;
+    const T* b;
+    DeviceComm::Request a_request, b_request;
+  };
+  InFlight slot[2];
+
+  // Posts the broadcasts of step s into buffer s % 2 (the owner packs its A columns first).
+  auto post = [&](std::size_t s) {
+    const Step& step = steps[s];
+    InFlight& f = slot[s % 2];
+    const index_t w = step.width();
+    T* a_buffer = a_panels.as<T>() + (s % 2) * static_cast<std::size_t>(m * widest);
+    T* b_buffer = b_panels.as<T>() + (s % 2) * static_cast<std::size_t>(widest * n);
+    if (row_alone) {
+      f.a = a.local_data() + (step.k0 - a.col_offset());
+      f.lda = a.local_cols();
+    } else {
+      if (grid.process_col() == step.a_owner)
+        kernels::copy_2d(queue, a_buffer, w, a.local_data() + (step.k0 - a.col_offset()), a.local_cols(), m, w,
+                         sizeof(T));
+      f.a_request = along_row.ibcast(a_buffer, static_cast<std::size_t>(m * w) * sizeof(T), step.a_owner);
+      f.a = a_buffer;
+      f.lda = w;
+    }
+    // B's rows are contiguous in the owner's block: it broadcasts straight from there.
+    T* b_source = grid.process_row() == step.b_owner
+                      ? const_cast<T*>(b.local_data()) + (step.k0 - b.row_offset()) * n  // only read at the root
+                      : b_buffer;
+    f.b_request = along_column.ibcast(b_source, static_cast<std::size_t>(w * n) * sizeof(T), step.b_owner);
+    f.b = b_source;
+  };
+  clock.end_phase(times ? &times->host : nullptr);
+
+  if (!steps.empty()) post(0);
+  clock.end_phase(times ? &times->communication : nullptr);
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    // Global: step s+1 goes on the wire, then step s must have arrived.
+    if (s + 1 < steps.size()) post(s + 1);
+    InFlight& f = slot[s % 2];
+    f.a_request.wait();
+    f.b_request.wait();
+    clock.end_phase(times ? &times->communication : nullptr);
+
+    // Local: the panel product, accumulated into C.
+    kernels::gemm(queue, options.engine, m, n, steps[s].width(), T(1), f.a, f.lda, f.b, n, T(1), c.local_data(), n);
+    clock.end_phase(times ? &times->local : nullptr);
+  }
+  return c;
+}
+
+template DistMatrix<float> matmul<float>(const DistMatrix<float>&, const DistMatrix<float>&, const MatmulOptions&,
+                                         PhaseTimes*);
+template DistMatrix<double> matmul<double>(const DistMatrix<double>&, const DistMatrix<double>&, const MatmulOptions&,
+                                           PhaseTimes*);
+
+}  // namespace tessera

@@ -1,0 +1,48 @@
+// reproducible_sum: the correctly rounded sum of all elements, bitwise the same for any number of
+// ranks, either backend and every run, because nothing is rounded until the very end:
+//   local   every element deposited exactly into a superaccumulator (kernels/exact_sum.hpp)
+//   global  the normalized accumulators summed limb by limb as int64 (exact: normalized limbs are
+//           below 2^32, so 2^31 ranks cannot overflow) with one MPI_Allreduce of integers
+//   fix-up  one rounding of the exact value to T, on the host, the same on every rank
+// Integer addition is associative, so neither the partition nor MPI's reduction order matters.
+#include <mpi.h>
+
+#include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/fault.hpp"
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/timer.hpp"
+#include "tessera/kernels/exact_sum.hpp"
+#include "tessera/kernels/memory.hpp"
+
+namespace tessera {
+
+template <class T>
+T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
+  using Accumulator = kernels::ExactAccumulator<T>;
+  const Context& ctx = array.context();
+  PhaseClock clock(ctx.queue());
+
+  // Local: the block's exact partial, normalized by the kernel, then to the host (a few hundred bytes).
+  kernels::ScratchBuffer partial_device(ctx.queue(), sizeof(Accumulator));
+  kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), partial_device.as<Accumulator>());
+  Accumulator partial;
+  kernels::copy_to_host(ctx.queue(), &partial, partial_device.data(), sizeof(Accumulator));
+  kernels::exact_sum_normalize(partial);  // already normalized; cheap insurance for the headroom argument
+  clock.end_phase(times ? &times->local : nullptr);
+
+  // Global: limb-wise integer sum; the special-value counts and element counts add the same way.
+  Accumulator total;
+  TESSERA_FAULT_POINT("allreduce");
+  TESSERA_MPI_CHECK(MPI_Allreduce(&partial, &total, Accumulator::kFields, MPI_INT64_T, MPI_SUM, ctx.comm().get()));
+  clock.end_phase(times ? &times->communication : nullptr);
+
+  // Fix-up: the one rounding.
+  const T result = kernels::exact_sum_round(total);
+  clock.end_phase(times ? &times->fixup : nullptr);
+  return result;
+}
+
+template float reproducible_sum<float>(const DistArray<float>&, PhaseTimes*);
+template double reproducible_sum<double>(const DistArray<double>&, PhaseTimes*);
+
+}  // namespace tessera

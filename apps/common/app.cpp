@@ -1,0 +1,88 @@
+#include "app.hpp"
+
+#include <cstdio>
+#include <exception>
+
+#include "tessera/build_config.hpp"
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/io.hpp"
+#include "tessera/kernels/error.hpp"
+
+namespace tessera::apps {
+
+App::App(int& argc, char**& argv, std::string name, std::string summary, bool common_n)
+    : runtime_(argc, argv), argc_for_parse_(argc), argv_for_parse_(argv), name_(name),
+      parser_(std::move(name), std::move(summary)) {
+  add_common_options(parser_, options_, common_n);
+}
+
+int App::run(const std::function<int(const Context&)>& body) {
+  const bool root = runtime_.world_rank() == 0;
+  try {
+    // argv is the same on every rank, so every rank parses to the same verdict without talking.
+    parser_.parse(argc_for_parse_, argv_for_parse_);
+    if (options_.help) {
+      if (root) std::fputs(parser_.help_text().c_str(), stdout);
+      return kExitOk;
+    }
+    if (options_.version) {
+      if (root)
+        std::printf("%s (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", name_.c_str(), TESSERA_VERSION_STRING,
+                    TESSERA_HAVE_CUDA, TESSERA_HAVE_NCCL, TESSERA_HDF5_PARALLEL);
+      return kExitOk;
+    }
+    const Context ctx = runtime_.start(parse_backend_choice(options_.backend));
+    if (!options_.json.empty()) io::check_output_path(ctx, io::DatasetPath{options_.json, "/json"}, "--json");
+    if (options_.output) io::check_output_path(ctx, *options_.output, "--output");
+    return body(ctx);
+  } catch (const UsageError& e) {
+    if (root) {
+      std::fprintf(stderr, "%s: %s\n", name_.c_str(), e.what());
+      std::fflush(stderr);
+    }
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    // Not the user's doing and maybe on one rank only: end the whole job rather than leave the
+    // other ranks waiting in a collective.
+    fatal(__FILE__, __LINE__, name_.c_str(), e.what());
+  }
+}
+
+ArraySource resolve_array_source(const Context& ctx, const App& app) {
+  const CommonOptions& o = app.options();
+  ArraySource source;
+  if (o.input) {
+    if (app.parser().given("--n"))
+      throw UsageError("--n: cannot be combined with --input (the size comes from the dataset)");
+    const io::DatasetInfo info = io::probe_dataset(ctx, *o.input, "--input");
+    if (info.shape.size() != 1) {
+      std::string shape;
+      for (std::size_t d = 0; d < info.shape.size(); ++d) shape += (d ? " x " : "") + std::to_string(info.shape[d]);
+      const std::string what = info.shape.empty() ? "a scalar" : std::to_string(info.shape.size()) + "-D (" + shape + ")";
+      throw UsageError("--input: dataset '" + o.input->dataset + "' in '" + o.input->file + "' is " + what + "; " +
+                       app.name() + " needs a 1-D dataset");
+    }
+    source.dtype = o.dtype.value_or(info.dtype);
+    source.n = info.shape[0];
+    source.description = o.input->str() + " (" + info.type_name + ")";
+  } else {
+    source.dtype = o.dtype.value_or(io::DType::float32);
+    source.n = o.n;
+    source.description = "generated, seed " + std::to_string(o.seed);
+  }
+  return source;
+}
+
+io::OutputAttributes output_attributes(const App& app, const Context& ctx, io::DType dtype) {
+  io::OutputAttributes a;
+  a.app = app.name();
+  a.backend = to_string(ctx.backend());
+  a.ranks = ctx.size();
+  a.extra.emplace_back("dtype", io::to_string(dtype));
+  if (app.options().input) a.extra.emplace_back("input", app.options().input->str());
+  return a;
+}
+
+std::string communication_path(const Context& ctx) { return to_string(device_comm_path(ctx.backend())); }
+
+}  // namespace tessera::apps

@@ -1,0 +1,157 @@
+// The frame every app runs in: the runtime, the command line, the error policy (a UsageError on
+// every rank -> one line on rank 0 and exit status 2), timing over repeats, and the report (a table
+// on rank 0, and a JSON object with --json).
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli.hpp"
+#include "json.hpp"
+#include "tessera/framework/io.hpp"
+#include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/runtime.hpp"
+#include "tessera/framework/timer.hpp"
+
+namespace tessera::apps {
+
+// Exit statuses of every app.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitVerifyFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+class App {
+ public:
+  // Initialises MPI. name: the executable's name, first word of every message.
+  App(int& argc, char**& argv, std::string name, std::string summary, bool common_n = true);
+
+  ArgParser& parser() { return parser_; }
+  const ArgParser& parser() const { return parser_; }
+  CommonOptions& options() { return options_; }
+  const CommonOptions& options() const { return options_; }
+  const std::string& name() const { return name_; }
+  Runtime& runtime() { return runtime_; }
+  const Runtime& runtime() const { return runtime_; }
+
+  // Parses the command line (--help / --version print on rank 0 and return 0), checks the --json
+  // and --output destinations, starts the backend and runs body. A UsageError from any of these,
+  // thrown alike on every rank, becomes one line on rank 0 and exit status 2.
+  int run(const std::function<int(const Context&)>& body);
+
+ private:
+  Runtime runtime_;
+  int argc_for_parse_ = 0;         // argc and argv after MPI took its own arguments out
+  char** argv_for_parse_ = nullptr;
+  std::string name_;
+  ArgParser parser_;
+  CommonOptions options_;
+};
+
+// How the ranks' device buffers travel in this run ("mpi-host" on the cpu backend).
+std::string communication_path(const Context& ctx);
+
+// ---- timing ------------------------------------------------------------------------------------------
+
+struct TimingSummary {
+  int repeats = 0;
+  int warmup = 0;
+  double total = 0;      // median over repeats of the slowest rank's wall time
+  double total_min = 0;
+  double total_max = 0;
+  PhaseTimes phases;     // per phase: median over repeats of the slowest rank's time
+};
+
+double median(std::vector<double> values);
+
+// Per repeat: the slowest rank's wall time and per-phase times, summarised by medians.
+TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, const std::vector<PhaseTimes>& phases,
+                        int warmup);
+
+// Runs body(PhaseTimes*) `warmup` times untimed, then `repeat` times timed between barriers.
+template <class Body>
+TimingSummary measure(const Context& ctx, const CommonOptions& options, Body&& body) {
+  for (int i = 0; i < options.warmup; ++i) body(static_cast<PhaseTimes*>(nullptr));
+  std::vector<double> wall;
+  std::vector<PhaseTimes> phases;
+  for (int i = 0; i < options.repeat; ++i) {
+    ctx.comm().barrier();
+    PhaseTimes times;
+    Stopwatch watch;
+    body(&times);
+    ctx.queue().synchronize();
+    wall.push_back(watch.seconds());
+    phases.push_back(times);
+  }
+  return summarize(ctx, wall, phases, options.warmup);
+}
+
+// ---- the report ----------------------------------------------------------------------------------------
+
+struct Verdict {
+  bool ok = true;
+  std::string detail;  // what was compared, and how close
+};
+
+struct Report {
+  std::string input;                                // "generated (seed 42)" or FILE:/DSET
+  io::DType dtype = io::DType::float32;
+  Json sizes = Json::object();                      // {"n": ...} or {"m":, "k":, "n":}
+  Json parameters = Json::object();                 // app-specific flags (op, predicate, grid, ...)
+  std::vector<std::pair<std::string, std::string>> rows;  // app-specific table rows (after the sizes)
+  Json result;                                      // the headline result
+  std::string result_text;
+  std::optional<Verdict> verdict;                   // set when --verify ran
+  TimingSummary timing;
+  double throughput = 0;
+  std::string throughput_unit;                      // "GB/s" or "GFLOP/s"
+  std::string throughput_basis;                     // how the throughput was counted
+};
+
+// ---- inputs, values and outputs shared by the apps --------------------------------------------------
+
+// Where a 1-D input comes from: --input (probed collectively; must be 1-D; dtype from the file
+// unless --dtype was given) or the generator (--n, --seed, --dtype).
+struct ArraySource {
+  io::DType dtype = io::DType::float32;
+  index_t n = 0;
+  std::string description;  // for the table and the JSON
+};
+ArraySource resolve_array_source(const Context& ctx, const App& app);
+
+// The input array: read from the file, or generated from the seed (element i depends on seed and i).
+template <class T>
+DistArray<T> load_array(const Context& ctx, const App& app, const ArraySource& source) {
+  const CommonOptions& o = app.options();
+  if (o.input) return io::read_array<T>(ctx, *o.input, "--input");
+  DistArray<T> array(ctx, source.n);
+  array.generate(o.seed);
+  return array;
+}
+
+// The attributes every output dataset carries.
+io::OutputAttributes output_attributes(const App& app, const Context& ctx, io::DType dtype);
+
+template <class T>
+Json value_json(T v) {
+  if constexpr (std::is_same_v<T, std::int32_t>) return Json(static_cast<long long>(v));
+  else if constexpr (std::is_same_v<T, std::int64_t>) return Json(static_cast<long long>(v));
+  else return Json(v);
+}
+
+template <class T>
+std::string value_text(T v) {
+  if constexpr (std::is_integral_v<T>) return std::to_string(v);
+  else return format_number(v);
+}
+
+// Prints the table on rank 0 and, with --json, writes the JSON object there.
+void publish(const App& app, const Context& ctx, const Report& report);
+
+// "1.23 ms", "45.6 us", "2.00 s".
+std::string format_seconds(double seconds);
+
+}  // namespace tessera::apps

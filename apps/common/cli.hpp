@@ -1,0 +1,84 @@
+// The command line of the apps: a small flag parser, the flags every app shares, and the parsers of
+// sizes and numbers. Every error is a UsageError whose message names the flag and what was wrong;
+// parsing is deterministic, so every rank reaches the same verdict without talking to the others.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/framework/io.hpp"
+#include "tessera/kernels/config.hpp"
+
+namespace tessera::apps {
+
+class ArgParser {
+ public:
+  ArgParser(std::string program, std::string summary);
+
+  // A flag without a value (--verify).
+  void add_switch(std::string name, std::string help, bool* target);
+  // A flag with a value (--n N or --n=N); `apply` converts it and may throw UsageError.
+  void add_option(std::string name, std::string metavar, std::string help,
+                  std::function<void(std::string_view value)> apply);
+
+  // Throws UsageError for an unknown flag, a missing value, a stray argument, or what an option's
+  // `apply` throws. Returns the names of the flags that were given, in order.
+  std::vector<std::string> parse(int argc, char** argv);
+  bool given(std::string_view name) const;
+
+  std::string help_text() const;
+  const std::string& program() const { return program_; }
+
+ private:
+  struct Flag {
+    std::string name, metavar, help;
+    bool* target = nullptr;
+    std::function<void(std::string_view)> apply;
+  };
+  const Flag* find(std::string_view name) const;
+  std::string program_, summary_;
+  std::vector<Flag> flags_;
+  std::vector<std::string> given_;
+};
+
+// The flags all four apps take.
+struct CommonOptions {
+  std::string backend = "auto";
+  std::optional<io::DType> dtype;  // unset: float32, or the file's type with --input
+  index_t n = index_t(1) << 20;
+  std::uint64_t seed = 42;
+  std::optional<io::DatasetPath> input;
+  std::optional<io::DatasetPath> output;
+  int repeat = 3;
+  int warmup = 1;
+  std::string json;
+  bool verify = false;
+  bool help = false;
+  bool version = false;
+};
+
+// Registers --backend --dtype --seed --input --output --repeat --warmup --json --verify --help
+// --version, and --n unless with_n is false (matmul has its own --n, the column count).
+void add_common_options(ArgParser& parser, CommonOptions& options, bool with_n = true);
+
+// A non-negative 64-bit count: 1000000, 1e6, 2^20, 64M, 1G, 1.5K (K, M, G, T are powers of 1024;
+// the value must be a whole number). Negative, unparsable and too large (> 2^63 - 1) values throw a
+// UsageError naming `flag`.
+index_t parse_size(std::string_view text, std::string_view flag);
+
+// An integer in [min, max]; UsageError naming `flag` otherwise.
+std::int64_t parse_integer(std::string_view text, std::string_view flag, std::int64_t min, std::int64_t max);
+std::uint64_t parse_unsigned(std::string_view text, std::string_view flag);
+// A finite or infinite floating-point number (strtod syntax, whole text); UsageError otherwise.
+double parse_real(std::string_view text, std::string_view flag);
+
+// Converts text to T: an integer in T's range for int32 / int64, a number for float / double
+// (rounded to the nearest float). UsageError naming `flag` otherwise.
+template <class T>
+T parse_value(std::string_view text, std::string_view flag);
+
+}  // namespace tessera::apps

@@ -1,0 +1,113 @@
+// filter: the elements of a distributed array that satisfy a predicate, in their global order.
+// Each rank selects from its block and counts; an MPI_Exscan of the counts gives each rank the
+// global offset of its kept elements. --rebalance moves the ragged result back to equal blocks.
+#include "app.hpp"
+#include "verify.hpp"
+
+namespace {
+
+// The predicate as given on the command line; its numbers are converted once the dtype is known.
+struct PredicateText {
+  tessera::PredicateKind kind = tessera::PredicateKind::gt;
+  std::string a = "0", b;
+  std::string text = "gt:0";
+};
+
+PredicateText parse_predicate(std::string_view v) {
+  using tessera::PredicateKind;
+  PredicateText p;
+  p.text = std::string(v);
+  if (v == "nonzero") {
+    p.kind = PredicateKind::nonzero;
+    return p;
+  }
+  const auto colon = v.find(':');
+  const std::string_view name = v.substr(0, colon);
+  const std::string_view rest = colon == std::string_view::npos ? std::string_view() : v.substr(colon + 1);
+  const std::pair<const char*, PredicateKind> kinds[] = {{"gt", PredicateKind::gt}, {"ge", PredicateKind::ge},
+                                                         {"lt", PredicateKind::lt}, {"le", PredicateKind::le},
+                                                         {"eq", PredicateKind::eq}, {"ne", PredicateKind::ne},
+                                                         {"between", PredicateKind::between}};
+  bool known = false;
+  for (const auto& [word, kind] : kinds)
+    if (name == word) {
+      p.kind = kind;
+      known = true;
+    }
+  const std::string usage = " (expected gt:X, ge:X, lt:X, le:X, eq:X, ne:X, between:A:B or nonzero)";
+  if (!known) throw tessera::UsageError("--predicate: unknown predicate '" + std::string(v) + "'" + usage);
+  if (colon == std::string_view::npos || rest.empty())
+    throw tessera::UsageError("--predicate: '" + std::string(v) + "' lacks its value" + usage);
+  if (p.kind == PredicateKind::between) {
+    // The bounds may be negative ("between:-1:1"), so split at the first colon after a character.
+    const auto sep = rest.find(':', 1);
+    if (sep == std::string_view::npos || sep + 1 >= rest.size())
+      throw tessera::UsageError("--predicate: '" + std::string(v) + "' needs two bounds, between:A:B");
+    p.a = std::string(rest.substr(0, sep));
+    p.b = std::string(rest.substr(sep + 1));
+  } else {
+    p.a = std::string(rest);
+  }
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tessera;
+  using namespace tessera::apps;
+  App app(argc, argv, "filter", "The elements of a distributed array that satisfy a predicate, in order.");
+  PredicateText predicate_text;
+  bool rebalanced = false;
+  app.parser().add_option("--predicate", "gt:X|ge:X|lt:X|le:X|eq:X|ne:X|between:A:B|nonzero",
+                          "which elements to keep (default gt:0; between keeps A <= x <= B)",
+                          [&](std::string_view v) { predicate_text = parse_predicate(v); });
+  app.parser().add_switch("--rebalance", "move the kept elements back to equal blocks (one all-to-all)", &rebalanced);
+
+  return app.run([&](const Context& ctx) -> int {
+    const CommonOptions& o = app.options();
+    const ArraySource source = resolve_array_source(ctx, app);
+    return io::dispatch(source.dtype, [&]<class T>() -> int {
+      Predicate<T> pred;
+      pred.kind = predicate_text.kind;
+      if (pred.kind != PredicateKind::nonzero) pred.a = parse_value<T>(predicate_text.a, "--predicate");
+      if (pred.kind == PredicateKind::between) pred.b = parse_value<T>(predicate_text.b, "--predicate");
+
+      const DistArray<T> data = load_array<T>(ctx, app, source);
+      DistArray<T> kept;
+      const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) {
+        kept = filter(data, pred, times);
+        if (rebalanced) kept = rebalance(kept, times);
+      });
+      const index_t kept_count = kept.global_size();
+
+      Report r;
+      r.input = source.description;
+      r.dtype = source.dtype;
+      r.sizes["n"] = static_cast<long long>(source.n);
+      r.parameters["predicate"] = predicate_text.text;
+      r.parameters["rebalance"] = rebalanced;
+      r.rows.emplace_back("predicate", predicate_text.text + (rebalanced ? ", rebalanced" : ", ragged result"));
+      r.result = Json(static_cast<long long>(kept_count));
+      char fraction[64] = "";
+      if (source.n > 0)
+        std::snprintf(fraction, sizeof fraction, " (%.2f%%)", 100.0 * static_cast<double>(kept_count) / static_cast<double>(source.n));
+      r.result_text = std::to_string(kept_count) + " kept of " + std::to_string(source.n) + fraction;
+      if (o.verify) r.verdict = verify::check_filter(data, kept, pred);
+      r.timing = timing;
+      const double bytes = static_cast<double>(source.n + kept_count) * sizeof(T);
+      r.throughput = timing.total > 0 ? bytes / timing.total / 1e9 : 0;
+      r.throughput_unit = "GB/s";
+      r.throughput_basis = "n elements read, kept elements written";
+
+      const bool wrong = r.verdict && !r.verdict->ok;
+      if (o.output && !wrong) {
+        auto attributes = output_attributes(app, ctx, source.dtype);
+        attributes.extra.emplace_back("predicate", predicate_text.text);
+        io::write_array(kept, *o.output, attributes);
+      }
+      publish(app, ctx, r);
+      return wrong ? kExitVerifyFailed : kExitOk;
+    });
+  });
+}

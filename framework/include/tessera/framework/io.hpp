@@ -1,0 +1,116 @@
+// HDF5 input and output of distributed arrays and matrices.
+//
+// Reads: each rank reads its own hyperslab of the dataset (collective MPI-IO where the HDF5 library
+// is parallel, TESSERA_HDF5_PARALLEL; otherwise every rank opens the file read-only and reads its
+// slab independently). The file's element type is converted to the requested one by HDF5, so any of
+// the four element types, chunked or contiguous, deflate-compressed or not, reads into any other.
+//
+// Writes: one dataset holding the global result, with attributes naming what made it. The file is
+// written under a temporary name in the destination directory and renamed by rank 0 once every rank
+// has written its slab, so that a reader never sees a half-written file under the final name, and an
+// existing file there is untouched until the new one is complete. Collective writes with parallel
+// HDF5; with a serial library rank 0 creates the file and the ranks write their slabs in rank order,
+// passing a token.
+//
+// Every function is collective over the context it is given. User errors (a missing file or dataset,
+// a file that is not HDF5, a wrong rank or shape, an unwritable output directory) are found by rank
+// 0 and broadcast, so that every rank throws the same UsageError and none is left in a collective.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tessera/framework/dist_array.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+
+namespace tessera::io {
+
+// The element types an array or a file may hold.
+enum class DType { int32, int64, float32, float64 };
+
+const char* to_string(DType t);
+// "int32", "int64", "float32", "float64" (also "float" and "double"); nullopt otherwise.
+std::optional<DType> parse_dtype(std::string_view text);
+std::size_t size_of(DType t);
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, std::int32_t>) return DType::int32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::int64;
+  else if constexpr (std::is_same_v<T, float>) return DType::float32;
+  else {
+    static_assert(std::is_same_v<T, double>, "dtype_of: unsupported element type");
+    return DType::float64;
+  }
+}
+
+// Calls f.template operator()<T>() with T the C++ type of `t`; returns what f returns.
+template <class F>
+decltype(auto) dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::int32: return f.template operator()<std::int32_t>();
+    case DType::int64: return f.template operator()<std::int64_t>();
+    case DType::float32: return f.template operator()<float>();
+    case DType::float64: break;
+  }
+  return f.template operator()<double>();
+}
+
+// "FILE.h5:/DATASET" (the dataset part starts at the last ":/"; groups allowed: /group/dset).
+struct DatasetPath {
+  std::string file;
+  std::string dataset;
+  std::string str() const { return file + ":" + dataset; }
+};
+
+// Throws UsageError naming `flag` when text has no ":/DATASET" part or an empty file name.
+DatasetPath parse_dataset_path(std::string_view text, std::string_view flag);
+
+struct DatasetInfo {
+  DType dtype = DType::float32;  // the type the file's type maps to (unsigned and narrow integers widen)
+  std::vector<index_t> shape;    // one entry per dimension
+  std::string type_name;         // the file's type, for messages ("16-bit unsigned integer", ...)
+};
+
+// Collective. Rank 0 opens the file and the dataset and broadcasts what it found; every rank gets
+// the same DatasetInfo or throws the same UsageError ("--input: no such file 'x.h5'", "--input:
+// 'x.h5' is not an HDF5 file", "--input: no dataset '/d' in 'x.h5'", "... has an unsupported type").
+DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::string_view flag);
+
+// Reads a 1-D dataset into the block distribution. UsageError (from probe_dataset, or naming the
+// dataset and its shape when it is not 1-D).
+template <class T>
+DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string_view flag);
+
+// Reads a 2-D dataset (row-major, rows x cols) into the grid's 2-D blocks. UsageError when the
+// dataset is not 2-D.
+template <class T>
+DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std::string_view flag);
+
+// Attributes stored on an output dataset. `version` is filled in with TESSERA_VERSION_STRING.
+struct OutputAttributes {
+  std::string app;
+  std::string backend;
+  int ranks = 1;
+  std::vector<std::pair<std::string, std::string>> extra;  // more string attributes (dtype, op, ...)
+};
+
+// Collective. Checks before any work is done that an output can be made at `path`: the dataset
+// name is usable and the directory exists and is writable. UsageError naming `flag` otherwise.
+void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag);
+
+// Writes the whole distributed array (any partition: block or ragged) as one 1-D dataset, in global
+// order, to a new file that replaces `path.file` when complete.
+template <class T>
+void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
+
+// Writes the matrix as one rows x cols dataset, row-major.
+template <class T>
+void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes);
+
+}  // namespace tessera::io

@@ -1,0 +1,163 @@
+"""Shared harness of the app tests: runs an app under mpiexec, writes inputs with h5py (a writer
+independent of Tessera's), and collects failures so that one run reports all of them.
+
+Environment:
+  TESSERA_TEST_BACKEND   backend the apps run on (default cpu; cuda on the GPU machine)
+  TESSERA_TEST_SEED      seed of the random inputs (default 20240611)
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+SKIP = 77  # registered as SKIP_RETURN_CODE: h5py or numpy missing
+
+try:
+    import numpy as np
+    import h5py
+except ImportError as e:  # skip, never pass, without the independent writer and reference
+    print(f"SKIP: the app tests need numpy and h5py ({e}); run them with a Python that has both")
+    sys.exit(SKIP)
+
+APP_TIMEOUT = 120  # seconds; a hang shows as a timeout, never as a pass
+
+
+class Harness:
+    def __init__(self, description):
+        p = argparse.ArgumentParser(description=description)
+        p.add_argument("--bin", required=True, help="directory of the app executables")
+        p.add_argument("--ranks", type=int, required=True)
+        p.add_argument("--mpiexec", required=True)
+        p.add_argument("--np-flag", default="-n")
+        p.add_argument("--mpiexec-flags", default="", help="extra mpiexec flags (one string)")
+        p.add_argument("--workdir", required=True)
+        a = p.parse_args()
+        self.bin = a.bin
+        self.ranks = a.ranks
+        self.mpiexec = a.mpiexec
+        self.np_flag = a.np_flag
+        self.mpiexec_flags = shlex.split(a.mpiexec_flags)
+        self.work = a.workdir
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.backend = os.environ.get("TESSERA_TEST_BACKEND", "cpu")
+        self.seed = int(os.environ.get("TESSERA_TEST_SEED", "20240611"))
+        self.rng = np.random.default_rng(self.seed)
+        self.failures = []
+        self.checks = 0
+        print(f"app tests: {self.ranks} rank(s), backend {self.backend}, seed {self.seed}, work {self.work}")
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def run(self, app, args, ranks=None, backend=True):
+        """Runs app under mpiexec; returns (status, stdout, stderr)."""
+        ranks = self.ranks if ranks is None else ranks
+        cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, app)]
+        if backend:
+            cmd += ["--backend", self.backend]
+        cmd += [str(a) for a in args]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=APP_TIMEOUT, cwd=self.work)
+        except subprocess.TimeoutExpired:
+            self.fail(f"timed out after {APP_TIMEOUT} s (hang?): {shlex.join(cmd)}")
+            return None, "", ""
+        self.last_command = shlex.join(cmd)
+        return p.returncode, p.stdout, p.stderr
+
+    def run_json(self, app, args, ranks=None, expect_status=0):
+        """Runs app with --json; returns (report, raw text), or None after a recorded failure."""
+        report = self.path(f"report_{app}_{len(os.listdir(self.work))}.json")
+        status, out, err = self.run(app, [*args, "--json", report], ranks)
+        if status != expect_status:
+            self.fail(f"status {status}, expected {expect_status}: {self.last_command}\n{out}\n{err}")
+            return None
+        with open(report) as f:
+            text = f.read()
+        return json.loads(text), text
+
+    def check(self, condition, message):
+        self.checks += 1
+        if not condition:
+            self.fail(message)
+        return condition
+
+    def fail(self, message):
+        self.failures.append(message)
+        print("FAIL:", message, flush=True)
+
+    def finish(self):
+        if self.failures:
+            print(f"{len(self.failures)} of {self.checks} checks failed")
+            sys.exit(1)
+        print(f"all {self.checks} checks passed")
+        sys.exit(0)
+
+
+# ---- inputs ---------------------------------------------------------------------------------------
+
+DTYPES = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
+
+
+def random_array(rng, dtype, shape):
+    """Integers in [-1000, 1000]; floats in [-1, 1) at full precision (not the app's generator)."""
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-1000, 1001, size=shape).astype(dtype)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+
+
+def write_h5(path, dataset, data, layout="contiguous"):
+    """layout: contiguous, chunked, or deflate (chunked and compressed)."""
+    with h5py.File(path, "a") as f:
+        if dataset in f:
+            del f[dataset]
+        kwargs = {}
+        if layout in ("chunked", "deflate") and data.size > 0:
+            kwargs["chunks"] = tuple(max(1, min(s, 7)) for s in data.shape)
+        if layout == "deflate" and data.size > 0:
+            kwargs["compression"] = "gzip"
+            kwargs["compression_opts"] = 4
+        f.create_dataset(dataset, data=data, **kwargs)
+
+
+def read_h5(path, dataset):
+    with h5py.File(path, "r") as f:
+        d = f[dataset]
+        return d[...], dict(d.attrs)
+
+
+def check_output_attributes(h, attrs, app, ranks, backend):
+    def text(v):
+        return v.decode() if isinstance(v, bytes) else str(v)
+    h.check(text(attrs.get("app")) == app, f"output attribute app = {attrs.get('app')!r}, expected {app}")
+    h.check(int(attrs.get("ranks", -1)) == ranks, f"output attribute ranks = {attrs.get('ranks')!r}, expected {ranks}")
+    h.check(text(attrs.get("backend")) == backend, f"output attribute backend = {attrs.get('backend')!r}")
+    h.check(len(text(attrs.get("version", ""))) > 0, "output attribute version missing")
+
+
+def check_h5dump(h, path):
+    """Our files must read in the HDF5 command-line tools as well as in h5py."""
+    tool = shutil.which("h5dump")
+    if tool is None:
+        return
+    p = subprocess.run([tool, "-H", path], capture_output=True, text=True)
+    h.check(p.returncode == 0 and "DATASET" in p.stdout, f"h5dump -H {path} failed: {p.stderr}")
+
+
+def check_common_json(h, report, app, dtype, sizes):
+    h.check(report.get("app") == app, f"json app = {report.get('app')!r}")
+    h.check(report.get("ranks") == h.ranks, f"json ranks = {report.get('ranks')!r}, expected {h.ranks}")
+    h.check(report.get("backend") == h.backend, f"json backend = {report.get('backend')!r}")
+    h.check(report.get("dtype") == dtype, f"json dtype = {report.get('dtype')!r}, expected {dtype}")
+    h.check(report.get("sizes") == sizes, f"json sizes = {report.get('sizes')!r}, expected {sizes}")
+    t = report.get("timing", {})
+    h.check(isinstance(t.get("total"), (int, float)) and t["total"] >= 0, f"json timing.total = {t.get('total')!r}")
+    for phase in ("local", "communication", "fixup", "host"):
+        h.check(isinstance(t.get("phases", {}).get(phase), (int, float)), f"json timing.phases.{phase} missing")
+    tp = report.get("throughput", {})
+    h.check(isinstance(tp.get("value"), (int, float)) and tp.get("unit") in ("GB/s", "GFLOP/s"),
+            f"json throughput = {tp!r}")
+    h.check("verified" in report, "json verified missing")

@@ -1,0 +1,182 @@
+// The analysis of a scaling study (docs/SCALING.md explains every formula here):
+//   - Amdahl's law fitted to measured times, T(p) = T(1) (s + (1 - s) / p), s in [0, 1], by least
+//     squares on relative residuals, with the residual reported;
+//   - the Karp-Flatt metric per point (the serial fraction each point implies on its own);
+//   - Gustafson's scaled speedup for weak scaling;
+//   - a cost model per operation (local work at a measured rate, each collective as latency plus
+//     bytes over bandwidth with the tree or ring depth that grows with P, constant host-side work),
+//     fitted on some points, checked on the others, and projected to rank counts the run never had.
+// Pure arithmetic: no MPI, no device. The scaling app measures; this file explains the measurements.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::scaling {
+
+// ------------------------------------------------------------------------------------------------
+// Speedup, efficiency, Karp-Flatt, Gustafson.
+
+// Strong scaling: S(p) = T(1) / T(p).
+double speedup(double t1, double tp);
+// Strong scaling: E(p) = S(p) / p. Weak scaling: E(p) = T(1) / T(p) (pass p = 1 with the weak
+// times, or use weak_efficiency).
+double efficiency(double t1, double tp, int p);
+double weak_efficiency(double t1, double tp);
+// Karp and Flatt (1990): e(p) = (1 / S - 1 / p) / (1 - 1 / p), the experimentally determined serial
+// fraction. Undefined at p = 1 (nullopt).
+std::optional<double> karp_flatt(double speedup, int p);
+// Weak scaling, measured: the work grew p-fold and took T(p) instead of T(1): S_scaled = p T(1) / T(p).
+double scaled_speedup(double t1, double tp, int p);
+
+// ------------------------------------------------------------------------------------------------
+// Amdahl's law.
+
+struct AmdahlFit {
+  bool valid = false;          // false with fewer than two distinct rank counts, or bad times
+  double serial_fraction = 0;  // s in [0, 1]
+  double t1 = 0;               // fitted T(1), seconds
+  // Residuals r_i = (T_fit(p_i) - T_i) / T_i of the fitted points.
+  double residual_rms = 0;     // sqrt(mean r_i^2): the number the fit minimised, normalised
+  double residual_max = 0;     // max |r_i|: every fitted time lies within this relative distance
+  std::vector<double> fitted;  // T_fit(p_i), same order as the input
+  double predict(double p) const { return t1 * (serial_fraction + (1 - serial_fraction) / p); }
+};
+
+// Fits T(p) = a + b / p with a = T(1) s >= 0 and b = T(1) (1 - s) >= 0, minimising the sum of
+// squared relative residuals ((a + b / p_i) - T_i) / T_i, so that the small times at large p count
+// as much as T(1). The constraint (s in [0, 1]) is exact: a two-variable non-negative least squares.
+// ranks and times have the same length; times > 0.
+AmdahlFit fit_amdahl(const std::vector<int>& ranks, const std::vector<double>& times);
+
+// Gustafson's law for weak scaling: S_scaled(p) = p - s (p - 1), s the serial fraction of the
+// parallel run. Fitted by least squares to measured scaled speedups, s in [0, 1].
+struct GustafsonFit {
+  bool valid = false;
+  double serial_fraction = 0;
+  double residual_rms = 0;  // of the scaled speedups, absolute
+  double predict(double p) const { return p - serial_fraction * (p - 1); }
+};
+GustafsonFit fit_gustafson(const std::vector<int>& ranks, const std::vector<double>& scaled_speedups);
+
+// ------------------------------------------------------------------------------------------------
+// Collectives: latency + size / bandwidth, with the depth that grows with P.
+
+// ceil(log2 p): the rounds of a binomial tree or recursive doubling; 0 for p <= 1.
+int tree_depth(int p);
+// 2 (p - 1) / p: the bytes a ring allreduce moves per byte of payload (reduce-scatter + allgather).
+double ring_factor(int p);
+
+struct NetworkModel {
+  double latency = 0;    // alpha: seconds per tree round
+  double bandwidth = 0;  // beta: bytes per second (0: unknown, bandwidth terms are 0)
+  // Small-message allreduce (the scalar collectives): alpha * ceil(log2 p).
+  double small_collective(int p) const { return latency * tree_depth(p); }
+  // Allreduce of `bytes`: alpha ceil(log2 p) + 2 (p-1)/p bytes / beta.
+  double allreduce(int p, double bytes) const;
+  // Broadcast of `bytes` over p ranks, pipelined: alpha ceil(log2 p) + bytes / beta.
+  double bcast(int p, double bytes) const;
+};
+
+// One measurement of the ping collectives on a sub-communicator of `ranks` ranks.
+struct CollectiveSample {
+  int ranks = 1;
+  double small_seconds = 0;  // allreduce of one 8-byte value
+  double large_seconds = 0;  // allreduce of large_bytes
+  double large_bytes = 0;
+};
+
+// alpha by least squares of small_seconds = alpha ceil(log2 p); then beta from the large allreduce
+// after its latency part: large - alpha depth = ring_factor(p) bytes / beta. Samples at p = 1 carry
+// no information and are ignored. Without samples at p >= 2: latency = bandwidth = 0.
+NetworkModel fit_network(const std::vector<CollectiveSample>& samples);
+
+// ------------------------------------------------------------------------------------------------
+// The cost model of one operation.
+
+enum class Op { sum, scan, filter, matmul };
+Op parse_op(const std::string& text);  // throws UsageError naming the text
+const char* to_string(Op op);
+
+enum class Mode { strong, weak };
+const char* to_string(Mode mode);
+
+// What one point of the study processed: the element count (sum, scan, filter) or the square matrix
+// side (matmul), global, and the element size.
+struct Problem {
+  Op op = Op::sum;
+  std::int64_t size = 0;  // global elements, or matrix side n (n x n times n x n)
+  int element_bytes = 4;
+};
+
+// The problem at p ranks in each mode: strong keeps the global size; weak grows it with p
+// (elements: n_per_rank * p; matmul: side n1 * p^(1/3), so that flops per rank stay constant).
+Problem problem_at(Op op, Mode mode, std::int64_t size_arg, int element_bytes, int p);
+
+// Work of this rank's local phases: bytes moved (sum: read N/p; scan: read twice, write once;
+// filter: read, then write the kept part, taken as half) or flops (matmul: 2 n^3 / p).
+double local_work(const Problem& problem, int p);
+// Process grid rows x cols for p ranks, as MPI_Dims_create chooses it (rows >= cols, closest to square).
+void grid_dims(int p, int& rows, int& cols);
+// The collectives of one call: rounds of latency and bytes over bandwidth, at p ranks.
+struct CommCost {
+  double latency_rounds = 0;  // multiplies alpha
+  double bytes = 0;           // divided by beta
+};
+CommCost comm_cost(const Problem& problem, int p, std::int64_t panel_width);
+
+// One measured point of a study, the median over repeats of the slowest rank's times.
+struct Measurement {
+  int ranks = 1;
+  double time = 0;   // wall time of the call
+  double local = 0;  // local + fix-up phases
+  double communication = 0;
+  double host = 0;   // host phase plus what the phases did not cover (wall - phases)
+};
+
+struct CostModel {
+  Op op = Op::sum;
+  Mode mode = Mode::strong;
+  std::int64_t size_arg = 0;
+  int element_bytes = 4;
+  std::int64_t panel_width = 512;
+  NetworkModel network;
+  double local_overhead = 0;         // seconds per call that do not shrink with the local work (launches)
+  double local_seconds_per_work = 0;  // seconds per byte (flop for matmul) of one rank's local phases
+  double host = 0;            // constant host-side serial seconds per call
+  std::vector<int> fitted_on;
+
+  struct Terms {
+    double local = 0, latency = 0, bandwidth = 0, host = 0;
+    double total() const { return local + latency + bandwidth + host; }
+    const char* dominant() const;  // "local", "latency", "bandwidth" or "host"
+  };
+  Terms predict(int p) const;
+  // Bytes/s (flop/s for matmul) of the local phases; 0 where the fit found no work-dependent part.
+  double local_rate() const { return local_seconds_per_work > 0 ? 1.0 / local_seconds_per_work : 0.0; }
+  const char* work_unit() const { return op == Op::matmul ? "flop" : "byte"; }
+};
+
+// Fits the local rate and overhead (t_local = overhead + work / rate, non-negative least squares,
+// overhead 0 when the work does not vary across the points, as in weak scaling) and the host
+// constant (mean) on the measurements whose rank count is in fit_ranks; the network model is given.
+CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
+                         const NetworkModel& network, const std::vector<Measurement>& points,
+                         const std::vector<int>& fit_ranks);
+
+struct ProjectionPoint {
+  int ranks = 1;
+  double time = 0;
+  double speedup = 0;     // strong: T(1) / T(p); weak: scaled, p T(1) / T(p)
+  double efficiency = 0;  // strong: S / p; weak: T(1) / T(p)
+  CostModel::Terms terms;
+  std::string dominant;
+};
+// The model at each rank count, speedup and efficiency against the model's own T(1).
+std::vector<ProjectionPoint> project(const CostModel& model, const std::vector<int>& ranks);
+// 8, 16, ..., 4096.
+std::vector<int> default_projection_ranks();
+
+}  // namespace tessera::scaling

@@ -1,0 +1,344 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "tessera/framework/scaling.hpp"
+#include "tessera/kernels/error.hpp"
+
+namespace tessera::scaling {
+namespace {
+
+// min over a >= 0, b >= 0 of sum_i w_i^2 (a + b x_i - y_i)^2. Convex, so the minimum is the
+// unconstrained one where that is feasible, else the best of the two one-variable boundary fits.
+struct Line {
+  double a = 0, b = 0;
+};
+
+double objective(const Line& l, const std::vector<double>& x, const std::vector<double>& y,
+                 const std::vector<double>& w) {
+  double sum = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double r = w[i] * (l.a + l.b * x[i] - y[i]);
+    sum += r * r;
+  }
+  return sum;
+}
+
+Line nonnegative_line_fit(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& w,
+                          bool allow_intercept) {
+  // With u_i = w_i and v_i = w_i x_i the residual is a u_i + b v_i - w_i y_i.
+  double uu = 0, uv = 0, vv = 0, uy = 0, vy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double u = w[i], v = w[i] * x[i], t = w[i] * y[i];
+    uu += u * u;
+    uv += u * v;
+    vv += v * v;
+    uy += u * t;
+    vy += v * t;
+  }
+  std::vector<Line> candidates;
+  if (vv > 0) candidates.push_back({0, std::max(0.0, vy / vv)});
+  if (!allow_intercept) return candidates.empty() ? Line{} : candidates.front();
+  if (uu > 0) candidates.push_back({std::max(0.0, uy / uu), 0});
+  const double det = uu * vv - uv * uv;
+  // A determinant that is tiny next to its terms means the x_i barely differ: the two columns are
+  // collinear and the interior solution is noise.
+  if (det > 1e-12 * uu * vv) {
+    const Line interior{(uy * vv - vy * uv) / det, (vy * uu - uy * uv) / det};
+    if (interior.a >= 0 && interior.b >= 0) candidates.push_back(interior);
+  }
+  Line best;
+  double best_value = std::numeric_limits<double>::infinity();
+  for (const Line& c : candidates) {
+    const double value = objective(c, x, y, w);
+    if (value < best_value) {
+      best_value = value;
+      best = c;
+    }
+  }
+  return best;
+}
+
+bool distinct_values_at_least_two(const std::vector<int>& ranks) {
+  return std::set<int>(ranks.begin(), ranks.end()).size() >= 2;
+}
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+
+double speedup(double t1, double tp) { return tp > 0 ? t1 / tp : 0.0; }
+double efficiency(double t1, double tp, int p) { return p > 0 ? speedup(t1, tp) / p : 0.0; }
+double weak_efficiency(double t1, double tp) { return tp > 0 ? t1 / tp : 0.0; }
+double scaled_speedup(double t1, double tp, int p) { return tp > 0 ? p * t1 / tp : 0.0; }
+
+std::optional<double> karp_flatt(double s, int p) {
+  if (p <= 1 || !(s > 0)) return std::nullopt;
+  const double inv_p = 1.0 / p;
+  return (1.0 / s - inv_p) / (1.0 - inv_p);
+}
+
+AmdahlFit fit_amdahl(const std::vector<int>& ranks, const std::vector<double>& times) {
+  AmdahlFit fit;
+  if (ranks.size() != times.size() || !distinct_values_at_least_two(ranks)) return fit;
+  std::vector<double> x, w;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 1 || !(times[i] > 0) || !std::isfinite(times[i])) return fit;
+    x.push_back(1.0 / ranks[i]);
+    w.push_back(1.0 / times[i]);  // relative residuals
+  }
+  const Line line = nonnegative_line_fit(x, times, w, true);
+  const double t1 = line.a + line.b;
+  if (!(t1 > 0)) return fit;
+  fit.valid = true;
+  fit.t1 = t1;
+  fit.serial_fraction = std::clamp(line.a / t1, 0.0, 1.0);
+  double sum_sq = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const double predicted = fit.predict(ranks[i]);
+    fit.fitted.push_back(predicted);
+    const double r = (predicted - times[i]) / times[i];
+    sum_sq += r * r;
+    fit.residual_max = std::max(fit.residual_max, std::abs(r));
+  }
+  fit.residual_rms = std::sqrt(sum_sq / ranks.size());
+  return fit;
+}
+
+GustafsonFit fit_gustafson(const std::vector<int>& ranks, const std::vector<double>& scaled) {
+  GustafsonFit fit;
+  if (ranks.size() != scaled.size()) return fit;
+  // p - S(p) = s (p - 1): a line through the origin in (p - 1).
+  double xx = 0, xy = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const double x = ranks[i] - 1.0;
+    xx += x * x;
+    xy += x * (ranks[i] - scaled[i]);
+  }
+  if (!(xx > 0)) return fit;
+  fit.valid = true;
+  fit.serial_fraction = std::clamp(xy / xx, 0.0, 1.0);
+  double sum_sq = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const double r = fit.predict(ranks[i]) - scaled[i];
+    sum_sq += r * r;
+  }
+  fit.residual_rms = std::sqrt(sum_sq / ranks.size());
+  return fit;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+int tree_depth(int p) {
+  int depth = 0;
+  for (long long reach = 1; reach < p; reach *= 2) ++depth;
+  return depth;
+}
+
+double ring_factor(int p) { return p <= 1 ? 0.0 : 2.0 * (p - 1) / p; }
+
+double NetworkModel::allreduce(int p, double bytes) const {
+  if (p <= 1) return 0;
+  return latency * tree_depth(p) + (bandwidth > 0 ? ring_factor(p) * bytes / bandwidth : 0.0);
+}
+
+double NetworkModel::bcast(int p, double bytes) const {
+  if (p <= 1) return 0;
+  return latency * tree_depth(p) + (bandwidth > 0 ? bytes / bandwidth : 0.0);
+}
+
+NetworkModel fit_network(const std::vector<CollectiveSample>& samples) {
+  NetworkModel net;
+  double dd = 0, dt = 0;
+  for (const auto& s : samples) {
+    if (s.ranks < 2) continue;
+    const double d = tree_depth(s.ranks);
+    dd += d * d;
+    dt += d * s.small_seconds;
+  }
+  if (!(dd > 0)) return net;
+  net.latency = std::max(0.0, dt / dd);
+  // 1/beta by least squares through the origin: (large - alpha d) = (ring bytes) * (1/beta).
+  double xx = 0, xy = 0;
+  for (const auto& s : samples) {
+    if (s.ranks < 2 || !(s.large_bytes > 0)) continue;
+    const double x = ring_factor(s.ranks) * s.large_bytes;
+    xx += x * x;
+    xy += x * (s.large_seconds - net.latency * tree_depth(s.ranks));
+  }
+  if (xx > 0 && xy > 0) net.bandwidth = xx / xy;
+  return net;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+Op parse_op(const std::string& text) {
+  if (text == "sum") return Op::sum;
+  if (text == "scan") return Op::scan;
+  if (text == "filter") return Op::filter;
+  if (text == "matmul") return Op::matmul;
+  throw UsageError("--op: unknown operation '" + text + "' (expected sum, scan, filter or matmul)");
+}
+
+const char* to_string(Op op) {
+  switch (op) {
+    case Op::sum: return "sum";
+    case Op::scan: return "scan";
+    case Op::filter: return "filter";
+    case Op::matmul: return "matmul";
+  }
+  return "?";
+}
+
+const char* to_string(Mode mode) { return mode == Mode::strong ? "strong" : "weak"; }
+
+Problem problem_at(Op op, Mode mode, std::int64_t size_arg, int element_bytes, int p) {
+  Problem problem{op, size_arg, element_bytes};
+  if (mode == Mode::weak) {
+    if (op == Op::matmul) {
+      problem.size = std::max<std::int64_t>(1, std::llround(size_arg * std::cbrt(static_cast<double>(p))));
+    } else {
+      problem.size = size_arg * p;
+    }
+  }
+  return problem;
+}
+
+void grid_dims(int p, int& rows, int& cols) {
+  cols = 1;
+  for (int c = 1; static_cast<long long>(c) * c <= p; ++c)
+    if (p % c == 0) cols = c;
+  rows = p / cols;
+}
+
+double local_work(const Problem& problem, int p) {
+  const double w = problem.element_bytes;
+  const double n = static_cast<double>(problem.size);
+  // The slowest rank holds the largest block: the ceiling of the share.
+  switch (problem.op) {
+    case Op::sum: return ceil_div(n, p) * w;
+    case Op::scan: return 3.0 * ceil_div(n, p) * w;      // reduce reads, scan reads and writes
+    case Op::filter: return 1.5 * ceil_div(n, p) * w;    // read all, write the kept (half, for x > 0)
+    case Op::matmul: {
+      int rows = 1, cols = 1;
+      grid_dims(p, rows, cols);
+      return 2.0 * ceil_div(n, rows) * ceil_div(n, cols) * n;
+    }
+  }
+  return 0;
+}
+
+CommCost comm_cost(const Problem& problem, int p, std::int64_t panel_width) {
+  CommCost cost;
+  if (p <= 1) return cost;
+  const double w = problem.element_bytes;
+  switch (problem.op) {
+    case Op::sum:  // one Allreduce of one value
+    case Op::scan:  // one Exscan of the block totals
+      cost.latency_rounds = tree_depth(p);
+      cost.bytes = ring_factor(p) * w;
+      break;
+    case Op::filter:  // Exscan of the kept counts and Allreduce of the total
+      cost.latency_rounds = 2.0 * tree_depth(p);
+      cost.bytes = 2.0 * ring_factor(p) * 8;
+      break;
+    case Op::matmul: {
+      int rows = 1, cols = 1;
+      grid_dims(p, rows, cols);
+      const double n = static_cast<double>(problem.size);
+      const double b = static_cast<double>(std::max<std::int64_t>(1, panel_width));
+      const double steps = std::ceil(n / b);
+      // Each step: an A panel (n/rows x b) along the process row of `cols` ranks, a B panel
+      // (b x n/cols) along the process column of `rows` ranks.
+      cost.latency_rounds = steps * (tree_depth(cols) + tree_depth(rows));
+      if (cols > 1) cost.bytes += steps * ceil_div(n, rows) * b * w;
+      if (rows > 1) cost.bytes += steps * b * ceil_div(n, cols) * w;
+      break;
+    }
+  }
+  return cost;
+}
+
+const char* CostModel::Terms::dominant() const {
+  const char* name = "local";
+  double best = local;
+  if (latency > best) name = "latency", best = latency;
+  if (bandwidth > best) name = "bandwidth", best = bandwidth;
+  if (host > best) name = "host";
+  return name;
+}
+
+CostModel::Terms CostModel::predict(int p) const {
+  const Problem problem = problem_at(op, mode, size_arg, element_bytes, p);
+  const CommCost cost = comm_cost(problem, p, panel_width);
+  Terms t;
+  t.local = local_overhead + local_seconds_per_work * local_work(problem, p);
+  t.latency = network.latency * cost.latency_rounds;
+  t.bandwidth = network.bandwidth > 0 ? cost.bytes / network.bandwidth : 0.0;
+  t.host = host;
+  return t;
+}
+
+CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
+                         const NetworkModel& network, const std::vector<Measurement>& points,
+                         const std::vector<int>& fit_ranks) {
+  CostModel model;
+  model.op = op;
+  model.mode = mode;
+  model.size_arg = size_arg;
+  model.element_bytes = element_bytes;
+  model.panel_width = panel_width;
+  model.network = network;
+  std::vector<double> x, y, w;
+  double host_sum = 0;
+  for (const auto& m : points) {
+    if (std::find(fit_ranks.begin(), fit_ranks.end(), m.ranks) == fit_ranks.end()) continue;
+    x.push_back(local_work(problem_at(op, mode, size_arg, element_bytes, m.ranks), m.ranks));
+    y.push_back(m.local);
+    w.push_back(m.local > 0 ? 1.0 / m.local : 1.0);
+    host_sum += m.host;
+    model.fitted_on.push_back(m.ranks);
+  }
+  if (x.empty()) return model;
+  model.host = host_sum / x.size();
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  // Weak scaling keeps the work per rank fixed: overhead and rate cannot be told apart, so all the
+  // local time is charged to the rate.
+  const bool work_varies = *hi > 1.01 * *lo;
+  const Line line = nonnegative_line_fit(x, y, w, work_varies);
+  model.local_overhead = line.a;
+  model.local_seconds_per_work = line.b;
+  return model;
+}
+
+std::vector<ProjectionPoint> project(const CostModel& model, const std::vector<int>& ranks) {
+  std::vector<ProjectionPoint> out;
+  const double t1 = model.predict(1).total();
+  for (int p : ranks) {
+    ProjectionPoint point;
+    point.ranks = p;
+    point.terms = model.predict(p);
+    point.time = point.terms.total();
+    if (model.mode == Mode::strong) {
+      point.speedup = speedup(t1, point.time);
+      point.efficiency = efficiency(t1, point.time, p);
+    } else {
+      point.speedup = scaled_speedup(t1, point.time, p);
+      point.efficiency = weak_efficiency(t1, point.time);
+    }
+    point.dominant = point.terms.dominant();
+    out.push_back(point);
+  }
+  return out;
+}
+
+std::vector<int> default_projection_ranks() {
+  std::vector<int> r;
+  for (int p = 8; p <= 4096; p *= 2) r.push_back(p);
+  return r;
+}
+
+}  // namespace tessera::scaling

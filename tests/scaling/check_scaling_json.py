@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Checks a scaling app report against references computed here, independently of the app:
+the checksums from the generator's definition (counter_rng.hpp re-implemented below), Amdahl's fit
+by the least-squares optimality of what it reports, Karp-Flatt and Gustafson from the measured times,
+the projection's internal consistency. Standard library only.
+
+usage: check_scaling_json.py REPORT.json --op OP --dtype DTYPE --seed S --expect-ranks 1,2,4
+                             [--strong-n N] [--weak-n-per-rank N]
+"""
+import argparse
+import json
+import math
+import sys
+
+MASK = (1 << 64) - 1
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def counter_value(seed, index, dtype):
+    bits = mix64(mix64((seed + 0x9E3779B97F4A7C15) & MASK) ^ ((index * 0xD1B54A32D192ED03 + 0x8CB92BA72F3D8DD7) & MASK))
+    if dtype == "float32":
+        return (bits >> 40) * 2.0 ** -23 - 1.0
+    if dtype == "float64":
+        return (bits >> 11) * 2.0 ** -52 - 1.0
+    return bits % 2001 - 1000
+
+
+def reference_checksum(op, dtype, seed, size):
+    """The exact value (math.fsum) each op reports as its checksum, and a tolerance."""
+    if op in ("sum", "scan"):
+        exact = math.fsum(counter_value(seed, i, dtype) for i in range(size))
+        if dtype in ("int32", "int64"):
+            bits = 32 if dtype == "int32" else 64
+            wrapped = int(exact) % (1 << bits)
+            return (wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped), 0.0
+        eps = 2.0 ** -23 if dtype == "float32" else 2.0 ** -52
+        # Any summation order: |error| <= (n - 1) eps sum|x| <= n^2 eps; a looser practical bound
+        # still far below the size of one block's contribution.
+        return exact, 4 * eps * size * math.sqrt(size) + 1e-12
+    if op == "filter":
+        return sum(1 for i in range(size) if counter_value(seed, i, dtype) > 0), 0.0
+    # matmul: sum_ij (A B)_ij = sum_k colsum(A)_k rowsum(B)_k
+    n = size
+    col_a = [math.fsum(counter_value(seed, i * n + k, dtype) for i in range(n)) for k in range(n)]
+    row_b = [math.fsum(counter_value(seed + 1, k * n + j, dtype) for j in range(n)) for k in range(n)]
+    exact = math.fsum(col_a[k] * row_b[k] for k in range(n))
+    eps = 2.0 ** -23 if dtype == "float32" else 2.0 ** -52
+    return exact, 8 * eps * n ** 3 + 1e-9
+
+
+def amdahl_cost(ranks, times, s, t1):
+    return sum(((t1 * (s + (1 - s) / p) - t) / t) ** 2 for p, t in zip(ranks, times))
+
+
+def check_mode(report, mode, args):
+    block = report.get(mode)
+    check(block is not None, f"{mode}: missing from the report")
+    if block is None:
+        return
+    points = block["points"]
+    ranks = [p["ranks"] for p in points]
+    times = [p["time_s"] for p in points]
+    check(ranks == args.expect_ranks, f"{mode}: points at ranks {ranks}, expected {args.expect_ranks}")
+    check(all(t > 0 for t in times), f"{mode}: non-positive times {times}")
+    t_first, p_first = times[0], ranks[0]
+
+    for p in points:
+        size = p["size"]
+        if mode == "strong":
+            check(size == args.strong_n, f"strong: size {size} at {p['ranks']} ranks, expected {args.strong_n}")
+        elif args.op == "matmul":
+            check(size == max(1, round(args.weak_n_per_rank * p["ranks"] ** (1 / 3))), f"weak: matmul side {size}")
+        else:
+            check(size == args.weak_n_per_rank * p["ranks"], f"weak: size {size} at {p['ranks']} ranks")
+        ref, tol = reference_checksum(args.op, args.dtype, args.seed, size)
+        check(abs(p["checksum"] - ref) <= tol,
+              f"{mode}: checksum {p['checksum']!r} at {p['ranks']} ranks, reference {ref!r} (tolerance {tol:.3g})")
+        phases = p["phases_s"]
+        check(all(v >= 0 for v in phases.values()), f"{mode}: negative phase time {phases}")
+
+    if mode == "strong":
+        for p in points:
+            speedup = t_first * p_first / p["time_s"]
+            check(math.isclose(p["speedup"], speedup, rel_tol=1e-6), f"strong: speedup {p['speedup']} vs {speedup}")
+            check(math.isclose(p["efficiency"], speedup / p["ranks"], rel_tol=1e-6), "strong: efficiency")
+            if p["ranks"] == 1:
+                check(p["karp_flatt"] is None, "strong: Karp-Flatt at 1 rank must be null")
+            else:
+                kf = (1 / speedup - 1 / p["ranks"]) / (1 - 1 / p["ranks"])
+                check(math.isclose(p["karp_flatt"], kf, rel_tol=1e-5, abs_tol=1e-9),
+                      f"strong: Karp-Flatt {p['karp_flatt']} at {p['ranks']} ranks, expected {kf}")
+        fit = block["amdahl"]
+        check(fit["valid"], "strong: Amdahl fit not valid")
+        s, t1 = fit["serial_fraction"], fit["t1_s"]
+        check(0.0 <= s <= 1.0, f"strong: serial fraction {s} outside [0, 1]")
+        check(t1 > 0, f"strong: fitted T(1) {t1}")
+        # The fitted curve reproduces every fitted time within the residual the app reports.
+        for p, t, reported in zip(ranks, times, fit["fitted_time_s"]):
+            model = t1 * (s + (1 - s) / p)
+            check(math.isclose(model, reported, rel_tol=1e-6), f"strong: fitted time {reported} vs {model}")
+            check(abs(model - t) / t <= fit["residual_max"] * (1 + 1e-6) + 1e-9,
+                  f"strong: fit {model} vs measured {t} at {p} ranks exceeds residual {fit['residual_max']}")
+        rms = math.sqrt(amdahl_cost(ranks, times, s, t1) / len(ranks))
+        check(math.isclose(rms, fit["residual_rms"], rel_tol=1e-4, abs_tol=1e-9),
+              f"strong: residual_rms {fit['residual_rms']} vs recomputed {rms}")
+        # Least squares: no nearby admissible (s, T1) does better.
+        best = amdahl_cost(ranks, times, s, t1)
+        for ds in (-1e-3, 0.0, 1e-3):
+            for dt in (-1e-3, 0.0, 1e-3):
+                s2 = s + ds
+                if 0 <= s2 <= 1 and (ds or dt):
+                    check(amdahl_cost(ranks, times, s2, t1 * (1 + dt)) >= best * (1 - 1e-6) - 1e-15,
+                          f"strong: (s={s2}, T1={t1 * (1 + dt)}) fits better than the reported optimum")
+    else:
+        for p in points:
+            scaled = p["ranks"] * t_first / p["time_s"] / p_first
+            check(math.isclose(p["scaled_speedup"], scaled, rel_tol=1e-6), f"weak: scaled speedup {p['scaled_speedup']} vs {scaled}")
+            check(math.isclose(p["efficiency"], t_first / p["time_s"], rel_tol=1e-6), "weak: efficiency")
+        g = block["gustafson"]
+        check(g["valid"] and 0.0 <= g["serial_fraction"] <= 1.0, f"weak: Gustafson fit {g}")
+
+    mc = block["model_check"]
+    check(mc["fit_ranks"] == args.expect_ranks[:2], f"{mode}: model check fitted on {mc['fit_ranks']}")
+    predicted_ranks = [q["ranks"] for q in mc["points"]]
+    check(predicted_ranks == args.expect_ranks[2:], f"{mode}: model check predicts {predicted_ranks}")
+    for q in mc["points"]:
+        measured = times[ranks.index(q["ranks"])]
+        check(math.isclose(q["measured_s"], measured, rel_tol=1e-6), f"{mode}: model check measured time")
+        check(math.isclose(q["relative_error"], (q["predicted_s"] - measured) / measured, rel_tol=1e-5, abs_tol=1e-9),
+              f"{mode}: model check relative error")
+
+    proj = block["projection"]
+    proj_ranks = [q["ranks"] for q in proj]
+    for p in [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]:
+        if p > max(args.expect_ranks):
+            check(p in proj_ranks, f"{mode}: projection lacks {p} ranks")
+    for q in proj:
+        terms = q["terms_s"]
+        check(all(v >= 0 for v in terms.values()), f"{mode}: negative term {terms}")
+        check(math.isclose(sum(terms.values()), q["time_s"], rel_tol=1e-6), f"{mode}: terms do not add up at {q['ranks']}")
+        check(q["dominant"] == max(terms, key=terms.get), f"{mode}: dominant {q['dominant']} of {terms}")
+        if mode == "strong":
+            check(math.isclose(q["efficiency"], q["speedup"] / q["ranks"], rel_tol=1e-6), f"strong: projected efficiency")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("report")
+    ap.add_argument("--op", required=True)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--expect-ranks", required=True, type=lambda s: [int(x) for x in s.split(",")])
+    ap.add_argument("--strong-n", type=int)
+    ap.add_argument("--weak-n-per-rank", type=int)
+    args = ap.parse_args()
+    with open(args.report) as f:
+        report = json.load(f)
+    check(report.get("op") == args.op, f"op {report.get('op')} expected {args.op}")
+    check(report.get("ranks") == args.expect_ranks, f"ranks {report.get('ranks')}")
+    col = report.get("collectives", [])
+    check([c["ranks"] for c in col] == args.expect_ranks, "collectives: one sample per rank count")
+    check(all(c["allreduce_8B_s"] >= 0 and c["allreduce_large_s"] >= 0 for c in col), "collectives: negative time")
+    if args.strong_n is not None:
+        check_mode(report, "strong", args)
+    if args.weak_n_per_rank is not None:
+        check_mode(report, "weak", args)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        return 1
+    print(f"OK: {args.report}: {args.op} {args.dtype}, points {args.expect_ranks}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

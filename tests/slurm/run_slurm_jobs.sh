@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Submits the real job scripts of jobs/ to a private single-node Slurm (slurm_cluster.sh) with a
+# small CPU-backend profile, waits for them with sbatch --wait, and checks what they left:
+#   1. jobs/scaling.sbatch through srun --mpi=pmix: the JSON reports (checked against independent
+#      references by tests/scaling/check_scaling_json.py), then jobs/gather_scaling.py's table and
+#      PNG (a valid PNG of plausible size);
+#   2. jobs/gpu_binding.sbatch with 4 tasks and 4 fake GPUs, option A (--gpus-per-task=1, srun):
+#      4 distinct GPUs, one visible per rank;
+#   3. the same, option B (--gpus-per-node=4 --gpu-bind=none, mpirun inside the allocation): every
+#      rank sees all 4 and the runtime's local_rank % 4 still gives 4 distinct GPUs.
+# Exit 0: all passed; 77: Slurm cannot run here (reason printed; ctest reports SKIPPED); else failed.
+#
+# usage: run_slurm_jobs.sh SCALING_BINARY SOURCE_DIR PYTHON [WORK_DIR]
+#   TESSERA_SLURM_KEEP=1 keeps WORK_DIR (configuration, logs, results) for a look afterwards.
+set -uo pipefail
+
+app=${1:?usage: run_slurm_jobs.sh SCALING_BINARY SOURCE_DIR PYTHON [WORK_DIR]}
+src=${2:?source dir}
+python=${3:?python}
+work=${4:-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=slurm_cluster.sh
+source "$here/slurm_cluster.sh"
+
+[[ -x $app ]] || { echo "FAIL: $app is not an executable"; exit 1; }
+app=$(realpath "$app")
+src=$(realpath "$src")
+if [[ -z $work ]]; then work=$(mktemp -d /tmp/tessera-slurm.XXXXXX); else rm -rf "$work"; mkdir -p "$work"; fi
+failed=0
+
+cleanup() {
+  local rc=$?
+  if [[ -n ${SLURM_CONF:-} ]]; then
+    # Only jobs of this private cluster (SLURM_CONF points at it): nothing else is touched.
+    local jobs
+    jobs=$(timeout 10 squeue -h -o %i 2>/dev/null | tr '\n' ' ')
+    [[ -n ${jobs// /} ]] && timeout 10 scancel $jobs 2>/dev/null
+  fi
+  slurm_cluster_stop
+  if ((rc != 0 && rc != 77)); then
+    echo "---- logs (kept in $work) ----"
+    tail -n 20 "$work"/log/*.log "$work"/*.out 2>/dev/null
+  elif [[ -z ${TESSERA_SLURM_KEEP:-} ]]; then
+    rm -rf "$work"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  failed=1
+}
+
+slurm_cluster_start "$work"
+rc=$?
+((rc == 77)) && exit 77
+((rc != 0)) && { echo "FAIL: could not start Slurm"; exit 1; }
+echo "slurm: $(sinfo -h -N -o '%N %T cpus=%c gres=%G') (config in $work)"
+
+# Open MPI as root, oversubscribed, ranks that yield: the same settings as every MPI test here.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=none
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMP_NUM_THREADS=1
+export TESSERA_BIN=$app TESSERA_RESULTS=$work/results
+
+# submit NAME SBATCH-ARGS... : sbatch --wait with a deadline; prints the job id.
+submit() {
+  local name=$1
+  shift
+  local out
+  out=$(timeout 150 sbatch --wait --parsable --chdir="$work" --output="$work/$name-%j.out" "$@" 2>&1)
+  local rc=$?
+  local id=${out%%[!0-9]*}
+  echo "$id"
+  if ((rc == 124)); then
+    echo "FAIL: job $name did not finish within 150 s" >&2
+    return 1
+  elif ((rc != 0)); then
+    echo "FAIL: job $name exited with $rc: $out" >&2
+    tail -n 30 "$work/$name-$id.out" >&2 2>/dev/null
+    return 1
+  fi
+}
+
+# ---- 1. scaling job (srun --mpi=pmix), small CPU profile ----------------------------------------
+id=$(TESSERA_OPS="sum matmul" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 TESSERA_REPEAT=3 \
+  TESSERA_N=100003 TESSERA_N_PER_RANK=30011 TESSERA_MATMUL_N=37 TESSERA_MATMUL_N_PER_RANK=17 \
+  TESSERA_LAUNCHER=srun TESSERA_SRUN_MPI=pmix \
+  submit scaling --nodes=1 --ntasks-per-node=4 --cpus-per-task=1 --gpus-per-task=1 --time=5 \
+  "$src/jobs/scaling.sbatch") || fail "scaling job"
+results=$work/results/scaling-$id
+echo "scaling job $id: $(ls "$results" 2>/dev/null | tr '\n' ' ')"
+for op in sum matmul; do
+  report=$results/$op-nodes1-ranks4.json
+  if [[ ! -s $report ]]; then fail "scaling job: $report missing"; continue; fi
+  if [[ $op == sum ]]; then sizes=(--strong-n 100003 --weak-n-per-rank 30011); else sizes=(--strong-n 37 --weak-n-per-rank 17); fi
+  "$python" "$src/tests/scaling/check_scaling_json.py" "$report" --op $op --dtype float64 --expect-ranks 1,2,4 \
+    "${sizes[@]}" || fail "scaling job: $op report"
+  grep -q "\"slurm_job_id\": \"$id\"" "$report" || fail "scaling job: $op report does not name job $id"
+done
+
+# The gather script on the job's directory: a table and one PNG per op.
+if timeout 120 "$python" "$src/jobs/gather_scaling.py" "$results" --out "$work/plots" --table "$work/plots/table.md" \
+    >"$work/gather.out" 2>&1; then
+  for op in sum matmul; do
+    rows=$(grep -c "| $id | $op | " "$work/plots/table.md")
+    ((rows == 6)) || fail "gather: $rows table rows for $op, expected 6 (strong and weak at 1, 2, 4 ranks)"
+  done
+  "$python" - "$work/plots/scaling_sum.png" "$work/plots/scaling_matmul.png" <<'EOF' || fail "gather: PNG check"
+import struct, sys, zlib
+for path in sys.argv[1:]:
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG signature"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR" and length == 13, f"{path}: first chunk {kind}"
+    width, height = struct.unpack(">II", data[16:24])
+    assert zlib.crc32(data[12:29]) == struct.unpack(">I", data[29:33])[0], f"{path}: IHDR CRC"
+    assert width >= 400 and height >= 300, f"{path}: {width}x{height} is too small for the plot"
+    assert len(data) > 20000, f"{path}: {len(data)} bytes, too small to hold four plotted panels"
+    assert data.rstrip(b"\0")[-8:-4] == b"IEND", f"{path}: no IEND chunk (truncated)"
+    print(f"png ok: {path}: {width}x{height}, {len(data)} bytes")
+EOF
+else
+  fail "gather_scaling.py: $(tail -n 5 "$work/gather.out")"
+fi
+
+# ---- 2. and 3. GPU binding with 4 fake GPUs ------------------------------------------------------
+check_probe() {  # check_probe FILE ONE_VISIBLE(yes|no)
+  "$python" - "$@" <<'EOF'
+import re, sys
+path, one_visible = sys.argv[1], sys.argv[2] == "yes"
+lines = [l for l in open(path) if l.startswith("gpu-probe ")]
+assert len(lines) == 4, f"{len(lines)} probe lines, expected 4"
+seen = {}
+for l in lines:
+    f = dict(re.findall(r"(\w+)=(\S+)", l))
+    cvd = f["cuda_visible_devices"].split(",")
+    assert f["gpu"] != "none", l
+    assert f["gpu"] in cvd, f"rank {f['rank']}: gpu {f['gpu']} not among CUDA_VISIBLE_DEVICES {cvd}"
+    if one_visible:
+        assert len(cvd) == 1 and f["device"] == "0", f"rank {f['rank']}: expected one visible GPU: {l}"
+    else:
+        assert len(cvd) == 4, f"rank {f['rank']}: expected all 4 GPUs visible: {l}"
+        assert int(f["device"]) == int(f["local_rank"]) % 4, l
+    seen.setdefault((f["host"], f["gpu"]), []).append(f["rank"])
+assert len(seen) == 4, f"ranks share GPUs: {seen}"
+print("gpu binding ok:", ", ".join(f"rank {r[0]} -> gpu {g}" for (h, g), r in sorted(seen.items())))
+EOF
+}
+
+id=$(TESSERA_LAUNCHER=srun submit gpu-a --nodes=1 --ntasks=4 --cpus-per-task=1 --gpus-per-task=1 --time=2 \
+  "$src/jobs/gpu_binding.sbatch") || fail "gpu binding job (option A)"
+check_probe "$work/results/gpu-binding-$id/probe.txt" yes || fail "gpu binding (option A: --gpus-per-task=1, srun)"
+
+# Option B exactly as the script's comment tells a user to switch: swap the '#'s of the GPU lines.
+sed -e 's/^#SBATCH --gpus-per-task=1/##SBATCH --gpus-per-task=1/' -e 's/^##SBATCH --gpus-per-node=4/#SBATCH --gpus-per-node=4/' \
+  -e 's/^##SBATCH --gpu-bind=none/#SBATCH --gpu-bind=none/' "$src/jobs/gpu_binding.sbatch" >"$work/gpu_binding_option_b.sbatch"
+grep -q '^#SBATCH --gpus-per-node=4' "$work/gpu_binding_option_b.sbatch" || fail "option B lines not found in jobs/gpu_binding.sbatch"
+id=$(TESSERA_LAUNCHER=mpirun submit gpu-b --nodes=1 --ntasks=4 --cpus-per-task=1 --time=2 \
+  "$work/gpu_binding_option_b.sbatch") || fail "gpu binding job (option B)"
+check_probe "$work/results/gpu-binding-$id/probe.txt" no || fail "gpu binding (option B: --gpus-per-node=4, mpirun)"
+
+if ((failed)); then exit 1; fi
+echo "PASS: Slurm jobs ran and their results check out"
+exit 0

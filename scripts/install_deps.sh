@@ -36,12 +36,12 @@ python_with() {  # python_with MODULES: true if some python3 imports them all
 }
 
 cmake_ok || missing_required+=(cmake)
-have ninja || missing_required+=(ninja-build)
 have g++ || missing_required+=(g++)
 { have mpicxx && have mpiexec; } || missing_required+=(libopenmpi-dev openmpi-bin)
 header_in hdf5.h /usr/include/hdf5/openmpi /usr/include/hdf5/serial /usr/include /usr/local/include ${HDF5_DIR:+$HDF5_DIR/include} \
   || missing_required+=(libhdf5-openmpi-dev)
 header_in gtest/gtest.h /usr/include /usr/local/include || missing_required+=(libgtest-dev)
+have ninja || missing_optional+=(ninja-build)  # faster builds; make works too
 if [ "$profile" = test ]; then
   have h5dump || missing_optional+=(hdf5-tools)
   python_with "numpy, h5py" || missing_optional+=(python3-numpy python3-h5py)
@@ -60,7 +60,7 @@ fi
 echo "install_deps: missing for '$profile': ${all[*]}"
 if [ "$(id -u)" -eq 0 ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
-  if timeout 300 apt-get update -qq >/dev/null 2>&1 &&
+  if timeout 120 apt-get update -qq >/dev/null 2>&1 &&
      apt-get install -y -qq --no-install-recommends "${all[@]}" >/tmp/tessera-apt.log 2>&1; then
     echo "install_deps: installed ${all[*]}"
     exit 0

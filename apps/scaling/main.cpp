@@ -1,7 +1,8 @@
 // scaling: strong and weak scaling of one distributed operation from a single launch of P ranks.
 // Each point runs on the sub-communicator of the first p ranks (the others wait, asleep, at a world
 // barrier); the analysis (Amdahl, Karp-Flatt, Gustafson, the cost model and its projection) lives in
-// framework/scaling.hpp and is explained in docs/SCALING.md.
+// framework/scaling.hpp and is explained in docs/SCALING.md. The command line, number parsing, timing
+// over repeats and the JSON writer are the apps' shared ones (apps/common).
 #include <mpi.h>
 #include <unistd.h>
 
@@ -11,18 +12,23 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
-#include <map>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
-#include "json_writer.hpp"
+#include "app.hpp"
+#include "cli.hpp"
+#include "json.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/scaling.hpp"
@@ -31,8 +37,10 @@
 #include "tessera/kernels/queue.hpp"
 
 namespace sc = tessera::scaling;
+namespace apps = tessera::apps;
 using tessera::index_t;
 using tessera::UsageError;
+using apps::Json;
 
 namespace {
 
@@ -48,110 +56,103 @@ struct Options {
   int warmup = 1;
   std::string json, csv;
   std::string backend = "auto";
-  std::string dtype = "float32";
+  tessera::io::DType dtype = tessera::io::DType::float32;
   index_t panel_width = 512;
   index_t ping_bytes = index_t(4) << 20;
   std::uint64_t seed = 42;
   bool probe_gpus = false;
   bool quiet = false;
+  bool help = false;
 };
 
-const char* kUsage =
-    "usage: scaling [--op sum|scan|filter|matmul] [--mode strong|weak|both] [--n N] [--n-per-rank N]\n"
-    "               [--ranks 1,2,4,...] [--repeat R] [--warmup W] [--json FILE] [--csv FILE]\n"
-    "               [--backend auto|cpu|cuda] [--dtype float32|float64|int32|int64] [--panel-width B]\n"
-    "               [--ping-bytes BYTES] [--seed S] [--quiet] [--probe-gpus]\n"
-    "  --n           strong scaling: global elements (matmul: the side of the square matrices)\n"
-    "  --n-per-rank  weak scaling: elements per rank (matmul: the side at 1 rank; it grows as p^(1/3))\n"
-    "  --ranks       sub-communicator sizes to measure (default: 1, 2, 4, ... up to P, and P)\n"
-    "  --probe-gpus  print, per rank, host, node-local rank, CUDA_VISIBLE_DEVICES and the GPU the\n"
-    "                runtime binds (local_rank % visible devices), then exit\n";
-
-index_t parse_count(const std::string& flag, const std::string& text, index_t min) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || v < min)
-    throw UsageError(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + text + "'");
-  return v;
-}
-
-std::vector<int> parse_rank_list(const std::string& text, int world_size) {
+std::vector<int> parse_rank_list(std::string_view text, int world_size) {
+  if (text.empty()) throw UsageError("--ranks: empty list");
   std::vector<int> ranks;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const index_t p = parse_count("--ranks", item, 1);
+  for (std::size_t begin = 0;;) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string_view item = text.substr(begin, comma - begin);
+    if (item.empty()) throw UsageError("--ranks: empty entry in '" + std::string(text) + "'");
+    const auto p = apps::parse_integer(item, "--ranks", 1, std::numeric_limits<int>::max());
     if (p > world_size)
-      throw UsageError("--ranks: " + item + " ranks asked for, but the job has only " + std::to_string(world_size));
+      throw UsageError("--ranks: " + std::string(item) + " ranks asked for, but the job has only " +
+                       std::to_string(world_size));
     ranks.push_back(static_cast<int>(p));
+    if (comma == text.size()) break;
+    begin = comma + 1;
   }
-  if (ranks.empty()) throw UsageError("--ranks: empty list");
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
 }
 
-Options parse(int argc, char** argv, int world_size) {
+void add_options(apps::ArgParser& p, Options& o, int world_size) {
+  p.add_option("--op", "sum|scan|filter|matmul", "the operation measured (default sum)",
+               [&o](std::string_view v) { o.op = sc::parse_op(std::string(v)); });
+  p.add_option("--mode", "strong|weak|both", "which scaling study (default strong)", [&o](std::string_view v) {
+    if (v == "strong") o.modes = {sc::Mode::strong};
+    else if (v == "weak") o.modes = {sc::Mode::weak};
+    else if (v == "both") o.modes = {sc::Mode::strong, sc::Mode::weak};
+    else throw UsageError("--mode: unknown mode '" + std::string(v) + "' (expected strong, weak or both)");
+  });
+  p.add_option("--n", "N",
+               "strong scaling: global elements (matmul: matrix side) (default 2^22; matmul 512)",
+               [&o](std::string_view v) { o.n = apps::parse_size(v, "--n"); });
+  p.add_option("--n-per-rank", "N",
+               "weak scaling: elements per rank (matmul: side at 1 rank, grows as p^(1/3))\n" +
+                   std::string(34, ' ') + "(default 2^20; matmul 256)",
+               [&o](std::string_view v) { o.n_per_rank = apps::parse_size(v, "--n-per-rank"); });
+  p.add_option("--ranks", "1,2,4,...", "sub-communicator sizes to measure (default: 1, 2, 4, ... up to P, and P)",
+               [&o, world_size](std::string_view v) { o.ranks = parse_rank_list(v, world_size); });
+  p.add_option("--repeat", "R", "timed repetitions; times are medians over them (default 5)",
+               [&o](std::string_view v) { o.repeat = static_cast<int>(apps::parse_integer(v, "--repeat", 1, 1000000)); });
+  p.add_option("--warmup", "W", "untimed repetitions before the timed ones (default 1)",
+               [&o](std::string_view v) { o.warmup = static_cast<int>(apps::parse_integer(v, "--warmup", 0, 1000000)); });
+  p.add_option("--json", "FILE", "write the JSON report to FILE", [&o](std::string_view v) { o.json = v; });
+  p.add_option("--csv", "FILE", "write one CSV row per measured point to FILE", [&o](std::string_view v) { o.csv = v; });
+  p.add_option("--backend", "auto|cpu|cuda", "where local work runs (default auto)", [&o](std::string_view v) {
+    tessera::parse_backend_choice(v);  // refuses what it does not know, naming it
+    o.backend = v;
+  });
+  p.add_option("--dtype", "float32|float64|int32|int64", "element type (default float32)", [&o](std::string_view v) {
+    const auto dtype = tessera::io::parse_dtype(v);
+    if (!dtype)
+      throw UsageError("--dtype: unknown type '" + std::string(v) + "' (expected float32, float64, int32 or int64)");
+    o.dtype = *dtype;
+  });
+  p.add_option("--panel-width", "B", "matmul: SUMMA panel width (default 512)", [&o](std::string_view v) {
+    o.panel_width = apps::parse_integer(v, "--panel-width", 1, std::numeric_limits<index_t>::max());
+  });
+  p.add_option("--ping-bytes", "BYTES", "size of the bandwidth-bound allreduce ping (default 4M)",
+               [&o](std::string_view v) {
+                 o.ping_bytes = apps::parse_size(v, "--ping-bytes");
+                 if (o.ping_bytes < 8)
+                   throw UsageError("--ping-bytes: '" + std::string(v) + "' is less than one double (8 bytes)");
+               });
+  p.add_option("--seed", "S", "generator seed: element i depends on (S, i) only (default 42)",
+               [&o](std::string_view v) { o.seed = apps::parse_unsigned(v, "--seed"); });
+  p.add_switch("--quiet", "no progress lines on stderr", &o.quiet);
+  p.add_switch("--probe-gpus",
+               "print each rank's host, node-local rank, CUDA_VISIBLE_DEVICES and the GPU\n" +
+                   std::string(34, ' ') + "the runtime binds (local_rank % visible devices), then exit",
+               &o.probe_gpus);
+  p.add_switch("--help", "print this help", &o.help);
+}
+
+// Throws UsageError for bad input. argv is the same on every rank, so every rank reaches the same
+// verdict without talking to the others.
+Options parse(apps::ArgParser& parser, int argc, char** argv, int world_size) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(arg + ": missing value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      throw UsageError("");
-    } else if (arg == "--op") {
-      o.op = sc::parse_op(next());
-    } else if (arg == "--mode") {
-      const std::string m = next();
-      if (m == "strong") o.modes = {sc::Mode::strong};
-      else if (m == "weak") o.modes = {sc::Mode::weak};
-      else if (m == "both") o.modes = {sc::Mode::strong, sc::Mode::weak};
-      else throw UsageError("--mode: unknown mode '" + m + "' (expected strong, weak or both)");
-    } else if (arg == "--n") {
-      o.n = parse_count(arg, next(), 0);
-    } else if (arg == "--n-per-rank") {
-      o.n_per_rank = parse_count(arg, next(), 0);
-    } else if (arg == "--ranks") {
-      o.ranks = parse_rank_list(next(), world_size);
-    } else if (arg == "--repeat") {
-      o.repeat = static_cast<int>(parse_count(arg, next(), 1));
-    } else if (arg == "--warmup") {
-      o.warmup = static_cast<int>(parse_count(arg, next(), 0));
-    } else if (arg == "--json") {
-      o.json = next();
-    } else if (arg == "--csv") {
-      o.csv = next();
-    } else if (arg == "--backend") {
-      o.backend = next();
-      tessera::parse_backend_choice(o.backend);
-    } else if (arg == "--dtype") {
-      o.dtype = next();
-      if (o.dtype != "float32" && o.dtype != "float64" && o.dtype != "int32" && o.dtype != "int64")
-        throw UsageError("--dtype: unknown type '" + o.dtype + "' (expected float32, float64, int32 or int64)");
-    } else if (arg == "--panel-width") {
-      o.panel_width = parse_count(arg, next(), 1);
-    } else if (arg == "--ping-bytes") {
-      o.ping_bytes = parse_count(arg, next(), 8);
-    } else if (arg == "--seed") {
-      o.seed = static_cast<std::uint64_t>(parse_count(arg, next(), 0));
-    } else if (arg == "--quiet") {
-      o.quiet = true;
-    } else if (arg == "--probe-gpus") {
-      o.probe_gpus = true;
-    } else {
-      throw UsageError("unknown option '" + arg + "'");
-    }
+  add_options(parser, o, world_size);
+  // -h, the one short flag scaling has always taken; ArgParser knows only --flags.
+  if (argc == 2 && std::string_view(argv[1]) == "-h") {
+    o.help = true;
+    return o;
   }
-  if (o.op == sc::Op::matmul && (o.dtype == "int32" || o.dtype == "int64"))
-    throw UsageError("--dtype " + o.dtype + ": matmul runs on float32 or float64 only");
+  parser.parse(argc, argv);
+  if (o.help) return o;
   const bool matmul = o.op == sc::Op::matmul;
+  if (matmul && (o.dtype == tessera::io::DType::int32 || o.dtype == tessera::io::DType::int64))
+    throw UsageError(std::string("--dtype ") + tessera::io::to_string(o.dtype) + ": matmul runs on float32 or float64 only");
   if (!o.n) o.n = matmul ? 512 : index_t(1) << 22;
   if (!o.n_per_rank) o.n_per_rank = matmul ? 256 : index_t(1) << 20;
   if (o.ranks.empty()) {
@@ -161,7 +162,7 @@ Options parse(int argc, char** argv, int world_size) {
   return o;
 }
 
-int element_bytes(const std::string& dtype) { return dtype == "float64" || dtype == "int64" ? 8 : 4; }
+int element_bytes(tessera::io::DType dtype) { return static_cast<int>(tessera::io::size_of(dtype)); }
 
 // ------------------------------------------------------------------------------------------------
 // Waiting without burning a core: ranks outside a point's sub-communicator (and those done early)
@@ -179,53 +180,26 @@ void sleepy_world_barrier() {
   }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // ------------------------------------------------------------------------------------------------
 // One measured point.
 
 struct PointResult {
   int ranks = 1;
-  index_t size = 0;  // global elements, or matrix side
-  double time = 0, time_min = 0, time_max = 0;
-  tessera::PhaseTimes phases;  // medians of the slowest rank's phase times
-  double other = 0;            // wall time outside the phases (max(0, time - phases))
+  index_t size = 0;              // global elements, or matrix side
+  apps::TimingSummary timing;    // medians of the slowest rank's wall and phase times
+  double other = 0;              // wall time outside the phases (max(0, time - phases))
   double checksum = 0;
 };
 
-// Runs `call` warmup + repeat times on ctx and returns, per repeat, the slowest rank's wall time and
-// phase times. call(PhaseTimes*) performs one complete operation (device work finished).
+// Runs `call` warmup + repeat times on ctx (the apps' shared measure: per repeat the slowest rank,
+// then medians). call(PhaseTimes*) performs one complete operation.
 template <class Call>
 void time_repeats(const tessera::Context& ctx, const Options& o, Call&& call, PointResult& point) {
-  for (int w = 0; w < o.warmup; ++w) call(nullptr);
-  std::vector<double> time, local, comm, fixup, host;
-  for (int r = 0; r < o.repeat; ++r) {
-    ctx.comm().barrier();
-    tessera::PhaseTimes phases;
-    tessera::Stopwatch watch;
-    call(&phases);
-    double mine[5] = {watch.seconds(), phases.local, phases.communication, phases.fixup, phases.host};
-    double slowest[5];
-    TESSERA_MPI_CHECK(MPI_Allreduce(mine, slowest, 5, MPI_DOUBLE, MPI_MAX, ctx.comm().get()));
-    time.push_back(slowest[0]);
-    local.push_back(slowest[1]);
-    comm.push_back(slowest[2]);
-    fixup.push_back(slowest[3]);
-    host.push_back(slowest[4]);
-  }
-  point.time = median(time);
-  point.time_min = *std::min_element(time.begin(), time.end());
-  point.time_max = *std::max_element(time.begin(), time.end());
-  point.phases.local = median(local);
-  point.phases.communication = median(comm);
-  point.phases.fixup = median(fixup);
-  point.phases.host = median(host);
-  point.other = std::max(0.0, point.time - point.phases.total());
+  apps::CommonOptions repeats;
+  repeats.repeat = o.repeat;
+  repeats.warmup = o.warmup;
+  point.timing = apps::measure(ctx, repeats, call);
+  point.other = std::max(0.0, point.timing.total - point.timing.phases.total());
 }
 
 template <class T>
@@ -293,15 +267,12 @@ void run_matmul_point(const tessera::Context& ctx, const Options& o, PointResult
 }
 
 void run_point(const tessera::Context& ctx, const Options& o, PointResult& point) {
-  if (o.op == sc::Op::matmul) {
-    if (o.dtype == "float64") run_matmul_point<double>(ctx, o, point);
-    else run_matmul_point<float>(ctx, o, point);
-    return;
-  }
-  if (o.dtype == "float32") run_vector_point<float>(ctx, o, point);
-  else if (o.dtype == "float64") run_vector_point<double>(ctx, o, point);
-  else if (o.dtype == "int32") run_vector_point<std::int32_t>(ctx, o, point);
-  else run_vector_point<std::int64_t>(ctx, o, point);
+  tessera::io::dispatch(o.dtype, [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (o.op == sc::Op::matmul) return run_matmul_point<T>(ctx, o, point);
+    }
+    run_vector_point<T>(ctx, o, point);
+  });
 }
 
 // The ping collectives that give the network model its latency and bandwidth on this communicator:
@@ -330,6 +301,7 @@ sc::CollectiveSample ping(const tessera::Context& ctx, const Options& o) {
   return s;
 }
 
+
 // ------------------------------------------------------------------------------------------------
 // Analysis and reports (rank 0).
 
@@ -339,10 +311,24 @@ struct ModeReport {
   std::vector<PointResult> points;
 };
 
+// JSON has no NaN or infinity: the report writes them as null (Karp-Flatt at one rank, say), which
+// is what its readers (check_scaling_json.py, gather_scaling.py) expect.
+Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+Json number(int v) { return Json(v); }
+
+template <class T>
+Json array_of(const std::vector<T>& values) {
+  Json a = Json::array();
+  for (const T& v : values) a.push_back(number(v));
+  return a;
+}
+
 std::vector<sc::Measurement> measurements(const ModeReport& r) {
   std::vector<sc::Measurement> m;
-  for (const auto& p : r.points)
-    m.push_back({p.ranks, p.time, p.phases.local + p.phases.fixup, p.phases.communication, p.phases.host + p.other});
+  for (const auto& p : r.points) {
+    const auto& t = p.timing;
+    m.push_back({p.ranks, t.total, t.phases.local + t.phases.fixup, t.phases.communication, t.phases.host + p.other});
+  }
   return m;
 }
 
@@ -352,94 +338,89 @@ std::vector<int> check_fit_ranks(const std::vector<int>& ranks) {
   return r;
 }
 
-void write_mode(tessera::scaling_app::JsonWriter& j, const Options& o, const ModeReport& r,
-                const std::vector<sc::CollectiveSample>& samples, FILE* text) {
+Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::CollectiveSample>& samples, FILE* text) {
   const bool strong = r.mode == sc::Mode::strong;
+  const char* dtype = tessera::io::to_string(o.dtype);
   const auto& pts = r.points;
-  const double t_base = pts.front().time * (strong ? pts.front().ranks : 1);  // T(1), or its ideal stand-in
+  const double t_first = pts.front().timing.total;
+  const double t_base = t_first * (strong ? pts.front().ranks : 1);  // T(1), or its ideal stand-in
   std::vector<int> ranks;
   std::vector<double> times, scaled;
   for (const auto& p : pts) {
     ranks.push_back(p.ranks);
-    times.push_back(p.time);
-    scaled.push_back(sc::scaled_speedup(pts.front().time, p.time, p.ranks) / (strong ? 1 : pts.front().ranks));
+    times.push_back(p.timing.total);
+    scaled.push_back(sc::scaled_speedup(t_first, p.timing.total, p.ranks) / (strong ? 1 : pts.front().ranks));
   }
 
-  j.key(sc::to_string(r.mode));
-  j.begin_object();
-  j.field(strong ? "n" : "n_per_rank", static_cast<long long>(r.size_arg));
-  std::fprintf(text, "\n%s scaling of %s (%s, %s %lld)\n", sc::to_string(r.mode), sc::to_string(o.op), o.dtype.c_str(),
+  Json j = Json::object();
+  j[strong ? "n" : "n_per_rank"] = r.size_arg;
+  std::fprintf(text, "\n%s scaling of %s (%s, %s %lld)\n", sc::to_string(r.mode), sc::to_string(o.op), dtype,
                strong ? "n" : "n per rank", static_cast<long long>(r.size_arg));
   std::fprintf(text, "%6s %14s %12s %9s %9s %8s %12s %12s %12s %12s\n", "ranks", "size", "time[s]",
                strong ? "speedup" : "scaled_S", "effic.", "karp_fl", "local[s]", "comm[s]", "fixup[s]", "host[s]");
-  j.key("points");
-  j.begin_array();
+  Json points = Json::array();
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& p = pts[i];
-    const double s = strong ? t_base / p.time : scaled[i];
-    const double eff = strong ? s / p.ranks : pts.front().time / p.time;
+    const auto& t = p.timing;
+    const double s = strong ? t_base / t.total : scaled[i];
+    const double eff = strong ? s / p.ranks : t_first / t.total;
     // Karp-Flatt is undefined at one rank (and not a weak-scaling metric): NaN, written as null.
     const double kf = strong ? sc::karp_flatt(s, p.ranks).value_or(std::nan("")) : std::nan("");
     char kf_text[32] = "-";
     if (!std::isnan(kf)) std::snprintf(kf_text, sizeof kf_text, "%.4f", kf);
-    j.begin_object();
-    j.field("ranks", p.ranks);
-    j.field("size", static_cast<long long>(p.size));
-    j.field("time_s", p.time);
-    j.field("time_min_s", p.time_min);
-    j.field("time_max_s", p.time_max);
-    j.field(strong ? "speedup" : "scaled_speedup", s);
-    j.field("efficiency", eff);
-    if (strong) j.field("karp_flatt", kf);
-    j.key("phases_s");
-    j.begin_object();
-    j.field("local", p.phases.local);
-    j.field("communication", p.phases.communication);
-    j.field("fixup", p.phases.fixup);
-    j.field("host", p.phases.host);
-    j.field("other", p.other);
-    j.end_object();
-    j.field("checksum", p.checksum);
-    j.end_object();
+    Json point = Json::object();
+    point["ranks"] = p.ranks;
+    point["size"] = p.size;
+    point["time_s"] = number(t.total);
+    point["time_min_s"] = number(t.total_min);
+    point["time_max_s"] = number(t.total_max);
+    point[strong ? "speedup" : "scaled_speedup"] = number(s);
+    point["efficiency"] = number(eff);
+    if (strong) point["karp_flatt"] = number(kf);
+    Json phases = Json::object();
+    phases["local"] = number(t.phases.local);
+    phases["communication"] = number(t.phases.communication);
+    phases["fixup"] = number(t.phases.fixup);
+    phases["host"] = number(t.phases.host);
+    phases["other"] = number(p.other);
+    point["phases_s"] = phases;
+    point["checksum"] = number(p.checksum);
+    points.push_back(point);
     std::fprintf(text, "%6d %14lld %12.6g %9.3f %9.3f %8s %12.4g %12.4g %12.4g %12.4g\n", p.ranks,
-                 static_cast<long long>(p.size), p.time, s, eff,
-                 kf_text, p.phases.local, p.phases.communication,
-                 p.phases.fixup, p.phases.host + p.other);
+                 static_cast<long long>(p.size), t.total, s, eff, kf_text, t.phases.local, t.phases.communication,
+                 t.phases.fixup, t.phases.host + p.other);
   }
-  j.end_array();
+  j["points"] = points;
 
+  Json fit_json = Json::object();
   if (strong) {
     const auto fit = sc::fit_amdahl(ranks, times);
-    j.key("amdahl");
-    j.begin_object();
-    j.field("valid", fit.valid);
+    fit_json["valid"] = fit.valid;
     if (fit.valid) {
-      j.field("serial_fraction", fit.serial_fraction);
-      j.field("t1_s", fit.t1);
-      j.field("residual_rms", fit.residual_rms);
-      j.field("residual_max", fit.residual_max);
-      j.array("fitted_time_s", fit.fitted);
+      fit_json["serial_fraction"] = number(fit.serial_fraction);
+      fit_json["t1_s"] = number(fit.t1);
+      fit_json["residual_rms"] = number(fit.residual_rms);
+      fit_json["residual_max"] = number(fit.residual_max);
+      fit_json["fitted_time_s"] = array_of(fit.fitted);
       std::fprintf(text, "Amdahl fit: serial fraction s = %.4g, T(1) = %.4g s, relative residual rms %.3g, max %.3g\n",
                    fit.serial_fraction, fit.t1, fit.residual_rms, fit.residual_max);
     } else {
       std::fprintf(text, "Amdahl fit: needs two distinct rank counts\n");
     }
-    j.end_object();
+    j["amdahl"] = fit_json;
   } else {
     const auto fit = sc::fit_gustafson(ranks, scaled);
-    j.key("gustafson");
-    j.begin_object();
-    j.field("valid", fit.valid);
+    fit_json["valid"] = fit.valid;
     if (fit.valid) {
-      j.field("serial_fraction", fit.serial_fraction);
-      j.field("residual_rms", fit.residual_rms);
+      fit_json["serial_fraction"] = number(fit.serial_fraction);
+      fit_json["residual_rms"] = number(fit.residual_rms);
       std::vector<double> predicted;
       for (int p : ranks) predicted.push_back(fit.predict(p));
-      j.array("fitted_scaled_speedup", predicted);
+      fit_json["fitted_scaled_speedup"] = array_of(predicted);
       std::fprintf(text, "Gustafson fit: serial fraction s = %.4g (scaled speedup p - s (p - 1)), residual rms %.3g\n",
                    fit.serial_fraction, fit.residual_rms);
     }
-    j.end_object();
+    j["gustafson"] = fit_json;
   }
 
   // The model check: fit on the two smallest points (network included), predict the others.
@@ -451,73 +432,67 @@ void write_mode(tessera::scaling_app::JsonWriter& j, const Options& o, const Mod
     if (s.ranks <= fit_ranks.back()) check_samples.push_back(s);
   const auto check_model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width,
                                               sc::fit_network(check_samples), meas, fit_ranks);
-  j.key("model_check");
-  j.begin_object();
-  j.array("fit_ranks", fit_ranks);
-  j.key("points");
-  j.begin_array();
+  Json check = Json::object();
+  check["fit_ranks"] = array_of(fit_ranks);
+  Json predictions = Json::array();
   double worst = 0;
   for (const auto& m : meas) {
     if (std::find(fit_ranks.begin(), fit_ranks.end(), m.ranks) != fit_ranks.end()) continue;
     const double predicted = check_model.predict(m.ranks).total();
     const double error = (predicted - m.time) / m.time;
     worst = std::max(worst, std::abs(error));
-    j.begin_object();
-    j.field("ranks", m.ranks);
-    j.field("predicted_s", predicted);
-    j.field("measured_s", m.time);
-    j.field("relative_error", error);
-    j.end_object();
+    Json q = Json::object();
+    q["ranks"] = m.ranks;
+    q["predicted_s"] = number(predicted);
+    q["measured_s"] = number(m.time);
+    q["relative_error"] = number(error);
+    predictions.push_back(q);
     std::fprintf(text, "model check: fitted on ranks %d,%d, predicts %d ranks: %.4g s, measured %.4g s, error %+.1f%%\n",
                  fit_ranks.front(), fit_ranks.back(), m.ranks, predicted, m.time, 100 * error);
   }
-  j.end_array();
-  j.field("max_abs_relative_error", worst);
-  j.end_object();
+  check["points"] = predictions;
+  check["max_abs_relative_error"] = number(worst);
+  j["model_check"] = check;
 
   // The model of record: fitted on every point; projected past the machine.
   const auto model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(samples), meas, ranks);
-  j.key("model");
-  j.begin_object();
-  j.array("fit_ranks", model.fitted_on);
-  j.field("local_overhead_s", model.local_overhead);
-  j.field("local_rate", model.local_rate());
-  j.field("local_rate_unit", std::string(model.work_unit()) + "/s");
-  j.field("host_s", model.host);
-  j.field("latency_s", model.network.latency);
-  j.field("bandwidth_Bps", model.network.bandwidth);
-  j.end_object();
+  Json model_json = Json::object();
+  model_json["fit_ranks"] = array_of(model.fitted_on);
+  model_json["local_overhead_s"] = number(model.local_overhead);
+  model_json["local_rate"] = number(model.local_rate());
+  model_json["local_rate_unit"] = std::string(model.work_unit()) + "/s";
+  model_json["host_s"] = number(model.host);
+  model_json["latency_s"] = number(model.network.latency);
+  model_json["bandwidth_Bps"] = number(model.network.bandwidth);
+  j["model"] = model_json;
   std::fprintf(text, "model: local = %.3g s + work / %.3g %s/s, latency %.3g s per tree round, bandwidth %.3g B/s, host %.3g s\n",
                model.local_overhead, model.local_rate(), model.work_unit(), model.network.latency,
                model.network.bandwidth, model.host);
   std::vector<int> proj_ranks = ranks;
   for (int p : sc::default_projection_ranks())
     if (p > ranks.back()) proj_ranks.push_back(p);
-  const auto proj = sc::project(model, proj_ranks);
-  j.key("projection");
-  j.begin_array();
+  Json projection = Json::array();
   std::fprintf(text, "projection (%s):\n%6s %12s %10s %9s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode), "ranks",
                "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local", "latency", "bandwidth", "host", "dominant");
-  for (const auto& p : proj) {
-    j.begin_object();
-    j.field("ranks", p.ranks);
-    j.field("time_s", p.time);
-    j.field(strong ? "speedup" : "scaled_speedup", p.speedup);
-    j.field("efficiency", p.efficiency);
-    j.key("terms_s");
-    j.begin_object();
-    j.field("local", p.terms.local);
-    j.field("latency", p.terms.latency);
-    j.field("bandwidth", p.terms.bandwidth);
-    j.field("host", p.terms.host);
-    j.end_object();
-    j.field("dominant", p.dominant);
-    j.end_object();
+  for (const auto& p : sc::project(model, proj_ranks)) {
+    Json q = Json::object();
+    q["ranks"] = p.ranks;
+    q["time_s"] = number(p.time);
+    q[strong ? "speedup" : "scaled_speedup"] = number(p.speedup);
+    q["efficiency"] = number(p.efficiency);
+    Json terms = Json::object();
+    terms["local"] = number(p.terms.local);
+    terms["latency"] = number(p.terms.latency);
+    terms["bandwidth"] = number(p.terms.bandwidth);
+    terms["host"] = number(p.terms.host);
+    q["terms_s"] = terms;
+    q["dominant"] = p.dominant;
+    projection.push_back(q);
     std::fprintf(text, "%6d %12.4g %10.2f %9.3f %12.4g %12.4g %12.4g %12.4g  %s\n", p.ranks, p.time, p.speedup,
                  p.efficiency, p.terms.local, p.terms.latency, p.terms.bandwidth, p.terms.host, p.dominant.c_str());
   }
-  j.end_array();
-  j.end_object();
+  j["projection"] = projection;
+  return j;
 }
 
 // Output files appear complete or not at all: written to FILE.partial, renamed at the end.
@@ -584,9 +559,17 @@ int probe_gpus(const tessera::Runtime& runtime) {
 }
 
 int run(tessera::Runtime& runtime, int argc, char** argv) {
-  const Options o = parse(argc, argv, runtime.world_size());
-  if (o.probe_gpus) return probe_gpus(runtime);
+  apps::ArgParser parser("scaling",
+                         "Strong and weak scaling of one distributed operation over the sub-communicators of one "
+                         "launch,\nwith the Amdahl, Karp-Flatt and Gustafson analysis and the cost-model projection "
+                         "(docs/SCALING.md).\nSizes (--n, --n-per-rank, --ping-bytes) take 1000000, 1e6, 2^20, 64M, 1G.");
+  const Options o = parse(parser, argc, argv, runtime.world_size());
   const bool root = runtime.world_rank() == 0;
+  if (o.help) {
+    if (root) std::fputs(parser.help_text().c_str(), stdout);
+    return apps::kExitOk;
+  }
+  if (o.probe_gpus) return probe_gpus(runtime);
   check_outputs_writable(o, runtime.world_rank());
   const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend));
   if (root && !o.quiet) std::fprintf(stderr, "scaling: %s\n", runtime.describe().c_str());
@@ -630,48 +613,44 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   }
   if (!root) return 0;
 
-  tessera::scaling_app::JsonWriter j;
-  j.begin_object();
-  j.field("app", "scaling");
-  j.field("op", sc::to_string(o.op));
-  j.field("dtype", o.dtype);
-  j.field("backend", tessera::to_string(world.backend()));
-  j.field("world_size", runtime.world_size());
-  j.field("host", runtime.hostname());
-  j.field("runtime", runtime.describe());
-  j.field("repeat", o.repeat);
-  j.field("warmup", o.warmup);
-  j.field("seed", static_cast<long long>(o.seed));
-  if (o.op == sc::Op::matmul) j.field("panel_width", static_cast<long long>(o.panel_width));
-  if (const char* job = std::getenv("SLURM_JOB_ID")) j.field("slurm_job_id", job);
-  j.array("ranks", o.ranks);
-  j.key("collectives");
-  j.begin_array();
+  Json j = Json::object();
+  j["app"] = "scaling";
+  j["op"] = sc::to_string(o.op);
+  j["dtype"] = tessera::io::to_string(o.dtype);
+  j["backend"] = tessera::to_string(world.backend());
+  j["world_size"] = runtime.world_size();
+  j["host"] = runtime.hostname();
+  j["runtime"] = runtime.describe();
+  j["repeat"] = o.repeat;
+  j["warmup"] = o.warmup;
+  j["seed"] = static_cast<unsigned long long>(o.seed);
+  if (o.op == sc::Op::matmul) j["panel_width"] = o.panel_width;
+  if (const char* job = std::getenv("SLURM_JOB_ID")) j["slurm_job_id"] = job;
+  j["ranks"] = array_of(o.ranks);
+  Json collectives = Json::array();
   std::printf("scaling: %s, %s\ncollectives (allreduce, slowest rank, per call):\n%6s %14s %14s %14s\n",
               sc::to_string(o.op), runtime.describe().c_str(), "ranks", "8 B [s]", "large [s]", "large [B]");
   for (const auto& s : samples) {
-    j.begin_object();
-    j.field("ranks", s.ranks);
-    j.field("allreduce_8B_s", s.small_seconds);
-    j.field("allreduce_large_s", s.large_seconds);
-    j.field("large_bytes", s.large_bytes);
-    j.end_object();
+    Json c = Json::object();
+    c["ranks"] = s.ranks;
+    c["allreduce_8B_s"] = number(s.small_seconds);
+    c["allreduce_large_s"] = number(s.large_seconds);
+    c["large_bytes"] = number(s.large_bytes);
+    collectives.push_back(c);
     std::printf("%6d %14.4g %14.4g %14.4g\n", s.ranks, s.small_seconds, s.large_seconds, s.large_bytes);
   }
-  j.end_array();
+  j["collectives"] = collectives;
   const auto net = sc::fit_network(samples);
-  j.key("network");
-  j.begin_object();
-  j.field("latency_s", net.latency);
-  j.field("bandwidth_Bps", net.bandwidth);
-  j.end_object();
+  Json network = Json::object();
+  network["latency_s"] = number(net.latency);
+  network["bandwidth_Bps"] = number(net.bandwidth);
+  j["network"] = network;
   std::printf("network model: latency %.4g s per tree round, bandwidth %.4g B/s\n", net.latency, net.bandwidth);
-  for (const auto& r : reports) write_mode(j, o, r, samples, stdout);
-  j.end_object();
+  for (const auto& r : reports) j[sc::to_string(r.mode)] = mode_json(o, r, samples, stdout);
   std::fflush(stdout);
 
   int status = 0;
-  if (!o.json.empty() && !write_file(o.json, j.str() + "\n")) {
+  if (!o.json.empty() && !write_file(o.json, j.dump(2) + "\n")) {
     std::fprintf(stderr, "scaling: error: --json: cannot write '%s'\n", o.json.c_str());
     status = 1;
   }
@@ -680,10 +659,12 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     csv << "op,mode,ranks,size,time_s,local_s,communication_s,fixup_s,host_s,other_s,checksum\n";
     csv.precision(17);
     for (const auto& r : reports)
-      for (const auto& p : r.points)
-        csv << sc::to_string(o.op) << ',' << sc::to_string(r.mode) << ',' << p.ranks << ',' << p.size << ',' << p.time
-            << ',' << p.phases.local << ',' << p.phases.communication << ',' << p.phases.fixup << ','
-            << p.phases.host << ',' << p.other << ',' << p.checksum << '\n';
+      for (const auto& p : r.points) {
+        const auto& t = p.timing;
+        csv << sc::to_string(o.op) << ',' << sc::to_string(r.mode) << ',' << p.ranks << ',' << p.size << ','
+            << t.total << ',' << t.phases.local << ',' << t.phases.communication << ',' << t.phases.fixup << ','
+            << t.phases.host << ',' << p.other << ',' << p.checksum << '\n';
+      }
     if (!write_file(o.csv, csv.str())) {
       std::fprintf(stderr, "scaling: error: --csv: cannot write '%s'\n", o.csv.c_str());
       status = 1;
@@ -696,14 +677,18 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   tessera::Runtime runtime(argc, argv);
+  // The apps' error policy (apps/common/app.hpp): bad input, found alike on every rank, is one line
+  // on rank 0 and exit status 2; anything else may be on one rank only, so it ends the whole job
+  // rather than leave the other ranks waiting in a collective.
   try {
     return run(runtime, argc, argv);
   } catch (const UsageError& e) {
-    // Parsing is identical on every rank, so every rank gets here; only rank 0 speaks.
     if (runtime.world_rank() == 0) {
-      if (*e.what()) std::fprintf(stderr, "scaling: error: %s\n", e.what());
-      std::fputs(kUsage, stderr);
+      std::fprintf(stderr, "scaling: %s\n", e.what());
+      std::fflush(stderr);
     }
-    return *e.what() ? 2 : 0;
+    return apps::kExitUsage;
+  } catch (const std::exception& e) {
+    tessera::fatal(__FILE__, __LINE__, "scaling", e.what());
   }
 }

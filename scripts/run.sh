@@ -32,6 +32,9 @@ cmake --build "$build" -j "$jobs"
 case "$what" in
   demo)
     bash "$root/scripts/demo.sh" "$build"
+    echo
+    echo "== A small scaling study (4 ranks, CPU backend): strong and weak scaling of a sum"
+    bash "$root/scripts/scaling_demo.sh" "$build"
     ;;
   test)
     cd "$build"

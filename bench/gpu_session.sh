@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Everything that needs a GPU, in as few calls of the GPU machine as possible. Each stage stays
+# within one call's 10 minutes; logs, JSON and plots go to ${OUT:-out}/.
+#
+#   bench/gpu_session.sh readme-test   the README's test command, unchanged (GPU tests included)
+#   bench/gpu_session.sh single        README demo; kernel benchmark; sanitizers; the multi-rank and
+#                                      app tests on the cuda backend on one GPU; distributed bench
+#   bench/gpu_session.sh multi         on a machine with 2+ GPUs: build, the multi-rank and app tests
+#                                      one rank per GPU, the distributed benchmark, the scaling study
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/out}
+mkdir -p "$out"
+build=${BUILD_DIR:-$root/build}
+export BUILD_DIR=$build JOBS=${JOBS:-$(nproc)}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none
+export NCCL_NVLS_ENABLE=0  # NVLink multicast must stay off on these shared hosts
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+log() { echo "[gpu_session $(date +%H:%M:%S)] $*"; }
+status=0
+step() {  # step NAME TIMEOUT COMMAND...: runs, logs to $out/NAME.log, records failure
+  local name=$1 limit=$2; shift 2
+  log "$name: $*"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  log "$name: status $rc"
+  tail -n "${TAIL:-15}" "$out/$name.log"
+  [ $rc -eq 0 ] || status=1
+}
+
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; cmake --version | head -1;
+  mpirun --version | head -1; nvcc --version | tail -2; } >"$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+case "${1:-}" in
+  readme-test)
+    TAIL=40 step readme_test 570 bash scripts/run.sh test
+    ;;
+  single)
+    TAIL=25 step readme_demo 120 bash scripts/run.sh demo
+    step mpi_tests_cuda_np1 120 env TESSERA_TEST_BACKEND=cuda mpirun -n 1 "$build/tests/mpi/tessera_mpi_tests"
+    step app_tests_cuda 200 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
+    step sanitize 150 env OUT="$out" bash bench/gpu.sh sass sanitize
+    TAIL=60 step bench_kernels 280 env OUT="$out" bash bench/gpu.sh bench
+    TAIL=40 step bench_distributed_np1 90 mpirun -n 1 "$build/bench/distributed/tessera_bench_distributed" \
+      --backend cuda --min 16M --max 256M --matmul-min 4096 --matmul-max 8192 --iters 10 --json "$out/bench_distributed_np1.json"
+    ;;
+  multi)
+    step build 400 bash -c "cmake --preset hopper >/dev/null && cmake --build '$build' -j $JOBS"
+    step mpi_tests_cuda 200 bash -c "for np in 1 $gpus; do TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
+    step app_tests_cuda 200 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure
+    TAIL=40 step bench_distributed 200 mpirun -n "$gpus" "$build/bench/distributed/tessera_bench_distributed" \
+      --backend cuda --min 16M --max 256M --matmul-min 8192 --matmul-max 16384 --iters 10 --json "$out/bench_distributed.json"
+    for op in sum scan filter matmul; do
+      if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64); else sizes=(--n 2^29 --n-per-rank 2^28); fi
+      TAIL=8 step "scaling_$op" 150 mpirun -n "$gpus" "$build/bin/scaling" --op $op --mode both --backend cuda \
+        "${sizes[@]}" --repeat 10 --json "$out/scaling_$op.json" --csv "$out/scaling_$op.csv"
+    done
+    step plots 60 bash -c "python3 jobs/gather_scaling.py $out/scaling_*.json --out $out --table $out/scaling_table.md"
+    ;;
+  *)
+    echo "usage: bench/gpu_session.sh readme-test|single|multi" >&2
+    exit 2
+    ;;
+esac
+log "done, status $status"
+exit $status

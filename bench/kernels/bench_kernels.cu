@@ -1,0 +1,543 @@
+// tessera_bench_kernels: each local kernel of the CUDA backend next to its vendor baseline, in one
+// process on one GPU, on the same random inputs (the counter-based generator, never zeros):
+//   reduce  (sum, min, max)            vs cub::DeviceReduce::Sum / Min / Max
+//   scan    (exclusive, inclusive)     vs cub::DeviceScan::ExclusiveSum / InclusiveSum
+//   select  (x > 0: about half kept)   vs cub::DeviceSelect::If
+//   gemm    (tiled engine)             vs cublasSgemm / cublasDgemm, default math (no TF32)
+// Every pair is checked to agree before it is timed. Times are medians of per-call cudaEvent
+// intervals after warm-up calls. "speedup" is CUB (or cuBLAS) time / our time: above 1 we are
+// faster. "%floor" is the time the bytes moved would take at the device-to-device copy rate that
+// this program measures first (read + write counted), over our time; for GEMM it is our rate as a
+// percentage of cuBLAS's.
+//
+// Usage: tessera_bench_kernels [--sizes 268435456,1073741824] [--gemm 4096x4096x4096,...]
+//          [--ops reduce,scan,select,gemm] [--reps 20] [--warmup 3] [--gemm-reps 10] [--json FILE]
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cub/cub.cuh>
+#include <functional>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/kernels.hpp"
+
+namespace {
+
+using tessera::GemmEngine;
+using tessera::index_t;
+using tessera::Predicate;
+using tessera::ReduceOp;
+using tessera::ScanKind;
+using tessera::kernels::Queue;
+
+#define BENCH_CUBLAS_CHECK(call)                                                                   \
+  do {                                                                                             \
+    const cublasStatus_t status_ = (call);                                                         \
+    if (status_ != CUBLAS_STATUS_SUCCESS) TESSERA_FATAL(#call, cublasGetStatusString(status_));     \
+  } while (0)
+
+struct Options {
+  std::vector<index_t> sizes = {index_t(1) << 28, index_t(1) << 30};
+  std::vector<std::array<index_t, 3>> gemm_shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {5000, 3001, 4097}};
+  std::vector<std::string> ops = {"reduce", "scan", "select", "gemm"};
+  int reps = 20;
+  int warmup = 3;
+  int gemm_reps = 10;
+  std::string json;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "tessera_bench_kernels: %s\n", what.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t end = s.find(sep, start);
+    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+index_t parse_count(const std::string& text, const char* flag) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 0);
+  if (text.empty() || *end != '\0' || v < 0) usage_error(std::string(flag) + ": not a non-negative integer: '" + text + "'");
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--sizes") {
+      o.sizes.clear();
+      for (const auto& s : split(value(), ',')) o.sizes.push_back(parse_count(s, "--sizes"));
+    } else if (flag == "--gemm") {
+      o.gemm_shapes.clear();
+      for (const auto& s : split(value(), ',')) {
+        const auto dims = split(s, 'x');
+        if (dims.size() != 3) usage_error("--gemm: shape '" + s + "' is not MxNxK");
+        o.gemm_shapes.push_back({parse_count(dims[0], "--gemm"), parse_count(dims[1], "--gemm"), parse_count(dims[2], "--gemm")});
+      }
+    } else if (flag == "--ops") {
+      o.ops = split(value(), ',');
+      for (const auto& op : o.ops)
+        if (op != "reduce" && op != "scan" && op != "select" && op != "gemm") usage_error("--ops: unknown operation '" + op + "'");
+    } else if (flag == "--reps") {
+      o.reps = static_cast<int>(parse_count(value(), "--reps"));
+    } else if (flag == "--warmup") {
+      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
+    } else if (flag == "--gemm-reps") {
+      o.gemm_reps = static_cast<int>(parse_count(value(), "--gemm-reps"));
+    } else if (flag == "--json") {
+      o.json = value();
+    } else if (flag == "--help" || flag == "-h") {
+      std::printf("usage: tessera_bench_kernels [--sizes N,...] [--gemm MxNxK,...] [--ops reduce,scan,select,gemm]\n"
+                  "                             [--reps R] [--warmup W] [--gemm-reps R] [--json FILE]\n");
+      std::exit(0);
+    } else {
+      usage_error("unknown flag '" + flag + "' (see --help)");
+    }
+  }
+  if (o.reps < 1 || o.gemm_reps < 1) usage_error("--reps and --gemm-reps must be at least 1");
+  return o;
+}
+
+bool wants(const Options& o, const char* op) { return std::find(o.ops.begin(), o.ops.end(), op) != o.ops.end(); }
+
+cudaStream_t stream_of(const Queue& q) { return reinterpret_cast<cudaStream_t>(q.stream); }
+
+// Median of `reps` timed calls after `warmup` untimed ones, each timed by its own event pair.
+double median_ms(const Queue& q, int warmup, int reps, const std::function<void()>& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  cudaEvent_t start, stop;
+  TESSERA_CUDA_CHECK(cudaEventCreate(&start));
+  TESSERA_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    TESSERA_CUDA_CHECK(cudaEventRecord(start, stream_of(q)));
+    call();
+    TESSERA_CUDA_CHECK(cudaEventRecord(stop, stream_of(q)));
+    TESSERA_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    TESSERA_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  TESSERA_CUDA_CHECK(cudaEventDestroy(start));
+  TESSERA_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agreement checks on the device (copying gigabytes to the host would dominate the run).
+
+struct Mismatch {
+  unsigned long long count;
+  double max_abs_diff;
+};
+
+__device__ void atomic_max_double(double* address, double value) {
+  auto* bits = reinterpret_cast<unsigned long long*>(address);
+  unsigned long long old = *bits;
+  while (__longlong_as_double(old) < value) {
+    const unsigned long long seen = atomicCAS(bits, old, __double_as_longlong(value));
+    if (seen == old) break;
+    old = seen;
+  }
+}
+
+// Element i agrees where |a - b| <= abs_tol + per_index_tol * (i + 1) (0 and 0 for exact match).
+template <class T>
+__global__ void compare_kernel(const T* a, const T* b, index_t n, double abs_tol, double per_index_tol, Mismatch* result) {
+  unsigned long long bad = 0;
+  double worst = 0;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    worst = d > worst ? d : worst;
+    if (!(d <= abs_tol + per_index_tol * static_cast<double>(i + 1))) ++bad;
+  }
+  if (bad) atomicAdd(&result->count, bad);
+  if (worst > 0) atomic_max_double(&result->max_abs_diff, worst);
+}
+
+template <class T>
+Mismatch compare(const Queue& q, const T* a, const T* b, index_t n, double abs_tol, double per_index_tol) {
+  Mismatch* d = nullptr;
+  TESSERA_CUDA_CHECK(cudaMallocAsync(&d, sizeof(Mismatch), stream_of(q)));
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(Mismatch), stream_of(q)));
+  if (n > 0) {
+    compare_kernel<<<1024, 256, 0, stream_of(q)>>>(a, b, n, abs_tol, per_index_tol, d);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  }
+  Mismatch h{};
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream_of(q)));
+  TESSERA_CUDA_CHECK(cudaFreeAsync(d, stream_of(q)));
+  q.synchronize();
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results.
+
+struct Row {
+  std::string op, type, size, unit;
+  double ours_ms = 0, vendor_ms = 0, ours_rate = 0, vendor_rate = 0, speedup = 0, percent_floor = 0;
+  bool agree = false;
+  std::string note;
+};
+
+std::vector<Row> g_rows;
+
+void print_header(double copy_gbs) {
+  std::printf("\nspeedup = vendor time / our time (> 1: ours is faster); %%floor = bytes moved at the measured\n"
+              "device-to-device copy rate (%.0f GB/s, read + write) / our time; for gemm: our rate / cuBLAS rate.\n\n",
+              copy_gbs);
+  std::printf("%-16s %-7s %-18s %10s %10s %11s %11s %8s %7s %6s\n", "op", "type", "size", "ours ms", "vendor ms",
+              "ours rate", "vendor", "speedup", "%floor", "agree");
+}
+
+void print_row(const Row& r) {
+  std::printf("%-16s %-7s %-18s %10.3f %10.3f %8.1f %-2s %8.1f %-2s %8.3f %6.1f%% %6s %s\n", r.op.c_str(), r.type.c_str(),
+              r.size.c_str(), r.ours_ms, r.vendor_ms, r.ours_rate, r.unit == "GB/s" ? "GB" : "GF", r.vendor_rate,
+              r.unit == "GB/s" ? "GB" : "GF", r.speedup, r.percent_floor, r.agree ? "yes" : "NO", r.note.c_str());
+  std::fflush(stdout);
+  g_rows.push_back(r);
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  if constexpr (std::is_same_v<T, float>) return "float";
+  return "double";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations.
+
+struct Context {
+  Queue q;
+  double copy_gbs = 0;
+  const Options* opt = nullptr;
+};
+
+double measure_copy_gbs(const Queue& q) {
+  const std::size_t bytes = std::size_t(1) << 30;
+  void *a = nullptr, *b = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&a, bytes));
+  TESSERA_CUDA_CHECK(cudaMalloc(&b, bytes));
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, stream_of(q)));
+  const double ms = median_ms(q, 3, 10, [&] {
+    TESSERA_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream_of(q)));
+  });
+  TESSERA_CUDA_CHECK(cudaFree(a));
+  TESSERA_CUDA_CHECK(cudaFree(b));
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e6);
+}
+
+template <class T>
+struct GreaterThanZero {
+  __host__ __device__ bool operator()(const T& x) const { return x > T(0); }
+};
+
+template <class T>
+double sum_abs_tolerance(index_t n) {
+  // Inputs lie in [-1, 1) (floats) or [-1000, 1000] (integers, compared exactly).
+  if constexpr (std::is_integral_v<T>) return 0.0;
+  return 4.0 * std::numeric_limits<T>::epsilon() * static_cast<double>(n) * (2.0 + std::log2(static_cast<double>(n) + 1));
+}
+
+template <class T>
+void bench_reduce(Context& ctx, index_t n, const T* in) {
+  const Queue& q = ctx.q;
+  T *ours = nullptr, *theirs = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&ours, sizeof(T)));
+  TESSERA_CUDA_CHECK(cudaMalloc(&theirs, sizeof(T)));
+  std::size_t temp_bytes = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, in, theirs, n, stream_of(q)));
+  std::size_t more = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceReduce::Min(nullptr, more, in, theirs, n, stream_of(q)));
+  temp_bytes = std::max(temp_bytes, more);
+  TESSERA_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, more, in, theirs, n, stream_of(q)));
+  temp_bytes = std::max(temp_bytes, more);
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, std::max<std::size_t>(temp_bytes, 1)));
+
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::min, ReduceOp::max}) {
+    auto run_ours = [&] { tessera::kernels::reduce(q, in, n, op, ours); };
+    auto run_cub = [&] {
+      std::size_t bytes = temp_bytes;
+      if (op == ReduceOp::sum) TESSERA_CUDA_CHECK(cub::DeviceReduce::Sum(temp, bytes, in, theirs, n, stream_of(q)));
+      if (op == ReduceOp::min) TESSERA_CUDA_CHECK(cub::DeviceReduce::Min(temp, bytes, in, theirs, n, stream_of(q)));
+      if (op == ReduceOp::max) TESSERA_CUDA_CHECK(cub::DeviceReduce::Max(temp, bytes, in, theirs, n, stream_of(q)));
+    };
+    run_ours();
+    run_cub();
+    const Mismatch m = compare(q, ours, theirs, 1, op == ReduceOp::sum ? sum_abs_tolerance<T>(n) : 0.0, 0.0);
+    Row r;
+    r.op = std::string("reduce_") + tessera::to_string(op);
+    r.type = type_name<T>();
+    r.size = std::to_string(n);
+    r.unit = "GB/s";
+    r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
+    r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
+    const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n);
+    r.ours_rate = bytes / (r.ours_ms * 1e6);
+    r.vendor_rate = bytes / (r.vendor_ms * 1e6);
+    r.speedup = r.vendor_ms / r.ours_ms;
+    r.percent_floor = 100.0 * (bytes / (ctx.copy_gbs * 1e6)) / r.ours_ms;
+    r.agree = m.count == 0;
+    print_row(r);
+  }
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  TESSERA_CUDA_CHECK(cudaFree(ours));
+  TESSERA_CUDA_CHECK(cudaFree(theirs));
+}
+
+template <class T>
+void bench_scan(Context& ctx, index_t n, const T* in) {
+  const Queue& q = ctx.q;
+  T *ours = nullptr, *theirs = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&ours, sizeof(T) * n));
+  TESSERA_CUDA_CHECK(cudaMalloc(&theirs, sizeof(T) * n));
+  std::size_t temp_bytes = 0, more = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, theirs, n, stream_of(q)));
+  TESSERA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, more, in, theirs, n, stream_of(q)));
+  temp_bytes = std::max(temp_bytes, more);
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, std::max<std::size_t>(temp_bytes, 1)));
+  for (ScanKind kind : {ScanKind::exclusive, ScanKind::inclusive}) {
+    auto run_ours = [&] { tessera::kernels::scan(q, in, ours, n, kind, T(0)); };
+    auto run_cub = [&] {
+      std::size_t bytes = temp_bytes;
+      if (kind == ScanKind::exclusive)
+        TESSERA_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, bytes, in, theirs, n, stream_of(q)));
+      else
+        TESSERA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, bytes, in, theirs, n, stream_of(q)));
+    };
+    run_ours();
+    run_cub();
+    // Floating-point prefixes of values in [-1, 1): allow a rounding bound that grows with the index.
+    const double per_index = std::is_integral_v<T> ? 0.0 : 4.0 * std::numeric_limits<T>::epsilon() * (2.0 + std::log2(static_cast<double>(n) + 1));
+    const Mismatch m = compare(q, ours, theirs, n, 0.0, per_index);
+    Row r;
+    r.op = std::string("scan_") + tessera::to_string(kind);
+    r.type = type_name<T>();
+    r.size = std::to_string(n);
+    r.unit = "GB/s";
+    r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
+    r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
+    const double bytes = 2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(n);
+    r.ours_rate = bytes / (r.ours_ms * 1e6);
+    r.vendor_rate = bytes / (r.vendor_ms * 1e6);
+    r.speedup = r.vendor_ms / r.ours_ms;
+    r.percent_floor = 100.0 * (bytes / (ctx.copy_gbs * 1e6)) / r.ours_ms;
+    r.agree = m.count == 0;
+    if (!r.agree) r.note = std::to_string(m.count) + " mismatches, max diff " + std::to_string(m.max_abs_diff);
+    print_row(r);
+  }
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  TESSERA_CUDA_CHECK(cudaFree(ours));
+  TESSERA_CUDA_CHECK(cudaFree(theirs));
+}
+
+template <class T>
+void bench_select(Context& ctx, index_t n, const T* in) {
+  const Queue& q = ctx.q;
+  T *ours = nullptr, *theirs = nullptr;
+  index_t *ours_count = nullptr, *theirs_count = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&ours, sizeof(T) * n));
+  TESSERA_CUDA_CHECK(cudaMalloc(&theirs, sizeof(T) * n));
+  TESSERA_CUDA_CHECK(cudaMalloc(&ours_count, sizeof(index_t)));
+  TESSERA_CUDA_CHECK(cudaMalloc(&theirs_count, sizeof(index_t)));
+  std::size_t temp_bytes = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, in, theirs, theirs_count, n, GreaterThanZero<T>{}, stream_of(q)));
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, std::max<std::size_t>(temp_bytes, 1)));
+  const Predicate<T> pred = tessera::greater_than<T>(T(0));
+  auto run_ours = [&] { tessera::kernels::select(q, in, n, pred, ours, ours_count); };
+  auto run_cub = [&] {
+    std::size_t bytes = temp_bytes;
+    TESSERA_CUDA_CHECK(cub::DeviceSelect::If(temp, bytes, in, theirs, theirs_count, n, GreaterThanZero<T>{}, stream_of(q)));
+  };
+  run_ours();
+  run_cub();
+  index_t counts[2] = {-1, -2};
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(&counts[0], ours_count, sizeof(index_t), cudaMemcpyDeviceToHost, stream_of(q)));
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(&counts[1], theirs_count, sizeof(index_t), cudaMemcpyDeviceToHost, stream_of(q)));
+  q.synchronize();
+  const Mismatch m = compare(q, ours, theirs, std::min(counts[0], counts[1]), 0.0, 0.0);
+  Row r;
+  r.op = "select_gt0";
+  r.type = type_name<T>();
+  r.size = std::to_string(n);
+  r.unit = "GB/s";
+  r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
+  r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n + counts[0]);
+  r.ours_rate = bytes / (r.ours_ms * 1e6);
+  r.vendor_rate = bytes / (r.vendor_ms * 1e6);
+  r.speedup = r.vendor_ms / r.ours_ms;
+  r.percent_floor = 100.0 * (bytes / (ctx.copy_gbs * 1e6)) / r.ours_ms;
+  r.agree = counts[0] == counts[1] && m.count == 0;
+  r.note = "kept " + std::to_string(counts[0]);
+  if (counts[0] != counts[1]) r.note += " vs cub " + std::to_string(counts[1]);
+  print_row(r);
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  TESSERA_CUDA_CHECK(cudaFree(ours));
+  TESSERA_CUDA_CHECK(cudaFree(theirs));
+  TESSERA_CUDA_CHECK(cudaFree(ours_count));
+  TESSERA_CUDA_CHECK(cudaFree(theirs_count));
+}
+
+template <class T>
+void bench_elementwise_ops(Context& ctx, index_t n) {
+  T* in = nullptr;
+  if (cudaMalloc(&in, sizeof(T) * n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::printf("%-16s %-7s %-18s skipped: not enough device memory\n", "*", type_name<T>(), std::to_string(n).c_str());
+    return;
+  }
+  tessera::kernels::generate(ctx.q, in, n, 12345, 0);
+  if (wants(*ctx.opt, "reduce")) bench_reduce<T>(ctx, n, in);
+  if (wants(*ctx.opt, "scan")) bench_scan<T>(ctx, n, in);
+  if (wants(*ctx.opt, "select")) bench_select<T>(ctx, n, in);
+  TESSERA_CUDA_CHECK(cudaFree(in));
+}
+
+cublasHandle_t g_cublas = nullptr;
+
+template <class T>
+void bench_gemm(Context& ctx, index_t m, index_t n, index_t k) {
+  const Queue& q = ctx.q;
+  T *a = nullptr, *b = nullptr, *c_ours = nullptr, *c_theirs = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&a, sizeof(T) * m * k));
+  TESSERA_CUDA_CHECK(cudaMalloc(&b, sizeof(T) * k * n));
+  TESSERA_CUDA_CHECK(cudaMalloc(&c_ours, sizeof(T) * m * n));
+  TESSERA_CUDA_CHECK(cudaMalloc(&c_theirs, sizeof(T) * m * n));
+  tessera::kernels::generate(q, a, m * k, 777, 0);
+  tessera::kernels::generate(q, b, k * n, 778, 0);
+  const T alpha = 1, beta = 0;
+  auto run_ours = [&] { tessera::kernels::gemm(q, GemmEngine::tiled, m, n, k, alpha, a, k, b, n, beta, c_ours, n); };
+  // Row-major C = A B as column-major C^T = B^T A^T, called on cuBLAS directly.
+  auto run_cublas = [&] {
+    if constexpr (std::is_same_v<T, float>)
+      BENCH_CUBLAS_CHECK(cublasSgemm_64(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, n, a, k, &beta, c_theirs, n));
+    else
+      BENCH_CUBLAS_CHECK(cublasDgemm_64(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, n, a, k, &beta, c_theirs, n));
+  };
+  run_ours();
+  run_cublas();
+  const double tol = 4.0 * std::numeric_limits<T>::epsilon() * static_cast<double>(k);
+  const Mismatch mm = compare(q, c_ours, c_theirs, m * n, tol, 0.0);
+  const int reps = ctx.opt->gemm_reps;
+  Row r;
+  r.op = "gemm_tiled";
+  r.type = type_name<T>();
+  r.size = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  r.unit = "GFLOP/s";
+  r.ours_ms = median_ms(q, 2, reps, run_ours);
+  r.vendor_ms = median_ms(q, 2, reps, run_cublas);
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  r.ours_rate = flops / (r.ours_ms * 1e6);
+  r.vendor_rate = flops / (r.vendor_ms * 1e6);
+  r.speedup = r.vendor_ms / r.ours_ms;
+  r.percent_floor = 100.0 * r.speedup;
+  r.agree = mm.count == 0;
+  char note[64];
+  std::snprintf(note, sizeof note, "max diff %.2e", mm.max_abs_diff);
+  r.note = note;
+  print_row(r);
+  for (T* p : {a, b, c_ours, c_theirs}) TESSERA_CUDA_CHECK(cudaFree(p));
+}
+
+void write_json(const std::string& path, const std::string& device, double copy_gbs) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) usage_error("--json: cannot open '" + path + "' for writing");
+  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n", device.c_str(), copy_gbs);
+  std::fprintf(f, "  \"speedup_means\": \"vendor time / our time; > 1: ours is faster\",\n  \"rows\": [\n");
+  for (std::size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& r = g_rows[i];
+    std::fprintf(f,
+                 "    {\"op\": \"%s\", \"type\": \"%s\", \"size\": \"%s\", \"unit\": \"%s\", \"ours_ms\": %.5f, "
+                 "\"vendor_ms\": %.5f, \"ours_rate\": %.2f, \"vendor_rate\": %.2f, \"speedup\": %.4f, "
+                 "\"percent_floor\": %.2f, \"agree\": %s, \"note\": \"%s\"}%s\n",
+                 r.op.c_str(), r.type.c_str(), r.size.c_str(), r.unit.c_str(), r.ours_ms, r.vendor_ms, r.ours_rate,
+                 r.vendor_rate, r.speedup, r.percent_floor, r.agree ? "true" : "false", r.note.c_str(),
+                 i + 1 < g_rows.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  if (tessera::kernels::cuda_device_count() == 0) {
+    std::fprintf(stderr, "tessera_bench_kernels: no usable CUDA device\n");
+    return 1;
+  }
+  Context ctx;
+  ctx.q = tessera::kernels::make_cuda_queue(0);
+  ctx.opt = &opt;
+  const std::string device = tessera::kernels::describe_device(ctx.q);
+  std::printf("tessera_bench_kernels on %s\n", device.c_str());
+  ctx.copy_gbs = measure_copy_gbs(ctx.q);
+  std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", ctx.copy_gbs);
+  print_header(ctx.copy_gbs);
+
+  for (index_t n : opt.sizes) {
+    bench_elementwise_ops<std::int32_t>(ctx, n);
+    bench_elementwise_ops<float>(ctx, n);
+    if (wants(opt, "reduce") || wants(opt, "scan")) {
+      // 8-byte types: reduce and scan (select of 8-byte types is covered by the tests).
+      Options narrowed = opt;
+      narrowed.ops.erase(std::remove(narrowed.ops.begin(), narrowed.ops.end(), std::string("select")), narrowed.ops.end());
+      ctx.opt = &narrowed;
+      bench_elementwise_ops<std::int64_t>(ctx, n);
+      bench_elementwise_ops<double>(ctx, n);
+      ctx.opt = &opt;
+    }
+  }
+  if (wants(opt, "gemm")) {
+    BENCH_CUBLAS_CHECK(cublasCreate(&g_cublas));
+    BENCH_CUBLAS_CHECK(cublasSetMathMode(g_cublas, CUBLAS_DEFAULT_MATH));
+    BENCH_CUBLAS_CHECK(cublasSetStream(g_cublas, stream_of(ctx.q)));
+    for (const auto& s : opt.gemm_shapes) {
+      bench_gemm<float>(ctx, s[0], s[1], s[2]);
+      bench_gemm<double>(ctx, s[0], s[1], s[2]);
+    }
+    BENCH_CUBLAS_CHECK(cublasDestroy(g_cublas));
+  }
+  if (!opt.json.empty()) write_json(opt.json, device, ctx.copy_gbs);
+  bool all_agree = true;
+  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
+  tessera::kernels::destroy_queue(ctx.q);
+  if (!all_agree) {
+    std::fprintf(stderr, "tessera_bench_kernels: some results disagree with the vendor baseline (rows marked NO)\n");
+    return 3;
+  }
+  return 0;
+}

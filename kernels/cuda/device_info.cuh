@@ -1,0 +1,69 @@
+// Launch-shape facts about the current device, read once per device and cached: every dispatch
+// sizes its grid from these (SM count, occupancy), never from a compile-time guess.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+inline cudaStream_t to_cuda(StreamHandle s) { return reinterpret_cast<cudaStream_t>(s); }
+
+struct DeviceInfo {
+  int ordinal = 0;
+  int sm_count = 0;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int max_smem_optin = 0;  // bytes of shared memory one thread block may opt into
+};
+
+inline const DeviceInfo& current_device_info() {
+  constexpr int kMaxDevices = 64;
+  static std::array<DeviceInfo, kMaxDevices> cache{};
+  static std::array<std::once_flag, kMaxDevices> once;
+  int device = 0;
+  TESSERA_CUDA_CHECK(cudaGetDevice(&device));
+  TESSERA_ASSERT(device >= 0 && device < kMaxDevices, "device ordinal out of the cached range");
+  std::call_once(once[device], [device] {
+    DeviceInfo& info = cache[device];
+    info.ordinal = device;
+    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, device));
+    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&info.cc_major, cudaDevAttrComputeCapabilityMajor, device));
+    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&info.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+    TESSERA_CUDA_CHECK(
+        cudaDeviceGetAttribute(&info.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  });
+  return cache[device];
+}
+
+// Resident thread blocks per SM of `kernel` at this block size, cached per (kernel, device): the
+// occupancy calculator costs microseconds, a launch should not.
+template <auto Kernel>
+int blocks_per_sm(int block_threads, std::size_t dynamic_smem = 0) {
+  constexpr int kMaxDevices = 64;
+  static std::array<std::atomic<int>, kMaxDevices> cache{};
+  const DeviceInfo& info = current_device_info();
+  int cached = cache[info.ordinal].load(std::memory_order_relaxed);
+  if (cached > 0) return cached;
+  int blocks = 0;
+  TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, dynamic_smem));
+  TESSERA_ASSERT(blocks > 0, "kernel cannot be resident on this device at the chosen block size");
+  cache[info.ordinal].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
+template <class T>
+__host__ __device__ constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
+
+__host__ __device__ inline bool is_aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+}  // namespace tessera::kernels::cuda::detail

@@ -1,0 +1,177 @@
+// Device-wide inclusive / exclusive prefix sum in one pass with decoupled look-back (agent and
+// dispatch layers). Each thread block takes the next tile from an atomic counter, so that a tile's
+// predecessors are always resident (see tile_status.cuh).
+//
+// Arrangement of a tile (no shared-memory transpose): warp w owns kWarpItems consecutive elements;
+// in step j of kVectorsPerThread, lane l holds one 16-byte vector, elements
+// warp_base + (j*32 + l)*V .. +V. A thread folds its vector sequentially, the warp scans the 32
+// vector totals with shuffles (5 steps for 4..8 elements), and a running warp carry links the
+// steps. Loads and stores are 16 bytes wide and fully coalesced; the shuffle count per element is
+// ~1.75 for 4-byte types, which leaves the kernel bound by memory, not by instructions.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "device_info.cuh"
+#include "ops.cuh"
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/scan.hpp"
+#include "tile_status.cuh"
+#include "vector_io.cuh"
+#include "warp.cuh"
+
+namespace tessera::kernels::cuda::detail {
+
+// Tuning of the scan, the one place it lives. Items per thread decides most for a look-back scan:
+// fewer tiles, fewer look-backs and more bytes in flight per resident thread block. Measured on an
+// H100 at 2^30 elements (docs/KERNELS.md): with 256 threads, 4-byte types went 0.93x -> 0.99x CUB
+// from 6 to 8 vectors and ~1.0x at 10 (40 items); 8-byte types 0.72x -> 0.76x from 6 to 8, and 10
+// or 12 gave no steady gain. 128 threads (6 vectors) and 512 threads (4 vectors) were slower.
+template <class T>
+struct ScanTuning {
+  static constexpr int kVectorsPerThread = sizeof(T) == 4 ? 10 : 8;
+  static constexpr int kBlockThreads = 256;
+  static constexpr int kVectorItems = Vector<T>::kItems;
+  static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
+  static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
+  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
+};
+
+// Loads one warp's share of a tile: vectors where the whole tile is inside and both arrays are
+// 16-byte aligned, guarded scalars (identity past the end) otherwise.
+template <class Tuning, class T>
+__device__ __forceinline__ void load_warp_items(const T* in, index_t warp_base, index_t n, bool full_vector_tile,
+                                                Vector<T> (&items)[Tuning::kVectorsPerThread], T identity) {
+  const int lane = lane_id();
+  if (full_vector_tile) {
+#pragma unroll
+    for (int j = 0; j < Tuning::kVectorsPerThread; ++j)
+      items[j] = load_vector(in + warp_base + static_cast<index_t>(j * kWarpThreads + lane) * Tuning::kVectorItems);
+  } else {
+#pragma unroll
+    for (int j = 0; j < Tuning::kVectorsPerThread; ++j)
+#pragma unroll
+      for (int i = 0; i < Tuning::kVectorItems; ++i) {
+        const index_t index = warp_base + static_cast<index_t>(j * kWarpThreads + lane) * Tuning::kVectorItems + i;
+        items[j].item[i] = index < n ? in[index] : identity;
+      }
+  }
+}
+
+template <class Tuning, class T, ScanKind Kind>
+__global__ void __launch_bounds__(Tuning::kBlockThreads)
+    scan_single_pass_kernel(const T* in, T* out, index_t n, T carry_in, TileStatus<T> status,
+                            unsigned int* tile_counter, bool vector_io) {
+  constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
+  constexpr int kV = Tuning::kVectorsPerThread;
+  __shared__ T warp_totals[kWarps];
+  __shared__ T warp_prefixes[kWarps];
+  __shared__ unsigned int shared_tile;
+
+  const Sum sum;
+  const T zero = T(0);
+  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  const index_t tile = shared_tile;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const int lane = lane_id();
+  const index_t tile_base = tile * Tuning::kTileItems;
+  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
+  const bool full_vector_tile = vector_io && tile_base + Tuning::kTileItems <= n;
+
+  // Every input element is read into registers before the barrier below, and written only after
+  // it: in-place scans (in == out) are safe, and no other tile touches this tile's elements.
+  Vector<T> items[kV];
+  load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, zero);
+
+  // Prefix of each of this lane's vectors within the warp's share, and the warp's total.
+  T lane_prefix[kV];
+  T warp_carry = zero;
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    T vector_total = items[j].item[0];
+#pragma unroll
+    for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = sum(vector_total, items[j].item[i]);
+    const T inclusive = warp_inclusive_scan(vector_total, sum);
+    lane_prefix[j] = sum(warp_carry, warp_shift_exclusive(inclusive, zero));
+    warp_carry = sum(warp_carry, warp_broadcast(inclusive, kWarpThreads - 1));
+  }
+  if (lane == 0) warp_totals[warp] = warp_carry;
+  __syncthreads();
+
+  if (warp == 0) {
+    const T warp_total = lane < kWarps ? warp_totals[lane] : zero;
+    const T inclusive = warp_inclusive_scan(warp_total, sum);
+    const T exclusive = warp_shift_exclusive(inclusive, zero);
+    const T tile_aggregate = warp_broadcast(inclusive, kWarpThreads - 1);
+    T tile_prefix;
+    if (tile == 0) {
+      tile_prefix = carry_in;
+      if (lane == 0) status.publish(0, kTileInclusive, sum(carry_in, tile_aggregate));
+    } else {
+      if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
+      tile_prefix = look_back(status, tile, sum, zero);
+      if (lane == 0) status.publish(tile, kTileInclusive, sum(tile_prefix, tile_aggregate));
+    }
+    if (lane < kWarps) warp_prefixes[lane] = sum(tile_prefix, exclusive);
+  }
+  __syncthreads();
+
+  const T warp_prefix = warp_prefixes[warp];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    T running = sum(warp_prefix, lane_prefix[j]);
+    Vector<T> result;
+#pragma unroll
+    for (int i = 0; i < Tuning::kVectorItems; ++i) {
+      if constexpr (Kind == ScanKind::exclusive) {
+        result.item[i] = running;
+        running = sum(running, items[j].item[i]);
+      } else {
+        running = sum(running, items[j].item[i]);
+        result.item[i] = running;
+      }
+    }
+    const index_t first = warp_base + static_cast<index_t>(j * kWarpThreads + lane) * Tuning::kVectorItems;
+    if (full_vector_tile) {
+      store_vector(out + first, result);
+    } else {
+#pragma unroll
+      for (int i = 0; i < Tuning::kVectorItems; ++i)
+        if (first + i < n) out[first + i] = result.item[i];
+    }
+  }
+}
+
+template <class T>
+void device_scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, StreamHandle stream) {
+  if (n == 0) return;
+  using Tuning = ScanTuning<T>;
+  using Status = TileStatus<T>;
+  const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
+  TESSERA_ASSERT(tiles <= 0x7fffffff, "scan: more tiles than one grid can hold");
+  const DeviceInfo& device = current_device_info();
+  Queue queue{Backend::cuda, device.ordinal, stream};
+  // Scratch: the tile counter (16 bytes, keeps what follows aligned), then the tile status.
+  ScratchBuffer scratch(queue, 16 + Status::bytes(tiles));
+  auto* tile_counter = scratch.as<unsigned int>();
+  void* status_storage = static_cast<char*>(scratch.data()) + 16;
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, 16 + Status::bytes_to_zero(tiles), to_cuda(stream)));
+  const Status status = Status::on(status_storage, tiles);
+  const bool vector_io = is_aligned(in, kVectorBytes) && is_aligned(out, kVectorBytes);
+  const auto grid = static_cast<unsigned>(tiles);
+  if (kind == ScanKind::inclusive) {
+    scan_single_pass_kernel<Tuning, T, ScanKind::inclusive>
+        <<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, out, n, carry_in, status, tile_counter, vector_io);
+  } else {
+    scan_single_pass_kernel<Tuning, T, ScanKind::exclusive>
+        <<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, out, n, carry_in, status, tile_counter, vector_io);
+  }
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tessera::kernels::cuda::detail

@@ -1,0 +1,144 @@
+// Device-wide stable stream compaction in one pass (agent and dispatch layers). The same tile
+// arrangement and look-back as the scan (device_scan.cuh), applied to the count of kept elements:
+// within a warp step the kept flags of one vector slot are a ballot, so a lane's output position
+// is a popcount of the lanes below it (no shuffles); warps and tiles are linked by a block scan of
+// warp counts and a decoupled look-back over tile counts. No global atomic per element: one per
+// tile, to take the tile index. Each warp's kept elements form one contiguous output range; they are
+// packed in shared memory first and written out with coalesced stores.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "device_info.cuh"
+#include "device_scan.cuh"
+#include "ops.cuh"
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tile_status.cuh"
+#include "vector_io.cuh"
+#include "warp.cuh"
+
+namespace tessera::kernels::cuda::detail {
+
+// Tuning of select: the scan's tile arrangement, with at most 32 items per thread so that a
+// thread's kept flags fit one 32-bit word (8 vectors: 32 items of 4 bytes, 16 of 8 bytes).
+template <class T>
+struct SelectTuning {
+  static constexpr int kBlockThreads = 256;
+  static constexpr int kVectorsPerThread = 8;
+  static constexpr int kVectorItems = Vector<T>::kItems;
+  static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
+  static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
+  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
+};
+
+template <class Tuning, class T, class Pred>
+__global__ void __launch_bounds__(Tuning::kBlockThreads)
+    select_single_pass_kernel(const T* __restrict__ in, index_t n, Pred pred, T* __restrict__ out,
+                              index_t* __restrict__ kept_count, TileStatus<index_t> status,
+                              unsigned int* __restrict__ tile_counter, index_t tiles, bool vector_in) {
+  constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
+  constexpr int kV = Tuning::kVectorsPerThread;
+  constexpr int kVI = Tuning::kVectorItems;
+  static_assert(kV * kVI <= 32, "kept flags of one thread must fit one 32-bit word");
+  __shared__ int warp_counts[kWarps];
+  __shared__ index_t warp_offsets[kWarps];
+  __shared__ unsigned int shared_tile;
+  // Two-phase scatter: each warp first packs its kept elements, in order, into its own region here;
+  // once the tile's offset is known it copies them out with consecutive lanes writing consecutive
+  // elements (full 128-byte stores, instead of one sparse store per vector slot).
+  __shared__ T staged[Tuning::kBlockThreads * kV * kVI];
+
+  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  const index_t tile = shared_tile;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const int lane = lane_id();
+  const index_t tile_base = tile * Tuning::kTileItems;
+  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
+  const bool full_tile = tile_base + Tuning::kTileItems <= n;
+
+  Vector<T> items[kV];
+  load_warp_items<Tuning>(in, warp_base, n, full_tile && vector_in, items, T(0));
+
+  const unsigned lanes_below = (1u << lane) - 1u;
+  std::uint32_t kept_bits = 0;  // bit j*kVI + i: element i of vector j is kept
+  int lane_offset[kV];          // kept elements of this warp before this lane's vector j
+  int warp_kept = 0;
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    int below = 0;
+    int step_total = 0;
+#pragma unroll
+    for (int i = 0; i < kVI; ++i) {
+      const index_t index = warp_base + static_cast<index_t>(j * kWarpThreads + lane) * kVI + i;
+      const bool keep = (full_tile || index < n) && pred(items[j].item[i]);
+      const unsigned ballot = __ballot_sync(kFullMask, keep);
+      below += __popc(ballot & lanes_below);
+      step_total += __popc(ballot);
+      kept_bits |= static_cast<std::uint32_t>(keep) << (j * kVI + i);
+    }
+    lane_offset[j] = warp_kept + below;
+    warp_kept += step_total;
+  }
+  if (lane == 0) warp_counts[warp] = warp_kept;
+  T* warp_stage = staged + warp * Tuning::kWarpItems;
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    int position = lane_offset[j];
+#pragma unroll
+    for (int i = 0; i < kVI; ++i) {
+      if (kept_bits >> (j * kVI + i) & 1u) warp_stage[position++] = items[j].item[i];
+    }
+  }
+  // The barrier also publishes each warp's staged elements to its own lanes.
+  __syncthreads();
+
+  if (warp == 0) {
+    const Sum sum;
+    const int count = lane < kWarps ? warp_counts[lane] : 0;
+    const int inclusive = warp_inclusive_scan(count, sum);
+    const int exclusive = warp_shift_exclusive(inclusive, 0);
+    const index_t tile_kept = warp_broadcast(inclusive, kWarpThreads - 1);
+    index_t tile_offset = 0;
+    if (tile == 0) {
+      if (lane == 0) status.publish(0, kTileInclusive, tile_kept);
+    } else {
+      if (lane == 0) status.publish(tile, kTilePartial, tile_kept);
+      tile_offset = look_back(status, tile, sum, index_t(0));
+      if (lane == 0) status.publish(tile, kTileInclusive, tile_offset + tile_kept);
+    }
+    if (lane < kWarps) warp_offsets[lane] = tile_offset + exclusive;
+    if (lane == 0 && tile == tiles - 1) *kept_count = tile_offset + tile_kept;
+  }
+  __syncthreads();
+
+  const index_t warp_offset = warp_offsets[warp];
+  for (int e = lane; e < warp_kept; e += kWarpThreads) out[warp_offset + e] = warp_stage[e];
+}
+
+template <class T, class Pred>
+void device_select(const T* in, index_t n, Pred pred, T* out, index_t* kept_count, StreamHandle stream) {
+  if (n == 0) {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(kept_count, 0, sizeof(index_t), to_cuda(stream)));
+    return;
+  }
+  using Tuning = SelectTuning<T>;
+  using Status = TileStatus<index_t>;
+  const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
+  TESSERA_ASSERT(tiles <= 0x7fffffff, "select: more tiles than one grid can hold");
+  const DeviceInfo& device = current_device_info();
+  Queue queue{Backend::cuda, device.ordinal, stream};
+  ScratchBuffer scratch(queue, 16 + Status::bytes(tiles));
+  auto* tile_counter = scratch.as<unsigned int>();
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, 16 + Status::bytes_to_zero(tiles), to_cuda(stream)));
+  const Status status = Status::on(static_cast<char*>(scratch.data()) + 16, tiles);
+  select_single_pass_kernel<Tuning><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, to_cuda(stream)>>>(
+      in, n, pred, out, kept_count, status, tile_counter, tiles, is_aligned(in, kVectorBytes));
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tessera::kernels::cuda::detail

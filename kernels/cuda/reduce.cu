@@ -1,0 +1,27 @@
+// reduce: the public device-wide call for sum, min and max (see device_reduce.cuh for the pass).
+#include <cstdint>
+
+#include "cuda_backend.hpp"
+#include "device_reduce.cuh"
+#include "ops.cuh"
+
+namespace tessera::kernels::cuda {
+
+template <class T>
+void reduce(const T* in, index_t n, ReduceOp op, T* out, Stream stream) {
+  using detail::Combine;
+  using detail::Identity;
+  const T identity = reduce_identity<T>(op);
+  switch (op) {
+    case ReduceOp::sum: detail::device_reduce(in, n, Identity{}, Combine<ReduceOp::sum>{}, identity, out, stream); break;
+    case ReduceOp::min: detail::device_reduce(in, n, Identity{}, Combine<ReduceOp::min>{}, identity, out, stream); break;
+    case ReduceOp::max: detail::device_reduce(in, n, Identity{}, Combine<ReduceOp::max>{}, identity, out, stream); break;
+  }
+}
+
+template void reduce<std::int32_t>(const std::int32_t*, index_t, ReduceOp, std::int32_t*, Stream);
+template void reduce<std::int64_t>(const std::int64_t*, index_t, ReduceOp, std::int64_t*, Stream);
+template void reduce<float>(const float*, index_t, ReduceOp, float*, Stream);
+template void reduce<double>(const double*, index_t, ReduceOp, double*, Stream);
+
+}  // namespace tessera::kernels::cuda

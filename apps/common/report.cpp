@@ -84,12 +84,11 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   if (!ctx.is_root()) return;
   const CommonOptions& o = app.options();
   const std::string backend = to_string(ctx.backend());
-  const int gpus = ctx.backend() == Backend::cuda ? ctx.size() : 0;
+  const int gpus = app.runtime().gpus_in_use();
   const std::string comm_path = communication_path(ctx);
 
   std::vector<std::pair<std::string, std::string>> rows;
-  rows.emplace_back("ran on", app.runtime().describe() + ", " + std::to_string(gpus) + " GPU" +
-                                  (gpus == 1 ? "" : "s") + ", communication " + comm_path);
+  rows.emplace_back("ran on", app.runtime().describe() + ", communication " + comm_path);
   rows.emplace_back("input", std::string(io::to_string(r.dtype)) + ", " + sizes_text(r.sizes) + ", " + r.input);
   for (const auto& row : r.rows) rows.push_back(row);
   rows.emplace_back("result", r.result_text);

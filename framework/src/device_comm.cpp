@@ -67,6 +67,8 @@ bool mpi_is_cuda_aware() {
 #endif
 }
 
+bool g_ranks_share_gpus = false;
+
 DeviceCommPath decide_cuda_path() {
   const char* env = std::getenv("TESSERA_DEVICE_COMM");
   const std::string wanted = env && *env ? env : "auto";
@@ -74,12 +76,14 @@ DeviceCommPath decide_cuda_path() {
   const bool nccl = TESSERA_HAVE_NCCL != 0;
   if (wanted == "auto") {
     if (aware) return DeviceCommPath::cuda_aware_mpi;
-    if (nccl) return DeviceCommPath::nccl;
+    if (nccl && !g_ranks_share_gpus) return DeviceCommPath::nccl;
     return DeviceCommPath::staged;
   }
   if (wanted == "staged") return DeviceCommPath::staged;
   if (wanted == "nccl") {
     if (!nccl) throw UsageError("TESSERA_DEVICE_COMM=nccl, but this build of Tessera has no NCCL");
+    if (g_ranks_share_gpus)
+      throw UsageError("TESSERA_DEVICE_COMM=nccl, but ranks share GPUs (more ranks than devices); NCCL needs one GPU per rank");
     return DeviceCommPath::nccl;
   }
   if (wanted == "cuda-aware-mpi") {
@@ -164,6 +168,8 @@ void allreduce_host(T* data, index_t count, MPI_Comm comm) {
 }
 
 }  // namespace
+
+void detail::set_ranks_share_gpus(bool shared) { g_ranks_share_gpus = shared; }
 
 DeviceCommPath device_comm_path(Backend backend) {
   if (backend == Backend::cpu) return DeviceCommPath::mpi_host;

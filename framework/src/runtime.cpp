@@ -3,10 +3,13 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <cstdlib>
 #include <string>
 
+#include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -103,14 +106,33 @@ Context Runtime::start(BackendChoice choice) {
     queue_ = kernels::Queue{};
   }
   world_ = Context(Communicator::borrow(MPI_COMM_WORLD), queue_);
+  if (backend == Backend::cuda) count_gpus_in_use();
   return world_;
+}
+
+void Runtime::count_gpus_in_use() {
+  // One record per rank: host name and the UUID of its device. Equal records mean a shared GPU.
+  constexpr std::size_t kHost = 240, kRecord = kHost + 16;
+  std::string mine(kRecord, '\0');
+  std::copy_n(hostname_.begin(), std::min(hostname_.size(), kHost - 1), mine.begin());
+  const auto uuid = kernels::device_uuid(queue_);
+  std::copy(uuid.begin(), uuid.end(), mine.begin() + kHost);
+  std::string all(kRecord * static_cast<std::size_t>(world_size_), '\0');
+  TESSERA_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(kRecord), MPI_CHAR, all.data(),
+                                  static_cast<int>(kRecord), MPI_CHAR, MPI_COMM_WORLD));
+  std::set<std::string> distinct;
+  for (int r = 0; r < world_size_; ++r) distinct.insert(all.substr(static_cast<std::size_t>(r) * kRecord, kRecord));
+  gpus_in_use_ = static_cast<int>(distinct.size());
+  detail::set_ranks_share_gpus(gpus_in_use_ < world_size_);
 }
 
 std::string Runtime::describe() const {
   std::string s = std::to_string(world_size_) + (world_size_ == 1 ? " rank" : " ranks") + " on " +
                   std::to_string(nodes_) + (nodes_ == 1 ? " node" : " nodes") + ", backend " +
                   to_string(queue_.backend);
-  if (queue_.backend == Backend::cuda) s += ", rank 0 drives " + kernels::describe_device(queue_);
+  if (queue_.backend == Backend::cuda)
+    s += ", " + std::to_string(gpus_in_use_) + (gpus_in_use_ == 1 ? " GPU" : " GPUs") + ", rank 0 drives " +
+         kernels::describe_device(queue_);
   return s;
 }
 

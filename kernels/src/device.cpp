@@ -82,16 +82,29 @@ void destroy_queue(Queue& q) {
   q.stream = nullptr;
 }
 
+std::array<unsigned char, 16> device_uuid(const Queue& q) {
+  std::array<unsigned char, 16> uuid{};
+#if TESSERA_HAVE_CUDA
+  if (q.backend == Backend::cuda) {
+    cudaDeviceProp prop{};
+    TESSERA_CUDA_CHECK(cudaGetDeviceProperties(&prop, q.device));
+    std::memcpy(uuid.data(), prop.uuid.bytes, uuid.size());
+  }
+#endif
+  (void)q;
+  return uuid;
+}
+
 std::string describe_device(const Queue& q) {
 #if TESSERA_HAVE_CUDA
   if (q.backend == Backend::cuda) {
     cudaDeviceProp prop{};
     TESSERA_CUDA_CHECK(cudaGetDeviceProperties(&prop, q.device));
-    char text[256];
-    std::snprintf(text, sizeof text, "%s (device %d, %d SMs, %.1f GiB, cc %d.%d)", prop.name, q.device,
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, " (device %d, %d SMs, %.1f GiB, cc %d.%d)", q.device,
                   prop.multiProcessorCount, static_cast<double>(prop.totalGlobalMem) / (1u << 30), prop.major,
                   prop.minor);
-    return text;
+    return std::string(prop.name) + numbers;
   }
 #endif
   (void)q;

@@ -9,6 +9,7 @@
 #endif
 
 namespace tessera::kernels {
+#if !TESSERA_HAVE_CUDA
 namespace {
 
 // The one place a cuda queue meets a build without CUDA: a usage error, not a crash.
@@ -17,6 +18,7 @@ namespace {
 }
 
 }  // namespace
+#endif
 
 #if TESSERA_HAVE_CUDA
 #define TESSERA_DISPATCH(queue, cpu_call, cuda_call) \

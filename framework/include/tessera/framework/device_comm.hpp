@@ -31,6 +31,12 @@ const char* to_string(DeviceCommPath path);
 // The path buffers of `backend` take in this process (the same on every rank of one job).
 DeviceCommPath device_comm_path(Backend backend);
 
+namespace detail {
+// Set by Runtime::start, before any transfer: whether two ranks of the job drive one GPU. NCCL
+// refuses two ranks of a communicator on one device, so "auto" then stages through the host.
+void set_ranks_share_gpus(bool shared);
+}  // namespace detail
+
 class DeviceComm {
  public:
   // An operation in flight. wait() completes it: under cuda, in stream order (the context's queue

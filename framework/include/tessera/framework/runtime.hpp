@@ -37,6 +37,9 @@ class Runtime {
   int local_size() const { return local_size_; }
   int visible_devices() const { return visible_devices_; }
   const std::string& hostname() const { return hostname_; }
+  // Distinct GPUs driven by the job (0 under cpu). Fewer than world_size() when ranks share GPUs
+  // (more ranks than devices on a node): then NCCL, which needs one device per rank, is not used.
+  int gpus_in_use() const { return gpus_in_use_; }
 
   // The world context after start(); null before.
   const Context& world() const { return world_; }
@@ -45,12 +48,15 @@ class Runtime {
   std::string describe() const;
 
  private:
+  void count_gpus_in_use();
+
   int world_rank_ = 0;
   int world_size_ = 1;
   int local_rank_ = 0;
   int local_size_ = 1;
   int visible_devices_ = 0;
   int nodes_ = 1;
+  int gpus_in_use_ = 0;
   std::string hostname_;
   Context world_;
   kernels::Queue queue_;

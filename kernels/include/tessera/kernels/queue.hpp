@@ -3,6 +3,7 @@
 // (the Kokkos idea of an execution space, reduced to what this project needs).
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "tessera/kernels/config.hpp"
@@ -28,6 +29,10 @@ int cuda_device_count();
 // Selects the device for this host thread and makes a non-blocking stream on it.
 Queue make_cuda_queue(int device);
 void destroy_queue(Queue& queue);
+
+// The device's 16-byte UUID (all zero under cpu): tells whether two ranks drive the same GPU, which
+// ordinals cannot (each rank may see a different subset of the devices).
+std::array<unsigned char, 16> device_uuid(const Queue& queue);
 
 // A short description of the device ("NVIDIA H100 80GB HBM3, 132 SMs, 79.1 GiB") or "cpu".
 std::string describe_device(const Queue& queue);

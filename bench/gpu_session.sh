@@ -5,8 +5,9 @@
 #   bench/gpu_session.sh readme-test   the README's test command, unchanged (GPU tests included)
 #   bench/gpu_session.sh single        README demo; kernel benchmark; sanitizers; the multi-rank and
 #                                      app tests on the cuda backend on one GPU; distributed bench
-#   bench/gpu_session.sh multi         on a machine with 2+ GPUs: build, the multi-rank and app tests
-#                                      one rank per GPU, the distributed benchmark, the scaling study
+#   bench/gpu_session.sh multi         after readme-test on a machine with 2+ GPUs: README demo, the
+#                                      multi-rank and app tests on the cuda backend (1 rank, then one
+#                                      per GPU), the scaling study, the distributed and kernel benches
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -48,17 +49,19 @@ case "${1:-}" in
       --backend cuda --min 16M --max 256M --matmul-min 4096 --matmul-max 8192 --iters 10 --json "$out/bench_distributed_np1.json"
     ;;
   multi)
-    step build 400 bash -c "cmake --preset hopper >/dev/null && cmake --build '$build' -j $JOBS"
-    step mpi_tests_cuda 200 bash -c "for np in 1 $gpus; do TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
-    step app_tests_cuda 200 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure
-    TAIL=40 step bench_distributed 200 mpirun -n "$gpus" "$build/bench/distributed/tessera_bench_distributed" \
-      --backend cuda --min 16M --max 256M --matmul-min 8192 --matmul-max 16384 --iters 10 --json "$out/bench_distributed.json"
+    # After readme-test, on the same machine: reuses ./build.
+    TAIL=12 step readme_demo 100 bash scripts/run.sh demo
+    step mpi_tests_cuda 150 bash -c "for np in 1 $gpus; do echo \"== \$np rank(s), one per GPU\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
+    step app_tests_cuda 120 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
     for op in sum scan filter matmul; do
-      if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64); else sizes=(--n 2^29 --n-per-rank 2^28); fi
-      TAIL=8 step "scaling_$op" 150 mpirun -n "$gpus" "$build/bin/scaling" --op $op --mode both --backend cuda \
-        "${sizes[@]}" --repeat 10 --json "$out/scaling_$op.json" --csv "$out/scaling_$op.csv"
+      if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64 --repeat 5); else sizes=(--n 2^29 --n-per-rank 2^28 --repeat 10); fi
+      TAIL=6 step "scaling_$op" 75 mpirun -n "$gpus" "$build/bin/scaling" --op $op --mode both --backend cuda \
+        "${sizes[@]}" --json "$out/scaling_$op.json" --csv "$out/scaling_$op.csv"
     done
-    step plots 60 bash -c "python3 jobs/gather_scaling.py $out/scaling_*.json --out $out --table $out/scaling_table.md"
+    step plots 40 bash -c "python3 jobs/gather_scaling.py $out/scaling_*.json --out $out --table $out/scaling_table.md"
+    TAIL=30 step bench_distributed 100 mpirun -n "$gpus" "$build/bench/distributed/tessera_bench_distributed" \
+      --backend cuda --min 64M --max 256M --matmul-min 8192 --matmul-max 16384 --iters 5 --warmup 2 --json "$out/bench_distributed.json"
+    TAIL=45 step bench_kernels 80 "$build/bench/kernels/tessera_bench_kernels" --json "$out/bench_kernels.json"
     ;;
   *)
     echo "usage: bench/gpu_session.sh readme-test|single|multi" >&2

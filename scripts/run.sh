@@ -38,6 +38,7 @@ case "$what" in
     ;;
   test)
     cd "$build"
-    ctest --output-on-failure --timeout 900 ${CTEST_ARGS:-}
+    # Tests declare the cores they use (PROCESSORS); ctest packs them onto the machine.
+    ctest --output-on-failure --timeout 900 -j "$jobs" ${CTEST_ARGS:-}
     ;;
 esac

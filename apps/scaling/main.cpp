@@ -26,6 +26,7 @@
 #include "cli.hpp"
 #include "json.hpp"
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/io.hpp"
@@ -34,6 +35,7 @@
 #include "tessera/framework/scaling.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/error.hpp"
+#include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace sc = tessera::scaling;
@@ -277,29 +279,79 @@ void run_point(const tessera::Context& ctx, const Options& o, PointResult& point
   });
 }
 
-// The ping collectives that give the network model its latency and bandwidth on this communicator:
-// an allreduce of one 8-byte value (many iterations, latency-bound) and of ping_bytes (bandwidth).
+// Backend memory (device memory under cuda) for the device pings, zeroed so that every path moves
+// defined bytes; freed on scope exit.
+class BackendBuffer {
+ public:
+  BackendBuffer(const tessera::kernels::Queue& queue, std::size_t bytes)
+      : queue_(queue), data_(tessera::kernels::allocate(queue, bytes)) {
+    const std::vector<unsigned char> zeros(bytes, 0);
+    tessera::kernels::copy_from_host(queue, data_, zeros.data(), bytes);
+  }
+  ~BackendBuffer() { tessera::kernels::deallocate(queue_, data_); }
+  BackendBuffer(const BackendBuffer&) = delete;
+  BackendBuffer& operator=(const BackendBuffer&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  const tessera::kernels::Queue& queue_;
+  void* data_;
+};
+
+// The pings that give the network models their latency and bandwidth on this communicator, on the
+// two paths data takes (docs/SCALING.md):
+//   host MPI   an allreduce of one 8-byte value (many iterations, latency-bound) and of ping_bytes:
+//              the path of the scalar collectives of sum, scan and filter;
+//   DeviceComm a broadcast of 8 bytes and of ping_bytes of backend memory from rank 0: the path of
+//              SUMMA's panels (NCCL, CUDA-aware MPI or staged under cuda; host MPI under cpu).
 sc::CollectiveSample ping(const tessera::Context& ctx, const Options& o) {
   sc::CollectiveSample s;
   s.ranks = ctx.size();
   MPI_Comm comm = ctx.comm().get();
+  auto slowest_rank = [&](double mine) {
+    double slowest = 0;
+    TESSERA_MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm));
+    return slowest;
+  };
   auto timed = [&](void* buf, int count, int iterations) {
     for (int i = 0; i < 2; ++i) TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, MPI_SUM, comm));
     TESSERA_MPI_CHECK(MPI_Barrier(comm));
     tessera::Stopwatch watch;
     for (int i = 0; i < iterations; ++i)
       TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, MPI_SUM, comm));
-    double mine = watch.seconds() / iterations, slowest = 0;
-    TESSERA_MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm));
-    return slowest;
+    return slowest_rank(watch.seconds() / iterations);
   };
   double one = 1.0;
   s.small_seconds = timed(&one, 1, 200);
   // Below 2^31 elements by construction (--ping-bytes is a buffer, not a data set).
   const index_t count = std::min<index_t>(o.ping_bytes / 8, index_t(1) << 28);
-  std::vector<double> big(static_cast<std::size_t>(count), 1.0);
-  s.large_bytes = static_cast<double>(count) * 8;
-  s.large_seconds = timed(big.data(), static_cast<int>(count), 5);
+  const std::size_t large_bytes = static_cast<std::size_t>(count) * 8;
+  {
+    std::vector<double> big(static_cast<std::size_t>(count), 1.0);
+    s.large_bytes = static_cast<double>(large_bytes);
+    s.large_seconds = timed(big.data(), static_cast<int>(count), 5);
+  }
+
+  // The device path. Under cuda the broadcasts are stream-ordered (the host may return before the
+  // bytes moved), so the queue is drained before the clock stops. The NCCL communicator is built
+  // by the constructor (cached on the MPI communicator), outside the clock.
+  const tessera::kernels::Queue& queue = ctx.queue();
+  const tessera::DeviceComm device(ctx);
+  auto timed_bcast = [&](void* buf, std::size_t bytes, int iterations) {
+    for (int i = 0; i < 2; ++i) device.bcast(buf, bytes, 0);
+    queue.synchronize();
+    TESSERA_MPI_CHECK(MPI_Barrier(comm));
+    tessera::Stopwatch watch;
+    for (int i = 0; i < iterations; ++i) device.bcast(buf, bytes, 0);
+    queue.synchronize();
+    return slowest_rank(watch.seconds() / iterations);
+  };
+  constexpr std::size_t small_bytes = 8;
+  const BackendBuffer buffer(queue, large_bytes);
+  s.device_small_bytes = static_cast<double>(small_bytes);
+  s.device_small_seconds = timed_bcast(buffer.data(), small_bytes, 100);
+  s.device_large_bytes = static_cast<double>(large_bytes);
+  s.device_large_seconds = timed_bcast(buffer.data(), large_bytes, 5);
   return s;
 }
 
@@ -342,6 +394,7 @@ std::vector<int> check_fit_ranks(const std::vector<int>& ranks) {
 
 Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::CollectiveSample>& samples, FILE* text) {
   const bool strong = r.mode == sc::Mode::strong;
+  const bool matmul = o.op == sc::Op::matmul;
   const char* dtype = tessera::io::to_string(o.dtype);
   const auto& pts = r.points;
   const double t_first = pts.front().timing.total;
@@ -432,8 +485,9 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   std::vector<sc::CollectiveSample> check_samples;
   for (const auto& s : samples)
     if (s.ranks <= fit_ranks.back()) check_samples.push_back(s);
-  const auto check_model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width,
-                                              sc::fit_network(check_samples), meas, fit_ranks);
+  const auto check_model =
+      sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(check_samples),
+                         sc::fit_device_network(check_samples), meas, fit_ranks);
   Json check = Json::object();
   check["fit_ranks"] = array_of(fit_ranks);
   Json predictions = Json::array();
@@ -457,7 +511,8 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   j["model_check"] = check;
 
   // The model of record: fitted on every point; projected past the machine.
-  const auto model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(samples), meas, ranks);
+  const auto model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(samples),
+                                        sc::fit_device_network(samples), meas, ranks);
   Json model_json = Json::object();
   model_json["fit_ranks"] = array_of(model.fitted_on);
   model_json["local_overhead_s"] = number(model.local_overhead);
@@ -466,16 +521,26 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   model_json["host_s"] = number(model.host);
   model_json["latency_s"] = number(model.network.latency);
   model_json["bandwidth_Bps"] = number(model.network.bandwidth);
+  model_json["device_latency_s"] = number(model.device_network.latency);
+  model_json["device_bandwidth_Bps"] = number(model.device_network.bandwidth);
+  // Which network the op's collectives were charged to, and whether communication overlaps work.
+  model_json["network_path"] = matmul ? "device" : "host";
+  model_json["overlap"] = matmul ? "summa: max(panel GEMM, next panel broadcast) per step" : "none";
   j["model"] = model_json;
-  std::fprintf(text, "model: local = %.3g s + work / %.3g %s/s, latency %.3g s per tree round, bandwidth %.3g B/s, host %.3g s\n",
-               model.local_overhead, model.local_rate(), model.work_unit(), model.network.latency,
-               model.network.bandwidth, model.host);
+  const sc::NetworkModel& charged = matmul ? model.device_network : model.network;
+  std::fprintf(text,
+               "model: local = %.3g s + work / %.3g %s/s, %s network: latency %.3g s per tree round, bandwidth %.3g B/s%s, "
+               "host %.3g s\n",
+               model.local_overhead, model.local_rate(), model.work_unit(), matmul ? "device" : "host",
+               charged.latency, charged.bandwidth,
+               matmul ? " (broadcast of panel s+1 overlapped with GEMM of panel s)" : "", model.host);
   std::vector<int> proj_ranks = ranks;
   for (int p : sc::default_projection_ranks())
     if (p > ranks.back()) proj_ranks.push_back(p);
   Json projection = Json::array();
-  std::fprintf(text, "projection (%s):\n%6s %12s %10s %9s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode), "ranks",
-               "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local", "latency", "bandwidth", "host", "dominant");
+  std::fprintf(text, "projection (%s):\n%6s %12s %10s %9s %12s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode),
+               "ranks", "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local", "latency", "bandwidth", "host",
+               "hidden", "dominant");
   for (const auto& p : sc::project(model, proj_ranks)) {
     Json q = Json::object();
     q["ranks"] = p.ranks;
@@ -488,10 +553,13 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
     terms["bandwidth"] = number(p.terms.bandwidth);
     terms["host"] = number(p.terms.host);
     q["terms_s"] = terms;
+    // Outside terms_s, which add up to time_s: what ran in the shadow of the critical path.
+    q["hidden_s"] = number(p.terms.hidden);
     q["dominant"] = p.dominant;
     projection.push_back(q);
-    std::fprintf(text, "%6d %12.4g %10.2f %9.3f %12.4g %12.4g %12.4g %12.4g  %s\n", p.ranks, p.time, p.speedup,
-                 p.efficiency, p.terms.local, p.terms.latency, p.terms.bandwidth, p.terms.host, p.dominant.c_str());
+    std::fprintf(text, "%6d %12.4g %10.2f %9.3f %12.4g %12.4g %12.4g %12.4g %12.4g  %s\n", p.ranks, p.time, p.speedup,
+                 p.efficiency, p.terms.local, p.terms.latency, p.terms.bandwidth, p.terms.host, p.terms.hidden,
+                 p.dominant.c_str());
   }
   j["projection"] = projection;
   return j;
@@ -630,24 +698,40 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   if (const char* job = std::getenv("SLURM_JOB_ID")) j["slurm_job_id"] = job;
   j["ranks"] = array_of(o.ranks);
   Json collectives = Json::array();
-  std::printf("scaling: %s, %s\ncollectives (allreduce, slowest rank, per call):\n%6s %14s %14s %14s\n",
-              sc::to_string(o.op), runtime.describe().c_str(), "ranks", "8 B [s]", "large [s]", "large [B]");
+  const char* device_path = tessera::to_string(tessera::device_comm_path(world.backend()));
+  std::printf("scaling: %s, %s\ncollectives (slowest rank, per call): host MPI allreduce; DeviceComm broadcast of "
+              "backend memory (%s)\n%6s %14s %14s %14s %14s %14s %14s\n",
+              sc::to_string(o.op), runtime.describe().c_str(), device_path, "ranks", "host 8 B [s]", "host large [s]",
+              "large [B]", "dev small [s]", "dev large [s]", "dev large [B]");
   for (const auto& s : samples) {
     Json c = Json::object();
     c["ranks"] = s.ranks;
     c["allreduce_8B_s"] = number(s.small_seconds);
     c["allreduce_large_s"] = number(s.large_seconds);
     c["large_bytes"] = number(s.large_bytes);
+    c["device_bcast_small_s"] = number(s.device_small_seconds);
+    c["device_small_bytes"] = number(s.device_small_bytes);
+    c["device_bcast_large_s"] = number(s.device_large_seconds);
+    c["device_large_bytes"] = number(s.device_large_bytes);
     collectives.push_back(c);
-    std::printf("%6d %14.4g %14.4g %14.4g\n", s.ranks, s.small_seconds, s.large_seconds, s.large_bytes);
+    std::printf("%6d %14.4g %14.4g %14.4g %14.4g %14.4g %14.4g\n", s.ranks, s.small_seconds, s.large_seconds,
+                s.large_bytes, s.device_small_seconds, s.device_large_seconds, s.device_large_bytes);
   }
   j["collectives"] = collectives;
   const auto net = sc::fit_network(samples);
+  const auto device_net = sc::fit_device_network(samples);
   Json network = Json::object();
+  // latency_s and bandwidth_Bps: the host path (kept under their old names); device_*: DeviceComm.
   network["latency_s"] = number(net.latency);
   network["bandwidth_Bps"] = number(net.bandwidth);
+  network["path"] = "host-mpi";
+  network["device_latency_s"] = number(device_net.latency);
+  network["device_bandwidth_Bps"] = number(device_net.bandwidth);
+  network["device_path"] = device_path;
   j["network"] = network;
-  std::printf("network model: latency %.4g s per tree round, bandwidth %.4g B/s\n", net.latency, net.bandwidth);
+  std::printf("network model: host MPI (scalar collectives): latency %.4g s per tree round, bandwidth %.4g B/s; "
+              "device %s (backend buffers, matmul panels): latency %.4g s per tree round, bandwidth %.4g B/s\n",
+              net.latency, net.bandwidth, device_path, device_net.latency, device_net.bandwidth);
   for (const auto& r : reports) j[sc::to_string(r.mode)] = mode_json(o, r, samples, stdout);
   std::fflush(stdout);
 

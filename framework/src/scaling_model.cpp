@@ -150,27 +150,51 @@ double NetworkModel::bcast(int p, double bytes) const {
   return latency * tree_depth(p) + (bandwidth > 0 ? bytes / bandwidth : 0.0);
 }
 
-NetworkModel fit_network(const std::vector<CollectiveSample>& samples) {
+namespace {
+
+// One ping pair per sample: `small` seconds for the latency-bound call, `large` seconds for `bytes`
+// (already multiplied by what the collective moves per payload byte).
+struct Ping {
+  int ranks;
+  double small, large, bytes;
+};
+
+NetworkModel fit_pings(const std::vector<Ping>& pings) {
   NetworkModel net;
   double dd = 0, dt = 0;
-  for (const auto& s : samples) {
+  for (const auto& s : pings) {
     if (s.ranks < 2) continue;
     const double d = tree_depth(s.ranks);
     dd += d * d;
-    dt += d * s.small_seconds;
+    dt += d * s.small;
   }
   if (!(dd > 0)) return net;
   net.latency = std::max(0.0, dt / dd);
-  // 1/beta by least squares through the origin: (large - alpha d) = (ring bytes) * (1/beta).
+  // 1/beta by least squares through the origin: (large - alpha d) = bytes * (1/beta).
   double xx = 0, xy = 0;
-  for (const auto& s : samples) {
-    if (s.ranks < 2 || !(s.large_bytes > 0)) continue;
-    const double x = ring_factor(s.ranks) * s.large_bytes;
-    xx += x * x;
-    xy += x * (s.large_seconds - net.latency * tree_depth(s.ranks));
+  for (const auto& s : pings) {
+    if (s.ranks < 2 || !(s.bytes > 0)) continue;
+    xx += s.bytes * s.bytes;
+    xy += s.bytes * (s.large - net.latency * tree_depth(s.ranks));
   }
   if (xx > 0 && xy > 0) net.bandwidth = xx / xy;
   return net;
+}
+
+}  // namespace
+
+NetworkModel fit_network(const std::vector<CollectiveSample>& samples) {
+  std::vector<Ping> pings;
+  for (const auto& s : samples)
+    pings.push_back({s.ranks, s.small_seconds, s.large_seconds, ring_factor(s.ranks) * s.large_bytes});
+  return fit_pings(pings);
+}
+
+NetworkModel fit_device_network(const std::vector<CollectiveSample>& samples) {
+  std::vector<Ping> pings;
+  for (const auto& s : samples)
+    pings.push_back({s.ranks, s.device_small_seconds, s.device_large_seconds, s.device_large_bytes});
+  return fit_pings(pings);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -262,6 +286,60 @@ CommCost comm_cost(const Problem& problem, int p, std::int64_t panel_width) {
   return cost;
 }
 
+OverlapTerms summa_overlap(const Problem& problem, int p, std::int64_t panel_width, double seconds_per_flop,
+                           const NetworkModel& device) {
+  OverlapTerms t;
+  if (problem.size <= 0) return t;
+  int rows = 1, cols = 1;
+  grid_dims(std::max(1, p), rows, cols);
+  const double n = static_cast<double>(problem.size);
+  const double e = problem.element_bytes;
+  const double m_local = ceil_div(n, rows), n_local = ceil_div(n, cols);
+  const std::int64_t b = std::max<std::int64_t>(1, panel_width);
+  const std::int64_t full = problem.size / b;  // steps of width b
+  const std::int64_t rest = problem.size % b;  // and one narrower step, if any
+
+  struct Bcast {
+    double latency = 0, bandwidth = 0;
+    double total() const { return latency + bandwidth; }
+  };
+  auto bcast = [&](double w) {
+    Bcast c;
+    auto add = [&](int ranks, double bytes) {
+      if (ranks <= 1) return;
+      c.latency += device.latency * tree_depth(ranks);
+      if (device.bandwidth > 0) c.bandwidth += bytes / device.bandwidth;
+    };
+    add(cols, m_local * w * e);  // A panel along the process row
+    add(rows, w * n_local * e);  // B panel along the process column
+    return c;
+  };
+  auto gemm = [&](double w) { return seconds_per_flop * 2.0 * m_local * n_local * w; };
+  // `count` steps whose GEMM g runs beside the broadcast c of the step after them.
+  auto charge = [&](double g, const Bcast& c, double count) {
+    if (count <= 0) return;
+    if (c.total() > g) {
+      t.latency += count * c.latency;
+      t.bandwidth += count * c.bandwidth;
+      t.hidden += count * g;
+    } else {
+      t.local += count * g;
+      t.hidden += count * c.total();
+    }
+  };
+  const Bcast none;
+  const double wb = static_cast<double>(b), wr = static_cast<double>(rest);
+  if (full > 0) {
+    charge(0, bcast(wb), 1);                                 // the first panel's broadcast, exposed
+    charge(gemm(wb), bcast(wb), static_cast<double>(full - 1));
+    charge(gemm(wb), rest > 0 ? bcast(wr) : none, 1);        // the last full step
+  } else {
+    charge(0, bcast(wr), 1);
+  }
+  if (rest > 0) charge(gemm(wr), none, 1);
+  return t;
+}
+
 const char* CostModel::Terms::dominant() const {
   const char* name = "local";
   double best = local;
@@ -273,19 +351,35 @@ const char* CostModel::Terms::dominant() const {
 
 CostModel::Terms CostModel::predict(int p) const {
   const Problem problem = problem_at(op, mode, size_arg, element_bytes, p);
-  const CommCost cost = comm_cost(problem, p, panel_width);
   Terms t;
+  t.host = host;
+  if (op == Op::matmul) {
+    // The panels travel on the device path, overlapped with the GEMMs: see summa_overlap.
+    const OverlapTerms o = summa_overlap(problem, p, panel_width, local_seconds_per_work, device_network);
+    t.local = local_overhead + o.local;
+    t.latency = o.latency;
+    t.bandwidth = o.bandwidth;
+    t.hidden = o.hidden;
+    return t;
+  }
+  const CommCost cost = comm_cost(problem, p, panel_width);
   t.local = local_overhead + local_seconds_per_work * local_work(problem, p);
   t.latency = network.latency * cost.latency_rounds;
   t.bandwidth = network.bandwidth > 0 ? cost.bytes / network.bandwidth : 0.0;
-  t.host = host;
   return t;
 }
 
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
                          const NetworkModel& network, const std::vector<Measurement>& points,
                          const std::vector<int>& fit_ranks) {
+  return fit_cost_model(op, mode, size_arg, element_bytes, panel_width, network, network, points, fit_ranks);
+}
+
+CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
+                         const NetworkModel& network, const NetworkModel& device_network,
+                         const std::vector<Measurement>& points, const std::vector<int>& fit_ranks) {
   CostModel model;
+  model.device_network = device_network;
   model.op = op;
   model.mode = mode;
   model.size_arg = size_arg;

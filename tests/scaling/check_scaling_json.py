@@ -63,6 +63,49 @@ def amdahl_cost(ranks, times, s, t1):
     return sum(((t1 * (s + (1 - s) / p) - t) / t) ** 2 for p, t in zip(ranks, times))
 
 
+def tree_depth(p):
+    d = 0
+    while (1 << d) < p:
+        d += 1
+    return d
+
+
+def fit_pings(pings):
+    """(ranks, small_s, large_s, bytes): alpha from small = alpha depth, beta from large - alpha depth = bytes / beta."""
+    pings = [q for q in pings if q[0] >= 2]
+    dd = sum(tree_depth(p) ** 2 for p, _, _, _ in pings)
+    if dd == 0:
+        return 0.0, 0.0
+    alpha = max(0.0, sum(tree_depth(p) * t for p, t, _, _ in pings) / dd)
+    xx = sum(b * b for _, _, _, b in pings if b > 0)
+    xy = sum(b * (t - alpha * tree_depth(p)) for p, _, t, b in pings if b > 0)
+    return alpha, (xx / xy if xx > 0 and xy > 0 else 0.0)
+
+
+def grid(p):
+    cols = max(c for c in range(1, int(math.isqrt(p)) + 1) if p % c == 0)
+    return p // cols, cols
+
+
+def summa_time(n, p, b, e, seconds_per_flop, alpha, beta):
+    """Step by step: the first panel's broadcast, then per step the longer of its GEMM and the next broadcast."""
+    rows, cols = grid(p)
+    mb, nb = -(-n // rows), -(-n // cols)
+    widths = [min(b, n - k) for k in range(0, n, b)]
+
+    def bcast(w):
+        t = 0.0
+        for ranks, nbytes in ((cols, mb * w * e), (rows, w * nb * e)):
+            if ranks > 1:
+                t += alpha * tree_depth(ranks) + (nbytes / beta if beta > 0 else 0.0)
+        return t
+
+    time = bcast(widths[0]) if widths else 0.0
+    for s, w in enumerate(widths):
+        time += max(seconds_per_flop * 2 * mb * nb * w, bcast(widths[s + 1]) if s + 1 < len(widths) else 0.0)
+    return time
+
+
 def check_mode(report, mode, args):
     block = report.get(mode)
     check(block is not None, f"{mode}: missing from the report")
@@ -140,6 +183,25 @@ def check_mode(report, mode, args):
         check(math.isclose(q["relative_error"], (q["predicted_s"] - measured) / measured, rel_tol=1e-5, abs_tol=1e-9),
               f"{mode}: model check relative error")
 
+    model = block["model"]
+    if args.op == "matmul":
+        check(model.get("network_path") == "device", f"{mode}: matmul model charged to {model.get('network_path')}")
+        net = report["network"]
+        check(math.isclose(model["device_latency_s"], net["device_latency_s"], rel_tol=1e-9, abs_tol=1e-15)
+              and math.isclose(model["device_bandwidth_Bps"], net["device_bandwidth_Bps"], rel_tol=1e-9, abs_tol=1e-6),
+              f"{mode}: model's device network differs from the report's")
+        spf = 1 / model["local_rate"] if model["local_rate"] else 0.0
+        e = 8 if args.dtype == "float64" else 4
+        for q in block["projection"]:
+            p = q["ranks"]
+            n = args.strong_n if mode == "strong" else max(1, round(args.weak_n_per_rank * p ** (1 / 3)))
+            ref = model["local_overhead_s"] + model["host_s"] + summa_time(
+                n, p, report["panel_width"], e, spf, model["device_latency_s"], model["device_bandwidth_Bps"])
+            check(math.isclose(q["time_s"], ref, rel_tol=1e-6, abs_tol=1e-15),
+                  f"{mode}: matmul projection {q['time_s']} at {p} ranks, step-by-step reference {ref}")
+    else:
+        check(model.get("network_path") == "host", f"{mode}: {args.op} model charged to {model.get('network_path')}")
+
     proj = block["projection"]
     proj_ranks = [q["ranks"] for q in proj]
     for p in [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]:
@@ -148,6 +210,7 @@ def check_mode(report, mode, args):
     for q in proj:
         terms = q["terms_s"]
         check(all(v >= 0 for v in terms.values()), f"{mode}: negative term {terms}")
+        check(q["hidden_s"] >= 0 and (args.op == "matmul" or q["hidden_s"] == 0), f"{mode}: hidden {q['hidden_s']}")
         check(math.isclose(sum(terms.values()), q["time_s"], rel_tol=1e-6), f"{mode}: terms do not add up at {q['ranks']}")
         check(q["dominant"] == max(terms, key=terms.get), f"{mode}: dominant {q['dominant']} of {terms}")
         if mode == "strong":
@@ -171,6 +234,21 @@ def main():
     col = report.get("collectives", [])
     check([c["ranks"] for c in col] == args.expect_ranks, "collectives: one sample per rank count")
     check(all(c["allreduce_8B_s"] >= 0 and c["allreduce_large_s"] >= 0 for c in col), "collectives: negative time")
+    check(all(c["device_bcast_small_s"] >= 0 and c["device_bcast_large_s"] >= 0 for c in col),
+          "collectives: negative device time")
+    check(all(c["device_large_bytes"] == c["large_bytes"] > 0 and c["device_small_bytes"] == 8 for c in col),
+          "collectives: device ping sizes")
+    net = report["network"]
+    for key, pings in (("", [(c["ranks"], c["allreduce_8B_s"], c["allreduce_large_s"],
+                              (2 * (c["ranks"] - 1) / c["ranks"]) * c["large_bytes"]) for c in col]),
+                       ("device_", [(c["ranks"], c["device_bcast_small_s"], c["device_bcast_large_s"],
+                                     c["device_large_bytes"]) for c in col])):
+        alpha, beta = fit_pings(pings)
+        check(math.isclose(net[key + "latency_s"], alpha, rel_tol=1e-9, abs_tol=1e-15)
+              and math.isclose(net[key + "bandwidth_Bps"], beta, rel_tol=1e-9, abs_tol=1e-6),
+              f"network: {key}latency/bandwidth {net[key + 'latency_s']}, {net[key + 'bandwidth_Bps']} vs refit {alpha}, {beta}")
+    check(net.get("path") == "host-mpi" and net.get("device_path") == ("mpi-host" if report.get("backend") == "cpu" else net.get("device_path")),
+          f"network: paths {net.get('path')}, {net.get('device_path')}")
     if args.strong_n is not None:
         check_mode(report, "strong", args)
     if args.weak_n_per_rank is not None:

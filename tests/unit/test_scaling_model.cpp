@@ -240,3 +240,156 @@ TEST(ScalingModel, FitOnTwoPointsPredictsSyntheticThird) {
   const auto wp = sc::project(wm, {64});
   EXPECT_NEAR(wp[0].efficiency, 1e-3 / (1e-3 + 6 * 5e-6 + 2.0 * 63 / 64 * 4 / 1e10), 1e-9);
 }
+
+TEST(ScalingNetwork, DeviceBroadcastFitIsSeparateFromHostAllreduce) {
+  // Host allreduce pings from alpha = 20 us, beta = 4 GB/s; device broadcast pings from 8 us and
+  // 150 GB/s (a broadcast moves its payload once: no ring factor). Each fit gives its own back.
+  const double ha = 20e-6, hb = 4e9, da = 8e-6, db = 150e9, bytes = 1 << 22;
+  std::vector<sc::CollectiveSample> samples;
+  for (int p : {1, 2, 3, 4, 7}) {
+    const double d = sc::tree_depth(p);
+    sc::CollectiveSample s;
+    s.ranks = p;
+    s.small_seconds = ha * d;
+    s.large_seconds = ha * d + sc::ring_factor(p) * bytes / hb;
+    s.large_bytes = bytes;
+    s.device_small_seconds = da * d;
+    s.device_large_seconds = da * d + bytes / db;
+    s.device_large_bytes = bytes;
+    s.device_small_bytes = 8;
+    samples.push_back(s);
+  }
+  const auto host = sc::fit_network(samples);
+  const auto device = sc::fit_device_network(samples);
+  EXPECT_NEAR(host.latency / ha, 1.0, 1e-12);
+  EXPECT_NEAR(host.bandwidth / hb, 1.0, 1e-9);
+  EXPECT_NEAR(device.latency / da, 1.0, 1e-12);
+  EXPECT_NEAR(device.bandwidth / db, 1.0, 1e-9);
+  // Without a device ping (bytes 0) the device bandwidth is unknown, not infinite.
+  for (auto& s : samples) s.device_large_bytes = 0;
+  EXPECT_EQ(sc::fit_device_network(samples).bandwidth, 0.0);
+  EXPECT_EQ(sc::fit_device_network({{1, 1e-6, 1e-3, bytes, 1e-6, 1e-3, bytes, 8}}).latency, 0.0);
+}
+
+namespace {
+
+sc::NetworkModel network(double alpha, double beta) {
+  sc::NetworkModel net;
+  net.latency = alpha;
+  net.bandwidth = beta;
+  return net;
+}
+
+}  // namespace
+
+TEST(ScalingSumma, OverlapByHandComputeBound) {
+  // n = 100 doubles on 2 x 2, panel 32: steps of width 32, 32, 32, 4; blocks 50 x 50.
+  // Broadcast of a width-w panel: A along the row and B along the column, each one round of
+  // alpha = 15 us and 50 w 8 bytes at 1 GB/s: c(32) = 30 us + 25.6 us, c(4) = 30 us + 3.2 us.
+  // GEMM at 1 ns per flop: g(w) = 2 * 50 * 50 * w ns: g(32) = 160 us, g(4) = 20 us.
+  // Time = c(32) + max(g32, c32) + max(g32, c32) + max(g32, c4) + max(g4, 0)
+  //      = 55.6 + 160 + 160 + 160 + 20 us; hidden = 55.6 + 55.6 + 33.2 us.
+  const sc::Problem mm{sc::Op::matmul, 100, 8};
+  const auto t = sc::summa_overlap(mm, 4, 32, 1e-9, network(15e-6, 1e9));
+  EXPECT_NEAR(t.local, 500e-6, 1e-15);
+  EXPECT_NEAR(t.latency, 30e-6, 1e-15);
+  EXPECT_NEAR(t.bandwidth, 25.6e-6, 1e-15);
+  EXPECT_NEAR(t.hidden, 144.4e-6, 1e-15);
+  EXPECT_NEAR(t.total(), 555.6e-6, 1e-15);
+}
+
+TEST(ScalingSumma, OverlapByHandCommunicationBound) {
+  // The same at 0.1 ns per flop: g(32) = 16 us < c(32), c(4); g(4) = 2 us.
+  // Time = c32 + c32 + c32 + c4 + g4: latency 4 x 30 us, bandwidth 3 x 25.6 + 3.2 us, local 2 us,
+  // hidden 3 x 16 us.
+  const sc::Problem mm{sc::Op::matmul, 100, 8};
+  const auto t = sc::summa_overlap(mm, 4, 32, 1e-10, network(15e-6, 1e9));
+  EXPECT_NEAR(t.local, 2e-6, 1e-15);
+  EXPECT_NEAR(t.latency, 120e-6, 1e-15);
+  EXPECT_NEAR(t.bandwidth, 80e-6, 1e-15);
+  EXPECT_NEAR(t.hidden, 48e-6, 1e-15);
+}
+
+TEST(ScalingSumma, OverlapByHandMixedOnAColumnGrid) {
+  // n = 33 floats on 2 ranks: grid 2 x 1, blocks 17 x 33, only B panels travel (along the column
+  // of 2): c(w) = 1 us + 33 w 4 B / 1 GB/s, so c(8) = 2.056 us, c(1) = 1.132 us. Steps 8, 8, 8, 8, 1.
+  // At 0.15 ns per flop g(w) = 0.15 * 2 * 17 * 33 w ns: g(8) = 1.3464 us, g(1) = 0.1683 us.
+  // Time = c8 + 3 max(g8, c8) + max(g8, c1) + g1 = 4 c8 + g8 + g1.
+  const sc::Problem mm{sc::Op::matmul, 33, 4};
+  const auto t = sc::summa_overlap(mm, 2, 8, 1.5e-10, network(1e-6, 1e9));
+  EXPECT_NEAR(t.latency, 4e-6, 1e-15);
+  EXPECT_NEAR(t.bandwidth, 4 * 1.056e-6, 1e-15);
+  EXPECT_NEAR(t.local, 1.3464e-6 + 0.1683e-6, 1e-15);
+  EXPECT_NEAR(t.hidden, 3 * 1.3464e-6 + 1.132e-6, 1e-15);
+}
+
+TEST(ScalingSumma, OverlapAgreesWithStepByStepReference) {
+  // Against a direct walk over the steps on random sizes (odd, prime, 2^k +- 1, fewer elements
+  // than ranks): time = c_0 + sum max(g_s, c_{s+1}); time + hidden = all GEMMs + all broadcasts;
+  // the GEMMs add up to the local work.
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> log_uniform(-3, 3);
+  for (std::int64_t n : {0, 1, 2, 3, 31, 33, 127, 257, 1023, 1025, 4099}) {
+    for (int p : {1, 2, 3, 4, 6, 9, 16, 4096}) {
+      for (std::int64_t b : {1, 7, 32, 512, 5000}) {
+        if (n / b > 20000) continue;
+        const double spf = 1e-10 * std::pow(10.0, log_uniform(rng));
+        const sc::NetworkModel net = network(1e-6 * std::pow(10.0, log_uniform(rng)), 1e10);
+        const int e = (n % 2) ? 4 : 8;
+        const sc::Problem mm{sc::Op::matmul, n, e};
+        int r = 0, c = 0;
+        sc::grid_dims(p, r, c);
+        const double mb = std::ceil(double(n) / r), nb = std::ceil(double(n) / c);
+        std::vector<double> widths;
+        for (std::int64_t k = 0; k < n; k += b) widths.push_back(double(std::min(b, n - k)));
+        auto bcast = [&](double w) {
+          double s = 0;
+          if (c > 1) s += net.latency * sc::tree_depth(c) + mb * w * e / net.bandwidth;
+          if (r > 1) s += net.latency * sc::tree_depth(r) + w * nb * e / net.bandwidth;
+          return s;
+        };
+        double time = widths.empty() ? 0 : bcast(widths[0]), gemms = 0, comms = time;
+        for (std::size_t s = 0; s < widths.size(); ++s) {
+          const double g = spf * 2 * mb * nb * widths[s];
+          const double next = s + 1 < widths.size() ? bcast(widths[s + 1]) : 0.0;
+          time += std::max(g, next);
+          gemms += g;
+          comms += next;
+        }
+        const auto t = sc::summa_overlap(mm, p, b, spf, net);
+        const double tol = 1e-9 * (gemms + comms) + 1e-18;
+        EXPECT_NEAR(t.total(), time, tol) << "n=" << n << " p=" << p << " b=" << b;
+        EXPECT_NEAR(t.total() + t.hidden, gemms + comms, tol) << "n=" << n << " p=" << p << " b=" << b;
+        EXPECT_NEAR(gemms, spf * sc::local_work(mm, p), tol) << "n=" << n << " p=" << p;
+        EXPECT_GE(t.local, 0);
+        EXPECT_GE(t.latency, 0);
+        EXPECT_GE(t.bandwidth, 0);
+        if (p == 1) {
+          EXPECT_EQ(t.hidden, 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(ScalingSumma, CostModelChargesPanelsToTheDeviceNetwork) {
+  // Weak float64 matmul, 1000 per rank, panel 100: the host network (slow, 4 GB/s) must not enter
+  // the matmul terms; the device network (fast) does, overlapped with the GEMMs.
+  const sc::NetworkModel host = network(50e-6, 4e9), device = network(10e-6, 150e9);
+  std::vector<sc::Measurement> points{{1, 0.1, 0.1, 0, 0}, {2, 0.1, 0.1, 0, 0}};
+  const auto model = sc::fit_cost_model(sc::Op::matmul, sc::Mode::weak, 1000, 8, 100, host, device, points, {1, 2});
+  ASSERT_GT(model.local_seconds_per_work, 0);
+  const auto t2 = model.predict(2);
+  const auto direct = sc::summa_overlap(sc::problem_at(sc::Op::matmul, sc::Mode::weak, 1000, 8, 2), 2, 100,
+                                        model.local_seconds_per_work, device);
+  EXPECT_NEAR(t2.total(), direct.total(), 1e-15);
+  EXPECT_NEAR(t2.hidden, direct.hidden, 1e-15);
+  EXPECT_STREQ(t2.dominant(), "local");
+  // The one-network overload uses it for both paths.
+  const auto same = sc::fit_cost_model(sc::Op::matmul, sc::Mode::weak, 1000, 8, 100, host, points, {1, 2});
+  EXPECT_EQ(same.device_network.bandwidth, host.bandwidth);
+  EXPECT_GT(same.predict(2).total(), t2.total());
+  // Scalar ops stay on the host network.
+  const auto sum = sc::fit_cost_model(sc::Op::sum, sc::Mode::weak, 1000, 8, 100, host, device, points, {1, 2});
+  EXPECT_NEAR(sum.predict(4).latency, 2 * host.latency, 1e-18);
+}

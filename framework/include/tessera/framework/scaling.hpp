@@ -4,7 +4,9 @@
 //   - the Karp-Flatt metric per point (the serial fraction each point implies on its own);
 //   - Gustafson's scaled speedup for weak scaling;
 //   - a cost model per operation (local work at a measured rate, each collective as latency plus
-//     bytes over bandwidth with the tree or ring depth that grows with P, constant host-side work),
+//     bytes over bandwidth with the tree or ring depth that grows with P, on the path its data takes
+//     (host MPI for scalars, DeviceComm for backend buffers), SUMMA's broadcasts overlapped with its
+//     GEMMs, constant host-side work),
 //     fitted on some points, checked on the others, and projected to rank counts the run never had.
 // Pure arithmetic: no MPI, no device. The scaling app measures; this file explains the measurements.
 #pragma once
@@ -80,18 +82,29 @@ struct NetworkModel {
   double bcast(int p, double bytes) const;
 };
 
-// One measurement of the ping collectives on a sub-communicator of `ranks` ranks.
+// One measurement of the ping collectives on a sub-communicator of `ranks` ranks, on the two paths
+// data takes: host MPI (the scalar collectives of sum, scan and filter) and DeviceComm on backend
+// memory (SUMMA's panels: NCCL, CUDA-aware MPI or staged under cuda, host MPI under cpu).
 struct CollectiveSample {
   int ranks = 1;
-  double small_seconds = 0;  // allreduce of one 8-byte value
-  double large_seconds = 0;  // allreduce of large_bytes
+  double small_seconds = 0;  // host MPI allreduce of one 8-byte value
+  double large_seconds = 0;  // host MPI allreduce of large_bytes
   double large_bytes = 0;
+  double device_small_seconds = 0;  // DeviceComm broadcast of device_small_bytes of backend memory
+  double device_large_seconds = 0;  // DeviceComm broadcast of device_large_bytes of backend memory
+  double device_large_bytes = 0;
+  double device_small_bytes = 0;
 };
 
-// alpha by least squares of small_seconds = alpha ceil(log2 p); then beta from the large allreduce
-// after its latency part: large - alpha depth = ring_factor(p) bytes / beta. Samples at p = 1 carry
-// no information and are ignored. Without samples at p >= 2: latency = bandwidth = 0.
+// Host path: alpha by least squares of small_seconds = alpha ceil(log2 p); then beta from the large
+// allreduce after its latency part: large - alpha depth = ring_factor(p) bytes / beta. Samples at
+// p = 1 carry no information and are ignored. Without samples at p >= 2: latency = bandwidth = 0.
 NetworkModel fit_network(const std::vector<CollectiveSample>& samples);
+// Device path, from the broadcasts: alpha by least squares of device_small_seconds =
+// alpha ceil(log2 p) (the small payload's own bytes are neglected); beta from
+// device_large - alpha depth = device_large_bytes / beta (a pipelined broadcast moves the payload
+// once). Same rules for p = 1 and missing samples (device_large_bytes = 0: bandwidth 0).
+NetworkModel fit_device_network(const std::vector<CollectiveSample>& samples);
 
 // ------------------------------------------------------------------------------------------------
 // The cost model of one operation.
@@ -127,6 +140,24 @@ struct CommCost {
 };
 CommCost comm_cost(const Problem& problem, int p, std::int64_t panel_width);
 
+// SUMMA's critical path with the broadcast of panel s+1 overlapping the GEMM of panel s (matmul.cpp
+// posts step s+1 before it multiplies step s). K is cut into ceil(n / b) steps of width b (the last
+// one narrower); step s costs g_s = seconds_per_flop 2 ceil(n/r) ceil(n/c) w_s of GEMM, and its
+// broadcasts c_s = [c > 1] (alpha ceil(log2 c) + ceil(n/r) w_s e / beta)
+//                + [r > 1] (alpha ceil(log2 r) + w_s ceil(n/c) e / beta)   (A then B, not in parallel)
+// on the device network. Time = c_0 + sum_s max(g_s, c_{s+1}) with c_S = 0: the first panel's
+// broadcast is exposed, after it each step lasts as long as the longer of its GEMM and the next
+// broadcast. Each summand is charged to the side that set it: a broadcast's alpha part to latency
+// and its bytes part to bandwidth, a GEMM to local (a tie goes to local); the shorter side of each
+// step is `hidden`. Closed form over the equal steps, so any n and b cost O(1).
+struct OverlapTerms {
+  double local = 0, latency = 0, bandwidth = 0;
+  double hidden = 0;  // seconds that ran in the shadow of the other side (not part of the time)
+  double total() const { return local + latency + bandwidth; }
+};
+OverlapTerms summa_overlap(const Problem& problem, int p, std::int64_t panel_width, double seconds_per_flop,
+                           const NetworkModel& device);
+
 // One measured point of a study, the median over repeats of the slowest rank's times.
 struct Measurement {
   int ranks = 1;
@@ -142,14 +173,18 @@ struct CostModel {
   std::int64_t size_arg = 0;
   int element_bytes = 4;
   std::int64_t panel_width = 512;
-  NetworkModel network;
+  NetworkModel network;         // host MPI: the scalar collectives of sum, scan, filter
+  NetworkModel device_network;  // DeviceComm on backend memory: SUMMA's panels
   double local_overhead = 0;         // seconds per call that do not shrink with the local work (launches)
   double local_seconds_per_work = 0;  // seconds per byte (flop for matmul) of one rank's local phases
   double host = 0;            // constant host-side serial seconds per call
   std::vector<int> fitted_on;
 
+  // The terms add up to the time. For matmul they are the critical path of summa_overlap: what
+  // ran in the shadow of the other side of a step is in `hidden`, not in the total.
   struct Terms {
     double local = 0, latency = 0, bandwidth = 0, host = 0;
+    double hidden = 0;
     double total() const { return local + latency + bandwidth + host; }
     const char* dominant() const;  // "local", "latency", "bandwidth" or "host"
   };
@@ -161,7 +196,12 @@ struct CostModel {
 
 // Fits the local rate and overhead (t_local = overhead + work / rate, non-negative least squares,
 // overhead 0 when the work does not vary across the points, as in weak scaling) and the host
-// constant (mean) on the measurements whose rank count is in fit_ranks; the network model is given.
+// constant (mean) on the measurements whose rank count is in fit_ranks; the network models are
+// given: `network` (host MPI) for the scalar collectives, `device_network` for matmul's panels.
+CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
+                         const NetworkModel& network, const NetworkModel& device_network,
+                         const std::vector<Measurement>& points, const std::vector<int>& fit_ranks);
+// The same with one network for both paths (as under the cpu backend, where both are host MPI).
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
                          const NetworkModel& network, const std::vector<Measurement>& points,
                          const std::vector<int>& fit_ranks);

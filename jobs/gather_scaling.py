@@ -123,7 +123,7 @@ def plot_op(op, reports, path):
         ax_e.plot(grid, [1.0 for _ in grid], "-", color="black", linewidth=0.8, label="ideal")
         for ax in (ax_s, ax_e):
             ax.set_xscale("log", base=2)
-            ax.set_xlabel("ranks (one GPU each)")
+            ax.set_xlabel("ranks (one GPU each)" if ref.get("backend") == "cuda" else "ranks")
             ax.grid(True, which="both", alpha=0.3)
         ax_s.set_yscale("log", base=2)
         ax_s.set_ylabel("speedup T(1)/T(p)" if mode == "strong" else "scaled speedup p T(1)/T(p)")

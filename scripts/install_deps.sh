@@ -60,8 +60,11 @@ fi
 echo "install_deps: missing for '$profile': ${all[*]}"
 if [ "$(id -u)" -eq 0 ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
+  # Ubuntu 24.04 renamed some libraries in its 64-bit time_t transition (libpmix2 -> libpmix2t64).
+  resolve() { apt-cache show "$1" >/dev/null 2>&1 || ! apt-cache show "$1t64" >/dev/null 2>&1 && echo "$1" || echo "$1t64"; }
   if timeout 120 apt-get update -qq >/dev/null 2>&1 &&
-     apt-get install -y -qq --no-install-recommends "${all[@]}" >/tmp/tessera-apt.log 2>&1; then
+     names=$(for p in "${all[@]}"; do resolve "$p"; done) &&
+     apt-get install -y -qq --no-install-recommends $names >/tmp/tessera-apt.log 2>&1; then
     echo "install_deps: installed ${all[*]}"
     exit 0
   fi

@@ -151,17 +151,13 @@ template <class T>
 void device_scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, StreamHandle stream) {
   if (n == 0) return;
   using Tuning = ScanTuning<T>;
-  using Status = TileStatus<T>;
   const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
   TESSERA_ASSERT(tiles <= 0x7fffffff, "scan: more tiles than one grid can hold");
   const DeviceInfo& device = current_device_info();
   Queue queue{Backend::cuda, device.ordinal, stream};
-  // Scratch: the tile counter (16 bytes, keeps what follows aligned), then the tile status.
-  ScratchBuffer scratch(queue, 16 + Status::bytes(tiles));
-  auto* tile_counter = scratch.as<unsigned int>();
-  void* status_storage = static_cast<char*>(scratch.data()) + 16;
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, 16 + Status::bytes_to_zero(tiles), to_cuda(stream)));
-  const Status status = Status::on(status_storage, tiles);
+  const LookbackScratch<T> scratch(queue, tiles);
+  const auto status = scratch.status;
+  unsigned int* const tile_counter = scratch.tile_counter;
   const bool vector_io = is_aligned(in, kVectorBytes) && is_aligned(out, kVectorBytes);
   const auto grid = static_cast<unsigned>(tiles);
   if (kind == ScanKind::inclusive) {

@@ -127,15 +127,13 @@ void device_select(const T* in, index_t n, Pred pred, T* out, index_t* kept_coun
     return;
   }
   using Tuning = SelectTuning<T>;
-  using Status = TileStatus<index_t>;
   const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
   TESSERA_ASSERT(tiles <= 0x7fffffff, "select: more tiles than one grid can hold");
   const DeviceInfo& device = current_device_info();
   Queue queue{Backend::cuda, device.ordinal, stream};
-  ScratchBuffer scratch(queue, 16 + Status::bytes(tiles));
-  auto* tile_counter = scratch.as<unsigned int>();
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, 16 + Status::bytes_to_zero(tiles), to_cuda(stream)));
-  const Status status = Status::on(static_cast<char*>(scratch.data()) + 16, tiles);
+  const LookbackScratch<index_t> scratch(queue, tiles);
+  const auto status = scratch.status;
+  unsigned int* const tile_counter = scratch.tile_counter;
   select_single_pass_kernel<Tuning><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, to_cuda(stream)>>>(
       in, n, pred, out, kept_count, status, tile_counter, tiles, is_aligned(in, kVectorBytes));
   TESSERA_CUDA_CHECK_LAUNCH();

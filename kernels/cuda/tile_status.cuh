@@ -18,6 +18,8 @@
 #include <cstring>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
 #include "warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
@@ -135,5 +137,23 @@ __device__ __forceinline__ T look_back(const Status& status, index_t tile, Op op
     window_end -= kWarpThreads;
   }
 }
+
+// The scratch of one look-back pass: a tile counter (the order in which thread blocks claim tiles,
+// so that no block waits on one not yet running; 16 bytes, keeping the status aligned) followed by
+// the tile status, zeroed in stream order. Freed in stream order when it goes out of scope.
+template <class Value>
+struct LookbackScratch {
+  LookbackScratch(const Queue& queue, index_t tiles)
+      : buffer(queue, kCounterBytes + TileStatus<Value>::bytes(tiles)),
+        tile_counter(buffer.as<unsigned int>()),
+        status(TileStatus<Value>::on(static_cast<char*>(buffer.data()) + kCounterBytes, tiles)) {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, kCounterBytes + TileStatus<Value>::bytes_to_zero(tiles),
+                                       reinterpret_cast<cudaStream_t>(queue.stream)));
+  }
+  static constexpr std::size_t kCounterBytes = 16;
+  ScratchBuffer buffer;
+  unsigned int* tile_counter;
+  TileStatus<Value> status;
+};
 
 }  // namespace tessera::kernels::cuda::detail

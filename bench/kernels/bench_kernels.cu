@@ -207,6 +207,14 @@ struct Row {
   std::string note;
 };
 
+// Rates of a memory-bound row: `bytes` moved, against the measured device-to-device copy rate.
+void set_memory_rates(Row& r, double bytes, double copy_gbs) {
+  r.ours_rate = bytes / (r.ours_ms * 1e6);
+  r.vendor_rate = bytes / (r.vendor_ms * 1e6);
+  r.speedup = r.vendor_ms / r.ours_ms;
+  r.percent_floor = 100.0 * (bytes / (copy_gbs * 1e6)) / r.ours_ms;
+}
+
 std::vector<Row> g_rows;
 
 void print_header(double copy_gbs) {
@@ -303,10 +311,7 @@ void bench_reduce(Context& ctx, index_t n, const T* in) {
     r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
     r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
     const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n);
-    r.ours_rate = bytes / (r.ours_ms * 1e6);
-    r.vendor_rate = bytes / (r.vendor_ms * 1e6);
-    r.speedup = r.vendor_ms / r.ours_ms;
-    r.percent_floor = 100.0 * (bytes / (ctx.copy_gbs * 1e6)) / r.ours_ms;
+    set_memory_rates(r, bytes, ctx.copy_gbs);
     r.agree = m.count == 0;
     print_row(r);
   }
@@ -349,10 +354,7 @@ void bench_scan(Context& ctx, index_t n, const T* in) {
     r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
     r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
     const double bytes = 2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(n);
-    r.ours_rate = bytes / (r.ours_ms * 1e6);
-    r.vendor_rate = bytes / (r.vendor_ms * 1e6);
-    r.speedup = r.vendor_ms / r.ours_ms;
-    r.percent_floor = 100.0 * (bytes / (ctx.copy_gbs * 1e6)) / r.ours_ms;
+    set_memory_rates(r, bytes, ctx.copy_gbs);
     r.agree = m.count == 0;
     if (!r.agree) r.note = std::to_string(m.count) + " mismatches, max diff " + std::to_string(m.max_abs_diff);
     print_row(r);
@@ -396,10 +398,7 @@ void bench_select(Context& ctx, index_t n, const T* in) {
   r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
   r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
   const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n + counts[0]);
-  r.ours_rate = bytes / (r.ours_ms * 1e6);
-  r.vendor_rate = bytes / (r.vendor_ms * 1e6);
-  r.speedup = r.vendor_ms / r.ours_ms;
-  r.percent_floor = 100.0 * (bytes / (ctx.copy_gbs * 1e6)) / r.ours_ms;
+  set_memory_rates(r, bytes, ctx.copy_gbs);
   r.agree = counts[0] == counts[1] && m.count == 0;
   r.note = "kept " + std::to_string(counts[0]);
   if (counts[0] != counts[1]) r.note += " vs cub " + std::to_string(counts[1]);

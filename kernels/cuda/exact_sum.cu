@@ -48,17 +48,13 @@ template <class T>
 __device__ __forceinline__ void atomic_deposit(BlockAccumulator<T>& acc, std::uint64_t magnitude, int position,
                                                bool negative) {
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
-  const int index = position >> 5;
-  const int shift = position & 31;
-  const std::uint64_t low = magnitude << shift;
-  const std::uint64_t high = shift ? magnitude >> (64 - shift) : 0;
-  const std::uint64_t pieces[3] = {low & 0xffffffffull, low >> 32, high};
+  const ExactSumPieces p = exact_sum_split(magnitude, position);
 #pragma unroll
   for (int k = 0; k < 3; ++k) {
     // Pieces beyond the top limb are provably zero (the value fits the accumulator); skip them.
-    if (pieces[k] != 0 && index + k < kLimbs) {
-      const std::uint64_t add = negative ? (~pieces[k] + 1) : pieces[k];  // two's complement wraps as int64
-      atomicAdd(&acc.limb[index + k], static_cast<unsigned long long>(add));
+    if (p.piece[k] != 0 && p.index + k < kLimbs) {
+      const std::uint64_t add = negative ? (~p.piece[k] + 1) : p.piece[k];  // two's complement wraps as int64
+      atomicAdd(&acc.limb[p.index + k], static_cast<unsigned long long>(add));
     }
   }
 }

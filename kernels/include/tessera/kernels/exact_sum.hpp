@@ -107,23 +107,31 @@ TESSERA_HOST_DEVICE inline ExactSumElement exact_sum_decompose(T x) {
   return out;
 }
 
+// magnitude * 2^position (magnitude < 2^53, position >= 0) cut along the 32-bit limb grid: limbs
+// index, index + 1 and index + 2 receive piece[0], piece[1] and piece[2] (each below 2^32).
+struct ExactSumPieces {
+  int index;
+  std::uint64_t piece[3];
+};
+
+TESSERA_HOST_DEVICE inline ExactSumPieces exact_sum_split(std::uint64_t magnitude, int position) {
+  const int shift = position & 31;
+  // magnitude << shift needs up to 53 + 31 = 84 bits: low 64 bits and the bits above them.
+  const std::uint64_t low = magnitude << shift;
+  const std::uint64_t high = shift ? magnitude >> (64 - shift) : 0;
+  return {position >> 5, {low & 0xffffffffu, low >> 32, high}};
+}
+
 // Adds (-1)^negative * magnitude * 2^position to the limbs (magnitude < 2^53, position >= 0).
 template <class T>
 TESSERA_HOST_DEVICE inline void exact_sum_deposit(std::int64_t* limb, std::uint64_t magnitude, int position,
                                                   bool negative) {
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
-  const int index = position >> 5;
-  const int shift = position & 31;
-  // magnitude << shift needs up to 53 + 31 = 84 bits: low 64 bits and the bits above them.
-  const std::uint64_t low = magnitude << shift;
-  const std::uint64_t high = shift ? magnitude >> (64 - shift) : 0;
-  const std::int64_t piece0 = static_cast<std::int64_t>(low & 0xffffffffu);
-  const std::int64_t piece1 = static_cast<std::int64_t>(low >> 32);
-  const std::int64_t piece2 = static_cast<std::int64_t>(high);
+  const ExactSumPieces p = exact_sum_split(magnitude, position);
   const std::int64_t sign = negative ? -1 : 1;
-  limb[index] += sign * piece0;
-  if (index + 1 < kLimbs) limb[index + 1] += sign * piece1;
-  if (index + 2 < kLimbs) limb[index + 2] += sign * piece2;
+  limb[p.index] += sign * static_cast<std::int64_t>(p.piece[0]);
+  if (p.index + 1 < kLimbs) limb[p.index + 1] += sign * static_cast<std::int64_t>(p.piece[1]);
+  if (p.index + 2 < kLimbs) limb[p.index + 2] += sign * static_cast<std::int64_t>(p.piece[2]);
 }
 
 template <class T>

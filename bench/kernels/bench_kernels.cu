@@ -11,7 +11,7 @@
 // percentage of cuBLAS's.
 //
 // Usage: tessera_bench_kernels [--sizes 268435456,1073741824] [--gemm 4096x4096x4096,...]
-//          [--ops reduce,scan,select,gemm] [--reps 20] [--warmup 3] [--gemm-reps 10] [--json FILE]
+//          [--ops reduce,scan,select,exact,gemm] [--reps 20] [--warmup 3] [--gemm-reps 10] [--json FILE]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/kernels.hpp"
 
 namespace {
@@ -49,7 +50,7 @@ using tessera::kernels::Queue;
 struct Options {
   std::vector<index_t> sizes = {index_t(1) << 28, index_t(1) << 30};
   std::vector<std::array<index_t, 3>> gemm_shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {5000, 3001, 4097}};
-  std::vector<std::string> ops = {"reduce", "scan", "select", "gemm"};
+  std::vector<std::string> ops = {"reduce", "scan", "select", "exact", "gemm"};
   int reps = 20;
   int warmup = 3;
   int gemm_reps = 10;
@@ -101,7 +102,7 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--ops") {
       o.ops = split(value(), ',');
       for (const auto& op : o.ops)
-        if (op != "reduce" && op != "scan" && op != "select" && op != "gemm") usage_error("--ops: unknown operation '" + op + "'");
+        if (op != "reduce" && op != "scan" && op != "select" && op != "exact" && op != "gemm") usage_error("--ops: unknown operation '" + op + "'");
     } else if (flag == "--reps") {
       o.reps = static_cast<int>(parse_count(value(), "--reps"));
     } else if (flag == "--warmup") {
@@ -111,7 +112,7 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--json") {
       o.json = value();
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_kernels [--sizes N,...] [--gemm MxNxK,...] [--ops reduce,scan,select,gemm]\n"
+      std::printf("usage: tessera_bench_kernels [--sizes N,...] [--gemm MxNxK,...] [--ops reduce,scan,select,exact,gemm]\n"
                   "                             [--reps R] [--warmup W] [--gemm-reps R] [--json FILE]\n");
       std::exit(0);
     } else {
@@ -410,6 +411,53 @@ void bench_select(Context& ctx, index_t n, const T* in) {
   TESSERA_CUDA_CHECK(cudaFree(theirs_count));
 }
 
+// The exact, correctly rounded sum (kernels::exact_sum_partial, then the rounding on the host)
+// against the plain CUB sum: what reproducibility costs. speedup = CUB sum time / exact sum time,
+// so 1 / speedup is the cost factor; %floor counts the bytes read, as for reduce.
+template <class T>
+void bench_exact(Context& ctx, index_t n, const T* in) {
+  const Queue& q = ctx.q;
+  T* theirs = nullptr;
+  tessera::kernels::ExactAccumulator<T>* acc = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&theirs, sizeof(T)));
+  TESSERA_CUDA_CHECK(cudaMalloc(&acc, sizeof(*acc)));
+  std::size_t temp_bytes = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, in, theirs, n, stream_of(q)));
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, std::max<std::size_t>(temp_bytes, 1)));
+  auto run_ours = [&] { tessera::kernels::exact_sum_partial(q, in, n, acc); };
+  auto run_cub = [&] {
+    std::size_t bytes = temp_bytes;
+    TESSERA_CUDA_CHECK(cub::DeviceReduce::Sum(temp, bytes, in, theirs, n, stream_of(q)));
+  };
+  run_ours();
+  run_cub();
+  tessera::kernels::ExactAccumulator<T> host_acc{};
+  T cub_sum{};
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(&host_acc, acc, sizeof host_acc, cudaMemcpyDeviceToHost, stream_of(q)));
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(&cub_sum, theirs, sizeof cub_sum, cudaMemcpyDeviceToHost, stream_of(q)));
+  q.synchronize();
+  const T exact = tessera::kernels::exact_sum_round(host_acc);
+  Row r;
+  r.op = "exact_sum";
+  r.type = type_name<T>();
+  r.size = std::to_string(n);
+  r.unit = "GB/s";
+  r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
+  r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
+  set_memory_rates(r, static_cast<double>(sizeof(T)) * static_cast<double>(n), ctx.copy_gbs);
+  // CUB's sum carries rounding error; the exact sum must lie within its error bound.
+  r.agree = std::fabs(static_cast<double>(exact) - static_cast<double>(cub_sum)) <= sum_abs_tolerance<T>(n);
+  char note[96];
+  std::snprintf(note, sizeof note, "cost %.2fx CUB sum; exact %.9g, cub %.9g", r.ours_ms / r.vendor_ms,
+                static_cast<double>(exact), static_cast<double>(cub_sum));
+  r.note = note;
+  print_row(r);
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  TESSERA_CUDA_CHECK(cudaFree(acc));
+  TESSERA_CUDA_CHECK(cudaFree(theirs));
+}
+
 template <class T>
 void bench_elementwise_ops(Context& ctx, index_t n) {
   T* in = nullptr;
@@ -422,6 +470,8 @@ void bench_elementwise_ops(Context& ctx, index_t n) {
   if (wants(*ctx.opt, "reduce")) bench_reduce<T>(ctx, n, in);
   if (wants(*ctx.opt, "scan")) bench_scan<T>(ctx, n, in);
   if (wants(*ctx.opt, "select")) bench_select<T>(ctx, n, in);
+  if constexpr (std::is_floating_point_v<T>)
+    if (wants(*ctx.opt, "exact")) bench_exact<T>(ctx, n, in);
   TESSERA_CUDA_CHECK(cudaFree(in));
 }
 
@@ -510,8 +560,8 @@ int main(int argc, char** argv) {
   for (index_t n : opt.sizes) {
     bench_elementwise_ops<std::int32_t>(ctx, n);
     bench_elementwise_ops<float>(ctx, n);
-    if (wants(opt, "reduce") || wants(opt, "scan")) {
-      // 8-byte types: reduce and scan (select of 8-byte types is covered by the tests).
+    if (wants(opt, "reduce") || wants(opt, "scan") || wants(opt, "exact")) {
+      // 8-byte types: reduce, scan and exact (select of 8-byte types is covered by the tests).
       Options narrowed = opt;
       narrowed.ops.erase(std::remove(narrowed.ops.begin(), narrowed.ops.end(), std::string("select")), narrowed.ops.end());
       ctx.opt = &narrowed;

@@ -1,17 +1,28 @@
 // CUDA exact sum (the format is in tessera/kernels/exact_sum.hpp).
 //
-// Two levels, so that the common case costs a few integer instructions per element and no memory
-// traffic beyond the input:
-//  - per thread, a 128-bit two's complement fixed-point "window" in registers, anchored at a bit
-//    position `base` of the superaccumulator. An element whose significand lands inside the window
-//    (0 <= position - base <= window_bits) is added to it exactly with one shift and one 128-bit
-//    add. window_bits leaves enough headroom above that no thread can overflow the window.
-//  - per thread block, the full superaccumulator in shared memory, reached by atomics: an element
-//    below the window goes there directly; an element above it flushes the window there and moves
-//    the window up. For data within a few dozen binades of each other this path is rare.
+// Three levels, so that the common case costs a few floating-point additions per element and no
+// memory traffic beyond the input:
+//  - per thread, floating-point expansions in registers (ExBLAS, Collange et al. 2015): three
+//    doubles a0 + a1 + a2 that hold the running sum exactly. An element enters with TwoSum (Knuth;
+//    error-free as long as nothing overflows): a0 takes the rounded sum, a1 its exact rounding error,
+//    a2 the error of that; what is left after a2 (rare: data spread over more than ~150 binades
+//    within one thread's share) goes to the block's superaccumulator. Every element of a float
+//    array is exact in double, and so are all these sums (multiples of 2^-149, far below overflow).
+//    Double elements at or above 2^960, and inf/NaN, skip the expansion (the gate is one integer
+//    test of the exponent field), so that no sum of one thread's share can overflow.
+//  - the slow path, for those skipped elements: a 128-bit two's complement fixed-point "window" in
+//    registers, anchored at a bit position `base` of the superaccumulator, that takes an element
+//    with one shift and one 128-bit add, or, out of its range, the superaccumulator directly.
+//  - per thread block, the full superaccumulator in shared memory, reached by atomics: the
+//    expansions' overflow, and at the end each thread's expansion terms and window.
 // At the end of the block the shared limbs are normalized and written as one partial per block;
 // a second one-block kernel adds the normalized partials limb by limb (exact in int64, as each
-// normalized limb is below 2^32) and normalizes the result. No host-side loop over partials.
+// normalized limb is below 2^32; one warp per field) and normalizes the result. No host-side loop
+// over partials. The result does not depend on the grid, the order or the device: it is exact.
+//
+// Signed zeros: a0 starts at -0 and stays -0 exactly as long as every element added to it was -0
+// (IEEE round to nearest: -0 + -0 = -0, -0 + +0 = +0, x + -x = +0, and nothing leaves +0 or a
+// non-zero value for -0), which is all the accumulator's non_neg_zero_count has to tell.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +43,9 @@ struct ExactSumTuning {
   // At most this many elements per thread block: keeps every shared limb below 2^62 (each element
   // or window flush adds at most two deposits below 2^32 to one limb).
   static constexpr index_t kMaxBlockElements = index_t(1) << 28;
+  // 16-byte loads each thread issues before working on them (memory-level parallelism).
+  static constexpr int kLoadsInFlight = 4;
+  static constexpr int kFinishThreads = 1024;
 };
 
 using Fields = std::int64_t;
@@ -114,20 +128,102 @@ __device__ __forceinline__ void add_element(BlockAccumulator<T>& acc, ThreadStat
   s.window += e.negative ? -term : term;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Level 1: floating-point expansions.
+
+// Knuth's TwoSum: s + err == a + b exactly, s = fl(a + b), whatever the magnitudes (no overflow).
+// The _rn intrinsics keep the compiler from contracting or reordering anything.
+__device__ __forceinline__ double two_sum(double a, double b, double& err) {
+  const double s = __dadd_rn(a, b);
+  const double b_virtual = __dsub_rn(s, a);
+  const double a_virtual = __dsub_rn(s, b_virtual);
+  err = __dadd_rn(__dsub_rn(a, a_virtual), __dsub_rn(b, b_virtual));
+  return s;
+}
+
+// A finite double whose bits are multiples of T's smallest subnormal (true of every sum and
+// rounding error of T elements), deposited into the block superaccumulator.
+// Not inlined: it is off the hot path, and inlining it at every call site costs registers there.
+template <class T>
+__device__ __noinline__ void deposit_term(BlockAccumulator<T>& acc, double v) {
+  if (v == 0) return;
+  const ExactSumElement e = exact_sum_decompose(v);  // position counts from 2^-1074
+  int position = e.position + (ExactSumFormat<double>::kLsbExponent - ExactSumFormat<T>::kLsbExponent);
+  std::uint64_t magnitude = e.magnitude;
+  if (position < 0) {  // float grid: the bits below 2^-149 are zero, so this shift is exact
+    magnitude >>= -position;
+    position = 0;
+  }
+  atomic_deposit<T>(acc, magnitude, position, e.negative);
+}
+
+struct Expansion {
+  double a0 = -0.0;  // see the note on signed zeros above
+  double a1 = 0.0;
+  double a2 = 0.0;
+
+  template <class T>
+  __device__ __forceinline__ void add(BlockAccumulator<T>& acc, double x) {
+    double e0, e1;
+    a0 = two_sum(a0, x, e0);
+    a1 = two_sum(a1, e0, e1);
+    if (e1 != 0) {  // the error of the error: rare unless the data spans very many binades
+      double e2;
+      a2 = two_sum(a2, e1, e2);
+      if (e2 != 0) deposit_term<T>(acc, e2);
+    }
+  }
+
+  template <class T>
+  __device__ __forceinline__ void flush(BlockAccumulator<T>& acc, unsigned long long& non_neg_zero_count) const {
+    // a0 is -0 only if every element it took was -0: then nothing else is non-zero either.
+    if (__double_as_longlong(a0) != __double_as_longlong(-0.0)) non_neg_zero_count += 1;
+    deposit_term<T>(acc, a0);
+    deposit_term<T>(acc, a1);
+    deposit_term<T>(acc, a2);
+  }
+};
+
+// Elements the expansions may take: finite, and (double) below 2^960, so that no thread's sum can
+// overflow (a thread takes far fewer than 2^63 elements). One integer test on the exponent field.
+__device__ __forceinline__ bool expansion_takes(float x) {
+  return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+}
+__device__ __forceinline__ bool expansion_takes(double x) {
+  constexpr unsigned kLimit = (1023u + 960u) << 20;  // biased exponent of 2^960, in the high word
+  return (static_cast<unsigned>(__double2hiint(x)) & 0x7ff00000u) < kLimit;
+}
+
+// The slow path, out of line for the same reason as deposit_term.
+template <class T>
+__device__ __noinline__ void add_slow(BlockAccumulator<T>& acc, ThreadState<T>& s, T x, int window_bits) {
+  add_element(acc, s, x, window_bits);
+}
+
+// Per thread: two independent expansion chains (twice the additions in flight) and the slow
+// path's state. Kept as separate objects: the slow state's address escapes into add_slow, which
+// puts that object in local memory, and the expansions must stay in registers.
+template <class T>
+__device__ __forceinline__ void add_fast(BlockAccumulator<T>& acc, Expansion& chain, ThreadState<T>& slow, T x,
+                                         int window_bits) {
+  if (expansion_takes(x)) chain.add<T>(acc, static_cast<double>(x));
+  else add_slow(acc, slow, x, window_bits);
+}
+
 template <class T>
 using Vector = std::conditional_t<std::is_same_v<T, double>, double2, float4>;
 
 template <class T>
-__device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, ThreadState<T>& s, const Vector<T>& v,
-                                           int window_bits) {
+__device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion& even, Expansion& odd,
+                                           ThreadState<T>& slow, const Vector<T>& v, int window_bits) {
   if constexpr (std::is_same_v<T, double>) {
-    add_element(acc, s, v.x, window_bits);
-    add_element(acc, s, v.y, window_bits);
+    add_fast(acc, even, slow, v.x, window_bits);
+    add_fast(acc, odd, slow, v.y, window_bits);
   } else {
-    add_element(acc, s, v.x, window_bits);
-    add_element(acc, s, v.y, window_bits);
-    add_element(acc, s, v.z, window_bits);
-    add_element(acc, s, v.w, window_bits);
+    add_fast(acc, even, slow, v.x, window_bits);
+    add_fast(acc, odd, slow, v.y, window_bits);
+    add_fast(acc, even, slow, v.z, window_bits);
+    add_fast(acc, odd, slow, v.w, window_bits);
   }
 }
 
@@ -136,13 +232,15 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads)
     exact_sum_block_kernel(const T* __restrict__ in, index_t n, int window_bits, Fields* __restrict__ partials) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
+  constexpr int kLoads = ExactSumTuning::kLoadsInFlight;
   __shared__ BlockAccumulator<T> acc;
   auto* shared_fields = reinterpret_cast<unsigned long long*>(&acc);
   constexpr int kSharedFields = sizeof(BlockAccumulator<T>) / sizeof(unsigned long long);
   for (int i = threadIdx.x; i < kSharedFields; i += blockDim.x) shared_fields[i] = 0;
   __syncthreads();
 
-  ThreadState<T> s;
+  Expansion even, odd;
+  ThreadState<T> slow;
   const index_t thread = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
   constexpr int kVec = static_cast<int>(sizeof(Vector<T>) / sizeof(T));
@@ -151,23 +249,26 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads)
     const index_t vectors = n / kVec;
     const auto* vin = reinterpret_cast<const Vector<T>*>(in);
     index_t i = thread;
-    // Two loads in flight before the data-dependent work on either.
-    for (; i + stride < vectors; i += 2 * stride) {
-      const Vector<T> a = __ldg(vin + i);
-      const Vector<T> b = __ldg(vin + i + stride);
-      add_vector(acc, s, a, window_bits);
-      add_vector(acc, s, b, window_bits);
+    // kLoads 16-byte loads in flight before the dependent additions on any of them.
+    for (; i + (kLoads - 1) * stride < vectors; i += kLoads * stride) {
+      Vector<T> v[kLoads];
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) v[k] = __ldg(vin + i + k * stride);
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) add_vector(acc, even, odd, slow, v[k], window_bits);
     }
-    if (i < vectors) add_vector(acc, s, __ldg(vin + i), window_bits);
+    for (; i < vectors; i += stride) add_vector(acc, even, odd, slow, __ldg(vin + i), window_bits);
     scalar_begin = vectors * kVec;
   }
-  for (index_t i = scalar_begin + thread; i < n; i += stride) add_element(acc, s, __ldg(in + i), window_bits);
+  for (index_t i = scalar_begin + thread; i < n; i += stride) add_fast(acc, even, slow, __ldg(in + i), window_bits);
 
-  flush_window<T>(acc, s.window, s.base);
-  if (s.nan_count) atomicAdd(&acc.nan_count, s.nan_count);
-  if (s.pos_inf_count) atomicAdd(&acc.pos_inf_count, s.pos_inf_count);
-  if (s.neg_inf_count) atomicAdd(&acc.neg_inf_count, s.neg_inf_count);
-  if (s.non_neg_zero_count) atomicAdd(&acc.non_neg_zero_count, s.non_neg_zero_count);
+  even.flush(acc, slow.non_neg_zero_count);
+  odd.flush(acc, slow.non_neg_zero_count);
+  flush_window<T>(acc, slow.window, slow.base);
+  if (slow.nan_count) atomicAdd(&acc.nan_count, slow.nan_count);
+  if (slow.pos_inf_count) atomicAdd(&acc.pos_inf_count, slow.pos_inf_count);
+  if (slow.neg_inf_count) atomicAdd(&acc.neg_inf_count, slow.neg_inf_count);
+  if (slow.non_neg_zero_count) atomicAdd(&acc.non_neg_zero_count, slow.non_neg_zero_count);
   __syncthreads();
 
   if (threadIdx.x == 0) {
@@ -184,16 +285,22 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads)
   }
 }
 
-// One thread per field: sums the normalized partials of all blocks, then one thread normalizes.
+// One warp per field: the lanes stride over the normalized partials of all blocks, a shuffle tree
+// adds the lanes' sums (exact in int64: fewer than 2^31 partials, each field below 2^32 but the
+// top limb, which is small), then one thread normalizes.
 template <class T>
-__global__ void exact_sum_finish_kernel(const Fields* __restrict__ partials, int blocks, index_t n,
-                                        ExactAccumulator<T>* out) {
+__global__ void __launch_bounds__(ExactSumTuning::kFinishThreads)
+    exact_sum_finish_kernel(const Fields* __restrict__ partials, int blocks, index_t n, ExactAccumulator<T>* out) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   Fields* fields = reinterpret_cast<Fields*>(out);
-  for (int f = threadIdx.x; f < kFields; f += blockDim.x) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warps = static_cast<int>(blockDim.x / 32);
+  for (int f = static_cast<int>(threadIdx.x / 32); f < kFields; f += warps) {
     Fields total = 0;
-    for (int b = 0; b < blocks; ++b) total += partials[static_cast<index_t>(b) * kFields + f];
-    fields[f] = total;
+    for (int b = lane; b < blocks; b += 32) total += partials[static_cast<index_t>(b) * kFields + f];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_down_sync(0xffffffffu, total, offset);
+    if (lane == 0) fields[f] = total;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -230,7 +337,7 @@ void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, Str
   exact_sum_block_kernel<T><<<static_cast<unsigned>(blocks), Tuning::kThreads, 0, stream>>>(in, n, window_bits,
                                                                                             partials);
   TESSERA_CUDA_CHECK_LAUNCH();
-  exact_sum_finish_kernel<T><<<1, 128, 0, stream>>>(partials, static_cast<int>(blocks), n, acc_out);
+  exact_sum_finish_kernel<T><<<1, Tuning::kFinishThreads, 0, stream>>>(partials, static_cast<int>(blocks), n, acc_out);
   TESSERA_CUDA_CHECK_LAUNCH();
   TESSERA_CUDA_CHECK(cudaFreeAsync(partials, stream));
 }

@@ -62,7 +62,7 @@ struct ExactAccumulator {
   std::int64_t pos_inf_count;      // +inf elements
   std::int64_t neg_inf_count;      // -inf elements
   std::int64_t count;              // elements deposited
-  std::int64_t non_neg_zero_count; // elements other than -0 (the sum is -0 only if this is 0)
+  std::int64_t non_neg_zero_count; // > 0 iff some element is not -0 (a backend may count fewer: only 0 vs > 0 means anything)
 
   static constexpr int kFields = kLimbs + 5;
 };

@@ -12,6 +12,7 @@
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
+#include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera {
@@ -71,6 +72,7 @@ Runtime::Runtime(int& argc, char**& argv) {
 Runtime::~Runtime() {
   world_ = Context();
   kernels::destroy_queue(queue_);
+  kernels::release_cached_memory();  // array blocks cached by kernels::allocate
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();

@@ -12,6 +12,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
 
 #include "tessera/kernels/cuda_check.hpp"
 #endif
@@ -111,14 +115,122 @@ std::string describe_device(const Queue& q) {
   return "cpu";
 }
 
+#if TESSERA_HAVE_CUDA
+namespace {
+
+// Device memory of arrays (DistArray blocks and other long-lived buffers): blocks from cudaMalloc,
+// kept in a cache when freed and handed out again for requests of about the same size. Plain
+// cudaMalloc memory rather than the stream-ordered pool, because CUDA-aware MPI libraries map it
+// with CUDA IPC, which pool memory does not allow by default; cached, because an algorithm that
+// returns a new array (filter, scan, rebalance) would otherwise pay a cudaMalloc and a cudaFree per
+// call (each 0.1-1 ms per GB, and cudaFree synchronises the device).
+//
+// Stream order: a freed block records an event on the freeing queue's stream. Reused on the same
+// stream it is safe by stream order; reused from another stream, that stream first waits for the
+// event. On out-of-memory the cache and the stream-ordered pool are emptied and the allocation is
+// tried once more.
+class DeviceBlockCache {
+ public:
+  void* allocate(int device, cudaStream_t stream, std::size_t bytes) {
+    const std::size_t size = round_up(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Best fit, wasting at most an eighth of the request.
+      auto it = free_.lower_bound({device, size});
+      if (it != free_.end() && it->first.first == device && it->first.second <= size + size / 8) {
+        Block b = it->second;
+        free_.erase(it);
+        cached_bytes_ -= b.bytes;
+        if (b.stream != stream) TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream, b.freed, 0));
+        in_use_.emplace(b.ptr, b);
+        return b.ptr;
+      }
+    }
+    void* p = nullptr;
+    cudaError_t status = cudaMalloc(&p, size);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      release_all();
+      cudaMemPool_t pool = nullptr;
+      TESSERA_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+      TESSERA_CUDA_CHECK(cudaDeviceSynchronize());  // pool blocks freed in stream order become free
+      TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+      status = cudaMalloc(&p, size);
+    }
+    TESSERA_CUDA_CHECK(status);
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_use_.emplace(p, Block{p, size, device, stream, nullptr});
+    return p;
+  }
+
+  void deallocate(void* ptr, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = in_use_.find(ptr);
+    TESSERA_ASSERT(it != in_use_.end(), "kernels::deallocate: pointer not from kernels::allocate");
+    Block b = it->second;
+    in_use_.erase(it);
+    if (!b.freed) TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&b.freed, cudaEventDisableTiming));
+    TESSERA_CUDA_CHECK(cudaEventRecord(b.freed, stream));
+    b.stream = stream;
+    free_.emplace(std::make_pair(b.device, b.bytes), b);
+    cached_bytes_ += b.bytes;
+  }
+
+  // Returns every cached block to the driver (blocks in use stay).
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return;
+    int current = 0;
+    TESSERA_CUDA_CHECK(cudaGetDevice(&current));
+    for (auto& [key, b] : free_) {
+      TESSERA_CUDA_CHECK(cudaSetDevice(b.device));
+      TESSERA_CUDA_CHECK(cudaEventSynchronize(b.freed));
+      TESSERA_CUDA_CHECK(cudaEventDestroy(b.freed));
+      TESSERA_CUDA_CHECK(cudaFree(b.ptr));
+    }
+    TESSERA_CUDA_CHECK(cudaSetDevice(current));
+    free_.clear();
+    cached_bytes_ = 0;
+  }
+
+  std::size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_bytes_;
+  }
+
+ private:
+  struct Block {
+    void* ptr;
+    std::size_t bytes;
+    int device;
+    cudaStream_t stream;  // of the last free
+    cudaEvent_t freed;    // recorded there at the last free
+  };
+  // 512-byte granules for small blocks, 2 MiB (the driver's page size for large ones) above 1 MiB.
+  static std::size_t round_up(std::size_t bytes) {
+    const std::size_t granule = bytes >= (std::size_t(1) << 20) ? (std::size_t(2) << 20) : 512;
+    return (bytes + granule - 1) / granule * granule;
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<void*, Block> in_use_;
+  std::multimap<std::pair<int, std::size_t>, Block> free_;
+  std::size_t cached_bytes_ = 0;
+};
+
+// Never destroyed: at process exit the driver may already be gone, and it frees everything anyway.
+DeviceBlockCache& block_cache() {
+  static auto* cache = new DeviceBlockCache;
+  return *cache;
+}
+
+}  // namespace
+#endif
+
 void* allocate(const Queue& q, std::size_t bytes) {
   if (bytes == 0) return nullptr;
 #if TESSERA_HAVE_CUDA
-  if (q.backend == Backend::cuda) {
-    void* p = nullptr;
-    TESSERA_CUDA_CHECK(cudaMalloc(&p, bytes));
-    return p;
-  }
+  if (q.backend == Backend::cuda) return block_cache().allocate(q.device, cuda_stream(q), bytes);
 #endif
   (void)q;
   // 64-byte alignment: whole cache lines, and 16-byte vector loads on any element.
@@ -131,12 +243,26 @@ void deallocate(const Queue& q, void* ptr) {
   if (!ptr) return;
 #if TESSERA_HAVE_CUDA
   if (q.backend == Backend::cuda) {
-    TESSERA_CUDA_CHECK(cudaFree(ptr));
+    block_cache().deallocate(ptr, cuda_stream(q));
     return;
   }
 #endif
   (void)q;
   std::free(ptr);
+}
+
+void release_cached_memory() {
+#if TESSERA_HAVE_CUDA
+  block_cache().release_all();
+#endif
+}
+
+std::size_t cached_memory_bytes() {
+#if TESSERA_HAVE_CUDA
+  return block_cache().cached_bytes();
+#else
+  return 0;
+#endif
 }
 
 void* allocate_pinned_host(std::size_t bytes) {
@@ -215,7 +341,13 @@ ScratchBuffer::ScratchBuffer(const Queue& q, std::size_t bytes) : queue_(q), byt
   if (bytes == 0) return;
 #if TESSERA_HAVE_CUDA
   if (q.backend == Backend::cuda) {
-    TESSERA_CUDA_CHECK(cudaMallocAsync(&data_, bytes, cuda_stream(q)));
+    cudaError_t status = cudaMallocAsync(&data_, bytes, cuda_stream(q));
+    if (status == cudaErrorMemoryAllocation) {  // cached array blocks may hold what the pool needs
+      (void)cudaGetLastError();
+      release_cached_memory();
+      status = cudaMallocAsync(&data_, bytes, cuda_stream(q));
+    }
+    TESSERA_CUDA_CHECK(status);
     return;
   }
 #endif

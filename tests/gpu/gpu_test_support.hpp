@@ -78,7 +78,13 @@ class DeviceArray {
 
   // Floating point: all-ones bytes (a NaN); integers: 0xA5 bytes (an unlikely large value).
   static unsigned char poison_byte() { return std::is_floating_point_v<T> ? 0xFF : 0xA5; }
-  void poison() { TESSERA_CUDA_CHECK(cudaMemset(base_, poison_byte(), bytes_)); }
+  // On the queue's stream: the block may come from kernels::allocate's cache, free for reuse in
+  // that stream's order.
+  void poison() {
+    auto stream = reinterpret_cast<cudaStream_t>(cuda_queue().stream);
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(base_, poison_byte(), bytes_, stream));
+    TESSERA_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
 
   void upload(const std::vector<T>& host) {
     ASSERT_EQ(static_cast<index_t>(host.size()), n_);

@@ -9,8 +9,18 @@
 
 namespace tessera::kernels {
 
+// Memory for arrays. Under cuda: plain device memory (cudaMalloc, so CUDA-aware MPI can map it),
+// from a cache of freed blocks where one of about the size is free: repeated calls that make and
+// drop arrays of similar sizes cost no cudaMalloc/cudaFree. Like cudaMallocAsync memory, a block is
+// ready in the queue's stream order; deallocate may be called while work on the queue still uses
+// the block (its reuse waits for that work). Out of memory: the cache is emptied and it retries.
 void* allocate(const Queue& queue, std::size_t bytes);
 void deallocate(const Queue& queue, void* ptr);
+
+// Returns the cached, unused blocks of allocate() to the driver (cudaFree). No effect under cpu.
+void release_cached_memory();
+// Bytes held in that cache now.
+std::size_t cached_memory_bytes();
 
 // Page-locked host memory where the build has CUDA (faster staging), plain host memory otherwise.
 void* allocate_pinned_host(std::size_t bytes);

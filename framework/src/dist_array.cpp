@@ -20,7 +20,33 @@ DistArray<T>::DistArray(const Context& ctx, Partition partition) : ctx_(ctx), pa
   TESSERA_ASSERT(partition_.parts() == ctx_.size(), "DistArray: partition has a part count other than the ranks");
   local_size_ = partition_.local_size(ctx_.rank());
   global_offset_ = partition_.offset(ctx_.rank());
+  capacity_ = local_size_;
   data_ = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
+}
+
+template <class T>
+DistArray<T> DistArray<T>::adopt_local(const Context& ctx, Partition partition, T* data, index_t capacity) {
+  TESSERA_ASSERT(!ctx.is_null(), "DistArray::adopt_local on a null context");
+  TESSERA_ASSERT(partition.parts() == ctx.size(), "DistArray::adopt_local: partition has a part count other than the ranks");
+  TESSERA_ASSERT(partition.local_size(ctx.rank()) <= capacity, "DistArray::adopt_local: block larger than its storage");
+  DistArray out;
+  out.ctx_ = ctx;
+  out.partition_ = std::move(partition);
+  out.local_size_ = out.partition_.local_size(ctx.rank());
+  out.global_offset_ = out.partition_.offset(ctx.rank());
+  out.capacity_ = capacity;
+  out.data_ = data;
+  return out;
+}
+
+template <class T>
+void DistArray<T>::shrink_to_fit() {
+  if (capacity_ == local_size_) return;
+  T* exact = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
+  kernels::copy_within(ctx_.queue(), exact, data_, local_bytes());
+  release();
+  data_ = exact;
+  capacity_ = local_size_;
 }
 
 template <class T>
@@ -40,6 +66,7 @@ DistArray<T>::DistArray(DistArray&& other) noexcept
       partition_(std::move(other.partition_)),
       local_size_(std::exchange(other.local_size_, 0)),
       global_offset_(std::exchange(other.global_offset_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)),
       data_(std::exchange(other.data_, nullptr)) {}
 
 template <class T>
@@ -50,6 +77,7 @@ DistArray<T>& DistArray<T>::operator=(DistArray&& other) noexcept {
     partition_ = std::move(other.partition_);
     local_size_ = std::exchange(other.local_size_, 0);
     global_offset_ = std::exchange(other.global_offset_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
     data_ = std::exchange(other.data_, nullptr);
   }
   return *this;

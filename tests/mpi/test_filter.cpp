@@ -46,6 +46,17 @@ void check_filter(const DistArray<T>& array, const std::vector<T>& global, Predi
   if (ctx.rank() == 0) {
     EXPECT_EQ(got, expected) << where;
   }
+  // The result keeps the selected block's storage unless less than a third of it is used.
+  EXPECT_GE(kept.local_capacity(), kept.local_size()) << where;
+  if (kept.local_size() * 3 < array.local_size()) EXPECT_EQ(kept.local_capacity(), kept.local_size()) << where;
+  else EXPECT_EQ(kept.local_capacity(), array.local_size()) << where;
+  DistArray<T> shrunk = filter(array, pred);
+  shrunk.shrink_to_fit();
+  EXPECT_EQ(shrunk.local_capacity(), shrunk.local_size()) << where;
+  const std::vector<T> got_shrunk = shrunk.gather(0);
+  if (ctx.rank() == 0) {
+    EXPECT_EQ(got_shrunk, expected) << where << " after shrink_to_fit";
+  }
 
   const DistArray<T> balanced = rebalance(kept);
   EXPECT_TRUE(balanced.partition() == Partition::block(kept.global_size(), ctx.size())) << where;

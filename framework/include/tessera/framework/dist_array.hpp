@@ -32,6 +32,10 @@ class DistArray {
   index_t local_size() const { return local_size_; }
   index_t global_offset() const { return global_offset_; }
   std::size_t local_bytes() const { return static_cast<std::size_t>(local_size_) * sizeof(T); }
+  // Elements the local block has room for (>= local_size(); more after a filter, see filter()).
+  index_t local_capacity() const { return capacity_; }
+  // Moves the block into storage of exactly local_size() elements, releasing the rest.
+  void shrink_to_fit();
 
   // Backend memory (a device pointer under cuda).
   T* local_data() { return data_; }
@@ -54,6 +58,9 @@ class DistArray {
   // Every rank passes the same global data; each keeps its own block. Collective-free; for tests.
   static DistArray from_replicated(const Context& ctx, std::span<const T> global, Partition partition);
   static DistArray from_replicated(const Context& ctx, std::span<const T> global);
+  // Takes ownership of `data`: backend memory from kernels::allocate on the context's queue, room
+  // for `capacity` >= this rank's part of `partition` elements, holding that part.
+  static DistArray adopt_local(const Context& ctx, Partition partition, T* data, index_t capacity);
 
  private:
   void release();
@@ -62,6 +69,7 @@ class DistArray {
   Partition partition_;
   index_t local_size_ = 0;
   index_t global_offset_ = 0;
+  index_t capacity_ = 0;
   T* data_ = nullptr;
 };
 

@@ -89,7 +89,7 @@ struct SgemmKernel {
 };
 template <bool VA, bool VB, bool VC>
 struct DgemmKernel {
-  static constexpr auto value = dgemm_dmma_kernel<VA, VB, VC>;
+  static constexpr auto value = dgemm_dmma_kernel<DgemmTuning, VA, VB, VC>;
 };
 
 dim3 gemm_grid(index_t m, index_t n, int block_m, int block_n) {
@@ -128,8 +128,14 @@ void tiled_gemm(index_t m, index_t n, index_t k, double alpha, const double* a, 
     }
     opted_in[device.ordinal].store(true);
   }
-  kernel<<<gemm_grid(m, n, Tu::kBlockM, Tu::kBlockN), Tu::kThreads, Tu::kSharedBytes, to_cuda(stream)>>>(
-      m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  // One-dimensional grid: the kernel maps block indices to tiles in groups of rows (L2 reuse).
+  const index_t tiles = ceil_div<index_t>(m, Tu::kBlockM) * ceil_div<index_t>(n, Tu::kBlockN);
+  if (tiles > 0x7fffffff)
+    throw UsageError("gemm: matrix of " + std::to_string(m) + " x " + std::to_string(n) +
+                     " exceeds the tile grid of the tiled engine (at most 2^31 - 1 tiles of 128 x " +
+                     std::to_string(Tu::kBlockN) + ")");
+  kernel<<<static_cast<unsigned>(tiles), Tu::kThreads, Tu::kSharedBytes, to_cuda(stream)>>>(m, n, k, alpha, a, lda, b,
+                                                                                            ldb, beta, c, ldc);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 

@@ -155,7 +155,7 @@ void device_scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stre
   TESSERA_ASSERT(tiles <= 0x7fffffff, "scan: more tiles than one grid can hold");
   const DeviceInfo& device = current_device_info();
   Queue queue{Backend::cuda, device.ordinal, stream};
-  const LookbackScratch<T> scratch(queue, tiles);
+  const LookbackScratch<TileStatus<T>> scratch(queue, tiles);
   const auto status = scratch.status;
   unsigned int* const tile_counter = scratch.tile_counter;
   const bool vector_io = is_aligned(in, kVectorBytes) && is_aligned(out, kVectorBytes);

@@ -38,7 +38,7 @@ struct SelectTuning {
 template <class Tuning, class T, class Pred>
 __global__ void __launch_bounds__(Tuning::kBlockThreads)
     select_single_pass_kernel(const T* __restrict__ in, index_t n, Pred pred, T* __restrict__ out,
-                              index_t* __restrict__ kept_count, TileStatus<index_t> status,
+                              index_t* __restrict__ kept_count, TileCountStatus status,
                               unsigned int* __restrict__ tile_counter, index_t tiles, bool vector_in) {
   constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
   constexpr int kV = Tuning::kVectorsPerThread;
@@ -131,7 +131,7 @@ void device_select(const T* in, index_t n, Pred pred, T* out, index_t* kept_coun
   TESSERA_ASSERT(tiles <= 0x7fffffff, "select: more tiles than one grid can hold");
   const DeviceInfo& device = current_device_info();
   Queue queue{Backend::cuda, device.ordinal, stream};
-  const LookbackScratch<index_t> scratch(queue, tiles);
+  const LookbackScratch<TileCountStatus> scratch(queue, tiles);
   const auto status = scratch.status;
   unsigned int* const tile_counter = scratch.tile_counter;
   select_single_pass_kernel<Tuning><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, to_cuda(stream)>>>(

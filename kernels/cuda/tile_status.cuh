@@ -4,18 +4,22 @@
 // prefix (INCLUSIVE) once its predecessors' are known; a successor folds predecessors' values
 // backwards, 32 at a time, until it meets an INCLUSIVE one.
 //
-// Memory ordering. 4-byte values travel with their flag in one 64-bit word, written and read with
-// single-copy-atomic relaxed gpu-scope accesses, so a reader never sees a flag without its value.
-// 8-byte values live in their own arrays (one slot per tile and kind, each written once); the
-// writer stores the value, then the flag with st.release.gpu; the reader loads the flag with
-// ld.acquire.gpu, then the value with a gpu-scope load that bypasses L1, where a stale copy could
-// sit. The storage is zeroed (all INVALID) in stream order before each launch.
+// Memory ordering. Every tile's {state, value} travels in ONE word that is written and read with a
+// single-copy-atomic relaxed gpu-scope access, so a reader never sees a state without its value and
+// no fence is needed: 4-byte values in a 64-bit word, counts (select) in a 64-bit word as 2 state
+// bits over a 62-bit count, 8-byte values in a 16-byte word (ld/st .b128, PTX ISA 8.3, sm_70+).
+// An earlier layout kept 8-byte values in separate arrays behind a flag written with st.release
+// and read with ld.acquire (fences, and two dependent loads per look-back step); packing alone took
+// the 8-byte scan from 0.70-0.76x to 0.92-0.98x CUB and select (8-byte counts) from 0.77x to 0.93x
+// on an H100 (docs/KERNELS.md).
+// The storage is zeroed (all INVALID) in stream order before each launch.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
@@ -34,13 +38,23 @@ __device__ __forceinline__ std::uint64_t load_relaxed_gpu(const std::uint64_t* p
 __device__ __forceinline__ void store_relaxed_gpu(std::uint64_t* p, std::uint64_t v) {
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__device__ __forceinline__ std::uint32_t load_acquire_gpu(const std::uint32_t* p) {
-  std::uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+// 16-byte accesses; p must be 16-byte aligned.
+__device__ __forceinline__ void load_relaxed_gpu_128(const std::uint64_t* p, std::uint64_t& lo, std::uint64_t& hi) {
+  asm volatile(
+      "{\n\t.reg .b128 word;\n\t"
+      "ld.relaxed.gpu.global.b128 word, [%2];\n\t"
+      "mov.b128 {%0, %1}, word;\n\t}"
+      : "=l"(lo), "=l"(hi)
+      : "l"(p)
+      : "memory");
 }
-__device__ __forceinline__ void store_release_gpu(std::uint32_t* p, std::uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ void store_relaxed_gpu_128(std::uint64_t* p, std::uint64_t lo, std::uint64_t hi) {
+  asm volatile(
+      "{\n\t.reg .b128 word;\n\t"
+      "mov.b128 word, {%1, %2};\n\t"
+      "st.relaxed.gpu.global.b128 [%0], word;\n\t}" ::"l"(p),
+      "l"(lo), "l"(hi)
+      : "memory");
 }
 
 template <class To, class From>
@@ -51,17 +65,15 @@ __device__ __forceinline__ To bit_cast_device(From from) {
   return to;
 }
 
-template <class T, bool Packed = (sizeof(T) <= 4)>
-struct TileStatus;
-
 // 4-byte values: {state, value} in one 64-bit word per tile.
 template <class T>
-struct TileStatus<T, true> {
+struct TileStatus64 {
+  static_assert(sizeof(T) == 4);
+  using Value = T;
   std::uint64_t* words = nullptr;
 
   static std::size_t bytes(index_t tiles) { return sizeof(std::uint64_t) * static_cast<std::size_t>(tiles); }
-  static std::size_t bytes_to_zero(index_t tiles) { return bytes(tiles); }
-  static TileStatus on(void* storage, index_t) { return TileStatus{static_cast<std::uint64_t*>(storage)}; }
+  static TileStatus64 on(void* storage) { return TileStatus64{static_cast<std::uint64_t*>(storage)}; }
 
   __device__ __forceinline__ void publish(index_t tile, TileState state, T value) const {
     const std::uint32_t bits = bit_cast_device<std::uint32_t>(value);
@@ -74,42 +86,52 @@ struct TileStatus<T, true> {
   }
 };
 
-// 8-byte values: flags, then the aggregates, then the inclusive prefixes.
+// 8-byte values: {value, state} in one 16-byte word per tile, read by the look-back with one
+// 16-byte load.
 template <class T>
-struct TileStatus<T, false> {
-  std::uint32_t* flags = nullptr;
-  std::uint64_t* aggregates = nullptr;
-  std::uint64_t* inclusive = nullptr;
+struct TileStatus128 {
+  static_assert(sizeof(T) == 8);
+  using Value = T;
+  std::uint64_t* words = nullptr;  // two per tile, 16-byte aligned
 
-  static std::size_t flag_bytes(index_t tiles) {
-    return (sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) + 15) / 16 * 16;
-  }
-  static std::size_t bytes(index_t tiles) {
-    return flag_bytes(tiles) + 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(tiles);
-  }
-  static std::size_t bytes_to_zero(index_t tiles) { return flag_bytes(tiles); }
-  static TileStatus on(void* storage, index_t tiles) {
-    auto* base = static_cast<char*>(storage);
-    TileStatus s;
-    s.flags = reinterpret_cast<std::uint32_t*>(base);
-    s.aggregates = reinterpret_cast<std::uint64_t*>(base + flag_bytes(tiles));
-    s.inclusive = s.aggregates + tiles;
-    return s;
-  }
+  static std::size_t bytes(index_t tiles) { return 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(tiles); }
+  static TileStatus128 on(void* storage) { return TileStatus128{static_cast<std::uint64_t*>(storage)}; }
 
   __device__ __forceinline__ void publish(index_t tile, TileState state, T value) const {
-    std::uint64_t* slot = (state == kTileInclusive ? inclusive : aggregates) + tile;
-    store_relaxed_gpu(slot, bit_cast_device<std::uint64_t>(value));
-    store_release_gpu(flags + tile, state);
+    store_relaxed_gpu_128(words + 2 * tile, bit_cast_device<std::uint64_t>(value), state);
   }
   __device__ __forceinline__ TileState read(index_t tile, T& value) const {
-    const auto state = static_cast<TileState>(load_acquire_gpu(flags + tile));
-    value = T{};
-    if (state != kTileInvalid)
-      value = bit_cast_device<T>(load_relaxed_gpu((state == kTileInclusive ? inclusive : aggregates) + tile));
-    return state;
+    std::uint64_t bits, state;
+    load_relaxed_gpu_128(words + 2 * tile, bits, state);
+    value = bit_cast_device<T>(bits);
+    return static_cast<TileState>(state);
   }
 };
+
+// Counts of kept elements (select): the state in the top 2 bits over a 62-bit count, one 64-bit
+// word per tile (a count never reaches 2^62).
+struct TileCountStatus {
+  using Value = index_t;
+  static constexpr int kStateShift = 62;
+  static constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kStateShift) - 1;
+  std::uint64_t* words = nullptr;
+
+  static std::size_t bytes(index_t tiles) { return sizeof(std::uint64_t) * static_cast<std::size_t>(tiles); }
+  static TileCountStatus on(void* storage) { return TileCountStatus{static_cast<std::uint64_t*>(storage)}; }
+
+  __device__ __forceinline__ void publish(index_t tile, TileState state, index_t count) const {
+    store_relaxed_gpu(words + tile, (static_cast<std::uint64_t>(state) << kStateShift) |
+                                        (static_cast<std::uint64_t>(count) & kCountMask));
+  }
+  __device__ __forceinline__ TileState read(index_t tile, index_t& count) const {
+    const std::uint64_t word = load_relaxed_gpu(words + tile);
+    count = static_cast<index_t>(word & kCountMask);
+    return static_cast<TileState>(word >> kStateShift);
+  }
+};
+
+template <class T>
+using TileStatus = std::conditional_t<sizeof(T) == 4, TileStatus64<T>, TileStatus128<T>>;
 
 // Warp-wide look-back (every lane of one warp calls it): the combination of all tiles before
 // `tile`, which must be > 0. Waits only for predecessors that have not yet published anything;
@@ -141,19 +163,19 @@ __device__ __forceinline__ T look_back(const Status& status, index_t tile, Op op
 // The scratch of one look-back pass: a tile counter (the order in which thread blocks claim tiles,
 // so that no block waits on one not yet running; 16 bytes, keeping the status aligned) followed by
 // the tile status, zeroed in stream order. Freed in stream order when it goes out of scope.
-template <class Value>
+template <class Status>
 struct LookbackScratch {
   LookbackScratch(const Queue& queue, index_t tiles)
-      : buffer(queue, kCounterBytes + TileStatus<Value>::bytes(tiles)),
+      : buffer(queue, kCounterBytes + Status::bytes(tiles)),
         tile_counter(buffer.as<unsigned int>()),
-        status(TileStatus<Value>::on(static_cast<char*>(buffer.data()) + kCounterBytes, tiles)) {
-    TESSERA_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, kCounterBytes + TileStatus<Value>::bytes_to_zero(tiles),
+        status(Status::on(static_cast<char*>(buffer.data()) + kCounterBytes)) {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, kCounterBytes + Status::bytes(tiles),
                                        reinterpret_cast<cudaStream_t>(queue.stream)));
   }
   static constexpr std::size_t kCounterBytes = 16;
   ScratchBuffer buffer;
   unsigned int* tile_counter;
-  TileStatus<Value> status;
+  Status status;
 };
 
 }  // namespace tessera::kernels::cuda::detail

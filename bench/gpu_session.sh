@@ -8,6 +8,12 @@
 #   bench/gpu_session.sh multi         after readme-test on a machine with 2+ GPUs: README demo, the
 #                                      multi-rank and app tests on the cuda backend (1 rank, then one
 #                                      per GPU), the scaling study, the distributed and kernel benches
+#   bench/gpu_session.sh build         configure (sm_90 only: half the compile time) and build ./build,
+#                                      instead of readme-test where the call's minutes are short
+#   bench/gpu_session.sh multi-tests   the first half of multi, plus the GPU tests (tessera_gpu_tests)
+#   bench/gpu_session.sh multi-bench   the second half: scaling study, plots, distributed benchmark
+#                                      (float and double), the exact-sum rows of the kernel benchmark
+# Each mode stays within one call's 10 minutes; multi = multi-tests + multi-bench may not.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -48,23 +54,40 @@ case "${1:-}" in
     TAIL=40 step bench_distributed_np1 90 mpirun -n 1 "$build/bench/distributed/tessera_bench_distributed" \
       --backend cuda --min 16M --max 256M --matmul-min 4096 --matmul-max 8192 --iters 10 --json "$out/bench_distributed_np1.json"
     ;;
-  multi)
-    # After readme-test, on the same machine: reuses ./build.
-    TAIL=12 step readme_demo 100 bash scripts/run.sh demo
-    step mpi_tests_cuda 150 bash -c "for np in 1 $gpus; do echo \"== \$np rank(s), one per GPU\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
-    step app_tests_cuda 120 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
-    for op in sum scan filter matmul; do
-      if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64 --repeat 5); else sizes=(--n 2^29 --n-per-rank 2^28 --repeat 10); fi
-      TAIL=6 step "scaling_$op" 75 mpirun -n "$gpus" "$build/bin/scaling" --op $op --mode both --backend cuda \
-        "${sizes[@]}" --json "$out/scaling_$op.json" --csv "$out/scaling_$op.csv"
-    done
-    step plots 40 bash -c "python3 jobs/gather_scaling.py $out/scaling_*.json --out $out --table $out/scaling_table.md"
-    TAIL=30 step bench_distributed 100 mpirun -n "$gpus" "$build/bench/distributed/tessera_bench_distributed" \
-      --backend cuda --min 64M --max 256M --matmul-min 8192 --matmul-max 16384 --iters 5 --warmup 2 --json "$out/bench_distributed.json"
-    TAIL=45 step bench_kernels 80 "$build/bench/kernels/tessera_bench_kernels" --json "$out/bench_kernels.json"
+  build)
+    generator=""; command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
+    TAIL=5 step build 500 bash -c "cmake -S . -B '$build' $generator -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_ARGS:-} && cmake --build '$build' -j $JOBS"
+    ;;
+  multi | multi-tests | multi-bench)
+    # After readme-test or build, on the same machine: reuses ./build.
+    if [ "$1" != multi-bench ]; then
+      TAIL=12 step readme_demo 100 bash scripts/run.sh demo
+      step mpi_tests_cuda 150 bash -c "for np in 1 $gpus; do echo \"== \$np rank(s), one per GPU\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
+      step app_tests_cuda 120 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
+      [ "$1" = multi-tests ] && TAIL=8 step gpu_tests 200 "$build/tests/gpu/tessera_gpu_tests"
+    fi
+    if [ "$1" != multi-tests ]; then
+      for op in sum scan filter matmul; do
+        if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64 --repeat 5); else sizes=(--n 2^29 --n-per-rank 2^28 --repeat 10); fi
+        TAIL=6 step "scaling_$op" 75 mpirun -n "$gpus" "$build/bin/scaling" --op $op --mode both --backend cuda \
+          "${sizes[@]}" --json "$out/scaling_$op.json" --csv "$out/scaling_$op.csv"
+      done
+      step plots 40 bash -c "python3 jobs/gather_scaling.py $out/scaling_*.json --out $out --table $out/scaling_table.md"
+      for dtype in float double; do
+        TAIL=30 step "bench_distributed_$dtype" 100 mpirun -n "$gpus" "$build/bench/distributed/tessera_bench_distributed" \
+          --backend cuda --dtype $dtype --min 64M --max 256M --matmul-min 8192 --matmul-max 16384 --iters 5 --warmup 2 \
+          --json "$out/bench_distributed_$dtype.json"
+      done
+      if [ "$1" = multi ]; then
+        TAIL=45 step bench_kernels 80 "$build/bench/kernels/tessera_bench_kernels" --json "$out/bench_kernels.json"
+      else
+        TAIL=8 step bench_kernels_exact 40 "$build/bench/kernels/tessera_bench_kernels" --ops exact,reduce --sizes 268435456
+      fi
+    fi
     ;;
   *)
-    echo "usage: bench/gpu_session.sh readme-test|single|multi" >&2
+    echo "usage: bench/gpu_session.sh readme-test|single|multi|build|multi-tests|multi-bench" >&2
     exit 2
     ;;
 esac

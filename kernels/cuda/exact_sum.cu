@@ -2,14 +2,16 @@
 //
 // Three levels, so that the common case costs a few floating-point additions per element and no
 // memory traffic beyond the input:
-//  - per thread, floating-point expansions in registers (ExBLAS, Collange et al. 2015): three
-//    doubles a0 + a1 + a2 that hold the running sum exactly. An element enters with TwoSum (Knuth;
-//    error-free as long as nothing overflows): a0 takes the rounded sum, a1 its exact rounding error,
-//    a2 the error of that; what is left after a2 (rare: data spread over more than ~150 binades
-//    within one thread's share) goes to the block's superaccumulator. Every element of a float
-//    array is exact in double, and so are all these sums (multiples of 2^-149, far below overflow).
-//    Double elements at or above 2^960, and inf/NaN, skip the expansion (the gate is one integer
-//    test of the exponent field), so that no sum of one thread's share can overflow.
+//  - per thread, floating-point expansions in registers (ExBLAS, Collange et al. 2015): a0 + a1 +
+//    a2 holds the running sum exactly, a0 in the element type, a1 and a2 in double. An element
+//    enters with TwoSum (Knuth; error-free as long as nothing overflows): a0 takes the rounded sum,
+//    a1 its exact rounding error (through a second TwoSum), a2 the error of that; what is left after
+//    a2 (rare: data spread over very many binades within one thread's share) goes to the block's
+//    superaccumulator. Float errors are exact in double, and all these sums are multiples of
+//    2^-149. Elements at or above 2^100 (float) or 2^960 (double), and inf/NaN, skip the expansion
+//    (one integer test of the exponent field), so that no thread's a0 can overflow. At the end the
+//    two chains of a thread and then the 32 lanes of a warp are merged exactly (TwoSum again), and
+//    one lane per warp deposits.
 //  - the slow path, for those skipped elements: a 128-bit two's complement fixed-point "window" in
 //    registers, anchored at a bit position `base` of the superaccumulator, that takes an element
 //    with one shift and one 128-bit add, or, out of its range, the superaccumulator directly.
@@ -43,8 +45,13 @@ struct ExactSumTuning {
   // At most this many elements per thread block: keeps every shared limb below 2^62 (each element
   // or window flush adds at most two deposits below 2^32 to one limb).
   static constexpr index_t kMaxBlockElements = index_t(1) << 28;
-  // 16-byte loads each thread issues before working on them (memory-level parallelism).
-  static constexpr int kLoadsInFlight = 4;
+  // 16-byte loads per trip of each thread (the next trip's are issued before this trip's work),
+  // and the resident blocks per SM the registers must allow. For double, capping registers to fit
+  // more blocks spills (64 registers: 204 bytes; 80: 156), so it keeps 116 registers, 2 blocks.
+  template <class T>
+  static constexpr int kLoadsInFlight = 2;  // per trip; the next trip's are in flight too
+  template <class T>
+  static constexpr int kMinBlocksPerSm = sizeof(T) == 8 ? 1 : 4;
   static constexpr int kFinishThreads = 1024;
 };
 
@@ -141,6 +148,14 @@ __device__ __forceinline__ double two_sum(double a, double b, double& err) {
   return s;
 }
 
+__device__ __forceinline__ float two_sum(float a, float b, float& err) {
+  const float s = __fadd_rn(a, b);
+  const float b_virtual = __fsub_rn(s, a);
+  const float a_virtual = __fsub_rn(s, b_virtual);
+  err = __fadd_rn(__fsub_rn(a, a_virtual), __fsub_rn(b, b_virtual));
+  return s;
+}
+
 // A finite double whose bits are multiples of T's smallest subnormal (true of every sum and
 // rounding error of T elements), deposited into the block superaccumulator.
 // Not inlined: it is off the hot path, and inlining it at every call site costs registers there.
@@ -157,16 +172,30 @@ __device__ __noinline__ void deposit_term(BlockAccumulator<T>& acc, double v) {
   atomic_deposit<T>(acc, magnitude, position, e.negative);
 }
 
+__device__ __forceinline__ bool is_negative_zero(float x) { return __float_as_uint(x) == 0x80000000u; }
+__device__ __forceinline__ bool is_negative_zero(double x) {
+  return static_cast<unsigned long long>(__double_as_longlong(x)) == 0x8000000000000000ull;
+}
+
+// The leading term is in the element type: for float input the first TwoSum runs in FP32, at twice
+// the FP64 rate, which is what bounds this kernel on an H200 (its memory outruns the FP64 units);
+// its error, exact in double, enters the double terms.
+template <class T>
 struct Expansion {
-  double a0 = -0.0;  // see the note on signed zeros above
+  T a0 = -T(0);  // see the note on signed zeros above
   double a1 = 0.0;
   double a2 = 0.0;
 
-  template <class T>
-  __device__ __forceinline__ void add(BlockAccumulator<T>& acc, double x) {
-    double e0, e1;
+  __device__ __forceinline__ void add(BlockAccumulator<T>& acc, T x) {
+    T e0;
     a0 = two_sum(a0, x, e0);
-    a1 = two_sum(a1, e0, e1);
+    add_to_tail(acc, static_cast<double>(e0));
+  }
+
+  // Adds d (a sum or error of T elements) to a1 and a2; what they cannot hold goes to acc.
+  __device__ __forceinline__ void add_to_tail(BlockAccumulator<T>& acc, double d) {
+    double e1;
+    a1 = two_sum(a1, d, e1);
     if (e1 != 0) {  // the error of the error: rare unless the data spans very many binades
       double e2;
       a2 = two_sum(a2, e1, e2);
@@ -174,20 +203,41 @@ struct Expansion {
     }
   }
 
-  template <class T>
+  // this += other, exactly (sums of whole shares stay far below the overflow bound too).
+  __device__ __forceinline__ void merge(BlockAccumulator<T>& acc, const Expansion& other) {
+    add(acc, other.a0);
+    add_to_tail(acc, other.a1);
+    add_to_tail(acc, other.a2);
+  }
+
+  // Tree-merges the warp's expansions into lane 0's (every lane of the warp must call this).
+  __device__ __forceinline__ void merge_warp(BlockAccumulator<T>& acc) {
+    const unsigned lane = threadIdx.x % 32;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      Expansion other;
+      other.a0 = __shfl_down_sync(0xffffffffu, a0, offset);
+      other.a1 = __shfl_down_sync(0xffffffffu, a1, offset);
+      other.a2 = __shfl_down_sync(0xffffffffu, a2, offset);
+      if (lane < static_cast<unsigned>(offset)) merge(acc, other);
+    }
+  }
+
   __device__ __forceinline__ void flush(BlockAccumulator<T>& acc, unsigned long long& non_neg_zero_count) const {
     // a0 is -0 only if every element it took was -0: then nothing else is non-zero either.
-    if (__double_as_longlong(a0) != __double_as_longlong(-0.0)) non_neg_zero_count += 1;
-    deposit_term<T>(acc, a0);
+    if (!is_negative_zero(a0)) non_neg_zero_count += 1;
+    deposit_term<T>(acc, static_cast<double>(a0));
     deposit_term<T>(acc, a1);
     deposit_term<T>(acc, a2);
   }
 };
 
-// Elements the expansions may take: finite, and (double) below 2^960, so that no thread's sum can
-// overflow (a thread takes far fewer than 2^63 elements). One integer test on the exponent field.
+// Elements the expansions may take: finite and below 2^100 (float) or 2^960 (double), so that no
+// thread's sum can overflow its leading term (a thread takes far fewer than 2^27 elements). One
+// integer test on the exponent field.
 __device__ __forceinline__ bool expansion_takes(float x) {
-  return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+  constexpr unsigned kLimit = (127u + 100u) << 23;  // biased exponent of 2^100
+  return (__float_as_uint(x) & 0x7f800000u) < kLimit;
 }
 __device__ __forceinline__ bool expansion_takes(double x) {
   constexpr unsigned kLimit = (1023u + 960u) << 20;  // biased exponent of 2^960, in the high word
@@ -204,9 +254,9 @@ __device__ __noinline__ void add_slow(BlockAccumulator<T>& acc, ThreadState<T>& 
 // path's state. Kept as separate objects: the slow state's address escapes into add_slow, which
 // puts that object in local memory, and the expansions must stay in registers.
 template <class T>
-__device__ __forceinline__ void add_fast(BlockAccumulator<T>& acc, Expansion& chain, ThreadState<T>& slow, T x,
+__device__ __forceinline__ void add_fast(BlockAccumulator<T>& acc, Expansion<T>& chain, ThreadState<T>& slow, T x,
                                          int window_bits) {
-  if (expansion_takes(x)) chain.add<T>(acc, static_cast<double>(x));
+  if (expansion_takes(x)) chain.add(acc, x);
   else add_slow(acc, slow, x, window_bits);
 }
 
@@ -214,7 +264,7 @@ template <class T>
 using Vector = std::conditional_t<std::is_same_v<T, double>, double2, float4>;
 
 template <class T>
-__device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion& even, Expansion& odd,
+__device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion<T>& even, Expansion<T>& odd,
                                            ThreadState<T>& slow, const Vector<T>& v, int window_bits) {
   if constexpr (std::is_same_v<T, double>) {
     add_fast(acc, even, slow, v.x, window_bits);
@@ -228,18 +278,18 @@ __device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion& 
 }
 
 template <class T>
-__global__ void __launch_bounds__(ExactSumTuning::kThreads)
+__global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::kMinBlocksPerSm<T>)
     exact_sum_block_kernel(const T* __restrict__ in, index_t n, int window_bits, Fields* __restrict__ partials) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
-  constexpr int kLoads = ExactSumTuning::kLoadsInFlight;
+  constexpr int kLoads = ExactSumTuning::kLoadsInFlight<T>;
   __shared__ BlockAccumulator<T> acc;
   auto* shared_fields = reinterpret_cast<unsigned long long*>(&acc);
   constexpr int kSharedFields = sizeof(BlockAccumulator<T>) / sizeof(unsigned long long);
   for (int i = threadIdx.x; i < kSharedFields; i += blockDim.x) shared_fields[i] = 0;
   __syncthreads();
 
-  Expansion even, odd;
+  Expansion<T> even, odd;
   ThreadState<T> slow;
   const index_t thread = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
@@ -249,21 +299,38 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads)
     const index_t vectors = n / kVec;
     const auto* vin = reinterpret_cast<const Vector<T>*>(in);
     index_t i = thread;
-    // kLoads 16-byte loads in flight before the dependent additions on any of them.
-    for (; i + (kLoads - 1) * stride < vectors; i += kLoads * stride) {
-      Vector<T> v[kLoads];
+    // Software pipelined: the next trip's kLoads 16-byte loads are in flight while this trip's
+    // elements are added, so that no warp waits on memory between its trips.
+    Vector<T> current[kLoads], next[kLoads];
+    bool full = i + (kLoads - 1) * stride < vectors;
+    if (full) {
 #pragma unroll
-      for (int k = 0; k < kLoads; ++k) v[k] = __ldg(vin + i + k * stride);
+      for (int k = 0; k < kLoads; ++k) current[k] = __ldg(vin + i + k * stride);
+    }
+    while (full) {
+      const index_t i_next = i + kLoads * stride;
+      const bool full_next = i_next + (kLoads - 1) * stride < vectors;
+      if (full_next) {
 #pragma unroll
-      for (int k = 0; k < kLoads; ++k) add_vector(acc, even, odd, slow, v[k], window_bits);
+        for (int k = 0; k < kLoads; ++k) next[k] = __ldg(vin + i_next + k * stride);
+      }
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) add_vector(acc, even, odd, slow, current[k], window_bits);
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k) current[k] = next[k];
+      i = i_next;
+      full = full_next;
     }
     for (; i < vectors; i += stride) add_vector(acc, even, odd, slow, __ldg(vin + i), window_bits);
     scalar_begin = vectors * kVec;
   }
   for (index_t i = scalar_begin + thread; i < n; i += stride) add_fast(acc, even, slow, __ldg(in + i), window_bits);
 
-  even.flush(acc, slow.non_neg_zero_count);
-  odd.flush(acc, slow.non_neg_zero_count);
+  // One lane per warp deposits: 256 threads x 2 chains depositing into the same few limbs made
+  // shared-atomic contention a fixed cost of tens of microseconds per call.
+  even.merge(acc, odd);
+  even.merge_warp(acc);
+  if (threadIdx.x % 32 == 0) even.flush(acc, slow.non_neg_zero_count);
   flush_window<T>(acc, slow.window, slow.base);
   if (slow.nan_count) atomicAdd(&acc.nan_count, slow.nan_count);
   if (slow.pos_inf_count) atomicAdd(&acc.pos_inf_count, slow.pos_inf_count);

@@ -64,7 +64,8 @@ case "${1:-}" in
     if [ "$1" != multi-bench ]; then
       TAIL=12 step readme_demo 100 bash scripts/run.sh demo
       step mpi_tests_cuda 150 bash -c "for np in 1 $gpus; do echo \"== \$np rank(s), one per GPU\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
-      step app_tests_cuda 120 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
+      # The np3 app tests share 2 GPUs (staged path): about 40 s each on 2 x H200.
+      step app_tests_cuda 300 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
       [ "$1" = multi-tests ] && TAIL=8 step gpu_tests 200 "$build/tests/gpu/tessera_gpu_tests"
     fi
     if [ "$1" != multi-tests ]; then

@@ -6,10 +6,10 @@
 // (all counts) is needed on every rank anyway.
 //
 // The select writes straight into storage of the input block's size, which the result adopts: no
-// copy of the kept elements, which would cost 2 x kept x sizeof(T) bytes of traffic (a quarter of
-// the whole filter when half is kept). Where fewer than a third are kept, the result moves to an
-// exact-size block instead (that copy then costs under a sixth of the select's traffic), so that a
-// result never holds more than three times its own size.
+// copy of the kept elements, which would cost 2 x kept x sizeof(T) bytes of traffic (40% of select
+// plus copy when half is kept). Where fewer than a third are kept, the result moves to an
+// exact-size block instead (that copy then costs under half of the select's traffic), so that a
+// result never holds more than three times its own size (DistArray::local_capacity).
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -174,9 +174,9 @@ __global__ void __launch_bounds__(Tu::kThreads, Tu::kMinBlocks)
 
     const double* as = a_stage(s) + a_offset;
     const double* bs = b_stage(s);
-    // Two halves of the warp tile along n: B fragments of two 8-column tiles (8 doubles) stay in
-    // registers while the four A fragments stream past; the A fragments are read twice per step,
-    // which keeps the live set (128 accumulators + 16 + 16) inside 255 registers without spills.
+    // kNHalves parts of the warp tile along n (default 1: all four 8-column B tiles in registers
+    // at once; 2 would hold two at a time and read the A fragments twice per step, for a smaller
+    // live set if a larger warp tile needed it).
 #pragma unroll
     for (int half = 0; half < Tu::kNHalves; ++half) {
       constexpr int kTilesN = 4 / Tu::kNHalves;

@@ -35,6 +35,7 @@
 #include "../src/exact_sum_backends.hpp"
 #include "device_info.cuh"
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
 
 namespace tessera::kernels::cuda {
 namespace {
@@ -233,8 +234,11 @@ struct Expansion {
 };
 
 // Elements the expansions may take: finite and below 2^100 (float) or 2^960 (double), so that no
-// thread's sum can overflow its leading term (a thread takes far fewer than 2^27 elements). One
-// integer test on the exponent field.
+// leading term can overflow: a warp merges the shares of its 32 lanes, at most kMaxBlockElements
+// (2^28) elements in all, so |a0| < 2^28 * 2^100 < 2^128 (float) before rounding. One integer test
+// on the exponent field.
+static_assert(ExactSumTuning::kMaxBlockElements <= (index_t(1) << 26) * 4,
+              "the float overflow bound of the expansions assumes at most 2^28 elements per block");
 __device__ __forceinline__ bool expansion_takes(float x) {
   constexpr unsigned kLimit = (127u + 100u) << 23;  // biased exponent of 2^100
   return (__float_as_uint(x) & 0x7f800000u) < kLimit;
@@ -398,15 +402,16 @@ void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, Str
   while ((index_t(1) << (headroom - 1)) <= per_thread && headroom < 62) ++headroom;
   const int window_bits = 127 - ExactSumFormat<T>::kPrecision - headroom;
 
-  Fields* partials = nullptr;
-  const std::size_t partial_bytes = static_cast<std::size_t>(blocks) * kFields * sizeof(Fields);
-  TESSERA_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partials), partial_bytes, stream));
+  // Scratch from the stream-ordered pool through ScratchBuffer, whose out-of-memory retry first
+  // empties kernels::allocate's block cache; freed (in stream order) when this function returns.
+  const Queue queue{Backend::cuda, info.ordinal, stream_handle};
+  const kernels::ScratchBuffer scratch(queue, static_cast<std::size_t>(blocks) * kFields * sizeof(Fields));
+  Fields* const partials = scratch.as<Fields>();
   exact_sum_block_kernel<T><<<static_cast<unsigned>(blocks), Tuning::kThreads, 0, stream>>>(in, n, window_bits,
                                                                                             partials);
   TESSERA_CUDA_CHECK_LAUNCH();
   exact_sum_finish_kernel<T><<<1, Tuning::kFinishThreads, 0, stream>>>(partials, static_cast<int>(blocks), n, acc_out);
   TESSERA_CUDA_CHECK_LAUNCH();
-  TESSERA_CUDA_CHECK(cudaFreeAsync(partials, stream));
 }
 
 template void exact_sum_partial<float>(const float*, index_t, ExactAccumulator<float>*, StreamHandle);

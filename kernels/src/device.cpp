@@ -146,6 +146,10 @@ class DeviceBlockCache {
         return b.ptr;
       }
     }
+    // cudaMalloc allocates on the current device: make it the queue's for the call.
+    int current = 0;
+    TESSERA_CUDA_CHECK(cudaGetDevice(&current));
+    if (current != device) TESSERA_CUDA_CHECK(cudaSetDevice(device));
     void* p = nullptr;
     cudaError_t status = cudaMalloc(&p, size);
     if (status == cudaErrorMemoryAllocation) {
@@ -157,6 +161,7 @@ class DeviceBlockCache {
       TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
       status = cudaMalloc(&p, size);
     }
+    if (current != device) TESSERA_CUDA_CHECK(cudaSetDevice(current));
     TESSERA_CUDA_CHECK(status);
     std::lock_guard<std::mutex> lock(mutex_);
     in_use_.emplace(p, Block{p, size, device, stream, nullptr});

@@ -78,8 +78,8 @@ class DeviceArray {
 
   // Floating point: all-ones bytes (a NaN); integers: 0xA5 bytes (an unlikely large value).
   static unsigned char poison_byte() { return std::is_floating_point_v<T> ? 0xFF : 0xA5; }
-  // On the queue's stream: the block may come from kernels::allocate's cache, free for reuse in
-  // that stream's order.
+  // On the queue's stream: the legacy default stream (cudaMemset) is not ordered with the queue's
+  // non-blocking stream, so a poison there could land after the kernel under test.
   void poison() {
     auto stream = reinterpret_cast<cudaStream_t>(cuda_queue().stream);
     TESSERA_CUDA_CHECK(cudaMemsetAsync(base_, poison_byte(), bytes_, stream));

@@ -250,6 +250,7 @@ TEST_F(KernelsGpuHuge, ReduceScanSelectAbove2Pow31Elements) {
   const index_t n = (index_t(1) << 31) + 11;
   const std::size_t need = 3 * sizeof(T) * static_cast<std::size_t>(n) + (std::size_t(1) << 30);
   std::size_t free_bytes = 0, total_bytes = 0;
+  kernels::release_cached_memory();  // blocks cached by earlier tests would count as used
   TESSERA_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (free_bytes < need) GTEST_SKIP() << "needs " << need << " bytes of device memory, " << free_bytes << " free";
 
@@ -283,7 +284,8 @@ TEST_F(KernelsGpuHuge, ReduceScanSelectAbove2Pow31Elements) {
 
   // Inclusive scan of ones is iota(1): checked in windows, and its wrapped sum everywhere.
   kernels::fill(q, in, n, T(1));
-  TESSERA_CUDA_CHECK(cudaMemset(out, 0xA5, sizeof(T) * n));
+  // Poisoned on the queue's stream, in order with the kernels around it.
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(out, 0xA5, sizeof(T) * n, reinterpret_cast<cudaStream_t>(q.stream)));
   kernels::scan(q, in, out, n, ScanKind::inclusive, T(0));
   for (index_t s : window_starts) {
     const auto w = window(out, s);
@@ -294,7 +296,8 @@ TEST_F(KernelsGpuHuge, ReduceScanSelectAbove2Pow31Elements) {
 
   // Select of the scan output's positive elements (values 1 .. 2^31-1, then negatives after the
   // wrap, then positives again from 2^32 on: none, since n < 2^32): the first 2^31 - 1 are kept.
-  TESSERA_CUDA_CHECK(cudaMemset(kept, 0xA5, sizeof(T) * n));
+  // Poisoned on the queue's stream, in order with the kernels around it.
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(kept, 0xA5, sizeof(T) * n, reinterpret_cast<cudaStream_t>(q.stream)));
   kernels::select(q, out, n, greater_than<T>(0), kept, count);
   const index_t kept_count = scalar_of(count);
   EXPECT_EQ(kept_count, (index_t(1) << 31) - 1) << "kept elements";

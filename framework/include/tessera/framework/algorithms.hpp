@@ -61,7 +61,9 @@ DistArray<T> exclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullp
 }
 
 // The elements that satisfy pred, in global order, as a ragged array: each rank keeps its own kept
-// elements; the partition (known on every rank) says where each rank's piece sits globally.
+// elements; the partition (known on every rank) says where each rank's piece sits globally. The
+// result keeps the storage it was selected into (the input block's size) unless less than a third
+// of it is used: local_capacity() may exceed local_size(); shrink_to_fit() releases the rest.
 template <class T>
 DistArray<T> filter(const DistArray<T>& array, Predicate<T> pred, PhaseTimes* times = nullptr);
 

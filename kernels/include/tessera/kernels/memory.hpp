@@ -13,7 +13,9 @@ namespace tessera::kernels {
 // from a cache of freed blocks where one of about the size is free: repeated calls that make and
 // drop arrays of similar sizes cost no cudaMalloc/cudaFree. Like cudaMallocAsync memory, a block is
 // ready in the queue's stream order; deallocate may be called while work on the queue still uses
-// the block (its reuse waits for that work). Out of memory: the cache is emptied and it retries.
+// the block (its reuse waits for that work), but not after the queue is destroyed (deallocate
+// records an event on the queue's stream). Out of memory: the cache is emptied and it retries.
+// Cached blocks count as used in cudaMemGetInfo; release_cached_memory() gives them back.
 void* allocate(const Queue& queue, std::size_t bytes);
 void deallocate(const Queue& queue, void* ptr);
 

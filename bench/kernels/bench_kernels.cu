@@ -26,6 +26,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tessera/kernels/cuda_check.hpp"
@@ -251,6 +252,21 @@ struct Context {
   const Options* opt = nullptr;
 };
 
+// A memory-bound row: both sides timed alike (median after warm-up), rates from `bytes` moved.
+template <class T>
+Row memory_row(const Context& ctx, std::string op, index_t n, double bytes, const std::function<void()>& ours,
+               const std::function<void()>& vendor) {
+  Row r;
+  r.op = std::move(op);
+  r.type = type_name<T>();
+  r.size = std::to_string(n);
+  r.unit = "GB/s";
+  r.ours_ms = median_ms(ctx.q, ctx.opt->warmup, ctx.opt->reps, ours);
+  r.vendor_ms = median_ms(ctx.q, ctx.opt->warmup, ctx.opt->reps, vendor);
+  set_memory_rates(r, bytes, ctx.copy_gbs);
+  return r;
+}
+
 double measure_copy_gbs(const Queue& q) {
   const std::size_t bytes = std::size_t(1) << 30;
   void *a = nullptr, *b = nullptr;
@@ -304,15 +320,8 @@ void bench_reduce(Context& ctx, index_t n, const T* in) {
     run_ours();
     run_cub();
     const Mismatch m = compare(q, ours, theirs, 1, op == ReduceOp::sum ? sum_abs_tolerance<T>(n) : 0.0, 0.0);
-    Row r;
-    r.op = std::string("reduce_") + tessera::to_string(op);
-    r.type = type_name<T>();
-    r.size = std::to_string(n);
-    r.unit = "GB/s";
-    r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
-    r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
-    const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n);
-    set_memory_rates(r, bytes, ctx.copy_gbs);
+    Row r = memory_row<T>(ctx, std::string("reduce_") + tessera::to_string(op), n,
+                          static_cast<double>(sizeof(T)) * static_cast<double>(n), run_ours, run_cub);
     r.agree = m.count == 0;
     print_row(r);
   }
@@ -347,15 +356,8 @@ void bench_scan(Context& ctx, index_t n, const T* in) {
     // Floating-point prefixes of values in [-1, 1): allow a rounding bound that grows with the index.
     const double per_index = std::is_integral_v<T> ? 0.0 : 4.0 * std::numeric_limits<T>::epsilon() * (2.0 + std::log2(static_cast<double>(n) + 1));
     const Mismatch m = compare(q, ours, theirs, n, 0.0, per_index);
-    Row r;
-    r.op = std::string("scan_") + tessera::to_string(kind);
-    r.type = type_name<T>();
-    r.size = std::to_string(n);
-    r.unit = "GB/s";
-    r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
-    r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
-    const double bytes = 2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(n);
-    set_memory_rates(r, bytes, ctx.copy_gbs);
+    Row r = memory_row<T>(ctx, std::string("scan_") + tessera::to_string(kind), n,
+                          2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(n), run_ours, run_cub);
     r.agree = m.count == 0;
     if (!r.agree) r.note = std::to_string(m.count) + " mismatches, max diff " + std::to_string(m.max_abs_diff);
     print_row(r);
@@ -391,15 +393,8 @@ void bench_select(Context& ctx, index_t n, const T* in) {
   TESSERA_CUDA_CHECK(cudaMemcpyAsync(&counts[1], theirs_count, sizeof(index_t), cudaMemcpyDeviceToHost, stream_of(q)));
   q.synchronize();
   const Mismatch m = compare(q, ours, theirs, std::min(counts[0], counts[1]), 0.0, 0.0);
-  Row r;
-  r.op = "select_gt0";
-  r.type = type_name<T>();
-  r.size = std::to_string(n);
-  r.unit = "GB/s";
-  r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
-  r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
-  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n + counts[0]);
-  set_memory_rates(r, bytes, ctx.copy_gbs);
+  Row r = memory_row<T>(ctx, "select_gt0", n, static_cast<double>(sizeof(T)) * static_cast<double>(n + counts[0]),
+                        run_ours, run_cub);
   r.agree = counts[0] == counts[1] && m.count == 0;
   r.note = "kept " + std::to_string(counts[0]);
   if (counts[0] != counts[1]) r.note += " vs cub " + std::to_string(counts[1]);
@@ -438,14 +433,7 @@ void bench_exact(Context& ctx, index_t n, const T* in) {
   TESSERA_CUDA_CHECK(cudaMemcpyAsync(&cub_sum, theirs, sizeof cub_sum, cudaMemcpyDeviceToHost, stream_of(q)));
   q.synchronize();
   const T exact = tessera::kernels::exact_sum_round(host_acc);
-  Row r;
-  r.op = "exact_sum";
-  r.type = type_name<T>();
-  r.size = std::to_string(n);
-  r.unit = "GB/s";
-  r.ours_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_ours);
-  r.vendor_ms = median_ms(q, ctx.opt->warmup, ctx.opt->reps, run_cub);
-  set_memory_rates(r, static_cast<double>(sizeof(T)) * static_cast<double>(n), ctx.copy_gbs);
+  Row r = memory_row<T>(ctx, "exact_sum", n, static_cast<double>(sizeof(T)) * static_cast<double>(n), run_ours, run_cub);
   // CUB's sum carries rounding error; the exact sum must lie within its error bound.
   r.agree = std::fabs(static_cast<double>(exact) - static_cast<double>(cub_sum)) <= sum_abs_tolerance<T>(n);
   char note[96];

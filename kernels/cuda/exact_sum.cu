@@ -49,7 +49,6 @@ struct ExactSumTuning {
   // 16-byte loads per trip of each thread (the next trip's are issued before this trip's work),
   // and the resident blocks per SM the registers must allow. For double, capping registers to fit
   // more blocks spills (64 registers: 204 bytes; 80: 156), so it keeps 116 registers, 2 blocks.
-  template <class T>
   static constexpr int kLoadsInFlight = 2;  // per trip; the next trip's are in flight too
   template <class T>
   static constexpr int kMinBlocksPerSm = sizeof(T) == 8 ? 1 : 4;
@@ -139,21 +138,19 @@ __device__ __forceinline__ void add_element(BlockAccumulator<T>& acc, ThreadStat
 // ---------------------------------------------------------------------------------------------
 // Level 1: floating-point expansions.
 
-// Knuth's TwoSum: s + err == a + b exactly, s = fl(a + b), whatever the magnitudes (no overflow).
-// The _rn intrinsics keep the compiler from contracting or reordering anything.
-__device__ __forceinline__ double two_sum(double a, double b, double& err) {
-  const double s = __dadd_rn(a, b);
-  const double b_virtual = __dsub_rn(s, a);
-  const double a_virtual = __dsub_rn(s, b_virtual);
-  err = __dadd_rn(__dsub_rn(a, a_virtual), __dsub_rn(b, b_virtual));
-  return s;
-}
+// Round-to-nearest addition and subtraction that the compiler may not contract or reorder.
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
 
-__device__ __forceinline__ float two_sum(float a, float b, float& err) {
-  const float s = __fadd_rn(a, b);
-  const float b_virtual = __fsub_rn(s, a);
-  const float a_virtual = __fsub_rn(s, b_virtual);
-  err = __fadd_rn(__fsub_rn(a, a_virtual), __fsub_rn(b, b_virtual));
+// Knuth's TwoSum: s + err == a + b exactly, s = fl(a + b), whatever the magnitudes (no overflow).
+template <class F>
+__device__ __forceinline__ F two_sum(F a, F b, F& err) {
+  const F s = add_rn(a, b);
+  const F b_virtual = sub_rn(s, a);
+  const F a_virtual = sub_rn(s, b_virtual);
+  err = add_rn(sub_rn(a, a_virtual), sub_rn(b, b_virtual));
   return s;
 }
 
@@ -286,7 +283,7 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::kMin
     exact_sum_block_kernel(const T* __restrict__ in, index_t n, int window_bits, Fields* __restrict__ partials) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
-  constexpr int kLoads = ExactSumTuning::kLoadsInFlight<T>;
+  constexpr int kLoads = ExactSumTuning::kLoadsInFlight;
   __shared__ BlockAccumulator<T> acc;
   auto* shared_fields = reinterpret_cast<unsigned long long*>(&acc);
   constexpr int kSharedFields = sizeof(BlockAccumulator<T>) / sizeof(unsigned long long);

@@ -15,18 +15,15 @@
 #include <vector>
 
 #include "gpu_test_support.hpp"
+#include "support/exact_cases.hpp"
 #include "support/exact_reference.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 
 namespace tessera::gpu_test {
 namespace {
 
-template <class T>
-::testing::AssertionResult same_bits(T expected, T actual) {
-  if (std::isnan(expected) && std::isnan(actual)) return ::testing::AssertionSuccess();
-  if (std::memcmp(&expected, &actual, sizeof(T)) == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << std::hexfloat << "expected " << expected << " got " << actual;
-}
+using test::same_bits;
+using test::wide_values;
 
 // The CUDA exact sum of `host`, placed `offset` elements past a 16-byte boundary.
 template <class T>
@@ -35,27 +32,13 @@ T cuda_exact(const std::vector<T>& host, index_t offset = 0) {
   DeviceArray<T> in(n, offset);
   in.upload(host);
   auto* acc = static_cast<kernels::ExactAccumulator<T>*>(kernels::allocate(cuda_queue(), sizeof(kernels::ExactAccumulator<T>)));
-  // Poison, in the queue's order: the kernel must overwrite every field.
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(acc, 0xA5, sizeof(*acc), reinterpret_cast<cudaStream_t>(cuda_queue().stream)));
+  poison_bytes(acc, sizeof(*acc), 0xA5);  // the kernel must overwrite every field
   kernels::exact_sum_partial(cuda_queue(), in.data(), n, acc);
   kernels::ExactAccumulator<T> host_acc{};
   kernels::copy_to_host(cuda_queue(), &host_acc, acc, sizeof host_acc);
   kernels::deallocate(cuda_queue(), acc);
   EXPECT_EQ(host_acc.count, n);
   return kernels::exact_sum_round(host_acc);
-}
-
-// Values over the whole exponent range of T (subnormals included), both signs, exponents capped
-// at max_exp.
-template <class T>
-std::vector<T> wide_values(std::size_t n, std::uint64_t seed, int max_exp) {
-  std::mt19937_64 gen(seed);
-  const int min_exp = std::numeric_limits<T>::min_exponent - std::numeric_limits<T>::digits;
-  std::uniform_int_distribution<int> exponent(min_exp, max_exp);
-  std::uniform_real_distribution<double> mantissa(0.5, 1.0);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(std::ldexp(static_cast<T>(mantissa(gen)), exponent(gen)) * (gen() & 1 ? 1 : -1));
-  return v;
 }
 
 template <class T>
@@ -107,38 +90,10 @@ TYPED_TEST(ExactSumGpu, CancellationOfLargeValuesLeavesTheSmallOnes) {
 
 TYPED_TEST(ExactSumGpu, KnownSumsZerosSubnormalsAndSpecials) {
   using T = TypeParam;
-  using L = std::numeric_limits<T>;
-  const T inf = L::infinity(), nan = L::quiet_NaN(), max = L::max(), tiny = L::denorm_min(), eps = L::epsilon();
-  const T half_ulp_of_max = std::ldexp(T(1), L::max_exponent - L::digits - 1);
-  struct Case {
-    std::vector<T> v;
-    T expected;
-  };
-  const std::vector<Case> cases = {
-      {{}, T(0)},
-      {{-T(0)}, -T(0)},
-      {{T(0)}, T(0)},
-      {{-T(0), T(0)}, T(0)},
-      {{T(1.5), -T(1.5)}, T(0)},
-      {{max, max, -max}, max},
-      {{max, max}, inf},
-      {{-max, -max}, -inf},
-      {{max, half_ulp_of_max}, inf},
-      {{max, half_ulp_of_max / 2}, max},
-      {{T(1), eps / 2}, T(1)},
-      {{T(1), eps / 2, tiny}, T(1) + eps},
-      {{T(1) + eps, eps / 2}, T(1) + 2 * eps},
-      {{tiny, tiny, tiny}, 3 * tiny},
-      {{L::min(), -tiny}, L::min() - tiny},
-      {{T(1e30), T(3), -T(1e30), T(0.25)}, T(3.25)},
-      {{inf, T(1)}, inf},
-      {{-inf, max, max}, -inf},
-      {{inf, -inf}, nan},
-      {{T(1), nan, inf}, nan},
-  };
+  const auto cases = test::known_exact_sums<T>();
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    ASSERT_TRUE(same_bits(cases[i].expected, test::exact_sum_reference(cases[i].v))) << "reference, case " << i;
-    EXPECT_TRUE(same_bits(cases[i].expected, cuda_exact(cases[i].v))) << "case " << i;
+    ASSERT_TRUE(same_bits(cases[i].expected, test::exact_sum_reference(cases[i].values))) << "reference, case " << i;
+    EXPECT_TRUE(same_bits(cases[i].expected, cuda_exact(cases[i].values))) << "case " << i;
   }
 }
 

@@ -31,6 +31,15 @@ inline const Queue& cpu_queue() {
   return q;
 }
 
+// Fills device memory with `byte` on the cuda queue's stream and waits for it: the legacy default
+// stream (cudaMemset) is not ordered with the queue's non-blocking stream, so a poison there could
+// land after the kernel under test.
+inline void poison_bytes(void* device_ptr, std::size_t bytes, unsigned char byte) {
+  const auto stream = reinterpret_cast<cudaStream_t>(cuda_queue().stream);
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(device_ptr, byte, bytes, stream));
+  TESSERA_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 // TESSERA_GPU_TEST_SMALL=1: only sizes up to a few tiles, for compute-sanitizer runs.
 inline bool small_mode() {
   const char* v = std::getenv("TESSERA_GPU_TEST_SMALL");
@@ -78,13 +87,7 @@ class DeviceArray {
 
   // Floating point: all-ones bytes (a NaN); integers: 0xA5 bytes (an unlikely large value).
   static unsigned char poison_byte() { return std::is_floating_point_v<T> ? 0xFF : 0xA5; }
-  // On the queue's stream: the legacy default stream (cudaMemset) is not ordered with the queue's
-  // non-blocking stream, so a poison there could land after the kernel under test.
-  void poison() {
-    auto stream = reinterpret_cast<cudaStream_t>(cuda_queue().stream);
-    TESSERA_CUDA_CHECK(cudaMemsetAsync(base_, poison_byte(), bytes_, stream));
-    TESSERA_CUDA_CHECK(cudaStreamSynchronize(stream));
-  }
+  void poison() { poison_bytes(base_, bytes_, poison_byte()); }
 
   void upload(const std::vector<T>& host) {
     ASSERT_EQ(static_cast<index_t>(host.size()), n_);

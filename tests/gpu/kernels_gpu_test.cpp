@@ -284,8 +284,7 @@ TEST_F(KernelsGpuHuge, ReduceScanSelectAbove2Pow31Elements) {
 
   // Inclusive scan of ones is iota(1): checked in windows, and its wrapped sum everywhere.
   kernels::fill(q, in, n, T(1));
-  // Poisoned on the queue's stream, in order with the kernels around it.
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(out, 0xA5, sizeof(T) * n, reinterpret_cast<cudaStream_t>(q.stream)));
+  poison_bytes(out, sizeof(T) * n, 0xA5);
   kernels::scan(q, in, out, n, ScanKind::inclusive, T(0));
   for (index_t s : window_starts) {
     const auto w = window(out, s);
@@ -296,8 +295,7 @@ TEST_F(KernelsGpuHuge, ReduceScanSelectAbove2Pow31Elements) {
 
   // Select of the scan output's positive elements (values 1 .. 2^31-1, then negatives after the
   // wrap, then positives again from 2^32 on: none, since n < 2^32): the first 2^31 - 1 are kept.
-  // Poisoned on the queue's stream, in order with the kernels around it.
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(kept, 0xA5, sizeof(T) * n, reinterpret_cast<cudaStream_t>(q.stream)));
+  poison_bytes(kept, sizeof(T) * n, 0xA5);
   kernels::select(q, out, n, greater_than<T>(0), kept, count);
   const index_t kept_count = scalar_of(count);
   EXPECT_EQ(kept_count, (index_t(1) << 31) - 1) << "kept elements";

@@ -1,6 +1,9 @@
 // scan: local reduce of the block -> exclusive scan of the block totals across ranks (the carry-in)
 // -> one local scan pass seeded with the carry-in. Device traffic 3N (read for the total, read and
-// write in the scan), no second pass over the output.
+// write in the scan), no second pass over the output. The local reduce is the first pass of the
+// kernels' two-pass scan (kernels::scan_totals): it also leaves each segment's prefix behind, so that
+// the scan pass needs no look-back between thread blocks (faster on GPUs than a seeded single-pass
+// scan: on an H200 the single-pass scan's look-back held it to ~71% of the copy rate).
 //
 // The carry-in comes from an Allgather of the block totals, summed on the host over the ranks
 // before this one, rather than from MPI_Exscan: Open MPI's Exscan of 8 bytes measured 4.6 and 9.7 us
@@ -24,9 +27,12 @@ void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTime
     throw UsageError("scan: the output array's partition differs from the input's");
   PhaseClock clock(ctx.queue());
 
-  // Local: the block total.
+  // Local: the block total (and the segment prefixes the scan pass starts from).
+  const index_t n = array.local_size();
+  const index_t segments = kernels::scan_segment_count<T>(ctx.queue(), n);
+  kernels::ScratchBuffer segment_prefix(ctx.queue(), static_cast<std::size_t>(segments) * sizeof(T));
   kernels::ScratchBuffer total_device(ctx.queue(), sizeof(T));
-  kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), ReduceOp::sum, total_device.as<T>());
+  kernels::scan_totals(ctx.queue(), array.local_data(), n, segment_prefix.as<T>(), total_device.as<T>());
   T block_total{};
   kernels::copy_to_host(ctx.queue(), &block_total, total_device.data(), sizeof(T));
   clock.end_phase(times ? &times->local : nullptr);
@@ -38,7 +44,8 @@ void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTime
   clock.end_phase(times ? &times->communication : nullptr);
 
   // Fix-up: the one scan pass, seeded.
-  kernels::scan(ctx.queue(), array.local_data(), out.local_data(), array.local_size(), kind, carry_in);
+  kernels::scan_from_totals(ctx.queue(), array.local_data(), out.local_data(), n, kind, carry_in,
+                            segment_prefix.as<const T>());
   clock.end_phase(times ? &times->fixup : nullptr);
 }
 

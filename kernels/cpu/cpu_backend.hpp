@@ -17,6 +17,14 @@ void reduce(const T* in, index_t n, ReduceOp op, T* out);
 template <class T>
 void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in);
 
+// The two-pass scan (see the public scan.hpp).
+template <class T>
+index_t scan_segment_count(index_t n);
+template <class T>
+void scan_totals(const T* in, index_t n, T* segment_prefix, T* total);
+template <class T>
+void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in, const T* segment_prefix);
+
 template <class T>
 void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count);
 

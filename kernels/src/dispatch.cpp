@@ -53,6 +53,29 @@ void scan(const Queue& q, const T* in, T* out, index_t n, ScanKind kind, T carry
 }
 
 template <class T>
+index_t scan_segment_count(const Queue& q, index_t n) {
+  TESSERA_ASSERT(n >= 0, "scan_segment_count: negative element count");
+  index_t segments = 0;
+  TESSERA_DISPATCH(q, segments = cpu::scan_segment_count<T>(n), segments = cuda::scan_segment_count<T>(n));
+  return segments;
+}
+
+template <class T>
+void scan_totals(const Queue& q, const T* in, index_t n, T* segment_prefix, T* total) {
+  TESSERA_ASSERT(n >= 0, "scan_totals: negative element count");
+  TESSERA_DISPATCH(q, cpu::scan_totals(in, n, segment_prefix, total),
+                   cuda::scan_totals(in, n, segment_prefix, total, q.stream));
+}
+
+template <class T>
+void scan_from_totals(const Queue& q, const T* in, T* out, index_t n, ScanKind kind, T carry_in,
+                      const T* segment_prefix) {
+  TESSERA_ASSERT(n >= 0, "scan_from_totals: negative element count");
+  TESSERA_DISPATCH(q, cpu::scan_from_totals(in, out, n, kind, carry_in, segment_prefix),
+                   cuda::scan_from_totals(in, out, n, kind, carry_in, segment_prefix, q.stream));
+}
+
+template <class T>
 void select(const Queue& q, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {
   TESSERA_ASSERT(n >= 0, "select: negative element count");
   TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count),
@@ -94,6 +117,9 @@ void generate(const Queue& q, T* out, index_t n, std::uint64_t seed, index_t glo
 #define TESSERA_INSTANTIATE(T)                                                                           \
   template void reduce<T>(const Queue&, const T*, index_t, ReduceOp, T*);                               \
   template void scan<T>(const Queue&, const T*, T*, index_t, ScanKind, T);                              \
+  template index_t scan_segment_count<T>(const Queue&, index_t);                                        \
+  template void scan_totals<T>(const Queue&, const T*, index_t, T*, T*);                                \
+  template void scan_from_totals<T>(const Queue&, const T*, T*, index_t, ScanKind, T, const T*);       \
   template void select<T>(const Queue&, const T*, index_t, Predicate<T>, T*, index_t*);                 \
   template void count_if<T>(const Queue&, const T*, index_t, Predicate<T>, index_t*);                   \
   template void fill<T>(const Queue&, T*, index_t, T);                                                  \

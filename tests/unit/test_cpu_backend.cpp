@@ -97,8 +97,10 @@ TYPED_TEST(CpuBackend, IntegerSumWrapsLikeUnsigned) {
   }
 }
 
-TYPED_TEST(CpuBackend, ScanWithCarryInMatchesSerialReference) {
-  using T = TypeParam;
+// Checks one scan implementation, called as scan(in, out, n, kind, carry), against the serial
+// reference, with 1 to 4 threads, in place and not.
+template <class T, class ScanFn>
+void check_scan_against_serial_reference(ScanFn scan_fn) {
   for (int threads : {1, 2, 3, 4}) {
     omp_set_num_threads(threads);
     for (index_t n : sizes()) {
@@ -108,7 +110,7 @@ TYPED_TEST(CpuBackend, ScanWithCarryInMatchesSerialReference) {
         for (bool in_place : {false, true}) {
           std::vector<T> out(static_cast<std::size_t>(n), static_cast<T>(-77));  // poisoned
           if (in_place) out = in;
-          kernels::scan(kCpu, in_place ? out.data() : in.data(), out.data(), n, kind, carry);
+          scan_fn(in_place ? out.data() : in.data(), out.data(), n, kind, carry);
           // Recursive summation errs by at most eps * sum_k |s_k| over the partial sums s_k it
           // forms (Higham, ch. 4); the chunked scan forms different partial sums of the same size.
           long double running = carry, partial_magnitude = std::fabs(static_cast<long double>(carry));
@@ -132,6 +134,27 @@ TYPED_TEST(CpuBackend, ScanWithCarryInMatchesSerialReference) {
       }
     }
   }
+}
+
+TYPED_TEST(CpuBackend, ScanWithCarryInMatchesSerialReference) {
+  using T = TypeParam;
+  check_scan_against_serial_reference<T>(
+      [](const T* in, T* out, index_t n, ScanKind kind, T carry) { kernels::scan(kCpu, in, out, n, kind, carry); });
+}
+
+TYPED_TEST(CpuBackend, TwoPassScanMatchesSerialReferenceAndTotals) {
+  using T = TypeParam;
+  check_scan_against_serial_reference<T>([](const T* in, T* out, index_t n, ScanKind kind, T carry) {
+    const index_t segments = kernels::scan_segment_count<T>(kCpu, n);
+    std::vector<T> prefix(static_cast<std::size_t>(segments) + 1, static_cast<T>(-99));  // poisoned
+    T total = static_cast<T>(-99);
+    kernels::scan_totals(kCpu, in, n, prefix.data(), &total);
+    EXPECT_EQ(prefix.back(), static_cast<T>(-99)) << "scan_totals wrote past its segment count";
+    long double reference_total = 0;
+    for (index_t i = 0; i < n; ++i) reference_total += in[static_cast<std::size_t>(i)];
+    expect_close(reference_total, total, n, where(n) + " total");
+    kernels::scan_from_totals(kCpu, in, out, n, kind, carry, prefix.data());
+  });
 }
 
 TYPED_TEST(CpuBackend, SelectIsStableAndCounts) {

@@ -51,7 +51,7 @@ struct ExactSumTuning {
   // more blocks spills (64 registers: 204 bytes; 80: 156), so it keeps 116 registers, 2 blocks.
   static constexpr int kLoadsInFlight = 2;  // per trip; the next trip's are in flight too
   template <class T>
-  static constexpr int kMinBlocksPerSm = sizeof(T) == 8 ? 1 : 4;
+  static constexpr int min_blocks_per_sm() { return sizeof(T) == 8 ? 1 : 4; }
   static constexpr int kFinishThreads = 1024;
 };
 
@@ -279,7 +279,7 @@ __device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion<T
 }
 
 template <class T>
-__global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::kMinBlocksPerSm<T>)
+__global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::min_blocks_per_sm<T>())
     exact_sum_block_kernel(const T* __restrict__ in, index_t n, int window_bits, Fields* __restrict__ partials) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
@@ -353,22 +353,41 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::kMin
   }
 }
 
-// One warp per field: the lanes stride over the normalized partials of all blocks, a shuffle tree
-// adds the lanes' sums (exact in int64: fewer than 2^31 partials, each field below 2^32 but the
-// top limb, which is small), then one thread normalizes.
+// The threads form rows of kFields (one thread per field); row r adds the partials of blocks r,
+// r + rows, ... with eight loads in flight (a warp per field striding over the blocks one load at a
+// time took 8-11 us, a dozen dependent L2 round trips); then one thread per field adds the rows.
+// Exact in int64: fewer than 2^31 partials, each field below 2^32 but the top limb, which is
+// small. Then one thread normalizes.
 template <class T>
 __global__ void __launch_bounds__(ExactSumTuning::kFinishThreads)
     exact_sum_finish_kernel(const Fields* __restrict__ partials, int blocks, index_t n, ExactAccumulator<T>* out) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
+  constexpr int kRows = ExactSumTuning::kFinishThreads / kFields;
+  constexpr int kLoads = 8;
+  static_assert(kRows >= 1, "one row of threads must cover the fields");
+  __shared__ Fields row_sums[kRows][kFields];
   Fields* fields = reinterpret_cast<Fields*>(out);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const int warps = static_cast<int>(blockDim.x / 32);
-  for (int f = static_cast<int>(threadIdx.x / 32); f < kFields; f += warps) {
+  const int field = static_cast<int>(threadIdx.x) % kFields;
+  const int row = static_cast<int>(threadIdx.x) / kFields;
+  if (row < kRows) {
     Fields total = 0;
-    for (int b = lane; b < blocks; b += 32) total += partials[static_cast<index_t>(b) * kFields + f];
+    for (int b = row; b < blocks; b += kLoads * kRows) {
+      Fields loaded[kLoads];
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) total += __shfl_down_sync(0xffffffffu, total, offset);
-    if (lane == 0) fields[f] = total;
+      for (int u = 0; u < kLoads; ++u) {
+        const int block = b + u * kRows;
+        loaded[u] = block < blocks ? partials[static_cast<index_t>(block) * kFields + field] : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) total += loaded[u];
+    }
+    row_sums[row][field] = total;
+  }
+  __syncthreads();
+  if (threadIdx.x < kFields) {
+    Fields total = 0;
+    for (int r = 0; r < kRows; ++r) total += row_sums[r][threadIdx.x];
+    fields[threadIdx.x] = total;
   }
   __syncthreads();
   if (threadIdx.x == 0) {

@@ -233,6 +233,7 @@ TYPED_TEST(KernelsGpuLarge, AllOperationsAt2Pow28Plus3) {
   check_generate<T>(n, seed);
   const auto host = host_generate<T>(n, seed);
   check_reduce(host, 0);
+  check_reduce(host, 1);  // a scalar head, then whole tiles shared out unevenly over the blocks
   check_scan(host, ScanKind::exclusive, T(1), true, 0);
   check_select(host, greater_than<T>(T(0)), 0);
 }

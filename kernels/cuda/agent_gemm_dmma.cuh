@@ -1,21 +1,30 @@
 // Double-precision GEMM on the FP64 tensor cores (DMMA), row-major C = alpha*A*B + beta*C.
 //
 // A thread block of 4 warps computes a 128x64 tile of C (two blocks per SM); warp (wm, wn) a
-// 64x32 sub-tile as 4x4 tensor-core tiles of 16x8 (64 accumulators per lane, which with the
-// fragments fills the 255 registers a thread may have). Two blocks of 4 warps rather than one of 8
-// (a 128x128 tile) keep the tensor pipe fed while one block waits at its barrier (cuBLAS's
-// sm90 DGEMM uses the same 128x64x16, 4-warp, 3-stage, m16n8k8 shape). K advances in steps of 16 through a kStages-deep cp.async
+// 64x32 sub-tile as 8x2 tensor-core tiles (64 accumulators per lane, half the 255 registers a
+// thread may have). Two blocks of 4 warps rather than one of 8 (a 128x128 tile) keep the tensor
+// pipe fed while one block waits at its barrier (cuBLAS's sm90 DGEMM uses the same 128x64x16,
+// 4-warp, 3-stage, m16n8k8 shape). K advances in steps of 16 through a kStages-deep cp.async
 // pipeline in shared memory; the copies are 16 bytes where rows are 16-byte aligned, 8 bytes
 // otherwise, and zero-fill whatever lies past M, N or K, so edges need no other code.
 //
-// Fragments (mma_f64.cuh): each lane takes four adjacent k of A per row, so A comes out of shared
-// memory as 16-byte loads (one LDS.128 per two k instead of one LDS.64 per k), and a 16-deep step
-// is two m16n8k8 instructions on sm_90 (four m16n8k4 on sm_80).
+// Operands swapped: the tensor-core tile is 16 columns x 8 rows of C, the MMA's A operand is a
+// 16-column slice of B (MMA row g is C column 2g, MMA row g + 8 is column 2g + 1) and its B operand
+// is 8 rows of A. Lane (g, t) takes k slots 4t + 2q and 4t + 2q + 1 in the q-th 8-deep half of a
+// step (mma_f64.cuh explains why any shared numbering of k is allowed). Then every operand pair of
+// a fragment is one 16-byte shared-memory load that lands in the fragment's register order: the
+// MMA-A fragment is B[k][2g .. 2g+1] of two adjacent k rows (two LDS.128), the MMA-B fragment
+// A[g][k .. k+1] (one LDS.128), so no register moves sit between the loads and the products (the
+// unswapped layout interleaves rows g and g + 8 within a fragment, so each 16-byte load had to be
+// split into it; on H100/H200 ncu saw issue slots busy fall from 38% to 27% and the FP64 tensor
+// pipe rise from 71% to 79% with the swap).
+// Within a half step the warp issues its 16 products on 16 different accumulator tiles, so no
+// product waits for the previous one's result.
 // Bank conflicts: A rows are padded to 18 doubles, so the 8 lanes of a 16-byte phase (rows g and
 // g + 1, k 4t) hit 8 distinct 16-byte bank groups. B rows (k-major, kBlockN doubles) are not
 // padded but swizzled: column n of row r is stored at n ^ (4 * ((r / 4) % 4)), which keeps 16-byte
-// pairs whole (bit 0 is untouched) and spreads the rows 4t + j that a half-warp reads over all 16
-// 8-byte bank pairs.
+// pairs whole (bit 0 is untouched) and puts the pairs 2g of rows 4t + j (lanes g = 2p, 2p + 1 of a
+// phase) in 8 distinct bank groups.
 //
 // Blocks walk the tile grid in groups of kGroupM tile rows (column by column inside a group), so
 // the blocks resident at one time share A and B panels in L2 instead of streaming all of B.
@@ -30,15 +39,13 @@
 
 namespace tessera::kernels::cuda::detail {
 
-template <int Stages = 3, int Shape = 8, int GroupM = 8, int NHalves = 1, int BlockN = 64>
+template <int Stages = 3, int GroupM = 8, int BlockN = 64>
 struct DgemmTuningT {
   static constexpr int kBlockM = 128;
   static constexpr int kBlockN = BlockN;
   static constexpr int kBlockK = 16;
   static constexpr int kStages = Stages;
-  static constexpr int kShape = Shape;
   static constexpr int kGroupM = GroupM;
-  static constexpr int kNHalves = NHalves;
   static constexpr int kWarpM = 64;
   static constexpr int kWarpN = 32;
   static constexpr int kThreads = 32 * (kBlockM / kWarpM) * (kBlockN / kWarpN);
@@ -142,16 +149,16 @@ __global__ void __launch_bounds__(Tu::kThreads, Tu::kMinBlocks)
     b_src += static_cast<index_t>(Tu::kBlockK) * ldb;
   };
 
-  double acc[4][4][4] = {};  // [16-row tile][8-column tile][fragment]
+  // acc[mt][nt]: the 16x8 MMA tile of C columns 16*nt .. 16*nt + 15 and rows 8*mt .. 8*mt + 7 of
+  // the warp tile.
+  double acc[8][2][4] = {};
   const index_t k_steps = (k + Tu::kBlockK - 1) / Tu::kBlockK;
 
-  // Lane offsets inside a stage. A: rows g (+8, +16 per tile), k 4t. B: rows 4t + j, and the
-  // swizzled column of n = warp_n*32 + 8*jt + g, which is warp_n*32 + (8*jt ^ (g ^ 4t)): tiles
-  // jt = 0, 2 use x, tiles 1, 3 use x ^ 8 (plus 16 for jt >= 2).
-  const int a_offset = (warp_m * Tu::kWarpM + g) * Tu::kStrideA + 4 * t;
-  const int x = g ^ (4 * t);
-  const int b_offset0 = 4 * t * Tu::kStrideB + warp_n * Tu::kWarpN + x;
-  const int b_offset1 = 4 * t * Tu::kStrideB + warp_n * Tu::kWarpN + (x ^ 8);
+  // Lane offsets inside a stage. B: row 4t (+ 2q + e), column warp_n*32 + 16*nt + 2g, swizzled by
+  // 4 * ((4t + 2q + e) / 4 % 4) = 4t, which leaves the 16-column tile unchanged. A: row
+  // warp_m*64 + g (+ 8*mt), k 4t (+ 2q).
+  const int b_frag = 4 * t * Tu::kStrideB + warp_n * Tu::kWarpN + ((2 * g) ^ (4 * t));
+  const int a_frag = (warp_m * Tu::kWarpM + g) * Tu::kStrideA + 4 * t;
 
   // Prologue: stages 0 .. kStages-2 in flight. Every iteration commits one group (possibly empty),
   // so "all but kStages-2 groups complete" always means "the stage about to be used has landed".
@@ -172,57 +179,50 @@ __global__ void __launch_bounds__(Tu::kThreads, Tu::kMinBlocks)
     if (next < k_steps) load_stage(s_load, next * Tu::kBlockK);
     copy_async_commit();
 
-    const double* as = a_stage(s) + a_offset;
-    const double* bs = b_stage(s);
-    // kNHalves parts of the warp tile along n (default 1: all four 8-column B tiles in registers
-    // at once; 2 would hold two at a time and read the A fragments twice per step, for a smaller
-    // live set if a larger warp tile needed it).
+    const double* as = a_stage(s) + a_frag;
+    const double* bs = b_stage(s) + b_frag;
 #pragma unroll
-    for (int half = 0; half < Tu::kNHalves; ++half) {
-      constexpr int kTilesN = 4 / Tu::kNHalves;
-      double bf[kTilesN][4];
+    for (int q = 0; q < 2; ++q) {
+      double fa[2][4];  // MMA-A fragments (B columns), per 16-column tile
+      double fb[8][2];  // MMA-B fragments (A rows), per 8-row tile
 #pragma unroll
-      for (int q = 0; q < kTilesN; ++q) {
-        const int jt = half * kTilesN + q;
+      for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          bf[q][j] = bs[((jt & 1) ? b_offset1 : b_offset0) + (jt >> 1) * 16 + j * Tu::kStrideB];
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        double af[8];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const double* p = as + (i * 16 + h * 8) * Tu::kStrideA;
-          const double2 lo = *reinterpret_cast<const double2*>(p);
-          const double2 hi = *reinterpret_cast<const double2*>(p + 2);
-          af[0 + h] = lo.x;
-          af[2 + h] = lo.y;
-          af[4 + h] = hi.x;
-          af[6 + h] = hi.y;
+        for (int e = 0; e < 2; ++e) {
+          const double2 v = *reinterpret_cast<const double2*>(bs + (2 * q + e) * Tu::kStrideB + 16 * nt);
+          fa[nt][2 * e] = v.x;
+          fa[nt][2 * e + 1] = v.y;
         }
 #pragma unroll
-        for (int q = 0; q < kTilesN; ++q) mma_16x8x16_f64<Tu::kShape>(acc[i][half * kTilesN + q], af, bf[q]);
+      for (int mt = 0; mt < 8; ++mt) {
+        const double2 v = *reinterpret_cast<const double2*>(as + mt * 8 * Tu::kStrideA + 2 * q);
+        fb[mt][0] = v.x;
+        fb[mt][1] = v.y;
       }
+#pragma unroll
+      for (int mt = 0; mt < 8; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) mma_16x8x8_f64(acc[mt][nt], fa[nt], fb[mt]);
     }
     s = s + 1 == Tu::kStages ? 0 : s + 1;
     s_load = s_load + 1 == Tu::kStages ? 0 : s_load + 1;
   }
   copy_async_wait<0>();
 
-  // Epilogue: fragment r of tile (i, j) is row g + 8*(r/2), column 2*t + r%2.
+  // Epilogue: accumulator r of tile (mt, nt) is C row 8*mt + 2t + r%2, column 16*nt + 2g + r/2 of
+  // the warp tile, so a lane's two values of one row are adjacent: one 16-byte store.
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int mt = 0; mt < 8; ++mt)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const index_t row = row0 + warp_m * Tu::kWarpM + i * 16 + half * 8 + g;
+    for (int e = 0; e < 2; ++e) {
+      const index_t row = row0 + warp_m * Tu::kWarpM + mt * 8 + 2 * t + e;
       if (row >= m) continue;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const index_t col = col0 + warp_n * Tu::kWarpN + j * 8 + t * 2;
+      for (int nt = 0; nt < 2; ++nt) {
+        const index_t col = col0 + warp_n * Tu::kWarpN + nt * 16 + 2 * g;
         double* p = c + row * ldc + col;
-        double r0 = alpha * acc[i][j][half * 2 + 0];
-        double r1 = alpha * acc[i][j][half * 2 + 1];
+        double r0 = alpha * acc[mt][nt][e];
+        double r1 = alpha * acc[mt][nt][2 + e];
         if (VectorC && col + 1 < n) {
           if (beta != 0.0) {
             const double2 old = *reinterpret_cast<const double2*>(p);

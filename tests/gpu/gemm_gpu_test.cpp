@@ -89,6 +89,12 @@ std::vector<Shape> shapes() {
       {0, 5, 5},
       {5, 0, 5},
   };
+  // Rows of A and B not 16-byte aligned (the scalar-load / 8-byte-copy instances) over many tiles
+  // in every direction, with alpha, beta and padded C. Kept in small mode so that memcheck covers
+  // those instances past the first tile row and column.
+  list.push_back({1100, 1031, 1025, 2, 0, 1, 0.75, 0.5});
+  // Only A's rows unaligned, beta == 0 with poisoned C and unaligned C rows.
+  if (!small_mode()) list.push_back({1030, 1028, 1029, 0, 0, 3, 1.0, 0.0});
   if (!small_mode()) list.push_back({1000, 999, 1001});
   if (!small_mode()) list.push_back({1153, 200, 40});  // 10 tile rows: a second, short group of 8 (DGEMM order)
   if (!small_mode()) list.push_back({1000, 1000, 1000, 4, 4, 4, 0.5, -1.0});

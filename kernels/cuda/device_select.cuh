@@ -29,6 +29,13 @@ template <class T>
 struct SelectTuning {
   static constexpr int kBlockThreads = 256;
   static constexpr int kVectorsPerThread = 8;
+  // 4 resident blocks (<= 64 registers; 5 was 4-8% slower on an H200, 128 or 384 threads and 4
+  // vectors slower still).
+  static constexpr int kMinBlocksPerSm = 4;
+  // Look-back sleeps (tile_status.cuh): CUB's sm90 select values; 0.96x -> 1.15-1.17x CUB on an H200.
+  static constexpr int kPartialDelayNs = 1150;
+  static constexpr int kPollDelayNs = 76;
+  static constexpr bool kTileFromBlockIndex = false;  // see ScanTuning
   static constexpr int kVectorItems = Vector<T>::kItems;
   static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
   static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
@@ -36,7 +43,7 @@ struct SelectTuning {
 };
 
 template <class Tuning, class T, class Pred>
-__global__ void __launch_bounds__(Tuning::kBlockThreads)
+__global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
     select_single_pass_kernel(const T* __restrict__ in, index_t n, Pred pred, T* __restrict__ out,
                               index_t* __restrict__ kept_count, TileCountStatus status,
                               unsigned int* __restrict__ tile_counter, index_t tiles, bool vector_in) {
@@ -52,9 +59,14 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads)
   // elements (full 128-byte stores, instead of one sparse store per vector slot).
   __shared__ T staged[Tuning::kBlockThreads * kV * kVI];
 
-  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
-  __syncthreads();
-  const index_t tile = shared_tile;
+  index_t tile;
+  if constexpr (Tuning::kTileFromBlockIndex) {
+    tile = blockIdx.x;
+  } else {
+    if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
+    __syncthreads();
+    tile = shared_tile;
+  }
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
   const int lane = lane_id();
   const index_t tile_base = tile * Tuning::kTileItems;
@@ -108,7 +120,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads)
       if (lane == 0) status.publish(0, kTileInclusive, tile_kept);
     } else {
       if (lane == 0) status.publish(tile, kTilePartial, tile_kept);
-      tile_offset = look_back(status, tile, sum, index_t(0));
+      tile_offset = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum, index_t(0));
       if (lane == 0) status.publish(tile, kTileInclusive, tile_offset + tile_kept);
     }
     if (lane < kWarps) warp_offsets[lane] = tile_offset + exclusive;

@@ -7,6 +7,11 @@
 // loads where the rows allow) while the current step is multiplied, then stored to the idle
 // buffer (one barrier per step). A is stored transposed (k-major, padded by 4 floats so that the
 // transposing stores do not conflict). Edges: loads past M, N or K read zeros, stores are guarded.
+//
+// Split-K (gemm_split_k.cuh): blockIdx.z selects a slice of K, k_chunk deep (a multiple of the K
+// step, so that 16-byte loads stay aligned), and the block stores into C + blockIdx.z * c_plane.
+// The unsplit product is the single slice k_chunk = k of C itself; a split one writes the slices'
+// partial products (alpha 1, beta 0) to the planes of a workspace, which a second pass adds.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,9 +32,14 @@ struct SgemmTuning {
 // leading dimension a multiple of 4), so whole in-bounds 4-float groups move as one vector.
 template <bool VectorA, bool VectorB, bool VectorC>
 __global__ void __launch_bounds__(SgemmTuning::kThreads, 2)
-    sgemm_simt_kernel(index_t m, index_t n, index_t k, float alpha, const float* __restrict__ a, index_t lda,
-                      const float* __restrict__ b, index_t ldb, float beta, float* __restrict__ c, index_t ldc) {
+    sgemm_simt_kernel(index_t m, index_t n, index_t k, index_t k_chunk, float alpha, const float* __restrict__ a,
+                      index_t lda, const float* __restrict__ b, index_t ldb, float beta, float* __restrict__ c,
+                      index_t ldc, index_t c_plane) {
   using Tu = SgemmTuning;
+  // This block's slice of K starts here. The loads test against the end of the whole K (slices end
+  // on K-step multiples, so only the last slice meets an edge), through k_rest = k - (first k of the
+  // step): one 64-bit register and a 32-bit step count, which keeps the kernel within 128 registers.
+  const index_t k_begin = blockIdx.z * k_chunk;
   __shared__ __align__(16) float a_panel[2][Tu::kBlockK][Tu::kBlockM + Tu::kPadA];
   __shared__ __align__(16) float b_panel[2][Tu::kBlockK][Tu::kBlockN];
 
@@ -48,13 +58,14 @@ __global__ void __launch_bounds__(SgemmTuning::kThreads, 2)
   // Running source pointers (advanced by one K step per iteration) keep the loaders' 64-bit
   // address arithmetic out of the inner loop and the register budget.
   const bool a_row_ok = a_global_row < m;
-  const float* a_src = a + (a_row_ok ? a_global_row * lda + a_k : 0);
-  const float* b_src = b + static_cast<index_t>(b_k) * ldb + b_global_col;
+  const float* a_src = a + (a_row_ok ? a_global_row * lda + k_begin + a_k : 0);
+  const float* b_src = b + (k_begin + b_k) * ldb + b_global_col;
   const index_t b_cols_left = n - b_global_col;
   float4 a_next;
   float4 b_next;
-  auto load_a = [&](index_t k0) {  // k0: first k of the step
-    const index_t k_left = a_row_ok ? k - k0 - a_k : 0;
+  // k_rest: k minus the first k of the step being loaded (so > 0; < 8 only at the end of K).
+  auto load_a = [&](index_t k_rest) {
+    const index_t k_left = a_row_ok ? k_rest - a_k : 0;
     if (VectorA && k_left >= 4) {
       a_next = *reinterpret_cast<const float4*>(a_src);
     } else {
@@ -65,8 +76,8 @@ __global__ void __launch_bounds__(SgemmTuning::kThreads, 2)
     }
     a_src += Tu::kBlockK;
   };
-  auto load_b = [&](index_t k0) {
-    const index_t cols_left = k0 + b_k < k ? b_cols_left : 0;
+  auto load_b = [&](index_t k_rest) {
+    const index_t cols_left = b_k < k_rest ? b_cols_left : 0;
     if (VectorB && cols_left >= 4) {
       b_next = *reinterpret_cast<const float4*>(b_src);
     } else {
@@ -89,17 +100,21 @@ __global__ void __launch_bounds__(SgemmTuning::kThreads, 2)
   const int ty = tid / 16;  // row group
   float acc[8][8] = {};
 
-  const index_t k_steps = (k + Tu::kBlockK - 1) / Tu::kBlockK;
-  load_a(0);
-  load_b(0);
+  // Steps of this slice: the host keeps k / kBlockK below 2^31.
+  const index_t slice_depth = k - k_begin < k_chunk ? k - k_begin : k_chunk;
+  const int k_steps = static_cast<int>((slice_depth + Tu::kBlockK - 1) / Tu::kBlockK);
+  index_t k_rest = k - k_begin;
+  load_a(k_rest);
+  load_b(k_rest);
   store_panels(0);
   __syncthreads();
   int buffer = 0;
-  for (index_t step = 0; step < k_steps; ++step) {
+  for (int step = 0; step < k_steps; ++step) {
     const bool more = step + 1 < k_steps;
+    k_rest -= Tu::kBlockK;
     if (more) {
-      load_a((step + 1) * Tu::kBlockK);
-      load_b((step + 1) * Tu::kBlockK);
+      load_a(k_rest);
+      load_b(k_rest);
     }
 #pragma unroll
     for (int kk = 0; kk < Tu::kBlockK; ++kk) {
@@ -121,7 +136,9 @@ __global__ void __launch_bounds__(SgemmTuning::kThreads, 2)
     buffer ^= 1;
   }
 
-  // Epilogue: beta == 0 never reads C (NaN or garbage there must not propagate).
+  // Epilogue: beta == 0 never reads C (NaN or garbage there must not propagate). A slice of a split
+  // product stores into its own plane of the workspace.
+  c += blockIdx.z * c_plane;
   const index_t first_row = row0 + ty * 4;
   const index_t first_col = col0 + tx * 4;
 #pragma unroll

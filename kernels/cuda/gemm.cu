@@ -1,12 +1,15 @@
 // gemm: the device-wide dispatch of the local matrix product. engine == tiled runs our kernels
-// (SIMT SGEMM for float, FP64 tensor-core DGEMM for double); engine == vendor runs cuBLAS in its
-// default math mode (no TF32), with the row-major product expressed as the column-major C^T = B^T A^T.
+// (SIMT SGEMM for float, split along K where the tiles fill the device's last wave poorly, see
+// gemm_split_k.cuh; FP64 tensor-core DGEMM for double); engine == vendor runs cuBLAS in its default
+// math mode (no TF32), with the row-major product expressed as the column-major C^T = B^T A^T.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -14,7 +17,9 @@
 #include "agent_gemm_simt.cuh"
 #include "cuda_backend.hpp"
 #include "device_info.cuh"
+#include "gemm_split_k.cuh"
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
 
 #define TESSERA_CUBLAS_CHECK(call)                                                                          \
   do {                                                                                                      \
@@ -88,6 +93,10 @@ struct SgemmKernel {
   static constexpr auto value = sgemm_simt_kernel<VA, VB, VC>;
 };
 template <bool VA, bool VB, bool VC>
+struct SgemmBlocksPerSm {
+  static constexpr auto value = &blocks_per_sm<sgemm_simt_kernel<VA, VB, VC>>;
+};
+template <bool VA, bool VB, bool VC>
 struct DgemmKernel {
   static constexpr auto value = dgemm_dmma_kernel<DgemmTuning, VA, VB, VC>;
 };
@@ -101,12 +110,189 @@ dim3 gemm_grid(index_t m, index_t n, int block_m, int block_n) {
   return dim3(static_cast<unsigned>(tiles_n), static_cast<unsigned>(tiles_m));
 }
 
+// Stream-ordered pool memory that may be missing: where the pool has no room (after the array
+// cache gave its blocks back), data() is null and the caller goes without (no split, no copy).
+class OptionalWorkspace {
+ public:
+  OptionalWorkspace(std::size_t bytes, StreamHandle stream) : stream_(stream) {
+    cudaError_t status = cudaMallocAsync(&data_, bytes, to_cuda(stream));
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky: clear it, then retry once without the array cache
+      release_cached_memory();
+      status = cudaMallocAsync(&data_, bytes, to_cuda(stream));
+    }
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      data_ = nullptr;
+      return;
+    }
+    TESSERA_CUDA_CHECK(status);
+    TESSERA_ASSERT(is_aligned(data_, 16), "gemm: the pool returned a workspace that is not 16-byte aligned");
+  }
+  ~OptionalWorkspace() {
+    if (data_) TESSERA_CUDA_CHECK(cudaFreeAsync(data_, to_cuda(stream_)));
+  }
+  OptionalWorkspace(const OptionalWorkspace&) = delete;
+  OptionalWorkspace& operator=(const OptionalWorkspace&) = delete;
+  float* data() const { return static_cast<float*>(data_); }
+
+ private:
+  StreamHandle stream_;
+  void* data_ = nullptr;
+};
+
+// dst[r * dst_ld + c] = src[r * src_ld + c] for c < cols, 0 for cols <= c < dst_ld (dst_ld a multiple
+// of 4, dst 16-byte aligned): each thread reads 4 consecutive floats (coalesced at any alignment)
+// and writes them as one vector.
+__global__ void __launch_bounds__(256) pad_rows_kernel(const float* __restrict__ src, index_t src_ld, index_t rows,
+                                                       index_t cols, float* __restrict__ dst, index_t dst_ld) {
+  const index_t c0 = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  if (c0 >= dst_ld) return;
+  for (index_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float* s = src + r * src_ld + c0;
+    const float4 v = make_float4(c0 < cols ? s[0] : 0.f, c0 + 1 < cols ? s[1] : 0.f, c0 + 2 < cols ? s[2] : 0.f,
+                                 c0 + 3 < cols ? s[3] : 0.f);
+    *reinterpret_cast<float4*>(dst + r * dst_ld + c0) = v;
+  }
+}
+
+// Rows of B that are not 16-byte aligned make every thread load its 4 B values one by one: at
+// 5000 x 3001 x 4097 (H200) that costs 11% against the same product with B's rows aligned (3.48
+// against 3.13 ms in 3 slices; A's unaligned rows cost nothing measurable there). A copy with
+// aligned rows moves B once each way (~25 us for those 49 MB), against 2 m FLOP per element of B
+// in the product: made where m >= 1024 (the copy then costs under 4% of the product at ~41 TFLOP/s
+// and 4.2 TB/s, 0.8% at m = 5000) and B is large enough for one more launch not to matter.
+constexpr index_t kCopyBMinRows = 1024;
+constexpr index_t kCopyBMinElements = index_t{1} << 20;
+
+// C = alpha * (P_0 + P_1 + ... + P_{planes-1}) + beta * C, the slices' partial planes added in plane
+// order (deterministic); beta == 0 leaves C unread. A thread owns 4 consecutive columns of a row
+// (one 16-byte load per plane); the grid strides over rows.
+template <bool VectorC>
+__global__ void __launch_bounds__(256)
+    sgemm_split_k_reduce_kernel(index_t m, index_t n, float alpha, const float* __restrict__ partials,
+                                index_t partial_ld, index_t partial_plane, int planes, float beta,
+                                float* __restrict__ c, index_t ldc) {
+  const index_t col = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  if (col >= n) return;
+  const int valid = n - col < 4 ? static_cast<int>(n - col) : 4;
+  for (index_t row = blockIdx.y; row < m; row += gridDim.y) {
+    const float* p = partials + row * partial_ld + col;
+    float sum[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int plane = 0; plane < planes; ++plane, p += partial_plane) {
+      if (valid == 4) {
+        const float4 v = __ldcs(reinterpret_cast<const float4*>(p));  // read once: stream past the caches
+        sum[0] += v.x;
+        sum[1] += v.y;
+        sum[2] += v.z;
+        sum[3] += v.w;
+      } else {
+        // Columns past n in the plane's padding were never written: leave them unread.
+        for (int j = 0; j < valid; ++j) sum[j] += p[j];
+      }
+    }
+    float* q = c + row * ldc + col;
+    if (VectorC && valid == 4) {
+      float4 v = make_float4(alpha * sum[0], alpha * sum[1], alpha * sum[2], alpha * sum[3]);
+      if (beta != 0.f) {
+        const float4 old = *reinterpret_cast<const float4*>(q);
+        v.x = fmaf(beta, old.x, v.x);
+        v.y = fmaf(beta, old.y, v.y);
+        v.z = fmaf(beta, old.z, v.z);
+        v.w = fmaf(beta, old.w, v.w);
+      }
+      *reinterpret_cast<float4*>(q) = v;
+    } else {
+      for (int j = 0; j < valid; ++j) q[j] = beta != 0.f ? fmaf(beta, q[j], alpha * sum[j]) : alpha * sum[j];
+    }
+  }
+}
+
+// The float tiled product with a given split (k > 0, alpha != 0: gemm handles the rest).
+void run_sgemm(const SplitKPlan& plan, index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda,
+               const float* b, index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
+  using Tu = SgemmTuning;
+  if (k / Tu::kBlockK >= 0x7fffffff)
+    throw UsageError("gemm: k = " + std::to_string(k) + " exceeds the tiled float engine (k / 8 < 2^31)");
+  const bool va = rows_aligned(a, lda), vb = rows_aligned(b, ldb), vc = rows_aligned(c, ldc);
+  dim3 grid = gemm_grid(m, n, Tu::kBlockM, Tu::kBlockN);
+  grid.z = static_cast<unsigned>(plan.splits);
+  if (plan.splits == 1) {
+    const auto kernel = pick_aligned_kernel<SgemmKernel>(va, vb, vc);
+    kernel<<<grid, Tu::kThreads, 0, to_cuda(stream)>>>(m, n, k, k, alpha, a, lda, b, ldb, beta, c, ldc, 0);
+    TESSERA_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  TESSERA_ASSERT(plan.splits <= 65535 && plan.k_chunk > 0 && plan.k_chunk % Tu::kBlockK == 0 &&
+                     (plan.splits - 1) * plan.k_chunk < k,
+                 "gemm: invalid split of K");
+  // One plane per slice, rows padded to 4 floats: every plane row is 16-byte aligned, so the slices
+  // store with vectors (the VectorC instance) whatever C's alignment.
+  const index_t partial_ld = ceil_div<index_t>(n, 4) * 4;
+  const index_t partial_plane = m * partial_ld;
+  const DeviceInfo& device = current_device_info();
+  OptionalWorkspace workspace(sizeof(float) * static_cast<std::size_t>(partial_plane) * plan.splits, stream);
+  float* partials = workspace.data();
+  if (!partials) {  // no room for the planes: the unsplit product needs none
+    run_sgemm(SplitKPlan{1, k}, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+    return;
+  }
+  const auto kernel = pick_aligned_kernel<SgemmKernel>(va, vb, true);
+  kernel<<<grid, Tu::kThreads, 0, to_cuda(stream)>>>(m, n, k, plan.k_chunk, 1.f, a, lda, b, ldb, 0.f, partials,
+                                                      partial_ld, partial_plane);
+  TESSERA_CUDA_CHECK_LAUNCH();
+
+  const index_t groups = ceil_div<index_t>(n, 4);
+  const int threads = static_cast<int>(std::min<index_t>(256, ceil_div<index_t>(groups, 32) * 32));
+  const index_t blocks_x = ceil_div<index_t>(groups, threads);
+  // About 16 thread blocks per SM in all (a few waves); each strides over the rows.
+  const index_t rows_per_pass = std::max<index_t>(1, 16 * device.sm_count / blocks_x);
+  const dim3 reduce_grid(static_cast<unsigned>(blocks_x),
+                         static_cast<unsigned>(std::min<index_t>({m, rows_per_pass, 65535})));
+  const auto reduce = vc ? sgemm_split_k_reduce_kernel<true> : sgemm_split_k_reduce_kernel<false>;
+  reduce<<<reduce_grid, threads, 0, to_cuda(stream)>>>(m, n, alpha, partials, partial_ld, partial_plane, plan.splits,
+                                                       beta, c, ldc);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+SplitKPlan sgemm_policy_plan(index_t m, index_t n, index_t k, bool va, bool vb, bool vc) {
+  using Tu = SgemmTuning;
+  const int per_sm = pick_aligned_kernel<SgemmBlocksPerSm>(va, vb, vc)(Tu::kThreads, 0);
+  const index_t slots = static_cast<index_t>(current_device_info().sm_count) * per_sm;
+  return choose_split_k(m, n, k, Tu::kBlockM, Tu::kBlockN, Tu::kBlockK, slots);
+}
+
+// The float tiled product (k > 0, alpha != 0): B copied to aligned rows where that pays (or as
+// copy_b says: < 0 by the rule above, 0 never, > 0 always where B's rows are unaligned), then the
+// split of K that `forced_splits` asks for, or the policy's where it is 0.
+int tiled_sgemm(int forced_splits, int copy_b, index_t m, index_t n, index_t k, float alpha, const float* a,
+                index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
+  bool vb = rows_aligned(b, ldb);
+  const bool worth_copy = copy_b > 0 || (copy_b < 0 && m >= kCopyBMinRows && k * n >= kCopyBMinElements);
+  std::optional<OptionalWorkspace> b_copy;
+  if (!vb && worth_copy) {
+    const index_t copy_ld = ceil_div<index_t>(n, 4) * 4;
+    b_copy.emplace(sizeof(float) * static_cast<std::size_t>(k * copy_ld), stream);
+    if (b_copy->data()) {
+      const index_t blocks_x = ceil_div<index_t>(copy_ld / 4, 256);
+      const index_t rows_per_pass = std::max<index_t>(1, 16 * current_device_info().sm_count / blocks_x);
+      const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(std::min<index_t>({k, rows_per_pass, 65535})));
+      pad_rows_kernel<<<grid, 256, 0, to_cuda(stream)>>>(b, ldb, k, n, b_copy->data(), copy_ld);
+      TESSERA_CUDA_CHECK_LAUNCH();
+      b = b_copy->data();
+      ldb = copy_ld;
+      vb = true;
+    }
+  }
+  const SplitKPlan plan = forced_splits > 0 ? split_k_chunks(k, forced_splits, SgemmTuning::kBlockK)
+                                            : sgemm_policy_plan(m, n, k, rows_aligned(a, lda), vb, rows_aligned(c, ldc));
+  run_sgemm(plan, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+  return plan.splits;
+}
+
 void tiled_gemm(index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda, const float* b,
                 index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
-  const auto kernel = pick_aligned_kernel<SgemmKernel>(rows_aligned(a, lda), rows_aligned(b, ldb), rows_aligned(c, ldc));
-  kernel<<<gemm_grid(m, n, SgemmTuning::kBlockM, SgemmTuning::kBlockN), SgemmTuning::kThreads, 0, to_cuda(stream)>>>(
-      m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  TESSERA_CUDA_CHECK_LAUNCH();
+  tiled_sgemm(0, -1, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
 }
 
 void tiled_gemm(index_t m, index_t n, index_t k, double alpha, const double* a, index_t lda, const double* b,
@@ -154,6 +340,23 @@ void gemm(GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* 
   } else {
     detail::tiled_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
   }
+}
+
+int tiled_sgemm_policy_splits(index_t m, index_t n, index_t k, bool rows_aligned_a, bool rows_aligned_b,
+                              bool rows_aligned_c) {
+  return detail::sgemm_policy_plan(m, n, k, rows_aligned_a, rows_aligned_b, rows_aligned_c).splits;
+}
+
+int tiled_sgemm_forced_splits(int splits, int copy_b, index_t m, index_t n, index_t k, float alpha, const float* a,
+                              index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc,
+                              StreamHandle stream) {
+  if (splits < 1) throw UsageError("gemm: split of K into " + std::to_string(splits) + " slices (at least 1)");
+  if (m == 0 || n == 0) return 1;
+  if (k == 0 || alpha == 0.f) {
+    detail::scale_matrix(m, n, beta, c, ldc, stream);
+    return 1;
+  }
+  return detail::tiled_sgemm(splits, copy_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
 }
 
 template void gemm<float>(GemmEngine, index_t, index_t, index_t, float, const float*, index_t, const float*, index_t,

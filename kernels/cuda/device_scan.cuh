@@ -42,10 +42,8 @@ struct ScanTuning {
   // they took the scan from 0.94-0.99x to 1.03-1.11x CUB (issue 5).
   static constexpr int kPartialDelayNs = sizeof(T) == 4 ? 1245 : 1290;
   static constexpr int kPollDelayNs = sizeof(T) == 4 ? 648 : 632;
-  // Tile index = blockIdx.x instead of an atomic counter: one atomic round trip less per tile
-  // (another 1-3% in the same lab), but it relies on the hardware starting thread blocks in index
-  // order, which CUDA does not promise; off, so that the look-back can never deadlock.
-  static constexpr bool kTileFromBlockIndex = false;
+  // Tried: tile index = blockIdx.x instead of the atomic counter (0-3% more), left out because it
+  // relies on the hardware starting thread blocks in index order, which CUDA does not promise.
   static constexpr int kVectorItems = Vector<T>::kItems;
   static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
   static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
@@ -73,44 +71,16 @@ __device__ __forceinline__ void load_warp_items(const T* in, index_t warp_base, 
   }
 }
 
-template <class Tuning, class T, ScanKind Kind>
-__global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
-    scan_single_pass_kernel(const T* in, T* out, index_t n, T carry_in, TileStatus<T> status,
-                            unsigned int* tile_counter, bool vector_io) {
-  constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
-  constexpr int kV = Tuning::kVectorsPerThread;
-  __shared__ T warp_totals[kWarps];
-  __shared__ T warp_prefixes[kWarps];
-  __shared__ unsigned int shared_tile;
-
+// The prefix of each of this lane's vectors within the warp's share (lane_prefix), and the warp's
+// total (returned, the same in every lane). All 32 lanes must call it: the shuffles are full-mask.
+template <class Tuning, class T>
+__device__ __forceinline__ T warp_scan_items(const Vector<T> (&items)[Tuning::kVectorsPerThread],
+                                             T (&lane_prefix)[Tuning::kVectorsPerThread]) {
   const Sum sum;
   const T zero = T(0);
-  index_t tile;
-  if constexpr (Tuning::kTileFromBlockIndex) {
-    // Relies on the hardware starting blocks in index order, as CUB does; saves one atomic round
-    // trip before the first load.
-    tile = blockIdx.x;
-  } else {
-    if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    tile = shared_tile;
-  }
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  const int lane = lane_id();
-  const index_t tile_base = tile * Tuning::kTileItems;
-  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
-  const bool full_vector_tile = vector_io && tile_base + Tuning::kTileItems <= n;
-
-  // Every input element is read into registers before the barrier below, and written only after
-  // it: in-place scans (in == out) are safe, and no other tile touches this tile's elements.
-  Vector<T> items[kV];
-  load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, zero);
-
-  // Prefix of each of this lane's vectors within the warp's share, and the warp's total.
-  T lane_prefix[kV];
   T warp_carry = zero;
 #pragma unroll
-  for (int j = 0; j < kV; ++j) {
+  for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
     T vector_total = items[j].item[0];
 #pragma unroll
     for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = sum(vector_total, items[j].item[i]);
@@ -118,30 +88,19 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
     lane_prefix[j] = sum(warp_carry, warp_shift_exclusive(inclusive, zero));
     warp_carry = sum(warp_carry, warp_broadcast(inclusive, kWarpThreads - 1));
   }
-  if (lane == 0) warp_totals[warp] = warp_carry;
-  __syncthreads();
+  return warp_carry;
+}
 
-  if (warp == 0) {
-    const T warp_total = lane < kWarps ? warp_totals[lane] : zero;
-    const T inclusive = warp_inclusive_scan(warp_total, sum);
-    const T exclusive = warp_shift_exclusive(inclusive, zero);
-    const T tile_aggregate = warp_broadcast(inclusive, kWarpThreads - 1);
-    T tile_prefix;
-    if (tile == 0) {
-      tile_prefix = carry_in;
-      if (lane == 0) status.publish(0, kTileInclusive, sum(carry_in, tile_aggregate));
-    } else {
-      if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
-      tile_prefix = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum, zero);
-      if (lane == 0) status.publish(tile, kTileInclusive, sum(tile_prefix, tile_aggregate));
-    }
-    if (lane < kWarps) warp_prefixes[lane] = sum(tile_prefix, exclusive);
-  }
-  __syncthreads();
-
-  const T warp_prefix = warp_prefixes[warp];
+// Writes the scanned items of one warp's share, seeded with warp_prefix: vectors where the whole
+// tile is inside and both arrays are 16-byte aligned, guarded scalars otherwise.
+template <class Tuning, ScanKind Kind, class T>
+__device__ __forceinline__ void store_warp_scan(T* out, index_t warp_base, index_t n, bool full_vector_tile,
+                                                const Vector<T> (&items)[Tuning::kVectorsPerThread],
+                                                const T (&lane_prefix)[Tuning::kVectorsPerThread], T warp_prefix) {
+  const Sum sum;
+  const int lane = lane_id();
 #pragma unroll
-  for (int j = 0; j < kV; ++j) {
+  for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
     T running = sum(warp_prefix, lane_prefix[j]);
     Vector<T> result;
 #pragma unroll
@@ -163,6 +122,58 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
         if (first + i < n) out[first + i] = result.item[i];
     }
   }
+}
+
+template <class Tuning, class T, ScanKind Kind>
+__global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
+    scan_single_pass_kernel(const T* in, T* out, index_t n, T carry_in, TileStatus<T> status,
+                            unsigned int* tile_counter, bool vector_io) {
+  constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
+  constexpr int kV = Tuning::kVectorsPerThread;
+  __shared__ T warp_totals[kWarps];
+  __shared__ T warp_prefixes[kWarps];
+  __shared__ unsigned int shared_tile;
+
+  const Sum sum;
+  const T zero = T(0);
+  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  const index_t tile = shared_tile;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const int lane = lane_id();
+  const index_t tile_base = tile * Tuning::kTileItems;
+  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
+  const bool full_vector_tile = vector_io && tile_base + Tuning::kTileItems <= n;
+
+  // Every input element is read into registers before the barrier below, and written only after
+  // it: in-place scans (in == out) are safe, and no other tile touches this tile's elements.
+  Vector<T> items[kV];
+  load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, zero);
+
+  T lane_prefix[kV];
+  const T warp_carry = warp_scan_items<Tuning>(items, lane_prefix);
+  if (lane == 0) warp_totals[warp] = warp_carry;
+  __syncthreads();
+
+  if (warp == 0) {
+    const T warp_total = lane < kWarps ? warp_totals[lane] : zero;
+    const T inclusive = warp_inclusive_scan(warp_total, sum);
+    const T exclusive = warp_shift_exclusive(inclusive, zero);
+    const T tile_aggregate = warp_broadcast(inclusive, kWarpThreads - 1);
+    T tile_prefix;
+    if (tile == 0) {
+      tile_prefix = carry_in;
+      if (lane == 0) status.publish(0, kTileInclusive, sum(carry_in, tile_aggregate));
+    } else {
+      if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
+      tile_prefix = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum, zero);
+      if (lane == 0) status.publish(tile, kTileInclusive, sum(tile_prefix, tile_aggregate));
+    }
+    if (lane < kWarps) warp_prefixes[lane] = sum(tile_prefix, exclusive);
+  }
+  __syncthreads();
+
+  store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp]);
 }
 
 template <class T>

@@ -148,16 +148,7 @@ __global__ void __launch_bounds__(ScanTuning<T>::kBlockThreads, ScanTuning<T>::k
     Vector<T> items[kV];
     load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, zero);
     T lane_prefix[kV];
-    T warp_carry = zero;
-#pragma unroll
-    for (int j = 0; j < kV; ++j) {
-      T vector_total = items[j].item[0];
-#pragma unroll
-      for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = sum(vector_total, items[j].item[i]);
-      const T inclusive = warp_inclusive_scan(vector_total, sum);
-      lane_prefix[j] = sum(warp_carry, warp_shift_exclusive(inclusive, zero));
-      warp_carry = sum(warp_carry, warp_broadcast(inclusive, kWarpThreads - 1));
-    }
+    const T warp_carry = warp_scan_items<Tuning>(items, lane_prefix);
     if (lane == 0) warp_totals[warp] = warp_carry;
     __syncthreads();
 
@@ -170,30 +161,7 @@ __global__ void __launch_bounds__(ScanTuning<T>::kBlockThreads, ScanTuning<T>::k
     }
     __syncthreads();
 
-    const T warp_prefix = warp_prefixes[warp];
-#pragma unroll
-    for (int j = 0; j < kV; ++j) {
-      T value = sum(warp_prefix, lane_prefix[j]);
-      Vector<T> result;
-#pragma unroll
-      for (int i = 0; i < Tuning::kVectorItems; ++i) {
-        if constexpr (Kind == ScanKind::exclusive) {
-          result.item[i] = value;
-          value = sum(value, items[j].item[i]);
-        } else {
-          value = sum(value, items[j].item[i]);
-          result.item[i] = value;
-        }
-      }
-      const index_t first = warp_base + static_cast<index_t>(j * kWarpThreads + lane) * Tuning::kVectorItems;
-      if (full_vector_tile) {
-        store_vector(out + first, result);
-      } else {
-#pragma unroll
-        for (int i = 0; i < Tuning::kVectorItems; ++i)
-          if (first + i < n) out[first + i] = result.item[i];
-      }
-    }
+    store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp]);
   }
 }
 

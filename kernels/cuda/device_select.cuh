@@ -35,7 +35,6 @@ struct SelectTuning {
   // Look-back sleeps (tile_status.cuh): CUB's sm90 select values; 0.96x -> 1.15-1.17x CUB on an H200.
   static constexpr int kPartialDelayNs = 1150;
   static constexpr int kPollDelayNs = 76;
-  static constexpr bool kTileFromBlockIndex = false;  // see ScanTuning
   static constexpr int kVectorItems = Vector<T>::kItems;
   static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
   static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
@@ -59,14 +58,9 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   // elements (full 128-byte stores, instead of one sparse store per vector slot).
   __shared__ T staged[Tuning::kBlockThreads * kV * kVI];
 
-  index_t tile;
-  if constexpr (Tuning::kTileFromBlockIndex) {
-    tile = blockIdx.x;
-  } else {
-    if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
-    __syncthreads();
-    tile = shared_tile;
-  }
+  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  const index_t tile = shared_tile;
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
   const int lane = lane_id();
   const index_t tile_base = tile * Tuning::kTileItems;

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "tessera/framework/device_comm.hpp"

@@ -110,37 +110,6 @@ dim3 gemm_grid(index_t m, index_t n, int block_m, int block_n) {
   return dim3(static_cast<unsigned>(tiles_n), static_cast<unsigned>(tiles_m));
 }
 
-// Stream-ordered pool memory that may be missing: where the pool has no room (after the array
-// cache gave its blocks back), data() is null and the caller goes without (no split, no copy).
-class OptionalWorkspace {
- public:
-  OptionalWorkspace(std::size_t bytes, StreamHandle stream) : stream_(stream) {
-    cudaError_t status = cudaMallocAsync(&data_, bytes, to_cuda(stream));
-    if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();  // not sticky: clear it, then retry once without the array cache
-      release_cached_memory();
-      status = cudaMallocAsync(&data_, bytes, to_cuda(stream));
-    }
-    if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
-      data_ = nullptr;
-      return;
-    }
-    TESSERA_CUDA_CHECK(status);
-    TESSERA_ASSERT(is_aligned(data_, 16), "gemm: the pool returned a workspace that is not 16-byte aligned");
-  }
-  ~OptionalWorkspace() {
-    if (data_) TESSERA_CUDA_CHECK(cudaFreeAsync(data_, to_cuda(stream_)));
-  }
-  OptionalWorkspace(const OptionalWorkspace&) = delete;
-  OptionalWorkspace& operator=(const OptionalWorkspace&) = delete;
-  float* data() const { return static_cast<float*>(data_); }
-
- private:
-  StreamHandle stream_;
-  void* data_ = nullptr;
-};
-
 // dst[r * dst_ld + c] = src[r * src_ld + c] for c < cols, 0 for cols <= c < dst_ld (dst_ld a multiple
 // of 4, dst 16-byte aligned): each thread reads 4 consecutive floats (coalesced at any alignment)
 // and writes them as one vector.
@@ -231,8 +200,10 @@ void run_sgemm(const SplitKPlan& plan, index_t m, index_t n, index_t k, float al
   const index_t partial_ld = ceil_div<index_t>(n, 4) * 4;
   const index_t partial_plane = m * partial_ld;
   const DeviceInfo& device = current_device_info();
-  OptionalWorkspace workspace(sizeof(float) * static_cast<std::size_t>(partial_plane) * plan.splits, stream);
-  float* partials = workspace.data();
+  const ScratchBuffer workspace(Queue{Backend::cuda, device.ordinal, stream},
+                                sizeof(float) * static_cast<std::size_t>(partial_plane) * plan.splits,
+                                ScratchBuffer::OutOfMemory::leave_empty);
+  float* partials = workspace.as<float>();
   if (!partials) {  // no room for the planes: the unsplit product needs none
     run_sgemm(SplitKPlan{1, k}, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
     return;
@@ -269,17 +240,18 @@ int tiled_sgemm(int forced_splits, int copy_b, index_t m, index_t n, index_t k, 
                 index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
   bool vb = rows_aligned(b, ldb);
   const bool worth_copy = copy_b > 0 || (copy_b < 0 && m >= kCopyBMinRows && k * n >= kCopyBMinElements);
-  std::optional<OptionalWorkspace> b_copy;
+  std::optional<ScratchBuffer> b_copy;  // where there is no room, the product reads B's rows as they are
   if (!vb && worth_copy) {
     const index_t copy_ld = ceil_div<index_t>(n, 4) * 4;
-    b_copy.emplace(sizeof(float) * static_cast<std::size_t>(k * copy_ld), stream);
+    b_copy.emplace(Queue{Backend::cuda, current_device_info().ordinal, stream},
+                   sizeof(float) * static_cast<std::size_t>(k * copy_ld), ScratchBuffer::OutOfMemory::leave_empty);
     if (b_copy->data()) {
       const index_t blocks_x = ceil_div<index_t>(copy_ld / 4, 256);
       const index_t rows_per_pass = std::max<index_t>(1, 16 * current_device_info().sm_count / blocks_x);
       const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(std::min<index_t>({k, rows_per_pass, 65535})));
-      pad_rows_kernel<<<grid, 256, 0, to_cuda(stream)>>>(b, ldb, k, n, b_copy->data(), copy_ld);
+      pad_rows_kernel<<<grid, 256, 0, to_cuda(stream)>>>(b, ldb, k, n, b_copy->as<float>(), copy_ld);
       TESSERA_CUDA_CHECK_LAUNCH();
-      b = b_copy->data();
+      b = b_copy->as<float>();
       ldb = copy_ld;
       vb = true;
     }

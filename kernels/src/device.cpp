@@ -342,7 +342,8 @@ void copy_within(const Queue& q, void* dst, const void* src, std::size_t bytes) 
   std::memmove(dst, src, bytes);
 }
 
-ScratchBuffer::ScratchBuffer(const Queue& q, std::size_t bytes) : queue_(q), bytes_(bytes) {
+ScratchBuffer::ScratchBuffer(const Queue& q, std::size_t bytes, OutOfMemory on_out_of_memory)
+    : queue_(q), bytes_(bytes) {
   if (bytes == 0) return;
 #if TESSERA_HAVE_CUDA
   if (q.backend == Backend::cuda) {
@@ -352,10 +353,17 @@ ScratchBuffer::ScratchBuffer(const Queue& q, std::size_t bytes) : queue_(q), byt
       release_cached_memory();
       status = cudaMallocAsync(&data_, bytes, cuda_stream(q));
     }
+    if (status == cudaErrorMemoryAllocation && on_out_of_memory == OutOfMemory::leave_empty) {
+      (void)cudaGetLastError();  // not sticky
+      data_ = nullptr;
+      bytes_ = 0;
+      return;
+    }
     TESSERA_CUDA_CHECK(status);
     return;
   }
 #endif
+  (void)on_out_of_memory;
   data_ = allocate(q, bytes);
 }
 

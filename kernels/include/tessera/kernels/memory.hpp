@@ -39,9 +39,12 @@ void copy_from_host_async(const Queue& queue, void* dst, const void* host_src, s
 
 // Temporary storage for one operation: stream-ordered pool allocation under cuda
 // (cudaMallocAsync / cudaFreeAsync), plain allocation under cpu. Freed at scope exit, in stream order.
+// Out of device memory (after emptying allocate()'s block cache and retrying): an error, or, with
+// OutOfMemory::leave_empty, an empty buffer (data() == nullptr) for callers that can do without.
 class ScratchBuffer {
  public:
-  ScratchBuffer(const Queue& queue, std::size_t bytes);
+  enum class OutOfMemory { fail, leave_empty };
+  ScratchBuffer(const Queue& queue, std::size_t bytes, OutOfMemory on_out_of_memory = OutOfMemory::fail);
   ~ScratchBuffer();
   ScratchBuffer(const ScratchBuffer&) = delete;
   ScratchBuffer& operator=(const ScratchBuffer&) = delete;

@@ -6,18 +6,22 @@
 // the grid a few MiB apart) read 91% of the DRAM peak where CUB's even share read 93% (ncu, H100),
 // and sums fell to 0.87x CUB on an H200. Each thread block folds its share to one partial; the last
 // thread block to finish (a counter bumped after a fence, the "threadFenceReduction" pattern) folds
-// the partials and writes the result to device memory. One kernel, no host loop, no device-wide
-// synchronisation; the order in which partials are combined is fixed (block order), so a result is
-// reproducible run to run on the same device.
+// the partials, writes the result to device memory and sets the counter back to zero. One kernel,
+// no host loop, no device-wide synchronisation; the order in which partials are combined is fixed
+// (block order), so a result is reproducible run to run on the same device. The partials and the
+// counter live in the stream's workspace (stream_workspace.hpp): nothing is allocated or zeroed
+// before the launch, which an idle GPU would wait for.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "block.cuh"
 #include "device_info.cuh"
+#include "stream_workspace.hpp"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -129,14 +133,16 @@ __global__ void __launch_bounds__(BlockThreads)
   }
   // Thread-strided folding above meets partials in a fixed order, so the result is deterministic.
   total = block_reduce<BlockThreads>(total, op, identity, warp_partials);
-  if (threadIdx.x == 0) *out = total;
+  if (threadIdx.x == 0) {
+    *out = total;
+    *blocks_done = 0;  // every other block has counted: ready for the next kernel on the stream
+  }
 }
 
 // Dispatch: a grid of kWaves full waves of the device, or one block per whole tile where the input
-// is smaller.
-template <class In, class Acc, class Transform, class Op>
+// is smaller. Tuning: ReduceTuning, or another with its members (for tuning experiments).
+template <class Tuning = ReduceTuning, class In, class Acc, class Transform, class Op>
 void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc identity, Acc* out, StreamHandle stream) {
-  using Tuning = ReduceTuning;
   constexpr auto kernel =
       reduce_single_pass_kernel<Tuning::kBlockThreads, Tuning::kLoadsInFlight, In, Acc, Transform, Op>;
   const DeviceInfo& device = current_device_info();
@@ -144,13 +150,20 @@ void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc iden
   const index_t wave = static_cast<index_t>(device.sm_count) * blocks_per_sm<kernel>(Tuning::kBlockThreads);
   const int grid = static_cast<int>(std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
 
-  // Scratch: the per-block partials, then the completion counter (zeroed per call, in stream order).
-  const std::size_t partial_bytes = ceil_div<std::size_t>(sizeof(Acc) * grid, 16) * 16;
-  Queue queue{Backend::cuda, device.ordinal, stream};
-  ScratchBuffer scratch(queue, partial_bytes + sizeof(unsigned int));
-  auto* partials = scratch.as<Acc>();
-  auto* blocks_done = reinterpret_cast<unsigned int*>(static_cast<char*>(scratch.data()) + partial_bytes);
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(blocks_done, 0, sizeof(unsigned int), to_cuda(stream)));
+  // The per-block partials and the completion counter: the stream's workspace, or (while the
+  // stream is captured into a graph) pool memory with the counter zeroed in stream order.
+  const std::size_t partial_bytes = sizeof(Acc) * static_cast<std::size_t>(grid);
+  StreamWorkspace workspace = stream_workspace(to_cuda(stream), partial_bytes);
+  std::optional<ScratchBuffer> pool;
+  if (!workspace.counter) {
+    const std::size_t counter_offset = ceil_div<std::size_t>(partial_bytes, 16) * 16;
+    pool.emplace(Queue{Backend::cuda, device.ordinal, stream}, counter_offset + sizeof(unsigned int));
+    workspace.scratch = pool->data();
+    workspace.counter = reinterpret_cast<unsigned int*>(static_cast<char*>(pool->data()) + counter_offset);
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(workspace.counter, 0, sizeof(unsigned int), to_cuda(stream)));
+  }
+  auto* partials = static_cast<Acc*>(workspace.scratch);
+  auto* blocks_done = workspace.counter;
   kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, n, transform, op, identity, partials, blocks_done,
                                                                  out);
   TESSERA_CUDA_CHECK_LAUNCH();

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "../cuda/stream_workspace.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #endif
 
@@ -80,6 +81,7 @@ void destroy_queue(Queue& q) {
 #if TESSERA_HAVE_CUDA
   if (q.backend == Backend::cuda && q.stream) {
     TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(q)));
+    cuda::detail::release_stream_workspace(q.device, cuda_stream(q));
     TESSERA_CUDA_CHECK(cudaStreamDestroy(cuda_stream(q)));
   }
 #endif

@@ -1,0 +1,80 @@
+// Per-stream workspaces (see stream_workspace.hpp).
+#include "stream_workspace.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "tessera/kernels/cuda_check.hpp"
+
+namespace tessera::kernels::cuda::detail {
+namespace {
+
+constexpr std::size_t kHeadBytes = 256;
+// Enough for the reduce's partials (4 waves of 4 blocks on 132 SMs, 8 bytes each: 17 KiB) on any
+// current GPU: one allocation per stream in practice.
+constexpr std::size_t kMinScratchBytes = std::size_t(64) << 10;
+
+struct Entry {
+  void* base = nullptr;
+  std::size_t scratch_bytes = 0;
+};
+
+class Registry {
+ public:
+  StreamWorkspace get(cudaStream_t stream, std::size_t scratch_bytes) {
+    int device = 0;
+    TESSERA_CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex_);
+    Entry& e = entries_[{device, stream}];
+    if (!e.base || e.scratch_bytes < scratch_bytes) {
+      // Stream order makes the swap safe: kernels already queued on `stream` finish with the old
+      // block before the free, and the new head is zeroed before any later kernel starts.
+      if (e.base) TESSERA_CUDA_CHECK(cudaFreeAsync(e.base, stream));
+      e.base = nullptr;
+      e.scratch_bytes = 0;
+      const std::size_t bytes = std::bit_ceil(std::max(scratch_bytes, kMinScratchBytes));
+      TESSERA_CUDA_CHECK(cudaMallocAsync(&e.base, kHeadBytes + bytes, stream));
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(e.base, 0, kHeadBytes, stream));
+      e.scratch_bytes = bytes;
+    }
+    return {static_cast<unsigned int*>(e.base), static_cast<char*>(e.base) + kHeadBytes};
+  }
+
+  void release(int device, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find({device, stream});
+    if (it == entries_.end()) return;
+    if (it->second.base) TESSERA_CUDA_CHECK(cudaFreeAsync(it->second.base, stream));
+    entries_.erase(it);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<int, cudaStream_t>, Entry> entries_;
+};
+
+// Never destroyed: at process exit the driver may already be gone, and it frees everything anyway.
+Registry& registry() {
+  static auto* r = new Registry;
+  return *r;
+}
+
+}  // namespace
+
+StreamWorkspace stream_workspace(cudaStream_t stream, std::size_t scratch_bytes) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    // e.g. the legacy default stream while another thread captures: let the pool path report it.
+    (void)cudaGetLastError();
+    return {};
+  }
+  if (capture != cudaStreamCaptureStatusNone) return {};
+  return registry().get(stream, scratch_bytes);
+}
+
+void release_stream_workspace(int device, cudaStream_t stream) { registry().release(device, stream); }
+
+}  // namespace tessera::kernels::cuda::detail

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 
 #include "block.cuh"
 #include "device_info.cuh"
@@ -154,20 +153,10 @@ void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc iden
   const index_t wave = static_cast<index_t>(device.sm_count) * blocks_per_sm<kernel>(Tuning::kBlockThreads);
   const int grid = static_cast<int>(std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
 
-  // The per-block partials and the completion counter: the stream's workspace, or (while the
-  // stream is captured into a graph) pool memory with the counter zeroed in stream order.
-  const std::size_t partial_bytes = sizeof(Acc) * static_cast<std::size_t>(grid);
-  StreamWorkspace workspace = stream_workspace(to_cuda(stream), partial_bytes);
-  std::optional<ScratchBuffer> pool;
-  if (!workspace.counter) {
-    const std::size_t counter_offset = ceil_div<std::size_t>(partial_bytes, 16) * 16;
-    pool.emplace(Queue{Backend::cuda, device.ordinal, stream}, counter_offset + sizeof(unsigned int));
-    workspace.scratch = pool->data();
-    workspace.counter = reinterpret_cast<unsigned int*>(static_cast<char*>(pool->data()) + counter_offset);
-    TESSERA_CUDA_CHECK(cudaMemsetAsync(workspace.counter, 0, sizeof(unsigned int), to_cuda(stream)));
-  }
-  auto* partials = static_cast<Acc*>(workspace.scratch);
-  auto* blocks_done = workspace.counter;
+  // The per-block partials and the completion counter (zero before and after the kernel).
+  const StreamScratch scratch(device.ordinal, to_cuda(stream), sizeof(Acc) * static_cast<std::size_t>(grid));
+  auto* partials = static_cast<Acc*>(scratch.scratch());
+  auto* blocks_done = scratch.counter();
   kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, n, transform, op, identity, partials, blocks_done,
                                                                  out);
   TESSERA_CUDA_CHECK_LAUNCH();

@@ -34,6 +34,7 @@
 
 #include "../src/exact_sum_backends.hpp"
 #include "device_info.cuh"
+#include "stream_workspace.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -301,7 +302,10 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::min_
     const auto* vin = reinterpret_cast<const Vector<T>*>(in);
     index_t i = thread;
     // Software pipelined: the next trip's kLoads 16-byte loads are in flight while this trip's
-    // elements are added, so that no warp waits on memory between its trips.
+    // elements are added, so that no warp waits on memory between its trips. Grid-strided: the
+    // reduce's even share (each block one run of consecutive vectors) measured 2-5% slower here
+    // (H200, 2^28 and 2^30: float 1.25 -> 1.28x CUB's sum, double 1.29 -> 1.33x) for this kernel,
+    // one wave of 2-4 blocks per SM that reads at ~3.5 TB/s where the reduce reads at ~4.5.
     Vector<T> current[kLoads], next[kLoads];
     bool full = i + (kLoads - 1) * stride < vectors;
     if (full) {
@@ -418,11 +422,9 @@ void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, Str
   while ((index_t(1) << (headroom - 1)) <= per_thread && headroom < 62) ++headroom;
   const int window_bits = 127 - ExactSumFormat<T>::kPrecision - headroom;
 
-  // Scratch from the stream-ordered pool through ScratchBuffer, whose out-of-memory retry first
-  // empties kernels::allocate's block cache; freed (in stream order) when this function returns.
-  const Queue queue{Backend::cuda, info.ordinal, stream_handle};
-  const kernels::ScratchBuffer scratch(queue, static_cast<std::size_t>(blocks) * kFields * sizeof(Fields));
-  Fields* const partials = scratch.as<Fields>();
+  // The partials in the stream's workspace: no allocation before the launch (stream_workspace.hpp).
+  const detail::StreamScratch scratch(info.ordinal, stream, static_cast<std::size_t>(blocks) * kFields * sizeof(Fields));
+  auto* const partials = static_cast<Fields*>(scratch.scratch());
   exact_sum_block_kernel<T><<<static_cast<unsigned>(blocks), Tuning::kThreads, 0, stream>>>(in, n, window_bits,
                                                                                             partials);
   TESSERA_CUDA_CHECK_LAUNCH();

@@ -36,7 +36,13 @@ class Registry {
       e.base = nullptr;
       e.scratch_bytes = 0;
       const std::size_t bytes = std::bit_ceil(std::max(scratch_bytes, kMinScratchBytes));
-      TESSERA_CUDA_CHECK(cudaMallocAsync(&e.base, kHeadBytes + bytes, stream));
+      cudaError_t status = cudaMallocAsync(&e.base, kHeadBytes + bytes, stream);
+      if (status == cudaErrorMemoryAllocation) {  // as ScratchBuffer: cached array blocks may hold it
+        (void)cudaGetLastError();
+        release_cached_memory();
+        status = cudaMallocAsync(&e.base, kHeadBytes + bytes, stream);
+      }
+      TESSERA_CUDA_CHECK(status);
       TESSERA_CUDA_CHECK(cudaMemsetAsync(e.base, 0, kHeadBytes, stream));
       e.scratch_bytes = bytes;
     }
@@ -73,6 +79,15 @@ StreamWorkspace stream_workspace(cudaStream_t stream, std::size_t scratch_bytes)
   }
   if (capture != cudaStreamCaptureStatusNone) return {};
   return registry().get(stream, scratch_bytes);
+}
+
+StreamScratch::StreamScratch(int device, cudaStream_t stream, std::size_t scratch_bytes)
+    : workspace_(stream_workspace(stream, scratch_bytes)) {
+  if (workspace_.counter) return;
+  pool_.emplace(Queue{Backend::cuda, device, reinterpret_cast<StreamHandle>(stream)}, kHeadBytes + scratch_bytes);
+  workspace_.counter = pool_->as<unsigned int>();
+  workspace_.scratch = static_cast<char*>(pool_->data()) + kHeadBytes;
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(workspace_.counter, 0, kHeadBytes, stream));
 }
 
 void release_stream_workspace(int device, cudaStream_t stream) { registry().release(device, stream); }

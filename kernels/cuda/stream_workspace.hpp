@@ -8,6 +8,7 @@
 // (~1 us) - CUB's caller hands it temporary storage allocated once. With this workspace the call
 // measured 243.9 us, and 9.3 us instead of 11.3 at 2^20 (tmp probe, third session).
 //
+// Users: the reduce (partials and its last-block counter) and the exact sum (per-block partials).
 // Layout: a 256-byte head whose first unsigned int is a counter, then `scratch_bytes` of scratch.
 // Contract of every user: the counter is zero when a kernel starts and zero again when it ends
 // (the last thread block resets it); the scratch is written before it is read. Uses on one stream
@@ -19,6 +20,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <optional>
+
+#include "tessera/kernels/memory.hpp"
 
 namespace tessera::kernels::cuda::detail {
 
@@ -30,6 +34,20 @@ struct StreamWorkspace {
 // The workspace of the current device's `stream`, grown (in stream order) to hold `scratch_bytes`;
 // an empty one (null pointers) while `stream` is capturing.
 StreamWorkspace stream_workspace(cudaStream_t stream, std::size_t scratch_bytes);
+
+// What a pass uses: the stream's workspace, or, while the stream is capturing, the same layout in
+// pool memory (a ScratchBuffer, freed in stream order with this object) with the counter zeroed in
+// stream order. `device` is the current device, the stream's.
+class StreamScratch {
+ public:
+  StreamScratch(int device, cudaStream_t stream, std::size_t scratch_bytes);
+  unsigned int* counter() const { return workspace_.counter; }
+  void* scratch() const { return workspace_.scratch; }
+
+ private:
+  StreamWorkspace workspace_;
+  std::optional<ScratchBuffer> pool_;
+};
 
 // Frees the workspace of `stream` on `device`, if any; the stream must be idle (destroy_queue calls
 // this after its synchronisation, before the stream is destroyed and its handle can be reused).

@@ -2,16 +2,19 @@
 // zero again after every reduce, so that reduces queued back to back on one stream (no
 // synchronisation between them, grids of every size) each find their last block; two streams never
 // share one; it grows in stream order; and a reduce captured into a CUDA graph does not use it
-// (the graph, replayed later, gets pool memory of its own).
+// (the graph, replayed later, gets pool memory of its own); the exact sum, which keeps its partials
+// there too, in stream order with reduces and in a graph.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "../../kernels/cuda/stream_workspace.hpp"
 #include "gpu_test_support.hpp"
+#include "tessera/kernels/exact_sum.hpp"
 
 namespace tessera::gpu_test {
 namespace {
@@ -164,6 +167,69 @@ TEST(StreamWorkspaceGpu, ReduceCapturedIntoAGraphUsesPoolMemoryAndReplays) {
   kernels::deallocate(q, in);
   kernels::deallocate(q, out);
   kernels::destroy_queue(other);
+  kernels::destroy_queue(q);
+}
+
+// The exact sum keeps its per-block partials in the same workspace: queued between reduces with no
+// synchronisation, each pass must find its own data.
+TEST(StreamWorkspaceGpu, ExactSumAndReduceShareTheWorkspaceInStreamOrder) {
+  Queue q = kernels::make_cuda_queue(0);
+  const index_t n = small_mode() ? 6007 : (index_t(1) << 22) + 5;
+  const auto host = host_generate<double>(n, test_seed() + 5);
+  auto* in = upload(q, host);
+  using Acc = kernels::ExactAccumulator<double>;
+  constexpr int kRounds = 4;
+  auto* accs = static_cast<Acc*>(kernels::allocate(q, sizeof(Acc) * kRounds));
+  auto* maxima = static_cast<double*>(kernels::allocate(q, sizeof(double) * kRounds));
+  for (int r = 0; r < kRounds; ++r) {
+    kernels::exact_sum_partial(q, in, n - r * 1001, accs + r);
+    kernels::reduce(q, in, n - r * 1001, ReduceOp::max, maxima + r);
+  }
+  std::vector<Acc> got(kRounds);
+  std::vector<double> got_max(kRounds);
+  kernels::copy_to_host(q, got.data(), accs, sizeof(Acc) * kRounds);
+  kernels::copy_to_host(q, got_max.data(), maxima, sizeof(double) * kRounds);
+  for (int r = 0; r < kRounds; ++r) {
+    Acc want{};
+    kernels::exact_sum_partial(cpu_queue(), host.data(), n - r * 1001, &want);
+    const double a = kernels::exact_sum_round(got[r]), b = kernels::exact_sum_round(want);
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "exact sum, round " << r << ": " << a << " vs " << b;
+    EXPECT_EQ(got_max[r], cpu_reduce(host, n - r * 1001, ReduceOp::max)) << "max, round " << r;
+  }
+  kernels::deallocate(q, in);
+  kernels::deallocate(q, accs);
+  kernels::deallocate(q, maxima);
+  kernels::destroy_queue(q);
+}
+
+TEST(StreamWorkspaceGpu, ExactSumCapturedIntoAGraphReplays) {
+  Queue q = kernels::make_cuda_queue(0);
+  const index_t n = small_mode() ? 3001 : 1000003;
+  auto host = host_generate<float>(n, test_seed() + 6);
+  auto* in = upload(q, host);
+  using Acc = kernels::ExactAccumulator<float>;
+  auto* acc = static_cast<Acc*>(kernels::allocate(q, sizeof(Acc)));
+  q.synchronize();
+  cudaGraph_t graph = nullptr;
+  TESSERA_CUDA_CHECK(cudaStreamBeginCapture(stream_of(q), cudaStreamCaptureModeThreadLocal));
+  kernels::exact_sum_partial(q, in, n, acc);
+  TESSERA_CUDA_CHECK(cudaStreamEndCapture(stream_of(q), &graph));
+  cudaGraphExec_t exec = nullptr;
+  TESSERA_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    host[static_cast<std::size_t>(replay * 13 + 1)] = 1e30f * static_cast<float>(replay + 1);
+    kernels::copy_from_host(q, in, host.data(), sizeof(float) * host.size());
+    TESSERA_CUDA_CHECK(cudaGraphLaunch(exec, stream_of(q)));
+    Acc got{}, want{};
+    kernels::copy_to_host(q, &got, acc, sizeof got);
+    kernels::exact_sum_partial(cpu_queue(), host.data(), n, &want);
+    const float a = kernels::exact_sum_round(got), b = kernels::exact_sum_round(want);
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "replay " << replay << ": " << a << " vs " << b;
+  }
+  TESSERA_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  TESSERA_CUDA_CHECK(cudaGraphDestroy(graph));
+  kernels::deallocate(q, in);
+  kernels::deallocate(q, acc);
   kernels::destroy_queue(q);
 }
 

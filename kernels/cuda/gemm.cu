@@ -229,8 +229,8 @@ void run_sgemm(const SplitKPlan& plan, index_t m, index_t n, index_t k, float al
 SplitKPlan sgemm_policy_plan(index_t m, index_t n, index_t k, bool va, bool vb, bool vc) {
   using Tu = SgemmTuning;
   const int per_sm = pick_aligned_kernel<SgemmBlocksPerSm>(va, vb, vc)(Tu::kThreads, 0);
-  const index_t slots = static_cast<index_t>(current_device_info().sm_count) * per_sm;
-  return choose_split_k(m, n, k, Tu::kBlockM, Tu::kBlockN, Tu::kBlockK, slots);
+  const SplitKDevice device{static_cast<index_t>(current_device_info().sm_count), per_sm};
+  return choose_split_k(m, n, k, Tu::kBlockM, Tu::kBlockN, Tu::kBlockK, device);
 }
 
 // The float tiled product (k > 0, alpha != 0): B copied to aligned rows where that pays (or as

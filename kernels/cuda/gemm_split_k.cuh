@@ -34,10 +34,18 @@ inline SplitKPlan split_k_chunks(index_t k, int requested, int k_step) {
   return plan;
 }
 
+// Where the blocks run: SMs and resident blocks of the kernel per SM.
+struct SplitKDevice {
+  index_t sms = 0;
+  int blocks_per_sm = 0;
+  index_t slots() const { return sms * blocks_per_sm; }
+};
+
 struct SplitKPolicy {
   // K / S must reach this: shallower slices spend too much of their time in the pipeline's fill
-  // and in the epilogue, which every slice repeats.
-  index_t min_slice_depth = 256;
+  // and in the epilogue, which every slice repeats. (At 1000^3 four slices of 256 or less were the
+  // fastest split, H200.)
+  index_t min_slice_depth = 192;
   // Workspace of the S planes (bytes), from the stream-ordered pool.
   double max_workspace_bytes = 512.0 * (1 << 20);
   // Rates the predictions use, measured on H100/H200: the SIMT kernel sustains ~40 TFLOP/s over
@@ -50,19 +58,33 @@ struct SplitKPolicy {
   // A split must be predicted this much faster than no split (the model ignores effects of a few %).
   double required_gain = 0.03;
   int max_splits = 4;
+  // Time of a block alone on its SM, next to one of two sharing it (H200: 1000^3 in 2 slices, 128
+  // blocks on 132 SMs, took 0.074 ms; in 3, 192 blocks so that some SMs hold two, 0.085 ms: a lone
+  // block runs 1.75x as fast, ~0.57 of the time). Without it the model saw no gain in filling a
+  // partial wave's empty SMs and chose 3 there; over 13 shapes (H200, every S timed) its choices
+  // were 35% slower in sum than the best ones, and 4% with it.
+  double lone_block_time = 0.57;
 };
 
 // Predicted seconds of the float tiled GEMM with `splits` slices: whole waves of slice blocks (a
-// wave = `slots` resident blocks; a partly filled last wave costs a full one), plus, for a split,
-// the pass (the S planes read once, C read and written). The slices' stores of their planes hide
-// behind the arithmetic (180 MB over 3 ms for 5000 x 3001 x 4097 in 3 slices).
+// wave = every resident slot; a last wave that puts at most one block on each SM costs
+// lone_block_time of a wave, a fuller one a whole wave), plus, for a split, the pass (the S planes
+// read once, C read and written). The slices' stores of their planes hide behind the arithmetic
+// (180 MB over 3 ms for 5000 x 3001 x 4097 in 3 slices).
 inline double predict_split_k_seconds(index_t m, index_t n, index_t tiles, int block_m, int block_n,
-                                      const SplitKPlan& plan, index_t slots, const SplitKPolicy& policy) {
+                                      const SplitKPlan& plan, const SplitKDevice& device,
+                                      const SplitKPolicy& policy) {
   const index_t units = tiles * plan.splits;
-  const index_t waves = (units + slots - 1) / slots;
+  const index_t slots = device.slots();
+  const index_t full_waves = units / slots;
+  const index_t rest = units % slots;
+  const double waves = static_cast<double>(full_waves) +
+                       (rest == 0                                            ? 0.0
+                        : rest <= device.sms && device.blocks_per_sm > 1 ? policy.lone_block_time
+                                                                          : 1.0);
   const double slice_seconds =
       static_cast<double>(block_m) * block_n * static_cast<double>(plan.k_chunk) / policy.slot_fma_per_second;
-  double seconds = static_cast<double>(waves) * slice_seconds;
+  double seconds = waves * slice_seconds;
   if (plan.splits > 1) {
     const double plane_bytes = 4.0 * static_cast<double>(m) * static_cast<double>(n);
     seconds += (plan.splits + 2.0) * plane_bytes / policy.bytes_per_second + policy.launch_seconds;
@@ -71,14 +93,14 @@ inline double predict_split_k_seconds(index_t m, index_t n, index_t tiles, int b
 }
 
 // The split the float tiled GEMM uses: S in [1, max_splits] with the least predicted time, S = 1
-// unless that beats no split by required_gain. `slots` = SMs x resident blocks per SM.
+// unless that beats no split by required_gain.
 inline SplitKPlan choose_split_k(index_t m, index_t n, index_t k, int block_m, int block_n, int k_step,
-                                 index_t slots, const SplitKPolicy& policy = {}) {
+                                 const SplitKDevice& device, const SplitKPolicy& policy = {}) {
   const SplitKPlan none = split_k_chunks(k, 1, k_step);
-  if (m <= 0 || n <= 0 || k <= 0 || slots <= 0) return none;
+  if (m <= 0 || n <= 0 || k <= 0 || device.sms <= 0 || device.blocks_per_sm <= 0) return none;
   const index_t tiles = ((m + block_m - 1) / block_m) * ((n + block_n - 1) / block_n);
   const index_t padded_n = (n + 3) / 4 * 4;
-  const double base = predict_split_k_seconds(m, n, tiles, block_m, block_n, none, slots, policy);
+  const double base = predict_split_k_seconds(m, n, tiles, block_m, block_n, none, device, policy);
   SplitKPlan best = none;
   double best_seconds = base * (1.0 - policy.required_gain);
   for (int s = 2; s <= policy.max_splits; ++s) {
@@ -86,7 +108,7 @@ inline SplitKPlan choose_split_k(index_t m, index_t n, index_t k, int block_m, i
     const SplitKPlan plan = split_k_chunks(k, s, k_step);
     if (plan.splits != s) continue;
     if (4.0 * s * static_cast<double>(m) * static_cast<double>(padded_n) > policy.max_workspace_bytes) break;
-    const double seconds = predict_split_k_seconds(m, n, tiles, block_m, block_n, plan, slots, policy);
+    const double seconds = predict_split_k_seconds(m, n, tiles, block_m, block_n, plan, device, policy);
     if (seconds < best_seconds) {
       best = plan;
       best_seconds = seconds;

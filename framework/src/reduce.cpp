@@ -6,17 +6,34 @@
 #include "tessera/kernels/memory.hpp"
 
 namespace tessera {
+namespace {
+
+// A pinned host word per thread for the cuda backend's partial: the kernel's last block stores the
+// result straight into it (pinned memory is mapped for the device under unified addressing), so
+// the local phase is the kernel and one synchronisation - no device allocation before the launch
+// and no device-to-host copy after it. Made on first use, kept for the thread's lifetime.
+void* pinned_partial_slot() {
+  thread_local void* slot = kernels::allocate_pinned_host(64);
+  return slot;
+}
+
+}  // namespace
 
 template <class T>
 T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times) {
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: this block's partial, left in backend memory by the kernel; only the scalar crosses.
-  kernels::ScratchBuffer partial_device(ctx.queue(), sizeof(T));
-  kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, partial_device.as<T>());
+  // Local: this block's partial; only the scalar crosses to the host.
   T partial{};
-  kernels::copy_to_host(ctx.queue(), &partial, partial_device.data(), sizeof(T));
+  if (ctx.backend() == Backend::cuda) {
+    T* slot = static_cast<T*>(pinned_partial_slot());
+    kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, slot);
+    ctx.queue().synchronize();
+    partial = *slot;
+  } else {
+    kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, &partial);
+  }
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: one value per rank, as plain MPI on the host. Empty blocks contribute the identity.

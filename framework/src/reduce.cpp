@@ -1,33 +1,23 @@
 // reduce: local reduce of the block -> MPI_Allreduce of one value. No fix-up phase.
 #include <cstdint>
 
+#include "pinned_result.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/memory.hpp"
 
 namespace tessera {
-namespace {
-
-// A pinned host word per thread for the cuda backend's partial: the kernel's last block stores the
-// result straight into it (pinned memory is mapped for the device under unified addressing), so
-// the local phase is the kernel and one synchronisation - no device allocation before the launch
-// and no device-to-host copy after it. Made on first use, kept for the thread's lifetime.
-void* pinned_partial_slot() {
-  thread_local void* slot = kernels::allocate_pinned_host(64);
-  return slot;
-}
-
-}  // namespace
 
 template <class T>
 T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times) {
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: this block's partial; only the scalar crosses to the host.
+  // Local: this block's partial; only the scalar crosses to the host (under cuda the kernel stores
+  // it into pinned host memory: see pinned_result.hpp).
   T partial{};
   if (ctx.backend() == Backend::cuda) {
-    T* slot = static_cast<T*>(pinned_partial_slot());
+    T* slot = static_cast<T*>(detail::pinned_result_slot(sizeof(T)));
     kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, slot);
     ctx.queue().synchronize();
     partial = *slot;

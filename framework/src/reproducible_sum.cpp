@@ -7,6 +7,7 @@
 // Integer addition is associative, so neither the partition nor MPI's reduction order matters.
 #include <mpi.h>
 
+#include "pinned_result.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
@@ -22,11 +23,17 @@ T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: the block's exact partial, normalized by the kernel, then to the host (a few hundred bytes).
-  kernels::ScratchBuffer partial_device(ctx.queue(), sizeof(Accumulator));
-  kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), partial_device.as<Accumulator>());
+  // Local: the block's exact partial, normalized by the kernel. Under cuda the kernel stores it
+  // straight into a pinned host buffer (as reduce does: no device allocation, no copy).
   Accumulator partial;
-  kernels::copy_to_host(ctx.queue(), &partial, partial_device.data(), sizeof(Accumulator));
+  if (ctx.backend() == Backend::cuda) {
+    auto* slot = static_cast<Accumulator*>(detail::pinned_result_slot(sizeof(Accumulator)));
+    kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), slot);
+    ctx.queue().synchronize();
+    partial = *slot;
+  } else {
+    kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), &partial);
+  }
   kernels::exact_sum_normalize(partial);  // already normalized; cheap insurance for the headroom argument
   clock.end_phase(times ? &times->local : nullptr);
 

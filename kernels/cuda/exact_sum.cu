@@ -387,17 +387,24 @@ __global__ void __launch_bounds__(ExactSumTuning::kFinishThreads)
     }
     row_sums[row][field] = total;
   }
+  // The result is built and normalized in shared memory and stored once, field by field: `out`
+  // may be host memory the device reaches through unified addressing (the framework's reproducible
+  // sum passes a pinned host buffer), where normalizing in place would be a chain of bus round trips.
+  __shared__ ExactAccumulator<T> result;
+  Fields* result_fields = reinterpret_cast<Fields*>(&result);
   __syncthreads();
   if (threadIdx.x < kFields) {
     Fields total = 0;
     for (int r = 0; r < kRows; ++r) total += row_sums[r][threadIdx.x];
-    fields[threadIdx.x] = total;
+    result_fields[threadIdx.x] = total;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    out->count = n;
-    exact_sum_normalize(*out);
+    result.count = n;
+    exact_sum_normalize(result);
   }
+  __syncthreads();
+  if (threadIdx.x < kFields) fields[threadIdx.x] = result_fields[threadIdx.x];
 }
 
 }  // namespace

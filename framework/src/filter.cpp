@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "pinned_result.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -31,13 +32,21 @@ DistArray<T> filter(const DistArray<T>& array, Predicate<T> pred, PhaseTimes* ti
     T* data;
     ~Storage() { kernels::deallocate(queue, data); }
   } storage{ctx.queue(), static_cast<T*>(kernels::allocate(ctx.queue(), static_cast<std::size_t>(n) * sizeof(T)))};
-  kernels::ScratchBuffer kept_device(ctx.queue(), sizeof(index_t));
   clock.end_phase(times ? &times->host : nullptr);
 
-  // Local: select and count.
-  kernels::select(ctx.queue(), array.local_data(), n, pred, storage.data, kept_device.as<index_t>());
+  // Local: select and count (under cuda the kernel stores the count into pinned host memory: see
+  // pinned_result.hpp; an empty block keeps nothing and launches nothing).
   index_t kept = 0;
-  kernels::copy_to_host(ctx.queue(), &kept, kept_device.data(), sizeof(index_t));
+  if (ctx.backend() == Backend::cuda) {
+    if (n > 0) {
+      auto* slot = static_cast<index_t*>(detail::pinned_result_slot(sizeof(index_t)));
+      kernels::select(ctx.queue(), array.local_data(), n, pred, storage.data, slot);
+      ctx.queue().synchronize();
+      kept = *slot;
+    }
+  } else {
+    kernels::select(ctx.queue(), array.local_data(), n, pred, storage.data, &kept);
+  }
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: the counts of all ranks -> the ragged partition (offsets and total on every rank).
@@ -58,11 +67,16 @@ index_t count_if(const DistArray<T>& array, Predicate<T> pred, PhaseTimes* times
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: this block's count.
-  kernels::ScratchBuffer count_device(ctx.queue(), sizeof(index_t));
-  kernels::count_if(ctx.queue(), array.local_data(), array.local_size(), pred, count_device.as<index_t>());
+  // Local: this block's count (into pinned host memory under cuda, as filter's).
   index_t local_count = 0;
-  kernels::copy_to_host(ctx.queue(), &local_count, count_device.data(), sizeof(index_t));
+  if (ctx.backend() == Backend::cuda) {
+    auto* slot = static_cast<index_t*>(detail::pinned_result_slot(sizeof(index_t)));
+    kernels::count_if(ctx.queue(), array.local_data(), array.local_size(), pred, slot);
+    ctx.queue().synchronize();
+    local_count = *slot;
+  } else {
+    kernels::count_if(ctx.queue(), array.local_data(), array.local_size(), pred, &local_count);
+  }
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: the total on every rank.

@@ -34,19 +34,11 @@ DistArray<T> filter(const DistArray<T>& array, Predicate<T> pred, PhaseTimes* ti
   } storage{ctx.queue(), static_cast<T*>(kernels::allocate(ctx.queue(), static_cast<std::size_t>(n) * sizeof(T)))};
   clock.end_phase(times ? &times->host : nullptr);
 
-  // Local: select and count (under cuda the kernel stores the count into pinned host memory: see
-  // pinned_result.hpp; an empty block keeps nothing and launches nothing).
-  index_t kept = 0;
-  if (ctx.backend() == Backend::cuda) {
-    if (n > 0) {
-      auto* slot = static_cast<index_t*>(detail::pinned_result_slot(sizeof(index_t)));
-      kernels::select(ctx.queue(), array.local_data(), n, pred, storage.data, slot);
-      ctx.queue().synchronize();
-      kept = *slot;
-    }
-  } else {
-    kernels::select(ctx.queue(), array.local_data(), n, pred, storage.data, &kept);
-  }
+  // Local: select and count (the count to the host: see pinned_result.hpp). An empty block keeps
+  // nothing and launches nothing.
+  const index_t kept = n == 0 ? 0 : detail::result_on_host<index_t>(ctx, [&](index_t* out) {
+    kernels::select(ctx.queue(), array.local_data(), n, pred, storage.data, out);
+  });
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: the counts of all ranks -> the ragged partition (offsets and total on every rank).
@@ -67,16 +59,10 @@ index_t count_if(const DistArray<T>& array, Predicate<T> pred, PhaseTimes* times
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: this block's count (into pinned host memory under cuda, as filter's).
-  index_t local_count = 0;
-  if (ctx.backend() == Backend::cuda) {
-    auto* slot = static_cast<index_t*>(detail::pinned_result_slot(sizeof(index_t)));
-    kernels::count_if(ctx.queue(), array.local_data(), array.local_size(), pred, slot);
-    ctx.queue().synchronize();
-    local_count = *slot;
-  } else {
-    kernels::count_if(ctx.queue(), array.local_data(), array.local_size(), pred, &local_count);
-  }
+  // Local: this block's count (to the host: see pinned_result.hpp).
+  const index_t local_count = detail::result_on_host<index_t>(ctx, [&](index_t* out) {
+    kernels::count_if(ctx.queue(), array.local_data(), array.local_size(), pred, out);
+  });
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: the total on every rank.

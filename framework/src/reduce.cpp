@@ -4,7 +4,6 @@
 #include "pinned_result.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/timer.hpp"
-#include "tessera/kernels/memory.hpp"
 
 namespace tessera {
 
@@ -13,17 +12,9 @@ T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times) {
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: this block's partial; only the scalar crosses to the host (under cuda the kernel stores
-  // it into pinned host memory: see pinned_result.hpp).
-  T partial{};
-  if (ctx.backend() == Backend::cuda) {
-    T* slot = static_cast<T*>(detail::pinned_result_slot(sizeof(T)));
-    kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, slot);
-    ctx.queue().synchronize();
-    partial = *slot;
-  } else {
-    kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, &partial);
-  }
+  // Local: this block's partial; only the scalar crosses to the host (see pinned_result.hpp).
+  const T partial = detail::result_on_host<T>(
+      ctx, [&](T* out) { kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, out); });
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: one value per rank, as plain MPI on the host. Empty blocks contribute the identity.

@@ -23,17 +23,10 @@ T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
   const Context& ctx = array.context();
   PhaseClock clock(ctx.queue());
 
-  // Local: the block's exact partial, normalized by the kernel. Under cuda the kernel stores it
-  // straight into a pinned host buffer (as reduce does: no device allocation, no copy).
-  Accumulator partial;
-  if (ctx.backend() == Backend::cuda) {
-    auto* slot = static_cast<Accumulator*>(detail::pinned_result_slot(sizeof(Accumulator)));
-    kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), slot);
-    ctx.queue().synchronize();
-    partial = *slot;
-  } else {
-    kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), &partial);
-  }
+  // Local: the block's exact partial, normalized by the kernel (to the host: see pinned_result.hpp).
+  Accumulator partial = detail::result_on_host<Accumulator>(ctx, [&](Accumulator* out) {
+    kernels::exact_sum_partial(ctx.queue(), array.local_data(), array.local_size(), out);
+  });
   kernels::exact_sum_normalize(partial);  // already normalized; cheap insurance for the headroom argument
   clock.end_phase(times ? &times->local : nullptr);
 

@@ -12,8 +12,9 @@
 
 namespace tessera::detail {
 
-// At least `bytes` (up to kPinnedResultBytes) of pinned host memory, 64-byte aligned, owned by
-// the calling thread for its lifetime; only for the cuda backend (it needs a CUDA device).
+// At least `bytes` (up to kPinnedResultBytes) of pinned host memory, 64-byte aligned, the calling
+// thread's own (made on its first call, never freed); only for the cuda backend (it needs a CUDA
+// device).
 inline constexpr std::size_t kPinnedResultBytes = 4096;
 void* pinned_result_slot(std::size_t bytes);
 

@@ -26,7 +26,17 @@ T result_on_host(const Context& ctx, Produce&& produce) {
   static_assert(sizeof(T) <= kPinnedResultBytes);
   if (ctx.backend() == Backend::cuda) {
     T* slot = static_cast<T*>(pinned_result_slot(sizeof(T)));
-    produce(slot);
+    try {
+      produce(slot);
+    } catch (...) {
+      // A kernel queued before the failure may still write the slot: let it finish before the
+      // next call on this thread reuses it (its own error, if any, is the one already thrown).
+      try {
+        ctx.queue().synchronize();
+      } catch (...) {
+      }
+      throw;
+    }
     ctx.queue().synchronize();
     return *slot;
   }

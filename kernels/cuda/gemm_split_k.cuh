@@ -75,7 +75,7 @@ inline double predict_split_k_seconds(index_t m, index_t n, index_t tiles, int b
                                       const SplitKPlan& plan, const SplitKDevice& device,
                                       const SplitKPolicy& policy) {
   const index_t units = tiles * plan.splits;
-  const index_t slots = device.slots();
+  const index_t slots = std::max<index_t>(1, device.slots());  // choose_split_k never passes 0
   const index_t full_waves = units / slots;
   const index_t rest = units % slots;
   const double waves = static_cast<double>(full_waves) +

@@ -5,7 +5,6 @@
 #include <bit>
 #include <map>
 #include <mutex>
-#include <utility>
 
 #include "tessera/kernels/cuda_check.hpp"
 
@@ -13,9 +12,10 @@ namespace tessera::kernels::cuda::detail {
 namespace {
 
 constexpr std::size_t kHeadBytes = 256;
-// Enough for the reduce's partials (4 waves of 4 blocks on 132 SMs, 8 bytes each: 17 KiB) on any
-// current GPU: one allocation per stream in practice.
-constexpr std::size_t kMinScratchBytes = std::size_t(64) << 10;
+// Enough for the reduce's partials (4 waves of 4 blocks on 132 SMs, 8 bytes each: 17 KiB) and the
+// exact sum's (264 blocks x 73 fields x 8 bytes for double: 154 KB; 528 x 16 x 8 for float) on
+// current GPUs: one allocation per stream in practice.
+constexpr std::size_t kMinScratchBytes = std::size_t(256) << 10;
 
 struct Entry {
   void* base = nullptr;
@@ -25,10 +25,8 @@ struct Entry {
 class Registry {
  public:
   StreamWorkspace get(cudaStream_t stream, std::size_t scratch_bytes) {
-    int device = 0;
-    TESSERA_CUDA_CHECK(cudaGetDevice(&device));
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry& e = entries_[{device, stream}];
+    Entry& e = entries_[stream];
     if (!e.base || e.scratch_bytes < scratch_bytes) {
       // Stream order makes the swap safe: kernels already queued on `stream` finish with the old
       // block before the free, and the new head is zeroed before any later kernel starts.
@@ -49,9 +47,9 @@ class Registry {
     return {static_cast<unsigned int*>(e.base), static_cast<char*>(e.base) + kHeadBytes};
   }
 
-  void release(int device, cudaStream_t stream) {
+  void release(cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find({device, stream});
+    auto it = entries_.find(stream);
     if (it == entries_.end()) return;
     if (it->second.base) TESSERA_CUDA_CHECK(cudaFreeAsync(it->second.base, stream));
     entries_.erase(it);
@@ -59,7 +57,9 @@ class Registry {
 
  private:
   std::mutex mutex_;
-  std::map<std::pair<int, cudaStream_t>, Entry> entries_;
+  // Keyed by the stream alone: a created stream's handle is unique in the process, whatever the
+  // device (the special handles, which are per device or per thread, never get here).
+  std::map<cudaStream_t, Entry> entries_;
 };
 
 // Never destroyed: at process exit the driver may already be gone, and it frees everything anyway.
@@ -71,6 +71,9 @@ Registry& registry() {
 }  // namespace
 
 StreamWorkspace stream_workspace(cudaStream_t stream, std::size_t scratch_bytes) {
+  // The null, legacy and per-thread default streams are one handle for many streams (per device,
+  // per host thread): no workspace of their own, the pool instead.
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return {};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
     // e.g. the legacy default stream while another thread captures: let the pool path report it.
@@ -90,6 +93,6 @@ StreamScratch::StreamScratch(int device, cudaStream_t stream, std::size_t scratc
   TESSERA_CUDA_CHECK(cudaMemsetAsync(workspace_.counter, 0, kHeadBytes, stream));
 }
 
-void release_stream_workspace(int device, cudaStream_t stream) { registry().release(device, stream); }
+void release_stream_workspace(cudaStream_t stream) { registry().release(stream); }
 
 }  // namespace tessera::kernels::cuda::detail

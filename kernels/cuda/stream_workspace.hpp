@@ -13,8 +13,12 @@
 // Contract of every user: the counter is zero when a kernel starts and zero again when it ends
 // (the last thread block resets it); the scratch is written before it is read. Uses on one stream
 // are ordered by that stream, so they never overlap; different streams have different workspaces.
-// While a stream is being captured into a CUDA graph there is no workspace (a captured kernel
-// would keep the pointer; the graph may be launched elsewhere): callers fall back to the pool.
+// One host thread per stream: a second thread growing the workspace could free the block the
+// first is about to launch on. The null, legacy and per-thread default streams, which stand for
+// many streams, get none, nor does a stream while it is captured into a CUDA graph (a captured
+// kernel would keep the pointer; the graph may be launched elsewhere): callers fall back to the
+// pool. A stream destroyed other than by destroy_queue keeps its entry (a handle the driver may
+// hand out again only once the stream's work is done).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -49,8 +53,8 @@ class StreamScratch {
   std::optional<ScratchBuffer> pool_;
 };
 
-// Frees the workspace of `stream` on `device`, if any; the stream must be idle (destroy_queue calls
-// this after its synchronisation, before the stream is destroyed and its handle can be reused).
-void release_stream_workspace(int device, cudaStream_t stream);
+// Frees the workspace of `stream`, if any; the stream must be idle (destroy_queue calls this after
+// its synchronisation, before the stream is destroyed and its handle can be reused).
+void release_stream_workspace(cudaStream_t stream);
 
 }  // namespace tessera::kernels::cuda::detail

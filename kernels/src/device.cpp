@@ -81,7 +81,7 @@ void destroy_queue(Queue& q) {
 #if TESSERA_HAVE_CUDA
   if (q.backend == Backend::cuda && q.stream) {
     TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(q)));
-    cuda::detail::release_stream_workspace(q.device, cuda_stream(q));
+    cuda::detail::release_stream_workspace(cuda_stream(q));
     TESSERA_CUDA_CHECK(cudaStreamDestroy(cuda_stream(q)));
   }
 #endif

@@ -1,8 +1,9 @@
-// Small results of device kernels (a rank's partial sum, exact accumulator or kept count) reach the
-// host through a per-thread pinned buffer that the kernel writes directly (pinned memory is mapped
-// for the device under unified addressing): the local phase then needs no device allocation
-// before the kernel and no device-to-host copy after it, only the queue's synchronisation. On one
-// H200 that took ~10 us off every call of the distributed sum, reproducible sum and filter.
+// Small results of device kernels (a rank's partial sum, exact accumulator, kept count or scan
+// total) reach the host through a per-thread pinned buffer that the kernel writes directly (pinned
+// memory is mapped for the device under unified addressing): the local phase then needs no device
+// allocation before the kernel and no device-to-host copy after it, only the queue's
+// synchronisation. On one H200 that took ~10 us off every call of the distributed sum,
+// reproducible sum and filter.
 // Internal to the framework.
 #pragma once
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "pinned_result.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/error.hpp"
@@ -31,10 +32,9 @@ void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTime
   const index_t n = array.local_size();
   const index_t segments = kernels::scan_segment_count<T>(ctx.queue(), n);
   kernels::ScratchBuffer segment_prefix(ctx.queue(), static_cast<std::size_t>(segments) * sizeof(T));
-  kernels::ScratchBuffer total_device(ctx.queue(), sizeof(T));
-  kernels::scan_totals(ctx.queue(), array.local_data(), n, segment_prefix.as<T>(), total_device.as<T>());
-  T block_total{};
-  kernels::copy_to_host(ctx.queue(), &block_total, total_device.data(), sizeof(T));
+  const T block_total = detail::result_on_host<T>(ctx, [&](T* total) {  // see pinned_result.hpp
+    kernels::scan_totals(ctx.queue(), array.local_data(), n, segment_prefix.as<T>(), total);
+  });
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: every rank's total; the carry-in is the sum of those before this rank.

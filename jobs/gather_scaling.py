@@ -31,7 +31,7 @@ def load_reports(inputs):
                     data = json.load(f)
             except (OSError, ValueError) as e:
                 sys.exit(f"gather_scaling: error: cannot read {path}: {e}")
-            if data.get("app") != "scaling":
+            if data.get("app") not in ("tessera-scaling", "scaling"):
                 continue
             data["_path"] = path
             reports.append(data)

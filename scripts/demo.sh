@@ -41,8 +41,8 @@ run() {
   echo "\$ ${launch[*]} $*"
   "${launch[@]}" "$@"
 }
-run "$bin/global_sum" --backend "$backend" --n 1e6 --verify
-run "$bin/global_sum" --backend "$backend" --n 1e6 --reproducible --dtype float64 --verify
-run "$bin/prefix_sum" --backend "$backend" --n 2^20 --dtype int64 --verify
-run "$bin/filter" --backend "$backend" --n 1e6 --predicate between:-0.25:0.25 --rebalance --verify
-run "$bin/matmul" --backend "$backend" --size 512 --verify
+run "$bin/tessera-global-sum" --backend "$backend" --n 1e6 --verify
+run "$bin/tessera-global-sum" --backend "$backend" --n 1e6 --reproducible --dtype float64 --verify
+run "$bin/tessera-prefix-sum" --backend "$backend" --n 2^20 --dtype int64 --verify
+run "$bin/tessera-filter" --backend "$backend" --n 1e6 --predicate between:-0.25:0.25 --rebalance --verify
+run "$bin/tessera-matmul" --backend "$backend" --size 512 --verify

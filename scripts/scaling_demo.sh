@@ -4,7 +4,7 @@
 # docs/scaling_demo.png, which the README shows, was made this way).
 #
 # usage: scripts/scaling_demo.sh BUILD_DIR [OUT_DIR]
-#   BUILD_DIR  a configured and built Tessera build (the app is BUILD_DIR/bin/scaling)
+#   BUILD_DIR  a configured and built Tessera build (the app is BUILD_DIR/bin/tessera-scaling)
 #   OUT_DIR    where the JSON and the console output go (default: BUILD_DIR/scaling-demo)
 # Environment: MPIEXEC (default mpiexec), PYTHON (default /usr/bin/python3, which has matplotlib),
 #   DEMO_N (strong size, default 2^24), DEMO_N_PER_RANK (weak, default 2^22), DEMO_RANKS (default 4).
@@ -12,7 +12,7 @@ set -euo pipefail
 build=${1:?usage: scripts/scaling_demo.sh BUILD_DIR [OUT_DIR]}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${2:-$build/scaling-demo}
-app=$build/bin/scaling
+app=$build/bin/tessera-scaling
 [[ -x $app ]] || { echo "scaling_demo: $app not found; build the target tessera_app_scaling first" >&2; exit 2; }
 mkdir -p "$out"
 mpiexec=${MPIEXEC:-mpiexec}

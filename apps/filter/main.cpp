@@ -56,7 +56,7 @@ PredicateText parse_predicate(std::string_view v) {
 int main(int argc, char** argv) {
   using namespace tessera;
   using namespace tessera::apps;
-  App app(argc, argv, "filter", "The elements of a distributed array that satisfy a predicate, in order.");
+  App app(argc, argv, "tessera-filter", "The elements of a distributed array that satisfy a predicate, in order.");
   PredicateText predicate_text;
   bool rebalanced = false;
   app.parser().add_option("--predicate", "gt:X|ge:X|lt:X|le:X|eq:X|ne:X|between:A:B|nonzero",

@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   using namespace tessera;
   using namespace tessera::apps;
-  App app(argc, argv, "global_sum", "The sum, min or max of a distributed array (one block per rank).");
+  App app(argc, argv, "tessera-global-sum", "The sum, min or max of a distributed array (one block per rank).");
   ReduceOp op = ReduceOp::sum;
   bool reproducible = false;
   app.parser().add_option("--op", "sum|min|max", "the reduction (default sum)", [&](std::string_view v) {

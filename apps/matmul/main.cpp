@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   using namespace tessera;
   using namespace tessera::apps;
-  App app(argc, argv, "matmul", "C = A B for distributed matrices, by SUMMA on a 2-D process grid.", false);
+  App app(argc, argv, "tessera-matmul", "C = A B for distributed matrices, by SUMMA on a 2-D process grid.", false);
   auto& parser = app.parser();
   index_t m = 512, k = 512, n = 512, size = 512;
   std::optional<io::DatasetPath> a_path, b_path;

@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   using namespace tessera;
   using namespace tessera::apps;
-  App app(argc, argv, "prefix_sum", "The inclusive or exclusive prefix sum of a distributed array.");
+  App app(argc, argv, "tessera-prefix-sum", "The inclusive or exclusive prefix sum of a distributed array.");
   bool exclusive = false;
   app.parser().add_switch("--exclusive", "out[i] = in[0] + ... + in[i-1] (default inclusive: ... + in[i])", &exclusive);
 

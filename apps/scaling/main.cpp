@@ -629,7 +629,7 @@ int probe_gpus(const tessera::Runtime& runtime) {
 }
 
 int run(tessera::Runtime& runtime, int argc, char** argv) {
-  apps::ArgParser parser("scaling",
+  apps::ArgParser parser("tessera-scaling",
                          "Strong and weak scaling of one distributed operation over the sub-communicators of one "
                          "launch,\nwith the Amdahl, Karp-Flatt and Gustafson analysis and the cost-model projection "
                          "(docs/SCALING.md).\nSizes (--n, --n-per-rank, --ping-bytes) take 1000000, 1e6, 2^20, 64M, 1G.");
@@ -642,7 +642,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   if (o.probe_gpus) return probe_gpus(runtime);
   check_outputs_writable(o, runtime.world_rank());
   const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend));
-  if (root && !o.quiet) std::fprintf(stderr, "scaling: %s\n", runtime.describe().c_str());
+  if (root && !o.quiet) std::fprintf(stderr, "tessera-scaling: %s\n", runtime.describe().c_str());
 
   const std::size_t total_points = o.ranks.size() * (o.modes.size() + 1);
   std::size_t done = 0;
@@ -650,7 +650,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   auto progress = [&](const std::string& what) {
     ++done;
     if (root && !o.quiet)
-      std::fprintf(stderr, "scaling: [%zu/%zu] %s done; %zu left; %.1f s elapsed\n", done, total_points, what.c_str(),
+      std::fprintf(stderr, "tessera-scaling: [%zu/%zu] %s done; %zu left; %.1f s elapsed\n", done, total_points, what.c_str(),
                    total_points - done, elapsed.seconds());
   };
 
@@ -684,7 +684,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   if (!root) return 0;
 
   Json j = Json::object();
-  j["app"] = "scaling";
+  j["app"] = "tessera-scaling";
   j["op"] = sc::to_string(o.op);
   j["dtype"] = tessera::io::to_string(o.dtype);
   j["backend"] = tessera::to_string(world.backend());
@@ -699,7 +699,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   j["ranks"] = array_of(o.ranks);
   Json collectives = Json::array();
   const char* device_path = tessera::to_string(tessera::device_comm_path(world.backend()));
-  std::printf("scaling: %s, %s\ncollectives (slowest rank, per call): host MPI allreduce; DeviceComm broadcast of "
+  std::printf("tessera-scaling: %s, %s\ncollectives (slowest rank, per call): host MPI allreduce; DeviceComm broadcast of "
               "backend memory (%s)\n%6s %14s %14s %14s %14s %14s %14s\n",
               sc::to_string(o.op), runtime.describe().c_str(), device_path, "ranks", "host 8 B [s]", "host large [s]",
               "large [B]", "dev small [s]", "dev large [s]", "dev large [B]");
@@ -737,7 +737,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
 
   int status = 0;
   if (!o.json.empty() && !write_file(o.json, j.dump(2) + "\n")) {
-    std::fprintf(stderr, "scaling: error: --json: cannot write '%s'\n", o.json.c_str());
+    std::fprintf(stderr, "tessera-scaling: error: --json: cannot write '%s'\n", o.json.c_str());
     status = 1;
   }
   if (!o.csv.empty()) {
@@ -752,7 +752,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
             << t.phases.host << ',' << p.other << ',' << p.checksum << '\n';
       }
     if (!write_file(o.csv, csv.str())) {
-      std::fprintf(stderr, "scaling: error: --csv: cannot write '%s'\n", o.csv.c_str());
+      std::fprintf(stderr, "tessera-scaling: error: --csv: cannot write '%s'\n", o.csv.c_str());
       status = 1;
     }
   }
@@ -770,7 +770,7 @@ int main(int argc, char** argv) {
     return run(runtime, argc, argv);
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) {
-      std::fprintf(stderr, "scaling: %s\n", e.what());
+      std::fprintf(stderr, "tessera-scaling: %s\n", e.what());
       std::fflush(stderr);
     }
     return apps::kExitUsage;

@@ -25,6 +25,11 @@ except ImportError as e:  # skip, never pass, without the independent writer and
 APP_TIMEOUT = 120  # seconds; a hang shows as a timeout, never as a pass
 
 
+def program(app):
+    """The installed name of an app: global_sum -> tessera-global-sum."""
+    return "tessera-" + app.replace("_", "-")
+
+
 class Harness:
     def __init__(self, description):
         p = argparse.ArgumentParser(description=description)
@@ -56,7 +61,7 @@ class Harness:
     def run(self, app, args, ranks=None, backend=True, env=None):
         """Runs app under mpiexec (env: extra environment variables); returns (status, stdout, stderr)."""
         ranks = self.ranks if ranks is None else ranks
-        cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, app)]
+        cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, program(app))]
         if backend:
             cmd += ["--backend", self.backend]
         cmd += [str(a) for a in args]
@@ -133,7 +138,7 @@ def read_h5(path, dataset):
 def check_output_attributes(h, attrs, app, ranks, backend):
     def text(v):
         return v.decode() if isinstance(v, bytes) else str(v)
-    h.check(text(attrs.get("app")) == app, f"output attribute app = {attrs.get('app')!r}, expected {app}")
+    h.check(text(attrs.get("app")) == program(app), f"output attribute app = {attrs.get('app')!r}, expected {program(app)}")
     h.check(int(attrs.get("ranks", -1)) == ranks, f"output attribute ranks = {attrs.get('ranks')!r}, expected {ranks}")
     h.check(text(attrs.get("backend")) == backend, f"output attribute backend = {attrs.get('backend')!r}")
     h.check(len(text(attrs.get("version", ""))) > 0, "output attribute version missing")
@@ -149,7 +154,7 @@ def check_h5dump(h, path):
 
 
 def check_common_json(h, report, app, dtype, sizes):
-    h.check(report.get("app") == app, f"json app = {report.get('app')!r}")
+    h.check(report.get("app") == program(app), f"json app = {report.get('app')!r}")
     h.check(report.get("ranks") == h.ranks, f"json ranks = {report.get('ranks')!r}, expected {h.ranks}")
     h.check(report.get("backend") == h.backend, f"json backend = {report.get('backend')!r}")
     h.check(report.get("dtype") == dtype, f"json dtype = {report.get('dtype')!r}, expected {dtype}")

@@ -6,7 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apptest import Harness, np, random_array, write_h5  # noqa: E402
+from apptest import Harness, np, program, random_array, write_h5  # noqa: E402
 
 h = Harness(__doc__)
 good = h.path("good.h5")
@@ -59,8 +59,8 @@ for i, (app, args, words) in enumerate(cases):
         if status is None:
             continue
         h.check(status == 2, f"{what}: status {status}, expected 2\n{stdout}\n{stderr}")
-        ours = [line for line in stderr.splitlines() if line.startswith(app + ":")]
-        h.check(len(ours) == 1, f"{what}: expected one line starting '{app}:', got {ours}")
+        ours = [line for line in stderr.splitlines() if line.startswith(program(app) + ":")]
+        h.check(len(ours) == 1, f"{what}: expected one line starting '{program(app)}:', got {ours}")
         if ours:
             h.check(all(w in ours[0] for w in words), f"{what}: message {ours[0]!r} lacks one of {words}")
         h.check(stdout.strip() == "", f"{what}: unexpected standard output {stdout!r}")

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "tessera/framework/fault.hpp"
@@ -10,6 +12,21 @@
 namespace tessera {
 
 namespace detail {
+
+MPI_Datatype contiguous_bytes_type(std::size_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::size_t, MPI_Datatype> types;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = types.find(bytes);
+  if (it != types.end()) return it->second;
+  TESSERA_ASSERT(bytes <= static_cast<std::size_t>(INT32_MAX), "contiguous_bytes_type: element larger than 2 GiB");
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  TESSERA_MPI_CHECK(MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type));
+  TESSERA_MPI_CHECK(MPI_Type_commit(&type));
+  types.emplace(bytes, type);
+  return type;
+}
+
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -124,55 +141,19 @@ T Communicator::exscan_sum(T value) const {
   return rank_ == 0 ? T(0) : result;
 }
 
-template <class T>
-std::vector<T> Communicator::allgather(T value) const {
-  TESSERA_FAULT_POINT("allgather");
-  std::vector<T> all(static_cast<std::size_t>(size_));
-  TESSERA_MPI_CHECK(MPI_Allgather(&value, 1, mpi_type<T>(), all.data(), 1, mpi_type<T>(), get()));
-  return all;
-}
-
-template <class T>
-void Communicator::bcast(T* data, index_t count, int root) const {
-  TESSERA_FAULT_POINT("bcast");
-  for (index_t done = 0; done < count; done += kMpiChunkElements) {
-    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
-    TESSERA_MPI_CHECK(MPI_Bcast(data + done, chunk, mpi_type<T>(), root, get()));
-  }
-}
-
-template <class T>
-void Communicator::send(const T* data, index_t count, int dest, int tag) const {
-  for (index_t done = 0; done < count; done += kMpiChunkElements) {
-    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
-    TESSERA_MPI_CHECK(MPI_Send(data + done, chunk, mpi_type<T>(), dest, tag, get()));
-  }
-}
-
-template <class T>
-void Communicator::recv(T* data, index_t count, int source, int tag) const {
-  for (index_t done = 0; done < count; done += kMpiChunkElements) {
-    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
-    TESSERA_MPI_CHECK(MPI_Recv(data + done, chunk, mpi_type<T>(), source, tag, get(), MPI_STATUS_IGNORE));
-  }
-}
-
 #define TESSERA_COMM_INSTANTIATE(T)                                                  \
   template T Communicator::allreduce<T>(T, ReduceOp) const;                          \
-  template T Communicator::exscan_sum<T>(T) const;                                   \
-  template std::vector<T> Communicator::allgather<T>(T) const;                       \
-  template void Communicator::bcast<T>(T*, index_t, int) const;                      \
-  template void Communicator::send<T>(const T*, index_t, int, int) const;            \
-  template void Communicator::recv<T>(T*, index_t, int, int) const;
+  template T Communicator::exscan_sum<T>(T) const;
 
+TESSERA_COMM_INSTANTIATE(std::int8_t)
+TESSERA_COMM_INSTANTIATE(std::int16_t)
 TESSERA_COMM_INSTANTIATE(std::int32_t)
 TESSERA_COMM_INSTANTIATE(std::int64_t)
+TESSERA_COMM_INSTANTIATE(std::uint8_t)
+TESSERA_COMM_INSTANTIATE(std::uint16_t)
+TESSERA_COMM_INSTANTIATE(std::uint32_t)
 TESSERA_COMM_INSTANTIATE(std::uint64_t)
 TESSERA_COMM_INSTANTIATE(float)
 TESSERA_COMM_INSTANTIATE(double)
-template void Communicator::bcast<char>(char*, index_t, int) const;
-template void Communicator::bcast<unsigned char>(unsigned char*, index_t, int) const;
-template void Communicator::send<unsigned char>(const unsigned char*, index_t, int, int) const;
-template void Communicator::recv<unsigned char>(unsigned char*, index_t, int, int) const;
 
 }  // namespace tessera

@@ -1,4 +1,4 @@
-#include "pinned_result.hpp"
+#include "tessera/framework/detail/result_on_host.hpp"
 
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"

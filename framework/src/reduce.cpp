@@ -1,26 +1,14 @@
-// reduce: local reduce of the block -> MPI_Allreduce of one value. No fix-up phase.
+// The precompiled reduce(array, ReduceOp) of the apps' element types: a thin wrapper over the
+// template (algorithms/reduce.hpp) with plus, minimum or maximum.
 #include <cstdint>
 
-#include "pinned_result.hpp"
-#include "tessera/framework/algorithms.hpp"
-#include "tessera/framework/timer.hpp"
+#include "tessera/framework/algorithms/reduce.hpp"
 
 namespace tessera {
 
 template <class T>
 T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times) {
-  const Context& ctx = array.context();
-  PhaseClock clock(ctx.queue());
-
-  // Local: this block's partial; only the scalar crosses to the host (see pinned_result.hpp).
-  const T partial = detail::result_on_host<T>(
-      ctx, [&](T* out) { kernels::reduce(ctx.queue(), array.local_data(), array.local_size(), op, out); });
-  clock.end_phase(times ? &times->local : nullptr);
-
-  // Global: one value per rank, as plain MPI on the host. Empty blocks contribute the identity.
-  const T result = ctx.comm().allreduce(partial, op);
-  clock.end_phase(times ? &times->communication : nullptr);
-  return result;
+  return with_reduce_op(op, [&](auto fn) { return reduce(array, fn, reduce_identity<T>(op), times); });
 }
 
 template std::int32_t reduce<std::int32_t>(const DistArray<std::int32_t>&, ReduceOp, PhaseTimes*);

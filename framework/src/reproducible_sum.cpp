@@ -7,7 +7,7 @@
 // Integer addition is associative, so neither the partition nor MPI's reduction order matters.
 #include <mpi.h>
 
-#include "pinned_result.hpp"
+#include "tessera/framework/detail/result_on_host.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"

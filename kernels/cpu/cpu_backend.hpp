@@ -6,8 +6,7 @@
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/predicate.hpp"
-#include "tessera/kernels/reduce.hpp"
-#include "tessera/kernels/scan.hpp"
+#include "tessera/kernels/reduce_op.hpp"
 
 namespace tessera::kernels::cpu {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../src/exact_sum_backends.hpp"
-#include "parallel.hpp"
+#include "tessera/kernels/cpu/parallel.hpp"
 
 namespace tessera::kernels::cpu {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
-#include "parallel.hpp"
+#include "tessera/kernels/cpu/parallel.hpp"
 
 namespace tessera::kernels::cpu {
 namespace {

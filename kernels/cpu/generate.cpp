@@ -3,7 +3,7 @@
 #include <type_traits>
 
 #include "cpu_backend.hpp"
-#include "parallel.hpp"
+#include "tessera/kernels/cpu/parallel.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 
 namespace tessera::kernels::cpu {
@@ -38,8 +38,14 @@ void generate(T* out, index_t n, std::uint64_t seed, index_t global_offset) {
   template void iota<T>(T*, index_t, T);                               \
   template void generate<T>(T*, index_t, std::uint64_t, index_t);
 
+TESSERA_CPU_GENERATE(std::int8_t)
+TESSERA_CPU_GENERATE(std::int16_t)
 TESSERA_CPU_GENERATE(std::int32_t)
 TESSERA_CPU_GENERATE(std::int64_t)
+TESSERA_CPU_GENERATE(std::uint8_t)
+TESSERA_CPU_GENERATE(std::uint16_t)
+TESSERA_CPU_GENERATE(std::uint32_t)
+TESSERA_CPU_GENERATE(std::uint64_t)
 TESSERA_CPU_GENERATE(float)
 TESSERA_CPU_GENERATE(double)
 

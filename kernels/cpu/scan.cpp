@@ -1,35 +1,20 @@
-// CPU scan: each thread sums its chunk, one thread turns the chunk sums into chunk carry-ins (seeded
-// with the caller's carry-in), then each thread scans its chunk from its carry-in. Reads the input
-// twice and writes once; in place is safe because the second pass reads in[i] before writing out[i].
+// CPU prefix sums: the one-pass entry is the generic scan of cpu/algorithms.hpp with plus (each
+// thread sums its chunk, the chunk sums become chunk carry-ins, each thread scans its chunk); the
+// two-pass entry keeps fixed segments so that the caller can size the segment prefixes beforehand.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "cpu_backend.hpp"
-#include "parallel.hpp"
+#include "tessera/kernels/cpu/algorithms.hpp"
+#include "tessera/kernels/cpu/parallel.hpp"
 
 namespace tessera::kernels::cpu {
 namespace {
 
 template <class T>
 T add(T a, T b) {
-  return reduce_combine(ReduceOp::sum, a, b);
-}
-
-template <class T>
-void scan_range(const T* in, T* out, index_t n, ScanKind kind, T carry) {
-  if (kind == ScanKind::inclusive) {
-    for (index_t i = 0; i < n; ++i) {
-      carry = add(carry, in[i]);
-      out[i] = carry;
-    }
-  } else {
-    for (index_t i = 0; i < n; ++i) {
-      const T x = in[i];
-      out[i] = carry;
-      carry = add(carry, x);
-    }
-  }
+  return plus{}(a, b);
 }
 
 template <class T>
@@ -41,28 +26,10 @@ T sum_range(const T* in, index_t n) {
 
 }  // namespace
 
+// The one-pass entry: the generic scan (cpu/algorithms.hpp) with plus.
 template <class T>
 void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in) {
-  const int threads = threads_for(n);
-  if (threads == 1) {
-    scan_range(in, out, n, kind, carry_in);
-    return;
-  }
-  std::vector<T> carry(static_cast<std::size_t>(threads) + 1);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    const int team = omp_get_num_threads();
-    const Chunk c = chunk_of(n, t, team);
-    carry[static_cast<std::size_t>(t) + 1] = sum_range(in + c.begin, c.end - c.begin);
-#pragma omp barrier
-#pragma omp single
-    {
-      carry[0] = carry_in;
-      for (int i = 1; i <= team; ++i) carry[i] = add(carry[i - 1], carry[i]);
-    }
-    scan_range(in + c.begin, out + c.begin, c.end - c.begin, kind, carry[static_cast<std::size_t>(t)]);
-  }
+  scan(in, out, n, kind, plus{}, carry_in);
 }
 
 // Two-pass scan: fixed segments (not one chunk per thread), so that the partials' count is known
@@ -97,7 +64,8 @@ void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in,
 #pragma omp parallel for schedule(static) num_threads(threads_for(n))
   for (index_t s = 0; s < segments; ++s) {
     const index_t begin = s * kSegmentItems;
-    scan_range(in + begin, out + begin, std::min(n, begin + kSegmentItems) - begin, kind,
+    plus op;
+    scan_range(in + begin, out + begin, std::min(n, begin + kSegmentItems) - begin, kind, op,
                add(carry_in, segment_prefix[s]));
   }
 }

@@ -35,7 +35,7 @@
 #include "async_copy.cuh"
 #include "mma_f64.cuh"
 #include "tessera/kernels/config.hpp"
-#include "warp.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
 

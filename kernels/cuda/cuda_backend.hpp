@@ -9,8 +9,7 @@
 #include "tessera/kernels/gemm.hpp"
 #include "tessera/kernels/predicate.hpp"
 #include "tessera/kernels/queue.hpp"
-#include "tessera/kernels/reduce.hpp"
-#include "tessera/kernels/scan.hpp"
+#include "tessera/kernels/reduce_op.hpp"
 
 namespace tessera::kernels::cuda {
 

@@ -19,14 +19,14 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "block.cuh"
-#include "device_info.cuh"
-#include "device_scan.cuh"
-#include "ops.cuh"
+#include "tessera/kernels/cuda/block.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/device_scan.cuh"
+#include "tessera/kernels/cuda/ops.cuh"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
-#include "vector_io.cuh"
-#include "warp.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(ScanTuning<T>::kBlockThreads, ScanTuning<T>::k
     Vector<T> items[kV];
     load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, zero);
     T lane_prefix[kV];
-    const T warp_carry = warp_scan_items<Tuning>(items, lane_prefix);
+    const T warp_carry = warp_scan_items<Tuning>(items, lane_prefix, sum);
     if (lane == 0) warp_totals[warp] = warp_carry;
     __syncthreads();
 
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(ScanTuning<T>::kBlockThreads, ScanTuning<T>::k
     }
     __syncthreads();
 
-    store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp]);
+    store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp], sum);
   }
 }
 

@@ -33,8 +33,8 @@
 #include <type_traits>
 
 #include "../src/exact_sum_backends.hpp"
-#include "device_info.cuh"
-#include "stream_workspace.hpp"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/stream_workspace.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 

@@ -16,7 +16,7 @@
 #include "agent_gemm_dmma.cuh"
 #include "agent_gemm_simt.cuh"
 #include "cuda_backend.hpp"
-#include "device_info.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
 #include "gemm_split_k.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"

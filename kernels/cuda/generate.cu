@@ -1,6 +1,7 @@
-// fill, iota and generate: element-wise writers. One grid-stride kernel per operation, a grid of
-// one device wave; element i's value depends only on i, so the result is bit-identical to the CPU
-// backend (counter_value's float conversions are exact, so FMA contraction cannot change them).
+// fill, iota and generate: element-wise writers, instances of the generic transform_index pass
+// (device_transform.cuh: 16-byte stores). Element i's value depends only on i, so the result is
+// bit-identical to the CPU backend (counter_value's float conversions are exact, so FMA contraction
+// cannot change them).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -8,16 +9,12 @@
 #include <type_traits>
 
 #include "cuda_backend.hpp"
-#include "device_info.cuh"
+#include "tessera/kernels/cuda/device_transform.cuh"
 #include "tessera/kernels/counter_rng.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 
 namespace tessera::kernels::cuda {
 namespace detail {
-
-struct ElementwiseTuning {
-  static constexpr int kBlockThreads = 256;
-};
 
 template <class T>
 struct FillValue {
@@ -47,23 +44,9 @@ struct CounterValue {
   }
 };
 
-template <int BlockThreads, class T, class ValueOf>
-__global__ void __launch_bounds__(BlockThreads) elementwise_kernel(T* __restrict__ out, index_t n, ValueOf value_of) {
-  const index_t stride = static_cast<index_t>(gridDim.x) * BlockThreads;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * BlockThreads + threadIdx.x; i < n; i += stride)
-    out[i] = value_of(i);
-}
-
 template <class T, class ValueOf>
 void elementwise(T* out, index_t n, ValueOf value_of, StreamHandle stream) {
-  if (n == 0) return;
-  constexpr int kThreads = ElementwiseTuning::kBlockThreads;
-  constexpr auto kernel = elementwise_kernel<kThreads, T, ValueOf>;
-  const DeviceInfo& device = current_device_info();
-  const index_t wave = static_cast<index_t>(device.sm_count) * blocks_per_sm<kernel>(kThreads);
-  const int grid = static_cast<int>(std::clamp<index_t>(ceil_div<index_t>(n, kThreads), 1, wave));
-  kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(out, n, value_of);
-  TESSERA_CUDA_CHECK_LAUNCH();
+  device_transform_index(0, n, out, value_of, stream);
 }
 
 }  // namespace detail
@@ -88,8 +71,14 @@ void generate(T* out, index_t n, std::uint64_t seed, index_t global_offset, Stre
   template void iota<T>(T*, index_t, T, Stream);                            \
   template void generate<T>(T*, index_t, std::uint64_t, index_t, Stream);
 
+TESSERA_INSTANTIATE_GENERATE(std::int8_t)
+TESSERA_INSTANTIATE_GENERATE(std::int16_t)
 TESSERA_INSTANTIATE_GENERATE(std::int32_t)
 TESSERA_INSTANTIATE_GENERATE(std::int64_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint8_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint16_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint32_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint64_t)
 TESSERA_INSTANTIATE_GENERATE(float)
 TESSERA_INSTANTIATE_GENERATE(double)
 

@@ -2,8 +2,8 @@
 #include <cstdint>
 
 #include "cuda_backend.hpp"
-#include "device_reduce.cuh"
-#include "ops.cuh"
+#include "tessera/kernels/cuda/device_reduce.cuh"
+#include "tessera/kernels/cuda/ops.cuh"
 
 namespace tessera::kernels::cuda {
 

@@ -1,15 +1,16 @@
-// scan: the public device-wide prefix sum (see device_scan.cuh for the pass).
+// scan: the precompiled device-wide prefix sums: the generic one-pass scan (device_scan.cuh) with
+// plus, and the two-pass form (device_scan_two_pass.cuh).
 #include <cstdint>
 
 #include "cuda_backend.hpp"
-#include "device_scan.cuh"
+#include "tessera/kernels/cuda/device_scan.cuh"
 #include "device_scan_two_pass.cuh"
 
 namespace tessera::kernels::cuda {
 
 template <class T>
 void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stream stream) {
-  detail::device_scan(in, out, n, kind, carry_in, stream);
+  detail::device_scan(in, out, n, kind, tessera::plus{}, carry_in, stream);
 }
 
 template <class T>

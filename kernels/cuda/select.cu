@@ -1,24 +1,13 @@
-// select and count_if: stream compaction (device_select.cuh) and a counting reduction
-// (device_reduce.cuh with the predicate as the transform).
+// select and count_if with the run-time Predicate<T>: the generic passes (stream compaction,
+// device_select.cuh; a counting reduction, device_reduce.cuh), instantiated with the predicate's kind
+// fixed at compile time so that the inner loops compare with one instruction instead of a switch.
 #include <cstdint>
 
 #include "cuda_backend.hpp"
-#include "device_reduce.cuh"
-#include "device_select.cuh"
-#include "ops.cuh"
-#include "predicate_dispatch.cuh"
+#include "tessera/kernels/cuda/algorithms.cuh"
+#include "tessera/kernels/cuda/predicate_dispatch.cuh"
 
 namespace tessera::kernels::cuda {
-namespace detail {
-
-template <class Pred>
-struct KeptAsCount {
-  Pred pred;
-  template <class T>
-  __device__ __forceinline__ index_t operator()(T x) const { return pred(x) ? 1 : 0; }
-};
-
-}  // namespace detail
 
 template <class T>
 void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count, Stream stream) {
@@ -28,7 +17,7 @@ void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_cou
 template <class T>
 void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count, Stream stream) {
   detail::with_fixed_predicate(pred, [&](auto fixed) {
-    detail::device_reduce(in, n, detail::KeptAsCount<decltype(fixed)>{fixed}, detail::Sum{}, index_t(0), count, stream);
+    detail::device_reduce(in, n, detail::KeptAsCount<decltype(fixed)>{fixed}, tessera::plus{}, index_t(0), count, stream);
   });
 }
 

@@ -1,5 +1,5 @@
 // Per-stream workspaces (see stream_workspace.hpp).
-#include "stream_workspace.hpp"
+#include "tessera/kernels/cuda/stream_workspace.hpp"
 
 #include <algorithm>
 #include <bit>

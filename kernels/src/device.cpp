@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "../cuda/stream_workspace.hpp"
+#include "tessera/kernels/cuda/stream_workspace.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #endif
 
@@ -319,6 +319,18 @@ void copy_from_host_async(const Queue& q, void* dst, const void* host_src, std::
 #endif
   (void)q;
   std::memcpy(dst, host_src, bytes);
+}
+
+void copy_within_async(const Queue& q, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+#if TESSERA_HAVE_CUDA
+  if (q.backend == Backend::cuda) {
+    TESSERA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_stream(q)));
+    return;
+  }
+#endif
+  (void)q;
+  std::memcpy(dst, src, bytes);
 }
 
 void copy_to_host(const Queue& q, void* host_dst, const void* src, std::size_t bytes) {

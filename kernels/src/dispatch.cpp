@@ -1,9 +1,13 @@
 // The public local operations: each one hands the work to the backend named by the queue.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #include "../cpu/cpu_backend.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/kernels.hpp"
+#include "tessera/kernels/transform.hpp"
 #if TESSERA_HAVE_CUDA
 #include "../cuda/cuda_backend.hpp"
 #endif
@@ -40,6 +44,51 @@ namespace {
   } while (0)
 #endif
 
+namespace detail {
+
+void throw_device_only_functor_on_cpu(const char* operation) {
+  throw UsageError(std::string(operation) +
+                   ": the functor is a __device__-only lambda, which cannot run on the cpu backend; "
+                   "mark it __host__ __device__ (TESSERA_HOST_DEVICE)");
+}
+
+void throw_needs_cuda_compiler(const char* operation) {
+  throw UsageError(std::string(operation) +
+                   ": this functor and element type run on the cuda backend only from a translation unit "
+                   "compiled by nvcc (this one was compiled without CUDA); compile it as CUDA, or use the "
+                   "cpu backend");
+}
+
+void throw_no_cuda_backend(const char* operation) {
+  throw UsageError(std::string(operation) + ": the cuda backend was requested, but this build of Tessera has no "
+                   "CUDA support");
+}
+
+void check_count(index_t n, const char* operation) {
+  if (n < 0) TESSERA_FATAL(operation, "negative element count");
+}
+
+void fill_bytes(const Queue& q, void* out, index_t n, std::size_t element_bytes, const void* value) {
+  check_count(n, "fill");
+  if (n == 0) return;
+  auto* bytes = static_cast<unsigned char*>(out);
+  if (q.backend == Backend::cpu) {
+    for (index_t i = 0; i < n; ++i) std::memcpy(bytes + static_cast<std::size_t>(i) * element_bytes, value, element_bytes);
+    return;
+  }
+  // The first element from the host, then doubling copies within the array: log2(n) copies that
+  // move about 2n elements of traffic in all.
+  copy_from_host_async(q, out, value, element_bytes);
+  q.synchronize();  // `value` may not outlive the call
+  for (index_t done = 1; done < n; done *= 2) {
+    const index_t count = std::min(done, n - done);
+    copy_within_async(q, bytes + static_cast<std::size_t>(done) * element_bytes, out,
+                      static_cast<std::size_t>(count) * element_bytes);
+  }
+}
+
+}  // namespace detail
+
 template <class T>
 void reduce(const Queue& q, const T* in, index_t n, ReduceOp op, T* out) {
   TESSERA_ASSERT(n >= 0, "reduce: negative element count");
@@ -75,18 +124,21 @@ void scan_from_totals(const Queue& q, const T* in, T* out, index_t n, ScanKind k
                    cuda::scan_from_totals(in, out, n, kind, carry_in, segment_prefix, q.stream));
 }
 
-template <class T>
-void select(const Queue& q, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {
-  TESSERA_ASSERT(n >= 0, "select: negative element count");
-  TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count),
-                   cuda::select(in, n, pred, out, kept_count, q.stream));
-}
-
-template <class T>
-void count_if(const Queue& q, const T* in, index_t n, Predicate<T> pred, index_t* count) {
-  TESSERA_ASSERT(n >= 0, "count_if: negative element count");
-  TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(in, n, pred, count, q.stream));
-}
+#define TESSERA_DEFINE_SELECT(T)                                                                      \
+  void select(const Queue& q, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {   \
+    TESSERA_ASSERT(n >= 0, "select: negative element count");                                         \
+    TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count),                                    \
+                     cuda::select(in, n, pred, out, kept_count, q.stream));                           \
+  }                                                                                                   \
+  void count_if(const Queue& q, const T* in, index_t n, Predicate<T> pred, index_t* count) {          \
+    TESSERA_ASSERT(n >= 0, "count_if: negative element count");                                       \
+    TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(in, n, pred, count, q.stream)); \
+  }
+TESSERA_DEFINE_SELECT(std::int32_t)
+TESSERA_DEFINE_SELECT(std::int64_t)
+TESSERA_DEFINE_SELECT(float)
+TESSERA_DEFINE_SELECT(double)
+#undef TESSERA_DEFINE_SELECT
 
 template <class T>
 void gemm(const Queue& q, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
@@ -119,17 +171,28 @@ void generate(const Queue& q, T* out, index_t n, std::uint64_t seed, index_t glo
   template void scan<T>(const Queue&, const T*, T*, index_t, ScanKind, T);                              \
   template index_t scan_segment_count<T>(const Queue&, index_t);                                        \
   template void scan_totals<T>(const Queue&, const T*, index_t, T*, T*);                                \
-  template void scan_from_totals<T>(const Queue&, const T*, T*, index_t, ScanKind, T, const T*);       \
-  template void select<T>(const Queue&, const T*, index_t, Predicate<T>, T*, index_t*);                 \
-  template void count_if<T>(const Queue&, const T*, index_t, Predicate<T>, index_t*);                   \
-  template void fill<T>(const Queue&, T*, index_t, T);                                                  \
-  template void iota<T>(const Queue&, T*, index_t, T);                                                  \
-  template void generate<T>(const Queue&, T*, index_t, std::uint64_t, index_t);
+  template void scan_from_totals<T>(const Queue&, const T*, T*, index_t, ScanKind, T, const T*);
 
 TESSERA_INSTANTIATE(std::int32_t)
 TESSERA_INSTANTIATE(std::int64_t)
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
+
+#define TESSERA_INSTANTIATE_GENERATE(T)                                                                  \
+  template void fill<T>(const Queue&, T*, index_t, T);                                                  \
+  template void iota<T>(const Queue&, T*, index_t, T);                                                  \
+  template void generate<T>(const Queue&, T*, index_t, std::uint64_t, index_t);
+
+TESSERA_INSTANTIATE_GENERATE(std::int8_t)
+TESSERA_INSTANTIATE_GENERATE(std::int16_t)
+TESSERA_INSTANTIATE_GENERATE(std::int32_t)
+TESSERA_INSTANTIATE_GENERATE(std::int64_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint8_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint16_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint32_t)
+TESSERA_INSTANTIATE_GENERATE(std::uint64_t)
+TESSERA_INSTANTIATE_GENERATE(float)
+TESSERA_INSTANTIATE_GENERATE(double)
 
 template void gemm<float>(const Queue&, GemmEngine, index_t, index_t, index_t, float, const float*, index_t,
                           const float*, index_t, float, float*, index_t);

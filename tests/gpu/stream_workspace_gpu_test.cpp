@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../../kernels/cuda/stream_workspace.hpp"
+#include "tessera/kernels/cuda/stream_workspace.hpp"
 #include "gpu_test_support.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 

@@ -6,12 +6,15 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "tessera/framework/fault.hpp"
+#include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_type.hpp"
 #include "tessera/kernels/config.hpp"
-#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/reduce_op.hpp"
 
 namespace tessera {
 
@@ -36,7 +39,8 @@ class Communicator {
 
   void barrier() const;
 
-  // op over all ranks; every rank gets the result. Integer sums wrap like reduce_combine.
+  // op over all ranks; every rank gets the result. Integer sums wrap like reduce_combine. T: the
+  // arithmetic types int8..int64, uint8..uint64, float, double.
   template <class T>
   T allreduce(T value, ReduceOp op) const;
 
@@ -44,8 +48,9 @@ class Communicator {
   template <class T>
   T exscan_sum(T value) const;
 
+  // Every rank's value, in rank order. Any trivially copyable T (see mpi_type.hpp).
   template <class T>
-  std::vector<T> allgather(T value) const;
+  std::vector<T> allgather(const T& value) const;
 
   // Broadcasts count elements of host memory from root; counts above 2^31 go in chunks.
   template <class T>
@@ -72,5 +77,38 @@ class Communicator {
 
 // Elements per MPI call when a count may exceed what an int can hold.
 inline constexpr index_t kMpiChunkElements = index_t(1) << 30;
+
+template <class T>
+void Communicator::bcast(T* data, index_t count, int root) const {
+  TESSERA_FAULT_POINT("bcast");
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Bcast(data + done, chunk, mpi_type<T>(), root, get()));
+  }
+}
+
+template <class T>
+void Communicator::send(const T* data, index_t count, int dest, int tag) const {
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Send(data + done, chunk, mpi_type<T>(), dest, tag, get()));
+  }
+}
+
+template <class T>
+void Communicator::recv(T* data, index_t count, int source, int tag) const {
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Recv(data + done, chunk, mpi_type<T>(), source, tag, get(), MPI_STATUS_IGNORE));
+  }
+}
+
+template <class T>
+std::vector<T> Communicator::allgather(const T& value) const {
+  TESSERA_FAULT_POINT("allgather");
+  std::vector<T> all(static_cast<std::size_t>(size_));
+  TESSERA_MPI_CHECK(MPI_Allgather(&value, 1, mpi_type<T>(), all.data(), 1, mpi_type<T>(), get()));
+  return all;
+}
 
 }  // namespace tessera

@@ -1,28 +1,76 @@
 // DistArray<T>: a global array of T cut into one block per rank of a context. Each rank owns its
 // block in the backend's memory (device memory under cuda) and knows the partition.
-// T is one of int32_t, int64_t, float, double.
+//
+// T: any trivially copyable type, default constructible (int8..int64, uint8..uint64, float, double,
+// or a struct of them). Blocks travel between ranks as bytes (mpi_type.hpp); HDF5 reads and writes
+// the arithmetic types (io.hpp). iota() and generate() are for arithmetic types.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/partition.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/generate.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/transform.hpp"
 
 namespace tessera {
 
+namespace detail {
+// True for the element types whose fill, iota and generate the kernels library precompiles.
+template <class T>
+inline constexpr bool is_generated_type =
+    std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int16_t> || std::is_same_v<T, std::int32_t> ||
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::uint16_t> ||
+    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t> || std::is_same_v<T, float> ||
+    std::is_same_v<T, double>;
+}  // namespace detail
+
 template <class T>
 class DistArray {
+  static_assert(std::is_trivially_copyable_v<T>, "DistArray<T>: T must be trivially copyable");
+  static_assert(std::is_default_constructible_v<T>, "DistArray<T>: T must be default constructible");
+
  public:
+  using value_type = T;
+
   DistArray() = default;
   // The block distribution of global_size elements over the context's ranks. Contents undefined.
-  DistArray(const Context& ctx, index_t global_size);
+  DistArray(const Context& ctx, index_t global_size) : DistArray(ctx, Partition::block(global_size, ctx.size())) {}
   // Any partition with one part per rank of the context (ragged ones, after a filter).
-  DistArray(const Context& ctx, Partition partition);
-  ~DistArray();
-  DistArray(DistArray&& other) noexcept;
-  DistArray& operator=(DistArray&& other) noexcept;
+  DistArray(const Context& ctx, Partition partition) : ctx_(ctx), partition_(std::move(partition)) {
+    TESSERA_ASSERT(!ctx_.is_null(), "DistArray on a null context");
+    TESSERA_ASSERT(partition_.parts() == ctx_.size(), "DistArray: partition has a part count other than the ranks");
+    local_size_ = partition_.local_size(ctx_.rank());
+    global_offset_ = partition_.offset(ctx_.rank());
+    capacity_ = local_size_;
+    data_ = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
+  }
+  ~DistArray() { release(); }
+  DistArray(DistArray&& other) noexcept
+      : ctx_(std::move(other.ctx_)),
+        partition_(std::move(other.partition_)),
+        local_size_(std::exchange(other.local_size_, 0)),
+        global_offset_(std::exchange(other.global_offset_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)),
+        data_(std::exchange(other.data_, nullptr)) {}
+  DistArray& operator=(DistArray&& other) noexcept {
+    if (this != &other) {
+      release();
+      ctx_ = std::move(other.ctx_);
+      partition_ = std::move(other.partition_);
+      local_size_ = std::exchange(other.local_size_, 0);
+      global_offset_ = std::exchange(other.global_offset_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+      data_ = std::exchange(other.data_, nullptr);
+    }
+    return *this;
+  }
   DistArray(const DistArray&) = delete;
   DistArray& operator=(const DistArray&) = delete;
 
@@ -35,35 +83,112 @@ class DistArray {
   // Elements the local block has room for (>= local_size(); more after a filter, see filter()).
   index_t local_capacity() const { return capacity_; }
   // Moves the block into storage of exactly local_size() elements, releasing the rest.
-  void shrink_to_fit();
+  void shrink_to_fit() {
+    if (capacity_ == local_size_) return;
+    T* exact = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
+    kernels::copy_within(ctx_.queue(), exact, data_, local_bytes());
+    release();
+    data_ = exact;
+    capacity_ = local_size_;
+  }
 
   // Backend memory (a device pointer under cuda).
   T* local_data() { return data_; }
   const T* local_data() const { return data_; }
 
-  void fill(T value);
-  // Element i (global index) = start + i.
-  void iota(T start = T(0));
+  void fill(const T& value) {
+    if constexpr (detail::is_generated_type<T>) {
+      kernels::fill(ctx_.queue(), data_, local_size_, value);
+    } else {
+      kernels::fill_any(ctx_.queue(), data_, local_size_, value);
+    }
+  }
+  // Element i (global index) = start + i (integers wrap; floats computed in double).
+  void iota(T start = T(0)) {
+    static_assert(detail::is_generated_type<T>, "DistArray::iota: arithmetic element types only");
+    T local_start;
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      local_start = static_cast<T>(static_cast<U>(start) + static_cast<U>(global_offset_));
+    } else {
+      local_start = static_cast<T>(static_cast<double>(start) + static_cast<double>(global_offset_));
+    }
+    kernels::iota(ctx_.queue(), data_, local_size_, local_start);
+  }
   // Element i = counter_value<T>(seed, i): the same global array whatever the number of ranks.
-  void generate(std::uint64_t seed);
+  void generate(std::uint64_t seed) {
+    static_assert(detail::is_generated_type<T>, "DistArray::generate: arithmetic element types only");
+    kernels::generate(ctx_.queue(), data_, local_size_, seed, global_offset_);
+  }
 
   // This rank's block, copied to host memory.
-  std::vector<T> local_to_host() const;
+  std::vector<T> local_to_host() const {
+    std::vector<T> host(static_cast<std::size_t>(local_size_));
+    kernels::copy_to_host(ctx_.queue(), host.data(), data_, local_bytes());
+    return host;
+  }
   // Overwrites this rank's block from host memory of exactly local_size() elements.
-  void local_from_host(std::span<const T> block);
+  void local_from_host(std::span<const T> block) {
+    TESSERA_ASSERT(static_cast<index_t>(block.size()) == local_size_, "local_from_host: size differs from the block");
+    kernels::copy_from_host(ctx_.queue(), data_, block.data(), local_bytes());
+  }
 
   // The whole array on `root` (empty vector elsewhere). Collective; for checks and small outputs.
-  std::vector<T> gather(int root = 0) const;
+  std::vector<T> gather(int root = 0) const {
+    const Communicator& comm = ctx_.comm();
+    constexpr int kTag = 7101;
+    std::vector<T> block = local_to_host();
+    if (comm.rank() != root) {
+      comm.send(block.data(), local_size_, root, kTag);
+      return {};
+    }
+    std::vector<T> all(static_cast<std::size_t>(global_size()));
+    for (int p = 0; p < comm.size(); ++p) {
+      T* dst = all.data() + partition_.offset(p);
+      if (p == root) {
+        std::copy(block.begin(), block.end(), dst);
+      } else {
+        comm.recv(dst, partition_.local_size(p), p, kTag);
+      }
+    }
+    return all;
+  }
 
   // Every rank passes the same global data; each keeps its own block. Collective-free; for tests.
-  static DistArray from_replicated(const Context& ctx, std::span<const T> global, Partition partition);
-  static DistArray from_replicated(const Context& ctx, std::span<const T> global);
+  static DistArray from_replicated(const Context& ctx, std::span<const T> global, Partition partition) {
+    TESSERA_ASSERT(static_cast<index_t>(global.size()) == partition.global_size(),
+                   "from_replicated: data size differs from the partition");
+    DistArray a(ctx, std::move(partition));
+    a.local_from_host(
+        global.subspan(static_cast<std::size_t>(a.global_offset()), static_cast<std::size_t>(a.local_size())));
+    return a;
+  }
+  static DistArray from_replicated(const Context& ctx, std::span<const T> global) {
+    return from_replicated(ctx, global, Partition::block(static_cast<index_t>(global.size()), ctx.size()));
+  }
   // Takes ownership of `data`: backend memory from kernels::allocate on the context's queue, room
   // for `capacity` >= this rank's part of `partition` elements, holding that part.
-  static DistArray adopt_local(const Context& ctx, Partition partition, T* data, index_t capacity);
+  static DistArray adopt_local(const Context& ctx, Partition partition, T* data, index_t capacity) {
+    TESSERA_ASSERT(!ctx.is_null(), "DistArray::adopt_local on a null context");
+    TESSERA_ASSERT(partition.parts() == ctx.size(),
+                   "DistArray::adopt_local: partition has a part count other than the ranks");
+    TESSERA_ASSERT(partition.local_size(ctx.rank()) <= capacity,
+                   "DistArray::adopt_local: block larger than its storage");
+    DistArray out;
+    out.ctx_ = ctx;
+    out.partition_ = std::move(partition);
+    out.local_size_ = out.partition_.local_size(ctx.rank());
+    out.global_offset_ = out.partition_.offset(ctx.rank());
+    out.capacity_ = capacity;
+    out.data_ = data;
+    return out;
+  }
 
  private:
-  void release();
+  void release() {
+    if (data_) kernels::deallocate(ctx_.queue(), data_);
+    data_ = nullptr;
+  }
 
   Context ctx_;
   Partition partition_;
@@ -73,6 +198,7 @@ class DistArray {
   T* data_ = nullptr;
 };
 
+// Precompiled in the framework library (the apps' element types).
 extern template class DistArray<std::int32_t>;
 extern template class DistArray<std::int64_t>;
 extern template class DistArray<float>;

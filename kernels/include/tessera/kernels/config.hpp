@@ -22,6 +22,11 @@ enum class Backend { cpu, cuda };
 
 inline const char* to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
+// inclusive: out[i] = init op in[0] op ... op in[i];  exclusive: out[i] = init op in[0] ... op in[i-1].
+enum class ScanKind { inclusive, exclusive };
+
+inline const char* to_string(ScanKind k) { return k == ScanKind::inclusive ? "inclusive" : "exclusive"; }
+
 // True when this build compiled the CUDA backend (it still needs a GPU at run time to use it).
 bool built_with_cuda();
 // True when this build links NCCL.

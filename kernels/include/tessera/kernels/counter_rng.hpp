@@ -23,7 +23,8 @@ TESSERA_HOST_DEVICE inline std::uint64_t counter_bits(std::uint64_t seed, std::u
 
 // Default distribution of generated elements:
 //   float:  multiples of 2^-23 in [-1, 1)      double: multiples of 2^-52 in [-1, 1)
-//   int32, int64: integers in [-1000, 1000]
+//   int16, int32, int64: integers in [-1000, 1000]     int8: [-100, 100]
+//   uint16, uint32, uint64: integers in [0, 2000]      uint8: [0, 200]
 // Integer values stay small so that sums of large arrays do not overflow.
 template <class T>
 TESSERA_HOST_DEVICE inline T counter_value(std::uint64_t seed, std::uint64_t index) {
@@ -34,7 +35,12 @@ TESSERA_HOST_DEVICE inline T counter_value(std::uint64_t seed, std::uint64_t ind
     return static_cast<double>(static_cast<std::int64_t>(bits >> 11)) * 0x1p-52 - 1.0;
   } else {
     static_assert(std::is_integral_v<T>, "counter_value: unsupported element type");
-    return static_cast<T>(static_cast<std::int64_t>(bits % 2001u) - 1000);
+    constexpr std::uint64_t kHalf = sizeof(T) == 1 ? 100 : 1000;
+    if constexpr (std::is_signed_v<T>) {
+      return static_cast<T>(static_cast<std::int64_t>(bits % (2 * kHalf + 1)) - static_cast<std::int64_t>(kHalf));
+    } else {
+      return static_cast<T>(bits % (2 * kHalf + 1));
+    }
   }
 }
 

@@ -1,4 +1,6 @@
-// Filling a block: constants, index sequences and the counter-based generator.
+// Filling a block: constants, index sequences and the counter-based generator. Precompiled for
+// int8, int16, int32, int64, uint8, uint16, uint32, uint64, float and double (fill of any other
+// trivially copyable type: fill_any in transform.hpp).
 #pragma once
 
 #include <cstdint>

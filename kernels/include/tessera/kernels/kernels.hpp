@@ -3,6 +3,7 @@
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/error.hpp"
+#include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/gemm.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -10,3 +11,4 @@
 #include "tessera/kernels/reduce.hpp"
 #include "tessera/kernels/scan.hpp"
 #include "tessera/kernels/select.hpp"
+#include "tessera/kernels/transform.hpp"

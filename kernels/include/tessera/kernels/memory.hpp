@@ -36,6 +36,8 @@ void copy_within(const Queue& queue, void* dst, const void* src, std::size_t byt
 // Stream-ordered versions: the caller synchronizes the queue before touching the host side.
 void copy_to_host_async(const Queue& queue, void* host_dst, const void* src, std::size_t bytes);
 void copy_from_host_async(const Queue& queue, void* dst, const void* host_src, std::size_t bytes);
+// Within backend memory; the ranges do not overlap.
+void copy_within_async(const Queue& queue, void* dst, const void* src, std::size_t bytes);
 
 // Temporary storage for one operation: stream-ordered pool allocation under cuda
 // (cudaMallocAsync / cudaFreeAsync), plain allocation under cpu. Freed at scope exit, in stream order.

@@ -1,59 +1,141 @@
-// Local reduce: one value from one rank's block.
+// Local reductions: one value from one rank's block.
+//
+//   reduce(queue, in, n, ReduceOp, out)                    the apps' sum / min / max (precompiled)
+//   transform_reduce(queue, in, n, f, op, identity, out)   identity op f(in[0]) op ... op f(in[n-1])
+//   transform_reduce_index(queue, first, n, f, op, identity, out)
+//                                                          identity op f(first) op ... op f(first+n-1)
+// and the same returning the value (these wait for the queue).
+//
+// `op` is associative with `identity` as its identity (functional.hpp); it is applied in index order
+// unless it declares itself commutative, so it need not commute. f, op: any callables that the
+// backend can run (TESSERA_HOST_DEVICE structs or nvcc extended lambdas; see detail/dispatch.hpp for
+// which translation units can run what). In and Acc: trivially copyable (Acc also default
+// constructible). `in` and `out` are backend memory (device memory under cuda), or for `out` under
+// cuda also pinned host memory; stream-ordered under cuda: *out is ready once the queue is
+// synchronized. n == 0 yields the identity.
 #pragma once
 
-#include <limits>
 #include <type_traits>
 
+#include "tessera/build_config.hpp"
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cpu/algorithms.hpp"
+#include "tessera/kernels/detail/dispatch.hpp"
+#include "tessera/kernels/functional.hpp"
+#include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
+#include "tessera/kernels/reduce_op.hpp"
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+#include "tessera/kernels/cuda/algorithms.cuh"
+#endif
 
-namespace tessera {
+namespace tessera::kernels {
 
-enum class ReduceOp { sum, min, max };
-
-inline const char* to_string(ReduceOp op) {
-  return op == ReduceOp::sum ? "sum" : op == ReduceOp::min ? "min" : "max";
-}
-
-// The identity of each operation, so that an empty block contributes nothing.
-template <class T>
-TESSERA_HOST_DEVICE constexpr T reduce_identity(ReduceOp op) {
-  if (op == ReduceOp::sum) return T(0);
-  if constexpr (std::numeric_limits<T>::has_infinity) {
-    return op == ReduceOp::min ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
-  } else {
-    return op == ReduceOp::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
-  }
-}
-
-// Combines two partial results. Integer sums wrap modulo 2^bits (computed in the unsigned type, so
-// that overflow is defined); min and max follow std::min / std::max, except that a NaN operand
-// propagates, as IEEE 754-2019 minimum/maximum do, so that the result does not depend on the order
-// in which partials meet.
-template <class T>
-TESSERA_HOST_DEVICE constexpr T reduce_combine(ReduceOp op, T a, T b) {
-  if (op == ReduceOp::sum) {
-    if constexpr (std::numeric_limits<T>::is_integer) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return a + b;
-    }
-  }
-  if constexpr (!std::numeric_limits<T>::is_integer) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  if (op == ReduceOp::min) return b < a ? b : a;
-  return a < b ? b : a;
-}
-
-namespace kernels {
-
-// Reduces in[0, n) with op into *out. `in` and `out` are backend memory (device memory under
-// cuda: the result stays on the device for the MPI phase). n == 0 yields the identity.
-// Stream-ordered under cuda: *out is ready once the queue is synchronized.
+// Reduces in[0, n) with op into *out (precompiled for int32, int64, float and double).
 template <class T>
 void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out);
 
-}  // namespace kernels
-}  // namespace tessera
+namespace detail {
+
+template <class T>
+inline constexpr bool is_precompiled_type = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
+                                            std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <class Op>
+inline constexpr bool is_reduce_op = std::is_same_v<Op, plus> || std::is_same_v<Op, minimum> ||
+                                     std::is_same_v<Op, maximum>;
+
+template <class Op>
+constexpr ReduceOp reduce_op_of() {
+  if constexpr (std::is_same_v<Op, plus>) return ReduceOp::sum;
+  else if constexpr (std::is_same_v<Op, minimum>) return ReduceOp::min;
+  else return ReduceOp::max;
+}
+
+// A plain sum / min / max of an element type the library has precompiled: every translation unit
+// reaches it, on either backend.
+template <class In, class F, class Op, class Acc>
+inline constexpr bool is_precompiled_reduce =
+    std::is_same_v<F, identity_fn> && is_reduce_op<Op> && std::is_same_v<In, Acc> && is_precompiled_type<In>;
+
+}  // namespace detail
+
+template <class In, class F, class Op, class Acc>
+void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, Acc identity, Acc* out) {
+  static_assert(std::is_trivially_copyable_v<Acc>, "transform_reduce: the accumulator type must be trivially copyable");
+  static_assert(std::is_invocable_v<F&, const In&>, "transform_reduce: f cannot take the input's element type");
+  detail::check_count(n, "transform_reduce");
+  if constexpr (detail::is_precompiled_reduce<In, F, Op, Acc>) {
+    (void)f;
+    (void)identity;
+    reduce(queue, in, n, detail::reduce_op_of<Op>(), out);
+  } else if (queue.backend == Backend::cpu) {
+    if constexpr (detail::host_callable<F, Op>) {
+      *out = cpu::transform_reduce(in, n, f, op, identity);
+    } else {
+      detail::throw_device_only_functor_on_cpu("transform_reduce");
+    }
+  } else {
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+    cuda::transform_reduce(queue, in, n, f, op, identity, out);
+#else
+    detail::throw_needs_cuda_compiler("transform_reduce");
+#endif
+  }
+}
+
+template <class F, class Op, class Acc>
+void transform_reduce_index(const Queue& queue, index_t first, index_t n, F f, Op op, Acc identity, Acc* out) {
+  static_assert(std::is_trivially_copyable_v<Acc>,
+                "transform_reduce_index: the accumulator type must be trivially copyable");
+  detail::check_count(n, "transform_reduce_index");
+  if (queue.backend == Backend::cpu) {
+    if constexpr (detail::host_callable<F, Op>) {
+      *out = cpu::transform_reduce_index(first, n, f, op, identity);
+    } else {
+      detail::throw_device_only_functor_on_cpu("transform_reduce_index");
+    }
+  } else {
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+    cuda::transform_reduce_index(queue, first, n, f, op, identity, out);
+#else
+    detail::throw_needs_cuda_compiler("transform_reduce_index");
+#endif
+  }
+}
+
+// The same, returning the value on the host (waits for the queue).
+template <class In, class F, class Op, class Acc>
+Acc transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, Acc identity) {
+  if (queue.backend == Backend::cpu) {
+    Acc result = identity;
+    transform_reduce(queue, in, n, f, op, identity, &result);
+    return result;
+  }
+  ScratchBuffer scratch(queue, sizeof(Acc));
+  transform_reduce(queue, in, n, f, op, identity, scratch.as<Acc>());
+  Acc result = identity;
+  copy_to_host(queue, &result, scratch.data(), sizeof(Acc));
+  return result;
+}
+
+template <class F, class Op, class Acc>
+Acc transform_reduce_index(const Queue& queue, index_t first, index_t n, F f, Op op, Acc identity) {
+  if (queue.backend == Backend::cpu) {
+    Acc result = identity;
+    transform_reduce_index(queue, first, n, f, op, identity, &result);
+    return result;
+  }
+  ScratchBuffer scratch(queue, sizeof(Acc));
+  transform_reduce_index(queue, first, n, f, op, identity, scratch.as<Acc>());
+  Acc result = identity;
+  copy_to_host(queue, &result, scratch.data(), sizeof(Acc));
+  return result;
+}
+
+template <class T, class Op>
+T reduce(const Queue& queue, const T* in, index_t n, Op op, T identity) {
+  return transform_reduce(queue, in, n, identity_fn{}, op, identity);
+}
+
+}  // namespace tessera::kernels

@@ -1,14 +1,24 @@
-// Local prefix scan (sum) of one rank's block, seeded with a carry-in: the sum of everything before
-// this block, which the distributed scan obtains from the other ranks.
+// Local prefix scans of one rank's block, seeded with a carry-in: everything before this block, which
+// the distributed scan obtains from the other ranks.
+//
+//   scan(queue, in, out, n, kind, carry_in)            the prefix sum (precompiled, and a two-pass
+//                                                      form for callers that need the total first)
+//   scan(queue, in, out, n, kind, op, init)            any associative op, seeded with init
 #pragma once
 
+#include <type_traits>
+
+#include "tessera/build_config.hpp"
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cpu/algorithms.hpp"
+#include "tessera/kernels/detail/dispatch.hpp"
+#include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/queue.hpp"
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+#include "tessera/kernels/cuda/algorithms.cuh"
+#endif
 
 namespace tessera {
-
-enum class ScanKind { inclusive, exclusive };
-
-inline const char* to_string(ScanKind k) { return k == ScanKind::inclusive ? "inclusive" : "exclusive"; }
 
 namespace kernels {
 
@@ -36,6 +46,35 @@ void scan_totals(const Queue& queue, const T* in, index_t n, T* segment_prefix, 
 template <class T>
 void scan_from_totals(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in,
                       const T* segment_prefix);
+
+// inclusive: out[i] = init op in[0] op ... op in[i]
+// exclusive: out[i] = init op in[0] op ... op in[i-1]   (out[0] = init)
+// op: any associative operation (need not commute, needs no identity), applied with lower indices on
+// the left. T trivially copyable and default constructible. `in` and `out` are backend memory of n
+// elements and may be the same buffer. Stream-ordered under cuda. On the cuda backend one pass
+// (decoupled look-back): each input read once, each output written once. The prefix sum of the
+// precompiled element types takes the precompiled path from any translation unit.
+template <class T, class Op>
+void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, Op op, T init) {
+  static_assert(std::is_trivially_copyable_v<T>, "scan: the element type must be trivially copyable");
+  detail::check_count(n, "scan");
+  if constexpr (std::is_same_v<Op, plus> && (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
+                                             std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    scan(queue, in, out, n, kind, init);
+  } else if (queue.backend == Backend::cpu) {
+    if constexpr (detail::host_callable<Op>) {
+      cpu::scan(in, out, n, kind, op, init);
+    } else {
+      detail::throw_device_only_functor_on_cpu("scan");
+    }
+  } else {
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+    cuda::scan(queue, in, out, n, kind, op, init);
+#else
+    detail::throw_needs_cuda_compiler("scan");
+#endif
+  }
+}
 
 }  // namespace kernels
 }  // namespace tessera

@@ -24,7 +24,8 @@
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
-#include "warp.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
@@ -73,7 +74,8 @@ struct TileStatus64 {
   std::uint64_t* words = nullptr;
 
   static std::size_t bytes(index_t tiles) { return sizeof(std::uint64_t) * static_cast<std::size_t>(tiles); }
-  static TileStatus64 on(void* storage) { return TileStatus64{static_cast<std::uint64_t*>(storage)}; }
+  static std::size_t zeroed_bytes(index_t tiles) { return bytes(tiles); }
+  static TileStatus64 on(void* storage, index_t) { return TileStatus64{static_cast<std::uint64_t*>(storage)}; }
 
   __device__ __forceinline__ void publish(index_t tile, TileState state, T value) const {
     const std::uint32_t bits = bit_cast_device<std::uint32_t>(value);
@@ -95,7 +97,8 @@ struct TileStatus128 {
   std::uint64_t* words = nullptr;  // two per tile, 16-byte aligned
 
   static std::size_t bytes(index_t tiles) { return 2 * sizeof(std::uint64_t) * static_cast<std::size_t>(tiles); }
-  static TileStatus128 on(void* storage) { return TileStatus128{static_cast<std::uint64_t*>(storage)}; }
+  static std::size_t zeroed_bytes(index_t tiles) { return bytes(tiles); }
+  static TileStatus128 on(void* storage, index_t) { return TileStatus128{static_cast<std::uint64_t*>(storage)}; }
 
   __device__ __forceinline__ void publish(index_t tile, TileState state, T value) const {
     store_relaxed_gpu_128(words + 2 * tile, bit_cast_device<std::uint64_t>(value), state);
@@ -117,7 +120,8 @@ struct TileCountStatus {
   std::uint64_t* words = nullptr;
 
   static std::size_t bytes(index_t tiles) { return sizeof(std::uint64_t) * static_cast<std::size_t>(tiles); }
-  static TileCountStatus on(void* storage) { return TileCountStatus{static_cast<std::uint64_t*>(storage)}; }
+  static std::size_t zeroed_bytes(index_t tiles) { return bytes(tiles); }
+  static TileCountStatus on(void* storage, index_t) { return TileCountStatus{static_cast<std::uint64_t*>(storage)}; }
 
   __device__ __forceinline__ void publish(index_t tile, TileState state, index_t count) const {
     store_relaxed_gpu(words + tile, (static_cast<std::uint64_t>(state) << kStateShift) |
@@ -130,36 +134,101 @@ struct TileCountStatus {
   }
 };
 
+// Values of any other size (CUB's layout for non-primitive types): a 4-byte state per tile and two
+// value arrays, one for aggregates and one for inclusive prefixes, so that a value a reader may be
+// loading is never overwritten. A writer stores the value, fences, then stores the state; a reader
+// loads the state, and where it is not INVALID fences and loads the value through L2.
 template <class T>
-using TileStatus = std::conditional_t<sizeof(T) == 4, TileStatus64<T>, TileStatus128<T>>;
+struct TileStatusGeneric {
+  using Value = T;
+  std::uint32_t* states = nullptr;
+  T* aggregates = nullptr;
+  T* inclusives = nullptr;
 
-// Warp-wide look-back (every lane of one warp calls it): the combination of all tiles before
-// `tile`, which must be > 0. Waits only for predecessors that have not yet published anything;
+  static constexpr std::size_t kAlign = alignof(T) > 16 ? alignof(T) : 16;
+  static std::size_t state_bytes(index_t tiles) {
+    return (sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) + kAlign - 1) / kAlign * kAlign;
+  }
+  static std::size_t bytes(index_t tiles) {
+    return state_bytes(tiles) + 2 * sizeof(T) * static_cast<std::size_t>(tiles);
+  }
+  static std::size_t zeroed_bytes(index_t tiles) { return state_bytes(tiles); }
+  static TileStatusGeneric on(void* storage, index_t tiles) {
+    char* base = static_cast<char*>(storage);
+    TileStatusGeneric s;
+    s.states = reinterpret_cast<std::uint32_t*>(base);
+    s.aggregates = reinterpret_cast<T*>(base + state_bytes(tiles));
+    s.inclusives = s.aggregates + tiles;
+    return s;
+  }
+
+  __device__ __forceinline__ void publish(index_t tile, TileState state, const T& value) const {
+    (state == kTileInclusive ? inclusives : aggregates)[tile] = value;
+    __threadfence();
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(states + tile), "r"(static_cast<std::uint32_t>(state))
+                 : "memory");
+  }
+  __device__ __forceinline__ TileState read(index_t tile, T& value) const {
+    std::uint32_t state;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(state) : "l"(states + tile) : "memory");
+    if (state != kTileInvalid) {
+      __threadfence();
+      value = load_cg((state == kTileInclusive ? inclusives : aggregates) + tile);
+    }
+    return static_cast<TileState>(state);
+  }
+};
+
+template <class T>
+using TileStatus = std::conditional_t<sizeof(T) == 4, TileStatus64<T>,
+                                      std::conditional_t<sizeof(T) == 8, TileStatus128<T>, TileStatusGeneric<T>>>;
+
+// Warp-wide look-back (every lane of one warp calls it): the combination, in tile order, of all tiles
+// before `tile`, which must be > 0 (tile 0 publishes its inclusive prefix at once, so every look-back
+// ends there at the latest). Waits only for predecessors that have not yet published anything;
 // those took their tile index earlier (tile indices come from an atomic counter), so they are
-// resident and never wait on us: no deadlock whatever the scheduling order of thread blocks.
+// resident and never wait on us: no deadlock whatever the scheduling order of thread blocks. No
+// identity is needed: each round folds the lanes from the nearest inclusive predecessor on
+// (warp_reduce_suffix from that lane), and rounds meet in tile order.
 //
 // PartialDelayNs and PollDelayNs (0: none) put the warp to sleep (__nanosleep) right after the tile
 // published its aggregate, and before each re-read of a predecessor that had not published yet.
 // Reads issued at once mostly find the predecessors still INVALID: with thousands of tiles in
 // flight the spinning warps' L2 traffic slows the other resident tiles' loads and stores. Sleeping
 // as CUB's sm90 tunings do (~1.2 us, then ~0.1-0.6 us) made the scan 3-11% and select 16% faster
-// on an H200 (issue 5). Grids under kLookbackSleepMinTiles tiles do not sleep: few tiles
-// poll, and the sleep would only add latency (CUB uses the same threshold).
+// on an H200. Grids under kLookbackSleepMinTiles tiles do not sleep: few tiles poll, and the sleep
+// would only add latency (CUB uses the same threshold).
 constexpr unsigned kLookbackSleepMinTiles = 500;
 
-template <int PartialDelayNs = 0, int PollDelayNs = 0, class T, class Op, class Status>
-__device__ __forceinline__ T look_back(const Status& status, index_t tile, Op op, T identity) {
+// Lane i (i >= first_lane) receives value[i] op ... op value[31]; lanes below first_lane take no part
+// in any combination (their values may be anything).
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce_suffix_from(T value, Op& op, int first_lane) {
+  const int lane = lane_id();
+#pragma unroll
+  for (int offset = 1; offset < kWarpThreads; offset *= 2) {
+    const T other = shfl_down(value, offset);
+    if (lane >= first_lane && lane + offset < kWarpThreads) value = op(value, other);
+  }
+  return value;
+}
+
+template <int PartialDelayNs = 0, int PollDelayNs = 0, class Status, class Op>
+__device__ __forceinline__ typename Status::Value look_back(const Status& status, index_t tile, Op op) {
+  using T = typename Status::Value;
   const bool sleep = gridDim.x >= kLookbackSleepMinTiles;
   if constexpr (PartialDelayNs > 0) {
     if (sleep) __nanosleep(PartialDelayNs);
   }
   const int lane = lane_id();
-  T exclusive = identity;
+  T exclusive;
+  bool have = false;
   index_t window_end = tile;  // this round reads predecessors [window_end - 32, window_end)
   while (true) {
     const index_t predecessor = window_end - kWarpThreads + lane;
-    T value = identity;
-    TileState state = kTileInclusive;  // before tile 0 there is nothing: an inclusive identity
+    T value;
+    // Before tile 0 there is nothing; such lanes sit below tile 0's lane, which is inclusive.
+    TileState state = kTileInclusive;
     if (predecessor >= 0) state = status.read(predecessor, value);
     while (__any_sync(kFullMask, state == kTileInvalid)) {
       if constexpr (PollDelayNs > 0) {
@@ -170,8 +239,9 @@ __device__ __forceinline__ T look_back(const Status& status, index_t tile, Op op
     const unsigned inclusive_lanes = __ballot_sync(kFullMask, state == kTileInclusive);
     // The nearest inclusive predecessor ends the look-back; tiles before it are already in it.
     const int stop_lane = inclusive_lanes ? 31 - __clz(static_cast<int>(inclusive_lanes)) : 0;
-    const T contribution = lane >= stop_lane ? value : identity;
-    exclusive = op(warp_reduce(contribution, op), exclusive);
+    const T window = shfl_idx(warp_reduce_suffix_from(value, op, stop_lane), stop_lane);
+    exclusive = have ? op(window, exclusive) : window;
+    have = true;
     if (inclusive_lanes) return exclusive;
     window_end -= kWarpThreads;
   }
@@ -179,17 +249,18 @@ __device__ __forceinline__ T look_back(const Status& status, index_t tile, Op op
 
 // The scratch of one look-back pass: a tile counter (the order in which thread blocks claim tiles,
 // so that no block waits on one not yet running; 16 bytes, keeping the status aligned) followed by
-// the tile status, zeroed in stream order. Freed in stream order when it goes out of scope.
+// the tile status, whose states are zeroed in stream order. Freed in stream order when it goes out
+// of scope.
 template <class Status>
 struct LookbackScratch {
   LookbackScratch(const Queue& queue, index_t tiles)
       : buffer(queue, kCounterBytes + Status::bytes(tiles)),
         tile_counter(buffer.as<unsigned int>()),
-        status(Status::on(static_cast<char*>(buffer.data()) + kCounterBytes)) {
-    TESSERA_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, kCounterBytes + Status::bytes(tiles),
+        status(Status::on(static_cast<char*>(buffer.data()) + kCounterBytes, tiles)) {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, kCounterBytes + Status::zeroed_bytes(tiles),
                                        reinterpret_cast<cudaStream_t>(queue.stream)));
   }
-  static constexpr std::size_t kCounterBytes = 16;
+  static constexpr std::size_t kCounterBytes = 256;  // keeps any value array of the status aligned
   ScratchBuffer buffer;
   unsigned int* tile_counter;
   Status status;

@@ -11,24 +11,30 @@
 
 #include <cstdint>
 
-#include "device_info.cuh"
-#include "device_scan.cuh"
-#include "ops.cuh"
+#include "tessera/kernels/cuda/block.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/device_scan.cuh"
+#include "tessera/kernels/cuda/ops.cuh"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
-#include "tile_status.cuh"
-#include "vector_io.cuh"
-#include "warp.cuh"
+#include "tessera/kernels/cuda/tile_status.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
 // Tuning of select: the scan's tile arrangement, with at most 32 items per thread so that a
-// thread's kept flags fit one 32-bit word (8 vectors: 32 items of 4 bytes, 16 of 8 bytes).
+// thread's kept flags fit one 32-bit word (8 vectors: 32 items of 4 bytes, 16 of 8 bytes; 2 vectors
+// of 1-byte items), and at most 32 KiB of staged elements per thread block (large structs: fewer).
 template <class T>
 struct SelectTuning {
+  static_assert(sizeof(T) <= 128, "select: elements larger than 128 bytes are not supported on the cuda backend");
   static constexpr int kBlockThreads = 256;
-  static constexpr int kVectorsPerThread = 8;
+  static constexpr int kFlagLimit = 32 / Vector<T>::kItems;
+  static constexpr int kStageLimit = static_cast<int>(32768 / (kBlockThreads * sizeof(Vector<T>)));
+  static constexpr int kVectorsPerThread =
+      kFlagLimit < 8 ? (kFlagLimit < kStageLimit ? kFlagLimit : kStageLimit) : (kStageLimit < 8 ? kStageLimit : 8);
   // 4 resident blocks (<= 64 registers; 5 was 4-8% slower on an H200, 128 or 384 threads and 4
   // vectors slower still).
   static constexpr int kMinBlocksPerSm = 4;
@@ -56,7 +62,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   // Two-phase scatter: each warp first packs its kept elements, in order, into its own region here;
   // once the tile's offset is known it copies them out with consecutive lanes writing consecutive
   // elements (full 128-byte stores, instead of one sparse store per vector slot).
-  __shared__ T staged[Tuning::kBlockThreads * kV * kVI];
+  __shared__ SharedArray<T, Tuning::kBlockThreads * kV * kVI> staged;
 
   if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
   __syncthreads();
@@ -68,7 +74,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   const bool full_tile = tile_base + Tuning::kTileItems <= n;
 
   Vector<T> items[kV];
-  load_warp_items<Tuning>(in, warp_base, n, full_tile && vector_in, items, T(0));
+  load_warp_items<Tuning>(in, warp_base, n, full_tile && vector_in, items, in[0]);
 
   const unsigned lanes_below = (1u << lane) - 1u;
   std::uint32_t kept_bits = 0;  // bit j*kVI + i: element i of vector j is kept
@@ -91,7 +97,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
     warp_kept += step_total;
   }
   if (lane == 0) warp_counts[warp] = warp_kept;
-  T* warp_stage = staged + warp * Tuning::kWarpItems;
+  T* warp_stage = staged.data() + warp * Tuning::kWarpItems;
 #pragma unroll
   for (int j = 0; j < kV; ++j) {
     int position = lane_offset[j];
@@ -114,7 +120,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
       if (lane == 0) status.publish(0, kTileInclusive, tile_kept);
     } else {
       if (lane == 0) status.publish(tile, kTilePartial, tile_kept);
-      tile_offset = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum, index_t(0));
+      tile_offset = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum);
       if (lane == 0) status.publish(tile, kTileInclusive, tile_offset + tile_kept);
     }
     if (lane < kWarps) warp_offsets[lane] = tile_offset + exclusive;
@@ -141,7 +147,7 @@ void device_select(const T* in, index_t n, Pred pred, T* out, index_t* kept_coun
   const auto status = scratch.status;
   unsigned int* const tile_counter = scratch.tile_counter;
   select_single_pass_kernel<Tuning><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, to_cuda(stream)>>>(
-      in, n, pred, out, kept_count, status, tile_counter, tiles, is_aligned(in, kVectorBytes));
+      in, n, pred, out, kept_count, status, tile_counter, tiles, kVectorizable<T> && is_aligned(in, kVectorBytes));
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 

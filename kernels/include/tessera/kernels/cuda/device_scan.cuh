@@ -1,6 +1,9 @@
-// Device-wide inclusive / exclusive prefix sum in one pass with decoupled look-back (agent and
-// dispatch layers). Each thread block takes the next tile from an atomic counter, so that a tile's
-// predecessors are always resident (see tile_status.cuh).
+// Device-wide inclusive / exclusive scan with any associative operation, in one pass with decoupled
+// look-back (agent and dispatch layers). Each thread block takes the next tile from an atomic
+// counter, so that a tile's predecessors are always resident (see tile_status.cuh). Every combination
+// keeps index order (lower indices on the left), so the operation need not commute, and no identity
+// is needed: every prefix starts from the caller's init (the carry-in), and the places that have no
+// predecessor (the first vector of a warp, the first warp of a tile) take the prefix from outside.
 //
 // Arrangement of a tile (no shared-memory transpose): warp w owns kWarpItems consecutive elements;
 // in step j of kVectorsPerThread, lane l holds one 16-byte vector, elements
@@ -14,15 +17,14 @@
 
 #include <cstdint>
 
-#include "device_info.cuh"
-#include "ops.cuh"
+#include "tessera/kernels/cuda/block.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
-#include "tessera/kernels/scan.hpp"
-#include "tile_status.cuh"
-#include "vector_io.cuh"
-#include "warp.cuh"
+#include "tessera/kernels/cuda/tile_status.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
@@ -30,16 +32,23 @@ namespace tessera::kernels::cuda::detail {
 // fewer tiles, fewer look-backs and more bytes in flight per resident thread block. Measured on an
 // H100 at 2^30 elements (docs/KERNELS.md): with 256 threads, 4-byte types went 0.93x -> 0.99x CUB
 // from 6 to 8 vectors and ~1.0x at 10 (40 items); 8-byte types 0.72x -> 0.76x from 6 to 8, and 10
-// or 12 gave no steady gain. 128 threads (6 vectors) and 512 threads (4 vectors) were slower.
+// or 12 gave no steady gain. 128 threads (6 vectors) and 512 threads (4 vectors) were slower. Other
+// element sizes keep about 128 bytes of items per thread.
 template <class T>
 struct ScanTuning {
-  static constexpr int kVectorsPerThread = sizeof(T) == 4 ? 10 : 8;
+  static constexpr int kVectorsPerThread =
+      sizeof(T) == 4 ? 10 : sizeof(T) == 8 ? 8
+                                           : (128 / static_cast<int>(sizeof(Vector<T>)) < 1 ? 1
+                                              : 128 / static_cast<int>(sizeof(Vector<T>)) > 8
+                                                  ? 8
+                                                  : 128 / static_cast<int>(sizeof(Vector<T>)));
   static constexpr int kBlockThreads = 256;
   // Resident blocks per SM the compiler must allow (registers <= 64): 8-byte inclusive scans took
   // 80 registers (3 blocks per SM) while CUB's scan keeps 5 blocks of 56 resident (ncu, H100).
-  static constexpr int kMinBlocksPerSm = 4;
+  // Larger elements are left to the compiler (a register cap would spill them).
+  static constexpr int kMinBlocksPerSm = sizeof(T) <= 8 ? 4 : 1;
   // Look-back sleeps (tile_status.cuh, look_back): CUB's sm90 values. On an H200 at 2^28 and 2^30
-  // they took the scan from 0.94-0.99x to 1.03-1.11x CUB (issue 5).
+  // they took the scan from 0.94-0.99x to 1.03-1.11x CUB.
   static constexpr int kPartialDelayNs = sizeof(T) == 4 ? 1245 : 1290;
   static constexpr int kPollDelayNs = sizeof(T) == 4 ? 648 : 632;
   // Tried: tile index = blockIdx.x instead of the atomic counter (0-3% more), left out because it
@@ -51,10 +60,11 @@ struct ScanTuning {
 };
 
 // Loads one warp's share of a tile: vectors where the whole tile is inside and both arrays are
-// 16-byte aligned, guarded scalars (identity past the end) otherwise.
+// 16-byte aligned, guarded scalars otherwise. Places past the end hold `pad` (any value of T: they
+// come after every real element, so no real result depends on them).
 template <class Tuning, class T>
 __device__ __forceinline__ void load_warp_items(const T* in, index_t warp_base, index_t n, bool full_vector_tile,
-                                                Vector<T> (&items)[Tuning::kVectorsPerThread], T identity) {
+                                                Vector<T> (&items)[Tuning::kVectorsPerThread], const T& pad) {
   const int lane = lane_id();
   if (full_vector_tile) {
 #pragma unroll
@@ -66,50 +76,58 @@ __device__ __forceinline__ void load_warp_items(const T* in, index_t warp_base, 
 #pragma unroll
       for (int i = 0; i < Tuning::kVectorItems; ++i) {
         const index_t index = warp_base + static_cast<index_t>(j * kWarpThreads + lane) * Tuning::kVectorItems + i;
-        items[j].item[i] = index < n ? in[index] : identity;
+        items[j].item[i] = index < n ? in[index] : pad;
       }
   }
 }
 
 // The prefix of each of this lane's vectors within the warp's share (lane_prefix), and the warp's
-// total (returned, the same in every lane). All 32 lanes must call it: the shuffles are full-mask.
-template <class Tuning, class T>
+// total (returned, the same in every lane). The warp's first vector (j == 0 in lane 0) has no prefix
+// within the warp: lane_prefix[0] of lane 0 is unspecified. All 32 lanes must call it.
+template <class Tuning, class T, class Op>
 __device__ __forceinline__ T warp_scan_items(const Vector<T> (&items)[Tuning::kVectorsPerThread],
-                                             T (&lane_prefix)[Tuning::kVectorsPerThread]) {
-  const Sum sum;
-  const T zero = T(0);
-  T warp_carry = zero;
+                                             T (&lane_prefix)[Tuning::kVectorsPerThread], Op op) {
+  const int lane = lane_id();
+  T warp_carry;  // the warp's total so far; set at j == 0
 #pragma unroll
   for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
     T vector_total = items[j].item[0];
 #pragma unroll
-    for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = sum(vector_total, items[j].item[i]);
-    const T inclusive = warp_inclusive_scan(vector_total, sum);
-    lane_prefix[j] = sum(warp_carry, warp_shift_exclusive(inclusive, zero));
-    warp_carry = sum(warp_carry, warp_broadcast(inclusive, kWarpThreads - 1));
+    for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = op(vector_total, items[j].item[i]);
+    const T inclusive = warp_inclusive_scan(vector_total, op);
+    const T shifted = shfl_up(inclusive, 1);  // lane i - 1's inclusive value
+    const T step_total = warp_broadcast(inclusive, kWarpThreads - 1);
+    if (j == 0) {
+      lane_prefix[0] = shifted;
+      warp_carry = step_total;
+    } else {
+      lane_prefix[j] = lane == 0 ? warp_carry : op(warp_carry, shifted);
+      warp_carry = op(warp_carry, step_total);
+    }
   }
   return warp_carry;
 }
 
-// Writes the scanned items of one warp's share, seeded with warp_prefix: vectors where the whole
-// tile is inside and both arrays are 16-byte aligned, guarded scalars otherwise.
-template <class Tuning, ScanKind Kind, class T>
+// Writes the scanned items of one warp's share, seeded with warp_prefix (everything before the warp's
+// share): vectors where the whole tile is inside and both arrays are 16-byte aligned, guarded scalars
+// otherwise.
+template <class Tuning, ScanKind Kind, class T, class Op>
 __device__ __forceinline__ void store_warp_scan(T* out, index_t warp_base, index_t n, bool full_vector_tile,
                                                 const Vector<T> (&items)[Tuning::kVectorsPerThread],
-                                                const T (&lane_prefix)[Tuning::kVectorsPerThread], T warp_prefix) {
-  const Sum sum;
+                                                const T (&lane_prefix)[Tuning::kVectorsPerThread], const T& warp_prefix,
+                                                Op op) {
   const int lane = lane_id();
 #pragma unroll
   for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
-    T running = sum(warp_prefix, lane_prefix[j]);
+    T running = (j == 0 && lane == 0) ? warp_prefix : op(warp_prefix, lane_prefix[j]);
     Vector<T> result;
 #pragma unroll
     for (int i = 0; i < Tuning::kVectorItems; ++i) {
       if constexpr (Kind == ScanKind::exclusive) {
         result.item[i] = running;
-        running = sum(running, items[j].item[i]);
+        running = op(running, items[j].item[i]);
       } else {
-        running = sum(running, items[j].item[i]);
+        running = op(running, items[j].item[i]);
         result.item[i] = running;
       }
     }
@@ -124,18 +142,16 @@ __device__ __forceinline__ void store_warp_scan(T* out, index_t warp_base, index
   }
 }
 
-template <class Tuning, class T, ScanKind Kind>
+template <class Tuning, class T, ScanKind Kind, class Op>
 __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
-    scan_single_pass_kernel(const T* in, T* out, index_t n, T carry_in, TileStatus<T> status,
+    scan_single_pass_kernel(const T* in, T* out, index_t n, Op op, T carry_in, TileStatus<T> status,
                             unsigned int* tile_counter, bool vector_io) {
   constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
   constexpr int kV = Tuning::kVectorsPerThread;
-  __shared__ T warp_totals[kWarps];
-  __shared__ T warp_prefixes[kWarps];
+  __shared__ SharedArray<T, kWarps> warp_totals;
+  __shared__ SharedArray<T, kWarps> warp_prefixes;
   __shared__ unsigned int shared_tile;
 
-  const Sum sum;
-  const T zero = T(0);
   if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
   __syncthreads();
   const index_t tile = shared_tile;
@@ -148,36 +164,39 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   // Every input element is read into registers before the barrier below, and written only after
   // it: in-place scans (in == out) are safe, and no other tile touches this tile's elements.
   Vector<T> items[kV];
-  load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, zero);
+  load_warp_items<Tuning>(in, warp_base, n, full_vector_tile, items, carry_in);
 
   T lane_prefix[kV];
-  const T warp_carry = warp_scan_items<Tuning>(items, lane_prefix);
+  const T warp_carry = warp_scan_items<Tuning>(items, lane_prefix, op);
   if (lane == 0) warp_totals[warp] = warp_carry;
   __syncthreads();
 
   if (warp == 0) {
-    const T warp_total = lane < kWarps ? warp_totals[lane] : zero;
-    const T inclusive = warp_inclusive_scan(warp_total, sum);
-    const T exclusive = warp_shift_exclusive(inclusive, zero);
-    const T tile_aggregate = warp_broadcast(inclusive, kWarpThreads - 1);
+    // The tile's aggregate first (its own warps only), published before the look-back so that
+    // successors can use it; the warps' prefixes once the tile's prefix is known.
+    const T warp_total = warp_totals[lane < kWarps ? lane : kWarps - 1];  // lanes past kWarps: any real value
+    const T inclusive = warp_inclusive_scan(warp_total, op);
+    const T shifted = shfl_up(inclusive, 1);
+    const T tile_aggregate = warp_broadcast(inclusive, kWarps - 1);
     T tile_prefix;
     if (tile == 0) {
       tile_prefix = carry_in;
-      if (lane == 0) status.publish(0, kTileInclusive, sum(carry_in, tile_aggregate));
+      if (lane == 0) status.publish(0, kTileInclusive, op(carry_in, tile_aggregate));
     } else {
       if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
-      tile_prefix = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum, zero);
-      if (lane == 0) status.publish(tile, kTileInclusive, sum(tile_prefix, tile_aggregate));
+      tile_prefix = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, op);
+      if (lane == 0) status.publish(tile, kTileInclusive, op(tile_prefix, tile_aggregate));
     }
-    if (lane < kWarps) warp_prefixes[lane] = sum(tile_prefix, exclusive);
+    if (lane < kWarps) warp_prefixes[lane] = lane == 0 ? tile_prefix : op(tile_prefix, shifted);
   }
   __syncthreads();
 
-  store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp]);
+  store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp], op);
 }
 
-template <class T>
-void device_scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, StreamHandle stream) {
+// The scan of in[0, n) into out (in place allowed), seeded with init, in stream order.
+template <class T, class Op>
+void device_scan(const T* in, T* out, index_t n, ScanKind kind, Op op, T init, StreamHandle stream) {
   if (n == 0) return;
   using Tuning = ScanTuning<T>;
   const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
@@ -187,14 +206,14 @@ void device_scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stre
   const LookbackScratch<TileStatus<T>> scratch(queue, tiles);
   const auto status = scratch.status;
   unsigned int* const tile_counter = scratch.tile_counter;
-  const bool vector_io = is_aligned(in, kVectorBytes) && is_aligned(out, kVectorBytes);
+  const bool vector_io = kVectorizable<T> && is_aligned(in, kVectorBytes) && is_aligned(out, kVectorBytes);
   const auto grid = static_cast<unsigned>(tiles);
   if (kind == ScanKind::inclusive) {
     scan_single_pass_kernel<Tuning, T, ScanKind::inclusive>
-        <<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, out, n, carry_in, status, tile_counter, vector_io);
+        <<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, out, n, op, init, status, tile_counter, vector_io);
   } else {
     scan_single_pass_kernel<Tuning, T, ScanKind::exclusive>
-        <<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, out, n, carry_in, status, tile_counter, vector_io);
+        <<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, out, n, op, init, status, tile_counter, vector_io);
   }
   TESSERA_CUDA_CHECK_LAUNCH();
 }

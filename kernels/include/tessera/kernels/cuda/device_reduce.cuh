@@ -1,4 +1,6 @@
-// Device-wide reduction in one pass (agent + dispatch layers for reduce and count_if).
+// Device-wide reduction in one pass for commutative operations (agent + dispatch layers for reduce,
+// transform_reduce and count_if with a commutative operation; device_reduce_ordered.cuh keeps index
+// order for the others).
 //
 // The input's whole tiles (a tile: one 16-byte load per thread, LoadsInFlight times, side by side)
 // are shared out evenly: thread block b folds one run of consecutive tiles, a tile more for the first
@@ -18,13 +20,13 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "block.cuh"
-#include "device_info.cuh"
-#include "stream_workspace.hpp"
+#include "tessera/kernels/cuda/block.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/stream_workspace.hpp"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
-#include "vector_io.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
@@ -53,8 +55,8 @@ template <int BlockThreads, int LoadsInFlight, class In, class Acc, class Transf
 __global__ void __launch_bounds__(BlockThreads)
     reduce_single_pass_kernel(const In* __restrict__ in, index_t n, Transform transform, Op op, Acc identity,
                               Acc* __restrict__ block_partials, unsigned int* __restrict__ blocks_done,
-                              Acc* __restrict__ out) {
-  __shared__ Acc warp_partials[BlockThreads / kWarpThreads];
+                              Acc* __restrict__ out, bool vector_ok) {
+  __shared__ SharedArray<Acc, BlockThreads / kWarpThreads> warp_partials;
   __shared__ bool is_last_block;
 
   using Vec = Vector<In>;
@@ -86,7 +88,7 @@ __global__ void __launch_bounds__(BlockThreads)
   for (index_t t = 0; t < block_tiles; ++t, tile += kTileVectors * kItems) {
     Vec loaded[LoadsInFlight];
 #pragma unroll
-    for (int u = 0; u < LoadsInFlight; ++u) loaded[u] = load_vector_readonly(tile + u * BlockThreads * kItems);
+    for (int u = 0; u < LoadsInFlight; ++u) loaded[u] = load_items_readonly(tile + u * BlockThreads * kItems, vector_ok);
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       Acc x = transform(loaded[0].item[i]);
@@ -98,7 +100,7 @@ __global__ void __launch_bounds__(BlockThreads)
   // The rest (less than a tile of vectors, the scalar head before the first 16-byte boundary and the
   // scalar tail), grid-strided.
   for (index_t v = tiles * kTileVectors + thread_rank; v < vector_count; v += thread_count) {
-    const Vec loaded = load_vector_readonly(body + v * kItems);
+    const Vec loaded = load_items_readonly(body + v * kItems, vector_ok);
 #pragma unroll
     for (int i = 0; i < kItems; ++i) acc[i] = op(acc[i], transform(loaded.item[i]));
   }
@@ -109,7 +111,7 @@ __global__ void __launch_bounds__(BlockThreads)
 #pragma unroll
   for (int i = 0; i < kItems; ++i) thread_total = op(thread_total, acc[i]);
 
-  const Acc block_total = block_reduce<BlockThreads>(thread_total, op, identity, warp_partials);
+  const Acc block_total = block_reduce<BlockThreads>(thread_total, op, identity, warp_partials.data());
   if (threadIdx.x == 0) {
     block_partials[blockIdx.x] = block_total;
     // Release: the partial must be visible device-wide before the counter says it is there.
@@ -129,13 +131,13 @@ __global__ void __launch_bounds__(BlockThreads)
 #pragma unroll
     for (unsigned u = 0; u < kFoldLoads; ++u) {
       const unsigned i = b + u * BlockThreads;
-      loaded[u] = i < gridDim.x ? __ldcg(block_partials + i) : identity;
+      loaded[u] = i < gridDim.x ? load_cg(block_partials + i) : identity;
     }
 #pragma unroll
     for (unsigned u = 0; u < kFoldLoads; ++u) total = op(total, loaded[u]);
   }
   // Thread-strided folding above meets partials in a fixed order, so the result is deterministic.
-  total = block_reduce<BlockThreads>(total, op, identity, warp_partials);
+  total = block_reduce<BlockThreads>(total, op, identity, warp_partials.data());
   if (threadIdx.x == 0) {
     *out = total;
     *blocks_done = 0;  // every other block has counted: ready for the next kernel on the stream
@@ -158,7 +160,7 @@ void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc iden
   auto* partials = static_cast<Acc*>(scratch.scratch());
   auto* blocks_done = scratch.counter();
   kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, n, transform, op, identity, partials, blocks_done,
-                                                                 out);
+                                                                 out, vector_aligned(in));
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,175 @@
+// Scans of a distributed array, with the input's partition:
+//
+//   local    this block's total (op over the block; an empty block has none)
+//   global   every rank's total (one MPI_Allgather), folded in rank order after init: the carry-in
+//            of this rank = init op total[0] op ... op total[rank-1]
+//   fix-up   one local scan pass seeded with the carry-in
+//
+//   inclusive_scan(a, op, init)    out[i] = init op a[0] op ... op a[i]
+//   exclusive_scan(a, op, init)    out[i] = init op a[0] op ... op a[i-1]     (out[0] = init)
+//   scan(a, out, kind, op, init)   into `out` (same context and partition; may be `a`)
+//   inclusive_scan(a), exclusive_scan(a), scan(a, kind)   the prefix sum (precompiled)
+//
+// op: associative; it need not commute (every combination keeps index order) and needs no identity.
+// The global fold runs on the host, so op must be callable there. Device traffic 3N: the prefix sum
+// of int32, int64, float and double takes the two-pass scan (its first pass leaves segment prefixes,
+// so the scan pass needs no look-back); any other op or type a reduce of the block, then the
+// single-pass scan seeded with the carry-in.
+#pragma once
+
+#include <optional>
+#include <type_traits>
+
+#include "tessera/framework/algorithms/skeleton.hpp"
+#include "tessera/framework/detail/result_on_host.hpp"
+#include "tessera/framework/dist_array.hpp"
+#include "tessera/kernels/functional.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/reduce.hpp"
+#include "tessera/kernels/scan.hpp"
+
+namespace tessera {
+
+namespace detail {
+
+// A value that may be absent, with the combination that skips absent sides: it turns any
+// associative op into one with an identity (the absent value), for the block total of a scan.
+template <class T>
+struct Maybe {
+  T value{};
+  bool has = false;
+};
+
+template <class T>
+struct ToMaybe {
+  TESSERA_HOST_DEVICE Maybe<T> operator()(const T& x) const { return Maybe<T>{x, true}; }
+};
+
+template <class T, class Op>
+struct MaybeOp {
+  static constexpr bool commutative = is_commutative_v<Op>;
+  using wrapped_functor = Op;
+  Op op;
+  TESSERA_HOST_DEVICE Maybe<T> operator()(const Maybe<T>& a, const Maybe<T>& b) const {
+    if (!a.has) return b;
+    if (!b.has) return a;
+    return Maybe<T>{op(a.value, b.value), true};
+  }
+};
+
+// The local scan in two steps, the block total first and the seeded scan after: any op (a reduce
+// of the block, then the single-pass scan).
+template <class T, class Op>
+class LocalScan {
+ public:
+  LocalScan(const Context& ctx, const T* in, index_t n, Op op) : ctx_(ctx), in_(in), n_(n), op_(op) {}
+  std::optional<T> total() {
+    if (n_ == 0) return std::nullopt;
+    const Maybe<T> total = result_on_host<Maybe<T>>(ctx_, [&](Maybe<T>* out) {
+      kernels::transform_reduce(ctx_.queue(), in_, n_, ToMaybe<T>{}, MaybeOp<T, Op>{op_}, Maybe<T>{}, out);
+    });
+    return total.value;
+  }
+  void scan(T* out, ScanKind kind, const T& carry_in) {
+    kernels::scan(ctx_.queue(), in_, out, n_, kind, op_, carry_in);
+  }
+
+ private:
+  const Context& ctx_;
+  const T* in_;
+  index_t n_;
+  Op op_;
+};
+
+// The prefix sum of the precompiled types: the two-pass scan (kernels/scan.hpp).
+template <class T>
+  requires(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+           std::is_same_v<T, double>)
+class LocalScan<T, plus> {
+ public:
+  LocalScan(const Context& ctx, const T* in, index_t n, plus)
+      : ctx_(ctx),
+        in_(in),
+        n_(n),
+        segment_prefix_(ctx.queue(),
+                        static_cast<std::size_t>(kernels::scan_segment_count<T>(ctx.queue(), n)) * sizeof(T)) {}
+  std::optional<T> total() {
+    if (n_ == 0) return std::nullopt;
+    return result_on_host<T>(ctx_, [&](T* total) {
+      kernels::scan_totals(ctx_.queue(), in_, n_, segment_prefix_.as<T>(), total);
+    });
+  }
+  void scan(T* out, ScanKind kind, const T& carry_in) {
+    kernels::scan_from_totals(ctx_.queue(), in_, out, n_, kind, carry_in, segment_prefix_.as<const T>());
+  }
+
+ private:
+  const Context& ctx_;
+  const T* in_;
+  index_t n_;
+  kernels::ScratchBuffer segment_prefix_;
+};
+
+}  // namespace detail
+
+template <class T, class Op>
+void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, Op op, T init, PhaseTimes* times = nullptr) {
+  const Context& ctx = array.context();
+  detail::require_same_layout(ctx, array.partition(), out.context(), out.partition(), "scan");
+  detail::require_host_callable<Op>();
+  Stopwatch setup;
+  detail::LocalScan<T, Op> local_scan(ctx, array.local_data(), array.local_size(), op);
+  if (times) times->host += setup.seconds();
+  detail::three_phases(
+      ctx, times,
+      // Local: this block's total (none for an empty block).
+      [&] { return detail::try_local([&] { return local_scan.total(); }); },
+      // Global: every rank's total; the carry-in folds init and the totals before this rank.
+      [&](detail::LocalOutcome<std::optional<T>>&& total) {
+        const std::vector<std::optional<T>> totals = detail::gather_outcomes<T>(ctx.comm(), total, "scan");
+        T carry_in = init;
+        for (int r = 0; r < ctx.rank(); ++r)
+          if (totals[static_cast<std::size_t>(r)]) carry_in = op(carry_in, *totals[static_cast<std::size_t>(r)]);
+        return carry_in;
+      },
+      // Fix-up: the one scan pass, seeded.
+      [&](T carry_in) { local_scan.scan(out.local_data(), kind, carry_in); });
+}
+
+template <class T, class Op>
+DistArray<T> scan(const DistArray<T>& array, ScanKind kind, Op op, T init, PhaseTimes* times = nullptr) {
+  Stopwatch allocation;
+  DistArray<T> out(array.context(), array.partition());
+  if (times) times->host += allocation.seconds();
+  scan(array, out, kind, op, init, times);
+  return out;
+}
+
+template <class T, class Op>
+DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes* times = nullptr) {
+  return scan(array, ScanKind::inclusive, op, init, times);
+}
+
+template <class T, class Op>
+DistArray<T> exclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes* times = nullptr) {
+  return scan(array, ScanKind::exclusive, op, init, times);
+}
+
+// The prefix sum (precompiled for int32, int64, float and double; the same path as
+// scan(array, kind, plus{}, T(0))).
+template <class T>
+DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times = nullptr);
+// The same into `out`, an array with the input's partition on the same context (no allocation:
+// for repeated scans, and benchmarks that time the scan rather than the allocator). In place allowed.
+template <class T>
+void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr);
+template <class T>
+DistArray<T> inclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
+  return scan(array, ScanKind::inclusive, times);
+}
+template <class T>
+DistArray<T> exclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
+  return scan(array, ScanKind::exclusive, times);
+}
+
+}  // namespace tessera

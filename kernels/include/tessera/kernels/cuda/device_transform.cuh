@@ -1,0 +1,247 @@
+// Element-wise device passes (agent + dispatch): transform (one or two inputs), transform_index and
+// for_each_index. Grid-stride loops over chunks of K elements, K chosen so that each input and the
+// output move in whole 16-byte vectors (float -> double: one 16-byte load, two 16-byte stores per
+// chunk), with Unroll chunks per thread and trip in flight. Where the arrays do not reach a 16-byte
+// boundary at the same element (or an element type does not fill vectors), chunks are one element:
+// still coalesced, only narrower. Scalar head and tail around the vector body.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda_check.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+// The one place the element-wise passes are tuned: 256 threads, 4 chunks in flight per thread,
+// 8 waves of thread blocks at most (a grid-stride loop covers the rest).
+struct TransformTuning {
+  static constexpr int kBlockThreads = 256;
+  static constexpr int kUnroll = 4;
+  static constexpr int kWaves = 8;
+};
+
+template <class... Ts>
+inline constexpr bool kAllVectorizable = (kVectorizable<Ts> && ...);
+
+template <class... Ts>
+inline constexpr int kChunkItems = kAllVectorizable<Ts...> ? std::max({Vector<Ts>::kItems...}) : 1;
+
+// Loads K consecutive elements at p: whole 16-byte vectors where vector_ok, elements otherwise.
+template <int K, class T>
+__device__ __forceinline__ void load_chunk(const T* p, bool vector_ok, T (&items)[K]) {
+  if constexpr (kVectorizable<T> && K % Vector<T>::kItems == 0) {
+    if (vector_ok) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < K / kV; ++v) {
+        const Vector<T> loaded = load_vector_readonly(p + v * kV);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) items[v * kV + k] = loaded.item[k];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) items[k] = p[k];
+}
+
+template <int K, class T>
+__device__ __forceinline__ void store_chunk(T* p, bool vector_ok, const T (&items)[K]) {
+  if constexpr (kVectorizable<T> && K % Vector<T>::kItems == 0) {
+    if (vector_ok) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < K / kV; ++v) {
+        Vector<T> result;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) result.item[k] = items[v * kV + k];
+        store_vector(p + v * kV, result);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) p[k] = items[k];
+}
+
+// The shape of a pass over n elements: [0, head) and [tail, n) element by element, the chunks of K
+// in between. When the arrays disagree on where 16-byte boundaries fall, K-element chunks are still
+// used but loaded element by element (vector_ok false).
+struct ChunkShape {
+  index_t head;
+  index_t chunks;
+  index_t tail;
+  bool vector_ok;
+};
+
+template <int K>
+inline ChunkShape chunk_shape(index_t n, index_t head, bool vector_ok) {
+  if (!vector_ok) head = 0;
+  head = std::min(head, n);
+  const index_t chunks = (n - head) / K;
+  return {head, chunks, head + chunks * K, vector_ok};
+}
+
+// out[i] = op(i) for i in [0, n) where op reads the inputs itself: the one loop every pass shares.
+// ChunkOp: __device__ void operator()(index_t first, bool vector_ok) for a chunk of K elements at
+// `first`; ElementOp: __device__ void operator()(index_t i) for one element.
+template <int BlockThreads, int Unroll, int K, class ChunkOp, class ElementOp>
+__global__ void __launch_bounds__(BlockThreads)
+    elementwise_kernel(ChunkShape shape, index_t n, ChunkOp chunk_op, ElementOp element_op) {
+  const index_t thread = static_cast<index_t>(blockIdx.x) * BlockThreads + threadIdx.x;
+  const index_t stride = static_cast<index_t>(gridDim.x) * BlockThreads;
+  if (thread < shape.head) element_op(thread);
+  if (shape.tail + thread < n) element_op(shape.tail + thread);
+  index_t c = thread;
+  for (; c + (Unroll - 1) * stride < shape.chunks; c += Unroll * stride) {
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) chunk_op(shape.head + (c + u * stride) * K, shape.vector_ok);
+  }
+  for (; c < shape.chunks; c += stride) chunk_op(shape.head + c * K, shape.vector_ok);
+}
+
+template <class Tuning = TransformTuning, int K, class ChunkOp, class ElementOp>
+void launch_elementwise(const ChunkShape& shape, index_t n, ChunkOp chunk_op, ElementOp element_op,
+                        StreamHandle stream) {
+  if (n == 0) return;
+  constexpr auto kernel = elementwise_kernel<Tuning::kBlockThreads, Tuning::kUnroll, K, ChunkOp, ElementOp>;
+  const DeviceInfo& device = current_device_info();
+  const index_t wave = static_cast<index_t>(device.sm_count) * blocks_per_sm<kernel>(Tuning::kBlockThreads);
+  // Enough threads for every chunk (and for the head and tail, under K elements each).
+  const index_t work = std::max<index_t>(ceil_div<index_t>(shape.chunks, Tuning::kUnroll), K);
+  const index_t wanted = ceil_div<index_t>(work, Tuning::kBlockThreads);
+  const int grid = static_cast<int>(std::clamp<index_t>(wanted, 1, wave * Tuning::kWaves));
+  kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(shape, n, chunk_op, element_op);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// ---- the passes -----------------------------------------------------------------------------------------
+
+template <int K, class In, class Out, class F>
+struct UnaryChunk {
+  const In* in;
+  Out* out;
+  F f;
+  __device__ __forceinline__ void operator()(index_t first, bool vector_ok) const {
+    In x[K];
+    load_chunk<K>(in + first, vector_ok, x);
+    Out y[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) y[k] = f(x[k]);
+    store_chunk<K>(out + first, vector_ok, y);
+  }
+};
+
+template <class In, class Out, class F>
+struct UnaryElement {
+  const In* in;
+  Out* out;
+  F f;
+  __device__ __forceinline__ void operator()(index_t i) const { out[i] = f(in[i]); }
+};
+
+template <class In, class Out, class F>
+void device_transform(const In* in, index_t n, Out* out, F f, StreamHandle stream) {
+  constexpr int K = kChunkItems<In, Out>;
+  const bool vector_ok = kAllVectorizable<In, Out> && vector_aligned(in) && vector_aligned(out) &&
+                         unaligned_head(in, n) == unaligned_head(out, n);
+  const ChunkShape shape = chunk_shape<K>(n, unaligned_head(in, n), vector_ok);
+  launch_elementwise<TransformTuning, K>(shape, n, UnaryChunk<K, In, Out, F>{in, out, f},
+                                         UnaryElement<In, Out, F>{in, out, f}, stream);
+}
+
+template <int K, class A, class B, class Out, class F>
+struct BinaryChunk {
+  const A* a;
+  const B* b;
+  Out* out;
+  F f;
+  __device__ __forceinline__ void operator()(index_t first, bool vector_ok) const {
+    A x[K];
+    B y[K];
+    load_chunk<K>(a + first, vector_ok, x);
+    load_chunk<K>(b + first, vector_ok, y);
+    Out z[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) z[k] = f(x[k], y[k]);
+    store_chunk<K>(out + first, vector_ok, z);
+  }
+};
+
+template <class A, class B, class Out, class F>
+struct BinaryElement {
+  const A* a;
+  const B* b;
+  Out* out;
+  F f;
+  __device__ __forceinline__ void operator()(index_t i) const { out[i] = f(a[i], b[i]); }
+};
+
+template <class A, class B, class Out, class F>
+void device_transform(const A* a, const B* b, index_t n, Out* out, F f, StreamHandle stream) {
+  constexpr int K = kChunkItems<A, B, Out>;
+  const index_t head = unaligned_head(a, n);
+  const bool vector_ok = kAllVectorizable<A, B, Out> && vector_aligned(a) && vector_aligned(b) &&
+                         vector_aligned(out) && head == unaligned_head(b, n) && head == unaligned_head(out, n);
+  const ChunkShape shape = chunk_shape<K>(n, head, vector_ok);
+  launch_elementwise<TransformTuning, K>(shape, n, BinaryChunk<K, A, B, Out, F>{a, b, out, f},
+                                         BinaryElement<A, B, Out, F>{a, b, out, f}, stream);
+}
+
+template <int K, class Out, class F>
+struct IndexChunk {
+  index_t first;
+  Out* out;
+  F f;
+  __device__ __forceinline__ void operator()(index_t i, bool vector_ok) const {
+    Out y[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) y[k] = f(first + i + k);
+    store_chunk<K>(out + i, vector_ok, y);
+  }
+};
+
+template <class Out, class F>
+struct IndexElement {
+  index_t first;
+  Out* out;
+  F f;
+  __device__ __forceinline__ void operator()(index_t i) const { out[i] = f(first + i); }
+};
+
+template <class Out, class F>
+void device_transform_index(index_t first, index_t n, Out* out, F f, StreamHandle stream) {
+  constexpr int K = kChunkItems<Out>;
+  const bool vector_ok = kVectorizable<Out> && vector_aligned(out);
+  const ChunkShape shape = chunk_shape<K>(n, unaligned_head(out, n), vector_ok);
+  launch_elementwise<TransformTuning, K>(shape, n, IndexChunk<K, Out, F>{first, out, f},
+                                         IndexElement<Out, F>{first, out, f}, stream);
+}
+
+template <class F>
+struct ForEachChunk {
+  index_t first;
+  F f;
+  __device__ __forceinline__ void operator()(index_t i, bool) const { f(first + i); }
+};
+
+template <class F>
+struct ForEachElement {
+  index_t first;
+  F f;
+  __device__ __forceinline__ void operator()(index_t i) const { f(first + i); }
+};
+
+template <class F>
+void device_for_each_index(index_t first, index_t n, F f, StreamHandle stream) {
+  const ChunkShape shape = chunk_shape<1>(n, 0, false);
+  launch_elementwise<TransformTuning, 1>(shape, n, ForEachChunk<F>{first, f}, ForEachElement<F>{first, f}, stream);
+}
+
+}  // namespace tessera::kernels::cuda::detail

@@ -1,0 +1,54 @@
+// How a generic local operation picks its backend: the queue's backend at run time, and, for the
+// cuda backend, the code this translation unit can reach at compile time.
+//
+//   cpu queue   the header templates in tessera/kernels/cpu/ run the functor on host threads. A
+//               functor that exists only on the device (an extended __device__ lambda) cannot:
+//               that is a UsageError, raised before any work.
+//   cuda queue  in a translation unit compiled by nvcc, the templates of tessera/kernels/cuda/ are
+//               instantiated with the functor; elsewhere only the library's precompiled instances
+//               (the operations the apps use) are reachable, and anything else is a UsageError
+//               that says to compile the file with nvcc.
+#pragma once
+
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera::kernels::detail {
+
+// True when F is an nvcc extended lambda marked __device__ only: it cannot run on the host.
+#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
+template <class F>
+inline constexpr bool is_device_only_lambda = __nv_is_extended_device_lambda_closure_type(F);
+#else
+template <class F>
+inline constexpr bool is_device_only_lambda = false;
+#endif
+
+// True when F cannot run on the host: a __device__-only extended lambda, or a wrapper of one (a
+// function object that names what it wraps with `using wrapped_functor = Inner;`).
+template <class F, class = void>
+struct is_device_only : std::bool_constant<is_device_only_lambda<F>> {};
+template <class F>
+struct is_device_only<F, std::void_t<typename F::wrapped_functor>> : is_device_only<typename F::wrapped_functor> {};
+
+template <class... F>
+inline constexpr bool host_callable = (!is_device_only<std::remove_cvref_t<F>>::value && ...);
+
+// True when this translation unit can instantiate the CUDA templates.
+#if defined(__CUDACC__)
+inline constexpr bool cuda_in_this_translation_unit = true;
+#else
+inline constexpr bool cuda_in_this_translation_unit = false;
+#endif
+
+// Thrown as UsageError, with the operation's name.
+[[noreturn]] void throw_device_only_functor_on_cpu(const char* operation);
+[[noreturn]] void throw_needs_cuda_compiler(const char* operation);
+[[noreturn]] void throw_no_cuda_backend(const char* operation);
+
+// A negative count is a bug of the caller, not user input.
+void check_count(index_t n, const char* operation);
+
+}  // namespace tessera::kernels::detail

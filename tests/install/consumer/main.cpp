@@ -1,8 +1,13 @@
-// A program outside the Tessera tree: sums 0 + 1 + ... + (n-1) over the ranks and checks the value
-// against n(n-1)/2.
+// A program outside the Tessera tree, compiled by a plain C++ compiler: the open algorithms with its
+// own function objects on the CPU backend. Sums 0 + 1 + ... + (n-1) (n(n-1)/2), counts the
+// multiples of 3 (ceil(n/3)), and the largest element and its index.
 #include <cstdio>
 
 #include "tessera/framework/framework.hpp"
+
+struct IsMultipleOf3 {
+  TESSERA_HOST_DEVICE bool operator()(std::int64_t x) const { return x % 3 == 0; }
+};
 
 int main(int argc, char** argv) {
   tessera::Runtime runtime(argc, argv);
@@ -10,11 +15,14 @@ int main(int argc, char** argv) {
   const tessera::index_t n = 1001;
   tessera::DistArray<std::int64_t> a(ctx, n);
   a.iota(0);
-  std::int64_t local = 0;
-  for (std::int64_t x : a.local_to_host()) local += x;
-  const std::int64_t total = ctx.comm().allreduce(local, tessera::ReduceOp::sum);
-  const bool ok = total == n * (n - 1) / 2;
-  if (ctx.is_root()) std::printf("consumer: sum %lld, expected %lld: %s\n", static_cast<long long>(total),
-                                 static_cast<long long>(n * (n - 1) / 2), ok ? "ok" : "WRONG");
+  const std::int64_t total = tessera::reduce(a, tessera::plus{});
+  const tessera::index_t thirds = tessera::count_if(a, IsMultipleOf3{});
+  const tessera::ValueIndex<std::int64_t> largest = tessera::max_element(a);
+  const bool ok = total == n * (n - 1) / 2 && thirds == (n + 2) / 3 && largest.value == n - 1 && largest.index == n - 1;
+  if (ctx.is_root())
+    std::printf("consumer: sum %lld, expected %lld; multiples of 3 %lld, expected %lld; max at %lld: %s\n",
+                static_cast<long long>(total), static_cast<long long>(n * (n - 1) / 2),
+                static_cast<long long>(thirds), static_cast<long long>((n + 2) / 3),
+                static_cast<long long>(largest.index), ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }

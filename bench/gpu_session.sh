@@ -13,6 +13,15 @@
 #   bench/gpu_session.sh multi-tests   the first half of multi, plus the GPU tests (tessera_gpu_tests)
 #   bench/gpu_session.sh multi-bench   the second half: scaling study, plots, distributed benchmark
 #                                      (float and double), the exact-sum rows of the kernel benchmark
+#   bench/gpu_session.sh generic       build the test and bench targets (sm_90), then the open
+#                                      algorithms on the GPU: GPU tests, the multi-rank tests of the
+#                                      open and the precompiled algorithms on the cuda backend (1 rank,
+#                                      then 3 sharing the GPU), memcheck and racecheck of the generic
+#                                      passes, tessera_bench_generic, and the kernel benchmark's
+#                                      reduce, scan and select rows
+#   bench/gpu_session.sh generic-more  after generic on the same machine: app tests on cuda, the
+#                                      install test (examples compiled by nvcc, run on the GPU), the
+#                                      README demo
 # Each mode stays within one call's 10 minutes; multi = multi-tests + multi-bench may not.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -87,8 +96,29 @@ case "${1:-}" in
       fi
     fi
     ;;
+  generic)
+    generator=""; command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
+    TAIL=5 step build 420 bash -c "cmake -S . -B '$build' $generator -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_ARGS:-} && cmake --build '$build' -j $JOBS --target tessera_gpu_tests \
+      tessera_generic_tests tessera_mpi_tests tessera_bench_generic tessera_bench_kernels"
+    TAIL=25 step gpu_tests 240 "$build/tests/gpu/tessera_gpu_tests"
+    step generic_cuda 200 bash -c "for np in 1 3; do echo \"== \$np rank(s)\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/generic/tessera_generic_tests' || exit 1; done"
+    step mpi_tests_cuda 120 bash -c "for np in 1 3; do echo \"== \$np rank(s)\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
+    step memcheck 150 env TESSERA_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$build/tests/gpu/tessera_gpu_tests" --gtest_filter='GenericGpu.*:Kernels*:ScanTwoPass*'
+    step racecheck 200 env TESSERA_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      "$build/tests/gpu/tessera_gpu_tests" --gtest_filter='GenericGpu.*'
+    TAIL=20 step bench_generic 120 "$build/bench/kernels/tessera_bench_generic"
+    TAIL=20 step bench_kernels 150 "$build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
+    ;;
+  generic-more)
+    cmake --build "$build" -j "$JOBS" >"$out/build_rest.log" 2>&1 || { tail -30 "$out/build_rest.log"; status=1; }
+    step app_tests_cuda 300 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
+    step install_test 400 ctest --test-dir "$build" -R install_consumer --output-on-failure
+    TAIL=25 step readme_demo 150 bash scripts/run.sh demo
+    ;;
   *)
-    echo "usage: bench/gpu_session.sh readme-test|single|multi|build|multi-tests|multi-bench" >&2
+    echo "usage: bench/gpu_session.sh readme-test|single|multi|build|multi-tests|multi-bench|generic|generic-more" >&2
     exit 2
     ;;
 esac

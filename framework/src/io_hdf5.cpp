@@ -90,12 +90,34 @@ class QuietErrors {
   void* data_ = nullptr;
 };
 
+// The HDF5 types of an element type: in memory (native) and in files (little-endian standard types,
+// whatever the host, so files compare anywhere).
 template <class T>
 hid_t memory_type() {
-  if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
+  if constexpr (std::is_same_v<T, std::int8_t>) return H5T_NATIVE_INT8;
+  else if constexpr (std::is_same_v<T, std::int16_t>) return H5T_NATIVE_INT16;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
   else if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return H5T_NATIVE_UINT16;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return H5T_NATIVE_UINT32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_NATIVE_UINT64;
   else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
   else return H5T_NATIVE_DOUBLE;
+}
+
+template <class T>
+hid_t file_type() {
+  if constexpr (std::is_same_v<T, std::int8_t>) return H5T_STD_I8LE;
+  else if constexpr (std::is_same_v<T, std::int16_t>) return H5T_STD_I16LE;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_STD_I32LE;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return H5T_STD_I64LE;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_STD_U8LE;
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return H5T_STD_U16LE;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return H5T_STD_U32LE;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_STD_U64LE;
+  else if constexpr (std::is_same_v<T, float>) return H5T_IEEE_F32LE;
+  else return H5T_IEEE_F64LE;
 }
 
 // What rank 0 found, in one fixed-size record so that it crosses to the other ranks in one bcast.
@@ -115,7 +137,10 @@ void set_text(char* dst, std::size_t size, const std::string& text) {
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 // Rank 0's half of probe_dataset. Returns with record.ok = 0 and a message for any user error.
-void probe_on_root(const DatasetPath& path, std::string_view flag, ProbeRecord& record) {
+// need_dtype: the caller picks its element type from the file's (the apps' DType); a type no DType
+// holds exactly is then an error. Otherwise (read_array<T>: HDF5 converts to T) any integer or
+// floating-point type is accepted.
+void probe_on_root(const DatasetPath& path, std::string_view flag, ProbeRecord& record, bool need_dtype) {
   const std::string where = std::string(flag) + ": ";
   auto fail = [&](const std::string& what) { set_text(record.message, sizeof record.message, where + what); };
 
@@ -153,7 +178,7 @@ void probe_on_root(const DatasetPath& path, std::string_view flag, ProbeRecord& 
     type_name = std::to_string(bytes * 8) + "-bit " + (is_signed ? "signed" : "unsigned") + " integer";
     // Widen to the narrowest of our types that holds every value of the file's type.
     if (bytes < 4 || (bytes == 4 && is_signed)) record.dtype = static_cast<int>(DType::int32);
-    else if (bytes < 8 || (bytes == 8 && is_signed)) record.dtype = static_cast<int>(DType::int64);
+    else if (bytes < 8 || (bytes == 8 && is_signed) || !need_dtype) record.dtype = static_cast<int>(DType::int64);
     else return fail(quoted(name) + " in " + quoted(path.file) + " holds " + type_name +
                      "s, which no supported dtype (int32, int64, float32, float64) holds exactly");
   } else if (cls == H5T_FLOAT) {
@@ -341,10 +366,7 @@ void write_blocks(const Context& ctx, const DatasetPath& path, const OutputAttri
                   const hsize_t* dims, const index_t* start, const index_t* count, const std::vector<T>& host) {
   const std::string temporary = temporary_name(ctx, path.file);
   // The file type is the little-endian standard type, whatever the host, so files compare anywhere.
-  const hid_t file_type = std::is_same_v<T, std::int32_t>   ? H5T_STD_I32LE
-                          : std::is_same_v<T, std::int64_t> ? H5T_STD_I64LE
-                          : std::is_same_v<T, float>        ? H5T_IEEE_F32LE
-                                                            : H5T_IEEE_F64LE;
+  const hid_t element_file_type = file_type<T>();
   void* buffer = const_cast<T*>(host.data());
 #if TESSERA_IO_PARALLEL
   {
@@ -352,7 +374,7 @@ void write_blocks(const Context& ctx, const DatasetPath& path, const OutputAttri
     // close while objects in it are open).
     Handle file;
     Handle dset;
-    file = create_file(ctx, temporary, path.dataset, file_type, ndims, dims, attributes, dset);
+    file = create_file(ctx, temporary, path.dataset, element_file_type, ndims, dims, attributes, dset);
     transfer_block(ctx, dset.get(), memory_type<T>(), sizeof(T), ndims, start, count, buffer, true);
     dset.close_checked();
     file.close_checked();
@@ -367,7 +389,7 @@ void write_blocks(const Context& ctx, const DatasetPath& path, const OutputAttri
     Handle file;  // declared first: closes after the dataset
     Handle dset;
     if (comm.rank() == 0) {
-      file = create_file(ctx, temporary, path.dataset, file_type, ndims, dims, attributes, dset);
+      file = create_file(ctx, temporary, path.dataset, element_file_type, ndims, dims, attributes, dset);
     } else {
       file = open_file(ctx, temporary, H5F_ACC_RDWR);
       dset = Handle(TESSERA_H5_CHECK(H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
@@ -424,9 +446,11 @@ DatasetPath parse_dataset_path(std::string_view text, std::string_view flag) {
   return path;
 }
 
-DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::string_view flag) {
+namespace {
+
+DatasetInfo probe(const Context& ctx, const DatasetPath& path, std::string_view flag, bool need_dtype) {
   ProbeRecord record;
-  if (ctx.is_root()) probe_on_root(path, flag, record);
+  if (ctx.is_root()) probe_on_root(path, flag, record, need_dtype);
   ctx.comm().bcast(reinterpret_cast<unsigned char*>(&record), static_cast<index_t>(sizeof record), 0);
   if (!record.ok) throw UsageError(record.message);
   DatasetInfo info;
@@ -436,9 +460,15 @@ DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::stri
   return info;
 }
 
+}  // namespace
+
+DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::string_view flag) {
+  return probe(ctx, path, flag, /*need_dtype=*/true);
+}
+
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string_view flag) {
-  const DatasetInfo info = probe_dataset(ctx, path, flag);
+  const DatasetInfo info = probe(ctx, path, flag, /*need_dtype=*/false);
   if (info.shape.size() != 1)
     throw UsageError(std::string(flag) + ": dataset '" + path.dataset + "' in '" + path.file + "' is " +
                      shape_text(info.shape) + "; a 1-D dataset is needed");
@@ -501,14 +531,26 @@ void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const Ou
   write_blocks<T>(matrix.grid().context(), path, attributes, 2, dims, start, count, matrix.local_to_host());
 }
 
-#define TESSERA_IO_INSTANTIATE(T)                                                                     \
+// Arrays of every arithmetic element type; matrices of the four the matrix code has.
+#define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                              \
   template DistArray<T> read_array<T>(const Context&, const DatasetPath&, std::string_view);          \
+  template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);
+#define TESSERA_IO_INSTANTIATE_MATRIX(T)                                                             \
   template DistMatrix<T> read_matrix<T>(const ProcessGrid&, const DatasetPath&, std::string_view);    \
-  template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);     \
   template void write_matrix<T>(const DistMatrix<T>&, const DatasetPath&, const OutputAttributes&);
-TESSERA_IO_INSTANTIATE(std::int32_t)
-TESSERA_IO_INSTANTIATE(std::int64_t)
-TESSERA_IO_INSTANTIATE(float)
-TESSERA_IO_INSTANTIATE(double)
+TESSERA_IO_INSTANTIATE_ARRAY(std::int8_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::int16_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::int32_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::int64_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::uint8_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::uint16_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::uint32_t)
+TESSERA_IO_INSTANTIATE_ARRAY(std::uint64_t)
+TESSERA_IO_INSTANTIATE_ARRAY(float)
+TESSERA_IO_INSTANTIATE_ARRAY(double)
+TESSERA_IO_INSTANTIATE_MATRIX(std::int32_t)
+TESSERA_IO_INSTANTIATE_MATRIX(std::int64_t)
+TESSERA_IO_INSTANTIATE_MATRIX(float)
+TESSERA_IO_INSTANTIATE_MATRIX(double)
 
 }  // namespace tessera::io

@@ -3,9 +3,13 @@
 // TESSERA_TEST_BACKEND=cuda runs the same tests on the device backend; the cpu backend in CI.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -15,6 +19,7 @@
 #include "generic_test_types.hpp"
 #include "mpi/algo_test_util.hpp"
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/kernels/error.hpp"
 
 namespace tessera {
@@ -26,6 +31,14 @@ using test::Mat2;
 using test::MatMul;
 using test::Tagged;
 using test::ComposeTagged;
+
+template <class T>
+std::vector<T> random_values_for_io(index_t n, std::uint64_t s) {
+  std::mt19937_64 gen(s);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = static_cast<T>(gen());
+  return v;
+}
 
 // Sizes: the algorithm sizes plus a few that cross the device kernels' tile and row edges.
 std::vector<index_t> sizes(int ranks) {
@@ -45,6 +58,55 @@ std::vector<DistArray<T>> layouts(const std::vector<T>& global, std::uint64_t s)
   arrays.push_back(DistArray<T>::from_replicated(
       world, global, test::random_partition(static_cast<index_t>(global.size()), world.size(), s)));
   return arrays;
+}
+
+// ---- arrays of other element types -----------------------------------------------------------------
+
+template <class T>
+void hdf5_round_trip(const std::string& file, index_t n, std::uint64_t s) {
+  const Context& world = test::world();
+  const auto global = random_values_for_io<T>(n, s);
+  const auto array = DistArray<T>::from_replicated(world, global, test::random_partition(n, world.size(), s));
+  const io::DatasetPath path{file, "/group/values"};
+  io::write_array(array, path, io::OutputAttributes{"generic_tests", to_string(world.backend()), world.size(), {}});
+  const DistArray<T> back = io::read_array<T>(world, path, "--input");
+  EXPECT_EQ(back.global_size(), n);
+  const auto got = back.gather(0);
+  if (world.rank() == 0) {
+    EXPECT_EQ(got, global) << test::where(n, s);
+  }
+}
+
+TEST(GenericArray, Hdf5RoundTripOfEveryArithmeticType) {
+  const Context& world = test::world();
+  std::uint64_t id = world.is_root() ? static_cast<std::uint64_t>(::getpid()) : 0;
+  id = world.comm().bcast_value(id, 0);
+  const std::string file = "/tmp/tessera_generic_io_" + std::to_string(id) + ".h5";
+  for (index_t n : {index_t(0), index_t(1), index_t(1001)}) {
+    hdf5_round_trip<std::int8_t>(file, n, test::seed() + 1);
+    hdf5_round_trip<std::uint8_t>(file, n, test::seed() + 2);
+    hdf5_round_trip<std::int16_t>(file, n, test::seed() + 3);
+    hdf5_round_trip<std::uint16_t>(file, n, test::seed() + 4);
+    hdf5_round_trip<std::uint32_t>(file, n, test::seed() + 5);
+    hdf5_round_trip<std::uint64_t>(file, n, test::seed() + 6);
+  }
+  world.comm().barrier();
+  if (world.is_root()) std::remove(file.c_str());
+}
+
+TEST(GenericArray, StructBlocksGatherAndMoveBetweenRanks) {
+  const Context& world = test::world();
+  for (index_t n : {index_t(0), index_t(3), index_t(1003)}) {
+    const std::uint64_t s = test::seed() + static_cast<std::uint64_t>(n);
+    const auto global = test::random_tagged(n, s);
+    const auto ragged = DistArray<Tagged>::from_replicated(world, global, test::random_partition(n, world.size(), s));
+    const auto balanced = rebalance(ragged);
+    EXPECT_TRUE(balanced.partition() == Partition::block(n, world.size()));
+    const auto got = balanced.gather(0);
+    if (world.rank() == 0) {
+      EXPECT_EQ(got, global) << test::where(n, s);
+    }
+  }
 }
 
 // ---- reductions ------------------------------------------------------------------------------------
@@ -413,6 +475,33 @@ TEST(GenericOrder, MinAndMaxElementWithTiesTakeTheLowestIndex) {
       EXPECT_EQ(hi.value, *hi_it) << test::where(n, s);
     }
   }
+}
+
+// A global index past 2^31: the position of the minimum of 2^31 + 1000 one-byte elements (2 GiB in
+// all). Large for CI's CPUs; runs on the cuda backend, or where TESSERA_TEST_LARGE=1.
+struct ByteAt {
+  index_t planted;
+  TESSERA_HOST_DEVICE std::int8_t operator()(index_t i) const {
+    if (i == planted) return -128;
+    return static_cast<std::int8_t>(static_cast<int>((static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 58) - 20);
+  }
+};
+
+TEST(GenericOrder, MinElementIndexPastTwoToThe31) {
+  const Context& world = test::world();
+  const char* large = std::getenv("TESSERA_TEST_LARGE");
+  if (world.backend() != Backend::cuda && !(large && std::string(large) == "1"))
+    GTEST_SKIP() << "2 GiB of data: cuda backend, or TESSERA_TEST_LARGE=1";
+  const index_t n = (index_t(1) << 31) + 1000;
+  const index_t planted = (index_t(1) << 31) + 500;
+  DistArray<std::int8_t> bytes(world, n);
+  generate(bytes, ByteAt{planted});
+  const ValueIndex<std::int8_t> lo = min_element(bytes);
+  EXPECT_EQ(lo.value, -128);
+  EXPECT_EQ(lo.index, planted);
+  const ValueIndex<std::int8_t> hi = max_element(bytes);
+  EXPECT_GE(hi.index, 0);
+  EXPECT_EQ(hi.value, ByteAt{planted}(hi.index));
 }
 
 // ---- a functor that throws (host only: the cpu backend) ---------------------------------------------

@@ -27,6 +27,16 @@ using test::Tagged;
 // Element offsets of the input within its allocation: 0 (16-byte aligned) and two that are not.
 constexpr index_t kOffsets[] = {0, 1, 3};
 
+// n values in [-1, 1) from std::mt19937_64 (independent of the code under test).
+template <class T>
+std::vector<T> uniform(index_t n, std::uint64_t s) {
+  std::mt19937_64 gen(s);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = static_cast<T>(dist(gen));
+  return v;
+}
+
 template <class T, class Op>
 void check_reduce_and_scan(const std::vector<T>& host, Op op, T identity, T init, const char* what) {
   const auto n = static_cast<index_t>(host.size());
@@ -83,7 +93,7 @@ TEST(GenericGpu, NarrowIntegersAndRunningMaxima) {
     const std::uint64_t s = test_seed() * 3 + static_cast<std::uint64_t>(n);
     check_reduce_and_scan(full_range<std::int8_t>(n, s), plus{}, std::int8_t(0), std::int8_t(-7), "int8 sum");
     check_reduce_and_scan(full_range<std::uint16_t>(n, s), maximum{}, std::uint16_t(0), std::uint16_t(3), "uint16 max");
-    auto floats = test::random_vector<float>(n, s);
+    auto floats = uniform<float>(n, s);
     check_reduce_and_scan(floats, maximum{}, -std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(), "float max");
   }
@@ -102,7 +112,7 @@ TEST(GenericGpu, CommutativeTransformReduceWithWideningAndStructAccumulators) {
     const auto bytes = full_range<std::int8_t>(n, s);
     std::int64_t want = 0;
     for (auto b : bytes) want += b;
-    const auto floats = test::random_vector<float>(n, s);
+    const auto floats = uniform<float>(n, s);
     for (index_t offset : kOffsets) {
       DeviceArray<std::int8_t> in(n, offset);
       in.upload(bytes);
@@ -185,8 +195,8 @@ struct IndexToTagged {
 TEST(GenericGpu, ElementWisePassesBetweenTypesAndAlignments) {
   for (index_t n : odd_sizes()) {
     const std::uint64_t s = test_seed() * 11 + static_cast<std::uint64_t>(n);
-    const auto doubles = test::random_vector<double>(n, s);
-    const auto floats = test::random_vector<float>(n, s + 1);
+    const auto doubles = uniform<double>(n, s);
+    const auto floats = uniform<float>(n, s + 1);
     const auto bytes = full_range<std::int8_t>(n, s + 2);
     for (index_t in_offset : kOffsets) {
       for (index_t out_offset : kOffsets) {

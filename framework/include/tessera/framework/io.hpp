@@ -83,7 +83,8 @@ struct DatasetInfo {
 DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::string_view flag);
 
 // Reads a 1-D dataset into the block distribution. UsageError (from probe_dataset, or naming the
-// dataset and its shape when it is not 1-D).
+// dataset and its shape when it is not 1-D). T: int8..int64, uint8..uint64, float, double (HDF5
+// converts the file's type).
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string_view flag);
 
@@ -105,7 +106,8 @@ struct OutputAttributes {
 void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag);
 
 // Writes the whole distributed array (any partition: block or ragged) as one 1-D dataset, in global
-// order, to a new file that replaces `path.file` when complete.
+// order, to a new file that replaces `path.file` when complete. T: as for read_array (stored as the
+// little-endian standard type of the same size).
 template <class T>
 void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
 

@@ -16,7 +16,8 @@
 #   bench/gpu_session.sh generic       build the test and bench targets (sm_90), then the open
 #                                      algorithms on the GPU: GPU tests, the multi-rank tests of the
 #                                      open and the precompiled algorithms on the cuda backend (1 rank,
-#                                      then 3 sharing the GPU), memcheck and racecheck of the generic
+#                                      then 3 sharing the GPU)
+#   bench/gpu_session.sh generic-check the same build, then memcheck and racecheck of the generic
 #                                      passes, tessera_bench_generic, and the kernel benchmark's
 #                                      reduce, scan and select rows
 #   bench/gpu_session.sh generic-more  after generic on the same machine: app tests on cuda, the
@@ -96,20 +97,24 @@ case "${1:-}" in
       fi
     fi
     ;;
-  generic)
+  generic | generic-check)
+    # Configure and build what these stages run (a no-op when ./build is already built).
     generator=""; command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
     TAIL=5 step build 420 bash -c "cmake -S . -B '$build' $generator -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_ARGS:-} && cmake --build '$build' -j $JOBS --target tessera_gpu_tests \
       tessera_generic_tests tessera_mpi_tests tessera_bench_generic tessera_bench_kernels"
-    TAIL=25 step gpu_tests 240 "$build/tests/gpu/tessera_gpu_tests"
-    step generic_cuda 200 bash -c "for np in 1 3; do echo \"== \$np rank(s)\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/generic/tessera_generic_tests' || exit 1; done"
-    step mpi_tests_cuda 120 bash -c "for np in 1 3; do echo \"== \$np rank(s)\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
-    step memcheck 150 env TESSERA_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
-      "$build/tests/gpu/tessera_gpu_tests" --gtest_filter='GenericGpu.*:Kernels*:ScanTwoPass*'
-    step racecheck 200 env TESSERA_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
-      "$build/tests/gpu/tessera_gpu_tests" --gtest_filter='GenericGpu.*'
-    TAIL=20 step bench_generic 120 "$build/bench/kernels/tessera_bench_generic"
-    TAIL=20 step bench_kernels 150 "$build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
+    if [ "$1" = generic ]; then
+      TAIL=25 step gpu_tests 240 "$build/tests/gpu/tessera_gpu_tests"
+      step generic_cuda 200 bash -c "for np in 1 3; do echo \"== \$np rank(s)\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/generic/tessera_generic_tests' || exit 1; done"
+      step mpi_tests_cuda 120 bash -c "for np in 1 3; do echo \"== \$np rank(s)\"; TESSERA_TEST_BACKEND=cuda mpirun -n \$np '$build/tests/mpi/tessera_mpi_tests' || exit 1; done"
+    else
+      step memcheck 150 env TESSERA_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$build/tests/gpu/tessera_gpu_tests" --gtest_filter='GenericGpu.*:KernelsGpu*:ScanTwoPass*'
+      step racecheck 200 env TESSERA_GPU_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 \
+        "$build/tests/gpu/tessera_gpu_tests" --gtest_filter='GenericGpu.*'
+      TAIL=20 step bench_generic 120 "$build/bench/kernels/tessera_bench_generic"
+      TAIL=20 step bench_kernels 150 "$build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
+    fi
     ;;
   generic-more)
     cmake --build "$build" -j "$JOBS" >"$out/build_rest.log" 2>&1 || { tail -30 "$out/build_rest.log"; status=1; }

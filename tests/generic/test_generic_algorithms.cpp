@@ -504,6 +504,26 @@ TEST(GenericOrder, MinElementIndexPastTwoToThe31) {
   EXPECT_EQ(hi.value, ByteAt{planted}(hi.index));
 }
 
+#if defined(__CUDACC__)
+// A __device__-only lambda: runs on the cuda backend; on the cpu backend a UsageError before any work.
+void a_device_only_lambda() {
+  const Context& world = test::world();
+  const auto x = test::random_vector<float>(1001, test::seed() + 3);
+  const auto a = DistArray<float>::from_replicated(world, x);
+  auto positive = [] __device__(float v) { return v > 0; };
+  index_t expected = 0;
+  for (float v : x) expected += v > 0 ? 1 : 0;
+  if (world.backend() == Backend::cuda) {
+    EXPECT_EQ(count_if(a, positive), expected);
+  } else {
+    EXPECT_THROW(count_if(a, positive), UsageError);
+    EXPECT_THROW(filter(a, positive), UsageError);
+  }
+}
+
+TEST(GenericFailure, ADeviceOnlyLambdaOnTheCpuBackendIsAUsageError) { a_device_only_lambda(); }
+#endif
+
 // ---- a functor that throws (host only: the cpu backend) ---------------------------------------------
 
 struct ThrowsOnRank {

@@ -7,8 +7,11 @@
 
 #if defined(__CUDACC__)
 #define TESSERA_HOST_DEVICE __host__ __device__
+// For the library's small function objects, which the device loops must inline.
+#define TESSERA_HOST_DEVICE_INLINE __host__ __device__ __forceinline__
 #else
 #define TESSERA_HOST_DEVICE
+#define TESSERA_HOST_DEVICE_INLINE inline
 #endif
 
 namespace tessera {

@@ -46,7 +46,7 @@ TESSERA_HOST_DEVICE constexpr bool is_nan(const T& x) {
 struct plus {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const {
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       using U = detail::wrap_unsigned_t<T>;
       return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
@@ -60,7 +60,7 @@ struct plus {
 struct multiplies {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const {
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       using U = detail::wrap_unsigned_t<T>;
       return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
@@ -82,7 +82,7 @@ struct multiplies {
 struct minimum {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const {
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const {
 #if defined(__CUDA_ARCH__)
     if constexpr (std::is_floating_point_v<T>) {
 #if __CUDA_ARCH__ >= 800
@@ -104,7 +104,7 @@ struct minimum {
 struct maximum {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const {
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const {
 #if defined(__CUDA_ARCH__)
     if constexpr (std::is_floating_point_v<T>) {
 #if __CUDA_ARCH__ >= 800
@@ -126,53 +126,53 @@ struct maximum {
 struct logical_and {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a && b); }
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a && b); }
 };
 
 struct logical_or {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a || b); }
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a || b); }
 };
 
 struct bit_and {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a & b); }
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a & b); }
 };
 
 struct bit_or {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a | b); }
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a | b); }
 };
 
 struct bit_xor {
   static constexpr bool commutative = true;
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a ^ b); }
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& a, const T& b) const { return static_cast<T>(a ^ b); }
 };
 
 // Comparisons (for is_sorted, min_element, ...).
 struct less {
   template <class T>
-  TESSERA_HOST_DEVICE constexpr bool operator()(const T& a, const T& b) const { return a < b; }
+  TESSERA_HOST_DEVICE_INLINE constexpr bool operator()(const T& a, const T& b) const { return a < b; }
 };
 
 struct greater {
   template <class T>
-  TESSERA_HOST_DEVICE constexpr bool operator()(const T& a, const T& b) const { return b < a; }
+  TESSERA_HOST_DEVICE_INLINE constexpr bool operator()(const T& a, const T& b) const { return b < a; }
 };
 
 struct equal_to {
   template <class T>
-  TESSERA_HOST_DEVICE constexpr bool operator()(const T& a, const T& b) const { return a == b; }
+  TESSERA_HOST_DEVICE_INLINE constexpr bool operator()(const T& a, const T& b) const { return a == b; }
 };
 
 // The unary operation that returns its argument (transform_reduce with it is a plain reduce).
 struct identity_fn {
   template <class T>
-  TESSERA_HOST_DEVICE constexpr T operator()(const T& x) const { return x; }
+  TESSERA_HOST_DEVICE_INLINE constexpr T operator()(const T& x) const { return x; }
 };
 
 // ---- traits ----------------------------------------------------------------------------------------

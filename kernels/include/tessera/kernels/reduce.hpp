@@ -63,7 +63,7 @@ inline constexpr bool is_precompiled_reduce =
 template <class In, class F, class Op, class Acc>
 void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, Acc identity, Acc* out) {
   static_assert(std::is_trivially_copyable_v<Acc>, "transform_reduce: the accumulator type must be trivially copyable");
-  static_assert(std::is_invocable_v<F&, const In&>, "transform_reduce: f cannot take the input's element type");
+  static_assert(detail::invocable_with<F, const In&>, "transform_reduce: f cannot take the input's element type");
   detail::check_count(n, "transform_reduce");
   if constexpr (detail::is_precompiled_reduce<In, F, Op, Acc>) {
     (void)f;

@@ -37,7 +37,7 @@ TESSERA_DECLARE_SELECT(double)
 template <class T, class Pred>
 void select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept_count) {
   static_assert(std::is_trivially_copyable_v<T>, "select: the element type must be trivially copyable");
-  static_assert(std::is_invocable_v<Pred&, const T&>, "select: the predicate cannot take the element type");
+  static_assert(detail::invocable_with<Pred, const T&>, "select: the predicate cannot take the element type");
   detail::check_count(n, "select");
   if (queue.backend == Backend::cpu) {
     if constexpr (detail::host_callable<Pred>) {
@@ -57,7 +57,7 @@ void select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index
 // Counts the elements of in[0, n) that satisfy pred into *count.
 template <class T, class Pred>
 void count_if(const Queue& queue, const T* in, index_t n, Pred pred, index_t* count) {
-  static_assert(std::is_invocable_v<Pred&, const T&>, "count_if: the predicate cannot take the element type");
+  static_assert(detail::invocable_with<Pred, const T&>, "count_if: the predicate cannot take the element type");
   detail::check_count(n, "count_if");
   if (queue.backend == Backend::cpu) {
     if constexpr (detail::host_callable<Pred>) {

@@ -27,7 +27,7 @@ namespace tessera::kernels {
 
 template <class In, class Out, class F>
 void transform(const Queue& queue, const In* in, index_t n, Out* out, F f) {
-  static_assert(std::is_invocable_v<F&, const In&>, "transform: f cannot take the input's element type");
+  static_assert(detail::invocable_with<F, const In&>, "transform: f cannot take the input's element type");
   detail::check_count(n, "transform");
   if (queue.backend == Backend::cpu) {
     if constexpr (detail::host_callable<F>) {
@@ -46,7 +46,7 @@ void transform(const Queue& queue, const In* in, index_t n, Out* out, F f) {
 
 template <class A, class B, class Out, class F>
 void transform(const Queue& queue, const A* a, const B* b, index_t n, Out* out, F f) {
-  static_assert(std::is_invocable_v<F&, const A&, const B&>, "transform: f cannot take the inputs' element types");
+  static_assert(detail::invocable_with<F, const A&, const B&>, "transform: f cannot take the inputs' element types");
   detail::check_count(n, "transform");
   if (queue.backend == Backend::cpu) {
     if constexpr (detail::host_callable<F>) {

@@ -52,7 +52,7 @@ inline constexpr bool is_runtime_predicate = std::is_same_v<Pred, Predicate<T>>;
 
 template <class T, class Pred>
 DistArray<T> filter(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  static_assert(std::is_invocable_r_v<bool, Pred&, const T&>, "filter: the predicate cannot take the array's element type");
+  static_assert(kernels::detail::invocable_r_with<bool, Pred, const T&>, "filter: the predicate cannot take the array's element type");
   const Context& ctx = array.context();
   const index_t n = array.local_size();
   Stopwatch setup;
@@ -99,7 +99,7 @@ DistArray<T> remove_if(const DistArray<T>& array, Pred pred, PhaseTimes* times =
 
 template <class T, class Pred>
 index_t count_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  static_assert(std::is_invocable_r_v<bool, Pred&, const T&>,
+  static_assert(kernels::detail::invocable_r_with<bool, Pred, const T&>,
                 "count_if: the predicate cannot take the array's element type");
   const Context& ctx = array.context();
   return detail::three_phases(

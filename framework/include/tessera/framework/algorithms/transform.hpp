@@ -34,7 +34,7 @@ struct ApplyToElement {
 
 template <class In, class Out, class F>
 void transform(const DistArray<In>& in, DistArray<Out>& out, F f, PhaseTimes* times = nullptr) {
-  static_assert(std::is_invocable_v<F&, const In&>, "transform: f cannot take the array's element type");
+  static_assert(kernels::detail::invocable_with<F, const In&>, "transform: f cannot take the array's element type");
   detail::require_same_layout(in.context(), in.partition(), out.context(), out.partition(), "transform");
   const Context& ctx = in.context();
   detail::local_phase(ctx, times,
@@ -43,7 +43,7 @@ void transform(const DistArray<In>& in, DistArray<Out>& out, F f, PhaseTimes* ti
 
 template <class In, class F>
 auto transform(const DistArray<In>& in, F f, PhaseTimes* times = nullptr) {
-  static_assert(std::is_invocable_v<F&, const In&>, "transform: f cannot take the array's element type");
+  static_assert(kernels::detail::invocable_with<F, const In&>, "transform: f cannot take the array's element type");
   using Out = std::remove_cvref_t<std::invoke_result_t<F&, const In&>>;
   Stopwatch allocation;
   DistArray<Out> out(in.context(), in.partition());
@@ -54,7 +54,7 @@ auto transform(const DistArray<In>& in, F f, PhaseTimes* times = nullptr) {
 
 template <class A, class B, class Out, class F>
 void transform(const DistArray<A>& a, const DistArray<B>& b, DistArray<Out>& out, F f, PhaseTimes* times = nullptr) {
-  static_assert(std::is_invocable_v<F&, const A&, const B&>, "transform: f cannot take the arrays' element types");
+  static_assert(kernels::detail::invocable_with<F, const A&, const B&>, "transform: f cannot take the arrays' element types");
   detail::require_same_layout(a.context(), a.partition(), b.context(), b.partition(), "transform");
   detail::require_same_layout(a.context(), a.partition(), out.context(), out.partition(), "transform");
   const Context& ctx = a.context();
@@ -87,7 +87,7 @@ void fill(DistArray<T>& array, const T& value) {
 
 template <class T, class F>
 void generate(DistArray<T>& array, F f, PhaseTimes* times = nullptr) {
-  static_assert(std::is_invocable_v<F&, index_t>, "generate: f must take the global index (index_t)");
+  static_assert(kernels::detail::invocable_with<F, index_t>, "generate: f must take the global index (index_t)");
   const Context& ctx = array.context();
   detail::local_phase(ctx, times, [&] {
     kernels::transform_index(ctx.queue(), array.global_offset(), array.local_size(), array.local_data(), f);

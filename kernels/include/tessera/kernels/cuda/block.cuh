@@ -2,14 +2,24 @@
 // combines the per-warp results held in shared memory.
 #pragma once
 
+#include <type_traits>
+
 #include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
-// Shared memory for N values of T: raw, suitably aligned bytes, because a __shared__ variable may
-// not have a constructor to run (a user's struct with default member initialisers has one).
+// Shared memory for N values of T. A __shared__ variable may not have a constructor to run, which a
+// user's struct with default member initialisers has: such types get raw, suitably aligned bytes.
+// Others get a plain array, whose accesses the compiler keeps in the shared address space (through
+// the raw bytes, 4-byte reductions took 6 more registers, or spilled, and ran 1.7% slower).
+template <class T, int N, bool = std::is_trivially_default_constructible_v<T>>
+struct SharedArray {
+  T items[N];
+  __device__ __forceinline__ T* data() { return items; }
+  __device__ __forceinline__ T& operator[](int i) { return items[i]; }
+};
 template <class T, int N>
-struct alignas(T) SharedArray {
+struct alignas(T) SharedArray<T, N, false> {
   unsigned char bytes[sizeof(T) * N];
   __device__ __forceinline__ T* data() { return reinterpret_cast<T*>(bytes); }
   __device__ __forceinline__ T& operator[](int i) { return data()[i]; }

@@ -20,6 +20,7 @@
 #include "tessera/kernels/cuda/block.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/cuda/tile_status.cuh"
@@ -83,29 +84,48 @@ __device__ __forceinline__ void load_warp_items(const T* in, index_t warp_base, 
 
 // The prefix of each of this lane's vectors within the warp's share (lane_prefix), and the warp's
 // total (returned, the same in every lane). The warp's first vector (j == 0 in lane 0) has no prefix
-// within the warp: lane_prefix[0] of lane 0 is unspecified. All 32 lanes must call it.
+// within the warp: lane_prefix[0] of lane 0 is unspecified (the identity where the op has one).
+// All 32 lanes must call it.
 template <class Tuning, class T, class Op>
 __device__ __forceinline__ T warp_scan_items(const Vector<T> (&items)[Tuning::kVectorsPerThread],
                                              T (&lane_prefix)[Tuning::kVectorsPerThread], Op op) {
   const int lane = lane_id();
-  T warp_carry;  // the warp's total so far; set at j == 0
+  if constexpr (has_identity_element<Op, T>::value) {
+    // With an identity (the library's operations on arithmetic types: the precompiled scans), the
+    // first vector's prefix is the identity and every step is the same: fewer registers than the
+    // general form below, which 8-byte scans (capped at 64 registers) would otherwise spill.
+    const T identity = identity_element<Op, T>();
+    T warp_carry = identity;
 #pragma unroll
-  for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
-    T vector_total = items[j].item[0];
+    for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
+      T vector_total = items[j].item[0];
 #pragma unroll
-    for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = op(vector_total, items[j].item[i]);
-    const T inclusive = warp_inclusive_scan(vector_total, op);
-    const T shifted = shfl_up(inclusive, 1);  // lane i - 1's inclusive value
-    const T step_total = warp_broadcast(inclusive, kWarpThreads - 1);
-    if (j == 0) {
-      lane_prefix[0] = shifted;
-      warp_carry = step_total;
-    } else {
-      lane_prefix[j] = lane == 0 ? warp_carry : op(warp_carry, shifted);
-      warp_carry = op(warp_carry, step_total);
+      for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = op(vector_total, items[j].item[i]);
+      const T inclusive = warp_inclusive_scan(vector_total, op);
+      lane_prefix[j] = op(warp_carry, warp_shift_exclusive(inclusive, identity));
+      warp_carry = op(warp_carry, warp_broadcast(inclusive, kWarpThreads - 1));
     }
+    return warp_carry;
+  } else {
+    T warp_carry;  // the warp's total so far; set at j == 0
+#pragma unroll
+    for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
+      T vector_total = items[j].item[0];
+#pragma unroll
+      for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = op(vector_total, items[j].item[i]);
+      const T inclusive = warp_inclusive_scan(vector_total, op);
+      const T shifted = shfl_up(inclusive, 1);  // lane i - 1's inclusive value
+      const T step_total = warp_broadcast(inclusive, kWarpThreads - 1);
+      if (j == 0) {
+        lane_prefix[0] = shifted;
+        warp_carry = step_total;
+      } else {
+        lane_prefix[j] = lane == 0 ? warp_carry : op(warp_carry, shifted);
+        warp_carry = op(warp_carry, step_total);
+      }
+    }
+    return warp_carry;
   }
-  return warp_carry;
 }
 
 // Writes the scanned items of one warp's share, seeded with warp_prefix (everything before the warp's
@@ -119,7 +139,12 @@ __device__ __forceinline__ void store_warp_scan(T* out, index_t warp_base, index
   const int lane = lane_id();
 #pragma unroll
   for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
-    T running = (j == 0 && lane == 0) ? warp_prefix : op(warp_prefix, lane_prefix[j]);
+    T running;
+    if constexpr (has_identity_element<Op, T>::value) {
+      running = op(warp_prefix, lane_prefix[j]);  // lane_prefix[0] of lane 0 is the identity
+    } else {
+      running = (j == 0 && lane == 0) ? warp_prefix : op(warp_prefix, lane_prefix[j]);
+    }
     Vector<T> result;
 #pragma unroll
     for (int i = 0; i < Tuning::kVectorItems; ++i) {
@@ -174,7 +199,12 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   if (warp == 0) {
     // The tile's aggregate first (its own warps only), published before the look-back so that
     // successors can use it; the warps' prefixes once the tile's prefix is known.
-    const T warp_total = warp_totals[lane < kWarps ? lane : kWarps - 1];  // lanes past kWarps: any real value
+    T warp_total;
+    if constexpr (has_identity_element<Op, T>::value) {
+      warp_total = lane < kWarps ? warp_totals[lane] : identity_element<Op, T>();
+    } else {
+      warp_total = warp_totals[lane < kWarps ? lane : kWarps - 1];  // lanes past kWarps: any real value
+    }
     const T inclusive = warp_inclusive_scan(warp_total, op);
     const T shifted = shfl_up(inclusive, 1);
     const T tile_aggregate = warp_broadcast(inclusive, kWarps - 1);

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   const bool full_tile = tile_base + Tuning::kTileItems <= n;
 
   Vector<T> items[kV];
-  load_warp_items<Tuning>(in, warp_base, n, full_tile && vector_in, items, in[0]);
+  load_warp_items<Tuning>(in, warp_base, n, full_tile && vector_in, items, T{});
 
   const unsigned lanes_below = (1u << lane) - 1u;
   std::uint32_t kept_bits = 0;  // bit j*kVI + i: element i of vector j is kept

@@ -88,9 +88,14 @@ inline ChunkShape chunk_shape(index_t n, index_t head, bool vector_ok) {
   return {head, chunks, head + chunks * K, vector_ok};
 }
 
-// out[i] = op(i) for i in [0, n) where op reads the inputs itself: the one loop every pass shares.
-// ChunkOp: __device__ void operator()(index_t first, bool vector_ok) for a chunk of K elements at
-// `first`; ElementOp: __device__ void operator()(index_t i) for one element.
+// The one loop every pass shares. ChunkOp has a nested type Loaded and two __device__ members:
+//   Loaded load(index_t first, bool vector_ok) const          reads the inputs of K elements at first
+//   void store(index_t first, bool vector_ok, const Loaded&)   computes them and writes them out
+// ElementOp: __device__ void operator()(index_t i) const for one element of the head or the tail.
+// Each trip issues the loads of all Unroll chunks before any store: the compiler cannot move a load
+// above a store to memory that might alias it, so load-compute-store per chunk kept one 16-byte
+// load in flight per thread, and the transform of 2^28 floats ran at 0.93-0.97x thrust::transform
+// on an H100.
 template <int BlockThreads, int Unroll, int K, class ChunkOp, class ElementOp>
 __global__ void __launch_bounds__(BlockThreads)
     elementwise_kernel(ChunkShape shape, index_t n, ChunkOp chunk_op, ElementOp element_op) {
@@ -100,10 +105,16 @@ __global__ void __launch_bounds__(BlockThreads)
   if (shape.tail + thread < n) element_op(shape.tail + thread);
   index_t c = thread;
   for (; c + (Unroll - 1) * stride < shape.chunks; c += Unroll * stride) {
+    typename ChunkOp::Loaded loaded[Unroll];
 #pragma unroll
-    for (int u = 0; u < Unroll; ++u) chunk_op(shape.head + (c + u * stride) * K, shape.vector_ok);
+    for (int u = 0; u < Unroll; ++u) loaded[u] = chunk_op.load(shape.head + (c + u * stride) * K, shape.vector_ok);
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) chunk_op.store(shape.head + (c + u * stride) * K, shape.vector_ok, loaded[u]);
   }
-  for (; c < shape.chunks; c += stride) chunk_op(shape.head + c * K, shape.vector_ok);
+  for (; c < shape.chunks; c += stride) {
+    const index_t first = shape.head + c * K;
+    chunk_op.store(first, shape.vector_ok, chunk_op.load(first, shape.vector_ok));
+  }
 }
 
 template <class Tuning = TransformTuning, int K, class ChunkOp, class ElementOp>
@@ -125,15 +136,21 @@ void launch_elementwise(const ChunkShape& shape, index_t n, ChunkOp chunk_op, El
 
 template <int K, class In, class Out, class F>
 struct UnaryChunk {
+  struct Loaded {
+    In x[K];
+  };
   const In* in;
   Out* out;
   F f;
-  __device__ __forceinline__ void operator()(index_t first, bool vector_ok) const {
-    In x[K];
-    load_chunk<K>(in + first, vector_ok, x);
+  __device__ __forceinline__ Loaded load(index_t first, bool vector_ok) const {
+    Loaded l;
+    load_chunk<K>(in + first, vector_ok, l.x);
+    return l;
+  }
+  __device__ __forceinline__ void store(index_t first, bool vector_ok, const Loaded& l) const {
     Out y[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) y[k] = f(x[k]);
+    for (int k = 0; k < K; ++k) y[k] = f(l.x[k]);
     store_chunk<K>(out + first, vector_ok, y);
   }
 };
@@ -158,18 +175,24 @@ void device_transform(const In* in, index_t n, Out* out, F f, StreamHandle strea
 
 template <int K, class A, class B, class Out, class F>
 struct BinaryChunk {
+  struct Loaded {
+    A x[K];
+    B y[K];
+  };
   const A* a;
   const B* b;
   Out* out;
   F f;
-  __device__ __forceinline__ void operator()(index_t first, bool vector_ok) const {
-    A x[K];
-    B y[K];
-    load_chunk<K>(a + first, vector_ok, x);
-    load_chunk<K>(b + first, vector_ok, y);
+  __device__ __forceinline__ Loaded load(index_t first, bool vector_ok) const {
+    Loaded l;
+    load_chunk<K>(a + first, vector_ok, l.x);
+    load_chunk<K>(b + first, vector_ok, l.y);
+    return l;
+  }
+  __device__ __forceinline__ void store(index_t first, bool vector_ok, const Loaded& l) const {
     Out z[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) z[k] = f(x[k], y[k]);
+    for (int k = 0; k < K; ++k) z[k] = f(l.x[k], l.y[k]);
     store_chunk<K>(out + first, vector_ok, z);
   }
 };
@@ -196,10 +219,12 @@ void device_transform(const A* a, const B* b, index_t n, Out* out, F f, StreamHa
 
 template <int K, class Out, class F>
 struct IndexChunk {
+  struct Loaded {};
   index_t first;
   Out* out;
   F f;
-  __device__ __forceinline__ void operator()(index_t i, bool vector_ok) const {
+  __device__ __forceinline__ Loaded load(index_t, bool) const { return {}; }
+  __device__ __forceinline__ void store(index_t i, bool vector_ok, const Loaded&) const {
     Out y[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) y[k] = f(first + i + k);
@@ -226,9 +251,11 @@ void device_transform_index(index_t first, index_t n, Out* out, F f, StreamHandl
 
 template <class F>
 struct ForEachChunk {
+  struct Loaded {};
   index_t first;
   F f;
-  __device__ __forceinline__ void operator()(index_t i, bool) const { f(first + i); }
+  __device__ __forceinline__ Loaded load(index_t, bool) const { return {}; }
+  __device__ __forceinline__ void store(index_t i, bool, const Loaded&) const { f(first + i); }
 };
 
 template <class F>

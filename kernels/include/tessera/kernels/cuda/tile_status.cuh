@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/cuda/vector_io.cuh"
@@ -221,12 +222,15 @@ __device__ __forceinline__ typename Status::Value look_back(const Status& status
     if (sleep) __nanosleep(PartialDelayNs);
   }
   const int lane = lane_id();
+  constexpr bool kIdentity = has_identity_element<Op, T>::value;
   T exclusive;
   bool have = false;
+  if constexpr (kIdentity) exclusive = identity_element<Op, T>();
   index_t window_end = tile;  // this round reads predecessors [window_end - 32, window_end)
   while (true) {
     const index_t predecessor = window_end - kWarpThreads + lane;
     T value;
+    if constexpr (kIdentity) value = identity_element<Op, T>();
     // Before tile 0 there is nothing; such lanes sit below tile 0's lane, which is inclusive.
     TileState state = kTileInclusive;
     if (predecessor >= 0) state = status.read(predecessor, value);
@@ -239,9 +243,15 @@ __device__ __forceinline__ typename Status::Value look_back(const Status& status
     const unsigned inclusive_lanes = __ballot_sync(kFullMask, state == kTileInclusive);
     // The nearest inclusive predecessor ends the look-back; tiles before it are already in it.
     const int stop_lane = inclusive_lanes ? 31 - __clz(static_cast<int>(inclusive_lanes)) : 0;
-    const T window = shfl_idx(warp_reduce_suffix_from(value, op, stop_lane), stop_lane);
-    exclusive = have ? op(window, exclusive) : window;
-    have = true;
+    if constexpr (kIdentity) {
+      // The library's operations (commutative, with an identity): one butterfly over the lanes.
+      const T contribution = lane >= stop_lane ? value : identity_element<Op, T>();
+      exclusive = op(warp_reduce(contribution, op), exclusive);
+    } else {
+      const T window = shfl_idx(warp_reduce_suffix_from(value, op, stop_lane), stop_lane);
+      exclusive = have ? op(window, exclusive) : window;
+      have = true;
+    }
     if (inclusive_lanes) return exclusive;
     window_end -= kWarpThreads;
   }

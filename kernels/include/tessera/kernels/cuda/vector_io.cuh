@@ -51,7 +51,9 @@ __host__ __device__ inline std::int64_t unaligned_head(const T* p, std::int64_t 
   if constexpr (!kVectorizable<T>) {
     return 0;
   } else {
-    if (!vector_aligned(p)) return 0;
+    if constexpr (kMayMisalign<T>) {
+      if (!vector_aligned(p)) return 0;
+    }
     const auto misalignment = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) % kVectorBytes);
     const std::int64_t head = misalignment == 0 ? 0 : (kVectorBytes - misalignment) / static_cast<std::int64_t>(sizeof(T));
     return head < n ? head : n;
@@ -67,7 +69,13 @@ __device__ __forceinline__ Vector<T> load_vector(const T* p) {
 template <class T>
 __device__ __forceinline__ Vector<T> load_vector_readonly(const T* p) {
   Vector<T> v;
-  if constexpr (kVectorizable<T>) {
+  if constexpr (kVectorizable<T> && sizeof(T) >= 8) {
+    // 8-byte halves: each element's two words stay a register pair (an int4 load of doubles cost
+    // min/max reductions 11 more registers and a resident block per SM).
+    const longlong2 raw = __ldg(reinterpret_cast<const longlong2*>(p));
+    static_assert(sizeof(raw) == sizeof(v));
+    __builtin_memcpy(&v, &raw, sizeof v);
+  } else if constexpr (kVectorizable<T>) {
     const int4 raw = __ldg(reinterpret_cast<const int4*>(p));
     static_assert(sizeof(raw) == sizeof(v));
     __builtin_memcpy(&v, &raw, sizeof v);

@@ -36,6 +36,15 @@ struct is_device_only<F, std::void_t<typename F::wrapped_functor>> : is_device_o
 template <class... F>
 inline constexpr bool host_callable = (!is_device_only<std::remove_cvref_t<F>>::value && ...);
 
+// For the compile-time checks of functor signatures: the host cannot see how a __device__-only
+// lambda is called, so such a lambda passes (its kernel instantiation checks it).
+template <class F, class... Args>
+inline constexpr bool invocable_with =
+    is_device_only<std::remove_cvref_t<F>>::value || std::is_invocable_v<F&, Args...>;
+template <class R, class F, class... Args>
+inline constexpr bool invocable_r_with =
+    is_device_only<std::remove_cvref_t<F>>::value || std::is_invocable_r_v<R, F&, Args...>;
+
 // True when this translation unit can instantiate the CUDA templates.
 #if defined(__CUDACC__)
 inline constexpr bool cuda_in_this_translation_unit = true;

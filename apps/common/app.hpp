@@ -148,6 +148,10 @@ std::string value_text(T v) {
   else return format_number(v);
 }
 
+// The OpenMP threads per rank the runtime set, and what chose them (rank 0's view; min and max over
+// the ranks): {"per_rank", "min", "max", "chosen_by", "cores_in_mask", "cores_on_node", "ranks_on_node"}.
+Json threads_json(const Runtime& runtime);
+
 // Prints the table on rank 0 and, with --json, writes the JSON object there.
 void publish(const App& app, const Context& ctx, const Report& report);
 

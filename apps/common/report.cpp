@@ -80,6 +80,18 @@ std::string sizes_text(const Json& sizes) {
 
 }  // namespace
 
+Json threads_json(const Runtime& runtime) {
+  Json t = Json::object();
+  t["per_rank"] = runtime.cpu_threads();  // rank 0's
+  t["min"] = runtime.cpu_threads_min();
+  t["max"] = runtime.cpu_threads_max();
+  t["chosen_by"] = runtime.cpu_threads_chosen_by();
+  t["cores_in_mask"] = runtime.mask_cores();
+  t["cores_on_node"] = runtime.node_cores();
+  t["ranks_on_node"] = runtime.local_size();
+  return t;
+}
+
 void publish(const App& app, const Context& ctx, const Report& r) {
   if (!ctx.is_root()) return;
   const CommonOptions& o = app.options();
@@ -119,6 +131,7 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   j["ranks"] = ctx.size();
   j["gpus"] = gpus;
   j["backend"] = backend;
+  j["threads"] = threads_json(app.runtime());
   j["communication"] = comm_path;
   j["dtype"] = io::to_string(r.dtype);
   j["sizes"] = r.sizes;

@@ -58,16 +58,18 @@ class Harness:
     def path(self, name):
         return os.path.join(self.work, name)
 
-    def run(self, app, args, ranks=None, backend=True, env=None):
-        """Runs app under mpiexec (env: extra environment variables); returns (status, stdout, stderr)."""
+    def run(self, app, args, ranks=None, backend=True, env=None, unset=()):
+        """Runs app under mpiexec (env: extra environment variables, unset: names to remove); returns
+        (status, stdout, stderr)."""
         ranks = self.ranks if ranks is None else ranks
         cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, program(app))]
         if backend:
             cmd += ["--backend", self.backend]
         cmd += [str(a) for a in args]
         try:
+            environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=APP_TIMEOUT, cwd=self.work,
-                               env={**os.environ, **env} if env else None)
+                               env=environment)
         except subprocess.TimeoutExpired:
             self.fail(f"timed out after {APP_TIMEOUT} s (hang?): {shlex.join(cmd)}")
             return None, "", ""

@@ -27,7 +27,7 @@ int App::run(const std::function<int(const Context&)>& body) {
     }
     if (options_.version) {
       if (root)
-        std::printf("%s (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", name_.c_str(), TESSERA_VERSION_STRING,
+        std::printf("%s (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", name_.c_str(), version_text().c_str(),
                     TESSERA_HAVE_CUDA, TESSERA_HAVE_NCCL, TESSERA_HDF5_PARALLEL);
       return kExitOk;
     }

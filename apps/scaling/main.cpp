@@ -25,6 +25,7 @@
 #include "app.hpp"
 #include "cli.hpp"
 #include "json.hpp"
+#include "tessera/build_config.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_array.hpp"
@@ -63,8 +64,10 @@ struct Options {
   index_t ping_bytes = index_t(4) << 20;
   std::uint64_t seed = 42;
   bool probe_gpus = false;
+  int threads = 0;  // OpenMP threads per rank; 0: OMP_NUM_THREADS, else the runtime's choice
   bool quiet = false;
   bool help = false;
+  bool version = false;
 };
 
 std::vector<int> parse_rank_list(std::string_view text, int world_size) {
@@ -115,6 +118,7 @@ void add_options(apps::ArgParser& p, Options& o, int world_size) {
     tessera::parse_backend_choice(v);  // refuses what it does not know, naming it
     o.backend = v;
   });
+  apps::add_threads_option(p, &o.threads);
   p.add_option("--dtype", "float32|float64|int32|int64", "element type (default float32)", [&o](std::string_view v) {
     const auto dtype = tessera::io::parse_dtype(v);
     if (!dtype)
@@ -138,6 +142,7 @@ void add_options(apps::ArgParser& p, Options& o, int world_size) {
                    std::string(34, ' ') + "the runtime binds (local_rank % visible devices), then exit",
                &o.probe_gpus);
   p.add_switch("--help", "print this help", &o.help);
+  p.add_switch("--version", "print the version", &o.version);
 }
 
 // Throws UsageError for bad input. argv is the same on every rank, so every rank reaches the same
@@ -151,7 +156,7 @@ Options parse(apps::ArgParser& parser, int argc, char** argv, int world_size) {
     return o;
   }
   parser.parse(argc, argv);
-  if (o.help) return o;
+  if (o.help || o.version) return o;
   const bool matmul = o.op == sc::Op::matmul;
   if (matmul && (o.dtype == tessera::io::DType::int32 || o.dtype == tessera::io::DType::int64))
     throw UsageError(std::string("--dtype ") + tessera::io::to_string(o.dtype) + ": matmul runs on float32 or float64 only");
@@ -427,8 +432,8 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
     point["ranks"] = p.ranks;
     point["size"] = p.size;
     point["time_s"] = number(t.total);
-    point["time_min_s"] = number(t.total_min);
-    point["time_max_s"] = number(t.total_max);
+    point["time_min_s"] = number(t.repeat_min);
+    point["time_max_s"] = number(t.repeat_max);
     point[strong ? "speedup" : "scaled_speedup"] = number(s);
     point["efficiency"] = number(eff);
     if (strong) point["karp_flatt"] = number(kf);
@@ -639,9 +644,15 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     if (root) std::fputs(parser.help_text().c_str(), stdout);
     return apps::kExitOk;
   }
+  if (o.version) {
+    if (root)
+      std::printf("tessera-scaling (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", apps::version_text().c_str(),
+                  TESSERA_HAVE_CUDA, TESSERA_HAVE_NCCL, TESSERA_HDF5_PARALLEL);
+    return apps::kExitOk;
+  }
   if (o.probe_gpus) return probe_gpus(runtime);
   check_outputs_writable(o, runtime.world_rank());
-  const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend));
+  const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend), o.threads);
   if (root && !o.quiet) std::fprintf(stderr, "tessera-scaling: %s\n", runtime.describe().c_str());
 
   const std::size_t total_points = o.ranks.size() * (o.modes.size() + 1);
@@ -685,9 +696,11 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
 
   Json j = Json::object();
   j["app"] = "tessera-scaling";
+  apps::add_provenance(j, runtime);
   j["op"] = sc::to_string(o.op);
   j["dtype"] = tessera::io::to_string(o.dtype);
   j["backend"] = tessera::to_string(world.backend());
+  j["threads"] = apps::threads_json(runtime);
   j["world_size"] = runtime.world_size();
   j["host"] = runtime.hostname();
   j["runtime"] = runtime.describe();
@@ -724,7 +737,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   // latency_s and bandwidth_Bps: the host path (kept under their old names); device_*: DeviceComm.
   network["latency_s"] = number(net.latency);
   network["bandwidth_Bps"] = number(net.bandwidth);
-  network["path"] = "host-mpi";
+  network["path"] = tessera::to_string(tessera::DeviceCommPath::mpi_host);
   network["device_latency_s"] = number(device_net.latency);
   network["device_bandwidth_Bps"] = number(device_net.bandwidth);
   network["device_path"] = device_path;

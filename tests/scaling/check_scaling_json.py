@@ -230,6 +230,12 @@ def main():
     with open(args.report) as f:
         report = json.load(f)
     check(report.get("op") == args.op, f"op {report.get('op')} expected {args.op}")
+    check(isinstance(report.get("version"), str) and isinstance(report.get("revision"), str) and report["revision"],
+          f"version {report.get('version')!r}, revision {report.get('revision')!r}")
+    check(isinstance(report.get("timestamp"), str) and len(report["timestamp"]) == 20 and report["timestamp"].endswith("Z"),
+          f"timestamp {report.get('timestamp')!r} (UTC, ISO 8601)")
+    check(isinstance(report.get("hosts"), list) and report.get("host") in report["hosts"], f"hosts {report.get('hosts')!r}")
+    check(isinstance(report.get("threads", {}).get("per_rank"), int), f"threads {report.get('threads')!r}")
     check(report.get("ranks") == args.expect_ranks, f"ranks {report.get('ranks')}")
     col = report.get("collectives", [])
     check([c["ranks"] for c in col] == args.expect_ranks, "collectives: one sample per rank count")
@@ -247,7 +253,7 @@ def main():
         check(math.isclose(net[key + "latency_s"], alpha, rel_tol=1e-9, abs_tol=1e-15)
               and math.isclose(net[key + "bandwidth_Bps"], beta, rel_tol=1e-9, abs_tol=1e-6),
               f"network: {key}latency/bandwidth {net[key + 'latency_s']}, {net[key + 'bandwidth_Bps']} vs refit {alpha}, {beta}")
-    check(net.get("path") == "host-mpi" and net.get("device_path") == ("mpi-host" if report.get("backend") == "cpu" else net.get("device_path")),
+    check(net.get("path") == "mpi-host" and net.get("device_path") == ("mpi-host" if report.get("backend") == "cpu" else net.get("device_path")),
           f"network: paths {net.get('path')}, {net.get('device_path')}")
     if args.strong_n is not None:
         check_mode(report, "strong", args)

@@ -138,8 +138,8 @@ void add_options(apps::ArgParser& p, Options& o, int world_size) {
                [&o](std::string_view v) { o.seed = apps::parse_unsigned(v, "--seed"); });
   p.add_switch("--quiet", "no progress lines on stderr", &o.quiet);
   p.add_switch("--probe-gpus",
-               "print each rank's host, node-local rank, CUDA_VISIBLE_DEVICES and the GPU\n" +
-                   std::string(34, ' ') + "the runtime binds (local_rank % visible devices), then exit",
+               "print each rank's host, node-local rank, CUDA_VISIBLE_DEVICES, the GPU the runtime\n" +
+                   std::string(34, ' ') + "binds (local_rank % visible devices), its CPUs and OpenMP threads, then exit",
                &o.probe_gpus);
   p.add_switch("--help", "print this help", &o.help);
   p.add_switch("--version", "print the version", &o.version);
@@ -603,8 +603,8 @@ void check_outputs_writable(const Options& o, int world_rank) {
 
 // The GPU each rank would drive: local_rank % visible devices, where the visible count is what
 // CUDA reports or, on a machine without GPUs (Slurm's fake gres in tests), the length of
-// CUDA_VISIBLE_DEVICES. Printed in rank order by rank 0.
-int probe_gpus(const tessera::Runtime& runtime) {
+// CUDA_VISIBLE_DEVICES; and the CPUs and OpenMP threads it has. Printed in rank order by rank 0.
+int probe_gpus(const tessera::Runtime& runtime, int threads_requested) {
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string cvd = env ? env : "";
   std::vector<std::string> ids;
@@ -619,12 +619,21 @@ int probe_gpus(const tessera::Runtime& runtime) {
   }
   const int device = visible > 0 ? runtime.local_rank() % visible : -1;
   const std::string gpu = device < 0 ? "none" : device < static_cast<int>(ids.size()) ? ids[device] : std::to_string(device);
-  char line[512];
+  // The CPUs: the affinity mask, what Slurm gave the step on this node and per task, and the OpenMP
+  // threads the runtime would use (OMP_NUM_THREADS where set).
+  auto env_or = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v && *v ? v : "unset");
+  };
+  const auto threads = runtime.plan_cpu_threads(threads_requested);
+  char line[768];
   std::snprintf(line, sizeof line,
                 "gpu-probe rank=%d host=%s local_rank=%d local_size=%d cuda_visible_devices=%s visible=%d (%s) "
-                "device=%d gpu=%s",
+                "device=%d gpu=%s cpus=%d slurm_cpus_on_node=%s slurm_cpus_per_task=%s omp_num_threads=%s threads=%d",
                 runtime.world_rank(), runtime.hostname().c_str(), runtime.local_rank(), runtime.local_size(),
-                cvd.empty() ? "unset" : cvd.c_str(), visible, source, device, gpu.c_str());
+                cvd.empty() ? "unset" : cvd.c_str(), visible, source, device, gpu.c_str(), runtime.mask_cores(),
+                env_or("SLURM_CPUS_ON_NODE").c_str(), env_or("SLURM_CPUS_PER_TASK").c_str(),
+                env_or("OMP_NUM_THREADS").c_str(), threads.threads);
   std::vector<char> all(runtime.world_rank() == 0 ? sizeof line * runtime.world_size() : 0);
   TESSERA_MPI_CHECK(MPI_Gather(line, sizeof line, MPI_CHAR, all.data(), sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD));
   if (runtime.world_rank() == 0)
@@ -650,7 +659,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
                   TESSERA_HAVE_CUDA, TESSERA_HAVE_NCCL, TESSERA_HDF5_PARALLEL);
     return apps::kExitOk;
   }
-  if (o.probe_gpus) return probe_gpus(runtime);
+  if (o.probe_gpus) return probe_gpus(runtime, o.threads);
   check_outputs_writable(o, runtime.world_rank());
   const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend), o.threads);
   if (root && !o.quiet) std::fprintf(stderr, "tessera-scaling: %s\n", runtime.describe().c_str());

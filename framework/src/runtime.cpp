@@ -163,18 +163,18 @@ Context Runtime::start(BackendChoice choice, int cpu_threads) {
   return world_;
 }
 
-void Runtime::choose_cpu_threads(int requested) {
+Runtime::CpuThreads Runtime::plan_cpu_threads(int requested) const {
   const char* env = std::getenv("OMP_NUM_THREADS");
-  if (requested > 0) {
-    omp_set_num_threads(requested);
-    cpu_threads_chosen_by_ = "--threads";
-  } else if (env && *env) {
-    cpu_threads_chosen_by_ = "OMP_NUM_THREADS";  // OpenMP read it at start-up
-  } else {
-    const int share = default_cpu_threads(mask_cores_, node_cores_, local_size_);
-    omp_set_num_threads(share);
-    cpu_threads_chosen_by_ = mask_cores_ < node_cores_ && share == mask_cores_ ? "affinity mask" : "cores / ranks on the node";
-  }
+  if (requested > 0) return {requested, "--threads"};
+  if (env && *env) return {omp_get_max_threads(), "OMP_NUM_THREADS"};  // OpenMP read it at start-up
+  const int share = default_cpu_threads(mask_cores_, node_cores_, local_size_);
+  return {share, mask_cores_ < node_cores_ && share == mask_cores_ ? "affinity mask" : "cores / ranks on the node"};
+}
+
+void Runtime::choose_cpu_threads(int requested) {
+  const CpuThreads plan = plan_cpu_threads(requested);
+  if (plan.chosen_by != "OMP_NUM_THREADS") omp_set_num_threads(plan.threads);
+  cpu_threads_chosen_by_ = plan.chosen_by;
   cpu_threads_ = omp_get_max_threads();
   int range[2] = {-cpu_threads_, cpu_threads_};
   TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));

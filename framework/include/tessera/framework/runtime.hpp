@@ -59,6 +59,12 @@ class Runtime {
   const std::string& cpu_threads_chosen_by() const { return cpu_threads_chosen_by_; }
   int cpu_threads_min() const { return cpu_threads_min_; }
   int cpu_threads_max() const { return cpu_threads_max_; }
+  // What start(choice, requested) sets, without setting it (for a probe before start).
+  struct CpuThreads {
+    int threads;
+    std::string chosen_by;
+  };
+  CpuThreads plan_cpu_threads(int requested = 0) const;
   // Cores in this rank's affinity mask, and in the union of the masks of its node's ranks.
   int mask_cores() const { return mask_cores_; }
   int node_cores() const { return node_cores_; }

@@ -132,7 +132,7 @@ else
   fail "gather_scaling.py: $(tail -n 5 "$work/gather.out")"
 fi
 
-# ---- 2. and 3. GPU binding with 4 fake GPUs ------------------------------------------------------
+# ---- 2. to 4. GPU binding with 4 fake GPUs -------------------------------------------------------
 check_probe() {  # check_probe FILE ONE_VISIBLE(yes|no) CPUS_PER_TASK
   "$python" - "$@" <<'EOF'
 import re, sys

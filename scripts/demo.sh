@@ -5,7 +5,7 @@ set -euo pipefail
 
 build=${1:-build}
 bin=$build/bin
-for app in global_sum prefix_sum filter matmul; do
+for app in tessera-global-sum tessera-prefix-sum tessera-filter tessera-matmul; do
   if [[ ! -x $bin/$app ]]; then
     echo "demo.sh: $bin/$app not found; build first (cmake --build $build)" >&2
     exit 2

@@ -8,6 +8,7 @@ usage: test_bench_distributed.py BENCH MPIEXEC NP_FLAG [MPIEXEC_FLAGS...]
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -74,4 +75,5 @@ for bad in (["-f", "1"], ["-b", "1x"], ["-b", "64K", "-e", "1K"], ["--min", "-4"
 if failures:
     print(f"{len(failures)} checks failed (work in {work})")
     sys.exit(1)
+shutil.rmtree(work, ignore_errors=True)
 print("all checks passed")

@@ -80,8 +80,9 @@ case "${1:-}" in
     fi
     if [ "$1" != multi-tests ]; then
       for op in sum scan filter matmul; do
-        if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64 --repeat 5); else sizes=(--n 2^29 --n-per-rank 2^28 --repeat 10); fi
-        TAIL=6 step "scaling_$op" 75 mpirun -n "$gpus" "$build/bin/tessera-scaling" --op $op --mode both --backend cuda \
+        # 6 to 12 rounds of 3 calls per point (the app's defaults).
+        if [ $op = matmul ]; then sizes=(--n 16384 --n-per-rank 8192 --dtype float64); else sizes=(--n 2^29 --n-per-rank 2^28); fi
+        TAIL=6 step "scaling_$op" 150 mpirun -n "$gpus" "$build/bin/tessera-scaling" --op $op --mode both --backend cuda \
           "${sizes[@]}" --json "$out/scaling_$op.json" --csv "$out/scaling_$op.csv"
       done
       step plots 40 bash -c "python3 jobs/gather_scaling.py $out/scaling_*.json --out $out --table $out/scaling_table.md"

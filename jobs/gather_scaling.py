@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Gathers the JSON reports of `scaling` runs (one or more Slurm jobs' result directories, or the
 files themselves) into one table, and draws per operation: speedup and efficiency against ranks,
-strong and weak, with the ideal line, the Amdahl fit and the cost model's projection.
+strong and weak, with the 95% interval of every point, the ideal line, the Amdahl (Gustafson) fit,
+and the cost model's projection where the model passed its check on held-out points (else a note
+that it was withheld), with how far the projection extrapolates.
 
 usage: gather_scaling.py [--out DIR] [--png FILE] [--table FILE] INPUT...
   INPUT      a report .json, or a directory searched recursively for them (results/scaling-<jobid>)
@@ -46,10 +48,15 @@ def table_rows(reports):
             if not block:
                 continue
             for p in block["points"]:
+                ci = p.get("time_ci95_s")
+                ei = p.get("efficiency_interval")
                 rows.append({
                     "job": r.get("slurm_job_id", "-"), "op": r["op"], "mode": mode, "launch": r["world_size"],
                     "backend": r.get("backend", "?"), "ranks": p["ranks"], "size": p["size"], "time_s": p["time_s"],
+                    "time_95%": f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else "-",
+                    "noisy": ("yes" if p["noisy"] else "no") if "noisy" in p else "-",
                     "speedup": p.get("speedup", p.get("scaled_speedup")), "efficiency": p["efficiency"],
+                    "efficiency_95%": f"[{ei[0]:.3g}, {ei[1]:.3g}]" if ei else "-",
                     "karp_flatt": p.get("karp_flatt"),
                     "serial_fraction": (block.get("amdahl") or block.get("gustafson") or {}).get("serial_fraction"),
                 })
@@ -66,12 +73,43 @@ def fmt(v):
 
 
 def markdown(rows):
-    cols = ["job", "op", "mode", "backend", "launch", "ranks", "size", "time_s", "speedup", "efficiency", "karp_flatt",
-            "serial_fraction"]
+    cols = ["job", "op", "mode", "backend", "launch", "ranks", "size", "time_s", "time_95%", "noisy", "speedup",
+            "efficiency", "efficiency_95%", "karp_flatt", "serial_fraction"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in rows:
         lines.append("| " + " | ".join(fmt(row[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"
+
+
+def projection_verdict(block):
+    """(draw, note): whether the cost model's projection may be drawn, and what to say about it.
+    Not drawn when its held-out check failed beyond the report's threshold (0.25 in reports that do
+    not state one), whatever the report carries; when drawn, how far it extrapolates."""
+    proj = block.get("projection") or []
+    check = block.get("model_check") or {}
+    threshold = block.get("max_fit_error", 0.25)
+    held_out = bool(check.get("points"))
+    error = check.get("max_abs_relative_error")
+    if block.get("projection_status") == "withheld" or (held_out and error is not None and error > threshold):
+        fit = ",".join(str(r) for r in check.get("fit_ranks", []))
+        return False, (f"cost model projection withheld: fitted on ranks {fit}, the model\nmisses the held-out "
+                       f"points by {100 * (error or 0):.0f}% (limit {100 * threshold:.0f}%)")
+    if not proj:
+        return False, ""
+    measured = max(p["ranks"] for p in block["points"])
+    top = max(q["ranks"] for q in proj)
+    how = f"checked on held-out points within {100 * error:.0f}%" if held_out else "unchecked: no point held out"
+    return True, f"cost model projection ({how}),\n{top / measured:.0f}x beyond the {measured} ranks measured"
+
+
+def efficiency_interval(point, strong, t_base):
+    """The efficiency's interval: the report's, or (older reports) from the times' min and max.
+    E(p) = t_base / (p T(p)) in strong scaling (t_base = p_0 T(p_0)), t_base / T(p) in weak."""
+    if "efficiency_interval" in point:
+        return point["efficiency_interval"]
+    k = point["ranks"] if strong else 1
+    lo, hi = point.get("time_min_s", point["time_s"]), point.get("time_max_s", point["time_s"])
+    return [t_base / (k * hi), t_base / (k * lo)]
 
 
 def plot_op(op, reports, path):
@@ -82,43 +120,75 @@ def plot_op(op, reports, path):
     fig, axes = plt.subplots(2, 2, figsize=(12, 9))
     for row, mode in enumerate(("strong", "weak")):
         ax_s, ax_e = axes[row]
+        strong = mode == "strong"
         with_mode = [r for r in reports if r.get(mode)]
         if not with_mode:
             for ax in (ax_s, ax_e):
                 ax.text(0.5, 0.5, f"no {mode} scaling data", ha="center", va="center", transform=ax.transAxes)
                 ax.set_axis_off()
             continue
-        key = "speedup" if mode == "strong" else "scaled_speedup"
+        key = "speedup" if strong else "scaled_speedup"
         max_ranks = 1
+        noisy_shown = False
         for r in with_mode:
             pts = r[mode]["points"]
             ranks = [p["ranks"] for p in pts]
             max_ranks = max(max_ranks, max(ranks))
             label = f"measured: {os.path.basename(r['_path'])} ({r['world_size']}-rank launch" + \
                 (f", job {r['slurm_job_id']})" if "slurm_job_id" in r else ")")
-            ax_s.plot(ranks, [p[key] for p in pts], "o-", label=label)
-            ax_e.plot(ranks, [p["efficiency"] for p in pts], "o-", label=label)
+            # The spread: each point's efficiency interval (95% interval of the median times), and the
+            # speedup's, which is p times it.
+            t_base = pts[0]["time_s"] * (pts[0]["ranks"] if strong else 1)
+            intervals = [efficiency_interval(p, strong, t_base) for p in pts]
+            eff = [p["efficiency"] for p in pts]
+            sp = [p[key] for p in pts]
+            e_err = [[max(0.0, e - lo) for e, (lo, hi) in zip(eff, intervals)],
+                     [max(0.0, hi - e) for e, (lo, hi) in zip(eff, intervals)]]
+            s_err = [[max(0.0, s - lo * p) for s, p, (lo, hi) in zip(sp, ranks, intervals)],
+                     [max(0.0, hi * p - s) for s, p, (lo, hi) in zip(sp, ranks, intervals)]]
+            line = ax_s.errorbar(ranks, sp, yerr=s_err, fmt="o-", capsize=3, label=label + ", 95% interval")
+            ax_e.errorbar(ranks, eff, yerr=e_err, fmt="o-", capsize=3, color=line.lines[0].get_color(),
+                          label=label + ", 95% interval")
+            noisy = [i for i, p in enumerate(pts) if p.get("noisy")]
+            if noisy:
+                limit = r[mode].get("max_spread", 0.2)
+                noisy_label = None if noisy_shown else f"noisy point (interval wider than {100 * limit:.0f}% of the median)"
+                noisy_shown = True
+                for ax, ys in ((ax_s, sp), (ax_e, eff)):
+                    ax.plot([ranks[i] for i in noisy], [ys[i] for i in noisy], "o", markersize=12, markerfacecolor="none",
+                            markeredgecolor="tab:red", label=noisy_label)
         # Fit and projection from the largest launch: the one that saw the most rank counts.
         ref = max(with_mode, key=lambda r: (r["world_size"], len(r[mode]["points"])))
         block = ref[mode]
-        proj = block.get("projection", [])
+        draw_projection, note = projection_verdict(block)
+        proj = block.get("projection", []) if draw_projection else []
         top = max([max_ranks] + [q["ranks"] for q in proj])
         grid = sorted(set([1, 2] + [2 ** k for k in range(0, 13) if 2 ** k <= top] + [top]))
-        base_ranks = block["points"][0]["ranks"]
-        if mode == "strong" and block.get("amdahl", {}).get("valid"):
-            s, t1 = block["amdahl"]["serial_fraction"], block["amdahl"]["t1_s"]
-            # Speedup against the measured base point, as the measured curve is.
-            t_base = block["points"][0]["time_s"] * base_ranks
-            sp = [t_base / (t1 * (s + (1 - s) / p)) for p in grid]
-            ax_s.plot(grid, sp, "--", color="gray", label=f"Amdahl fit, s = {s:.3g}")
-            ax_e.plot(grid, [v / p for v, p in zip(sp, grid)], "--", color="gray", label=f"Amdahl fit, s = {s:.3g}")
-        if mode == "weak" and block.get("gustafson", {}).get("valid"):
-            s = block["gustafson"]["serial_fraction"]
-            ax_s.plot(grid, [p - s * (p - 1) for p in grid], "--", color="gray", label=f"Gustafson fit, s = {s:.3g}")
+        amdahl = block.get("amdahl") or {}
+        if strong and amdahl.get("valid"):
+            s = amdahl["serial_fraction"]
+            # The fit's own speedup T_fit(1) / T_fit(p): its efficiency is 1 at one rank.
+            sp = [1 / (s + (1 - s) / p) for p in grid]
+            poor = amdahl.get("describes_points") is False or amdahl.get("residual_max", 0) > block.get("max_fit_error", 0.25)
+            label = f"Amdahl's law fitted to the measured times, s = {s:.3g}" + \
+                (f" (poor fit: a point {100 * amdahl['residual_max']:.0f}% off)" if poor else "")
+            ax_s.plot(grid, sp, "--", color="gray", label=label)
+            ax_e.plot(grid, [v / p for v, p in zip(sp, grid)], "--", color="gray", label=label)
+        gustafson = block.get("gustafson") or {}
+        if not strong and gustafson.get("valid"):
+            s = gustafson["serial_fraction"]
+            poor = gustafson.get("describes_points") is False
+            label = f"Gustafson's law fitted to the measured speedups, s = {s:.3g}" + (" (poor fit)" if poor else "")
+            ax_s.plot(grid, [p - s * (p - 1) for p in grid], "--", color="gray", label=label)
+            ax_e.plot(grid, [(p - s * (p - 1)) / p for p in grid], "--", color="gray", label=label)
         if proj:
             pr = [q["ranks"] for q in proj]
-            ax_s.plot(pr, [q[key] for q in proj], ":", color="tab:red", marker="x", label="cost model projection")
-            ax_e.plot(pr, [q["efficiency"] for q in proj], ":", color="tab:red", marker="x", label="cost model projection")
+            ax_s.plot(pr, [q[key] for q in proj], ":", color="tab:red", marker="x", label=note)
+            ax_e.plot(pr, [q["efficiency"] for q in proj], ":", color="tab:red", marker="x", label=note)
+        elif note:
+            # Said in the legend, where the projection would have been.
+            for ax in (ax_s, ax_e):
+                ax.plot([], [], " ", label=note)
         ax_s.plot(grid, grid, "-", color="black", linewidth=0.8, label="ideal")
         ax_e.plot(grid, [1.0 for _ in grid], "-", color="black", linewidth=0.8, label="ideal")
         for ax in (ax_s, ax_e):
@@ -126,16 +196,17 @@ def plot_op(op, reports, path):
             ax.set_xlabel("ranks (one GPU each)" if ref.get("backend") == "cuda" else "ranks")
             ax.grid(True, which="both", alpha=0.3)
         ax_s.set_yscale("log", base=2)
-        ax_s.set_ylabel("speedup T(1)/T(p)" if mode == "strong" else "scaled speedup p T(1)/T(p)")
+        ax_s.set_ylabel("speedup T(1)/T(p)" if strong else "scaled speedup p T(1)/T(p)")
         ax_e.set_ylabel("parallel efficiency")
         ax_e.set_ylim(bottom=0)
         size = f"n = {block['n']}" if "n" in block else f"n per rank = {block['n_per_rank']}"
         ax_s.set_title(f"{op}, {mode} scaling ({size})")
         ax_e.set_title(f"{op}, {mode} scaling: efficiency")
-        ax_s.legend(fontsize=7)
-        ax_e.legend(fontsize=7)
+        ax_s.legend(fontsize=7, loc="upper left")
+        ax_e.legend(fontsize=7, loc="lower left")
     backend = ", ".join(sorted({r.get("backend", "?") for r in reports}))
-    fig.suptitle(f"Tessera scaling: {op} ({reports[0].get('dtype', '?')}, backend {backend})")
+    fig.suptitle(f"Tessera scaling: {op} ({reports[0].get('dtype', '?')}, backend {backend}); "
+                 "points: median over rounds, bars: 95% interval")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 build=${1:-build}
 bin=$build/bin
-for app in global_sum prefix_sum filter matmul; do
+for app in tessera-global-sum tessera-prefix-sum tessera-filter tessera-matmul; do
   if [[ ! -x $bin/$app ]]; then
     echo "demo.sh: $bin/$app not found; build first (cmake --build $build)" >&2
     exit 2
@@ -33,7 +33,8 @@ if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI\|OpenRTE"; then
     export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
   fi
 fi
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# OpenMP threads per rank: the runtime gives each rank its share of the cores; each table says
+# how many (OMP_NUM_THREADS or --threads override).
 
 echo "== Tessera demo: $ranks ranks, backend $backend"
 run() {

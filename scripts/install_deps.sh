@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs what Tessera needs and is missing, on Debian 12 or Ubuntu 24.04, and says which
 # packages are missing where it cannot install them (not root, no apt, no network).
-#   scripts/install_deps.sh build   what building and the demo need
-#   scripts/install_deps.sh test    that, plus what the test suite needs (h5py, numpy, Slurm, ...)
+#   scripts/install_deps.sh build   what building needs
+#   scripts/install_deps.sh demo    that, plus what the demo needs (matplotlib, for its scaling plot)
+#   scripts/install_deps.sh test    building, plus what the test suite needs (h5py, numpy, matplotlib, Slurm, ...)
+#   ... --dry-run                   only say what is missing and what would be installed
 # Idempotent: a machine that has everything is left alone, whatever put it there (apt, modules,
 # a toolkit in /usr/local): each need is checked by what it provides, not by package name.
+# TESSERA_DEPS_PYTHON: the Pythons to look in (default: /usr/bin/python3 and the python3 on PATH).
 set -u
 profile=${1:-build}
+dry_run=0
+[ "${2:-}" = "--dry-run" ] && dry_run=1
+case "$profile" in
+  build|demo|test) ;;
+  *) echo "usage: scripts/install_deps.sh build|demo|test [--dry-run]" >&2; exit 2 ;;
+esac
 
 missing_required=()   # needed to build and run
 missing_optional=()   # tests that need these report "skipped" without them
@@ -29,7 +38,7 @@ header_in() {  # header_in NAME DIR...: true if NAME exists in one of the dirs
 }
 
 python_with() {  # python_with MODULES: true if some python3 imports them all
-  for py in /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+  for py in ${TESSERA_DEPS_PYTHON:-/usr/bin/python3 $(command -v python3 2>/dev/null)}; do
     [ -x "$py" ] && "$py" -c "import $1" >/dev/null 2>&1 && return 0
   done
   return 1
@@ -42,6 +51,9 @@ header_in hdf5.h /usr/include/hdf5/openmpi /usr/include/hdf5/serial /usr/include
   || missing_required+=(libhdf5-openmpi-dev)
 header_in gtest/gtest.h /usr/include /usr/local/include || missing_required+=(libgtest-dev)
 have ninja || missing_optional+=(ninja-build)  # faster builds; make works too
+if [ "$profile" = demo ]; then
+  python_with "matplotlib" || missing_optional+=(python3-matplotlib)  # the scaling demo's plot
+fi
 if [ "$profile" = test ]; then
   have h5dump || missing_optional+=(hdf5-tools)
   python_with "numpy, h5py" || missing_optional+=(python3-numpy python3-h5py)
@@ -58,6 +70,10 @@ if [ ${#all[@]} -eq 0 ]; then
 fi
 
 echo "install_deps: missing for '$profile': ${all[*]}"
+if [ $dry_run -eq 1 ]; then
+  echo "install_deps: --dry-run: would run: apt-get install --no-install-recommends ${all[*]}"
+  exit 0
+fi
 if [ "$(id -u)" -eq 0 ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
   # Ubuntu 24.04 renamed some libraries in its 64-bit time_t transition (libpmix2 -> libpmix2t64).

@@ -2,6 +2,7 @@
 # The README's two commands:
 #   scripts/run.sh demo   install what is missing, build, run the four apps and a scaling study
 #   scripts/run.sh test   install what is missing, build, run the whole test suite
+#   ... --dry-run         only say what would be installed; install, build and run nothing
 # One MPI rank per GPU where there are GPUs, else 4 ranks on the CPU. Build directory: $BUILD_DIR
 # (default ./build). Safe to run again: configure and build are incremental.
 set -euo pipefail
@@ -11,10 +12,13 @@ build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 case "$what" in
-  demo) bash "$root/scripts/install_deps.sh" build ;;
-  test) bash "$root/scripts/install_deps.sh" test ;;
-  *) echo "usage: scripts/run.sh demo|test" >&2; exit 2 ;;
+  demo|test) ;;
+  *) echo "usage: scripts/run.sh demo|test [--dry-run]" >&2; exit 2 ;;
 esac
+if [ "${2:-}" = "--dry-run" ]; then
+  exec bash "$root/scripts/install_deps.sh" "$what" --dry-run
+fi
+bash "$root/scripts/install_deps.sh" "$what"
 
 # Open MPI refuses root without these, and more ranks than cores without oversubscription.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

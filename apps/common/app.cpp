@@ -27,11 +27,11 @@ int App::run(const std::function<int(const Context&)>& body) {
     }
     if (options_.version) {
       if (root)
-        std::printf("%s (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", name_.c_str(), TESSERA_VERSION_STRING,
+        std::printf("%s (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", name_.c_str(), version_text().c_str(),
                     TESSERA_HAVE_CUDA, TESSERA_HAVE_NCCL, TESSERA_HDF5_PARALLEL);
       return kExitOk;
     }
-    const Context ctx = runtime_.start(parse_backend_choice(options_.backend));
+    const Context ctx = runtime_.start(parse_backend_choice(options_.backend), options_.threads);
     if (!options_.json.empty()) io::check_output_path(ctx, io::DatasetPath{options_.json, "/json"}, "--json");
     if (options_.output) io::check_output_path(ctx, *options_.output, "--output");
     return body(ctx);

@@ -59,15 +59,21 @@ std::string communication_path(const Context& ctx);
 struct TimingSummary {
   int repeats = 0;
   int warmup = 0;
-  double total = 0;      // median over repeats of the slowest rank's wall time
-  double total_min = 0;
-  double total_max = 0;
-  PhaseTimes phases;     // per phase: median over repeats of the slowest rank's time
+  double total = 0;       // median over repeats of the slowest rank's wall time: the headline time
+  double repeat_min = 0;  // the slowest rank's wall time in the fastest and in the slowest repeat
+  double repeat_max = 0;
+  double rank_min = 0;    // over ranks, as OSU and nccl-tests report: each rank's median over repeats
+  double rank_avg = 0;
+  double rank_max = 0;
+  PhaseTimes phases;      // the slowest rank's phase times in the median repeat (the lower of the two
+                          // middle ones for an even count): they add up to at most `total`
+  std::vector<double> slowest;  // per repeat, in order: the slowest rank's wall time
 };
 
 double median(std::vector<double> values);
 
-// Per repeat: the slowest rank's wall time and per-phase times, summarised by medians.
+// Per repeat: the slowest rank (its wall time and its phases); per rank: its median over repeats.
+// Collective over ctx; every rank gets the same summary.
 TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, const std::vector<PhaseTimes>& phases,
                         int warmup);
 
@@ -147,6 +153,18 @@ std::string value_text(T v) {
   if constexpr (std::is_integral_v<T>) return std::to_string(v);
   else return format_number(v);
 }
+
+// The OpenMP threads per rank the runtime set, and what chose them (rank 0's view; min and max over
+// the ranks): {"per_rank", "min", "max", "chosen_by", "cores_in_mask", "cores_on_node", "ranks_on_node"}.
+Json threads_json(const Runtime& runtime);
+
+// What every report carries to say where it came from: "version" (the library's), "revision" (the
+// source revision at configure time, or "unknown"), "timestamp" (now, UTC, ISO 8601) and "hosts"
+// (the distinct host names of the job, in rank order).
+void add_provenance(Json& report, const Runtime& runtime);
+
+// "0.1.0, revision v0.1.0-12-gabcdef0" for tables and --version.
+std::string version_text();
 
 // Prints the table on rank 0 and, with --json, writes the JSON object there.
 void publish(const App& app, const Context& ctx, const Report& report);

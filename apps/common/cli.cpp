@@ -110,6 +110,13 @@ std::string ArgParser::help_text() const {
   return out.str();
 }
 
+void add_threads_option(ArgParser& p, int* threads) {
+  p.add_option("--threads", "T",
+               "OpenMP threads per rank (default: OMP_NUM_THREADS where set, else the rank's share of its "
+               "node's cores)",
+               [threads](std::string_view v) { *threads = static_cast<int>(parse_integer(v, "--threads", 1, 1 << 16)); });
+}
+
 void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
   p.add_option("--backend", "auto|cuda|cpu", "where local work runs (auto: cuda where every rank has a GPU)",
                [&o](std::string_view v) {
@@ -117,6 +124,7 @@ void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
                    throw UsageError("--backend: unknown backend " + quote(v) + " (expected auto, cuda or cpu)");
                  o.backend = std::string(v);
                });
+  add_threads_option(p, &o.threads);
   p.add_option("--dtype", "int32|int64|float32|float64",
                "element type (default float32; with --input, the file's type)", [&o](std::string_view v) {
                  o.dtype = io::parse_dtype(v);

@@ -48,6 +48,7 @@ class ArgParser {
 // The flags all four apps take.
 struct CommonOptions {
   std::string backend = "auto";
+  int threads = 0;                 // OpenMP threads per rank; 0: OMP_NUM_THREADS, else the runtime's choice
   std::optional<io::DType> dtype;  // unset: float32, or the file's type with --input
   index_t n = index_t(1) << 20;
   std::uint64_t seed = 42;
@@ -61,9 +62,12 @@ struct CommonOptions {
   bool version = false;
 };
 
-// Registers --backend --dtype --seed --input --output --repeat --warmup --json --verify --help
+// Registers --backend --threads --dtype --seed --input --output --repeat --warmup --json --verify --help
 // --version, and --n unless with_n is false (matmul has its own --n, the column count).
 void add_common_options(ArgParser& parser, CommonOptions& options, bool with_n = true);
+
+// --threads T (1 to 65536) into *threads, for programs that do not take the common flags.
+void add_threads_option(ArgParser& parser, int* threads);
 
 // A non-negative 64-bit count: 1000000, 1e6, 2^20, 64M, 1G, 1.5K (K, M, G, T are powers of 1024;
 // the value must be a whole number). Negative, unparsable and too large (> 2^63 - 1) values throw a

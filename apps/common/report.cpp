@@ -1,9 +1,14 @@
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <string>
 
+#include <mpi.h>
+
 #include "app.hpp"
+#include "source_revision.hpp"
 #include "tessera/build_config.hpp"
+#include "tessera/framework/mpi_check.hpp"
 
 namespace tessera::apps {
 
@@ -16,26 +21,44 @@ double median(std::vector<double> values) {
 
 TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, const std::vector<PhaseTimes>& phases,
                         int warmup) {
-  // A run is as slow as its slowest rank: take the maximum over ranks of each repeat, then medians.
-  std::vector<double> total, local, communication, fixup, host;
-  for (std::size_t i = 0; i < wall.size(); ++i) {
-    const Communicator& comm = ctx.comm();
-    total.push_back(comm.allreduce(wall[i], ReduceOp::max));
-    local.push_back(comm.allreduce(phases[i].local, ReduceOp::max));
-    communication.push_back(comm.allreduce(phases[i].communication, ReduceOp::max));
-    fixup.push_back(comm.allreduce(phases[i].fixup, ReduceOp::max));
-    host.push_back(comm.allreduce(phases[i].host, ReduceOp::max));
-  }
+  MPI_Comm comm = ctx.comm().get();
   TimingSummary s;
   s.repeats = static_cast<int>(wall.size());
   s.warmup = warmup;
-  s.total = median(total);
-  s.total_min = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
-  s.total_max = total.empty() ? 0 : *std::max_element(total.begin(), total.end());
-  s.phases.local = median(local);
-  s.phases.communication = median(communication);
-  s.phases.fixup = median(fixup);
-  s.phases.host = median(host);
+  if (wall.empty()) return s;
+
+  // A repeat lasts as long as its slowest rank (a barrier starts each one): find it, lowest rank on a tie.
+  std::vector<int> slowest_rank;
+  for (double mine : wall) {
+    struct {
+      double seconds;
+      int rank;
+    } pair{mine, ctx.rank()};
+    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &pair, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
+    s.slowest.push_back(pair.seconds);
+    slowest_rank.push_back(pair.rank);
+  }
+  s.total = median(s.slowest);
+  s.repeat_min = *std::min_element(s.slowest.begin(), s.slowest.end());
+  s.repeat_max = *std::max_element(s.slowest.begin(), s.slowest.end());
+
+  // The phases of one rank in one repeat, so that they add up to no more than that repeat's time;
+  // of the median repeat (the lower middle one), whose time is at most the median.
+  std::vector<std::size_t> order(s.slowest.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s.slowest[a] < s.slowest[b]; });
+  const std::size_t middle = order[(order.size() - 1) / 2];
+  double mine[4] = {phases[middle].local, phases[middle].communication, phases[middle].fixup, phases[middle].host};
+  TESSERA_MPI_CHECK(MPI_Bcast(mine, 4, MPI_DOUBLE, slowest_rank[middle], comm));
+  s.phases.local = mine[0];
+  s.phases.communication = mine[1];
+  s.phases.fixup = mine[2];
+  s.phases.host = mine[3];
+
+  const double rank_median = median(wall);
+  s.rank_min = ctx.comm().allreduce(rank_median, ReduceOp::min);
+  s.rank_max = ctx.comm().allreduce(rank_median, ReduceOp::max);
+  s.rank_avg = ctx.comm().allreduce(rank_median, ReduceOp::sum) / ctx.size();
   return s;
 }
 
@@ -59,8 +82,13 @@ Json timing_json(const TimingSummary& t) {
   j["repeats"] = t.repeats;
   j["warmup"] = t.warmup;
   j["total"] = t.total;
-  j["total_min"] = t.total_min;
-  j["total_max"] = t.total_max;
+  j["repeat_min"] = t.repeat_min;
+  j["repeat_max"] = t.repeat_max;
+  Json ranks = Json::object();
+  ranks["min"] = t.rank_min;
+  ranks["avg"] = t.rank_avg;
+  ranks["max"] = t.rank_max;
+  j["ranks"] = ranks;
   j["phases"] = phases;
   return j;
 }
@@ -80,6 +108,34 @@ std::string sizes_text(const Json& sizes) {
 
 }  // namespace
 
+std::string version_text() { return std::string(TESSERA_VERSION_STRING) + ", revision " + TESSERA_SOURCE_REVISION; }
+
+void add_provenance(Json& j, const Runtime& runtime) {
+  j["version"] = TESSERA_VERSION_STRING;
+  j["revision"] = TESSERA_SOURCE_REVISION;
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  j["timestamp"] = std::string(stamp);
+  Json hosts = Json::array();
+  for (const auto& h : runtime.hostnames()) hosts.push_back(h);
+  j["hosts"] = hosts;
+}
+
+Json threads_json(const Runtime& runtime) {
+  Json t = Json::object();
+  t["per_rank"] = runtime.cpu_threads();  // rank 0's
+  t["min"] = runtime.cpu_threads_min();
+  t["max"] = runtime.cpu_threads_max();
+  t["chosen_by"] = runtime.cpu_threads_chosen_by();
+  t["cores_in_mask"] = runtime.mask_cores();
+  t["cores_on_node"] = runtime.node_cores();
+  t["ranks_on_node"] = runtime.local_size();
+  return t;
+}
+
 void publish(const App& app, const Context& ctx, const Report& r) {
   if (!ctx.is_root()) return;
   const CommonOptions& o = app.options();
@@ -93,19 +149,21 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   for (const auto& row : r.rows) rows.push_back(row);
   rows.emplace_back("result", r.result_text);
   if (r.verdict) rows.emplace_back("verified", (r.verdict->ok ? "yes: " : "NO: ") + r.verdict->detail);
-  rows.emplace_back("time", format_seconds(r.timing.total) + " (median of " + std::to_string(r.timing.repeats) +
-                                ", min " + format_seconds(r.timing.total_min) + ", max " +
-                                format_seconds(r.timing.total_max) + ")");
-  rows.emplace_back("phases", "local " + format_seconds(r.timing.phases.local) + ", communication " +
-                                  format_seconds(r.timing.phases.communication) + ", fix-up " +
-                                  format_seconds(r.timing.phases.fixup) + ", host " +
-                                  format_seconds(r.timing.phases.host));
+  const TimingSummary& t = r.timing;
+  rows.emplace_back("time", format_seconds(t.total) + " (median over " + std::to_string(t.repeats) +
+                                (t.repeats == 1 ? " repeat" : " repeats") + " of the slowest rank; repeats " +
+                                format_seconds(t.repeat_min) + " to " + format_seconds(t.repeat_max) + ")");
+  rows.emplace_back("over ranks", "min " + format_seconds(t.rank_min) + ", avg " + format_seconds(t.rank_avg) +
+                                      ", max " + format_seconds(t.rank_max) + " (each rank's median over the repeats)");
+  rows.emplace_back("phases", "local " + format_seconds(t.phases.local) + ", communication " +
+                                  format_seconds(t.phases.communication) + ", fix-up " + format_seconds(t.phases.fixup) +
+                                  ", host " + format_seconds(t.phases.host) + " (the slowest rank, median repeat)");
   char tp[128];
   std::snprintf(tp, sizeof tp, "%.3f %s (%s)", r.throughput, r.throughput_unit.c_str(), r.throughput_basis.c_str());
   rows.emplace_back("throughput", tp);
   if (o.output) rows.emplace_back("output", o.output->str());
 
-  std::string table = app.name() + " (Tessera " + TESSERA_VERSION_STRING + ")\n";
+  std::string table = app.name() + " (Tessera " + version_text() + ")\n";
   std::size_t width = 0;
   for (const auto& row : rows) width = std::max(width, row.first.size());
   for (const auto& [key, value] : rows) table += "  " + key + std::string(width - key.size() + 2, ' ') + value + "\n";
@@ -115,10 +173,11 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   if (o.json.empty()) return;
   Json j = Json::object();
   j["app"] = app.name();
-  j["version"] = TESSERA_VERSION_STRING;
+  add_provenance(j, app.runtime());
   j["ranks"] = ctx.size();
   j["gpus"] = gpus;
   j["backend"] = backend;
+  j["threads"] = threads_json(app.runtime());
   j["communication"] = comm_path;
   j["dtype"] = io::to_string(r.dtype);
   j["sizes"] = r.sizes;

@@ -1,6 +1,8 @@
 // scaling: strong and weak scaling of one distributed operation from a single launch of P ranks.
 // Each point runs on the sub-communicator of the first p ranks (the others wait, asleep, at a world
-// barrier); the analysis (Amdahl, Karp-Flatt, Gustafson, the cost model and its projection) lives in
+// barrier), once per round, in rounds until the 95% interval of each point's median is known; a
+// projection whose model misses a held-out point beyond --max-fit-error is withheld. The analysis
+// (Amdahl, Karp-Flatt, Gustafson, the cost model and its projection) lives in
 // framework/scaling.hpp and is explained in docs/SCALING.md. The command line, number parsing, timing
 // over repeats and the JSON writer are the apps' shared ones (apps/common).
 #include <mpi.h>
@@ -25,6 +27,7 @@
 #include "app.hpp"
 #include "cli.hpp"
 #include "json.hpp"
+#include "tessera/build_config.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_array.hpp"
@@ -54,8 +57,12 @@ struct Options {
   std::vector<sc::Mode> modes{sc::Mode::strong};
   std::optional<index_t> n, n_per_rank;
   std::vector<int> ranks;  // empty: powers of two up to P, and P
-  int repeat = 5;
+  int repeat = 3;          // timed calls per point per round
   int warmup = 1;
+  int rounds = 6;          // rounds over all points, at least ...
+  int max_rounds = 12;     // ... and at most, while some point's spread is above max_spread
+  double max_spread = 0.2;     // a point is noisy when its 95% interval is wider than this x its median
+  double max_fit_error = 0.25; // a fit or model check off by more than this (relative) is not used
   std::string json, csv;
   std::string backend = "auto";
   tessera::io::DType dtype = tessera::io::DType::float32;
@@ -63,8 +70,10 @@ struct Options {
   index_t ping_bytes = index_t(4) << 20;
   std::uint64_t seed = 42;
   bool probe_gpus = false;
+  int threads = 0;  // OpenMP threads per rank; 0: OMP_NUM_THREADS, else the runtime's choice
   bool quiet = false;
   bool help = false;
+  bool version = false;
 };
 
 std::vector<int> parse_rank_list(std::string_view text, int world_size) {
@@ -105,8 +114,28 @@ void add_options(apps::ArgParser& p, Options& o, int world_size) {
                [&o](std::string_view v) { o.n_per_rank = apps::parse_size(v, "--n-per-rank"); });
   p.add_option("--ranks", "1,2,4,...", "sub-communicator sizes to measure (default: 1, 2, 4, ... up to P, and P)",
                [&o, world_size](std::string_view v) { o.ranks = parse_rank_list(v, world_size); });
-  p.add_option("--repeat", "R", "timed repetitions; times are medians over them (default 5)",
+  p.add_option("--repeat", "R", "timed calls per point in each round; a round's time is their median (default 3)",
                [&o](std::string_view v) { o.repeat = static_cast<int>(apps::parse_integer(v, "--repeat", 1, 1000000)); });
+  p.add_option("--rounds", "K",
+               "rounds over all points, at least (default 6); a point's time is the median over rounds",
+               [&o](std::string_view v) { o.rounds = static_cast<int>(apps::parse_integer(v, "--rounds", 1, 100000)); });
+  p.add_option("--max-rounds", "K", "more rounds, up to K, while a point is noisy (default 12, at least --rounds)",
+               [&o](std::string_view v) { o.max_rounds = static_cast<int>(apps::parse_integer(v, "--max-rounds", 1, 100000)); });
+  p.add_option("--max-spread", "F",
+               "a point whose 95% interval of the median is wider than F x the median is noisy (default 0.2)",
+               [&o](std::string_view v) {
+                 o.max_spread = apps::parse_real(v, "--max-spread");
+                 if (!(o.max_spread >= 0) || !std::isfinite(o.max_spread))
+                   throw UsageError("--max-spread: '" + std::string(v) + "' is not a non-negative number");
+               });
+  p.add_option("--max-fit-error", "F",
+               "no projection when the model misses a held-out point by more than F (relative),\n" +
+                   std::string(34, ' ') + "and a fit off by more than F is marked as not describing the points (default 0.25)",
+               [&o](std::string_view v) {
+                 o.max_fit_error = apps::parse_real(v, "--max-fit-error");
+                 if (!(o.max_fit_error >= 0) || !std::isfinite(o.max_fit_error))
+                   throw UsageError("--max-fit-error: '" + std::string(v) + "' is not a non-negative number");
+               });
   p.add_option("--warmup", "W", "untimed repetitions before the timed ones (default 1)",
                [&o](std::string_view v) { o.warmup = static_cast<int>(apps::parse_integer(v, "--warmup", 0, 1000000)); });
   p.add_option("--json", "FILE", "write the JSON report to FILE", [&o](std::string_view v) { o.json = v; });
@@ -115,6 +144,7 @@ void add_options(apps::ArgParser& p, Options& o, int world_size) {
     tessera::parse_backend_choice(v);  // refuses what it does not know, naming it
     o.backend = v;
   });
+  apps::add_threads_option(p, &o.threads);
   p.add_option("--dtype", "float32|float64|int32|int64", "element type (default float32)", [&o](std::string_view v) {
     const auto dtype = tessera::io::parse_dtype(v);
     if (!dtype)
@@ -134,10 +164,11 @@ void add_options(apps::ArgParser& p, Options& o, int world_size) {
                [&o](std::string_view v) { o.seed = apps::parse_unsigned(v, "--seed"); });
   p.add_switch("--quiet", "no progress lines on stderr", &o.quiet);
   p.add_switch("--probe-gpus",
-               "print each rank's host, node-local rank, CUDA_VISIBLE_DEVICES and the GPU\n" +
-                   std::string(34, ' ') + "the runtime binds (local_rank % visible devices), then exit",
+               "print each rank's host, node-local rank, CUDA_VISIBLE_DEVICES, the GPU the runtime\n" +
+                   std::string(34, ' ') + "binds (local_rank % visible devices), its CPUs and OpenMP threads, then exit",
                &o.probe_gpus);
   p.add_switch("--help", "print this help", &o.help);
+  p.add_switch("--version", "print the version", &o.version);
 }
 
 // Throws UsageError for bad input. argv is the same on every rank, so every rank reaches the same
@@ -151,10 +182,13 @@ Options parse(apps::ArgParser& parser, int argc, char** argv, int world_size) {
     return o;
   }
   parser.parse(argc, argv);
-  if (o.help) return o;
+  if (o.help || o.version) return o;
   const bool matmul = o.op == sc::Op::matmul;
   if (matmul && (o.dtype == tessera::io::DType::int32 || o.dtype == tessera::io::DType::int64))
     throw UsageError(std::string("--dtype ") + tessera::io::to_string(o.dtype) + ": matmul runs on float32 or float64 only");
+  if (parser.given("--max-rounds") && o.max_rounds < o.rounds)
+    throw UsageError("--max-rounds: " + std::to_string(o.max_rounds) + " is less than --rounds " + std::to_string(o.rounds));
+  o.max_rounds = std::max(o.max_rounds, o.rounds);
   if (!o.n) o.n = matmul ? 512 : index_t(1) << 22;
   if (!o.n_per_rank) o.n_per_rank = matmul ? 256 : index_t(1) << 20;
   if (o.ranks.empty()) {
@@ -191,6 +225,68 @@ struct PointResult {
   apps::TimingSummary timing;    // medians of the slowest rank's wall and phase times
   double other = 0;              // wall time outside the phases (max(0, time - phases))
   double checksum = 0;
+};
+
+// The median of samples and a distribution-free confidence interval for it: [x_(k), x_(n+1-k)] of
+// the sorted samples, with the largest k whose coverage 1 - 2 P(Binomial(n, 1/2) < k) is at least
+// 95%. Below 6 samples no k reaches 95%: then k = 1 (min and max), and `level` says the coverage.
+struct MedianInterval {
+  double median = 0, low = 0, high = 0, level = 0;
+};
+
+MedianInterval median_interval(std::vector<double> x) {
+  MedianInterval m;
+  if (x.empty()) return m;
+  std::sort(x.begin(), x.end());
+  const std::size_t n = x.size();
+  m.median = n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+  // below[j] = P(B <= j), B ~ Binomial(n, 1/2), in logs for large n.
+  auto log_choose = [n](std::size_t i) {
+    return std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1);
+  };
+  std::size_t k = 1;
+  double below = 0;  // P(B <= k - 1)
+  double level = 1 - 2 * std::exp(log_choose(0) - double(n) * std::log(2.0));
+  for (std::size_t next = 2; next <= n / 2; ++next) {
+    below += std::exp(log_choose(next - 2) - double(n) * std::log(2.0));
+    const double b = below + std::exp(log_choose(next - 1) - double(n) * std::log(2.0));
+    if (1 - 2 * b < 0.95) break;
+    k = next;
+    level = 1 - 2 * b;
+  }
+  m.low = x[k - 1];
+  m.high = x[n - k];
+  m.level = std::max(0.0, level);
+  return m;
+}
+
+// One point measured in every round (rank 0's record), and its summary over the rounds.
+struct PointSeries {
+  int ranks = 1;
+  index_t size = 0;
+  std::vector<PointResult> rounds;  // in the order they ran
+
+  std::vector<double> times() const {
+    std::vector<double> t;
+    for (const auto& r : rounds) t.push_back(r.timing.total);
+    return t;
+  }
+  MedianInterval interval() const { return median_interval(times()); }
+  double time() const { return interval().median; }
+  // Relative width of the 95% interval of the median.
+  double spread() const {
+    const MedianInterval m = interval();
+    return m.median > 0 ? (m.high - m.low) / m.median : 0;
+  }
+  // The round whose time is the median (the lower middle one for an even count): its phases add up
+  // to at most that time, hence to at most the median.
+  const PointResult& median_round() const {
+    std::vector<std::size_t> order(rounds.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return rounds[a].timing.total < rounds[b].timing.total; });
+    return rounds[order[(order.size() - 1) / 2]];
+  }
 };
 
 // Runs `call` warmup + repeat times on ctx (the apps' shared measure: per repeat the slowest rank,
@@ -362,7 +458,7 @@ sc::CollectiveSample ping(const tessera::Context& ctx, const Options& o) {
 struct ModeReport {
   sc::Mode mode;
   index_t size_arg = 0;
-  std::vector<PointResult> points;
+  std::vector<PointSeries> points;
 };
 
 // JSON has no NaN or infinity: the report writes them as null (Karp-Flatt at one rank, say), which
@@ -377,11 +473,14 @@ Json array_of(const std::vector<T>& values) {
   return a;
 }
 
+// Per point: the median time, and the median round's phases with the rest of the median as host work.
 std::vector<sc::Measurement> measurements(const ModeReport& r) {
   std::vector<sc::Measurement> m;
   for (const auto& p : r.points) {
-    const auto& t = p.timing;
-    m.push_back({p.ranks, t.total, t.phases.local + t.phases.fixup, t.phases.communication, t.phases.host + p.other});
+    const auto& t = p.median_round().timing;
+    const double time = p.time();
+    m.push_back({p.ranks, time, t.phases.local + t.phases.fixup, t.phases.communication,
+                 std::max(0.0, time - t.phases.local - t.phases.fixup - t.phases.communication)});
   }
   return m;
 }
@@ -392,73 +491,129 @@ std::vector<int> check_fit_ranks(const std::vector<int>& ranks) {
   return r;
 }
 
+// "[0.81, 1.02]"
+std::string interval_text(double low, double high) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%.3g, %.3g]", low, high);
+  return buf;
+}
+
+Json interval_json(double low, double high) {
+  Json a = Json::array();
+  a.push_back(number(low));
+  a.push_back(number(high));
+  return a;
+}
+
 Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::CollectiveSample>& samples, FILE* text) {
   const bool strong = r.mode == sc::Mode::strong;
   const bool matmul = o.op == sc::Op::matmul;
   const char* dtype = tessera::io::to_string(o.dtype);
   const auto& pts = r.points;
-  const double t_first = pts.front().timing.total;
-  const double t_base = t_first * (strong ? pts.front().ranks : 1);  // T(1), or its ideal stand-in
+  const MedianInterval first = pts.front().interval();
+  const double t_first = first.median;
+  const int p_first = pts.front().ranks;
+  const double base = strong ? p_first : 1;  // T(1) stands for p_first T(p_first) in strong scaling
   std::vector<int> ranks;
   std::vector<double> times, scaled;
   for (const auto& p : pts) {
     ranks.push_back(p.ranks);
-    times.push_back(p.timing.total);
-    scaled.push_back(sc::scaled_speedup(t_first, p.timing.total, p.ranks) / (strong ? 1 : pts.front().ranks));
+    times.push_back(p.time());
+    scaled.push_back(sc::scaled_speedup(t_first, p.time(), p.ranks) / (strong ? 1 : p_first));
   }
 
   Json j = Json::object();
   j[strong ? "n" : "n_per_rank"] = r.size_arg;
-  std::fprintf(text, "\n%s scaling of %s (%s, %s %lld)\n", sc::to_string(r.mode), sc::to_string(o.op), dtype,
-               strong ? "n" : "n per rank", static_cast<long long>(r.size_arg));
-  std::fprintf(text, "%6s %14s %12s %9s %9s %8s %12s %12s %12s %12s\n", "ranks", "size", "time[s]",
-               strong ? "speedup" : "scaled_S", "effic.", "karp_fl", "local[s]", "comm[s]", "fixup[s]", "host[s]");
+  j["max_spread"] = number(o.max_spread);
+  j["max_fit_error"] = number(o.max_fit_error);
+  std::fprintf(text, "\n%s scaling of %s (%s, %s %lld): per point the median over %zu rounds of %d calls each, and its 95%% interval\n",
+               sc::to_string(r.mode), sc::to_string(o.op), dtype, strong ? "n" : "n per rank",
+               static_cast<long long>(r.size_arg), pts.front().rounds.size(), o.repeat);
+  std::fprintf(text, "%6s %14s %12s %23s %7s %9s %9s %19s %8s %12s %12s %12s %12s\n", "ranks", "size", "time[s]",
+               "95% interval [s]", "spread", strong ? "speedup" : "scaled_S", "effic.", "effic. interval", "karp_fl",
+               "local[s]", "comm[s]", "fixup[s]", "host[s]");
   Json points = Json::array();
+  int noisy = 0;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& p = pts[i];
-    const auto& t = p.timing;
-    const double s = strong ? t_base / t.total : scaled[i];
-    const double eff = strong ? s / p.ranks : t_first / t.total;
+    const MedianInterval m = p.interval();
+    const PointResult& mid = p.median_round();
+    const auto& t = mid.timing;
+    const double time = m.median;
+    const double s = strong ? t_first * base / time : scaled[i];
+    const double eff = strong ? s / p.ranks : t_first / time;
+    // The efficiency's interval from the two times' intervals (the first point's own is exactly 1).
+    double eff_low = 1, eff_high = 1;
+    if (i > 0) {
+      eff_low = first.low / m.high * (strong ? base / p.ranks : 1);
+      eff_high = first.high / m.low * (strong ? base / p.ranks : 1);
+    }
+    const bool is_noisy = p.spread() > o.max_spread;
+    noisy += is_noisy ? 1 : 0;
     // Karp-Flatt is undefined at one rank (and not a weak-scaling metric): NaN, written as null.
     const double kf = strong ? sc::karp_flatt(s, p.ranks).value_or(std::nan("")) : std::nan("");
     char kf_text[32] = "-";
     if (!std::isnan(kf)) std::snprintf(kf_text, sizeof kf_text, "%.4f", kf);
+    const double other = std::max(0.0, time - t.phases.total());
     Json point = Json::object();
     point["ranks"] = p.ranks;
     point["size"] = p.size;
-    point["time_s"] = number(t.total);
-    point["time_min_s"] = number(t.total_min);
-    point["time_max_s"] = number(t.total_max);
+    point["time_s"] = number(time);
+    point["time_ci95_s"] = interval_json(m.low, m.high);
+    point["ci_level"] = number(m.level);
+    const std::vector<double> round_times = p.times();
+    point["time_min_s"] = number(*std::min_element(round_times.begin(), round_times.end()));
+    point["time_max_s"] = number(*std::max_element(round_times.begin(), round_times.end()));
+    point["rounds"] = static_cast<int>(p.rounds.size());
+    point["round_times_s"] = array_of(round_times);
+    point["spread"] = number(p.spread());
+    point["noisy"] = is_noisy;
     point[strong ? "speedup" : "scaled_speedup"] = number(s);
     point["efficiency"] = number(eff);
+    point["efficiency_interval"] = interval_json(eff_low, eff_high);
     if (strong) point["karp_flatt"] = number(kf);
     Json phases = Json::object();
     phases["local"] = number(t.phases.local);
     phases["communication"] = number(t.phases.communication);
     phases["fixup"] = number(t.phases.fixup);
     phases["host"] = number(t.phases.host);
-    phases["other"] = number(p.other);
+    phases["other"] = number(other);
     point["phases_s"] = phases;
-    point["checksum"] = number(p.checksum);
+    point["checksum"] = number(mid.checksum);
     points.push_back(point);
-    std::fprintf(text, "%6d %14lld %12.6g %9.3f %9.3f %8s %12.4g %12.4g %12.4g %12.4g\n", p.ranks,
-                 static_cast<long long>(p.size), t.total, s, eff, kf_text, t.phases.local, t.phases.communication,
-                 t.phases.fixup, t.phases.host + p.other);
+    std::fprintf(text, "%6d %14lld %12.6g %23s %6.0f%%%s %9.3f %9.3f %19s %8s %12.4g %12.4g %12.4g %12.4g\n", p.ranks,
+                 static_cast<long long>(p.size), time, interval_text(m.low, m.high).c_str(), 100 * p.spread(),
+                 is_noisy ? "!" : " ", s, eff, interval_text(eff_low, eff_high).c_str(), kf_text, t.phases.local,
+                 t.phases.communication, t.phases.fixup, t.phases.host + other);
   }
   j["points"] = points;
+  j["noisy_points"] = noisy;
+  if (noisy)
+    std::fprintf(text,
+                 "! %d point%s noisy: the 95%% interval of the median is wider than %.0f%% of it after %zu rounds; read "
+                 "speedups and fits with that interval in mind (a quieter machine, more --max-rounds or larger sizes "
+                 "narrow it)\n",
+                 noisy, noisy == 1 ? " is" : "s are", 100 * o.max_spread, pts.front().rounds.size());
 
   Json fit_json = Json::object();
   if (strong) {
     const auto fit = sc::fit_amdahl(ranks, times);
     fit_json["valid"] = fit.valid;
     if (fit.valid) {
+      const bool describes = fit.residual_max <= o.max_fit_error;
       fit_json["serial_fraction"] = number(fit.serial_fraction);
       fit_json["t1_s"] = number(fit.t1);
       fit_json["residual_rms"] = number(fit.residual_rms);
       fit_json["residual_max"] = number(fit.residual_max);
       fit_json["fitted_time_s"] = array_of(fit.fitted);
+      fit_json["describes_points"] = describes;
       std::fprintf(text, "Amdahl fit: serial fraction s = %.4g, T(1) = %.4g s, relative residual rms %.3g, max %.3g\n",
                    fit.serial_fraction, fit.t1, fit.residual_rms, fit.residual_max);
+      if (!describes)
+        std::fprintf(text,
+                     "Amdahl fit: does not describe these points (a fitted time is %.0f%% off, more than %.0f%%): s is "
+                     "not the serial fraction of this operation here\n",
+                     100 * fit.residual_max, 100 * o.max_fit_error);
     } else {
       std::fprintf(text, "Amdahl fit: needs two distinct rank counts\n");
     }
@@ -467,13 +622,23 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
     const auto fit = sc::fit_gustafson(ranks, scaled);
     fit_json["valid"] = fit.valid;
     if (fit.valid) {
+      std::vector<double> predicted;
+      double worst = 0;
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        predicted.push_back(fit.predict(ranks[i]));
+        worst = std::max(worst, std::abs(predicted.back() - scaled[i]) / scaled[i]);
+      }
+      const bool describes = worst <= o.max_fit_error;
       fit_json["serial_fraction"] = number(fit.serial_fraction);
       fit_json["residual_rms"] = number(fit.residual_rms);
-      std::vector<double> predicted;
-      for (int p : ranks) predicted.push_back(fit.predict(p));
+      fit_json["residual_max_relative"] = number(worst);
       fit_json["fitted_scaled_speedup"] = array_of(predicted);
-      std::fprintf(text, "Gustafson fit: serial fraction s = %.4g (scaled speedup p - s (p - 1)), residual rms %.3g\n",
-                   fit.serial_fraction, fit.residual_rms);
+      fit_json["describes_points"] = describes;
+      std::fprintf(text, "Gustafson fit: serial fraction s = %.4g (scaled speedup p - s (p - 1)), residual rms %.3g, max %.0f%%\n",
+                   fit.serial_fraction, fit.residual_rms, 100 * worst);
+      if (!describes)
+        std::fprintf(text, "Gustafson fit: does not describe these points (a fitted speedup is %.0f%% off, more than %.0f%%)\n",
+                     100 * worst, 100 * o.max_fit_error);
     }
     j["gustafson"] = fit_json;
   }
@@ -492,10 +657,12 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   check["fit_ranks"] = array_of(fit_ranks);
   Json predictions = Json::array();
   double worst = 0;
+  int worst_ranks = 0;
   for (const auto& m : meas) {
     if (std::find(fit_ranks.begin(), fit_ranks.end(), m.ranks) != fit_ranks.end()) continue;
     const double predicted = check_model.predict(m.ranks).total();
     const double error = (predicted - m.time) / m.time;
+    if (std::abs(error) >= worst) worst_ranks = m.ranks;
     worst = std::max(worst, std::abs(error));
     Json q = Json::object();
     q["ranks"] = m.ranks;
@@ -506,11 +673,15 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
     std::fprintf(text, "model check: fitted on ranks %d,%d, predicts %d ranks: %.4g s, measured %.4g s, error %+.1f%%\n",
                  fit_ranks.front(), fit_ranks.back(), m.ranks, predicted, m.time, 100 * error);
   }
+  const bool held_out = predictions.dump() != "[]";
+  const bool check_passed = held_out && worst <= o.max_fit_error;
   check["points"] = predictions;
   check["max_abs_relative_error"] = number(worst);
+  check["threshold"] = number(o.max_fit_error);
+  check["passed"] = held_out ? Json(check_passed) : Json();
   j["model_check"] = check;
 
-  // The model of record: fitted on every point; projected past the machine.
+  // The model of record: fitted on every point; projected past the machine when the check allows.
   const auto model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(samples),
                                         sc::fit_device_network(samples), meas, ranks);
   Json model_json = Json::object();
@@ -534,13 +705,42 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
                model.local_overhead, model.local_rate(), model.work_unit(), matmul ? "device" : "host",
                charged.latency, charged.bandwidth,
                matmul ? " (broadcast of panel s+1 overlapped with GEMM of panel s)" : "", model.host);
+
+  Json projection = Json::array();
+  if (held_out && !check_passed) {
+    char why[256];
+    std::snprintf(why, sizeof why,
+                  "the model fitted on ranks %d,%d misses %d ranks by %.0f%%, more than %.0f%%", fit_ranks.front(),
+                  fit_ranks.back(), worst_ranks, 100 * worst, 100 * o.max_fit_error);
+    j["projection_status"] = "withheld";
+    j["projection_note"] = std::string(why);
+    std::fprintf(text, "projection (%s): withheld: %s; the model does not describe this machine well enough to "
+                 "project from it\n", sc::to_string(r.mode), why);
+    j["projection"] = projection;
+    return j;
+  }
   std::vector<int> proj_ranks = ranks;
   for (int p : sc::default_projection_ranks())
     if (p > ranks.back()) proj_ranks.push_back(p);
-  Json projection = Json::array();
-  std::fprintf(text, "projection (%s):\n%6s %12s %10s %9s %12s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode),
-               "ranks", "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local", "latency", "bandwidth", "host",
-               "hidden", "dominant");
+  const double extrapolation = static_cast<double>(proj_ranks.back()) / ranks.back();
+  char note[256];
+  if (held_out)
+    std::snprintf(note, sizeof note,
+                  "checked: the model fitted on ranks %d,%d predicts the other points within %.0f%% (limit %.0f%%); "
+                  "%d ranks are %.0fx the largest measured (%d)",
+                  fit_ranks.front(), fit_ranks.back(), 100 * worst, 100 * o.max_fit_error, proj_ranks.back(),
+                  extrapolation, ranks.back());
+  else
+    std::snprintf(note, sizeof note,
+                  "unchecked: no measured point was held out of the fit (run more rank counts to check it); "
+                  "%d ranks are %.0fx the largest measured (%d)",
+                  proj_ranks.back(), extrapolation, ranks.back());
+  j["projection_status"] = held_out ? "checked" : "unchecked";
+  j["projection_note"] = std::string(note);
+  j["projection_extrapolation"] = number(extrapolation);
+  std::fprintf(text, "projection (%s; %s):\n%6s %12s %10s %9s %12s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode),
+               note, "ranks", "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local", "latency", "bandwidth",
+               "host", "hidden", "dominant");
   for (const auto& p : sc::project(model, proj_ranks)) {
     Json q = Json::object();
     q["ranks"] = p.ranks;
@@ -598,8 +798,8 @@ void check_outputs_writable(const Options& o, int world_rank) {
 
 // The GPU each rank would drive: local_rank % visible devices, where the visible count is what
 // CUDA reports or, on a machine without GPUs (Slurm's fake gres in tests), the length of
-// CUDA_VISIBLE_DEVICES. Printed in rank order by rank 0.
-int probe_gpus(const tessera::Runtime& runtime) {
+// CUDA_VISIBLE_DEVICES; and the CPUs and OpenMP threads it has. Printed in rank order by rank 0.
+int probe_gpus(const tessera::Runtime& runtime, int threads_requested) {
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string cvd = env ? env : "";
   std::vector<std::string> ids;
@@ -614,12 +814,21 @@ int probe_gpus(const tessera::Runtime& runtime) {
   }
   const int device = visible > 0 ? runtime.local_rank() % visible : -1;
   const std::string gpu = device < 0 ? "none" : device < static_cast<int>(ids.size()) ? ids[device] : std::to_string(device);
-  char line[512];
+  // The CPUs: the affinity mask, what Slurm gave the step on this node and per task, and the OpenMP
+  // threads the runtime would use (OMP_NUM_THREADS where set).
+  auto env_or = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v && *v ? v : "unset");
+  };
+  const auto threads = runtime.plan_cpu_threads(threads_requested);
+  char line[768];
   std::snprintf(line, sizeof line,
                 "gpu-probe rank=%d host=%s local_rank=%d local_size=%d cuda_visible_devices=%s visible=%d (%s) "
-                "device=%d gpu=%s",
+                "device=%d gpu=%s cpus=%d slurm_cpus_on_node=%s slurm_cpus_per_task=%s omp_num_threads=%s threads=%d",
                 runtime.world_rank(), runtime.hostname().c_str(), runtime.local_rank(), runtime.local_size(),
-                cvd.empty() ? "unset" : cvd.c_str(), visible, source, device, gpu.c_str());
+                cvd.empty() ? "unset" : cvd.c_str(), visible, source, device, gpu.c_str(), runtime.mask_cores(),
+                env_or("SLURM_CPUS_ON_NODE").c_str(), env_or("SLURM_CPUS_PER_TASK").c_str(),
+                env_or("OMP_NUM_THREADS").c_str(), threads.threads);
   std::vector<char> all(runtime.world_rank() == 0 ? sizeof line * runtime.world_size() : 0);
   TESSERA_MPI_CHECK(MPI_Gather(line, sizeof line, MPI_CHAR, all.data(), sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD));
   if (runtime.world_rank() == 0)
@@ -639,12 +848,19 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     if (root) std::fputs(parser.help_text().c_str(), stdout);
     return apps::kExitOk;
   }
-  if (o.probe_gpus) return probe_gpus(runtime);
+  if (o.version) {
+    if (root)
+      std::printf("tessera-scaling (Tessera) %s, cuda %d, nccl %d, parallel hdf5 %d\n", apps::version_text().c_str(),
+                  TESSERA_HAVE_CUDA, TESSERA_HAVE_NCCL, TESSERA_HDF5_PARALLEL);
+    return apps::kExitOk;
+  }
+  if (o.probe_gpus) return probe_gpus(runtime, o.threads);
   check_outputs_writable(o, runtime.world_rank());
-  const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend));
+  const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend), o.threads);
   if (root && !o.quiet) std::fprintf(stderr, "tessera-scaling: %s\n", runtime.describe().c_str());
 
-  const std::size_t total_points = o.ranks.size() * (o.modes.size() + 1);
+  // Progress: the pings, then every point once per round (at least --rounds rounds).
+  std::size_t total_points = o.ranks.size() * (1 + o.modes.size() * static_cast<std::size_t>(o.rounds));
   std::size_t done = 0;
   tessera::Stopwatch elapsed;
   auto progress = [&](const std::string& what) {
@@ -667,32 +883,65 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     progress("collectives at " + std::to_string(o.ranks[i]) + " ranks");
   }
 
+  // Every point runs once per round, in an order that rotates from round to round, so that a slow
+  // spell of the machine (other jobs, a descheduled rank) lands on all points alike and shows as
+  // spread instead of as one point's bias. Rounds go on past --rounds, up to --max-rounds, while a
+  // point's 95% interval is wider than --max-spread of its median.
   std::vector<ModeReport> reports;
-  for (sc::Mode mode : o.modes) {
+  std::vector<std::pair<std::size_t, std::size_t>> slots;  // (mode, rank count) of each point
+  for (std::size_t m = 0; m < o.modes.size(); ++m) {
+    const sc::Mode mode = o.modes[m];
     ModeReport report{mode, mode == sc::Mode::strong ? *o.n : *o.n_per_rank, {}};
     for (std::size_t i = 0; i < o.ranks.size(); ++i) {
-      PointResult point;
-      point.ranks = o.ranks[i];
-      point.size = sc::problem_at(o.op, mode, report.size_arg, element_bytes(o.dtype), point.ranks).size;
-      if (!contexts[i].is_null()) run_point(contexts[i], o, point);
-      if (root) report.points.push_back(point);
-      sleepy_world_barrier();
-      progress(std::string(sc::to_string(mode)) + " at " + std::to_string(point.ranks) + " ranks");
+      PointSeries series;
+      series.ranks = o.ranks[i];
+      series.size = sc::problem_at(o.op, mode, report.size_arg, element_bytes(o.dtype), series.ranks).size;
+      report.points.push_back(series);
+      slots.emplace_back(m, i);
     }
     reports.push_back(std::move(report));
+  }
+  for (int round = 1;; ++round) {
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      const auto [m, i] = slots[(k + static_cast<std::size_t>(round - 1)) % slots.size()];
+      PointSeries& series = reports[m].points[i];
+      PointResult point;
+      point.ranks = series.ranks;
+      point.size = series.size;
+      if (!contexts[i].is_null()) run_point(contexts[i], o, point);
+      if (root) series.rounds.push_back(point);
+      sleepy_world_barrier();
+      progress("round " + std::to_string(round) + ": " + sc::to_string(reports[m].mode) + " at " +
+               std::to_string(point.ranks) + " ranks");
+    }
+    int more = 0;
+    if (root && round < o.max_rounds) {
+      more = round < o.rounds ? 1 : 0;
+      for (const auto& report : reports)
+        for (const auto& series : report.points)
+          if (series.spread() > o.max_spread) more = 1;
+    }
+    TESSERA_MPI_CHECK(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (!more) break;
+    if (round >= o.rounds) total_points += slots.size();
   }
   if (!root) return 0;
 
   Json j = Json::object();
   j["app"] = "tessera-scaling";
+  apps::add_provenance(j, runtime);
   j["op"] = sc::to_string(o.op);
   j["dtype"] = tessera::io::to_string(o.dtype);
   j["backend"] = tessera::to_string(world.backend());
+  j["threads"] = apps::threads_json(runtime);
   j["world_size"] = runtime.world_size();
   j["host"] = runtime.hostname();
   j["runtime"] = runtime.describe();
   j["repeat"] = o.repeat;
   j["warmup"] = o.warmup;
+  j["rounds"] = static_cast<int>(reports.front().points.front().rounds.size());
+  j["min_rounds"] = o.rounds;
+  j["max_rounds"] = o.max_rounds;
   j["seed"] = static_cast<unsigned long long>(o.seed);
   if (o.op == sc::Op::matmul) j["panel_width"] = o.panel_width;
   if (const char* job = std::getenv("SLURM_JOB_ID")) j["slurm_job_id"] = job;
@@ -724,7 +973,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   // latency_s and bandwidth_Bps: the host path (kept under their old names); device_*: DeviceComm.
   network["latency_s"] = number(net.latency);
   network["bandwidth_Bps"] = number(net.bandwidth);
-  network["path"] = "host-mpi";
+  network["path"] = tessera::to_string(tessera::DeviceCommPath::mpi_host);
   network["device_latency_s"] = number(device_net.latency);
   network["device_bandwidth_Bps"] = number(device_net.bandwidth);
   network["device_path"] = device_path;
@@ -742,15 +991,16 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   }
   if (!o.csv.empty()) {
     std::ostringstream csv;
-    csv << "op,mode,ranks,size,time_s,local_s,communication_s,fixup_s,host_s,other_s,checksum\n";
+    csv << "op,mode,ranks,size,round,time_s,local_s,communication_s,fixup_s,host_s,other_s,checksum\n";
     csv.precision(17);
     for (const auto& r : reports)
-      for (const auto& p : r.points) {
-        const auto& t = p.timing;
-        csv << sc::to_string(o.op) << ',' << sc::to_string(r.mode) << ',' << p.ranks << ',' << p.size << ','
-            << t.total << ',' << t.phases.local << ',' << t.phases.communication << ',' << t.phases.fixup << ','
-            << t.phases.host << ',' << p.other << ',' << p.checksum << '\n';
-      }
+      for (const auto& p : r.points)
+        for (std::size_t k = 0; k < p.rounds.size(); ++k) {
+          const auto& t = p.rounds[k].timing;
+          csv << sc::to_string(o.op) << ',' << sc::to_string(r.mode) << ',' << p.ranks << ',' << p.size << ',' << k + 1
+              << ',' << t.total << ',' << t.phases.local << ',' << t.phases.communication << ',' << t.phases.fixup
+              << ',' << t.phases.host << ',' << p.rounds[k].other << ',' << p.rounds[k].checksum << '\n';
+        }
     if (!write_file(o.csv, csv.str())) {
       std::fprintf(stderr, "tessera-scaling: error: --csv: cannot write '%s'\n", o.csv.c_str());
       status = 1;

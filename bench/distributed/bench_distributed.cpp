@@ -1,11 +1,13 @@
 // tessera_bench_distributed: the distributed algorithms measured the way nccl-tests and the OSU
-// benchmarks measure collectives. For each algorithm and each size (elements per rank, doubling):
+// benchmarks measure collectives. For each algorithm and each size per rank (nccl-tests' -b/-e/-f in
+// bytes, or --min/--max in elements; multiplied by the step factor, 2 by default):
 // warm-up calls outside the timing; then --iters timed calls, each after a barrier; per size the
 // time (the per-rank mean over the iterations) as min / avg / max over ranks, the bandwidth, each
 // phase's time, a count of wrong results against an independent host computation, and the path
-// device buffers take between ranks. One rank per GPU under mpirun; the cpu backend works too.
+// device buffers take between ranks; a closing summary line (results, wrong values, mean bandwidth).
+// One rank per GPU under mpirun; the cpu backend works too.
 //
-//   mpirun -np 2 tessera_bench_distributed --backend cuda --min 1M --max 256M --iters 20 --json out.json
+//   mpirun -np 2 tessera_bench_distributed --backend cuda -b 4M -e 1G -f 2 -n 20 --json out.json
 #include <mpi.h>
 
 #include <algorithm>
@@ -39,6 +41,10 @@ struct Options {
   std::vector<std::string> algorithms = {"reduce", "reproducible_sum", "scan", "filter", "matmul"};
   index_t min_elements = index_t(1) << 10;  // per rank
   index_t max_elements = index_t(1) << 22;
+  bool sizes_in_bytes = false;              // -b/-e given: min_bytes, max_bytes count
+  index_t min_bytes = 0;                    // per rank
+  index_t max_bytes = 0;
+  index_t step_factor = 2;
   index_t matmul_min = 256;  // global N of square N x N matrices
   index_t matmul_max = 1024;
   int iters = 20;
@@ -56,7 +62,8 @@ index_t parse_count(const std::string& flag, const std::string& text) {
   else if (suffix == "M" || suffix == "m") scale = 1 << 20;
   else if (suffix == "G" || suffix == "g") scale = double(1 << 30);
   else if (!suffix.empty()) throw UsageError(flag + ": '" + text + "' is not a count (digits, optional K, M or G)");
-  if (end == text.c_str() || !(v >= 0)) throw UsageError(flag + ": '" + text + "' is not a count");
+  if (end == text.c_str() || !(v >= 0) || v * scale > 9.2e18 || v * scale != std::floor(v * scale))
+    throw UsageError(flag + ": '" + text + "' is not a count");
   return static_cast<index_t>(v * scale);
 }
 
@@ -69,12 +76,24 @@ std::vector<std::string> split(const std::string& text) {
 }
 
 const char* kUsage =
-    "usage: tessera_bench_distributed [--backend auto|cpu|cuda] [--dtype float|double]\n"
-    "  [--algo reduce,reproducible_sum,scan,filter,matmul] [--min N] [--max N] (elements per rank, K/M/G)\n"
-    "  [--matmul-min N] [--matmul-max N] (global square size) [--iters I] [--warmup W] [--no-check] [--json FILE]\n";
+    "usage: tessera_bench_distributed [flags]   (under mpirun / srun, one rank per GPU)\n"
+    "  --backend auto|cpu|cuda      where local work runs (default auto)\n"
+    "  --dtype float|double         element type (default float)\n"
+    "  --algo LIST                  of reduce,reproducible_sum,scan,filter,matmul (default all)\n"
+    "  -b, --minbytes SIZE          smallest input block per rank in bytes (as nccl-tests; K, M, G: 1024^k)\n"
+    "  -e, --maxbytes SIZE          largest input block per rank in bytes\n"
+    "  --min N, --max N             the same in elements per rank (default 1K to 4M elements)\n"
+    "  -f, --stepfactor F           multiply the size by F from one step to the next (default 2)\n"
+    "  --matmul-min N, --matmul-max N   side of the square matrices (global; default 256 to 1024)\n"
+    "  -n, --iters I                timed calls per size (default 20)\n"
+    "  -w, --warmup W               untimed calls before them (default 5)\n"
+    "  -c, --check 0|1              check results against a host computation (default 1); --no-check = -c 0\n"
+    "  --json FILE                  write the results as JSON\n"
+    "  -h, --help                   print this help\n";
 
-Options parse(int argc, char** argv) {
+Options parse(int argc, char** argv, bool* help) {
   Options o;
+  bool min_elements = false, max_elements = false, min_bytes = false, max_bytes = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -84,30 +103,63 @@ Options parse(int argc, char** argv) {
     if (flag == "--backend") o.backend = value();
     else if (flag == "--dtype") o.dtype = value();
     else if (flag == "--algo") o.algorithms = split(value());
-    else if (flag == "--min") o.min_elements = parse_count(flag, value());
-    else if (flag == "--max") o.max_elements = parse_count(flag, value());
+    else if (flag == "--min") o.min_elements = parse_count(flag, value()), min_elements = true;
+    else if (flag == "--max") o.max_elements = parse_count(flag, value()), max_elements = true;
+    else if (flag == "-b" || flag == "--minbytes") o.min_bytes = parse_count(flag, value()), min_bytes = true;
+    else if (flag == "-e" || flag == "--maxbytes") o.max_bytes = parse_count(flag, value()), max_bytes = true;
+    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = parse_count(flag, value());
     else if (flag == "--matmul-min") o.matmul_min = parse_count(flag, value());
     else if (flag == "--matmul-max") o.matmul_max = parse_count(flag, value());
-    else if (flag == "--iters") o.iters = static_cast<int>(parse_count(flag, value()));
-    else if (flag == "--warmup") o.warmup = static_cast<int>(parse_count(flag, value()));
-    else if (flag == "--no-check") o.check = false;
+    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 30));
+    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 30));
+    else if (flag == "-c" || flag == "--check") {
+      const std::string v = value();
+      if (v != "0" && v != "1") throw UsageError(flag + ": '" + v + "' (expected 0 or 1)");
+      o.check = v == "1";
+    } else if (flag == "--no-check") o.check = false;
     else if (flag == "--json") o.json = value();
-    else if (flag == "--help" || flag == "-h") throw UsageError(kUsage);
-    else throw UsageError("unknown flag '" + flag + "'\n" + kUsage);
+    else if (flag == "--help" || flag == "-h") *help = true;
+    else throw UsageError("unknown flag '" + flag + "' (see --help)");
   }
+  if (*help) return o;
   if (o.dtype != "float" && o.dtype != "double") throw UsageError("--dtype: '" + o.dtype + "' (expected float or double)");
   for (const auto& a : o.algorithms)
     if (a != "reduce" && a != "reproducible_sum" && a != "scan" && a != "filter" && a != "matmul")
       throw UsageError("--algo: unknown algorithm '" + a + "'");
   if (o.iters < 1) throw UsageError("--iters must be at least 1");
+  if (o.step_factor < 2) throw UsageError("-f/--stepfactor: must be at least 2");
+  if ((min_bytes || max_bytes) && (min_elements || max_elements))
+    throw UsageError("-b/-e (bytes) and --min/--max (elements): give one or the other");
+  o.sizes_in_bytes = min_bytes || max_bytes;
+  if (o.sizes_in_bytes) {
+    if (!min_bytes) o.min_bytes = std::min<index_t>(o.max_bytes, 4096);
+    if (!max_bytes) o.max_bytes = std::max<index_t>(o.min_bytes, index_t(16) << 20);
+    if (o.min_bytes < 1 || o.max_bytes < o.min_bytes) throw UsageError("-b/-e: need 1 <= min <= max bytes");
+  }
   if (o.min_elements < 1 || o.max_elements < o.min_elements) throw UsageError("--min/--max: need 1 <= min <= max");
   if (o.matmul_min < 1 || o.matmul_max < o.matmul_min) throw UsageError("--matmul-min/--matmul-max: need 1 <= min <= max");
   return o;
 }
 
+// The sizes per rank to run, in elements of element_bytes each: from -b to -e bytes (each rounded
+// down to whole elements, at least one, repeats dropped) or from --min to --max elements, times
+// the step factor from one to the next.
+std::vector<index_t> sizes_per_rank(const Options& o, std::size_t element_bytes) {
+  const index_t first = o.sizes_in_bytes ? o.min_bytes : o.min_elements;
+  const index_t last = o.sizes_in_bytes ? o.max_bytes : o.max_elements;
+  std::vector<index_t> out;
+  for (index_t size = first;; size *= o.step_factor) {
+    const index_t elements = o.sizes_in_bytes ? std::max<index_t>(1, size / static_cast<index_t>(element_bytes)) : size;
+    if (out.empty() || out.back() != elements) out.push_back(elements);
+    if (size > last / o.step_factor) break;
+  }
+  return out;
+}
+
 struct Result {
   std::string algorithm, dtype, path;
   index_t elements_per_rank = 0;  // matmul: global N
+  double size_bytes = 0;          // the input block per rank (matmul: 0)
   double bytes = 0;               // per rank: memory traffic floor (matmul: 0)
   double time_min = 0, time_avg = 0, time_max = 0;  // seconds
   double algbw = 0, busbw = 0;    // GB/s per rank (busbw where it applies, else 0)
@@ -164,6 +216,7 @@ std::vector<Result> run_arrays(const Context& ctx, const Options& o, index_t per
     r.dtype = o.dtype;
     r.path = path;
     r.elements_per_rank = per_rank;
+    r.size_bytes = static_cast<double>(per_rank) * sizeof(T);
     r.bytes = bytes;
     return r;
   };
@@ -302,15 +355,15 @@ Result run_matmul(const Context& ctx, const Options& o, index_t size) {
 }
 
 void print_header() {
-  std::printf("# %-16s %6s %12s %12s %10s %10s %10s %9s %9s %9s %9s %9s %9s %7s %s\n", "algorithm", "dtype",
-              "elems/rank", "bytes/rank", "min(us)", "avg(us)", "max(us)", "GB/s", "busGB/s", "local", "comm",
+  std::printf("# %-16s %6s %12s %12s %12s %10s %10s %10s %9s %9s %9s %9s %9s %9s %7s %s\n", "algorithm", "dtype",
+              "size(B)", "elems/rank", "traffic(B)", "min(us)", "avg(us)", "max(us)", "GB/s", "busGB/s", "local", "comm",
               "fixup", "host", "wrong", "path");
 }
 
 void print(const Result& r) {
   const bool mm = r.algorithm == "matmul_summa";
-  std::printf("  %-16s %6s %12lld %12.0f %10.1f %10.1f %10.1f %9.2f %9.2f %9.1f %9.1f %9.1f %9.1f %7lld %s%s\n",
-              r.algorithm.c_str(), r.dtype.c_str(), static_cast<long long>(r.elements_per_rank), r.bytes,
+  std::printf("  %-16s %6s %12.0f %12lld %12.0f %10.1f %10.1f %10.1f %9.2f %9.2f %9.1f %9.1f %9.1f %9.1f %7lld %s%s\n",
+              r.algorithm.c_str(), r.dtype.c_str(), r.size_bytes, static_cast<long long>(r.elements_per_rank), r.bytes,
               r.time_min * 1e6, r.time_avg * 1e6, r.time_max * 1e6, mm ? r.gflops : r.algbw, r.busbw,
               r.phases.local * 1e6, r.phases.communication * 1e6, r.phases.fixup * 1e6, r.phases.host * 1e6, r.wrong,
               r.path.c_str(), mm ? "  (N global; GB/s column: GFLOP/s)" : "");
@@ -326,7 +379,8 @@ void write_json(const std::string& file, const std::string& device, int ranks, c
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     out << "    {\"algorithm\": \"" << r.algorithm << "\", \"dtype\": \"" << r.dtype << "\", \"path\": \"" << r.path
-        << "\", \"elements_per_rank\": " << r.elements_per_rank << ", \"bytes_per_rank\": " << r.bytes
+        << "\", \"elements_per_rank\": " << r.elements_per_rank << ", \"size_bytes\": " << r.size_bytes
+        << ", \"bytes_per_rank\": " << r.bytes
         << ", \"time_min_s\": " << r.time_min << ", \"time_avg_s\": " << r.time_avg << ", \"time_max_s\": " << r.time_max
         << ", \"algbw_GBps\": " << r.algbw << ", \"busbw_GBps\": " << r.busbw << ", \"gflops\": " << r.gflops
         << ", \"phase_local_s\": " << r.phases.local << ", \"phase_communication_s\": " << r.phases.communication
@@ -340,7 +394,7 @@ void write_json(const std::string& file, const std::string& device, int ranks, c
 template <class T>
 std::vector<Result> run_all(const Context& ctx, const Options& o) {
   std::vector<Result> results;
-  for (index_t per_rank = o.min_elements; per_rank <= o.max_elements; per_rank *= 2)
+  for (const index_t per_rank : sizes_per_rank(o, sizeof(T)))
     for (const Result& r : run_arrays<T>(ctx, o, per_rank)) {
       if (ctx.is_root()) print(r);
       results.push_back(r);
@@ -360,7 +414,12 @@ int main(int argc, char** argv) {
   using namespace tessera;
   Runtime runtime(argc, argv);
   try {
-    const Options o = parse(argc, argv);
+    bool help = false;
+    const Options o = parse(argc, argv, &help);
+    if (help) {
+      if (runtime.world_rank() == 0) std::fputs(kUsage, stdout);
+      return 0;
+    }
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
     if (ctx.is_root()) {
       std::printf("# tessera_bench_distributed: %s\n# device path: %s, iters %d, warmup %d, check %s\n",
@@ -371,7 +430,17 @@ int main(int argc, char** argv) {
     const std::vector<Result> results = o.dtype == "float" ? run_all<float>(ctx, o) : run_all<double>(ctx, o);
     if (ctx.is_root() && !o.json.empty()) write_json(o.json, runtime.describe(), ctx.size(), o, results);
     long long wrong = 0;
-    for (const Result& r : results) wrong += r.wrong;
+    double bandwidth = 0;
+    int with_bandwidth = 0;
+    for (const Result& r : results) {
+      wrong += r.wrong;
+      if (r.algbw > 0) bandwidth += r.algbw, ++with_bandwidth;
+    }
+    // The closing line, as nccl-tests' "Out of bounds values" and "Avg bus bandwidth".
+    if (ctx.is_root())
+      std::printf("# summary: %zu results, %lld wrong values (%s), average bandwidth %.3f GB/s over the %d with one\n",
+                  results.size(), wrong, wrong == 0 ? "OK" : "FAILED", with_bandwidth ? bandwidth / with_bandwidth : 0.0,
+                  with_bandwidth);
     return wrong == 0 ? 0 : 1;
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_distributed: %s\n", e.what());

@@ -1,13 +1,18 @@
 #include "tessera/framework/runtime.hpp"
 
 #include <mpi.h>
+#include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/mpi_check.hpp"
@@ -35,7 +40,28 @@ void abort_job(const char* file, int line, const char* call, const char* what) {
   std::abort();
 }
 
+// This rank's affinity mask, one bit per core (bit c of byte c / 8: core c), at least min_bytes
+// long; empty where the kernel will not say.
+std::vector<unsigned char> affinity_mask(std::size_t min_bytes) {
+  for (std::size_t bytes = std::max(min_bytes, sizeof(cpu_set_t)); bytes <= (std::size_t(1) << 20); bytes *= 2) {
+    std::vector<unsigned char> mask(bytes, 0);
+    if (sched_getaffinity(0, bytes, reinterpret_cast<cpu_set_t*>(mask.data())) == 0) return mask;
+    if (errno != EINVAL) break;  // EINVAL: the machine has more cores than `bytes` can name
+  }
+  return {};
+}
+
+int count_cores(const std::vector<unsigned char>& mask) {
+  int cores = 0;
+  for (unsigned char byte : mask) cores += std::popcount(byte);
+  return cores;
+}
+
 }  // namespace
+
+int default_cpu_threads(int mask_cores, int node_cores, int ranks_on_node) {
+  return std::max(1, std::min(mask_cores, node_cores / std::max(1, ranks_on_node)));
+}
 
 BackendChoice parse_backend_choice(std::string_view text) {
   if (text == "auto") return BackendChoice::automatic;
@@ -60,13 +86,37 @@ Runtime::Runtime(int& argc, char**& argv) {
   TESSERA_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node));
   TESSERA_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
   TESSERA_MPI_CHECK(MPI_Comm_size(node, &local_size_));
+
+  // The cores this rank may run on, and those of all ranks of its node (the union of their masks):
+  // start() divides the node's cores among its ranks from these.
+  std::vector<unsigned char> mask = affinity_mask(0);
+  if (mask.empty()) {
+    // No mask to be had: every online core, as an unbound rank would have.
+    const long online = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+    mask.assign(static_cast<std::size_t>(online + 7) / 8, 0);
+    for (long c = 0; c < online; ++c) mask[static_cast<std::size_t>(c / 8)] |= static_cast<unsigned char>(1u << (c % 8));
+  }
+  int bytes = static_cast<int>(mask.size());
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_INT, MPI_MAX, node));
+  mask.resize(static_cast<std::size_t>(bytes), 0);
+  std::vector<unsigned char> node_mask(mask.size(), 0);
+  TESSERA_MPI_CHECK(MPI_Allreduce(mask.data(), node_mask.data(), bytes, MPI_UNSIGNED_CHAR, MPI_BOR, node));
+  mask_cores_ = std::max(1, count_cores(mask));
+  node_cores_ = std::max(1, count_cores(node_mask));
   TESSERA_MPI_CHECK(MPI_Comm_free(&node));
   int leader = local_rank_ == 0 ? 1 : 0;
   TESSERA_MPI_CHECK(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
 
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
+  constexpr int kHost = 256;
+  char host[kHost] = {};
+  gethostname(host, kHost - 1);
   hostname_ = host;
+  std::vector<char> hosts(static_cast<std::size_t>(kHost) * static_cast<std::size_t>(world_size_), '\0');
+  TESSERA_MPI_CHECK(MPI_Allgather(host, kHost, MPI_CHAR, hosts.data(), kHost, MPI_CHAR, MPI_COMM_WORLD));
+  for (int r = 0; r < world_size_; ++r) {
+    const std::string name(hosts.data() + static_cast<std::size_t>(r) * kHost);
+    if (std::find(hostnames_.begin(), hostnames_.end(), name) == hostnames_.end()) hostnames_.push_back(name);
+  }
 }
 
 Runtime::~Runtime() {
@@ -78,7 +128,8 @@ Runtime::~Runtime() {
   if (!finalized) MPI_Finalize();
 }
 
-Context Runtime::start(BackendChoice choice) {
+Context Runtime::start(BackendChoice choice, int cpu_threads) {
+  choose_cpu_threads(cpu_threads);
   visible_devices_ = kernels::cuda_device_count();
   const int has_gpu = visible_devices_ > 0 ? 1 : 0;
   // The lowest rank without a GPU (world_size if every rank has one), agreed by all ranks.
@@ -112,6 +163,40 @@ Context Runtime::start(BackendChoice choice) {
   return world_;
 }
 
+Runtime::CpuThreads Runtime::plan_cpu_threads(int requested) const {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (requested > 0) return {requested, "--threads"};
+  if (env && *env) return {omp_get_max_threads(), "OMP_NUM_THREADS"};  // OpenMP read it at start-up
+  const int share = default_cpu_threads(mask_cores_, node_cores_, local_size_);
+  return {share, mask_cores_ < node_cores_ && share == mask_cores_ ? "affinity mask" : "cores / ranks on the node"};
+}
+
+void Runtime::choose_cpu_threads(int requested) {
+  const CpuThreads plan = plan_cpu_threads(requested);
+  if (plan.chosen_by != "OMP_NUM_THREADS") omp_set_num_threads(plan.threads);
+  cpu_threads_chosen_by_ = plan.chosen_by;
+  cpu_threads_ = omp_get_max_threads();
+  int range[2] = {-cpu_threads_, cpu_threads_};
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  cpu_threads_min_ = -range[0];
+  cpu_threads_max_ = range[1];
+}
+
+std::string Runtime::describe_cpu_threads() const {
+  std::string s = cpu_threads_min_ == cpu_threads_max_ ? std::to_string(cpu_threads_)
+                                                       : std::to_string(cpu_threads_min_) + "-" + std::to_string(cpu_threads_max_);
+  s += cpu_threads_max_ == 1 ? " OpenMP thread per rank (" : " OpenMP threads per rank (";
+  if (cpu_threads_chosen_by_ == "affinity mask")
+    s += "the affinity mask of rank " + std::to_string(world_rank_) + ": " + std::to_string(mask_cores_) +
+         (mask_cores_ == 1 ? " core" : " cores");
+  else if (cpu_threads_chosen_by_ == "cores / ranks on the node")
+    s += std::to_string(node_cores_) + (node_cores_ == 1 ? " core / " : " cores / ") + std::to_string(local_size_) +
+         (local_size_ == 1 ? " rank on the node" : " ranks on the node");
+  else
+    s += cpu_threads_chosen_by_;
+  return s + ")";
+}
+
 void Runtime::count_gpus_in_use() {
   // One record per rank: host name and the UUID of its device. Equal records mean a shared GPU.
   constexpr std::size_t kHost = 240, kRecord = kHost + 16;
@@ -132,6 +217,7 @@ std::string Runtime::describe() const {
   std::string s = std::to_string(world_size_) + (world_size_ == 1 ? " rank" : " ranks") + " on " +
                   std::to_string(nodes_) + (nodes_ == 1 ? " node" : " nodes") + ", backend " +
                   to_string(queue_.backend);
+  if (queue_.backend == Backend::cpu && !cpu_threads_chosen_by_.empty()) s += ", " + describe_cpu_threads();
   if (queue_.backend == Backend::cuda)
     s += ", " + std::to_string(gpus_in_use_) + (gpus_in_use_ == 1 ? " GPU" : " GPUs") + ", rank 0 drives " +
          kernels::describe_device(queue_);

@@ -58,16 +58,18 @@ class Harness:
     def path(self, name):
         return os.path.join(self.work, name)
 
-    def run(self, app, args, ranks=None, backend=True, env=None):
-        """Runs app under mpiexec (env: extra environment variables); returns (status, stdout, stderr)."""
+    def run(self, app, args, ranks=None, backend=True, env=None, unset=()):
+        """Runs app under mpiexec (env: extra environment variables, unset: names to remove); returns
+        (status, stdout, stderr)."""
         ranks = self.ranks if ranks is None else ranks
         cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, program(app))]
         if backend:
             cmd += ["--backend", self.backend]
         cmd += [str(a) for a in args]
         try:
+            environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=APP_TIMEOUT, cwd=self.work,
-                               env={**os.environ, **env} if env else None)
+                               env=environment)
         except subprocess.TimeoutExpired:
             self.fail(f"timed out after {APP_TIMEOUT} s (hang?): {shlex.join(cmd)}")
             return None, "", ""
@@ -153,16 +155,46 @@ def check_h5dump(h, path):
     h.check(p.returncode == 0 and "DATASET" in p.stdout, f"h5dump -H {path} failed: {p.stderr}")
 
 
+def check_provenance(h, report):
+    """What every report says about where it came from: version, source revision, time and hosts."""
+    import datetime
+    import socket
+    h.check(isinstance(report.get("version"), str) and report["version"].count(".") == 2,
+            f"json version = {report.get('version')!r}")
+    rev = report.get("revision")
+    h.check(isinstance(rev, str) and rev != "" and all(c.isalnum() or c in "._-+/" for c in rev),
+            f"json revision = {rev!r} (git describe, or unknown)")
+    stamp = report.get("timestamp", "")
+    try:
+        when = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        age = (datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()
+        h.check(-5 <= age <= 3600, f"json timestamp {stamp} is {age:.0f} s from now (UTC)")
+    except ValueError:
+        h.fail(f"json timestamp = {stamp!r}, expected UTC ISO 8601 (2026-01-31T12:00:00Z)")
+    h.check(report.get("hosts") == [socket.gethostname()], f"json hosts = {report.get('hosts')!r}, expected [{socket.gethostname()!r}]")
+
+
 def check_common_json(h, report, app, dtype, sizes):
     h.check(report.get("app") == program(app), f"json app = {report.get('app')!r}")
     h.check(report.get("ranks") == h.ranks, f"json ranks = {report.get('ranks')!r}, expected {h.ranks}")
     h.check(report.get("backend") == h.backend, f"json backend = {report.get('backend')!r}")
     h.check(report.get("dtype") == dtype, f"json dtype = {report.get('dtype')!r}, expected {dtype}")
     h.check(report.get("sizes") == sizes, f"json sizes = {report.get('sizes')!r}, expected {sizes}")
+    check_provenance(h, report)
     t = report.get("timing", {})
     h.check(isinstance(t.get("total"), (int, float)) and t["total"] >= 0, f"json timing.total = {t.get('total')!r}")
     for phase in ("local", "communication", "fixup", "host"):
         h.check(isinstance(t.get("phases", {}).get(phase), (int, float)), f"json timing.phases.{phase} missing")
+    # The phases are one rank's in one repeat whose time is at most the median: never more than the total.
+    phase_sum = sum(v for v in t.get("phases", {}).values() if isinstance(v, (int, float)))
+    h.check(phase_sum <= t.get("total", 0) * (1 + 1e-9), f"json timing: phases add up to {phase_sum} > total {t.get('total')}")
+    ranks = t.get("ranks", {})
+    h.check(all(isinstance(ranks.get(k), (int, float)) for k in ("min", "avg", "max"))
+            and ranks["min"] <= ranks["avg"] * (1 + 1e-12) and ranks["avg"] <= ranks["max"] * (1 + 1e-12),
+            f"json timing.ranks (min / avg / max over ranks) = {ranks!r}")
+    h.check(isinstance(t.get("repeat_min"), (int, float)) and isinstance(t.get("repeat_max"), (int, float))
+            and t["repeat_min"] <= t["total"] <= t["repeat_max"],
+            f"json timing: repeats {t.get('repeat_min')!r} to {t.get('repeat_max')!r} around the median {t.get('total')!r}")
     tp = report.get("throughput", {})
     h.check(isinstance(tp.get("value"), (int, float)) and tp.get("unit") in ("GB/s", "GFLOP/s"),
             f"json throughput = {tp!r}")

@@ -84,4 +84,9 @@ for app in (G, P, F, M):
     h.check(status == 0 and stdout.count("usage:") == 1 and "--verify" in stdout, f"{app} --help: {status} {stdout!r}")
     status, stdout, _ = h.run(app, ["--version"], backend=False)
     h.check(status == 0 and len(stdout.strip().splitlines()) == 1, f"{app} --version: {status} {stdout!r}")
+# ... and so do the scaling app's.
+status, stdout, _ = h.run("scaling", ["--help"], backend=False)
+h.check(status == 0 and stdout.count("usage:") == 1 and "--n-per-rank" in stdout, f"scaling --help: {status} {stdout!r}")
+status, stdout, _ = h.run("scaling", ["--version"], backend=False)
+h.check(status == 0 and len(stdout.strip().splitlines()) == 1 and "Tessera" in stdout, f"scaling --version: {status} {stdout!r}")
 h.finish()

@@ -4,8 +4,13 @@ the checksums from the generator's definition (counter_rng.hpp re-implemented be
 by the least-squares optimality of what it reports, Karp-Flatt and Gustafson from the measured times,
 the projection's internal consistency. Standard library only.
 
+Per point, the median over rounds and its 95% interval are recomputed from the round times (order
+statistics of the binomial distribution), and the noisy flags, the stopping rule of the rounds, the
+fits' verdicts and the withholding of a projection whose held-out check failed are checked against
+the thresholds the report states.
+
 usage: check_scaling_json.py REPORT.json --op OP --dtype DTYPE --seed S --expect-ranks 1,2,4
-                             [--strong-n N] [--weak-n-per-rank N]
+                             [--strong-n N] [--weak-n-per-rank N] [--expect-projection shown|withheld]
 """
 import argparse
 import json
@@ -106,6 +111,50 @@ def summa_time(n, p, b, e, seconds_per_flop, alpha, beta):
     return time
 
 
+def median_interval(x):
+    """(median, low, high, level): [x_(k), x_(n+1-k)] with the largest k of coverage >= 95%, else k = 1."""
+    x = sorted(x)
+    n = len(x)
+    median = x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
+    below = lambda j: sum(math.comb(n, i) for i in range(j + 1)) / 2 ** n  # P(B <= j)
+    k = 1
+    for cand in range(2, n // 2 + 1):
+        if 1 - 2 * below(cand - 1) >= 0.95:
+            k = cand
+    return median, x[k - 1], x[n - k], max(0.0, 1 - 2 * below(k - 1))
+
+
+def check_points_statistics(report, block, mode):
+    """Median, interval, spread and noisy flag of every point, from its round times."""
+    first = None
+    for p in block["points"]:
+        rt = p["round_times_s"]
+        check(len(rt) == p["rounds"] == report["rounds"], f"{mode}: {len(rt)} round times, {p['rounds']} rounds at {p['ranks']} ranks")
+        med, lo, hi, level = median_interval(rt)
+        check(math.isclose(p["time_s"], med, rel_tol=1e-12), f"{mode}: time {p['time_s']} is not the median {med} of {rt}")
+        check(math.isclose(p["time_ci95_s"][0], lo, rel_tol=1e-12) and math.isclose(p["time_ci95_s"][1], hi, rel_tol=1e-12),
+              f"{mode}: interval {p['time_ci95_s']} at {p['ranks']} ranks, expected [{lo}, {hi}] of {rt}")
+        check(math.isclose(p["ci_level"], level, rel_tol=1e-9, abs_tol=1e-12), f"{mode}: ci_level {p['ci_level']} vs {level}")
+        check(p["time_min_s"] == min(rt) and p["time_max_s"] == max(rt), f"{mode}: min/max over rounds")
+        spread = (hi - lo) / med
+        check(math.isclose(p["spread"], spread, rel_tol=1e-9, abs_tol=1e-15), f"{mode}: spread {p['spread']} vs {spread}")
+        check(p["noisy"] == (spread > block["max_spread"]), f"{mode}: noisy {p['noisy']} with spread {spread}")
+        phases = p["phases_s"]
+        within = phases["local"] + phases["communication"] + phases["fixup"] + phases["host"]
+        check(within <= p["time_s"] * (1 + 1e-9), f"{mode}: phases add up to {within} > time {p['time_s']} at {p['ranks']} ranks")
+        check(math.isclose(within + phases["other"], p["time_s"], rel_tol=1e-9), f"{mode}: phases + other != time")
+        if first is None:
+            first = p
+            check(p["efficiency_interval"] == [1, 1], f"{mode}: first point's efficiency interval {p['efficiency_interval']}")
+            continue
+        k = p["ranks"] / first["ranks"] if mode == "strong" else 1
+        want = [first["time_ci95_s"][0] / (k * hi), first["time_ci95_s"][1] / (k * lo)]
+        got = p["efficiency_interval"]
+        check(all(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, want)), f"{mode}: efficiency interval {got} vs {want}")
+        check(got[0] <= p["efficiency"] * (1 + 1e-9) and p["efficiency"] <= got[1] * (1 + 1e-9),
+              f"{mode}: efficiency {p['efficiency']} outside its interval {got}")
+
+
 def check_mode(report, mode, args):
     block = report.get(mode)
     check(block is not None, f"{mode}: missing from the report")
@@ -117,6 +166,7 @@ def check_mode(report, mode, args):
     check(ranks == args.expect_ranks, f"{mode}: points at ranks {ranks}, expected {args.expect_ranks}")
     check(all(t > 0 for t in times), f"{mode}: non-positive times {times}")
     t_first, p_first = times[0], ranks[0]
+    check_points_statistics(report, block, mode)
 
     for p in points:
         size = p["size"]
@@ -146,6 +196,8 @@ def check_mode(report, mode, args):
         fit = block["amdahl"]
         check(fit["valid"], "strong: Amdahl fit not valid")
         s, t1 = fit["serial_fraction"], fit["t1_s"]
+        check(fit["describes_points"] == (fit["residual_max"] <= block["max_fit_error"]),
+              f"strong: Amdahl describes_points {fit['describes_points']} with residual {fit['residual_max']}")
         check(0.0 <= s <= 1.0, f"strong: serial fraction {s} outside [0, 1]")
         check(t1 > 0, f"strong: fitted T(1) {t1}")
         # The fitted curve reproduces every fitted time within the residual the app reports.
@@ -174,6 +226,17 @@ def check_mode(report, mode, args):
         check(g["valid"] and 0.0 <= g["serial_fraction"] <= 1.0, f"weak: Gustafson fit {g}")
 
     mc = block["model_check"]
+    worst = max([abs(q["relative_error"]) for q in mc["points"]], default=0.0)
+    check(math.isclose(mc["max_abs_relative_error"], worst, rel_tol=1e-9, abs_tol=1e-15), f"{mode}: model check worst error")
+    held_out = bool(mc["points"])
+    passed = held_out and worst <= block["max_fit_error"]
+    check(mc["passed"] == (passed if held_out else None), f"{mode}: model check passed = {mc['passed']}, error {worst}")
+    status = block["projection_status"]
+    check(status == ("withheld" if held_out and not passed else "checked" if held_out else "unchecked"),
+          f"{mode}: projection status {status} with check error {worst} (limit {block['max_fit_error']})")
+    if args.expect_projection:
+        check((status == "withheld") == (args.expect_projection == "withheld"),
+              f"{mode}: projection {status}, expected {args.expect_projection}")
     check(mc["fit_ranks"] == args.expect_ranks[:2], f"{mode}: model check fitted on {mc['fit_ranks']}")
     predicted_ranks = [q["ranks"] for q in mc["points"]]
     check(predicted_ranks == args.expect_ranks[2:], f"{mode}: model check predicts {predicted_ranks}")
@@ -204,6 +267,11 @@ def check_mode(report, mode, args):
 
     proj = block["projection"]
     proj_ranks = [q["ranks"] for q in proj]
+    if status == "withheld":
+        check(proj == [] and "misses" in block["projection_note"], f"{mode}: a withheld projection has {len(proj)} points")
+        return
+    check(math.isclose(block["projection_extrapolation"], max(proj_ranks) / max(ranks), rel_tol=1e-12),
+          f"{mode}: extrapolation {block['projection_extrapolation']}")
     for p in [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]:
         if p > max(args.expect_ranks):
             check(p in proj_ranks, f"{mode}: projection lacks {p} ranks")
@@ -226,10 +294,17 @@ def main():
     ap.add_argument("--expect-ranks", required=True, type=lambda s: [int(x) for x in s.split(",")])
     ap.add_argument("--strong-n", type=int)
     ap.add_argument("--weak-n-per-rank", type=int)
+    ap.add_argument("--expect-projection", choices=["shown", "withheld"])
     args = ap.parse_args()
     with open(args.report) as f:
         report = json.load(f)
     check(report.get("op") == args.op, f"op {report.get('op')} expected {args.op}")
+    check(isinstance(report.get("version"), str) and isinstance(report.get("revision"), str) and report["revision"],
+          f"version {report.get('version')!r}, revision {report.get('revision')!r}")
+    check(isinstance(report.get("timestamp"), str) and len(report["timestamp"]) == 20 and report["timestamp"].endswith("Z"),
+          f"timestamp {report.get('timestamp')!r} (UTC, ISO 8601)")
+    check(isinstance(report.get("hosts"), list) and report.get("host") in report["hosts"], f"hosts {report.get('hosts')!r}")
+    check(isinstance(report.get("threads", {}).get("per_rank"), int), f"threads {report.get('threads')!r}")
     check(report.get("ranks") == args.expect_ranks, f"ranks {report.get('ranks')}")
     col = report.get("collectives", [])
     check([c["ranks"] for c in col] == args.expect_ranks, "collectives: one sample per rank count")
@@ -247,8 +322,14 @@ def main():
         check(math.isclose(net[key + "latency_s"], alpha, rel_tol=1e-9, abs_tol=1e-15)
               and math.isclose(net[key + "bandwidth_Bps"], beta, rel_tol=1e-9, abs_tol=1e-6),
               f"network: {key}latency/bandwidth {net[key + 'latency_s']}, {net[key + 'bandwidth_Bps']} vs refit {alpha}, {beta}")
-    check(net.get("path") == "host-mpi" and net.get("device_path") == ("mpi-host" if report.get("backend") == "cpu" else net.get("device_path")),
+    check(net.get("path") == "mpi-host" and net.get("device_path") == ("mpi-host" if report.get("backend") == "cpu" else net.get("device_path")),
           f"network: paths {net.get('path')}, {net.get('device_path')}")
+    # Rounds: at least the minimum; fewer than the maximum only when no point was noisy.
+    rounds = report["rounds"]
+    check(report["min_rounds"] <= rounds <= report["max_rounds"], f"rounds {rounds} outside [{report['min_rounds']}, {report['max_rounds']}]")
+    if rounds < report["max_rounds"]:
+        noisy = [(m, p["ranks"]) for m in ("strong", "weak") if report.get(m) for p in report[m]["points"] if p["noisy"]]
+        check(not noisy, f"stopped after {rounds} < {report['max_rounds']} rounds with noisy points {noisy}")
     if args.strong_n is not None:
         check_mode(report, "strong", args)
     if args.weak_n_per_rank is not None:

@@ -7,7 +7,11 @@
 #   2. jobs/gpu_binding.sbatch with 4 tasks and 4 fake GPUs, option A (--gpus-per-task=1, srun):
 #      4 distinct GPUs, one visible per rank;
 #   3. the same, option B (--gpus-per-node=4 --gpu-bind=none, mpirun inside the allocation): every
-#      rank sees all 4 and the runtime's local_rank % 4 still gives 4 distinct GPUs.
+#      rank sees all 4 and the runtime's local_rank % 4 still gives 4 distinct GPUs;
+#   4. the same, option C (--gres=gpu:4, srun): as option B.
+# Jobs that ask for --cpus-per-task=2 must give each task 2 CPUs (srun no longer inherits the
+# job's --cpus-per-task: the step's CPUs on the node) and 2 OpenMP threads (OMP_NUM_THREADS, set
+# to 1 here, as a user's login environment might), in the probe and in the scaling report.
 # Exit 0: all passed; 77: Slurm cannot run here (reason printed; ctest reports SKIPPED); else failed.
 #
 # usage: run_slurm_jobs.sh SCALING_BINARY SOURCE_DIR PYTHON [WORK_DIR]
@@ -88,7 +92,7 @@ submit() {
 id=$(TESSERA_OPS="sum matmul" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 TESSERA_REPEAT=3 \
   TESSERA_N=100003 TESSERA_N_PER_RANK=30011 TESSERA_MATMUL_N=37 TESSERA_MATMUL_N_PER_RANK=17 \
   TESSERA_LAUNCHER=srun TESSERA_SRUN_MPI=pmix \
-  submit scaling --nodes=1 --ntasks-per-node=4 --cpus-per-task=1 --gpus-per-task=1 --time=5 \
+  submit scaling --nodes=1 --ntasks-per-node=4 --cpus-per-task=2 --gpus-per-task=1 --time=5 \
   "$src/jobs/scaling.sbatch") || fail "scaling job"
 results=$work/results/scaling-$id
 echo "scaling job $id: $(ls "$results" 2>/dev/null | tr '\n' ' ')"
@@ -99,6 +103,8 @@ for op in sum matmul; do
   "$python" "$src/tests/scaling/check_scaling_json.py" "$report" --op $op --dtype float64 --expect-ranks 1,2,4 \
     "${sizes[@]}" || fail "scaling job: $op report"
   grep -q "\"slurm_job_id\": \"$id\"" "$report" || fail "scaling job: $op report does not name job $id"
+  "$python" -c 'import json, sys; t = json.load(open(sys.argv[1]))["threads"]; sys.exit(0 if t["min"] == t["max"] == 2 else f"threads {t}")' \
+    "$report" || fail "scaling job: $op report: not 2 OpenMP threads per rank under --cpus-per-task=2"
 done
 
 # The gather script on the job's directory: a table and one PNG per op.
@@ -126,11 +132,11 @@ else
   fail "gather_scaling.py: $(tail -n 5 "$work/gather.out")"
 fi
 
-# ---- 2. and 3. GPU binding with 4 fake GPUs ------------------------------------------------------
-check_probe() {  # check_probe FILE ONE_VISIBLE(yes|no)
+# ---- 2. to 4. GPU binding with 4 fake GPUs -------------------------------------------------------
+check_probe() {  # check_probe FILE ONE_VISIBLE(yes|no) CPUS_PER_TASK
   "$python" - "$@" <<'EOF'
 import re, sys
-path, one_visible = sys.argv[1], sys.argv[2] == "yes"
+path, one_visible, cpus = sys.argv[1], sys.argv[2] == "yes", sys.argv[3]
 lines = [l for l in open(path) if l.startswith("gpu-probe ")]
 assert len(lines) == 4, f"{len(lines)} probe lines, expected 4"
 seen = {}
@@ -145,14 +151,19 @@ for l in lines:
         assert len(cvd) == 4, f"rank {f['rank']}: expected all 4 GPUs visible: {l}"
         assert int(f["device"]) == int(f["local_rank"]) % 4, l
     seen.setdefault((f["host"], f["gpu"]), []).append(f["rank"])
+    on_host = sum(1 for m in lines if f" host={f['host']} " in m)
+    assert f.get("slurm_cpus_on_node") == str(int(cpus) * on_host), \
+        f"rank {f['rank']}: the step has {f.get('slurm_cpus_on_node')} CPUs on its node, expected {cpus} x {on_host} tasks: {l}"
+    assert f.get("omp_num_threads") == cpus and f.get("threads") == cpus, \
+        f"rank {f['rank']}: OMP_NUM_THREADS {f.get('omp_num_threads')}, threads {f.get('threads')}, expected {cpus}: {l}"
 assert len(seen) == 4, f"ranks share GPUs: {seen}"
 print("gpu binding ok:", ", ".join(f"rank {r[0]} -> gpu {g}" for (h, g), r in sorted(seen.items())))
 EOF
 }
 
-id=$(TESSERA_LAUNCHER=srun submit gpu-a --nodes=1 --ntasks=4 --cpus-per-task=1 --gpus-per-task=1 --time=2 \
+id=$(TESSERA_LAUNCHER=srun submit gpu-a --nodes=1 --ntasks=4 --cpus-per-task=2 --gpus-per-task=1 --time=2 \
   "$src/jobs/gpu_binding.sbatch") || fail "gpu binding job (option A)"
-check_probe "$work/results/gpu-binding-$id/probe.txt" yes || fail "gpu binding (option A: --gpus-per-task=1, srun)"
+check_probe "$work/results/gpu-binding-$id/probe.txt" yes 2 || fail "gpu binding (option A: --gpus-per-task=1, srun)"
 
 # Option B exactly as the script's comment tells a user to switch: swap the '#'s of the GPU lines.
 sed -e 's/^#SBATCH --gpus-per-task=1/##SBATCH --gpus-per-task=1/' -e 's/^##SBATCH --gpus-per-node=4/#SBATCH --gpus-per-node=4/' \
@@ -160,7 +171,15 @@ sed -e 's/^#SBATCH --gpus-per-task=1/##SBATCH --gpus-per-task=1/' -e 's/^##SBATC
 grep -q '^#SBATCH --gpus-per-node=4' "$work/gpu_binding_option_b.sbatch" || fail "option B lines not found in jobs/gpu_binding.sbatch"
 id=$(TESSERA_LAUNCHER=mpirun submit gpu-b --nodes=1 --ntasks=4 --cpus-per-task=1 --time=2 \
   "$work/gpu_binding_option_b.sbatch") || fail "gpu binding job (option B)"
-check_probe "$work/results/gpu-binding-$id/probe.txt" no || fail "gpu binding (option B: --gpus-per-node=4, mpirun)"
+check_probe "$work/results/gpu-binding-$id/probe.txt" no 1 || fail "gpu binding (option B: --gpus-per-node=4, mpirun)"
+
+# Option C, the --gres form some centres use: swap the '#'s of option A and option C.
+sed -e 's/^#SBATCH --gpus-per-task=1/##SBATCH --gpus-per-task=1/' -e 's/^##SBATCH --gres=gpu:4/#SBATCH --gres=gpu:4/' \
+  "$src/jobs/gpu_binding.sbatch" >"$work/gpu_binding_option_c.sbatch"
+grep -q '^#SBATCH --gres=gpu:4' "$work/gpu_binding_option_c.sbatch" || fail "option C line not found in jobs/gpu_binding.sbatch"
+id=$(TESSERA_LAUNCHER=srun submit gpu-c --nodes=1 --ntasks=4 --cpus-per-task=2 --time=2 \
+  "$work/gpu_binding_option_c.sbatch") || fail "gpu binding job (option C)"
+check_probe "$work/results/gpu-binding-$id/probe.txt" no 2 || fail "gpu binding (option C: --gres=gpu:4, srun)"
 
 if ((failed)); then exit 1; fi
 echo "PASS: Slurm jobs ran and their results check out"

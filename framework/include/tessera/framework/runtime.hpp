@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/framework/context.hpp"
 
@@ -14,6 +15,12 @@ enum class BackendChoice { automatic, cpu, cuda };
 
 // Parses "auto", "cpu" or "cuda"; throws UsageError naming the text otherwise.
 BackendChoice parse_backend_choice(std::string_view text);
+
+// OpenMP threads for a rank that nobody told how many to use: its share of its node, never more
+// cores than its affinity mask holds nor more than the node's cores divided among the node's ranks,
+// and at least one. mask_cores: cores in the rank's affinity mask; node_cores: cores in the union
+// of the masks of the node's ranks; ranks_on_node: ranks on the node.
+int default_cpu_threads(int mask_cores, int node_cores, int ranks_on_node);
 
 class Runtime {
  public:
@@ -29,7 +36,12 @@ class Runtime {
   // rank and host), so the caller exits non-zero without anyone hanging. Under cuda, world rank
   // binds device local_rank % visible_devices: right both for `srun --gpus-per-task=1` (one
   // visible device) and for `mpirun` on a whole node (all visible). Call once.
-  Context start(BackendChoice choice);
+  //
+  // It also sets the OpenMP threads of this rank's host work (the cpu backend's kernels):
+  // `cpu_threads` where positive (an app's --threads), else what OMP_NUM_THREADS says where it is
+  // set, else default_cpu_threads() from the affinity masks of the node's ranks. Ranks that share
+  // cores would otherwise each start a thread per core and wait on each other's spinning threads.
+  Context start(BackendChoice choice, int cpu_threads = 0);
 
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
@@ -40,15 +52,37 @@ class Runtime {
   // Distinct GPUs driven by the job (0 under cpu). Fewer than world_size() when ranks share GPUs
   // (more ranks than devices on a node): then NCCL, which needs one device per rank, is not used.
   int gpus_in_use() const { return gpus_in_use_; }
+  // OpenMP threads of this rank after start(), and what chose them: "--threads", "OMP_NUM_THREADS",
+  // "affinity mask" (the rank's mask held fewer cores than its share of the node) or "cores / ranks
+  // on the node". The fewest and most threads of any rank of the job.
+  int cpu_threads() const { return cpu_threads_; }
+  const std::string& cpu_threads_chosen_by() const { return cpu_threads_chosen_by_; }
+  int cpu_threads_min() const { return cpu_threads_min_; }
+  int cpu_threads_max() const { return cpu_threads_max_; }
+  // What start(choice, requested) sets, without setting it (for a probe before start).
+  struct CpuThreads {
+    int threads;
+    std::string chosen_by;
+  };
+  CpuThreads plan_cpu_threads(int requested = 0) const;
+  // Cores in this rank's affinity mask, and in the union of the masks of its node's ranks.
+  int mask_cores() const { return mask_cores_; }
+  int node_cores() const { return node_cores_; }
+  // The distinct host names of the job, in the order of their lowest rank.
+  const std::vector<std::string>& hostnames() const { return hostnames_; }
 
   // The world context after start(); null before.
   const Context& world() const { return world_; }
 
-  // "4 ranks on 1 node, backend cuda, GPU per rank: NVIDIA H100 ..." (this rank's view).
+  // "4 ranks on 1 node, backend cpu, 1 OpenMP thread per rank (cores / ranks on the node)" or
+  // "2 ranks on 1 node, backend cuda, 2 GPUs, rank 0 drives NVIDIA H100 ..." (this rank's view).
   std::string describe() const;
+  // "1 OpenMP thread per rank (2 cores / 4 ranks on the node)": the choice start() made.
+  std::string describe_cpu_threads() const;
 
  private:
   void count_gpus_in_use();
+  void choose_cpu_threads(int requested);
 
   int world_rank_ = 0;
   int world_size_ = 1;
@@ -57,7 +91,14 @@ class Runtime {
   int visible_devices_ = 0;
   int nodes_ = 1;
   int gpus_in_use_ = 0;
+  int mask_cores_ = 1;
+  int node_cores_ = 1;
+  int cpu_threads_ = 1;
+  int cpu_threads_min_ = 1;
+  int cpu_threads_max_ = 1;
+  std::string cpu_threads_chosen_by_;
   std::string hostname_;
+  std::vector<std::string> hostnames_;
   Context world_;
   kernels::Queue queue_;
 };

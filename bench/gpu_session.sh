@@ -117,6 +117,19 @@ case "${1:-}" in
       TAIL=20 step bench_kernels 150 "$build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
     fi
     ;;
+  compare-kernels)
+    # The kernel benchmark's reduce, scan and select rows of this tree and of another one (OLD_SRC,
+    # a source tree of an earlier revision), built alike and run in alternation, twice each: a
+    # regression check on the same GPU in the same call.
+    old_src=${OLD_SRC:?compare-kernels needs OLD_SRC}
+    generator=""; command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
+    TAIL=3 step build_old 300 bash -c "cmake -S '$old_src' -B '$old_src/build' $generator -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build '$old_src/build' -j $JOBS --target tessera_bench_kernels"
+    for round in 1 2; do
+      TAIL=30 step "bench_kernels_new_$round" 120 "$build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
+      TAIL=30 step "bench_kernels_old_$round" 120 "$old_src/build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
+    done
+    ;;
   generic-more)
     cmake --build "$build" -j "$JOBS" >"$out/build_rest.log" 2>&1 || { tail -30 "$out/build_rest.log"; status=1; }
     step app_tests_cuda 300 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4

@@ -26,6 +26,7 @@
 
 #include "bench_timing.cuh"
 #include "tessera/kernels/cuda/device_reduce_ordered.cuh"
+#include "tessera/kernels/cuda/device_transform.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/kernels.hpp"
 
@@ -128,13 +129,19 @@ struct Printer {
 
 bool close(double a, double b, double rel) { return std::fabs(a - b) <= rel * (std::fabs(a) + std::fabs(b) + 1e-30); }
 
-// The order-keeping reduction at other tunings than OrderedReduceTuning (threads, rows in flight,
+// The order-keeping reduction at other tunings than OrderedReduceTuning (threads, tiles per group,
 // waves), for the record of why the default is what it is.
 template <int Threads, int Rows, int Waves>
 struct OrderedTuning {
   static constexpr int kBlockThreads = Threads;
-  static constexpr int kRowsInFlight = Rows;
+  static constexpr int kTilesPerGroup = Rows;
   static constexpr int kWaves = Waves;
+};
+
+template <int Threads, int Unroll>
+struct TransformShape {
+  static constexpr int kBlockThreads = Threads;
+  static constexpr int kUnroll = Unroll;
 };
 
 template <class Tuning>
@@ -166,6 +173,17 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
     TESSERA_CUDA_CHECK(cudaMemcpyAsync(&b, z + n / 3, sizeof b, cudaMemcpyDeviceToHost, stream));
     q.synchronize();
     print.row("transform", "thrust::transform", n, ours, theirs, 2 * bytes_1, a == b);
+    // The tile at other shapes (threads x chunks per thread).
+    auto sweep = [&](const char* name, auto run_variant) {
+      const auto [variant, vendor] = median_pair_ms(
+          q, o.warmup, o.reps, [&] { run_variant(); },
+          [&] { thrust::transform(thrust::cuda::par_nosync.on(stream), x, x + n, z, Affine2x1{}); });
+      print.row("transform tile", name, n, variant, vendor, 2 * bytes_1, true);
+    };
+    sweep("thrust; 256 thr x 2 chunks", [&] { tessera::kernels::cuda::detail::device_transform<TransformShape<256, 2>>(x, n, y, Affine2x1{}, q.stream); });
+    sweep("thrust; 256 thr x 8 chunks", [&] { tessera::kernels::cuda::detail::device_transform<TransformShape<256, 8>>(x, n, y, Affine2x1{}, q.stream); });
+    sweep("thrust; 512 thr x 4 chunks", [&] { tessera::kernels::cuda::detail::device_transform<TransformShape<512, 4>>(x, n, y, Affine2x1{}, q.stream); });
+    sweep("thrust; 128 thr x 8 chunks", [&] { tessera::kernels::cuda::detail::device_transform<TransformShape<128, 8>>(x, n, y, Affine2x1{}, q.stream); });
   }
   // ---- transform_reduce ------------------------------------------------------------------------------
   {
@@ -206,16 +224,16 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
     print.row("reduce", "cub::DeviceReduce::Sum (precompiled sum)", n, pre, cub_3, bytes_1, values[2] == values[3]);
     std::printf("%-18s user Plus (commutative) / precompiled: %.3f; user Plus (ordered) / precompiled: %.3f\n", "",
                 user_c / pre, user_o / pre);
-    // The order-keeping pass at other tunings (threads x rows in flight x waves).
+    // The order-keeping pass at other tunings (threads x tiles per group x waves).
     auto sweep = [&](const char* name, auto run_variant) {
       const auto [variant, vendor] = median_pair_ms(q, o.warmup, o.reps, [&] { run_variant(); }, cub_sum);
       read_sums();
       print.row("reduce ordered", name, n, variant, vendor, bytes_1, values[1] == values[3]);
     };
-    sweep("cub Sum; ordered 512 thr x 4 rows x 4 waves", [&] { ordered_reduce_with<OrderedTuning<512, 4, 4>>(q, x, n, d_sum + 1); });
-    sweep("cub Sum; ordered 256 thr x 8 rows x 4 waves", [&] { ordered_reduce_with<OrderedTuning<256, 8, 4>>(q, x, n, d_sum + 1); });
-    sweep("cub Sum; ordered 256 thr x 4 rows x 8 waves", [&] { ordered_reduce_with<OrderedTuning<256, 4, 8>>(q, x, n, d_sum + 1); });
-    sweep("cub Sum; ordered 128 thr x 8 rows x 4 waves", [&] { ordered_reduce_with<OrderedTuning<128, 8, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 512 thr x 4 tiles per group x 4 waves", [&] { ordered_reduce_with<OrderedTuning<512, 4, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 256 thr x 8 tiles per group x 4 waves", [&] { ordered_reduce_with<OrderedTuning<256, 8, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 256 thr x 4 tiles per group x 8 waves", [&] { ordered_reduce_with<OrderedTuning<256, 4, 8>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 128 thr x 8 tiles per group x 4 waves", [&] { ordered_reduce_with<OrderedTuning<128, 8, 4>>(q, x, n, d_sum + 1); });
     TESSERA_CUDA_CHECK(cudaFree(temp));
   }
   // ---- scan ------------------------------------------------------------------------------------------------

@@ -129,12 +129,13 @@ struct Printer {
 
 bool close(double a, double b, double rel) { return std::fabs(a - b) <= rel * (std::fabs(a) + std::fabs(b) + 1e-30); }
 
-// The order-keeping reduction at other tunings than OrderedReduceTuning (threads, tiles per group,
-// waves), for the record of why the default is what it is.
-template <int Threads, int Rows, int Waves>
+// The order-keeping reduction at other tunings than OrderedReduceTuning (threads, rows in flight,
+// vectors per lane, waves), for the record of why the default is what it is.
+template <int Threads, int Rows, int VectorsPerLane, int Waves>
 struct OrderedTuning {
   static constexpr int kBlockThreads = Threads;
-  static constexpr int kTilesPerGroup = Rows;
+  static constexpr int kRowsInFlight = Rows;
+  static constexpr int kVectorsPerLane = VectorsPerLane;
   static constexpr int kWaves = Waves;
 };
 
@@ -146,7 +147,7 @@ struct TransformShape {
 
 template <class Tuning>
 void ordered_reduce_with(const Queue& q, const float* x, index_t n, float* out) {
-  using Source = tessera::kernels::cuda::detail::PointerSource<float, tessera::identity_fn, float>;
+  using Source = tessera::kernels::cuda::detail::PointerSource<float, tessera::identity_fn, float, Tuning::kVectorsPerLane>;
   const Source source{x, n, tessera::identity_fn{}, tessera::kernels::cuda::detail::unaligned_head(x, n),
                       tessera::kernels::cuda::detail::vector_aligned(x)};
   tessera::kernels::cuda::detail::device_reduce_ordered<Tuning>(source, Plus{}, 0.0f, out, q.stream);
@@ -224,16 +225,16 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
     print.row("reduce", "cub::DeviceReduce::Sum (precompiled sum)", n, pre, cub_3, bytes_1, values[2] == values[3]);
     std::printf("%-18s user Plus (commutative) / precompiled: %.3f; user Plus (ordered) / precompiled: %.3f\n", "",
                 user_c / pre, user_o / pre);
-    // The order-keeping pass at other tunings (threads x tiles per group x waves).
+    // The order-keeping pass at other tunings (threads x rows in flight x vectors per lane).
     auto sweep = [&](const char* name, auto run_variant) {
       const auto [variant, vendor] = median_pair_ms(q, o.warmup, o.reps, [&] { run_variant(); }, cub_sum);
       read_sums();
       print.row("reduce ordered", name, n, variant, vendor, bytes_1, values[1] == values[3]);
     };
-    sweep("cub Sum; ordered 512 thr x 4 tiles per group x 4 waves", [&] { ordered_reduce_with<OrderedTuning<512, 4, 4>>(q, x, n, d_sum + 1); });
-    sweep("cub Sum; ordered 256 thr x 8 tiles per group x 4 waves", [&] { ordered_reduce_with<OrderedTuning<256, 8, 4>>(q, x, n, d_sum + 1); });
-    sweep("cub Sum; ordered 256 thr x 4 tiles per group x 8 waves", [&] { ordered_reduce_with<OrderedTuning<256, 4, 8>>(q, x, n, d_sum + 1); });
-    sweep("cub Sum; ordered 128 thr x 8 tiles per group x 4 waves", [&] { ordered_reduce_with<OrderedTuning<128, 8, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 256 x 2 rows x 2 vec/lane", [&] { ordered_reduce_with<OrderedTuning<256, 2, 2, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 256 x 1 row x 4 vec/lane", [&] { ordered_reduce_with<OrderedTuning<256, 1, 4, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 256 x 2 rows x 4 vec/lane", [&] { ordered_reduce_with<OrderedTuning<256, 2, 4, 4>>(q, x, n, d_sum + 1); });
+    sweep("cub Sum; ordered 512 x 4 rows x 1 vec/lane", [&] { ordered_reduce_with<OrderedTuning<512, 4, 1, 4>>(q, x, n, d_sum + 1); });
     TESSERA_CUDA_CHECK(cudaFree(temp));
   }
   // ---- scan ------------------------------------------------------------------------------------------------

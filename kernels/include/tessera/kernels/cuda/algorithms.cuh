@@ -25,7 +25,8 @@ void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, A
   if constexpr (is_commutative_v<Op>) {
     detail::device_reduce(in, n, f, op, identity, out, queue.stream);
   } else {
-    const detail::PointerSource<In, F, Acc> source{in, n, f, detail::unaligned_head(in, n), detail::vector_aligned(in)};
+    const detail::PointerSource<In, F, Acc, detail::OrderedReduceTuning::kVectorsPerLane> source{
+        in, n, f, detail::unaligned_head(in, n), detail::vector_aligned(in)};
     detail::device_reduce_ordered(source, op, identity, out, queue.stream);
   }
 }

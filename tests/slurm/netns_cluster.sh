@@ -9,7 +9,7 @@
 #                                                   its namespaces (by PID), deletes the namespaces,
 #                                                   veths and bridge; safe to call twice (trap it)
 #   netns_cluster_node_pids NODE                 -> PIDs of the processes inside NODE's namespace
-#   netns_cluster_shape RATE / _unshape          -> a slower inter-node link (tc on the veth pairs)
+#   netns_cluster_shape RATE [DELAY] / _unshape  -> a slower inter-node link (tc on the veth pairs)
 # NETNS_CLUSTER_NODES holds the node names, NETNS_CLUSTER_SUBNET the hosts' /24.
 #
 # What a host needs, and why (each learnt the hard way; see also ../../../shared/SLURM.md):
@@ -267,15 +267,24 @@ _netns_stop_pid() {
   return 0
 }
 
-# A slower inter-node link: a token bucket (tbf, RATE like 200mbit) on both ends of every veth
-# pair, so that traffic between two hosts is limited both ways. Only the veths are shaped: ranks
-# of one host talk through shared memory and are not affected.
+# A slower link between the hosts, on both ends of every veth pair (so that traffic between two
+# hosts is limited both ways; ranks within a host talk through shared memory and are not slowed):
+#   netns_cluster_shape RATE [DELAY]   e.g. 200mbit 500us
+# With DELAY, netem adds that one-way delay and the rate limit; a kernel without netem (this
+# machine's has none) gets the rate limit alone from a token bucket (tbf). Sets
+# NETNS_CLUSTER_SHAPING to what was applied ("netem delay 500us rate 200mbit" or "tbf rate 200mbit").
 netns_cluster_shape() {
-  local rate=$1 i
+  local rate=$1 delay=${2:-} i qdisc
+  qdisc=(tbf rate "$rate" burst 32kb limit 8mb)
+  NETNS_CLUSTER_SHAPING="tbf rate $rate"
+  if [[ -n $delay ]] && tc qdisc replace dev "${NETNS_CLUSTER_VETH[0]}" root netem delay "$delay" rate "$rate" limit 10000 \
+    2>/dev/null; then
+    qdisc=(netem delay "$delay" rate "$rate" limit 10000)
+    NETNS_CLUSTER_SHAPING="netem delay $delay rate $rate"
+  fi
   for i in "${!NETNS_CLUSTER_NS[@]}"; do
-    tc qdisc replace dev "${NETNS_CLUSTER_VETH[i]}" root tbf rate "$rate" burst 64kb latency 100ms || return 1
-    nsenter --net="/run/netns/${NETNS_CLUSTER_NS[i]}" tc qdisc replace dev eth0 root tbf rate "$rate" burst 64kb latency 100ms ||
-      return 1
+    tc qdisc replace dev "${NETNS_CLUSTER_VETH[i]}" root "${qdisc[@]}" || return 1
+    nsenter --net="/run/netns/${NETNS_CLUSTER_NS[i]}" tc qdisc replace dev eth0 root "${qdisc[@]}" || return 1
   done
 }
 

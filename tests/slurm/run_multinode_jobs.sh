@@ -10,7 +10,9 @@
 #      against numpy, and every 3-node run against the 1-node run (check_multinode.py);
 #   3. jobs/scaling.sbatch over 1, 2 and 3 nodes: the reports checked by
 #      tests/scaling/check_scaling_json.py and gathered by jobs/gather_scaling.py;
-#   4. faults: the ranks of one node killed in the middle of a job made of collectives (srun, then
+#   4. the two-level network on a slower link between the hosts (tc on the veth pairs): the
+#      scaling app fitted on 1 and 2 nodes predicts 3 (tests/scaling/check_two_level_json.py);
+#   5. faults: the ranks of one node killed in the middle of a job made of collectives (srun, then
 #      mpirun), and that node's slurmd stopped: the job must end within the deadline with a
 #      non-zero status and a message naming the lost node, no rank may be left running, and no
 #      output file may exist.
@@ -21,7 +23,7 @@
 #
 # usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON
 #   TESSERA_SLURM_KEEP=1 keeps the work directory (configuration, logs, results) for a look;
-#   TESSERA_MULTINODE_PARTS="binding apps scaling faults" (the default) runs only the parts named.
+#   TESSERA_MULTINODE_PARTS="binding apps scaling twolevel faults" (the default) runs only the parts named.
 set -uo pipefail
 
 bin=${1:?usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON}
@@ -44,7 +46,7 @@ unset SLURM_CONF
 work=$(mktemp -d /tmp/tessera-mn.XXXXXX)
 failed=0
 started=$SECONDS
-parts=" ${TESSERA_MULTINODE_PARTS:-binding apps scaling faults} "
+parts=" ${TESSERA_MULTINODE_PARTS:-binding apps scaling twolevel faults} "
 want() { [[ $parts == *" $1 "* ]]; }
 # Our own deadline, below ctest's TIMEOUT (600 s): ctest would kill this script without running
 # the trap, and leave the daemons and namespaces behind.
@@ -250,7 +252,37 @@ if want scaling; then
   fi
 fi
 
-# ---- 4. faults: a node lost in the middle of a job ---------------------------------------------------
+# ---- 4. the two-level network, on a slower link between the hosts ------------------------------------
+# One launch of 6 ranks on 3 nodes measures collectives within a node and among the nodes, fits
+# the model on the points and collectives on 1 and 2 nodes and predicts those on 3
+# (tests/scaling/check_two_level_json.py recomputes the fit and prints the errors). The veth pairs
+# are shaped to 200 Mbit/s (and 500 us more delay where the kernel has netem), so the link between
+# the hosts is far slower than shared memory within one.
+if want twolevel; then
+  rate_mbit=200
+  if netns_cluster_shape ${rate_mbit}mbit 500us; then
+    echo "link between the hosts: $NETNS_CLUSTER_SHAPING"
+    if id=$(TESSERA_BIN=$bin/tessera-scaling TESSERA_OPS="sum matmul" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 \
+      TESSERA_REPEAT=5 TESSERA_N=1000003 TESSERA_N_PER_RANK=200003 TESSERA_MATMUL_N=192 TESSERA_MATMUL_N_PER_RANK=96 \
+      TESSERA_NODE_COUNTS=3 TESSERA_LAUNCHER=srun \
+      run_job two-level --nodes=3 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=5 "$src/jobs/scaling.sbatch"); then
+      for op in sum matmul; do
+        report=$work/results/scaling-$id/$op-nodes3-ranks6.json
+        if [[ ! -s $report ]]; then fail "two-level: $report missing"; continue; fi
+        "$python" "$src/tests/scaling/check_two_level_json.py" "$report" --nodes 3 --ranks-per-node 2 \
+          --max-inter-Bps $((rate_mbit * 1000000 / 8)) || fail "two-level: $op report"
+        grep -E "^two-level (network|check)" "$work/results/scaling-$id/$op-nodes3-ranks6.txt"
+      done
+    else
+      fail "two-level scaling job"
+    fi
+  else
+    fail "could not shape the links between the hosts (tc)"
+  fi
+  netns_cluster_unshape
+fi
+
+# ---- 5. faults: a node lost in the middle of a job ---------------------------------------------------
 # The job: the prefix sum of a small array repeated without end (each repeat a barrier, an exscan
 # and reductions of the timings: the ranks spend their time in collectives), with outputs that
 # would only appear at the end. TESSERA_MPI_TIMEOUT: a rank left waiting for a lost peer ends itself.

@@ -60,6 +60,7 @@ if [ "$profile" = test ]; then
   python_with "matplotlib" || missing_optional+=(python3-matplotlib)
   { have slurmctld && have slurmd && have sbatch; } || missing_optional+=(slurmctld slurmd slurm-client)
   have munged || missing_optional+=(munge)
+  have ip && have tc || missing_optional+=(iproute2)  # the multi-node test's namespaces and shaping
   [ -e /usr/lib/x86_64-linux-gnu/libpmix.so.2 ] || ls /usr/lib/*/libpmix.so.2 >/dev/null 2>&1 || missing_optional+=(libpmix2)
 fi
 

@@ -197,9 +197,15 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   if (o.output) j["output"] = o.output->str();
   const std::string text = j.dump(2) + "\n";
   // The directory was checked at start-up; a failure now (disk full) is reported, not fatal.
-  if (FILE* f = std::fopen(o.json.c_str(), "w")) {
+  // Written under a temporary name and renamed: a job killed meanwhile leaves no report that
+  // looks complete.
+  const std::string partial = o.json + ".partial";
+  if (FILE* f = std::fopen(partial.c_str(), "w")) {
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) std::fprintf(stderr, "%s: --json: could not write '%s'\n", app.name().c_str(), o.json.c_str());
+    if (std::fclose(f) != 0 || !ok || std::rename(partial.c_str(), o.json.c_str()) != 0) {
+      std::remove(partial.c_str());
+      std::fprintf(stderr, "%s: --json: could not write '%s'\n", app.name().c_str(), o.json.c_str());
+    }
   } else {
     std::fprintf(stderr, "%s: --json: cannot create '%s'\n", app.name().c_str(), o.json.c_str());
   }

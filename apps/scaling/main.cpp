@@ -40,6 +40,7 @@
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
+#include "two_level.hpp"
 
 namespace sc = tessera::scaling;
 namespace apps = tessera::apps;
@@ -883,6 +884,10 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     progress("collectives at " + std::to_string(o.ranks[i]) + " ranks");
   }
 
+  // The two levels of the network: collectives within one node and among the nodes (two_level.hpp).
+  const auto layout = apps::two_level::discover_layout(world);
+  const auto level_samples = apps::two_level::measure(world, layout, o.ping_bytes);
+
   // Every point runs once per round, in an order that rotates from round to round, so that a slow
   // spell of the machine (other jobs, a descheduled rank) lands on all points alike and shows as
   // spread instead of as one point's bias. Rounds go on past --rounds, up to --max-rounds, while a
@@ -982,6 +987,9 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
               "device %s (backend buffers, matmul panels): latency %.4g s per tree round, bandwidth %.4g B/s\n",
               net.latency, net.bandwidth, device_path, device_net.latency, device_net.bandwidth);
   for (const auto& r : reports) j[sc::to_string(r.mode)] = mode_json(o, r, samples, stdout);
+  apps::two_level::Study study{o.op, element_bytes(o.dtype), o.panel_width, samples, {}};
+  for (const auto& r : reports) study.modes.push_back({r.mode, r.size_arg, measurements(r)});
+  j["two_level"] = apps::two_level::report(layout, level_samples, study, stdout);
   std::fflush(stdout);
 
   int status = 0;

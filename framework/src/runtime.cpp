@@ -16,6 +16,7 @@
 
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/mpi_watchdog.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -79,6 +80,7 @@ Runtime::Runtime(int& argc, char**& argv) {
     TESSERA_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
   }
   TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  detail::start_mpi_watchdog();
   TESSERA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   TESSERA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
 
@@ -125,7 +127,12 @@ Runtime::~Runtime() {
   kernels::release_cached_memory();  // array blocks cached by kernels::allocate
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (!finalized) {
+    // Watched too: MPI_Finalize synchronises with the other ranks and would wait for a lost one.
+    const detail::MpiCallWatch watch("MPI_Finalize()", __FILE__, __LINE__);
+    MPI_Finalize();
+  }
+  detail::stop_mpi_watchdog();
 }
 
 Context Runtime::start(BackendChoice choice, int cpu_threads) {

@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# Several nodes for real: a private Slurm cluster of three hosts in network namespaces
+# (netns_cluster.sh), 2 tasks per node, one fake GPU per task through gres, the CPU backend, and
+# the project's own job scripts from jobs/ submitted with sbatch across the hosts:
+#   1. jobs/gpu_binding.sbatch, 3 nodes x 2 tasks: option A (--gpus-per-task=1, srun) and option B
+#      (--gpus-per-node=2 --gpu-bind=none, mpirun): every rank names its node and GPU, and the
+#      six (node, GPU) pairs are distinct;
+#   2. jobs/apps.sbatch on inputs written here with h5py: 3 nodes with srun, 3 nodes with mpirun,
+#      and 1 node (2 ranks) with srun; the results (JSON and the HDF5 files written from all hosts)
+#      against numpy, and every 3-node run against the 1-node run (check_multinode.py);
+#   3. jobs/scaling.sbatch over 1, 2 and 3 nodes: the reports checked by
+#      tests/scaling/check_scaling_json.py and gathered by jobs/gather_scaling.py;
+#   4. the two-level network on a slower link between the hosts (tc on the veth pairs): the
+#      scaling app fitted on 1 and 2 nodes predicts 3 (tests/scaling/check_two_level_json.py);
+#   5. faults: the ranks of one node killed in the middle of a job made of collectives (srun, then
+#      mpirun), and that node's slurmd stopped: the job must end within the deadline with a
+#      non-zero status and a message naming the lost node, no rank may be left running, and no
+#      output file may exist.
+# Everything the test starts is stopped by PID and every namespace, veth, bridge and file it made
+# is removed on exit, also on failure or interruption (trap).
+# Exit 0: all passed; 77: this machine cannot run it (no root, no namespaces, no Slurm: reason
+# printed; ctest reports SKIPPED); anything else: failed.
+#
+# usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON
+#   TESSERA_SLURM_KEEP=1 keeps the work directory (configuration, logs, results) for a look;
+#   TESSERA_MULTINODE_PARTS="binding apps scaling twolevel faults" (the default) runs only the parts named.
+set -uo pipefail
+
+bin=${1:?usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON}
+src=${2:?source dir}
+python=${3:?python}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=netns_cluster.sh
+source "$here/netns_cluster.sh"
+
+for app in tessera-scaling tessera-global-sum tessera-prefix-sum tessera-filter tessera-matmul; do
+  [[ -x $bin/$app ]] || { echo "FAIL: $bin/$app is not an executable"; exit 1; }
+done
+bin=$(realpath "$bin")
+src=$(realpath "$src")
+"$python" -c "import numpy, h5py" 2>/dev/null || { echo "SKIP: $python lacks numpy or h5py (the independent checks need both)"; exit 77; }
+
+# The Slurm commands below must talk to our cluster only, never to one this machine belongs to.
+unset SLURM_CONF
+# A short path: Unix sockets of PMIx and Open MPI live below it (their paths must stay < 108 bytes).
+work=$(mktemp -d /tmp/tessera-mn.XXXXXX)
+failed=0
+started=$SECONDS
+parts=" ${TESSERA_MULTINODE_PARTS:-binding apps scaling twolevel faults} "
+want() { [[ $parts == *" $1 "* ]]; }
+# Our own deadline, below ctest's TIMEOUT (600 s): ctest would kill this script without running
+# the trap, and leave the daemons and namespaces behind.
+(
+  sleep 540 &
+  trap 'kill $!' TERM
+  wait $! && echo "FAIL: no end after 540 s; stopping" && kill -TERM $$
+) &
+deadline_pid=$!
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  kill "$deadline_pid" 2>/dev/null
+  if [[ ${SLURM_CONF:-} == "$work/slurm.conf" ]]; then
+    local jobs
+    jobs=$(timeout 10 squeue -h -o %i 2>/dev/null | tr '\n' ' ')
+    [[ -n ${jobs// /} ]] && timeout 10 scancel $jobs 2>/dev/null
+  fi
+  netns_cluster_stop
+  if ((rc != 0 && rc != 77)); then
+    echo "---- logs of the failed run ----"
+    tail -n 15 "$work"/log/slurmctld.log "$work"/nodes/*/slurmd.log "$work"/*.out 2>/dev/null
+  fi
+  if [[ -n ${TESSERA_SLURM_KEEP:-} ]]; then
+    echo "kept $work"
+  else
+    rm -rf "$work"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  failed=1
+}
+
+netns_cluster_start "$work" 3 2
+rc=$?
+((rc == 77)) && exit 77
+((rc != 0)) && { echo "FAIL: could not start the cluster"; exit 1; }
+nodes=("${NETNS_CLUSTER_NODES[@]}")
+node_list=$(IFS=,; echo "${nodes[*]}")
+echo "cluster: $(sinfo -h -N -o '%N %T cpus=%c gres=%G' | tr '\n' ';') on $NETNS_CLUSTER_SUBNET.0/24 ($((SECONDS - started)) s)"
+
+# Open MPI as root, oversubscribed, ranks that yield (as every MPI test here), and its TCP
+# transport and out-of-band channel on the hosts' subnet only.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=none
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMP_NUM_THREADS=1
+export OMPI_MCA_btl_tcp_if_include=$NETNS_CLUSTER_SUBNET.0/24 OMPI_MCA_oob_tcp_if_include=$NETNS_CLUSTER_SUBNET.0/24
+# Every peer set up in MPI_Init, not on first use: under srun the lazy set-up crashed MPI_Init now
+# and then (netns_cluster.sh, at mpi.conf).
+export OMPI_MCA_mpi_add_procs_cutoff=1024
+# Open MPI's session directories (and anything else a job puts in TMPDIR) inside the work
+# directory: a rank killed in the fault tests leaves nothing in the machine's /tmp.
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
+export TESSERA_RESULTS=$work/results
+
+# ---- jobs ------------------------------------------------------------------------------------------
+
+# job_state ID -> "STATE EXITCODE" (e.g. "FAILED 1:0")
+job_state() {
+  scontrol show job -o "$1" 2>/dev/null | sed -nE 's/.*JobState=([A-Z_]+).* ExitCode=([0-9]+:[0-9]+).*/\1 \2/p'
+}
+
+# wait_job ID SECONDS: polls until the job has ended; prints its final "STATE EXITCODE"; status 0
+# when it ended within the deadline.
+wait_job() {
+  local id=$1 deadline=$((SECONDS + $2)) state
+  while ((SECONDS < deadline)); do
+    state=$(job_state "$id")
+    case ${state%% *} in
+      PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED | "") sleep 0.5 ;;
+      *) echo "$state"; return 0 ;;
+    esac
+  done
+  echo "$(job_state "$id") (deadline of $2 s passed)"
+  return 1
+}
+
+# submit NAME SBATCH-ARGS...: submits, prints the job id.
+submit() {
+  local name=$1
+  shift
+  local out
+  out=$(sbatch --parsable --chdir="$work" --output="$work/$name-%j.out" "$@" 2>&1) ||
+    { echo "FAIL: sbatch $name: $out" >&2; return 1; }
+  echo "${out%%;*}"
+}
+
+# Open MPI 4.1 started by srun --mpi=pmix on this oversubscribed machine has crashed in MPI_Init
+# (netns_cluster.sh says how often, and what made it rare): a segfault after a failed attach to a
+# node-local peer's shared memory or a failed TCP connect to it. Nothing of Tessera has run then.
+startup_crash() {  # startup_crash NAME ID: the job's output shows that crash
+  local files=("$work/$1-$2.out" "$work"/results/*-"$2"/*.err)
+  grep -qs "Segmentation fault" "${files[@]}" &&
+    grep -qsE "shared memory initialization|failed to TCP connect to a peer" "${files[@]}"
+}
+
+# run_job NAME SBATCH-ARGS...: submits, waits (180 s at most), prints the job id; status 1 unless
+# the job COMPLETED with exit code 0. A job that failed by the start-up crash above is submitted
+# once more (reported on stderr); any other failure, or a second crash, fails.
+run_job() {
+  local name=$1 id state t0=$SECONDS attempt
+  for attempt in 1 2; do
+    id=$(submit "$@") || return 1
+    state=$(wait_job "$id" 180)
+    echo "job $name ($id): $state after $((SECONDS - t0)) s" >&2
+    [[ $state == "COMPLETED 0:0" ]] && break
+    if ((attempt == 1)) && startup_crash "$name" "$id"; then
+      echo "RETRY: job $name ($id): Open MPI crashed in MPI_Init under srun (a known start-up race); submitting again" >&2
+      continue
+    fi
+    echo "FAIL: job $name ($id) ended $state" >&2
+    tail -n 30 "$work/$name-$id.out" >&2 2>/dev/null
+    return 1
+  done
+  echo "$id"
+}
+
+# ---- 1. GPU binding across three nodes --------------------------------------------------------------
+if want binding; then
+  per_node=(--nodes=3 --ntasks-per-node=2 --cpus-per-task=1 --time=3)
+  if id=$(TESSERA_BIN=$bin/tessera-scaling TESSERA_LAUNCHER=srun run_job gpu-a "${per_node[@]}" --gpus-per-task=1 \
+    "$src/jobs/gpu_binding.sbatch"); then
+    "$python" "$here/check_multinode.py" probe "$work/results/gpu-binding-$id/probe.txt" --nodes "$node_list" --per-node 2 \
+      --visible 1 || fail "gpu binding, option A (--gpus-per-task=1, srun)"
+  else
+    fail "gpu binding job, option A"
+  fi
+  # Option B exactly as the script tells a user to switch: swap the '#'s of its GPU lines.
+  sed -e 's/^#SBATCH --gpus-per-task=1/##SBATCH --gpus-per-task=1/' -e 's/^##SBATCH --gpus-per-node=/#SBATCH --gpus-per-node=/' \
+    -e 's/^##SBATCH --gpu-bind=none/#SBATCH --gpu-bind=none/' "$src/jobs/gpu_binding.sbatch" >"$work/gpu_binding_option_b.sbatch"
+  grep -q '^#SBATCH --gpus-per-node=' "$work/gpu_binding_option_b.sbatch" || fail "option B lines not found in jobs/gpu_binding.sbatch"
+  if id=$(TESSERA_BIN=$bin/tessera-scaling TESSERA_LAUNCHER=mpirun run_job gpu-b "${per_node[@]}" --gpus-per-node=2 \
+    "$work/gpu_binding_option_b.sbatch"); then
+    "$python" "$here/check_multinode.py" probe "$work/results/gpu-binding-$id/probe.txt" --nodes "$node_list" --per-node 2 \
+      --visible all || fail "gpu binding, option B (--gpus-per-node=2 --gpu-bind=none, mpirun)"
+  else
+    fail "gpu binding job, option B"
+  fi
+fi
+
+# ---- 2. the apps: three nodes against one ---------------------------------------------------------
+if want apps; then
+  # Inputs from numpy (not the app's generator): 100003 doubles, A 37 x 29, B 29 x 41.
+  "$python" - "$work/inputs.h5" <<'EOF' || fail "writing the inputs"
+import sys, h5py, numpy as np
+rng = np.random.default_rng(20261123)
+with h5py.File(sys.argv[1], "w") as f:
+    f["x"] = rng.standard_normal(100003)
+    f["A"] = rng.uniform(-1, 1, (37, 29))
+    f["B"] = rng.uniform(-1, 1, (29, 41))
+EOF
+  apps_env=(TESSERA_BIN_DIR=$bin TESSERA_BACKEND=cpu TESSERA_INPUT=$work/inputs.h5:/x
+    "TESSERA_MATMUL_INPUTS=$work/inputs.h5:/A $work/inputs.h5:/B" TESSERA_REPEAT=2)
+  apps_dirs=()
+  for run in "3 srun" "3 mpirun" "1 srun"; do
+    read -r n launcher <<<"$run"
+    if id=$(export "${apps_env[@]}" TESSERA_LAUNCHER="$launcher"
+      run_job "apps-$n-$launcher" --nodes="$n" --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=5 \
+        "$src/jobs/apps.sbatch"); then
+      apps_dirs+=("$work/results/apps-$id")
+    else
+      fail "apps job on $n node(s) with $launcher"
+    fi
+  done
+  if ((${#apps_dirs[@]} == 3)); then
+    "$python" "$here/check_multinode.py" apps "${apps_dirs[0]}" "${apps_dirs[1]}" --one-node "${apps_dirs[2]}" \
+      --ranks 6 --ranks-one 2 --input "$work/inputs.h5:/x" --a "$work/inputs.h5:/A" --b "$work/inputs.h5:/B" ||
+      fail "apps: results across three nodes"
+  fi
+fi
+
+# ---- 3. the scaling driver over nodes ---------------------------------------------------------------
+if want scaling; then
+  if id=$(TESSERA_BIN=$bin/tessera-scaling TESSERA_OPS="sum" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 TESSERA_REPEAT=3 \
+    TESSERA_N=100003 TESSERA_N_PER_RANK=30011 TESSERA_LAUNCHER=srun \
+    run_job scaling --nodes=3 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=5 "$src/jobs/scaling.sbatch"); then
+    results=$work/results/scaling-$id
+    for n in 1 2 3; do
+      ranks=$((2 * n))
+      case $n in 1) expect=1,2 ;; 2) expect=1,2,4 ;; *) expect=1,2,4,6 ;; esac
+      report=$results/sum-nodes$n-ranks$ranks.json
+      if [[ ! -s $report ]]; then fail "scaling: $report missing"; continue; fi
+      "$python" "$src/tests/scaling/check_scaling_json.py" "$report" --op sum --dtype float64 --expect-ranks "$expect" \
+        --strong-n 100003 --weak-n-per-rank 30011 || fail "scaling: report of $n node(s)"
+      grep -q "\"runtime\": \"$ranks ranks on $n node" "$report" || fail "scaling: $report was not spread over $n node(s)"
+    done
+    if "$python" "$src/jobs/gather_scaling.py" "$results" --out "$work/plots" --table "$work/plots/table.md" >"$work/gather.out" 2>&1; then
+      rows=$(grep -c "| $id | sum | " "$work/plots/table.md")
+      # strong and weak at 1,2 + 1,2,4 + 1,2,4,6 ranks
+      ((rows == 18)) || fail "gather: $rows table rows, expected 18"
+    else
+      fail "gather_scaling.py: $(tail -n 5 "$work/gather.out")"
+    fi
+  else
+    fail "scaling job over 3 nodes"
+  fi
+fi
+
+# ---- 4. the two-level network, on a slower link between the hosts ------------------------------------
+# One launch of 6 ranks on 3 nodes measures collectives within a node and among the nodes, fits
+# the model on the points and collectives on 1 and 2 nodes and predicts those on 3
+# (tests/scaling/check_two_level_json.py recomputes the fit and prints the errors). The veth pairs
+# are shaped to 200 Mbit/s (and 500 us more delay where the kernel has netem), so the link between
+# the hosts is far slower than shared memory within one.
+if want twolevel; then
+  rate_mbit=200
+  if netns_cluster_shape ${rate_mbit}mbit 500us; then
+    echo "link between the hosts: $NETNS_CLUSTER_SHAPING"
+    if id=$(TESSERA_BIN=$bin/tessera-scaling TESSERA_OPS="sum matmul" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 \
+      TESSERA_REPEAT=5 TESSERA_N=1000003 TESSERA_N_PER_RANK=200003 TESSERA_MATMUL_N=192 TESSERA_MATMUL_N_PER_RANK=96 \
+      TESSERA_NODE_COUNTS=3 TESSERA_LAUNCHER=srun \
+      run_job two-level --nodes=3 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=5 "$src/jobs/scaling.sbatch"); then
+      for op in sum matmul; do
+        report=$work/results/scaling-$id/$op-nodes3-ranks6.json
+        if [[ ! -s $report ]]; then fail "two-level: $report missing"; continue; fi
+        "$python" "$src/tests/scaling/check_two_level_json.py" "$report" --nodes 3 --ranks-per-node 2 \
+          --max-inter-Bps $((rate_mbit * 1000000 / 8)) || fail "two-level: $op report"
+        grep -E "^two-level (network|check)" "$work/results/scaling-$id/$op-nodes3-ranks6.txt"
+      done
+    else
+      fail "two-level scaling job"
+    fi
+  else
+    fail "could not shape the links between the hosts (tc)"
+  fi
+  netns_cluster_unshape
+fi
+
+# ---- 5. faults: a node lost in the middle of a job ---------------------------------------------------
+# The job: the prefix sum of a small array repeated without end (each repeat a barrier, an exscan
+# and reductions of the timings: the ranks spend their time in collectives), with outputs that
+# would only appear at the end. TESSERA_MPI_TIMEOUT: a rank left waiting for a lost peer ends itself.
+node2=${nodes[1]}
+fault_env=(TESSERA_BIN_DIR=$bin TESSERA_BACKEND=cpu TESSERA_APPS=scan TESSERA_N=6000 TESSERA_REPEAT=1000000
+  TESSERA_MPI_TIMEOUT=15)
+
+ranks_in() {  # ranks_in NODE: PIDs of the app's ranks running on NODE
+  local pid
+  for pid in $(netns_cluster_node_pids "$1"); do
+    [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$bin/tessera-prefix-sum" ]] && echo "$pid"
+  done
+}
+count_ranks() {  # count_ranks NODE...
+  local n=0 node
+  for node in "$@"; do n=$((n + $(ranks_in "$node" | wc -l))); done
+  echo "$n"
+}
+wait_ranks() {  # wait_ranks COUNT SECONDS NODE...: until exactly COUNT ranks run on the NODEs
+  local count=$1 deadline=$((SECONDS + $2))
+  shift 2
+  while ((SECONDS < deadline)); do
+    (($(count_ranks "$@") == count)) && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# fault NAME HOW LAUNCHER: HOW = ranks (kill the node's ranks) or slurmd (stop the node's slurmd)
+fault() {
+  local name=$1 how=$2 launcher=$3 id attempt before
+  for attempt in 1 2; do
+    id=$(export "${fault_env[@]}" TESSERA_LAUNCHER="$launcher"
+      submit "$name" --nodes=3 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=10 --no-requeue \
+        "$src/jobs/apps.sbatch") || { fail "$name: submit"; return; }
+    if ! wait_ranks 6 60 "${nodes[@]}"; then
+      fail "$name: the 6 ranks did not start ($(job_state "$id"))"
+      return
+    fi
+    # Well inside the loop of collectives, and still the same six ranks (MPI_Init went well).
+    before=$(for node in "${nodes[@]}"; do ranks_in "$node"; done | sort)
+    sleep 3
+    [[ $(for node in "${nodes[@]}"; do ranks_in "$node"; done | sort) == "$before" ]] && break
+    wait_job "$id" 30 >/dev/null
+    if ((attempt == 1)) && startup_crash "$name" "$id"; then
+      echo "RETRY: job $name ($id): Open MPI crashed in MPI_Init under srun (a known start-up race); submitting again"
+      continue
+    fi
+    fail "$name: the job's ranks ended before the fault: $(tail -n 5 "$work/$name-$id.out")"
+    return
+  done
+  local t0=$SECONDS pid
+  if [[ $how == ranks ]]; then
+    for pid in $(ranks_in "$node2"); do kill -KILL "$pid"; done
+    echo "$name: killed the ranks on $node2"
+  else
+    netns_cluster_stop_slurmd 1
+    echo "$name: stopped the slurmd of $node2"
+  fi
+  local state
+  state=$(wait_job "$id" 90) || fail "$name: job $id still not ended $((SECONDS - t0)) s after the fault: $state"
+  local ended=$((SECONDS - t0))
+  echo "$name: job $id ended $state, $ended s after the fault"
+  [[ ${state#* } != 0:0 ]] || fail "$name: job $id ended with status 0"
+  # No rank of the job left running: on the surviving nodes at once, on the lost node (whose own
+  # slurmd is gone and cannot end them) through the MPI watchdog.
+  wait_ranks 0 10 "${nodes[0]}" "${nodes[2]}" || fail "$name: ranks still running on the surviving nodes 10 s after the job ended"
+  local t1=$SECONDS
+  if wait_ranks 0 40 "$node2"; then
+    echo "$name: no rank left on $node2 $((SECONDS - t1)) s after the job ended"
+  else
+    fail "$name: ranks still running on $node2 40 s after the job ended"
+  fi
+  local log=$work/$name-$id.out results=$work/results/apps-$id
+  if [[ $how == ranks ]]; then
+    grep -qE "$node2.*(Killed|signal 9)|(Killed|signal 9).*$node2" "$log" ||
+      fail "$name: the job's output does not name the lost node $node2 and the killed ranks: $(tail -n 5 "$log")"
+  else
+    grep -qE "Node failure on $node2|nodes of this job that Slurm marks down or not responding: $node2 *$" "$log" ||
+      fail "$name: the job's output does not name the lost node $node2: $(tail -n 5 "$log")"
+  fi
+  echo "$name: the job's own words: $(grep -hE "$node2|NODE FAILURE" "$log" | head -n 3 | tr '\n' ' ')"
+  local left
+  left=$(ls -A "$results" 2>/dev/null | grep -vE '^(environment\.txt|scan\.(txt|err))$' | tr '\n' ' ')
+  [[ -z $left ]] || fail "$name: output files exist after the failed job: $left"
+}
+if want faults; then
+  fault fault-ranks-srun ranks srun
+  fault fault-ranks-mpirun ranks mpirun
+  fault fault-slurmd slurmd srun
+fi
+
+echo "total $((SECONDS - started)) s"
+if ((failed)); then exit 1; fi
+echo "PASS: three hosts, jobs across them, and a node lost mid-job"
+exit 0

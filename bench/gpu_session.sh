@@ -20,6 +20,7 @@
 #   bench/gpu_session.sh generic-check the same build, then memcheck and racecheck of the generic
 #                                      passes, tessera_bench_generic, and the kernel benchmark's
 #                                      reduce, scan and select rows
+#   bench/gpu_session.sh build-time    the clean build time on two cores of this tree and of OLD_SRC
 #   bench/gpu_session.sh generic-more  after generic on the same machine: app tests on cuda, the
 #                                      install test (examples compiled by nvcc, run on the GPU), the
 #                                      README demo
@@ -130,6 +131,23 @@ case "${1:-}" in
       TAIL=30 step "bench_kernels_old_$round" 120 "$old_src/build/bench/kernels/tessera_bench_kernels" --ops reduce,scan,select --sizes 268435456
     done
     ;;
+  build-time)
+    # The clean build of the README's configuration (every target, the default architectures), of
+    # this tree and of another one (OLD_SRC), each on two cores of its own (taskset), side by side.
+    old_src=${OLD_SRC:?build-time needs OLD_SRC}
+    generator=""; command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
+    timed_build() {  # timed_build CORES SOURCE NAME
+      local dir="$2/build-clean"; rm -rf "$dir"
+      local start=$(date +%s.%N)
+      taskset -c "$1" bash -c "cmake -S '$2' -B '$dir' $generator -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build '$dir' -j 2" \
+        >"$out/build_time_$3.log" 2>&1
+      local rc=$? end=$(date +%s.%N)
+      echo "$3: status $rc, $(awk "BEGIN{printf \"%.1f\", $end - $start}") s on cores $1" | tee -a "$out/build_time.txt"
+    }
+    log "build-time: old ($old_src) on cores 0,1 and new ($root) on cores 2,3"
+    timed_build 0,1 "$old_src" old & timed_build 2,3 "$root" new & wait
+    grep -q "status 0" "$out/build_time.txt" || status=1
+    ;;
   generic-more)
     cmake --build "$build" -j "$JOBS" >"$out/build_rest.log" 2>&1 || { tail -30 "$out/build_rest.log"; status=1; }
     step app_tests_cuda 300 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
@@ -137,7 +155,7 @@ case "${1:-}" in
     TAIL=25 step readme_demo 150 bash scripts/run.sh demo
     ;;
   *)
-    echo "usage: bench/gpu_session.sh readme-test|single|multi|build|multi-tests|multi-bench|generic|generic-more" >&2
+    echo "usage: bench/gpu_session.sh readme-test|single|multi|build|multi-tests|multi-bench|generic|generic-check|compare-kernels|build-time|generic-more" >&2
     exit 2
     ;;
 esac

@@ -133,20 +133,26 @@ case "${1:-}" in
     ;;
   build-time)
     # The clean build of the README's configuration (every target, the default architectures), of
-    # this tree and of another one (OLD_SRC), each on two cores of its own (taskset), side by side.
+    # this tree and of another one (OLD_SRC), each on two cores of its own (taskset), side by side;
+    # then the same without tests and benchmarks (the libraries and the apps), on two more pairs.
     old_src=${OLD_SRC:?build-time needs OLD_SRC}
     generator=""; command -v ninja >/dev/null 2>&1 && generator="-G Ninja"
-    timed_build() {  # timed_build CORES SOURCE NAME
-      local dir="$2/build-clean"; rm -rf "$dir"
+    timed_build() {  # timed_build CORES SOURCE NAME [CMAKE ARGS...]
+      local cores=$1 src=$2 name=$3; shift 3
+      local dir="$src/build-clean-$name"; rm -rf "$dir"
       local start=$(date +%s.%N)
-      taskset -c "$1" bash -c "cmake -S '$2' -B '$dir' $generator -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build '$dir' -j 2" \
-        >"$out/build_time_$3.log" 2>&1
+      taskset -c "$cores" bash -c "cmake -S '$src' -B '$dir' $generator -DCMAKE_BUILD_TYPE=Release $* >/dev/null && cmake --build '$dir' -j 2" \
+        >"$out/build_time_$name.log" 2>&1
       local rc=$? end=$(date +%s.%N)
-      echo "$3: status $rc, $(awk "BEGIN{printf \"%.1f\", $end - $start}") s on cores $1" | tee -a "$out/build_time.txt"
+      echo "$name: status $rc, $(awk "BEGIN{printf \"%.1f\", $end - $start}") s on cores $cores $*" | tee -a "$out/build_time.txt"
+      # The slowest steps, from ninja's log.
+      awk 'NR>1 {printf "%8.1f s  %s\n", ($2-$1)/1000, $4}' "$dir/.ninja_log" 2>/dev/null | sort -rn | head -12 >"$out/build_time_${name}_slowest.txt"
     }
-    log "build-time: old ($old_src) on cores 0,1 and new ($root) on cores 2,3"
-    timed_build 0,1 "$old_src" old & timed_build 2,3 "$root" new & wait
-    grep -q "status 0" "$out/build_time.txt" || status=1
+    log "build-time: old ($old_src) and new ($root), each on two cores"
+    lean="-DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF"
+    timed_build 0,1 "$old_src" old & timed_build 2,3 "$root" new &
+    timed_build 4,5 "$old_src" old-lean $lean & timed_build 6,7 "$root" new-lean $lean & wait
+    [ "$(grep -c "status 0" "$out/build_time.txt")" = 4 ] || status=1
     ;;
   generic-more)
     cmake --build "$build" -j "$JOBS" >"$out/build_rest.log" 2>&1 || { tail -30 "$out/build_rest.log"; status=1; }

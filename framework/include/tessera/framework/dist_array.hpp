@@ -97,6 +97,14 @@ class DistArray {
     capacity_ = local_size_;
   }
 
+  // Hands the block's storage (room for local_capacity() elements, from kernels::allocate on the
+  // context's queue) to the caller, who must free it or pass it to adopt_local; the array is left
+  // empty (no storage, its partition unchanged).
+  T* release_storage() {
+    capacity_ = 0;
+    return std::exchange(data_, nullptr);
+  }
+
   // Backend memory (a device pointer under cuda).
   T* local_data() { return data_; }
   const T* local_data() const { return data_; }

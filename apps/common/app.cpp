@@ -1,5 +1,7 @@
 #include "app.hpp"
 
+#include <mpi.h>
+
 #include <cstdio>
 #include <exception>
 
@@ -41,6 +43,15 @@ int App::run(const std::function<int(const Context&)>& body) {
       std::fflush(stderr);
     }
     return kExitUsage;
+  } catch (const std::bad_alloc& e) {
+    // Out of memory after the input was made (an output, scratch), maybe on this rank only: one line
+    // from this rank, and the whole job ends with the usage status rather than leave the others
+    // waiting in a collective.
+    std::fprintf(stderr, "%s: out of memory on rank %d: %s\n", name_.c_str(), runtime_.world_rank(),
+                 dynamic_cast<const OutOfMemory*>(&e) ? e.what() : "cannot allocate host memory (std::bad_alloc)");
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kExitUsage);
+    return kExitUsage;
   } catch (const std::exception& e) {
     // Not the user's doing and maybe on one rank only: end the whole job rather than leave the
     // other ranks waiting in a collective.
@@ -70,6 +81,15 @@ ArraySource resolve_array_source(const Context& ctx, const App& app) {
     source.n = o.n;
     source.description = "generated, seed " + std::to_string(o.seed);
   }
+  // The largest block must have a byte count at all (2^62 elements of 8 bytes do not), and what it
+  // needs is said in the message of any allocation failure (load_array).
+  const index_t per_rank = source.n / ctx.size() + (source.n % ctx.size() ? 1 : 0);
+  const std::size_t element = io::size_of(source.dtype);
+  const char* flag = o.input ? "--input" : "--n";
+  if (static_cast<std::size_t>(per_rank) > SIZE_MAX / element)
+    throw UsageError(std::string(flag) + ": " + std::to_string(source.n) + " elements of " + io::to_string(source.dtype) +
+                     " on " + std::to_string(ctx.size()) + " rank(s) need more than 2^64 bytes per rank");
+  source.bytes_per_rank = static_cast<std::size_t>(per_rank) * element;
   return source;
 }
 

@@ -125,15 +125,21 @@ struct ArraySource {
   io::DType dtype = io::DType::float32;
   index_t n = 0;
   std::string description;  // for the table and the JSON
+  std::size_t bytes_per_rank = 0;  // of the largest block
 };
 ArraySource resolve_array_source(const Context& ctx, const App& app);
 
 // The input array: read from the file, or generated from the seed (element i depends on seed and i).
+// A rank without room for its block stops every rank with one line naming the flag and the bytes per
+// rank (make_collectively).
 template <class T>
 DistArray<T> load_array(const Context& ctx, const App& app, const ArraySource& source) {
   const CommonOptions& o = app.options();
-  if (o.input) return io::read_array<T>(ctx, *o.input, "--input");
-  DistArray<T> array(ctx, source.n);
+  const std::string what = std::string(o.input ? "--input" : "--n") + ": " + std::to_string(source.n) + " elements of " +
+                           io::to_string(source.dtype) + " need " + format_bytes(static_cast<double>(source.bytes_per_rank)) +
+                           " per rank on " + std::to_string(ctx.size()) + " rank(s)";
+  if (o.input) return make_collectively(ctx, what, [&] { return io::read_array<T>(ctx, *o.input, "--input"); });
+  DistArray<T> array = make_collectively(ctx, what, [&] { return DistArray<T>(ctx, source.n); });
   array.generate(o.seed);
   return array;
 }

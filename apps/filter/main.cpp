@@ -1,6 +1,11 @@
 // filter: the elements of a distributed array that satisfy a predicate, in their global order.
-// Each rank selects from its block and counts; an MPI_Exscan of the counts gives each rank the
-// global offset of its kept elements. --rebalance moves the ragged result back to equal blocks.
+// Each rank selects from its block and counts; one MPI_Allgather of the counts gives every rank the
+// global offset of each rank's kept elements. --rebalance moves the ragged result back to equal
+// blocks (nothing moves where they already are: on one rank, always).
+#include <limits>
+#include <string>
+#include <type_traits>
+
 #include "app.hpp"
 #include "verify.hpp"
 
@@ -51,6 +56,26 @@ PredicateText parse_predicate(std::string_view v) {
   return p;
 }
 
+// Why pred can keep nothing of any input of T, or "" when it can keep something. (ne:nan keeps
+// everything and is allowed.)
+template <class T>
+std::string never_matches(const tessera::Predicate<T>& pred) {
+  using tessera::PredicateKind;
+  const auto text = [](T v) { return tessera::apps::value_text(v); };
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool a_nan = pred.a != pred.a, b_nan = pred.b != pred.b;
+    if (pred.kind != PredicateKind::ne && pred.kind != PredicateKind::nonzero && (a_nan || (pred.kind == PredicateKind::between && b_nan)))
+      return "every comparison with NaN is false";
+  }
+  if (pred.kind == PredicateKind::between && pred.b < pred.a)
+    return "the lower bound " + text(pred.a) + " exceeds the upper bound " + text(pred.b);
+  const T top = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  const T bottom = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  if (pred.kind == PredicateKind::gt && pred.a == top) return "no value of the dtype exceeds " + text(pred.a);
+  if (pred.kind == PredicateKind::lt && pred.a == bottom) return "no value of the dtype is below " + text(pred.a);
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,12 +97,14 @@ int main(int argc, char** argv) {
       pred.kind = predicate_text.kind;
       if (pred.kind != PredicateKind::nonzero) pred.a = parse_value<T>(predicate_text.a, "--predicate");
       if (pred.kind == PredicateKind::between) pred.b = parse_value<T>(predicate_text.b, "--predicate");
+      if (const std::string never = never_matches(pred); !never.empty())
+        throw UsageError("--predicate: '" + predicate_text.text + "' can never match: " + never);
 
       const DistArray<T> data = load_array<T>(ctx, app, source);
       DistArray<T> kept;
       const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) {
         kept = filter(data, pred, times);
-        if (rebalanced) kept = rebalance(kept, times);
+        if (rebalanced) kept = rebalance(std::move(kept), times);
       });
       const index_t kept_count = kept.global_size();
 

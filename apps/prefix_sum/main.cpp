@@ -1,6 +1,6 @@
 // prefix_sum: the inclusive (or exclusive) prefix sum of a distributed array. Each rank reduces its
-// block, an MPI_Exscan of the block totals gives each rank its carry-in, and one local scan pass
-// seeded with it writes the output block.
+// block, one MPI_Allgather of the block totals gives each rank its carry-in (the totals of the ranks
+// before it, added in rank order), and one local scan pass seeded with it writes the output block.
 #include "app.hpp"
 #include "verify.hpp"
 

@@ -901,6 +901,15 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
       PointSeries series;
       series.ranks = o.ranks[i];
       series.size = sc::problem_at(o.op, mode, report.size_arg, element_bytes(o.dtype), series.ranks).size;
+      // A block whose byte count does not fit in 64 bits is refused here, alike on every rank (an
+      // allocation that merely fails is one line and status 2 from the failing rank, in main).
+      const long double elements = o.op == sc::Op::matmul
+                                       ? static_cast<long double>(series.size) * series.size / series.ranks
+                                       : std::ceil(static_cast<long double>(series.size) / series.ranks);
+      if (elements * element_bytes(o.dtype) >= 0x1p64L)
+        throw UsageError(std::string(mode == sc::Mode::strong ? "--n" : "--n-per-rank") + ": the " +
+                         sc::to_string(mode) + "-scaling point at " + std::to_string(series.ranks) +
+                         " rank(s) needs more than 2^64 bytes per rank");
       report.points.push_back(series);
       slots.emplace_back(m, i);
     }
@@ -1031,6 +1040,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tessera-scaling: %s\n", e.what());
       std::fflush(stderr);
     }
+    return apps::kExitUsage;
+  } catch (const std::bad_alloc& e) {
+    // A point that does not fit in memory, maybe on this rank only: one line from this rank, and the
+    // whole job ends with the usage status.
+    std::fprintf(stderr, "tessera-scaling: out of memory on rank %d: %s (lower --n or --n-per-rank)\n",
+                 runtime.world_rank(),
+                 dynamic_cast<const tessera::OutOfMemory*>(&e) ? e.what() : "cannot allocate host memory");
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, apps::kExitUsage);
     return apps::kExitUsage;
   } catch (const std::exception& e) {
     tessera::fatal(__FILE__, __LINE__, "scaling", e.what());

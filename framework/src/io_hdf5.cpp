@@ -278,9 +278,9 @@ void transfer_block(const Context& ctx, hid_t dset, hid_t mem_type, std::size_t 
 // Reads this rank's block of a dataset that probe_dataset accepted.
 template <class T>
 std::vector<T> read_block(const Context& ctx, const DatasetPath& path, int ndims, const index_t* start,
-                          const index_t* count) {
+                          const index_t* count, std::vector<T> host) {
   const index_t total = ndims == 2 ? count[0] * count[1] : count[0];
-  std::vector<T> host(static_cast<std::size_t>(total));
+  TESSERA_ASSERT(static_cast<index_t>(host.size()) == total, "read_block: host buffer of the wrong size");
   // Serial HDF5: every rank opens the file read-only on its own, and reads independently.
   Handle file = open_file(ctx, path.file, H5F_ACC_RDONLY);
   Handle dset(TESSERA_H5_CHECK(H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
@@ -472,11 +472,23 @@ DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string
   if (info.shape.size() != 1)
     throw UsageError(std::string(flag) + ": dataset '" + path.dataset + "' in '" + path.file + "' is " +
                      shape_text(info.shape) + "; a 1-D dataset is needed");
-  DistArray<T> array(ctx, info.shape[0]);
+  // The block and its host staging buffer, agreed on before the collective reads: a rank without
+  // room stops every rank with one line.
+  const Partition partition = Partition::block(info.shape[0], ctx.size());
+  const index_t local = partition.local_size(ctx.rank());
+  const std::size_t block_bytes = kernels::array_bytes(partition.local_size(0), sizeof(T), "a block");
+  auto [array, host] = make_collectively(
+      ctx,
+      std::string(flag) + ": dataset '" + path.dataset + "' in '" + path.file + "' (" + std::to_string(info.shape[0]) +
+          " elements) needs " + format_bytes(2.0 * static_cast<double>(block_bytes)) + " per rank on " +
+          std::to_string(ctx.size()) + " rank(s), its block and a host copy",
+      [&] {
+        return std::pair<DistArray<T>, std::vector<T>>(DistArray<T>(ctx, partition),
+                                                       std::vector<T>(static_cast<std::size_t>(local)));
+      });
   const index_t start = array.global_offset();
   const index_t count = array.local_size();
-  const std::vector<T> host = read_block<T>(ctx, path, 1, &start, &count);
-  array.local_from_host(host);
+  array.local_from_host(read_block<T>(ctx, path, 1, &start, &count, std::move(host)));
   return array;
 }
 
@@ -490,7 +502,8 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std:
   DistMatrix<T> matrix(grid, info.shape[0], info.shape[1]);
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  matrix.local_from_host(read_block<T>(ctx, path, 2, start, count));
+  matrix.local_from_host(read_block<T>(ctx, path, 2, start, count,
+                                      std::vector<T>(static_cast<std::size_t>(count[0] * count[1]))));
   return matrix;
 }
 

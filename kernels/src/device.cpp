@@ -1,4 +1,5 @@
 // Queues and memory of each backend. Under cpu everything is plain host memory and synchronous.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,6 +23,17 @@
 #endif
 
 namespace tessera::kernels {
+namespace {
+
+// 64-byte alignment: whole cache lines, and 16-byte vector loads on any element.
+void* allocate_host_aligned(std::size_t bytes) {
+  if (bytes > SIZE_MAX - 63) throw OutOfMemory(bytes, "host memory");
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw OutOfMemory(bytes, "host memory");
+  return p;
+}
+
+}  // namespace
 
 #if TESSERA_HAVE_CUDA
 namespace {
@@ -164,6 +176,10 @@ class DeviceBlockCache {
       status = cudaMalloc(&p, size);
     }
     if (current != device) TESSERA_CUDA_CHECK(cudaSetDevice(current));
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky
+      throw OutOfMemory(size, "memory on device " + std::to_string(device));
+    }
     TESSERA_CUDA_CHECK(status);
     std::lock_guard<std::mutex> lock(mutex_);
     in_use_.emplace(p, Block{p, size, device, stream, nullptr});
@@ -216,6 +232,7 @@ class DeviceBlockCache {
   // 512-byte granules for small blocks, 2 MiB (the driver's page size for large ones) above 1 MiB.
   static std::size_t round_up(std::size_t bytes) {
     const std::size_t granule = bytes >= (std::size_t(1) << 20) ? (std::size_t(2) << 20) : 512;
+    if (bytes > SIZE_MAX - granule) throw OutOfMemory(bytes, "device memory");  // no device has that much
     return (bytes + granule - 1) / granule * granule;
   }
 
@@ -240,10 +257,15 @@ void* allocate(const Queue& q, std::size_t bytes) {
   if (q.backend == Backend::cuda) return block_cache().allocate(q.device, cuda_stream(q), bytes);
 #endif
   (void)q;
-  // 64-byte alignment: whole cache lines, and 16-byte vector loads on any element.
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  return p;
+  return allocate_host_aligned(bytes);
+}
+
+std::size_t array_bytes(index_t count, std::size_t element_bytes, const char* what) {
+  TESSERA_ASSERT(count >= 0, "array_bytes: negative element count");
+  if (element_bytes != 0 && static_cast<std::size_t>(count) > SIZE_MAX / element_bytes)
+    throw OutOfMemory(SIZE_MAX, std::to_string(count) + " elements of " + std::to_string(element_bytes) + " bytes (" +
+                                    what + ")");
+  return static_cast<std::size_t>(count) * element_bytes;
 }
 
 void deallocate(const Queue& q, void* ptr) {
@@ -281,9 +303,7 @@ void* allocate_pinned_host(std::size_t bytes) {
     return p;
   }
 #endif
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  return p;
+  return allocate_host_aligned(bytes);
 }
 
 void deallocate_pinned_host(void* ptr) {

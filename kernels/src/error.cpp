@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <utility>
 
 #include "tessera/kernels/config.hpp"
 
@@ -26,6 +28,25 @@ FatalHandler set_fatal_handler(FatalHandler handler) {
 void fatal(const char* file, int line, const char* call, const std::string& what) {
   g_handler.load()(file, line, call, what.c_str());
   std::abort();  // a handler that returns still ends the process
+}
+
+OutOfMemory::OutOfMemory(std::size_t bytes, std::string where)
+    : bytes_(bytes), where_(std::move(where)) {
+  message_ = bytes == SIZE_MAX ? "the byte count of " + where_ + " does not fit in 64 bits"
+                               : "cannot allocate " + format_bytes(static_cast<double>(bytes)) + " (" +
+                                     std::to_string(bytes) + " bytes) of " + where_;
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return text;
 }
 
 bool built_with_cuda() { return TESSERA_HAVE_CUDA != 0; }

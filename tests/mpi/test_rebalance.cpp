@@ -59,6 +59,33 @@ TYPED_TEST(Rebalance, EverythingOnOneRank) {
   }
 }
 
+// An array given up (rvalue) that already has the block partition is the result as it stands: the
+// same storage, nothing copied (on one rank every array has it). A ragged one is moved as above.
+TYPED_TEST(Rebalance, GivenUpArrayInBlocksKeepsItsStorage) {
+  using T = TypeParam;
+  const Context& world = test::world();
+  for (index_t n : test::algorithm_sizes(world.size())) {
+    const std::uint64_t s = test::seed() + 17 + static_cast<std::uint64_t>(n);
+    const auto global = test::random_vector<T>(n, s);
+    auto blocked = DistArray<T>::from_replicated(world, global, Partition::block(n, world.size()));
+    const T* storage = blocked.local_data();
+    const DistArray<T> same = rebalance(std::move(blocked));
+    EXPECT_EQ(same.local_data(), storage) << test::where(n, s);
+    EXPECT_TRUE(same.partition() == Partition::block(n, world.size())) << test::where(n, s);
+    const std::vector<T> expected(global.begin() + same.global_offset(),
+                                  global.begin() + same.global_offset() + same.local_size());
+    EXPECT_EQ(same.local_to_host(), expected) << test::where(n, s);
+
+    const Partition ragged = test::random_partition(n, world.size(), s);
+    auto moved_in = DistArray<T>::from_replicated(world, global, ragged);
+    const DistArray<T> moved = rebalance(std::move(moved_in));
+    EXPECT_TRUE(moved.partition() == Partition::block(n, world.size())) << test::where(n, s);
+    const std::vector<T> expected_moved(global.begin() + moved.global_offset(),
+                                        global.begin() + moved.global_offset() + moved.local_size());
+    EXPECT_EQ(moved.local_to_host(), expected_moved) << test::where(n, s);
+  }
+}
+
 TYPED_TEST(Rebalance, ChunkedMessagesBelowAnArtificialLimit) {
   using T = TypeParam;
   const Context& world = test::world();

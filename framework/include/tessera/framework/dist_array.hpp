@@ -7,6 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <new>
+#include <optional>
+#include <string>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -49,7 +53,8 @@ class DistArray {
     local_size_ = partition_.local_size(ctx_.rank());
     global_offset_ = partition_.offset(ctx_.rank());
     capacity_ = local_size_;
-    data_ = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
+    // OutOfMemory (this rank only) when the block does not fit, or its byte count not in 64 bits.
+    data_ = static_cast<T*>(kernels::allocate(ctx_.queue(), kernels::array_bytes(local_size_, sizeof(T), "a block")));
   }
   ~DistArray() { release(); }
   DistArray(DistArray&& other) noexcept
@@ -90,6 +95,14 @@ class DistArray {
     release();
     data_ = exact;
     capacity_ = local_size_;
+  }
+
+  // Hands the block's storage (room for local_capacity() elements, from kernels::allocate on the
+  // context's queue) to the caller, who must free it or pass it to adopt_local; the array is left
+  // empty (no storage, its partition unchanged).
+  T* release_storage() {
+    capacity_ = 0;
+    return std::exchange(data_, nullptr);
   }
 
   // Backend memory (a device pointer under cuda).
@@ -197,6 +210,26 @@ class DistArray {
   index_t capacity_ = 0;
   T* data_ = nullptr;
 };
+
+// Runs make() on every rank of ctx and agrees on the outcome: when some rank runs out of memory
+// (OutOfMemory, or any std::bad_alloc), every rank throws UsageError("<what>: ... rank R: <its message>"), so that none is
+// left waiting in a collective. Returns what make() returned. Collective.
+template <class Make>
+auto make_collectively(const Context& ctx, const std::string& what, Make&& make) -> decltype(make()) {
+  std::optional<decltype(make())> made;
+  std::string error;
+  try {
+    made.emplace(make());
+  } catch (const std::bad_alloc& e) {
+    error = dynamic_cast<const OutOfMemory*>(&e) ? e.what() : "cannot allocate host memory (std::bad_alloc)";
+  }
+  const int failed_rank = ctx.comm().allreduce<std::int32_t>(error.empty() ? ctx.size() : ctx.rank(), ReduceOp::min);
+  if (failed_rank == ctx.size()) return std::move(*made);
+  char message[512] = {};
+  if (ctx.rank() == failed_rank) std::snprintf(message, sizeof message, "%s", error.c_str());
+  ctx.comm().bcast(message, sizeof message, failed_rank);
+  throw UsageError(what + ": out of memory on rank " + std::to_string(failed_rank) + ": " + message);
+}
 
 // Precompiled in the framework library (the apps' element types).
 extern template class DistArray<std::int32_t>;

@@ -3,6 +3,8 @@
 // rank is left waiting in a collective for a rank that died.
 #pragma once
 
+#include <cstddef>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +16,26 @@ class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Memory the backend could not provide: host memory for the cpu backend, device memory for cuda
+// (after the allocator gave back what it had cached). A std::bad_alloc, so code that catches that
+// still does; the apps turn it into one line naming the flag and the bytes per rank. Also thrown
+// for a byte count that does not fit in 64 bits (an element count times the element size).
+class OutOfMemory : public std::bad_alloc {
+ public:
+  OutOfMemory(std::size_t bytes, std::string where);
+  const char* what() const noexcept override { return message_.c_str(); }
+  std::size_t bytes() const { return bytes_; }  // SIZE_MAX: the count overflowed
+  const std::string& where() const { return where_; }
+
+ private:
+  std::size_t bytes_;
+  std::string where_;
+  std::string message_;
+};
+
+// "1.50 GiB" and the like (binary prefixes), for messages about memory.
+std::string format_bytes(double bytes);
 
 using FatalHandler = void (*)(const char* file, int line, const char* call, const char* what);
 

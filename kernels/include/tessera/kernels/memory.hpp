@@ -16,7 +16,11 @@ namespace tessera::kernels {
 // the block (its reuse waits for that work), but not after the queue is destroyed (deallocate
 // records an event on the queue's stream). Out of memory: the cache is emptied and it retries.
 // Cached blocks count as used in cudaMemGetInfo; release_cached_memory() gives them back.
+// Throws OutOfMemory when the backend has no room (never returns null for bytes > 0).
 void* allocate(const Queue& queue, std::size_t bytes);
+
+// count * element_bytes, or OutOfMemory (naming `what`) when that does not fit in 64 bits.
+std::size_t array_bytes(index_t count, std::size_t element_bytes, const char* what = "an array");
 void deallocate(const Queue& queue, void* ptr);
 
 // Returns the cached, unused blocks of allocate() to the driver (cudaFree). No effect under cpu.

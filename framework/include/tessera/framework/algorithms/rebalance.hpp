@@ -55,6 +55,22 @@ DistArray<T> rebalance(const DistArray<T>& array, PhaseTimes* times = nullptr) {
   return out;
 }
 
+// The same for an array the caller gives up: where its partition already is the balanced block
+// partition (always on one rank, and after a filter that kept the balance), its storage is the
+// result, and nothing moves; otherwise as above.
+template <class T>
+DistArray<T> rebalance(DistArray<T>&& array, PhaseTimes* times = nullptr) {
+  const Partition block = Partition::block(array.global_size(), array.context().size());
+  if (array.partition().counts() != block.counts()) return rebalance(static_cast<const DistArray<T>&>(array), times);
+  Stopwatch host;
+  const Context ctx = array.context();
+  const index_t capacity = array.local_capacity();
+  T* data = array.release_storage();
+  DistArray<T> out = DistArray<T>::adopt_local(ctx, block, data, capacity);
+  if (times) times->host += host.seconds();
+  return out;
+}
+
 // Precompiled in the framework library.
 extern template DistArray<std::int32_t> rebalance<std::int32_t>(const DistArray<std::int32_t>&, PhaseTimes*);
 extern template DistArray<std::int64_t> rebalance<std::int64_t>(const DistArray<std::int64_t>&, PhaseTimes*);

@@ -34,8 +34,8 @@ int App::run(const std::function<int(const Context&)>& body) {
       return kExitOk;
     }
     const Context ctx = runtime_.start(parse_backend_choice(options_.backend), options_.threads);
-    if (!options_.json.empty()) io::check_output_path(ctx, io::DatasetPath{options_.json, "/json"}, "--json");
-    if (options_.output) io::check_output_path(ctx, *options_.output, "--output");
+    if (!options_.json.empty()) check_report_path(ctx, *this);
+    if (options_.output) io::check_output_path(ctx, *options_.output, "--output", options_.overwrite);
     return body(ctx);
   } catch (const UsageError& e) {
     if (root) {
@@ -99,6 +99,7 @@ io::OutputAttributes output_attributes(const App& app, const Context& ctx, io::D
   a.backend = to_string(ctx.backend());
   a.ranks = ctx.size();
   a.extra.emplace_back("dtype", io::to_string(dtype));
+  a.overwrite = app.options().overwrite;
   if (app.options().input) a.extra.emplace_back("input", app.options().input->str());
   return a;
 }

@@ -172,8 +172,13 @@ void add_provenance(Json& report, const Runtime& runtime);
 // "0.1.0, revision v0.1.0-12-gabcdef0" for tables and --version.
 std::string version_text();
 
-// Prints the table on rank 0 and, with --json, writes the JSON object there.
+// Prints the table on rank 0 and, with --json, writes the JSON object there. Collective: when the
+// JSON cannot be written (a full disk), every rank throws the same UsageError.
 void publish(const App& app, const Context& ctx, const Report& report);
+
+// Collective, before any work: the --json destination can be written (io::check_output_file) and is
+// not a file that an HDF5 flag of this run names (same device and inode, or the same resolved path).
+void check_report_path(const Context& ctx, const App& app);
 
 // "1.23 ms", "45.6 us", "2.00 s".
 std::string format_seconds(double seconds);

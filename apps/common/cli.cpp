@@ -68,8 +68,25 @@ bool ArgParser::given(std::string_view name) const {
   return false;
 }
 
+namespace {
+
+// An argument that was meant as a flag, not as the value of the one before it: "--verify", "-v".
+// Numbers ("-1", "-0.5", "-.5", "-inf") are values.
+bool looks_like_flag(std::string_view arg) {
+  if (arg.size() < 2 || arg[0] != '-') return false;
+  if (arg[1] == '-') return true;
+  const char c = arg[1];
+  if (is_digit(c) || c == '.') return false;
+  const std::string_view rest = arg.substr(1);
+  return !(rest == "inf" || rest == "infinity" || rest == "nan" || rest == "Inf" || rest == "Infinity" || rest == "NaN" ||
+           rest == "INF" || rest == "NAN");
+}
+
+}  // namespace
+
 std::vector<std::string> ArgParser::parse(int argc, char** argv) {
   given_.clear();
+  values_.clear();
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.size() < 3 || arg.substr(0, 2) != "--")
@@ -91,11 +108,25 @@ std::vector<std::string> ArgParser::parse(int argc, char** argv) {
     }
     if (!value) {
       if (i + 1 >= argc) throw UsageError(flag->name + ": missing value " + flag->metavar);
+      if (looks_like_flag(argv[i + 1]))
+        throw UsageError(flag->name + ": missing value " + flag->metavar + " (the next argument, " + quote(argv[i + 1]) +
+                         ", is a flag; write " + flag->name + "=" + argv[i + 1] + " if it is meant as the value)");
       value = std::string_view(argv[++i]);
     }
     flag->apply(*value);
+    values_.emplace_back(flag->name, std::string(*value));
   }
   return given_;
+}
+
+std::vector<std::pair<std::string, std::string>> ArgParser::dataset_files() const {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& [name, value] : values_) {
+    const Flag* flag = find(name);
+    if (flag && flag->metavar.rfind("FILE.h5:", 0) == 0)
+      files.emplace_back(name, io::parse_dataset_path(value, name).file);
+  }
+  return files;
 }
 
 std::string ArgParser::help_text() const {
@@ -138,8 +169,10 @@ void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
                [&o](std::string_view v) { o.seed = parse_unsigned(v, "--seed"); });
   p.add_option("--input", "FILE.h5:/DATASET", "read the input from an HDF5 dataset instead of generating it",
                [&o](std::string_view v) { o.input = io::parse_dataset_path(v, "--input"); });
-  p.add_option("--output", "FILE.h5:/DATASET", "write the result as one HDF5 dataset (replaces FILE.h5)",
+  p.add_option("--output", "FILE.h5:/DATASET",
+               "write the result as one HDF5 dataset (added to FILE.h5 when it exists; its other objects are kept)",
                [&o](std::string_view v) { o.output = io::parse_dataset_path(v, "--output"); });
+  p.add_switch("--overwrite", "let --output replace an existing dataset of the same name", &o.overwrite);
   p.add_option("--repeat", "R", "timed repetitions; times are medians over them (default 3)",
                [&o](std::string_view v) { o.repeat = static_cast<int>(parse_integer(v, "--repeat", 1, 1000000)); });
   p.add_option("--warmup", "W", "untimed repetitions before the timed ones (default 1)",

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessera/framework/io.hpp"
@@ -26,9 +27,14 @@ class ArgParser {
                   std::function<void(std::string_view value)> apply);
 
   // Throws UsageError for an unknown flag, a missing value, a stray argument, or what an option's
-  // `apply` throws. Returns the names of the flags that were given, in order.
+  // `apply` throws. A value may follow its flag (--n 5) or be joined to it (--n=5); a following
+  // argument that looks like a flag (--verify, -x; not a number such as -1) is not taken as a value
+  // (--json=--verify takes it). Returns the names of the flags that were given, in order.
   std::vector<std::string> parse(int argc, char** argv);
   bool given(std::string_view name) const;
+  // (flag, FILE) for every value given to a flag whose metavar starts with "FILE.h5:" (the HDF5
+  // inputs and outputs, whichever app defines them).
+  std::vector<std::pair<std::string, std::string>> dataset_files() const;
 
   std::string help_text() const;
   const std::string& program() const { return program_; }
@@ -43,6 +49,7 @@ class ArgParser {
   std::string program_, summary_;
   std::vector<Flag> flags_;
   std::vector<std::string> given_;
+  std::vector<std::pair<std::string, std::string>> values_;  // (flag, value) as given
 };
 
 // The flags all four apps take.
@@ -57,13 +64,14 @@ struct CommonOptions {
   int repeat = 3;
   int warmup = 1;
   std::string json;
+  bool overwrite = false;          // --output may replace an existing dataset of the same name
   bool verify = false;
   bool help = false;
   bool version = false;
 };
 
-// Registers --backend --threads --dtype --seed --input --output --repeat --warmup --json --verify --help
-// --version, and --n unless with_n is false (matmul has its own --n, the column count).
+// Registers --backend --threads --dtype --seed --input --output --overwrite --repeat --warmup --json
+// --verify --help --version, and --n unless with_n is false (matmul has its own --n, the column count).
 void add_common_options(ArgParser& parser, CommonOptions& options, bool with_n = true);
 
 // --threads T (1 to 65536) into *threads, for programs that do not take the common flags.

@@ -1,5 +1,11 @@
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string>
 
@@ -9,6 +15,7 @@
 #include "source_revision.hpp"
 #include "tessera/build_config.hpp"
 #include "tessera/framework/mpi_check.hpp"
+#include "tessera/kernels/error.hpp"
 
 namespace tessera::apps {
 
@@ -136,8 +143,11 @@ Json threads_json(const Runtime& runtime) {
   return t;
 }
 
-void publish(const App& app, const Context& ctx, const Report& r) {
-  if (!ctx.is_root()) return;
+namespace {
+
+// Rank 0's half of publish(): the table, and the JSON. Returns why the JSON could not be written,
+// or "".
+std::string publish_on_root(const App& app, const Context& ctx, const Report& r) {
   const CommonOptions& o = app.options();
   const std::string backend = to_string(ctx.backend());
   const int gpus = app.runtime().gpus_in_use();
@@ -170,7 +180,7 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   std::fputs(table.c_str(), stdout);
   std::fflush(stdout);
 
-  if (o.json.empty()) return;
+  if (o.json.empty()) return "";
   Json j = Json::object();
   j["app"] = app.name();
   add_provenance(j, app.runtime());
@@ -196,19 +206,71 @@ void publish(const App& app, const Context& ctx, const Report& r) {
   j["throughput"] = throughput;
   if (o.output) j["output"] = o.output->str();
   const std::string text = j.dump(2) + "\n";
-  // The directory was checked at start-up; a failure now (disk full) is reported, not fatal.
-  // Written under a temporary name and renamed: a job killed meanwhile leaves no report that
-  // looks complete.
-  const std::string partial = o.json + ".partial";
-  if (FILE* f = std::fopen(partial.c_str(), "w")) {
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok || std::rename(partial.c_str(), o.json.c_str()) != 0) {
-      std::remove(partial.c_str());
-      std::fprintf(stderr, "%s: --json: could not write '%s'\n", app.name().c_str(), o.json.c_str());
-    }
-  } else {
-    std::fprintf(stderr, "%s: --json: cannot create '%s'\n", app.name().c_str(), o.json.c_str());
+  // The directory was checked at start-up; a failure now (a full disk) still ends the run non-zero.
+  // A new or regular file is written under a temporary name and renamed, so that a job killed
+  // meanwhile leaves no report that looks complete; anything else at the path (a symlink, a FIFO,
+  // a device) is written through, never replaced.
+  struct stat existing {};
+  const bool through = lstat(o.json.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode);
+  const std::string partial = through ? o.json : o.json + ".partial";
+  FILE* f = std::fopen(partial.c_str(), "w");
+  if (!f) return "--json: cannot create '" + partial + "': " + std::strerror(errno);
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const int write_error = errno;
+  const bool closed = std::fclose(f) == 0;
+  const int close_error = errno;
+  if (!written || !closed) {
+    if (!through) std::remove(partial.c_str());
+    return "--json: cannot write '" + o.json + "': " + std::strerror(written ? close_error : write_error);
   }
+  if (!through && std::rename(partial.c_str(), o.json.c_str()) != 0) {
+    const int rename_error = errno;
+    std::remove(partial.c_str());
+    return "--json: cannot replace '" + o.json + "': " + std::strerror(rename_error);
+  }
+  return "";
+}
+
+// Whether two paths name the same file: the same device and inode where both exist, else the same
+// path once the directory is resolved.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  const bool a_exists = stat(a.c_str(), &sa) == 0, b_exists = stat(b.c_str(), &sb) == 0;
+  if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (a_exists != b_exists) return false;
+  const auto resolved = [](const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    char real[PATH_MAX] = {};
+    return realpath(directory.c_str(), real) ? std::string(real) + "/" + base : path;
+  };
+  return resolved(a) == resolved(b);
+}
+
+}  // namespace
+
+void publish(const App& app, const Context& ctx, const Report& r) {
+  char error[1024] = {};
+  if (ctx.is_root()) std::snprintf(error, sizeof error, "%s", publish_on_root(app, ctx, r).c_str());
+  ctx.comm().bcast(error, sizeof error, 0);
+  if (error[0]) throw UsageError(error);
+}
+
+void check_report_path(const Context& ctx, const App& app) {
+  const std::string& json = app.options().json;
+  io::check_output_file(ctx, json, "--json");
+  char error[1024] = {};
+  if (ctx.is_root()) {
+    for (const auto& [flag, file] : app.parser().dataset_files()) {
+      if (!same_file(json, file)) continue;
+      std::snprintf(error, sizeof error, "--json: '%s' is the HDF5 file of %s; the report would overwrite it",
+                    json.c_str(), flag.c_str());
+      break;
+    }
+  }
+  ctx.comm().bcast(error, sizeof error, 0);
+  if (error[0]) throw UsageError(error);
 }
 
 }  // namespace tessera::apps

@@ -1,23 +1,31 @@
 // HDF5 input and output (io.hpp): probing on rank 0 with a broadcast verdict, hyperslab reads and
-// writes in pieces below MPI-IO's 2 GiB limit, and the write-then-rename of output files.
+// writes in pieces below MPI-IO's 2 GiB limit, and the copy-write-rename of output files.
+#include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
+#include <charconv>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
+#include "temporary_file.hpp"
 #include "tessera/build_config.hpp"
+#include "tessera/framework/fault.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/kernels/error.hpp"
 
 // TESSERA_IO_FORCE_SERIAL (a compile definition) takes the serial-HDF5 path with a parallel library
-// too, so that the path the GPU machine's serial HDF5 takes can be tested where MPI-IO exists.
+// too, so that the path the GPU machine's serial HDF5 takes can be tested where MPI-IO exists; the
+// environment variable TESSERA_IO_SERIAL=1 does the same at run time (for tests).
 #if TESSERA_HDF5_PARALLEL && defined(H5_HAVE_PARALLEL) && !defined(TESSERA_IO_FORCE_SERIAL)
 #define TESSERA_IO_PARALLEL 1
 #else
@@ -25,12 +33,14 @@
 #endif
 
 // HDF5 calls return a negative value on failure. A failure after rank 0 validated the input is not
-// the user's doing (a file changed under us, a full disk): the job ends with the call's text.
-#define TESSERA_H5_CHECK(call)                                                                  \
-  ([&]() {                                                                                      \
-    auto tessera_h5_result_ = (call);                                                           \
-    if (tessera_h5_result_ < 0) ::tessera::fatal(__FILE__, __LINE__, #call, "HDF5 call failed"); \
-    return tessera_h5_result_;                                                                  \
+// the user's doing (a file changed under us, a full disk): the job ends with the call's text and
+// the innermost message of HDF5's error stack, in one line.
+#define TESSERA_H5_CHECK(call)                                                                      \
+  ([&]() {                                                                                          \
+    auto tessera_h5_result_ = (call);                                                               \
+    if (tessera_h5_result_ < 0)                                                                     \
+      ::tessera::fatal(__FILE__, __LINE__, #call, "HDF5 call failed: " + ::tessera::io::h5_error_text()); \
+    return tessera_h5_result_;                                                                      \
   }())
 
 namespace tessera::io {
@@ -73,8 +83,8 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
-// Silences HDF5's printed error stack while rank 0 probes a user's file: a missing dataset is a
-// usage error reported in one line, not a page of library internals.
+// Silences HDF5's printed error stack while Tessera works on a file: a missing dataset or a corrupt
+// chunk is reported in one line (h5_error_text), not as a page of library internals from every rank.
 class QuietErrors {
  public:
   QuietErrors() {
@@ -89,6 +99,27 @@ class QuietErrors {
   H5E_auto2_t func_ = nullptr;
   void* data_ = nullptr;
 };
+
+herr_t innermost_error(unsigned n, const H5E_error2_t* error, void* text) {
+  if (n == 0 && error && error->desc) *static_cast<std::string*>(text) = error->desc;
+  return 0;
+}
+
+// The innermost message of HDF5's error stack (what failed first: "No space left on device",
+// "required filter 'lzf' is not registered"), or "no HDF5 error message".
+std::string h5_error_text() {
+  std::string text;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, &innermost_error, &text);
+  // The deepest message of a failed system call is long ("file write failed: time = ..., errno =
+  // 28, error message = 'No space left on device', ..."): keep what the system said.
+  const auto said = text.find("error message = '");
+  if (said != std::string::npos) {
+    const auto begin = said + 17;
+    const auto end = text.find('\'', begin);
+    text = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  }
+  return text.empty() ? "no HDF5 error message" : text;
+}
 
 // The HDF5 types of an element type: in memory (native) and in files (little-endian standard types,
 // whatever the host, so files compare anywhere).
@@ -190,6 +221,22 @@ void probe_on_root(const DatasetPath& path, std::string_view flag, ProbeRecord& 
   }
   set_text(record.type_name, sizeof record.type_name, type_name);
 
+  // A filter this library lacks (LZF, Blosc, ... registered only inside h5py or a plugin) would fail
+  // every read of a chunk: say so now.
+  Handle dcpl(H5Dget_create_plist(dset.get()), H5Pclose);
+  const int filters = dcpl.valid() ? H5Pget_nfilters(dcpl.get()) : 0;
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t values = 0;
+    char filter_name[128] = {};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &values, nullptr,
+                                           sizeof filter_name, filter_name, &config);
+    if (id >= 0 && H5Zfilter_avail(id) <= 0)
+      return fail(quoted(name) + " in " + quoted(path.file) + " is compressed with the HDF5 filter " +
+                  (filter_name[0] ? quoted(filter_name) + " " : std::string()) + "(id " + std::to_string(id) +
+                  "), which this HDF5 library does not have (rewrite it with gzip, or without compression)");
+  }
+
   Handle space(H5Dget_space(dset.get()), H5Sclose);
   const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
   if (space_class == H5S_NULL) return fail(quoted(name) + " in " + quoted(path.file) + " has no data (null dataspace)");
@@ -209,14 +256,33 @@ std::string shape_text(const std::vector<index_t>& shape) {
   return std::to_string(shape.size()) + "-D (" + s + ")";
 }
 
-// Opens a file every rank of ctx reads from (MPI-IO under parallel HDF5) or writes to.
-Handle open_file(const Context& ctx, const std::string& file, unsigned flags) {
+// Parallel HDF5 (MPI-IO) where the library has it; TESSERA_IO_SERIAL=1 in the environment takes the
+// serial path instead (for tests of the path a serial library takes; every rank must see the same).
+bool parallel_io() {
+#if TESSERA_IO_PARALLEL
+  static const bool parallel = [] {
+    const char* env = std::getenv("TESSERA_IO_SERIAL");
+    return !(env && std::strcmp(env, "1") == 0);
+  }();
+  return parallel;
+#else
+  return false;
+#endif
+}
+
+// File access for every rank of ctx together (MPI-IO) under parallel HDF5; the default otherwise.
+Handle file_access(const Context& ctx) {
   Handle fapl(TESSERA_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
 #if TESSERA_IO_PARALLEL
-  TESSERA_H5_CHECK(H5Pset_fapl_mpio(fapl.get(), ctx.comm().get(), MPI_INFO_NULL));
-#else
-  (void)ctx;
+  if (parallel_io()) TESSERA_H5_CHECK(H5Pset_fapl_mpio(fapl.get(), ctx.comm().get(), MPI_INFO_NULL));
 #endif
+  (void)ctx;
+  return fapl;
+}
+
+// Opens a file every rank of ctx reads from (MPI-IO under parallel HDF5) or writes to.
+Handle open_file(const Context& ctx, const std::string& file, unsigned flags) {
+  Handle fapl = file_access(ctx);
   return Handle(TESSERA_H5_CHECK(H5Fopen(file.c_str(), flags, fapl.get())), H5Fclose);
 }
 
@@ -224,32 +290,107 @@ Handle open_file(const Context& ctx, const std::string& file, unsigned flags) {
 // in one operation, so a large slab goes in pieces of whole rows.
 constexpr index_t kPieceBytes = index_t(1) << 30;
 
+// Values of a file that HDF5's conversion to the requested type would not keep: clamped (1e20 into
+// int32 becomes 2147483647, 1e300 into float32 infinity) or made up (NaN into an integer). HDF5
+// reports each through the transfer's conversion callback; a read that met any is refused.
+struct LostValues {
+  index_t count = 0;
+  double example = 0;  // the first one, where its bits could be read
+  bool have_example = false;
+};
+
+// The source value of a conversion exception, as a double; false where its type is unusual.
+bool source_value(hid_t type, const void* bytes, double* value) {
+  if (!bytes || H5Tget_order(type) != H5Tget_order(H5T_NATIVE_INT)) return false;
+  const std::size_t size = H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+    case H5T_FLOAT:
+      if (size == sizeof(float)) {
+        float v;
+        std::memcpy(&v, bytes, sizeof v);
+        *value = v;
+        return true;
+      }
+      if (size == sizeof(double)) {
+        std::memcpy(value, bytes, sizeof(double));
+        return true;
+      }
+      return false;
+    case H5T_INTEGER: {
+      if (size != 1 && size != 2 && size != 4 && size != 8) return false;
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, bytes, size);  // little-endian host: the low bytes
+      if (H5Tget_sign(type) == H5T_SGN_2 && size < 8 && (bits >> (8 * size - 1)) & 1) bits |= ~std::uint64_t(0) << (8 * size);
+      *value = H5Tget_sign(type) == H5T_SGN_2 ? static_cast<double>(static_cast<std::int64_t>(bits)) : static_cast<double>(bits);
+      return true;
+    }
+    default: return false;
+  }
+}
+
+H5T_conv_ret_t count_lost_value(H5T_conv_except_t kind, hid_t source, hid_t destination, void* source_bytes,
+                                void*, void* data) {
+  const bool to_integer = H5Tget_class(destination) == H5T_INTEGER;
+  double value = 0;
+  const bool known = source_value(source, source_bytes, &value);
+  // HDF5 1.10 reports a NaN going into an integer as a truncation (NaN compares unequal to anything).
+  bool lost = kind == H5T_CONV_EXCEPT_RANGE_HI || kind == H5T_CONV_EXCEPT_RANGE_LOW ||
+              (to_integer && (kind == H5T_CONV_EXCEPT_NAN || kind == H5T_CONV_EXCEPT_PINF || kind == H5T_CONV_EXCEPT_NINF ||
+                              (kind == H5T_CONV_EXCEPT_TRUNCATE && known && std::isnan(value))));
+  // An infinity stays an infinity in a floating-point type.
+  if (lost && !to_integer && known && std::isinf(value)) lost = false;
+  if (lost) {
+    auto& values = *static_cast<LostValues*>(data);
+    if (values.count++ == 0 && known) {
+      values.example = value;
+      values.have_example = true;
+    }
+  }
+  return H5T_CONV_UNHANDLED;  // HDF5 goes on as it would have; the read is refused afterwards
+}
+
+// Test-only: TESSERA_TEST_PAUSE_IN_WRITE=SECONDS makes each rank stop that long after writing the
+// first half of its slab, saying so on stderr, so that a test can kill the job in the middle of a
+// write.
+int test_pause_in_write() {
+  const char* env = std::getenv("TESSERA_TEST_PAUSE_IN_WRITE");
+  return env ? std::atoi(env) : 0;
+}
+
 // Moves this rank's block [start, start + count) of a 1-D or 2-D dataset (2-D: start/count per
 // dimension; the block is contiguous in memory, row-major) between `buffer` and the file. Under
 // parallel HDF5 every rank makes the same number of collective calls (empty selections included).
-void transfer_block(const Context& ctx, hid_t dset, hid_t mem_type, std::size_t element_bytes, int ndims,
-                    const index_t* start, const index_t* count, void* buffer, bool write) {
+// A failed write ends the job. A failed read (a corrupt chunk) does not: its message is returned
+// (the remaining pieces are still read, so that the collective calls stay matched), and values the
+// conversion to mem_type would lose are counted in *lost.
+std::string transfer_block(const Context& ctx, hid_t dset, hid_t mem_type, std::size_t element_bytes, int ndims,
+                           const index_t* start, const index_t* count, void* buffer, bool write,
+                           LostValues* lost = nullptr) {
   const index_t row_elements = ndims == 2 ? count[1] : 1;
   const index_t total = ndims == 2 ? count[0] * count[1] : count[0];
-  const index_t rows_per_piece =
+  index_t rows_per_piece =
       std::max<index_t>(1, kPieceBytes / static_cast<index_t>(element_bytes) / std::max<index_t>(row_elements, 1));
+  const int pause_seconds = write ? test_pause_in_write() : 0;
+  if (pause_seconds > 0) rows_per_piece = std::max<index_t>(1, std::min(rows_per_piece, (count[0] + 1) / 2));
   index_t pieces = total == 0 ? 0 : (count[0] + rows_per_piece - 1) / rows_per_piece;
-#if TESSERA_IO_PARALLEL
-  pieces = ctx.comm().allreduce(pieces, ReduceOp::max);
   Handle dxpl(TESSERA_H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
-  TESSERA_H5_CHECK(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
-  // Writes stay collective for HDF5 but reach MPI-IO as independent writes: Open MPI 4.1's OMPIO
-  // two-phase collective write was seen to corrupt small unaligned 2-D slabs (tests/apps matmul at
-  // 3 ranks, 4 runs in 5) where independent writes and ROMIO are correct.
-  if (write) TESSERA_H5_CHECK(H5Pset_dxpl_mpio_collective_opt(dxpl.get(), H5FD_MPIO_INDIVIDUAL_IO));
-  const hid_t xfer = dxpl.get();
-#else
-  (void)ctx;
-  const hid_t xfer = H5P_DEFAULT;
+#if TESSERA_IO_PARALLEL
+  if (parallel_io()) {
+    pieces = ctx.comm().allreduce(pieces, ReduceOp::max);
+    TESSERA_H5_CHECK(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE));
+    // Writes stay collective for HDF5 but reach MPI-IO as independent writes: Open MPI 4.1's OMPIO
+    // two-phase collective write was seen to corrupt small unaligned 2-D slabs (tests/apps matmul at
+    // 3 ranks, 4 runs in 5) where independent writes and ROMIO are correct.
+    if (write) TESSERA_H5_CHECK(H5Pset_dxpl_mpio_collective_opt(dxpl.get(), H5FD_MPIO_INDIVIDUAL_IO));
+  }
 #endif
+  (void)ctx;
+  if (lost) TESSERA_H5_CHECK(H5Pset_type_conv_cb(dxpl.get(), &count_lost_value, lost));
+  const hid_t xfer = dxpl.get();
   Handle file_space(TESSERA_H5_CHECK(H5Dget_space(dset)), H5Sclose);
   char* bytes = static_cast<char*>(buffer);
   char dummy[16] = {};
+  std::string error;
   for (index_t piece = 0; piece < pieces; ++piece) {
     const index_t first_row = piece * rows_per_piece;
     const index_t rows = total == 0 ? 0 : std::max<index_t>(0, std::min(rows_per_piece, count[0] - first_row));
@@ -268,23 +409,83 @@ void transfer_block(const Context& ctx, hid_t dset, hid_t mem_type, std::size_t 
       mem_space = Handle(TESSERA_H5_CHECK(H5Screate_simple(1, &one, nullptr)), H5Sclose);
       TESSERA_H5_CHECK(H5Sselect_none(mem_space.get()));
     }
-    if (write)
+    if (write) {
       TESSERA_H5_CHECK(H5Dwrite(dset, mem_type, mem_space.get(), file_space.get(), xfer, piece_buffer));
-    else
-      TESSERA_H5_CHECK(H5Dread(dset, mem_type, mem_space.get(), file_space.get(), xfer, piece_buffer));
+      if (pause_seconds > 0 && piece == 0 && rows > 0) {
+        std::fprintf(stderr, "tessera: rank %d (process %ld) paused for a test after writing half of its slab\n",
+                     ctx.rank(), static_cast<long>(getpid()));
+        std::fflush(stderr);
+        sleep(static_cast<unsigned>(pause_seconds));
+      }
+    } else if (H5Dread(dset, mem_type, mem_space.get(), file_space.get(), xfer, piece_buffer) < 0 && error.empty()) {
+      error = h5_error_text();
+    }
   }
+  return error;
 }
 
-// Reads this rank's block of a dataset that probe_dataset accepted.
+std::string quoted_path(const DatasetPath& path) { return quoted(path.dataset) + " in " + quoted(path.file); }
+
+// Collective: every rank learns whether any rank's read failed or lost values (a corrupt chunk may
+// sit in one rank's slab only), and all throw the same UsageError.
+void agree_on_read(const Context& ctx, const DatasetPath& path, std::string_view flag, const std::string& type_name,
+                   const char* requested_type, const std::string& error, const LostValues& lost) {
+  const Communicator& comm = ctx.comm();
+  const int failed_rank = comm.allreduce(error.empty() ? ctx.size() : ctx.rank(), ReduceOp::min);
+  if (failed_rank < ctx.size()) {
+    char message[1024] = {};
+    if (ctx.rank() == failed_rank)
+      set_text(message, sizeof message, std::string(flag) + ": cannot read " + quoted_path(path) + ": " + error);
+    comm.bcast(message, sizeof message, failed_rank);
+    throw UsageError(message);
+  }
+  const index_t lost_count = comm.allreduce(lost.count, ReduceOp::sum);
+  if (lost_count == 0) return;
+  const int example_rank = comm.allreduce(lost.have_example ? ctx.rank() : ctx.size(), ReduceOp::min);
+  double example = lost.example;
+  if (example_rank < ctx.size()) comm.bcast(&example, 1, example_rank);
+  std::string example_text;
+  if (example_rank < ctx.size()) {
+    char digits[64] = {};
+    const auto written = std::to_chars(digits, digits + sizeof digits - 1, example);  // shortest exact text
+    example_text = ", such as " + std::string(digits, written.ptr);
+  }
+  throw UsageError(std::string(flag) + ": " + std::to_string(lost_count) + (lost_count == 1 ? " value" : " values") +
+                   " of " + quoted_path(path) + " (" + type_name + ") cannot be represented as " + requested_type +
+                   " (out of range, or not a number" + example_text + "); read it as a type that holds " +
+                   (lost_count == 1 ? "it" : "them") + " (--dtype)");
+}
+
 template <class T>
-std::vector<T> read_block(const Context& ctx, const DatasetPath& path, int ndims, const index_t* start,
-                          const index_t* count, std::vector<T> host) {
+const char* type_text() {
+  if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
+  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
+  else if constexpr (std::is_same_v<T, float>) return "float32";
+  else return "float64";
+}
+
+// Reads this rank's block of a dataset that probe_dataset accepted. UsageError on every rank when
+// any rank's read failed or met values that T cannot hold.
+template <class T>
+std::vector<T> read_block(const Context& ctx, const DatasetPath& path, std::string_view flag, const DatasetInfo& info,
+                          int ndims, const index_t* start, const index_t* count, std::vector<T> host) {
   const index_t total = ndims == 2 ? count[0] * count[1] : count[0];
   TESSERA_ASSERT(static_cast<index_t>(host.size()) == total, "read_block: host buffer of the wrong size");
-  // Serial HDF5: every rank opens the file read-only on its own, and reads independently.
-  Handle file = open_file(ctx, path.file, H5F_ACC_RDONLY);
-  Handle dset(TESSERA_H5_CHECK(H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
-  transfer_block(ctx, dset.get(), memory_type<T>(), sizeof(T), ndims, start, count, host.data(), false);
+  LostValues lost;
+  std::string error;
+  {
+    // Serial HDF5: every rank opens the file read-only on its own, and reads independently.
+    Handle file = open_file(ctx, path.file, H5F_ACC_RDONLY);
+    Handle dset(TESSERA_H5_CHECK(H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
+    error = transfer_block(ctx, dset.get(), memory_type<T>(), sizeof(T), ndims, start, count, host.data(), false, &lost);
+  }
+  agree_on_read(ctx, path, flag, info.type_name, type_text<T>(), error, lost);
   return host;
 }
 
@@ -297,21 +498,42 @@ std::string directory_of(const std::string& file) {
   return file.substr(0, slash);
 }
 
-std::string base_name_of(const std::string& file) {
-  const auto slash = file.find_last_of('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
+// Length of the well-formed UTF-8 sequence at s[i] (1 to 4 bytes), or 0 where the bytes there are
+// not one (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short).
+std::size_t utf8_length(const std::string& s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c == 0xE0) n = 3, low = 0xA0;
+  else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) n = 3;
+  else if (c == 0xED) n = 3, high = 0x9F;
+  else if (c == 0xF0) n = 4, low = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else if (c == 0xF4) n = 4, high = 0x8F;
+  else return 0;
+  if (i + n > s.size() || byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return n;
 }
 
-// A name in the destination directory (so that rename() is atomic), chosen by rank 0 and shared.
-std::string temporary_name(const Context& ctx, const std::string& file) {
-  char name[4096] = {};
-  if (ctx.is_root()) {
-    const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
-    std::snprintf(name, sizeof name, "%s/.%s.tmp-%ld-%llx", directory_of(file).c_str(), base_name_of(file).c_str(),
-                  static_cast<long>(getpid()), static_cast<unsigned long long>(ticks));
+// `s` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD.
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
   }
-  ctx.comm().bcast(name, sizeof name, 0);
-  return name;
+  return out;
 }
 
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
@@ -321,8 +543,9 @@ void write_string_attribute(hid_t object, const std::string& name, const std::st
   Handle space(TESSERA_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
   Handle attr(TESSERA_H5_CHECK(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)),
               H5Aclose);
-  const char* text = value.c_str();
-  TESSERA_H5_CHECK(H5Awrite(attr.get(), type.get(), &text));
+  const std::string text = valid_utf8(value);  // a path may hold any bytes; the attribute says UTF-8
+  const char* data = text.c_str();
+  TESSERA_H5_CHECK(H5Awrite(attr.get(), type.get(), &data));
 }
 
 void write_attributes(hid_t dset, const OutputAttributes& a) {
@@ -339,16 +562,153 @@ void write_attributes(hid_t dset, const OutputAttributes& a) {
   for (const auto& [key, value] : a.extra) write_string_attribute(dset, key, value);
 }
 
-// Creates the file (truncating) and its one dataset; returns the file, the dataset in `dset`.
-Handle create_file(const Context& ctx, const std::string& file, const std::string& dataset, hid_t file_type,
-                   int ndims, const hsize_t* dims, const OutputAttributes& attributes, Handle& dset) {
-  Handle fapl(TESSERA_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
-#if TESSERA_IO_PARALLEL
-  TESSERA_H5_CHECK(H5Pset_fapl_mpio(fapl.get(), ctx.comm().get(), MPI_INFO_NULL));
-#else
-  (void)ctx;
-#endif
-  Handle f(TESSERA_H5_CHECK(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())), H5Fclose);
+// Rank 0's check of an output destination, at start-up (check_output_path) and again just before
+// the write. Returns the problem, or "" with *exists (the file exists: the dataset is added to it)
+// and *replace (the dataset exists, and `overwrite` allows replacing it).
+std::string check_destination(const DatasetPath& path, bool overwrite, bool* exists, bool* replace) {
+  *exists = *replace = false;
+  const std::string& file = path.file;
+  if (file.empty() || file.back() == '/') return quoted(file) + " is not a file name";
+  const std::string directory = directory_of(file);
+  struct stat st {};
+  if (stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "no such directory " + quoted(directory) + " for " + quoted(file);
+  if (access(directory.c_str(), W_OK | X_OK) != 0)
+    return "cannot write in directory " + quoted(directory) + " (permission denied)";
+  if (lstat(file.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "";
+    return "cannot examine " + quoted(file) + ": " + std::strerror(errno);
+  }
+  // The output is written under another name and renamed over the path: never over a link (which
+  // would be replaced, not followed) nor over anything but a regular file.
+  if (S_ISLNK(st.st_mode)) return quoted(file) + " is a symbolic link (give the path of the file itself)";
+  if (S_ISDIR(st.st_mode)) return quoted(file) + " is a directory";
+  if (!S_ISREG(st.st_mode)) return quoted(file) + " is not a regular file (a FIFO, socket or device)";
+  if (access(file.c_str(), R_OK | W_OK) != 0) return "cannot write " + quoted(file) + " (permission denied)";
+  if (H5Fis_hdf5(file.c_str()) <= 0)
+    return quoted(file) + " exists and is not an HDF5 file (it is left as it is: remove it or give another name)";
+  Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!h5.valid()) return "cannot open " + quoted(file) + " as an HDF5 file (" + h5_error_text() + ")";
+  *exists = true;
+  // Each group on the way must be a group (or be missing: it is created); the last component may be
+  // missing, or a dataset when `overwrite`.
+  const std::string& name = path.dataset;
+  for (std::size_t pos = 1; pos <= name.size(); ++pos) {
+    if (pos != name.size() && name[pos] != '/') continue;
+    const std::string prefix = name.substr(0, pos);
+    const htri_t there = H5Lexists(h5.get(), prefix.c_str(), H5P_DEFAULT);
+    if (there < 0) return "cannot look up " + quoted(prefix) + " in " + quoted(file) + " (" + h5_error_text() + ")";
+    if (there == 0) return "";
+    Handle object(H5Oopen(h5.get(), prefix.c_str(), H5P_DEFAULT), H5Oclose);
+    const H5I_type_t type = object.valid() ? H5Iget_type(object.get()) : H5I_BADID;
+    if (pos != name.size()) {
+      if (type != H5I_GROUP)
+        return quoted(prefix) + " in " + quoted(file) + " is not a group, so " + quoted(name) + " cannot be made";
+      continue;
+    }
+    if (type == H5I_GROUP) return quoted(name) + " in " + quoted(file) + " is a group, not a dataset";
+    if (!overwrite) return "dataset " + quoted_path(path) + " already exists (give --overwrite to replace it)";
+    *replace = true;
+  }
+  return "";
+}
+
+// Copies `from` to the new file `to` (created here, with from's permission bits). "" or the problem.
+std::string copy_file(const std::string& from, const std::string& to) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return "cannot read " + quoted(from) + ": " + std::strerror(errno);
+  struct stat st {};
+  if (fstat(in, &st) != 0) st.st_mode = 0644;
+  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777);
+  if (out < 0) {
+    const int error = errno;
+    close(in);
+    return "cannot create " + quoted(to) + ": " + std::strerror(error);
+  }
+  std::string problem;
+  std::vector<char> buffer(std::size_t(4) << 20);
+  while (problem.empty()) {
+    const ssize_t got = read(in, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) problem = "cannot read " + quoted(from) + ": " + std::strerror(errno);
+    if (got <= 0) break;
+    for (ssize_t done = 0; done < got && problem.empty();) {
+      const ssize_t put = write(out, buffer.data() + done, static_cast<std::size_t>(got - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put < 0) problem = "cannot copy " + quoted(from) + " to " + quoted(to) + ": " + std::strerror(errno);
+      else done += put;
+    }
+  }
+  if (problem.empty()) fchmod(out, st.st_mode & 07777);  // the umask may have narrowed them
+  if (close(out) != 0 && problem.empty())
+    problem = "cannot copy " + quoted(from) + " to " + quoted(to) + ": " + std::strerror(errno);
+  close(in);
+  return problem;
+}
+
+// What rank 0 decided about an output, for every rank in one broadcast.
+struct OutputPlan {
+  char message[1024] = {};  // a UsageError's text; empty when the write goes ahead
+  char temporary[PATH_MAX + 1] = {};
+  int copy_of_existing = 0;  // the temporary is a copy of the existing file ...
+  int replace_dataset = 0;   // ... whose dataset of the same name is unlinked before the new one is made
+};
+
+// Rank 0: checks the destination again (it may have changed since start-up), removes temporaries
+// that killed writers left there, and makes the temporary: a copy of the existing file, or nothing
+// yet (HDF5 creates it).
+void plan_output(const DatasetPath& path, bool overwrite, OutputPlan& plan) {
+  bool exists = false, replace = false;
+  std::string problem = check_destination(path, overwrite, &exists, &replace);
+  if (problem.empty()) {
+    detail::remove_stale_temporaries(path.file);
+    const std::string temporary = detail::temporary_name_for(path.file);
+    if (temporary.size() >= sizeof plan.temporary) {
+      problem = "the path " + quoted(path.file) + " is too long";
+    } else {
+      set_text(plan.temporary, sizeof plan.temporary, temporary);
+      if (exists) {
+        detail::register_temporary_file(temporary);  // an interrupted copy is removed too
+        problem = copy_file(path.file, temporary);
+        if (!problem.empty()) {
+          detail::remove_temporary_file();
+          detail::unregister_temporary_file();
+        }
+      }
+    }
+  }
+  if (!problem.empty()) set_text(plan.message, sizeof plan.message, "--output: " + problem);
+  plan.copy_of_existing = exists ? 1 : 0;
+  plan.replace_dataset = replace ? 1 : 0;
+}
+
+// The temporary is registered on every rank while the write runs: an exception removes it here,
+// a fatal error or a signal in the handlers of temporary_file.hpp.
+class TemporaryGuard {
+ public:
+  explicit TemporaryGuard(const std::string& path) { detail::register_temporary_file(path); }
+  ~TemporaryGuard() {
+    if (!committed_) detail::remove_temporary_file();
+    detail::unregister_temporary_file();
+  }
+  TemporaryGuard(const TemporaryGuard&) = delete;
+  TemporaryGuard& operator=(const TemporaryGuard&) = delete;
+  void commit() { committed_ = true; }
+
+ private:
+  bool committed_ = false;
+};
+
+// Opens the temporary (a copy of the existing file) or creates it, unlinks the dataset being
+// replaced, and creates the new one with its attributes; returns the file, the dataset in `dset`.
+// Collective under parallel HDF5.
+Handle create_output(const Context& ctx, const OutputPlan& plan, const std::string& dataset, hid_t file_type,
+                     int ndims, const hsize_t* dims, const OutputAttributes& attributes, Handle& dset) {
+  Handle fapl = file_access(ctx);
+  Handle f(plan.copy_of_existing ? TESSERA_H5_CHECK(H5Fopen(plan.temporary, H5F_ACC_RDWR, fapl.get()))
+                                 : TESSERA_H5_CHECK(H5Fcreate(plan.temporary, H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
+           H5Fclose);
+  if (plan.replace_dataset) TESSERA_H5_CHECK(H5Ldelete(f.get(), dataset.c_str(), H5P_DEFAULT));
   Handle lcpl(TESSERA_H5_CHECK(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
   TESSERA_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1));
   Handle space(TESSERA_H5_CHECK(H5Screate_simple(ndims, dims, nullptr)), H5Sclose);
@@ -359,57 +719,60 @@ Handle create_file(const Context& ctx, const std::string& file, const std::strin
   return f;
 }
 
-// The common path of write_array and write_matrix: create under a temporary name, every rank writes
-// its block (collectively, or in rank order with a token), then rank 0 renames after a barrier.
+// The common path of write_array and write_matrix: rank 0 plans (and copies an existing file to
+// the temporary name), every rank writes its block into the temporary (collectively, or in rank
+// order with a token), then rank 0 renames it over the destination after a barrier.
 template <class T>
 void write_blocks(const Context& ctx, const DatasetPath& path, const OutputAttributes& attributes, int ndims,
                   const hsize_t* dims, const index_t* start, const index_t* count, const std::vector<T>& host) {
-  const std::string temporary = temporary_name(ctx, path.file);
+  OutputPlan plan;
+  if (ctx.is_root()) plan_output(path, attributes.overwrite, plan);
+  ctx.comm().bcast(reinterpret_cast<unsigned char*>(&plan), static_cast<index_t>(sizeof plan), 0);
+  if (plan.message[0]) throw UsageError(plan.message);
+  TemporaryGuard guard(plan.temporary);
   // The file type is the little-endian standard type, whatever the host, so files compare anywhere.
   const hid_t element_file_type = file_type<T>();
   void* buffer = const_cast<T*>(host.data());
-#if TESSERA_IO_PARALLEL
-  {
+  if (parallel_io()) {
     // Declared file first, so that the dataset closes before the file does (an MPI-IO file does not
     // close while objects in it are open).
     Handle file;
     Handle dset;
-    file = create_file(ctx, temporary, path.dataset, element_file_type, ndims, dims, attributes, dset);
+    file = create_output(ctx, plan, path.dataset, element_file_type, ndims, dims, attributes, dset);
     transfer_block(ctx, dset.get(), memory_type<T>(), sizeof(T), ndims, start, count, buffer, true);
     dset.close_checked();
     file.close_checked();
-  }
-#else
-  // Rank r writes after rank r - 1 has closed the file: a serial HDF5 file has one writer at a time.
-  constexpr int kTokenTag = 7301;
-  const Communicator& comm = ctx.comm();
-  int token = 0;
-  if (comm.rank() > 0) comm.recv(&token, 1, comm.rank() - 1, kTokenTag);
-  {
-    Handle file;  // declared first: closes after the dataset
-    Handle dset;
-    if (comm.rank() == 0) {
-      file = create_file(ctx, temporary, path.dataset, element_file_type, ndims, dims, attributes, dset);
-    } else {
-      file = open_file(ctx, temporary, H5F_ACC_RDWR);
-      dset = Handle(TESSERA_H5_CHECK(H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
+  } else {
+    // Rank r writes after rank r - 1 has closed the file: a serial HDF5 file has one writer at a time.
+    constexpr int kTokenTag = 7301;
+    const Communicator& comm = ctx.comm();
+    int token = 0;
+    if (comm.rank() > 0) comm.recv(&token, 1, comm.rank() - 1, kTokenTag);
+    {
+      Handle file;  // declared first: closes after the dataset
+      Handle dset;
+      if (comm.rank() == 0) {
+        file = create_output(ctx, plan, path.dataset, element_file_type, ndims, dims, attributes, dset);
+      } else {
+        file = open_file(ctx, plan.temporary, H5F_ACC_RDWR);
+        dset = Handle(TESSERA_H5_CHECK(H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
+      }
+      transfer_block(ctx, dset.get(), memory_type<T>(), sizeof(T), ndims, start, count, buffer, true);
+      dset.close_checked();
+      file.close_checked();
     }
-    transfer_block(ctx, dset.get(), memory_type<T>(), sizeof(T), ndims, start, count, buffer, true);
-    dset.close_checked();
-    file.close_checked();
+    if (comm.rank() + 1 < comm.size()) comm.send(&token, 1, comm.rank() + 1, kTokenTag);
   }
-  if (comm.rank() + 1 < comm.size()) comm.send(&token, 1, comm.rank() + 1, kTokenTag);
-#endif
+  TESSERA_FAULT_POINT("write");
   // Every rank has closed the file before rank 0 gives it its final name.
   ctx.comm().barrier();
   char error[1024] = {};
-  if (ctx.is_root() && std::rename(temporary.c_str(), path.file.c_str()) != 0) {
-    std::snprintf(error, sizeof error, "--output: cannot rename '%s' to '%s': %s", temporary.c_str(),
-                  path.file.c_str(), std::strerror(errno));
-    std::remove(temporary.c_str());
-  }
+  if (ctx.is_root() && std::rename(plan.temporary, path.file.c_str()) != 0)
+    std::snprintf(error, sizeof error, "--output: cannot rename '%s' to '%s': %s", plan.temporary, path.file.c_str(),
+                  std::strerror(errno));
   ctx.comm().bcast(error, sizeof error, 0);
-  if (error[0]) throw UsageError(error);
+  if (error[0]) throw UsageError(error);  // the guard removes the temporary
+  guard.commit();
 }
 
 }  // namespace
@@ -441,8 +804,18 @@ DatasetPath parse_dataset_path(std::string_view text, std::string_view flag) {
   if (colon == std::string_view::npos || colon == 0)
     throw UsageError(std::string(flag) + ": expected FILE.h5:/DATASET, got '" + std::string(text) + "'");
   DatasetPath path{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
+  const auto not_a_name = [&](const std::string& why) {
+    return UsageError(std::string(flag) + ": '" + path.dataset + "' is not a dataset name (" + why + ")");
+  };
   if (path.dataset.size() < 2 || path.dataset.back() == '/' || path.dataset.find("//") != std::string::npos)
-    throw UsageError(std::string(flag) + ": '" + path.dataset + "' is not a dataset name (expected /NAME or /GROUP/NAME)");
+    throw not_a_name("expected /NAME or /GROUP/NAME");
+  // HDF5 gives "." and ".." no special meaning in a path, but refuses them as names.
+  for (std::size_t begin = 1; begin <= path.dataset.size();) {
+    const auto end = std::min(path.dataset.find('/', begin), path.dataset.size());
+    const std::string component = path.dataset.substr(begin, end - begin);
+    if (component == "." || component == "..") throw not_a_name("'" + component + "' cannot name a group or dataset");
+    begin = end + 1;
+  }
   return path;
 }
 
@@ -468,6 +841,7 @@ DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::stri
 
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string_view flag) {
+  QuietErrors quiet;
   const DatasetInfo info = probe(ctx, path, flag, /*need_dtype=*/false);
   if (info.shape.size() != 1)
     throw UsageError(std::string(flag) + ": dataset '" + path.dataset + "' in '" + path.file + "' is " +
@@ -488,12 +862,13 @@ DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string
       });
   const index_t start = array.global_offset();
   const index_t count = array.local_size();
-  array.local_from_host(read_block<T>(ctx, path, 1, &start, &count, std::move(host)));
+  array.local_from_host(read_block<T>(ctx, path, flag, info, 1, &start, &count, std::move(host)));
   return array;
 }
 
 template <class T>
 DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std::string_view flag) {
+  QuietErrors quiet;
   const Context& ctx = grid.context();
   const DatasetInfo info = probe_dataset(ctx, path, flag);
   if (info.shape.size() != 2)
@@ -502,25 +877,37 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std:
   DistMatrix<T> matrix(grid, info.shape[0], info.shape[1]);
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  matrix.local_from_host(read_block<T>(ctx, path, 2, start, count,
+  matrix.local_from_host(read_block<T>(ctx, path, flag, info, 2, start, count,
                                       std::vector<T>(static_cast<std::size_t>(count[0] * count[1]))));
   return matrix;
 }
 
-void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag) {
+void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite) {
   char error[1024] = {};
   if (ctx.is_root()) {
-    const std::string directory = directory_of(path.file);
+    QuietErrors quiet;
+    bool exists = false, replace = false;
+    const std::string what = check_destination(path, overwrite, &exists, &replace);
+    if (!what.empty()) std::snprintf(error, sizeof error, "%s: %s", std::string(flag).c_str(), what.c_str());
+  }
+  ctx.comm().bcast(error, sizeof error, 0);
+  if (error[0]) throw UsageError(error);
+}
+
+void check_output_file(const Context& ctx, const std::string& file, std::string_view flag) {
+  char error[1024] = {};
+  if (ctx.is_root()) {
+    const std::string directory = directory_of(file);
     struct stat st {};
     std::string what;
-    if (path.file.empty() || path.file.back() == '/') {
-      what = "'" + path.file + "' is not a file name";
+    if (file.empty() || file.back() == '/') {
+      what = "'" + file + "' is not a file name";
     } else if (stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      what = "no such directory '" + directory + "' for '" + path.file + "'";
+      what = "no such directory '" + directory + "' for '" + file + "'";
     } else if (access(directory.c_str(), W_OK | X_OK) != 0) {
       what = "cannot write in directory '" + directory + "' (permission denied)";
-    } else if (stat(path.file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      what = "'" + path.file + "' is a directory";
+    } else if (stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      what = "'" + file + "' is a directory";
     }
     if (!what.empty()) std::snprintf(error, sizeof error, "%s: %s", std::string(flag).c_str(), what.c_str());
   }
@@ -533,6 +920,7 @@ void write_array(const DistArray<T>& array, const DatasetPath& path, const Outpu
   const hsize_t dims[1] = {static_cast<hsize_t>(array.global_size())};
   const index_t start = array.global_offset();
   const index_t count = array.local_size();
+  QuietErrors quiet;
   write_blocks<T>(array.context(), path, attributes, 1, dims, &start, &count, array.local_to_host());
 }
 
@@ -541,6 +929,7 @@ void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const Ou
   const hsize_t dims[2] = {static_cast<hsize_t>(matrix.rows()), static_cast<hsize_t>(matrix.cols())};
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
+  QuietErrors quiet;
   write_blocks<T>(matrix.grid().context(), path, attributes, 2, dims, start, count, matrix.local_to_host());
 }
 

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "temporary_file.hpp"
 #include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_watchdog.hpp"
 #include "tessera/kernels/error.hpp"
@@ -27,6 +29,7 @@ namespace {
 // Under MPI a fatal error on one rank ends every rank: MPI_Abort, not exit, so that ranks blocked
 // in a collective with this one are torn down by the launcher instead of waiting forever.
 void abort_job(const char* file, int line, const char* call, const char* what) {
+  detail::remove_temporary_file();  // an output being written is never left behind half done
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -83,6 +86,19 @@ Runtime::Runtime(int& argc, char**& argv) {
   detail::start_mpi_watchdog();
   TESSERA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   TESSERA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+
+  // A malformed TESSERA_INJECT_FAULT would silently inject nothing: the job does not start.
+  const std::string fault_error = detail::check_fault_injection(world_size_);
+  int first_bad = fault_error.empty() ? world_size_ : world_rank_;
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (first_bad < world_size_) {
+    if (world_rank_ == first_bad) {
+      std::fprintf(stderr, "tessera: %s\n", fault_error.c_str());
+      std::fflush(stderr);
+    }
+    MPI_Finalize();
+    std::exit(2);
+  }
 
   MPI_Comm node = MPI_COMM_NULL;
   TESSERA_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node));

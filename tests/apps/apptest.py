@@ -61,20 +61,24 @@ class Harness:
     def run(self, app, args, ranks=None, backend=True, env=None, unset=()):
         """Runs app under mpiexec (env: extra environment variables, unset: names to remove); returns
         (status, stdout, stderr)."""
-        ranks = self.ranks if ranks is None else ranks
-        cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, program(app))]
-        if backend:
-            cmd += ["--backend", self.backend]
-        cmd += [str(a) for a in args]
+        cmd = self.command(app, args, ranks, backend)
         try:
             environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=APP_TIMEOUT, cwd=self.work,
-                               env=environment)
+            p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=APP_TIMEOUT,
+                               cwd=self.work, env=environment)
         except subprocess.TimeoutExpired:
             self.fail(f"timed out after {APP_TIMEOUT} s (hang?): {shlex.join(cmd)}")
             return None, "", ""
         self.last_command = shlex.join(cmd)
         return p.returncode, p.stdout, p.stderr
+
+    def command(self, app, args, ranks=None, backend=True):
+        """The mpiexec command line that run() uses."""
+        ranks = self.ranks if ranks is None else ranks
+        cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, os.path.join(self.bin, program(app))]
+        if backend:
+            cmd += ["--backend", self.backend]
+        return cmd + [str(a) for a in args]
 
     def run_json(self, app, args, ranks=None, expect_status=0):
         """Runs app with --json; returns (report, raw text), or None after a recorded failure."""

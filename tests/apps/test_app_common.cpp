@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "cli.hpp"
@@ -97,6 +98,50 @@ TEST(ArgParser, FlagsValuesAndErrors) {
   EXPECT_EQ(parse({"t", "--output", "x.h5"}).rfind("--output: expected FILE.h5:/DATASET", 0), 0u);
 }
 
+TEST(ArgParser, AFlagIsNotTheValueOfTheFlagBeforeIt) {
+  auto parse = [](std::vector<std::string> a, CommonOptions* out = nullptr) {
+    return usage_message([&] {
+      CommonOptions opt;
+      ArgParser q("t", "test");
+      add_common_options(q, opt);
+      std::vector<char*> v;
+      for (auto& s : a) v.push_back(s.data());
+      q.parse(static_cast<int>(v.size()), v.data());
+      if (out) *out = opt;
+    });
+  };
+  const std::string json = parse({"t", "--json", "--verify"});
+  EXPECT_EQ(json.rfind("--json: missing value FILE", 0), 0u) << json;
+  EXPECT_NE(json.find("'--verify'"), std::string::npos) << json;
+  EXPECT_EQ(parse({"t", "--output", "--n", "5"}).rfind("--output: missing value", 0), 0u);
+  EXPECT_EQ(parse({"t", "--json", "-v"}).rfind("--json: missing value", 0), 0u);
+  // Numbers that start with '-' are values (and then refused or accepted by the flag itself).
+  EXPECT_EQ(parse({"t", "--seed", "-1"}).rfind("--seed: negative value '-1'", 0), 0u);
+  EXPECT_EQ(parse({"t", "--threads", "-2"}).rfind("--threads: '-2' is out of range", 0), 0u);
+  EXPECT_EQ(parse({"t", "--n", "-.5"}).rfind("--n: negative size", 0), 0u);
+  // The joined form takes anything, a value that looks like a flag included.
+  CommonOptions o;
+  EXPECT_EQ(parse({"t", "--json=--verify"}, &o), "");
+  EXPECT_EQ(o.json, "--verify");
+  EXPECT_FALSE(o.verify);
+  EXPECT_EQ(parse({"t", "--output", "a.h5:/x", "--overwrite"}, &o), "");
+  EXPECT_TRUE(o.overwrite);
+}
+
+TEST(ArgParser, NamesTheHdf5FilesOfTheRun) {
+  CommonOptions o;
+  ArgParser p("t", "test");
+  add_common_options(p, o);
+  std::optional<io::DatasetPath> a;
+  p.add_option("--a", "FILE.h5:/DSET", "A", [&](std::string_view v) { a = io::parse_dataset_path(v, "--a"); });
+  std::vector<std::string> args = {"t", "--input", "in.h5:/x", "--a=m.h5:/A", "--json", "r.json", "--output", "o.h5:/y"};
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  p.parse(static_cast<int>(argv.size()), argv.data());
+  using Files = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(p.dataset_files(), (Files{{"--input", "in.h5"}, {"--a", "m.h5"}, {"--output", "o.h5"}}));
+}
+
 TEST(DatasetPath, SplitsAtTheLastColonSlash) {
   const auto p = io::parse_dataset_path("dir:odd/file.h5:/group/data", "--input");
   EXPECT_EQ(p.file, "dir:odd/file.h5");
@@ -104,6 +149,13 @@ TEST(DatasetPath, SplitsAtTheLastColonSlash) {
   EXPECT_NE(usage_message([] { io::parse_dataset_path("file.h5:/", "--input"); }).find("not a dataset name"),
             std::string::npos);
   EXPECT_NE(usage_message([] { io::parse_dataset_path(":/x", "--a"); }).find("--a: expected"), std::string::npos);
+  // Names HDF5 refuses are refused here, before any file exists.
+  for (const char* bad : {"f.h5:/.", "f.h5:/..", "f.h5:/a/./b", "f.h5:/a/..", "f.h5://a", "f.h5:/a/"}) {
+    const std::string message = usage_message([&] { io::parse_dataset_path(bad, "--output"); });
+    EXPECT_EQ(message.rfind("--output: '", 0), 0u) << bad << ": " << message;
+    EXPECT_NE(message.find("not a dataset name"), std::string::npos) << bad << ": " << message;
+  }
+  EXPECT_EQ(io::parse_dataset_path("f.h5:/a/.hidden/..b/c.", "--output").dataset, "/a/.hidden/..b/c.");
 }
 
 template <class T>
@@ -159,6 +211,22 @@ TEST(Json, IntegersExactBeyond2To53AndStructure) {
   Json k = Json::object();
   k["s"] = std::string("tab\there\x01");
   EXPECT_EQ(k.dump(), "{\"s\":\"tab\\there\\u0001\"}");
+}
+
+TEST(Json, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  // Well-formed UTF-8 passes through: 2, 3 and 4 byte sequences.
+  EXPECT_EQ(Json(std::string("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80")).dump(), "\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  // A Latin-1 file name, a stray continuation byte, a cut sequence, an overlong '/', a surrogate,
+  // beyond U+10FFFF: each bad byte is one U+FFFD.
+  EXPECT_EQ(Json(std::string("caf\xe9.h5")).dump(), "\"caf\\ufffd.h5\"");
+  EXPECT_EQ(Json(std::string("\x80x")).dump(), "\"\\ufffdx\"");
+  EXPECT_EQ(Json(std::string("\xe2\x82")).dump(), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(Json(std::string("\xc0\xaf")).dump(), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(Json(std::string("\xed\xa0\x80")).dump(), "\"\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(Json(std::string("\xf4\x90\x80\x80")).dump(), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+  Json j = Json::object();
+  j[std::string("k\xff")] = 1;
+  EXPECT_EQ(j.dump(), "{\"k\\ufffd\":1}");
 }
 
 }  // namespace

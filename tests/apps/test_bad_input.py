@@ -2,11 +2,13 @@
 """Bad input to the apps: exit status 2, one line on stderr from the app naming the flag or dataset
 and what is wrong, no hang (a timeout fails), no output file, and an existing file at the output
 path left exactly as it was."""
+import json
 import os
+import stat
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apptest import Harness, np, program, random_array, write_h5  # noqa: E402
+from apptest import Harness, h5py, np, program, random_array, write_h5  # noqa: E402
 
 h = Harness(__doc__)
 good = h.path("good.h5")
@@ -41,13 +43,25 @@ cases = [
     (M, ["--grid", "2x2"] if h.ranks != 4 else ["--grid", "3x3"], ["grid"]),
     (G, ["--input", "nocolon.h5"], ["--input", "FILE.h5:/DATASET"]),
     (P, ["--repeat", "0"], ["--repeat"]),
+    # Dataset names HDF5 refuses are refused before anything is created.
+    (G, ["--n", "10", "--output", f"{h.path('dot.h5')}:/."], ["--output", "'/.'", "not a dataset name"]),
+    (G, ["--n", "10", "--output", f"{h.path('dot.h5')}:/a/../b"], ["--output", "'..'"]),
+    (P, ["--n", "10", "--output", f"{h.path('dot.h5')}:/a/./b"], ["--output", "'.'"]),
+    # A flag is not the value of the flag before it; a negative number is.
+    (G, ["--n", "10", "--json", "--verify"], ["--json", "missing value", "--verify"]),
+    (P, ["--n", "10", "--seed", "-1"], ["--seed", "negative", "-1"]),
 ]
 # A GPU asked for where none exists: CUDA_VISIBLE_DEVICES="" hides any GPU the machine has (and a
 # build without CUDA has none), so this case runs on every machine.
 no_gpu_case = len(cases)
 cases.append((G, ["--backend", "cuda"], ["--backend cuda"]))
 
-existing_bytes = b"an existing file that must survive\n"
+# An existing HDF5 file at the output path, with a dataset of another name: it must stay as it was.
+template = h.path("existing_template.h5")
+write_h5(template, "/kept", random_array(h.rng, np.dtype("float64"), 20))
+with open(template, "rb") as f:
+    existing_bytes = f.read()
+os.remove(template)
 for i, (app, args, words) in enumerate(cases):
     for existing in (i % 2 == 1,):  # alternate: no file at the output path / an existing one
         out = h.path(f"out_{i}_{int(existing)}.h5")
@@ -57,7 +71,8 @@ for i, (app, args, words) in enumerate(cases):
         before = set(os.listdir(h.work))
         use_backend = "--backend" not in args
         env = {"CUDA_VISIBLE_DEVICES": ""} if i == no_gpu_case else None
-        status, stdout, stderr = h.run(app, [*args, "--output", f"{out}:/r"], backend=use_backend, env=env)
+        output = [] if "--output" in args else ["--output", f"{out}:/r"]
+        status, stdout, stderr = h.run(app, [*args, *output], backend=use_backend, env=env)
         what = f"{app} {' '.join(args)} (existing output: {existing})"
         if status is None:
             continue
@@ -74,6 +89,87 @@ for i, (app, args, words) in enumerate(cases):
             h.check(not os.path.exists(out), f"{what}: an output file was created")
         after = set(os.listdir(h.work))
         h.check(after == before, f"{what}: files appeared: {sorted(after - before)}")
+
+
+def check_refused(what, status, stderr, app, words, where=None):
+    """Exit status 2 and exactly one line from the app (on rank 0 only) holding every word."""
+    h.check(status == 2, f"{what}: status {status}, expected 2\n{stderr}")
+    ours = [line for line in stderr.splitlines() if line.startswith((where or program(app)) + ":")]
+    h.check(len(ours) == 1, f"{what}: expected one line starting '{where or program(app)}:', got {ours}")
+    h.check(len(stderr.splitlines()) < 20, f"{what}: {len(stderr.splitlines())} lines on stderr (an HDF5 error stack?)")
+    if ours:
+        h.check(all(w in ours[0] for w in words), f"{what}: message {ours[0]!r} lacks one of {words}")
+
+
+# Inputs HDF5 cannot read: a filter this library lacks (LZF, which only h5py has), a corrupt chunk
+# (in the middle rank's slab at 3 ranks); and values that the requested --dtype cannot hold.
+damaged = h.path("damaged.h5")
+with h5py.File(damaged, "w") as f:
+    f.create_dataset("lzf", data=np.arange(1000.0), chunks=(100,), compression="lzf")
+    f.create_dataset("corrupt", data=np.arange(3000.0), chunks=(100,), compression="gzip")
+    f["huge"] = np.array([1.0, 1e20, 3.0, -7.0])
+    f["nan"] = np.array([1.0, 2.0, np.nan, 4.0])
+    f["wide"] = np.array([1, 2**40, 3], dtype=np.int64)
+    f["float_overflow"] = np.array([1e300, 1.0])
+with h5py.File(damaged, "r") as f:
+    chunk = f["corrupt"].id.get_chunk_info_by_coord((1500,))
+with open(damaged, "r+b") as f:  # garbage in the middle of one deflated chunk
+    f.seek(chunk.byte_offset + chunk.size // 2)
+    f.write(b"\xff" * 16)
+for app, dset, extra, words in [
+    (G, "lzf", [], ["--input", "'/lzf'", "filter", "lzf"]),
+    (P, "lzf", [], ["--input", "'/lzf'", "filter", "lzf"]),
+    (G, "corrupt", [], ["--input", "cannot read", "'/corrupt'"]),
+    (F, "corrupt", [], ["--input", "cannot read", "'/corrupt'"]),
+    (G, "huge", ["--dtype", "int32"], ["--input", "'/huge'", "int32", "1e+20"]),
+    (P, "nan", ["--dtype", "int32"], ["--input", "'/nan'", "int32", "nan"]),
+    (G, "nan", ["--dtype", "int64"], ["--input", "'/nan'", "int64"]),
+    (F, "wide", ["--dtype", "int32"], ["--input", "'/wide'", "int32", "1099511627776"]),
+    (G, "float_overflow", ["--dtype", "float32"], ["--input", "'/float_overflow'", "float32"]),
+]:
+    status, _, stderr = h.run(app, ["--input", f"{damaged}:/{dset}", *extra])
+    check_refused(f"{app} --input /{dset} {' '.join(extra)}", status, stderr, app, words)
+# A float file into a wider or equal type, and NaN into a float type, are not refused.
+status, _, stderr = h.run(G, ["--input", f"{damaged}:/nan", "--dtype", "float32"])
+h.check(status == 0, f"NaN read as float32: status {status}\n{stderr}")
+
+# A malformed TESSERA_INJECT_FAULT is refused, not silently ignored.
+for spec, words in [("x", ["'x'", "RANK:SITE"]), ("0:nosuchsite", ["unknown site", "nosuchsite"]),
+                    ("0:allreduce:zero", ["COUNT", "zero"]), ("0:allreduce:0", ["COUNT"]),
+                    (f"{h.ranks}:barrier", ["rank", "does not exist"])]:
+    status, _, stderr = h.run(G, ["--n", "10"], env={"TESSERA_INJECT_FAULT": spec})
+    check_refused(f"TESSERA_INJECT_FAULT={spec}", status, stderr, G, words, where="tessera")
+
+# A --json that cannot be written (a full device) ends the run non-zero with one line.
+status, _, stderr = h.run(G, ["--n", "10", "--json", "/dev/full"])
+check_refused("--json /dev/full", status, stderr, G, ["--json", "/dev/full"])
+h.check(stat.S_ISCHR(os.stat("/dev/full").st_mode), "--json /dev/full: the device was replaced")
+
+# A --json path that is a symlink is written through: the link stays, its target gets the report.
+target, link = h.path("report_target.json"), h.path("report_link.json")
+os.symlink(target, link)
+status, _, stderr = h.run(G, ["--n", "10", "--json", link])
+h.check(status == 0 and os.path.islink(link), f"--json through a symlink: status {status}, link kept {os.path.islink(link)}\n{stderr}")
+if os.path.exists(target):
+    with open(target) as f:
+        h.check(json.load(f).get("app") == program(G), "--json through a symlink: the target lacks the report")
+else:
+    h.check(False, "--json through a symlink: the target was not written")
+
+# Paths that are not UTF-8 still give valid JSON (the bytes become U+FFFD).
+raw_dir = os.fsencode(h.work)
+odd_input = os.fsdecode(raw_dir + b"/in\xff\xfe.h5")
+write_h5(odd_input, "/v", np.arange(5, dtype=np.int64))
+odd_report = h.path("odd_report.json")
+status, _, stderr = h.run(G, ["--input", f"{odd_input}:/v", "--json", odd_report])
+if h.check(status == 0, f"input path with invalid UTF-8: status {status}\n{stderr}"):
+    with open(odd_report, "rb") as f:
+        raw = f.read()
+    try:
+        report = json.loads(raw.decode("utf-8"))
+        h.check("\ufffd" in report["input"] and report["result"] == 10, f"odd path report: {report['input']!r}")
+    except (UnicodeDecodeError, ValueError) as e:
+        h.fail(f"the report of a run on a non-UTF-8 path is not valid UTF-8 JSON: {e}")
 
 # An unwritable output destination is refused before any work.
 status, _, stderr = h.run(G, ["--n", "10", "--output", h.path("no/such/dir/x.h5") + ":/r"])

@@ -5,16 +5,20 @@
 // slab independently). The file's element type is converted to the requested one by HDF5, so any of
 // the four element types, chunked or contiguous, deflate-compressed or not, reads into any other.
 //
-// Writes: one dataset holding the global result, with attributes naming what made it. The file is
-// written under a temporary name in the destination directory and renamed by rank 0 once every rank
-// has written its slab, so that a reader never sees a half-written file under the final name, and an
-// existing file there is untouched until the new one is complete. Collective writes with parallel
-// HDF5; with a serial library rank 0 creates the file and the ranks write their slabs in rank order,
-// passing a token.
+// Writes: one dataset holding the global result, with attributes naming what made it, added to the
+// destination file (a new file where there is none; every other object of an existing file is
+// kept). The write goes to a temporary file in the destination directory (a copy of the existing
+// file, or a new one), which rank 0 renames over the destination once every rank has written its
+// slab: a reader never sees a half-written dataset under the final name, and the existing file is
+// untouched until the new one is complete. A job that ends abnormally removes the temporary (see
+// framework/src/temporary_file.hpp); one killed outright leaves it to the next write in that
+// directory. Collective writes with parallel HDF5; with a serial library rank 0 creates the dataset
+// and the ranks write their slabs in rank order, passing a token.
 //
 // Every function is collective over the context it is given. User errors (a missing file or dataset,
-// a file that is not HDF5, a wrong rank or shape, an unwritable output directory) are found by rank
-// 0 and broadcast, so that every rank throws the same UsageError and none is left in a collective.
+// a file that is not HDF5, a wrong rank or shape, an unwritable output directory, a corrupt chunk,
+// values that do not fit in the requested type) are found by one rank and shared, so that every rank
+// throws the same UsageError and none is left in a collective. HDF5 prints no error stack.
 #pragma once
 
 #include <cstdint>
@@ -68,7 +72,8 @@ struct DatasetPath {
   std::string str() const { return file + ":" + dataset; }
 };
 
-// Throws UsageError naming `flag` when text has no ":/DATASET" part or an empty file name.
+// Throws UsageError naming `flag` when text has no ":/DATASET" part, an empty file name, or a
+// dataset path with an empty, "." or ".." component.
 DatasetPath parse_dataset_path(std::string_view text, std::string_view flag);
 
 struct DatasetInfo {
@@ -83,8 +88,9 @@ struct DatasetInfo {
 DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::string_view flag);
 
 // Reads a 1-D dataset into the block distribution. UsageError (from probe_dataset, or naming the
-// dataset and its shape when it is not 1-D). T: int8..int64, uint8..uint64, float, double (HDF5
-// converts the file's type).
+// dataset and its shape when it is not 1-D, or when a chunk cannot be read). T: int8..int64,
+// uint8..uint64, float, double (HDF5 converts the file's type; a value that T cannot hold, 1e20 or
+// NaN for int32, 1e300 for float, is a UsageError, not a clamped value).
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string_view flag);
 
@@ -99,15 +105,25 @@ struct OutputAttributes {
   std::string backend;
   int ranks = 1;
   std::vector<std::pair<std::string, std::string>> extra;  // more string attributes (dtype, op, ...)
+  // Not stored: whether an existing dataset of the same name may be replaced (--overwrite).
+  bool overwrite = false;
 };
 
-// Collective. Checks before any work is done that an output can be made at `path`: the dataset
-// name is usable and the directory exists and is writable. UsageError naming `flag` otherwise.
-void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag);
+// Collective. Checks before any work is done that an output can be made at `path`: the directory
+// exists and is writable; the path is a new file, or an HDF5 file (not a symbolic link, FIFO, device
+// or other file) in which every group on the dataset's path is a group and the dataset does not
+// exist (or is a dataset, and `overwrite`). UsageError naming `flag` otherwise.
+void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite = false);
+
+// Collective. The same for a plain file that rank 0 writes through (a report): the directory exists
+// and is writable, and the path is not a directory.
+void check_output_file(const Context& ctx, const std::string& file, std::string_view flag);
 
 // Writes the whole distributed array (any partition: block or ragged) as one 1-D dataset, in global
-// order, to a new file that replaces `path.file` when complete. T: as for read_array (stored as the
-// little-endian standard type of the same size).
+// order, into `path.file` (created, or a copy of it with the dataset added that replaces it when
+// complete). The destination is checked again as check_output_path does, with
+// attributes.overwrite. T: as for read_array (stored as the little-endian standard type of the
+// same size).
 template <class T>
 void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
 

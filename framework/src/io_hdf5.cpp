@@ -857,8 +857,10 @@ DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string
           " elements) needs " + format_bytes(2.0 * static_cast<double>(block_bytes)) + " per rank on " +
           std::to_string(ctx.size()) + " rank(s), its block and a host copy",
       [&] {
-        return std::pair<DistArray<T>, std::vector<T>>(DistArray<T>(ctx, partition),
-                                                       std::vector<T>(static_cast<std::size_t>(local)));
+        DistArray<T> block(ctx, partition);  // first: a device block that cannot be made stops here
+        kernels::require_host_memory(static_cast<std::size_t>(local) * sizeof(T));
+        std::vector<T> staging(static_cast<std::size_t>(local));
+        return std::pair<DistArray<T>, std::vector<T>>(std::move(block), std::move(staging));
       });
   const index_t start = array.global_offset();
   const index_t count = array.local_size();
@@ -877,6 +879,8 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std:
   DistMatrix<T> matrix(grid, info.shape[0], info.shape[1]);
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
+  kernels::require_host_memory(static_cast<std::size_t>(count[0] * count[1]) * sizeof(T),
+                               std::string(flag) + ": a host copy of this rank's block");
   matrix.local_from_host(read_block<T>(ctx, path, flag, info, 2, start, count,
                                       std::vector<T>(static_cast<std::size_t>(count[0] * count[1]))));
   return matrix;

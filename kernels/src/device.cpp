@@ -5,6 +5,8 @@
 #include <new>
 #include <string>
 
+#include <sys/sysinfo.h>
+
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -28,6 +30,7 @@ namespace {
 // 64-byte alignment: whole cache lines, and 16-byte vector loads on any element.
 void* allocate_host_aligned(std::size_t bytes) {
   if (bytes > SIZE_MAX - 63) throw OutOfMemory(bytes, "host memory");
+  require_host_memory(bytes);
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) throw OutOfMemory(bytes, "host memory");
   return p;
@@ -258,6 +261,14 @@ void* allocate(const Queue& q, std::size_t bytes) {
 #endif
   (void)q;
   return allocate_host_aligned(bytes);
+}
+
+void require_host_memory(std::size_t bytes, const std::string& what) {
+  struct sysinfo info {};
+  if (sysinfo(&info) != 0) return;  // unknown: the allocation itself decides
+  const long double total = (static_cast<long double>(info.totalram) + static_cast<long double>(info.totalswap)) *
+                            static_cast<long double>(info.mem_unit);
+  if (static_cast<long double>(bytes) > total) throw OutOfMemory(bytes, what);
 }
 
 std::size_t array_bytes(index_t count, std::size_t element_bytes, const char* what) {

@@ -24,7 +24,9 @@ void hdf5_round_trip(const std::string& file, index_t n, std::uint64_t s) {
   const auto global = random_values_for_io<T>(n, s);
   const auto array = DistArray<T>::from_replicated(world, global, test::random_partition(n, world.size(), s));
   const io::DatasetPath path{file, "/group/values"};
-  io::write_array(array, path, io::OutputAttributes{"generic_tests", to_string(world.backend()), world.size(), {}});
+  // The same dataset name for every type: each write replaces the one before.
+  io::write_array(array, path,
+                  io::OutputAttributes{"generic_tests", to_string(world.backend()), world.size(), {}, /*overwrite=*/true});
   const DistArray<T> back = io::read_array<T>(world, path, "--input");
   EXPECT_EQ(back.global_size(), n);
   const auto got = back.gather(0);

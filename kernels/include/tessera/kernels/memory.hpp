@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "tessera/kernels/queue.hpp"
 
@@ -22,6 +23,12 @@ void* allocate(const Queue& queue, std::size_t bytes);
 // count * element_bytes, or OutOfMemory (naming `what`) when that does not fit in 64 bits.
 std::size_t array_bytes(index_t count, std::size_t element_bytes, const char* what = "an array");
 void deallocate(const Queue& queue, void* ptr);
+
+// OutOfMemory (naming `what`) when `bytes` exceed this machine's physical memory and swap together:
+// no host allocation of that size can be backed, even where the kernel overcommits and would let
+// it succeed, only to kill the process when the pages are touched. allocate() checks it for host
+// memory; call it before making a std::vector of a size that comes from input.
+void require_host_memory(std::size_t bytes, const std::string& what = "host memory");
 
 // Returns the cached, unused blocks of allocate() to the driver (cudaFree). No effect under cpu.
 void release_cached_memory();

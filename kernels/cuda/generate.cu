@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -15,6 +16,11 @@
 
 namespace tessera::kernels::cuda {
 namespace detail {
+
+template <std::size_t Bytes>
+using UnsignedOfSize =
+    std::conditional_t<Bytes == 1, std::uint8_t,
+                       std::conditional_t<Bytes == 2, std::uint16_t, std::conditional_t<Bytes == 4, std::uint32_t, std::uint64_t>>>;
 
 template <class T>
 struct FillValue {
@@ -51,14 +57,22 @@ void elementwise(T* out, index_t n, ValueOf value_of, StreamHandle stream) {
 
 }  // namespace detail
 
+// A fill writes bits: one instance per element size serves every type of that size. An integer iota
+// wraps alike signed or unsigned: one instance per integer size.
 template <class T>
 void fill(T* out, index_t n, T value, Stream stream) {
-  detail::elementwise(out, n, detail::FillValue<T>{value}, stream);
+  using Bits = detail::UnsignedOfSize<sizeof(T)>;
+  detail::elementwise(reinterpret_cast<Bits*>(out), n, detail::FillValue<Bits>{std::bit_cast<Bits>(value)}, stream);
 }
 
 template <class T>
 void iota(T* out, index_t n, T start, Stream stream) {
-  detail::elementwise(out, n, detail::IotaValue<T>{start}, stream);
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    detail::elementwise(reinterpret_cast<U*>(out), n, detail::IotaValue<U>{static_cast<U>(start)}, stream);
+  } else {
+    detail::elementwise(out, n, detail::IotaValue<T>{start}, stream);
+  }
 }
 
 template <class T>

@@ -201,6 +201,20 @@ Options parse(apps::ArgParser& parser, int argc, char** argv, int world_size) {
 
 int element_bytes(tessera::io::DType dtype) { return static_cast<int>(tessera::io::size_of(dtype)); }
 
+// The collectives the measured operation makes, as its algorithm declares them (collective_plan.hpp):
+// what the cost model charges. matmul's panels are charged by summa_overlap instead.
+tessera::CollectivePlan operation_plan(sc::Op op, tessera::io::DType dtype) {
+  return tessera::io::dispatch(dtype, [&]<class T>() -> tessera::CollectivePlan {
+    switch (op) {
+      case sc::Op::sum: return tessera::reduce_plan<T>(tessera::ReduceOp::sum);
+      case sc::Op::scan: return tessera::scan_plan<T>();
+      case sc::Op::filter: return tessera::filter_plan<T>();
+      case sc::Op::matmul: return {};
+    }
+    return {};
+  });
+}
+
 // ------------------------------------------------------------------------------------------------
 // Waiting without burning a core: ranks outside a point's sub-communicator (and those done early)
 // sleep between tests of a non-blocking barrier, so that on an oversubscribed node they do not
@@ -652,7 +666,7 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   for (const auto& s : samples)
     if (s.ranks <= fit_ranks.back()) check_samples.push_back(s);
   const auto check_model =
-      sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(check_samples),
+      sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, operation_plan(o.op, o.dtype), sc::fit_network(check_samples),
                          sc::fit_device_network(check_samples), meas, fit_ranks);
   Json check = Json::object();
   check["fit_ranks"] = array_of(fit_ranks);
@@ -683,7 +697,7 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   j["model_check"] = check;
 
   // The model of record: fitted on every point; projected past the machine when the check allows.
-  const auto model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, sc::fit_network(samples),
+  const auto model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, operation_plan(o.op, o.dtype), sc::fit_network(samples),
                                         sc::fit_device_network(samples), meas, ranks);
   Json model_json = Json::object();
   model_json["fit_ranks"] = array_of(model.fitted_on);
@@ -698,6 +712,15 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
   // Which network the op's collectives were charged to, and whether communication overlaps work.
   model_json["network_path"] = matmul ? "device" : "host";
   model_json["overlap"] = matmul ? "summa: max(panel GEMM, next panel broadcast) per step" : "none";
+  // The collectives charged per call: the operation's declared plan (matmul: SUMMA's panels).
+  Json collectives = Json::array();
+  for (const tessera::CollectiveCall& call : model.plan) {
+    Json c = Json::object();
+    c["kind"] = std::string(tessera::to_string(call.kind));
+    c["bytes"] = number(call.bytes);
+    collectives.push_back(c);
+  }
+  model_json["collectives"] = collectives;
   j["model"] = model_json;
   const sc::NetworkModel& charged = matmul ? model.device_network : model.network;
   std::fprintf(text,
@@ -706,6 +729,7 @@ Json mode_json(const Options& o, const ModeReport& r, const std::vector<sc::Coll
                model.local_overhead, model.local_rate(), model.work_unit(), matmul ? "device" : "host",
                charged.latency, charged.bandwidth,
                matmul ? " (broadcast of panel s+1 overlapped with GEMM of panel s)" : "", model.host);
+  if (!matmul) std::fprintf(text, "collectives per call: %s\n", tessera::describe(model.plan).c_str());
 
   Json projection = Json::array();
   if (held_out && !check_passed) {
@@ -996,7 +1020,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
               "device %s (backend buffers, matmul panels): latency %.4g s per tree round, bandwidth %.4g B/s\n",
               net.latency, net.bandwidth, device_path, device_net.latency, device_net.bandwidth);
   for (const auto& r : reports) j[sc::to_string(r.mode)] = mode_json(o, r, samples, stdout);
-  apps::two_level::Study study{o.op, element_bytes(o.dtype), o.panel_width, samples, {}};
+  apps::two_level::Study study{o.op, element_bytes(o.dtype), o.panel_width, operation_plan(o.op, o.dtype), samples, {}};
   for (const auto& r : reports) study.modes.push_back({r.mode, r.size_arg, measurements(r)});
   j["two_level"] = apps::two_level::report(layout, level_samples, study, stdout);
   std::fflush(stdout);

@@ -322,7 +322,7 @@ Json report(const Layout& layout, const Samples& samples, const Study& study, st
     Json block = Json::object();
     // The check: fitted on the points on at most two nodes, predicting those on more.
     sc::TwoLevelModel check;
-    check.base = sc::fit_cost_model(study.op, mode.mode, mode.size_arg, study.element_bytes, study.panel_width, one_host,
+    check.base = sc::fit_cost_model(study.op, mode.mode, mode.size_arg, study.element_bytes, study.panel_width, study.plan, one_host,
                                     one_device, mode.points, near_ranks);
     check.host = host_fit;
     check.device = device_fit;
@@ -353,7 +353,7 @@ Json report(const Layout& layout, const Samples& samples, const Study& study, st
 
     // The model of record, projected as nodes x ranks per node.
     sc::TwoLevelModel model;
-    model.base = sc::fit_cost_model(study.op, mode.mode, mode.size_arg, study.element_bytes, study.panel_width,
+    model.base = sc::fit_cost_model(study.op, mode.mode, mode.size_arg, study.element_bytes, study.panel_width, study.plan,
                                     sc::fit_network(study.samples), sc::fit_device_network(study.samples), mode.points,
                                     all_ranks);
     model.host = host;

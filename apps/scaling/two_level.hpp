@@ -45,6 +45,7 @@ struct Study {
   scaling::Op op = scaling::Op::sum;
   int element_bytes = 4;
   std::int64_t panel_width = 512;
+  CollectivePlan plan;  // the operation's collectives (sum, scan, filter)
   std::vector<scaling::CollectiveSample> samples;  // on the first p ranks of the launch, p in ranks
   struct Mode {
     scaling::Mode mode = scaling::Mode::strong;

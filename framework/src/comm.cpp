@@ -80,6 +80,13 @@ Communicator Communicator::first(int ranks) const {
   return split(rank_ < ranks ? 0 : -1, rank_);
 }
 
+bool Communicator::congruent(const Communicator& other) const {
+  if (is_null() || other.is_null()) return is_null() && other.is_null();
+  int result = MPI_UNEQUAL;
+  TESSERA_MPI_CHECK(MPI_Comm_compare(get(), other.get(), &result));
+  return result == MPI_IDENT || result == MPI_CONGRUENT;
+}
+
 void Communicator::barrier() const {
   TESSERA_FAULT_POINT("barrier");
   TESSERA_MPI_CHECK(MPI_Barrier(get()));
@@ -124,7 +131,7 @@ MPI_Op combine_op(ReduceOp op) {
 
 template <class T>
 T Communicator::allreduce(T value, ReduceOp op) const {
-  TESSERA_FAULT_POINT("allreduce");
+  TESSERA_COLLECTIVE(Collective::allreduce, sizeof(T));
   T result{};
   const bool builtin_ok = std::is_floating_point_v<T> ? op == ReduceOp::sum : op != ReduceOp::sum;
   const MPI_Op mop = builtin_ok ? mpi_op<T>(op) : combine_op<T>(op);
@@ -133,8 +140,19 @@ T Communicator::allreduce(T value, ReduceOp op) const {
 }
 
 template <class T>
+void Communicator::allreduce(T* data, index_t count, ReduceOp op) const {
+  TESSERA_COLLECTIVE(Collective::allreduce, static_cast<double>(count) * sizeof(T));
+  const bool builtin_ok = std::is_floating_point_v<T> ? op == ReduceOp::sum : op != ReduceOp::sum;
+  const MPI_Op mop = builtin_ok ? mpi_op<T>(op) : combine_op<T>(op);
+  for (index_t done = 0; done < count; done += kMpiChunkElements) {
+    const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, chunk, mpi_type<T>(), mop, get()));
+  }
+}
+
+template <class T>
 T Communicator::exscan_sum(T value) const {
-  TESSERA_FAULT_POINT("exscan");
+  TESSERA_COLLECTIVE(Collective::exscan, sizeof(T));
   T result{};
   const MPI_Op mop = std::is_floating_point_v<T> ? MPI_SUM : combine_op<T>(ReduceOp::sum);
   TESSERA_MPI_CHECK(MPI_Exscan(&value, &result, 1, mpi_type<T>(), mop, get()));
@@ -143,6 +161,7 @@ T Communicator::exscan_sum(T value) const {
 
 #define TESSERA_COMM_INSTANTIATE(T)                                                  \
   template T Communicator::allreduce<T>(T, ReduceOp) const;                          \
+  template void Communicator::allreduce<T>(T*, index_t, ReduceOp) const;             \
   template T Communicator::exscan_sum<T>(T) const;
 
 TESSERA_COMM_INSTANTIATE(std::int8_t)

@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
@@ -270,7 +271,7 @@ void DeviceComm::Request::wait() {
 }
 
 DeviceComm::Request DeviceComm::ibcast(void* data, std::size_t bytes, int root) const {
-  TESSERA_FAULT_POINT("bcast");
+  TESSERA_COLLECTIVE(Collective::bcast, bytes);
   Request request;
   if (bytes == 0 || ctx_.size() == 1) return request;
   const MPI_Comm comm = ctx_.comm().get();
@@ -319,7 +320,7 @@ DeviceComm::Request DeviceComm::ibcast(void* data, std::size_t bytes, int root) 
 
 template <class T>
 void DeviceComm::allreduce_sum(T* data, index_t count) const {
-  TESSERA_FAULT_POINT("allreduce");
+  TESSERA_COLLECTIVE(Collective::allreduce, static_cast<double>(count) * sizeof(T));
   if (count == 0 || ctx_.size() == 1) return;
   const MPI_Comm comm = ctx_.comm().get();
   switch (path_) {
@@ -355,7 +356,9 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sen
                            const std::vector<std::size_t>& send_offsets, void* recv,
                            const std::vector<std::size_t>& recv_bytes,
                            const std::vector<std::size_t>& recv_offsets) const {
-  TESSERA_FAULT_POINT("alltoallv");
+  double sent = 0;
+  for (std::size_t b : send_bytes) sent += static_cast<double>(b);
+  TESSERA_COLLECTIVE(Collective::alltoallv, sent);
   const auto ranks = static_cast<std::size_t>(ctx_.size());
   TESSERA_ASSERT(send_bytes.size() == ranks && send_offsets.size() == ranks && recv_bytes.size() == ranks &&
                      recv_offsets.size() == ranks,

@@ -9,15 +9,12 @@
 //   local   C_block += A_panel * B_panel with the local GEMM kernel (beta = 1)
 // Two panel buffers alternate so that the broadcast of step s+1 is posted before the product of
 // step s and travels while it runs. There is no fix-up phase: C is complete after the last step.
-#include <mpi.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
-#include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/copy_2d.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -58,9 +55,8 @@ DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const Matmu
   if (options.panel_width < 1)
     throw UsageError("matmul: panel width must be at least 1, got " + std::to_string(options.panel_width));
   const ProcessGrid& grid = a.grid();
-  int same = MPI_UNEQUAL;
-  TESSERA_MPI_CHECK(MPI_Comm_compare(grid.context().comm().get(), b.grid().context().comm().get(), &same));
-  if ((same != MPI_IDENT && same != MPI_CONGRUENT) || grid.rows() != b.grid().rows() || grid.cols() != b.grid().cols())
+  if (!grid.context().comm().congruent(b.grid().context().comm()) || grid.rows() != b.grid().rows() ||
+      grid.cols() != b.grid().cols())
     throw UsageError("matmul: A and B live on different process grids (" + std::to_string(grid.rows()) + "x" +
                      std::to_string(grid.cols()) + " and " + std::to_string(b.grid().rows()) + "x" +
                      std::to_string(b.grid().cols()) + ")");
@@ -131,6 +127,22 @@ DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const Matmu
   }
   return c;
 }
+
+template <class T>
+CollectivePlan matmul_plan(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options) {
+  CollectivePlan plan;
+  if (options.panel_width < 1) return plan;
+  const double element = sizeof(T);
+  for (const Step& step : summa_steps(a.cols(), options.panel_width, a.col_partition(), b.row_partition())) {
+    const double w = static_cast<double>(step.width());
+    if (a.grid().cols() > 1) plan.push_back({Collective::bcast, static_cast<double>(a.local_rows()) * w * element});
+    plan.push_back({Collective::bcast, w * static_cast<double>(b.local_cols()) * element});
+  }
+  return plan;
+}
+
+template CollectivePlan matmul_plan<float>(const DistMatrix<float>&, const DistMatrix<float>&, const MatmulOptions&);
+template CollectivePlan matmul_plan<double>(const DistMatrix<double>&, const DistMatrix<double>&, const MatmulOptions&);
 
 template DistMatrix<float> matmul<float>(const DistMatrix<float>&, const DistMatrix<float>&, const MatmulOptions&,
                                          PhaseTimes*);

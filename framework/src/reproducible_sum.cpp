@@ -3,14 +3,13 @@
 //   local   every element deposited exactly into a superaccumulator (kernels/exact_sum.hpp)
 //   global  the normalized accumulators summed limb by limb as int64 (exact: normalized limbs are
 //           below 2^32, so 2^31 ranks cannot overflow) with one MPI_Allreduce of integers
+//           (reproducible_sum_plan)
 //   fix-up  one rounding of the exact value to T, on the host, the same on every rank
 // Integer addition is associative, so neither the partition nor MPI's reduction order matters.
-#include <mpi.h>
+#include <cstdint>
 
 #include "tessera/framework/detail/result_on_host.hpp"
 #include "tessera/framework/algorithms.hpp"
-#include "tessera/framework/fault.hpp"
-#include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -31,9 +30,8 @@ T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
   clock.end_phase(times ? &times->local : nullptr);
 
   // Global: limb-wise integer sum; the special-value counts and element counts add the same way.
-  Accumulator total;
-  TESSERA_FAULT_POINT("allreduce");
-  TESSERA_MPI_CHECK(MPI_Allreduce(&partial, &total, Accumulator::kFields, MPI_INT64_T, MPI_SUM, ctx.comm().get()));
+  Accumulator total = partial;
+  ctx.comm().allreduce(reinterpret_cast<std::int64_t*>(&total), Accumulator::kFields, ReduceOp::sum);
   clock.end_phase(times ? &times->communication : nullptr);
 
   // Fix-up: the one rounding.

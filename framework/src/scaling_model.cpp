@@ -255,34 +255,50 @@ double local_work(const Problem& problem, int p) {
   return 0;
 }
 
-CommCost comm_cost(const Problem& problem, int p, std::int64_t panel_width) {
+CommCost comm_cost(const CollectivePlan& plan, int p) {
   CommCost cost;
   if (p <= 1) return cost;
-  const double w = problem.element_bytes;
-  switch (problem.op) {
-    case Op::sum:  // one Allreduce of one value
-    case Op::scan:  // one Exscan of the block totals
-      cost.latency_rounds = tree_depth(p);
-      cost.bytes = ring_factor(p) * w;
-      break;
-    case Op::filter:  // Exscan of the kept counts and Allreduce of the total
-      cost.latency_rounds = 2.0 * tree_depth(p);
-      cost.bytes = 2.0 * ring_factor(p) * 8;
-      break;
-    case Op::matmul: {
-      int rows = 1, cols = 1;
-      grid_dims(p, rows, cols);
-      const double n = static_cast<double>(problem.size);
-      const double b = static_cast<double>(std::max<std::int64_t>(1, panel_width));
-      const double steps = std::ceil(n / b);
-      // Each step: an A panel (n/rows x b) along the process row of `cols` ranks, a B panel
-      // (b x n/cols) along the process column of `rows` ranks.
-      cost.latency_rounds = steps * (tree_depth(cols) + tree_depth(rows));
-      if (cols > 1) cost.bytes += steps * ceil_div(n, rows) * b * w;
-      if (rows > 1) cost.bytes += steps * b * ceil_div(n, cols) * w;
-      break;
+  for (const CollectiveCall& call : plan) {
+    switch (call.kind) {
+      case Collective::allreduce:
+        cost.latency_rounds += tree_depth(p);
+        cost.bytes += ring_factor(p) * call.bytes;
+        break;
+      case Collective::allgather:
+        cost.latency_rounds += tree_depth(p);
+        cost.bytes += (p - 1.0) * call.bytes;
+        break;
+      case Collective::exscan:
+        cost.latency_rounds += tree_depth(p);
+        cost.bytes += tree_depth(p) * call.bytes;
+        break;
+      case Collective::bcast:
+        cost.latency_rounds += tree_depth(p);
+        cost.bytes += call.bytes;
+        break;
+      case Collective::alltoallv:
+        cost.latency_rounds += p - 1.0;
+        cost.bytes += call.bytes;
+        break;
     }
   }
+  return cost;
+}
+
+CommCost summa_comm_cost(const Problem& problem, int p, std::int64_t panel_width) {
+  CommCost cost;
+  if (p <= 1) return cost;
+  int rows = 1, cols = 1;
+  grid_dims(p, rows, cols);
+  const double w = problem.element_bytes;
+  const double n = static_cast<double>(problem.size);
+  const double b = static_cast<double>(std::max<std::int64_t>(1, panel_width));
+  const double steps = std::ceil(n / b);
+  // Each step: an A panel (n/rows x b) along the process row of `cols` ranks, a B panel
+  // (b x n/cols) along the process column of `rows` ranks.
+  cost.latency_rounds = steps * (tree_depth(cols) + tree_depth(rows));
+  if (cols > 1) cost.bytes += steps * ceil_div(n, rows) * b * w;
+  if (rows > 1) cost.bytes += steps * b * ceil_div(n, cols) * w;
   return cost;
 }
 
@@ -362,7 +378,7 @@ CostModel::Terms CostModel::predict(int p) const {
     t.hidden = o.hidden;
     return t;
   }
-  const CommCost cost = comm_cost(problem, p, panel_width);
+  const CommCost cost = comm_cost(plan, p);
   t.local = local_overhead + local_seconds_per_work * local_work(problem, p);
   t.latency = network.latency * cost.latency_rounds;
   t.bandwidth = network.bandwidth > 0 ? cost.bytes / network.bandwidth : 0.0;
@@ -370,15 +386,16 @@ CostModel::Terms CostModel::predict(int p) const {
 }
 
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
-                         const NetworkModel& network, const std::vector<Measurement>& points,
-                         const std::vector<int>& fit_ranks) {
-  return fit_cost_model(op, mode, size_arg, element_bytes, panel_width, network, network, points, fit_ranks);
+                         const CollectivePlan& plan, const NetworkModel& network,
+                         const std::vector<Measurement>& points, const std::vector<int>& fit_ranks) {
+  return fit_cost_model(op, mode, size_arg, element_bytes, panel_width, plan, network, network, points, fit_ranks);
 }
 
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
-                         const NetworkModel& network, const NetworkModel& device_network,
+                         const CollectivePlan& plan, const NetworkModel& network, const NetworkModel& device_network,
                          const std::vector<Measurement>& points, const std::vector<int>& fit_ranks) {
   CostModel model;
+  model.plan = plan;
   model.device_network = device_network;
   model.op = op;
   model.mode = mode;

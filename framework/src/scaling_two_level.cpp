@@ -41,6 +41,14 @@ double TwoLevelNetwork::bcast_bytes_inter(NodeShape s, double bytes) const {
   return s.nodes > 1 && inter.bandwidth > 0 ? bytes / inter.bandwidth : 0.0;
 }
 
+double TwoLevelNetwork::allgather_bytes_intra(NodeShape s, double bytes) const {
+  return intra.bandwidth > 0 ? (s.per_node - 1.0) * bytes / intra.bandwidth : 0.0;
+}
+
+double TwoLevelNetwork::allgather_bytes_inter(NodeShape s, double bytes) const {
+  return inter.bandwidth > 0 ? (s.nodes - 1.0) * s.per_node * bytes / inter.bandwidth : 0.0;
+}
+
 TwoLevelNetwork fit_two_level(const std::vector<CollectiveSample>& intra, const std::vector<CollectiveSample>& inter) {
   return {fit_network(intra), fit_network(inter)};
 }
@@ -147,14 +155,41 @@ TwoLevelModel::Terms predict_shape(const TwoLevelModel& m, int p, NodeShape shap
   }
   t.local = base.local_overhead + base.local_seconds_per_work * local_work(problem, p);
   if (p <= 1) return t;
-  // sum: one allreduce of one value; scan: one exscan of the block totals; filter: an exscan of
-  // the kept counts and an allreduce of the total (8-byte counts). As comm_cost, on two levels.
-  const int collectives = base.op == Op::filter ? 2 : 1;
-  const double bytes = base.op == Op::filter ? 8.0 : static_cast<double>(base.element_bytes);
-  t.latency_intra = collectives * m.host.latency_intra(shape);
-  t.latency_inter = collectives * m.host.latency_inter(shape);
-  t.bandwidth_intra = collectives * m.host.allreduce_bytes_intra(shape, bytes);
-  t.bandwidth_inter = collectives * m.host.allreduce_bytes_inter(shape, bytes);
+  // The operation's collective plan, as comm_cost charges it, on two levels.
+  const TwoLevelNetwork& net = m.host;
+  for (const CollectiveCall& call : base.plan) {
+    const double b = call.bytes;
+    switch (call.kind) {
+      case Collective::allreduce:
+      case Collective::exscan:
+        t.latency_intra += net.latency_intra(shape);
+        t.latency_inter += net.latency_inter(shape);
+        t.bandwidth_intra += net.allreduce_bytes_intra(shape, b);
+        t.bandwidth_inter += net.allreduce_bytes_inter(shape, b);
+        break;
+      case Collective::allgather:
+        t.latency_intra += net.latency_intra(shape);
+        t.latency_inter += net.latency_inter(shape);
+        t.bandwidth_intra += net.allgather_bytes_intra(shape, b);
+        t.bandwidth_inter += net.allgather_bytes_inter(shape, b);
+        break;
+      case Collective::bcast:
+        t.latency_intra += net.latency_intra(shape);
+        t.latency_inter += net.latency_inter(shape);
+        t.bandwidth_intra += net.bcast_bytes_intra(shape, b);
+        t.bandwidth_inter += net.bcast_bytes_inter(shape, b);
+        break;
+      case Collective::alltoallv: {
+        // Pairwise: G-1 partners within the node, the other p-G between nodes; b spread evenly.
+        const double p_all = static_cast<double>(shape.ranks());
+        t.latency_intra += net.intra.latency * (shape.per_node - 1.0);
+        t.latency_inter += net.inter.latency * (p_all - shape.per_node);
+        if (net.intra.bandwidth > 0) t.bandwidth_intra += b * (shape.per_node - 1.0) / p_all / net.intra.bandwidth;
+        if (net.inter.bandwidth > 0) t.bandwidth_inter += b * (p_all - shape.per_node) / p_all / net.inter.bandwidth;
+        break;
+      }
+    }
+  }
   return t;
 }
 

@@ -87,6 +87,32 @@ def fit_pings(pings):
     return alpha, (xx / xy if xx > 0 and xy > 0 else 0.0)
 
 
+# The collectives each operation makes per call, written here from the algorithms' documentation
+# (a sum: one allreduce of an element; a scan: one allgather of a rank's total with two 32-bit flags;
+# a filter: one allgather of a 64-bit count with the flags), and how the cost model charges each.
+def expected_collectives(op, element_bytes):
+    record = lambda b: ((max(b, 4) + 8 + max(b, 4) - 1) // max(b, 4)) * max(b, 4)
+    return {"sum": [("allreduce", element_bytes)],
+            "scan": [("allgather", record(element_bytes))],
+            "filter": [("allgather", 16)]}[op]
+
+
+def plan_charge(collectives, p):
+    rounds = moved = 0.0
+    if p <= 1:
+        return 0.0, 0.0
+    for c in collectives:
+        kind, b = c["kind"], c["bytes"]
+        if kind == "alltoallv":
+            rounds += p - 1
+            moved += b
+            continue
+        rounds += tree_depth(p)
+        moved += {"allreduce": 2.0 * (p - 1) / p * b, "allgather": (p - 1) * b,
+                  "exscan": tree_depth(p) * b, "bcast": b}[kind]
+    return rounds, moved
+
+
 def grid(p):
     cols = max(c for c in range(1, int(math.isqrt(p)) + 1) if p % c == 0)
     return p // cols, cols
@@ -264,6 +290,16 @@ def check_mode(report, mode, args):
                   f"{mode}: matmul projection {q['time_s']} at {p} ranks, step-by-step reference {ref}")
     else:
         check(model.get("network_path") == "host", f"{mode}: {args.op} model charged to {model.get('network_path')}")
+        e = 8 if args.dtype in ("float64", "int64") else 4
+        made = [(c["kind"], c["bytes"]) for c in model["collectives"]]
+        check(made == expected_collectives(args.op, e), f"{mode}: {args.op} charged for {made}")
+        for q in block["projection"]:
+            rounds, moved = plan_charge(model["collectives"], q["ranks"])
+            bandwidth = moved / model["bandwidth_Bps"] if model["bandwidth_Bps"] else 0.0
+            check(math.isclose(q["terms_s"]["latency"], model["latency_s"] * rounds, rel_tol=1e-6, abs_tol=1e-15)
+                  and math.isclose(q["terms_s"]["bandwidth"], bandwidth, rel_tol=1e-6, abs_tol=1e-15),
+                  f"{mode}: {args.op} communication terms at {q['ranks']} ranks {q['terms_s']} vs the plan's "
+                  f"{rounds} rounds and {moved} bytes")
 
     proj = block["projection"]
     proj_ranks = [q["ranks"] for q in proj]

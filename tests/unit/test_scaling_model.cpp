@@ -14,6 +14,9 @@ namespace sc = tessera::scaling;
 
 namespace {
 
+// A sum of floats: one allreduce of 4 bytes (what the sum declares, checked by the multi-rank tests).
+const tessera::CollectivePlan kSumOfFloats = {{tessera::Collective::allreduce, 4}};
+
 std::vector<double> amdahl_times(double t1, double s, const std::vector<int>& ranks) {
   std::vector<double> t;
   for (int p : ranks) t.push_back(t1 * (s + (1 - s) / p));
@@ -191,7 +194,7 @@ TEST(ScalingModel, GridAndWorkFormulas) {
   EXPECT_DOUBLE_EQ(sc::local_work(mm, 4), 2.0 * 50 * 50 * 100);
   // SUMMA on 2 x 2 with panel 32: ceil(100/32) = 4 steps, each one round per direction, and an A
   // panel of 50 x 32 plus a B panel of 32 x 50 doubles.
-  const auto cost = sc::comm_cost(mm, 4, 32);
+  const auto cost = sc::summa_comm_cost(mm, 4, 32);
   EXPECT_DOUBLE_EQ(cost.latency_rounds, 4.0 * 2);
   EXPECT_DOUBLE_EQ(cost.bytes, 4.0 * (50 * 32 + 32 * 50) * 8);
   // Weak scaling grows the problem with p.
@@ -199,6 +202,27 @@ TEST(ScalingModel, GridAndWorkFormulas) {
   EXPECT_EQ(sc::problem_at(sc::Op::matmul, sc::Mode::weak, 100, 4, 8).size, 200);
   EXPECT_EQ(sc::problem_at(sc::Op::scan, sc::Mode::strong, 1000, 4, 8).size, 1000);
   EXPECT_THROW(sc::parse_op("mean"), tessera::UsageError);
+}
+
+TEST(ScalingModel, EachCollectiveOfAPlanIsChargedByItsAlgorithm) {
+  using tessera::Collective;
+  // p = 6: ceil(log2 6) = 3 rounds for the tree-shaped ones.
+  const auto one = [](Collective kind, double bytes) { return sc::comm_cost({{kind, bytes}}, 6); };
+  EXPECT_DOUBLE_EQ(one(Collective::allreduce, 12).latency_rounds, 3);
+  EXPECT_DOUBLE_EQ(one(Collective::allreduce, 12).bytes, 2.0 * 5 / 6 * 12);
+  EXPECT_DOUBLE_EQ(one(Collective::allgather, 12).latency_rounds, 3);
+  EXPECT_DOUBLE_EQ(one(Collective::allgather, 12).bytes, 5 * 12.0);
+  EXPECT_DOUBLE_EQ(one(Collective::exscan, 12).bytes, 3 * 12.0);
+  EXPECT_DOUBLE_EQ(one(Collective::bcast, 12).bytes, 12.0);
+  EXPECT_DOUBLE_EQ(one(Collective::alltoallv, 1000).latency_rounds, 5);
+  EXPECT_DOUBLE_EQ(one(Collective::alltoallv, 1000).bytes, 1000);
+  // A plan's calls add up; one rank pays nothing.
+  const tessera::CollectivePlan two = {{Collective::allgather, 16}, {Collective::allreduce, 8}};
+  EXPECT_DOUBLE_EQ(sc::comm_cost(two, 6).latency_rounds, 6);
+  EXPECT_DOUBLE_EQ(sc::comm_cost(two, 6).bytes, 5 * 16.0 + 2.0 * 5 / 6 * 8);
+  EXPECT_DOUBLE_EQ(sc::comm_cost(two, 1).latency_rounds, 0);
+  EXPECT_DOUBLE_EQ(sc::comm_cost(two, 1).bytes, 0);
+  EXPECT_EQ(tessera::describe(two), "allgather of 16 B; allreduce of 8 B");
 }
 
 TEST(ScalingModel, FitOnTwoPointsPredictsSyntheticThird) {
@@ -215,7 +239,7 @@ TEST(ScalingModel, FitOnTwoPointsPredictsSyntheticThird) {
     const double comm = net.allreduce(p, 4);
     points.push_back({p, local + comm + 3e-6, local, comm, 3e-6});
   }
-  const auto model = sc::fit_cost_model(sc::Op::sum, sc::Mode::strong, n, 4, 512, net, points, {1, 2});
+  const auto model = sc::fit_cost_model(sc::Op::sum, sc::Mode::strong, n, 4, 512, kSumOfFloats, net, points, {1, 2});
   EXPECT_NEAR(model.local_overhead, 10e-6, 1e-12);
   EXPECT_NEAR(model.local_rate(), 1e9, 1e-3 * 1e9);
   EXPECT_NEAR(model.host, 3e-6, 1e-15);
@@ -234,7 +258,7 @@ TEST(ScalingModel, FitOnTwoPointsPredictsSyntheticThird) {
   // Weak scaling: the work per rank is fixed, so the rate absorbs all local time.
   std::vector<sc::Measurement> weak;
   for (int p : {1, 2}) weak.push_back({p, 1e-3 + net.allreduce(p, 4), 1e-3, net.allreduce(p, 4), 0});
-  const auto wm = sc::fit_cost_model(sc::Op::sum, sc::Mode::weak, 1000, 4, 512, net, weak, {1, 2});
+  const auto wm = sc::fit_cost_model(sc::Op::sum, sc::Mode::weak, 1000, 4, 512, kSumOfFloats, net, weak, {1, 2});
   EXPECT_EQ(wm.local_overhead, 0.0);
   EXPECT_NEAR(wm.predict(64).local, 1e-3, 1e-12);
   const auto wp = sc::project(wm, {64});
@@ -377,7 +401,7 @@ TEST(ScalingSumma, CostModelChargesPanelsToTheDeviceNetwork) {
   // the matmul terms; the device network (fast) does, overlapped with the GEMMs.
   const sc::NetworkModel host = network(50e-6, 4e9), device = network(10e-6, 150e9);
   std::vector<sc::Measurement> points{{1, 0.1, 0.1, 0, 0}, {2, 0.1, 0.1, 0, 0}};
-  const auto model = sc::fit_cost_model(sc::Op::matmul, sc::Mode::weak, 1000, 8, 100, host, device, points, {1, 2});
+  const auto model = sc::fit_cost_model(sc::Op::matmul, sc::Mode::weak, 1000, 8, 100, {}, host, device, points, {1, 2});
   ASSERT_GT(model.local_seconds_per_work, 0);
   const auto t2 = model.predict(2);
   const auto direct = sc::summa_overlap(sc::problem_at(sc::Op::matmul, sc::Mode::weak, 1000, 8, 2), 2, 100,
@@ -386,10 +410,10 @@ TEST(ScalingSumma, CostModelChargesPanelsToTheDeviceNetwork) {
   EXPECT_NEAR(t2.hidden, direct.hidden, 1e-15);
   EXPECT_STREQ(t2.dominant(), "local");
   // The one-network overload uses it for both paths.
-  const auto same = sc::fit_cost_model(sc::Op::matmul, sc::Mode::weak, 1000, 8, 100, host, points, {1, 2});
+  const auto same = sc::fit_cost_model(sc::Op::matmul, sc::Mode::weak, 1000, 8, 100, {}, host, points, {1, 2});
   EXPECT_EQ(same.device_network.bandwidth, host.bandwidth);
   EXPECT_GT(same.predict(2).total(), t2.total());
   // Scalar ops stay on the host network.
-  const auto sum = sc::fit_cost_model(sc::Op::sum, sc::Mode::weak, 1000, 8, 100, host, device, points, {1, 2});
+  const auto sum = sc::fit_cost_model(sc::Op::sum, sc::Mode::weak, 1000, 8, 100, {{tessera::Collective::allreduce, 8}}, host, device, points, {1, 2});
   EXPECT_NEAR(sum.predict(4).latency, 2 * host.latency, 1e-18);
 }

@@ -19,6 +19,7 @@
 #include "tessera/framework/algorithms/skeleton.hpp"
 #include "tessera/framework/algorithms/transform.hpp"
 #include "tessera/framework/dist_array.hpp"
+#include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/gemm.hpp"
 #include "tessera/kernels/predicate.hpp"
@@ -32,5 +33,11 @@ namespace tessera {
 // when every element is -0, as in IEEE addition). T is float or double.
 template <class T>
 T reproducible_sum(const DistArray<T>& array, PhaseTimes* times = nullptr);
+
+// Its collectives (collective_plan.hpp): one allreduce of the superaccumulator's integer fields.
+template <class T>
+CollectivePlan reproducible_sum_plan() {
+  return {{Collective::allreduce, static_cast<double>(sizeof(kernels::ExactAccumulator<T>))}};
+}
 
 }  // namespace tessera

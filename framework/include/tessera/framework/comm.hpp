@@ -1,6 +1,6 @@
 // Typed MPI on host memory: the scalar collectives of the global phase (Allreduce of partials,
-// Exscan of totals and counts, Allgather of counts) and large-count broadcasts. Every call is
-// checked and is a fault-injection site. Device buffers cross ranks through the device path
+// Allgather of totals and counts, Exscan) and large-count broadcasts. Every call is checked, is a
+// fault-injection site and counts itself (collective_plan.hpp). Device buffers cross ranks through the device path
 // (framework/device_comm.hpp), never through these functions.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_type.hpp"
@@ -32,6 +33,9 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  // True when `other` has the same ranks in the same order (MPI_IDENT or MPI_CONGRUENT).
+  bool congruent(const Communicator& other) const;
+
   // MPI_Comm_split. A rank that passes color < 0 gets the null communicator.
   Communicator split(int color, int key) const;
   // The first `ranks` ranks of this communicator (in rank order); null on the others.
@@ -43,6 +47,10 @@ class Communicator {
   // arithmetic types int8..int64, uint8..uint64, float, double.
   template <class T>
   T allreduce(T value, ReduceOp op) const;
+  // The same element-wise over data[0, count), in place: one collective (counts above 2^31 go in
+  // chunks, each its own MPI call).
+  template <class T>
+  void allreduce(T* data, index_t count, ReduceOp op) const;
 
   // Sum of `value` over ranks 0 .. rank-1; 0 on rank 0 (where MPI_Exscan leaves it undefined).
   template <class T>
@@ -80,7 +88,7 @@ inline constexpr index_t kMpiChunkElements = index_t(1) << 30;
 
 template <class T>
 void Communicator::bcast(T* data, index_t count, int root) const {
-  TESSERA_FAULT_POINT("bcast");
+  TESSERA_COLLECTIVE(Collective::bcast, static_cast<double>(count) * sizeof(T));
   for (index_t done = 0; done < count; done += kMpiChunkElements) {
     const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
     TESSERA_MPI_CHECK(MPI_Bcast(data + done, chunk, mpi_type<T>(), root, get()));
@@ -105,7 +113,7 @@ void Communicator::recv(T* data, index_t count, int source, int tag) const {
 
 template <class T>
 std::vector<T> Communicator::allgather(const T& value) const {
-  TESSERA_FAULT_POINT("allgather");
+  TESSERA_COLLECTIVE(Collective::allgather, sizeof(T));
   std::vector<T> all(static_cast<std::size_t>(size_));
   TESSERA_MPI_CHECK(MPI_Allgather(&value, 1, mpi_type<T>(), all.data(), 1, mpi_type<T>(), get()));
   return all;

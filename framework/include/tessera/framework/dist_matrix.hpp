@@ -88,4 +88,12 @@ template <class T>
 DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options = {},
                      PhaseTimes* times = nullptr);
 
+// The collectives of that call (collective_plan.hpp), on this rank: per SUMMA step, a broadcast of
+// the A panel along the process row (where the grid has more than one column; with one, A's panels
+// are already local) and one of the B panel along the process column, each of this rank's panel
+// bytes. Steps are panels of options.panel_width, cut again where a panel straddles two owners.
+// Pure arithmetic: not collective.
+template <class T>
+CollectivePlan matmul_plan(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options = {});
+
 }  // namespace tessera

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
+
 namespace tessera::scaling {
 
 // ------------------------------------------------------------------------------------------------
@@ -138,7 +140,17 @@ struct CommCost {
   double latency_rounds = 0;  // multiplies alpha
   double bytes = 0;           // divided by beta
 };
-CommCost comm_cost(const Problem& problem, int p, std::int64_t panel_width);
+// An operation's collective plan (the one its algorithm declares, collective_plan.hpp), each call
+// charged as MPI's usual algorithm for it moves a rank's b bytes:
+//   allreduce   ceil(log2 p) rounds, 2 (p-1)/p b bytes (recursive doubling; ring for large b)
+//   allgather   ceil(log2 p) rounds, (p-1) b bytes     (recursive doubling: every item reaches every rank)
+//   exscan      ceil(log2 p) rounds, ceil(log2 p) b bytes
+//   bcast       ceil(log2 p) rounds, b bytes           (pipelined for large b)
+//   alltoallv   p-1 rounds, b bytes                    (pairwise exchange of what a rank sends)
+CommCost comm_cost(const CollectivePlan& plan, int p);
+// SUMMA's panel broadcasts (matmul) without overlap: ceil(n / b) steps, each an A panel along a
+// process row and a B panel along a process column. The projections use summa_overlap.
+CommCost summa_comm_cost(const Problem& problem, int p, std::int64_t panel_width);
 
 // SUMMA's critical path with the broadcast of panel s+1 overlapping the GEMM of panel s (matmul.cpp
 // posts step s+1 before it multiplies step s). K is cut into ceil(n / b) steps of width b (the last
@@ -173,6 +185,7 @@ struct CostModel {
   std::int64_t size_arg = 0;
   int element_bytes = 4;
   std::int64_t panel_width = 512;
+  CollectivePlan plan;          // sum, scan, filter: the collectives their algorithm declares
   NetworkModel network;         // host MPI: the scalar collectives of sum, scan, filter
   NetworkModel device_network;  // DeviceComm on backend memory: SUMMA's panels
   double local_overhead = 0;         // seconds per call that do not shrink with the local work (launches)
@@ -198,13 +211,14 @@ struct CostModel {
 // overhead 0 when the work does not vary across the points, as in weak scaling) and the host
 // constant (mean) on the measurements whose rank count is in fit_ranks; the network models are
 // given: `network` (host MPI) for the scalar collectives, `device_network` for matmul's panels.
+// `plan`: the operation's collectives (sum, scan, filter; matmul is charged by summa_overlap).
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
-                         const NetworkModel& network, const NetworkModel& device_network,
+                         const CollectivePlan& plan, const NetworkModel& network, const NetworkModel& device_network,
                          const std::vector<Measurement>& points, const std::vector<int>& fit_ranks);
 // The same with one network for both paths (as under the cpu backend, where both are host MPI).
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
-                         const NetworkModel& network, const std::vector<Measurement>& points,
-                         const std::vector<int>& fit_ranks);
+                         const CollectivePlan& plan, const NetworkModel& network,
+                         const std::vector<Measurement>& points, const std::vector<int>& fit_ranks);
 
 struct ProjectionPoint {
   int ranks = 1;

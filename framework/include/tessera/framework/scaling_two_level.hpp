@@ -49,6 +49,9 @@ struct TwoLevelNetwork {
   }
   double bcast_bytes_intra(NodeShape s, double bytes) const;
   double bcast_bytes_inter(NodeShape s, double bytes) const;
+  // An allgather of b bytes per rank: (G-1) b within the node, (N-1) G b between the nodes.
+  double allgather_bytes_intra(NodeShape s, double bytes) const;
+  double allgather_bytes_inter(NodeShape s, double bytes) const;
   double bcast(NodeShape s, double bytes) const {
     return small_collective(s) + bcast_bytes_intra(s, bytes) + bcast_bytes_inter(s, bytes);
   }

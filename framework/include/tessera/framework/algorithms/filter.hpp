@@ -50,6 +50,24 @@ inline constexpr bool is_runtime_predicate = std::is_same_v<Pred, Predicate<T>>;
 
 }  // namespace detail
 
+// The collectives of one filter / copy_if / remove_if call (collective_plan.hpp): one allgather of
+// the kept counts.
+template <class T>
+CollectivePlan filter_plan() {
+  return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<index_t>))}};
+}
+
+// Of one count_if / all_of / any_of / none_of call: one allreduce of the count (Predicate<T>), or
+// one allgather of the counts (any other predicate).
+template <class T, class Pred>
+CollectivePlan count_if_plan() {
+  if constexpr (detail::is_runtime_predicate<T, Pred>) {
+    return {{Collective::allreduce, static_cast<double>(sizeof(index_t))}};
+  } else {
+    return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<index_t>))}};
+  }
+}
+
 template <class T, class Pred>
 DistArray<T> filter(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
   static_assert(kernels::detail::invocable_r_with<bool, Pred, const T&>, "filter: the predicate cannot take the array's element type");

@@ -150,6 +150,19 @@ ValueIndex<T> best_element(const DistArray<T>& array, Comp comp, bool want_max, 
 
 }  // namespace detail
 
+// The collectives of one is_sorted / is_sorted_until / adjacent_find call (collective_plan.hpp): one
+// allgather of each rank's border elements and first hit.
+template <class T>
+CollectivePlan border_pairs_plan() {
+  return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<detail::BorderRecord<T>>))}};
+}
+
+// Of one min_element / max_element call: one allgather of each rank's best element and its index.
+template <class T>
+CollectivePlan best_element_plan() {
+  return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<ValueIndex<T>>))}};
+}
+
 template <class T, class Comp = less>
 bool is_sorted(const DistArray<T>& array, Comp comp = {}, PhaseTimes* times = nullptr) {
   return detail::first_pair(array, comp, /*swap=*/true, "is_sorted", times) < 0;

@@ -18,6 +18,13 @@
 
 namespace tessera {
 
+// The collectives of one rebalance (collective_plan.hpp), on `rank` of an array in partition `from`:
+// one all-to-all in which the rank sends every element it holds (the part it keeps to itself).
+template <class T>
+CollectivePlan rebalance_plan(const Partition& from, int rank) {
+  return {{Collective::alltoallv, static_cast<double>(from.local_size(rank)) * static_cast<double>(sizeof(T))}};
+}
+
 // The same global sequence in the balanced block partition, moved with one all-to-all exchange.
 // Correct when a rank sends or receives more than 2^31 bytes. Any element type.
 template <class T>

@@ -46,6 +46,17 @@ Acc fold_partials(const Communicator& comm, const LocalOutcome<Acc>& partial, Op
 
 }  // namespace detail
 
+// The collectives of one transform_reduce call (collective_plan.hpp): one allreduce of the result
+// where the library's MPI operation applies, else one allgather of every rank's partial.
+template <class F, class Op, class Acc>
+CollectivePlan transform_reduce_plan() {
+  if constexpr (detail::reduces_with_mpi_op<F, Op, Acc>) {
+    return {{Collective::allreduce, static_cast<double>(sizeof(Acc))}};
+  } else {
+    return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<Acc>))}};
+  }
+}
+
 template <class T, class F, class Op, class Acc>
 Acc transform_reduce(const DistArray<T>& array, F f, Op op, Acc identity, PhaseTimes* times = nullptr) {
   const Context& ctx = array.context();
@@ -86,5 +97,11 @@ T reduce(const DistArray<T>& array, Op op, PhaseTimes* times = nullptr) {
 // The apps' entry point: sum, min or max (precompiled for int32, int64, float and double).
 template <class T>
 T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times = nullptr);
+
+// Its collectives: plus, minimum and maximum all take the MPI operation (one allreduce).
+template <class T>
+CollectivePlan reduce_plan(ReduceOp) {
+  return transform_reduce_plan<identity_fn, plus, T>();
+}
 
 }  // namespace tessera

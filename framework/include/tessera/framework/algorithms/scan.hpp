@@ -112,6 +112,12 @@ class LocalScan<T, plus> {
 
 }  // namespace detail
 
+// The collectives of one scan call (collective_plan.hpp): one allgather of every rank's block total.
+template <class T>
+CollectivePlan scan_plan() {
+  return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<T>))}};
+}
+
 template <class T, class Op>
 void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, Op op, T init, PhaseTimes* times = nullptr) {
   const Context& ctx = array.context();

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/partition.hpp"
 #include "tessera/framework/timer.hpp"

@@ -1,0 +1,111 @@
+// Each algorithm makes exactly the collectives its plan declares (collective_plan.hpp), the plan the
+// cost model charges: the collectives a call enters are counted, with the bytes this rank gave
+// them, and compared with the plan, at every rank count and with empty blocks.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algo_test_util.hpp"
+#include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+
+namespace tessera {
+namespace {
+
+struct Made {
+  std::array<std::uint64_t, kCollectives.size()> calls{};
+  std::array<double, kCollectives.size()> bytes{};
+};
+
+Made snapshot() {
+  Made m;
+  for (Collective kind : kCollectives) {
+    m.calls[static_cast<std::size_t>(kind)] = detail::collective_calls(kind);
+    m.bytes[static_cast<std::size_t>(kind)] = detail::collective_bytes(kind);
+  }
+  return m;
+}
+
+// Runs f and compares the collectives it entered with `plan`: the same number of each kind, and
+// the same bytes.
+template <class F>
+void expect_plan(const CollectivePlan& plan, F&& f, const std::string& what) {
+  const Made before = snapshot();
+  f();
+  const Made after = snapshot();
+  for (Collective kind : kCollectives) {
+    const auto i = static_cast<std::size_t>(kind);
+    std::uint64_t planned_calls = 0;
+    double planned_bytes = 0;
+    for (const CollectiveCall& call : plan)
+      if (call.kind == kind) {
+        ++planned_calls;
+        planned_bytes += call.bytes;
+      }
+    const double made_bytes = after.bytes[i] - before.bytes[i];
+    EXPECT_EQ(after.calls[i] - before.calls[i], planned_calls)
+        << what << ": " << to_string(kind) << " calls; the plan says " << describe(plan);
+    EXPECT_EQ(made_bytes, planned_bytes) << what << ": " << to_string(kind) << " bytes";
+  }
+}
+
+struct Positive {
+  TESSERA_HOST_DEVICE bool operator()(double x) const { return x > 0; }
+};
+struct Square {
+  TESSERA_HOST_DEVICE double operator()(double x) const { return x * x; }
+};
+// Associative, not declared commutative: its partials are gathered and folded in rank order.
+struct SecondOf {
+  TESSERA_HOST_DEVICE double operator()(double, double b) const { return b; }
+};
+
+TEST(CollectivePlans, EveryAlgorithmMakesWhatItsPlanSays) {
+  const Context& world = test::world();
+  for (index_t n : {index_t(0), index_t(1), index_t(world.size()) - 1, index_t(4099)}) {
+    const std::uint64_t s = test::seed() + static_cast<std::uint64_t>(n);
+    const auto global = test::random_vector<double>(n, s);
+    const std::string at = "n=" + std::to_string(n);
+    for (const auto& a : {DistArray<double>::from_replicated(world, global),
+                          DistArray<double>::from_replicated(world, global, test::random_partition(n, world.size(), s))}) {
+      expect_plan(reduce_plan<double>(ReduceOp::sum), [&] { (void)reduce(a, ReduceOp::sum); }, "reduce sum " + at);
+      expect_plan(reduce_plan<double>(ReduceOp::max), [&] { (void)reduce(a, ReduceOp::max); }, "reduce max " + at);
+      expect_plan(transform_reduce_plan<Square, plus, double>(), [&] { (void)transform_reduce(a, Square{}, plus{}, 0.0); },
+                  "transform_reduce " + at);
+      expect_plan(transform_reduce_plan<identity_fn, SecondOf, double>(), [&] { (void)reduce(a, SecondOf{}, 0.0); },
+                  "ordered reduce " + at);
+      expect_plan(scan_plan<double>(), [&] { (void)inclusive_scan(a, plus{}, 0.0); }, "scan " + at);
+      expect_plan(filter_plan<double>(), [&] { (void)filter(a, Positive{}); }, "filter " + at);
+      expect_plan(filter_plan<double>(), [&] { (void)filter(a, greater_than<double>(0.0)); }, "filter (precompiled) " + at);
+      expect_plan(count_if_plan<double, Positive>(), [&] { (void)count_if(a, Positive{}); }, "count_if " + at);
+      expect_plan(count_if_plan<double, Predicate<double>>(), [&] { (void)count_if(a, greater_than<double>(0.0)); },
+                  "count_if (precompiled) " + at);
+      expect_plan(border_pairs_plan<double>(), [&] { (void)is_sorted(a); }, "is_sorted " + at);
+      expect_plan(best_element_plan<double>(), [&] { (void)min_element(a); }, "min_element " + at);
+      expect_plan(reproducible_sum_plan<double>(), [&] { (void)reproducible_sum(a); }, "reproducible_sum " + at);
+      expect_plan(rebalance_plan<double>(a.partition(), world.rank()), [&] { (void)rebalance(a); }, "rebalance " + at);
+    }
+  }
+}
+
+TEST(CollectivePlans, MatmulBroadcastsItsPanels) {
+  const Context& world = test::world();
+  const ProcessGrid grid = ProcessGrid::create(world);
+  for (index_t k : {index_t(1), index_t(37), index_t(130)}) {
+    DistMatrix<double> a(grid, 29, k), b(grid, k, 23);
+    a.generate(test::seed());
+    b.generate(test::seed() + 1);
+    for (index_t panel : {index_t(1), index_t(16), index_t(512)}) {
+      MatmulOptions options;
+      options.panel_width = panel;
+      expect_plan(matmul_plan(a, b, options), [&] { (void)matmul(a, b, options); },
+                  "matmul k=" + std::to_string(k) + " panel=" + std::to_string(panel));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera

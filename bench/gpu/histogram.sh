@@ -22,7 +22,7 @@ FILTER='HistogramGpu*'
 
 log "1. GPU tests (${FILTER}), full sizes"
 rc=0
-OMP_NUM_THREADS=16 timeout 100 "${GPU_TESTS}" --gtest_filter="${FILTER}" >"${OUT_DIR}/histogram_gpu_tests.log" 2>&1 || rc=$?
+OMP_NUM_THREADS=16 timeout 60 "${GPU_TESTS}" --gtest_filter="${FILTER}" >"${OUT_DIR}/histogram_gpu_tests.log" 2>&1 || rc=$?
 grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|Failure|error" "${OUT_DIR}/histogram_gpu_tests.log" | head -40
 grep -E "^\[       OK " "${OUT_DIR}/histogram_gpu_tests.log" | sed 's/^/  /' | head -20
 log "GPU tests exit status ${rc}"
@@ -34,7 +34,7 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     [[ ${tool} == racecheck ]] && filter='HistogramGpu/2.EvenBinsMatch*:HistogramGpu/2.GivenEdges*'
     log "2. compute-sanitizer --tool ${tool} (TESSERA_GPU_TEST_SMALL=1, ${filter})"
     rc=0
-    TESSERA_GPU_TEST_SMALL=1 timeout 50 compute-sanitizer --tool "${tool}" --error-exitcode 9 \
+    TESSERA_GPU_TEST_SMALL=1 timeout 35 compute-sanitizer --tool "${tool}" --error-exitcode 9 \
       "${GPU_TESTS}" --gtest_filter="${filter}" >"${OUT_DIR}/histogram_sanitize_${tool}.log" 2>&1 || rc=$?
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Hazard|Invalid|^\[  (PASSED|FAILED) " "${OUT_DIR}/histogram_sanitize_${tool}.log" | sort | uniq -c | head -12
     log "${tool} exit status ${rc}"
@@ -47,7 +47,7 @@ fi
 
 log "3. benchmark against CUB"
 rc=0
-timeout 80 "${BUILD}/bench/kernels/tessera_bench_histogram" --ranged --variants --json "${OUT_DIR}/histogram_bench.json" \
+timeout 90 "${BUILD}/bench/kernels/tessera_bench_histogram" --ranged --variants --reps 10 --warmup 2 --json "${OUT_DIR}/histogram_bench.json" \
   >"${OUT_DIR}/histogram_bench.log" 2>&1 || rc=$?
 cat "${OUT_DIR}/histogram_bench.log"
 log "benchmark exit status ${rc}"
@@ -58,7 +58,7 @@ if [[ -x "${MPI_TESTS}" ]] && "${MPI_TESTS}" --gtest_list_tests 2>/dev/null | gr
   for np in 1 3; do
     log "4. TESSERA_TEST_BACKEND=cuda mpirun -n ${np} tessera_mpi_tests --gtest_filter='*Histogram*'"
     rc=0
-    TESSERA_TEST_BACKEND=cuda timeout 25 mpirun -n "${np}" --oversubscribe "${MPI_TESTS}" --gtest_filter='*Histogram*' \
+    TESSERA_TEST_BACKEND=cuda timeout 15 mpirun -n "${np}" --oversubscribe "${MPI_TESTS}" --gtest_filter='*Histogram*' \
       >"${OUT_DIR}/histogram_mpi_np${np}.log" 2>&1 || rc=$?
     grep -E "^\[  (PASSED|FAILED) |Failure|tessera tests:" "${OUT_DIR}/histogram_mpi_np${np}.log" | head -20
     log "mpi np${np} exit status ${rc}"

@@ -197,20 +197,13 @@ struct Bench {
 // The plan the device pass makes for these bins with this tuning.
 template <class Tuning, class T, class Binning>
 std::string plan_text(int bins, std::size_t key_bytes) {
-  const int max_blocks =
-      kd::histogram_blocks_per_sm<kd::histogram_kernel<Tuning, 32, T, Binning>>(Tuning::kBlockThreads, 0);
-  const kd::HistogramPlan plan = kd::plan_histogram<Tuning>(bins, key_bytes, max_blocks);
-  int resident = 0;
-  switch (plan.counter_bits) {
-    case 32: resident = kd::histogram_blocks_per_sm<kd::histogram_kernel<Tuning, 32, T, Binning>>(Tuning::kBlockThreads, plan.shared_bytes); break;
-    case 16: resident = kd::histogram_blocks_per_sm<kd::histogram_kernel<Tuning, 16, T, Binning>>(Tuning::kBlockThreads, plan.shared_bytes); break;
-    default: resident = kd::histogram_blocks_per_sm<kd::histogram_kernel<Tuning, 0, T, Binning>>(Tuning::kBlockThreads, plan.shared_bytes); break;
-  }
+  const auto [plan, resident] = kd::make_histogram_plan<Tuning, T, Binning>(bins, key_bytes);
+  const int threads = plan.counter_bits == 16 ? Tuning::kBlockThreads16 : Tuning::kBlockThreads;
   char text[160];
   std::snprintf(text, sizeof text, "%s x%d, %d pass%s, %d KiB, %d blk/SM, %d thr%s",
                 plan.counter_bits ? (plan.counter_bits == 32 ? "32-bit" : "16-bit") : "global", plan.layout.copies,
                 plan.layout.passes, plan.layout.passes == 1 ? "" : "es", static_cast<int>(plan.shared_bytes / 1024),
-                resident, Tuning::kBlockThreads, plan.layout.key_bytes ? ", keys shared" : "");
+                resident, threads, plan.layout.key_bytes ? ", keys shared" : "");
   return text;
 }
 
@@ -231,11 +224,13 @@ std::string disagreement(const Queue& q, const index_t* ours, const int* theirs,
 }
 
 // Other tunings of the device pass (--variants); kernel template arguments must be namespace-scope types.
-struct NoAggregate : kd::HistogramTuning { static constexpr bool kAggregate = false; };
-struct Loads2 : kd::HistogramTuning { static constexpr int kLoadsInFlight = 2; };
-struct Threads256 : kd::HistogramTuning { static constexpr int kBlockThreads = 256; };
-struct Threads1024 : kd::HistogramTuning { static constexpr int kBlockThreads = 1024; };
+struct Aggregate : kd::HistogramTuning { static constexpr bool kAggregate = true; };
+struct Prefetch : kd::HistogramTuning { static constexpr bool kPrefetch = true; };
+struct Prefetch2 : kd::HistogramTuning { static constexpr bool kPrefetch = true; static constexpr int kLoadsInFlight = 2; };
 struct MinBlocks3 : kd::HistogramTuning { static constexpr int kMinBlocksPerSm = 3; };
+struct MinBlocks3Prefetch2 : MinBlocks3 { static constexpr bool kPrefetch = true; static constexpr int kLoadsInFlight = 2; };
+struct Threads256 : kd::HistogramTuning { static constexpr int kBlockThreads = 256; };
+struct Threads16At512 : kd::HistogramTuning { static constexpr int kBlockThreads16 = 512; };
 struct Only16Bit : kd::HistogramTuning { static constexpr int kMinBlocksPerSmFor32Bit = 1 << 20; };
 struct TwoWaves : kd::HistogramTuning { static constexpr int kWaves = 2; };
 
@@ -291,11 +286,13 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
         kd::device_histogram<Tuning>(samples, n, binning, bins, 0, ours_counts, q.stream);
       });
     };
-    variant.template operator()<NoAggregate>("noagg");
-    variant.template operator()<Loads2>("loads2");
-    variant.template operator()<Threads256>("thr256");
-    variant.template operator()<Threads1024>("thr1024");
+    variant.template operator()<Aggregate>("aggreg");
+    variant.template operator()<Prefetch>("pref4");
+    variant.template operator()<Prefetch2>("pref2");
     variant.template operator()<MinBlocks3>("minblk3");
+    variant.template operator()<MinBlocks3Prefetch2>("mb3pf2");
+    variant.template operator()<Threads256>("thr256");
+    variant.template operator()<Threads16At512>("t16at512");
     variant.template operator()<Only16Bit>("16bit");
     variant.template operator()<TwoWaves>("waves2");
   }

@@ -16,15 +16,12 @@
 
 namespace tessera::kernels::cpu {
 
-// The slot of a binning's result: the bin, or bins + HistogramSlot.
-inline index_t histogram_slot(int bin, index_t bins) { return bin >= 0 ? bin : bins - 1 - bin; }
-
-// counts[0, histogram_slots(bins)) = the histogram of in[0, n) under `binning` (sample -> bin).
+// counts[0, histogram_slots(bins)) = the histogram of in[0, n) under `binning` (sample -> slot).
 template <class T, class Binning>
 void histogram(const T* in, index_t n, Binning binning, index_t bins, index_t* counts) {
   const index_t slots = histogram_slots(bins);
   auto count_range = [&](index_t begin, index_t end, index_t* out) {
-    for (index_t i = begin; i < end; ++i) ++out[histogram_slot(binning(in[i]), bins)];
+    for (index_t i = begin; i < end; ++i) ++out[binning(in[i])];
   };
   const int chunks = static_cast<int>(std::min<index_t>(threads_for(n), std::max<index_t>(1, n / slots)));
   if (chunks == 1) {

@@ -7,22 +7,27 @@
 //  - 32-bit, in several copies per thread block when the bins are few (warp w counts into copy
 //    w % copies), so that warps do not contend for the same few words. A thread block counts at most
 //    kMaxBlockSamples samples (the grid grows with n), so no counter wraps.
-//  - 16-bit, two to a 32-bit word, where 32-bit counters do not fit the shared memory at two thread
-//    blocks per SM (65536 bins take 128 KiB instead of 256). An add is an atomicAdd on the word; its
-//    return value says exactly when the low half wrapped past 65535 (carrying one into the high
-//    half) or the word past 2^32, and the thread that caused it adds the correction (+65536 to the
-//    low slot and -1 to the high one, or +65536 to the high slot) to the global counts directly:
-//    once per 65536 adds of a slot, and exact in any order, since all are additions.
-//  - bin ranges in passes, where even 16-bit counters do not fit: pass p counts the bins
+//  - 16-bit, two to a 32-bit word, where 32-bit counters do not fit the shared memory at
+//    kMinBlocksPerSmFor32Bit thread blocks per SM (65536 bins take 128 KiB instead of 256), with
+//    kBlockThreads16 threads (one thread block per SM, so as many threads as it may have). The
+//    samples go in windows of at most kWindowSamples per thread block; between windows the block
+//    drains its counters: every half that reached 32768 gives 32768 to the global count of its slot
+//    (rarely: a bin must take 32768 samples of the block) and keeps the rest. A half then starts a
+//    window below 32768 and ends it below 65536, so no add can carry into its neighbour, and the adds
+//    need no return value (which made every sample wait for its atomic: 3x slower at 65536 bins).
+//  - 16-bit bin ranges in passes, where even 16-bit counters do not fit: pass p counts the bins
 //    [p * pass_bins, (p + 1) * pass_bins) over all samples (and the samples in no bin in pass 0);
 //  - global atomics on the 64-bit counts, beyond kMaxPasses passes.
-// Equal slots within a warp are aggregated first (__match_any_sync: the lowest lane of each group
-// adds the group's size), so that samples all in one bin cost one atomic per warp step rather than
-// 32 serialised ones. Samples are read with 16-byte loads, whole tiles shared out evenly among
-// thread blocks (as the reduction does, device_reduce.cuh); the scalar head, the tail and the tiles
-// that do not divide are spread over all warps of the grid in warp-sized steps (every lane takes
-// part in each step, so the warp-wide match has all lanes). Arbitrary edges are searched in shared
-// memory where they fit beside the counters, in global memory (through L1) otherwise.
+// A sample is one shared-memory atomic add: samples all in one bin, 32 lanes on one address, cost
+// no more on an H100 than samples spread over the bins (measured: 90% of 2^28 floats in one of 16
+// bins 0.414 ms, uniform 0.414 ms), so equal bins are not aggregated first; the aggregation
+// (__match_any_sync, one atomic per group by its lowest lane) is a tuning option: it took 3x as long
+// on uniform samples and 2.5x on skewed ones. Samples are read with 16-byte loads, whole tiles
+// shared out evenly among thread blocks (as the reduction does, device_reduce.cuh); the scalar head,
+// the tail and the tiles that do not divide are spread over all warps of the grid in warp-sized steps
+// (every lane takes part in each step; a lane without a sample counts into a slot never read).
+// Arbitrary edges are searched in shared memory where they fit beside the counters, in global memory
+// (through L1) otherwise.
 //
 // The launch shape comes from the device: the opt-in shared memory per thread block
 // (cudaDevAttrMaxSharedMemoryPerBlockOptin, cudaFuncSetAttribute) and per SM, the SM count, and
@@ -34,6 +39,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstddef>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -51,29 +57,39 @@ namespace tessera::kernels::cuda::detail {
 
 using kernels::detail::BinType;
 using kernels::detail::EdgeKey;
-using kernels::detail::kBinNone;
+using kernels::detail::kSlotNone;
 
 // Tuning of the histograms, the one place it lives.
 struct HistogramTuning {
+  // Threads of the 32-bit and global-atomic passes, and of the 16-bit ones (one thread block per SM).
   static constexpr int kBlockThreads = 512;
-  // 16-byte loads per thread and loop trip: 64 bytes in flight per thread, 32 KiB per thread block,
-  // enough for HBM where only one thread block fits an SM (65536 bins).
+  static constexpr int kBlockThreads16 = 1024;
+  // 16-byte loads per thread and loop trip.
   static constexpr int kLoadsInFlight = 4;
-  // Warp-aggregated atomics (__match_any_sync) for every sample.
-  static constexpr bool kAggregate = true;
+  // Issue the next trip's loads before counting this trip's samples (double-buffered registers).
+  static constexpr bool kPrefetch = false;
+  // Warp-aggregated atomics (__match_any_sync) for every sample (see the top of this file).
+  static constexpr bool kAggregate = false;
   // Thread blocks per resident slot: every extra block adds one flush of all its counters.
   static constexpr int kWaves = 1;
   // 32-bit counters while one copy of them fits at this many thread blocks per SM.
   static constexpr int kMinBlocksPerSmFor32Bit = 2;
   // Bin-range passes (each reads the samples again) before global atomics are cheaper.
   static constexpr int kMaxPasses = 8;
-  // __launch_bounds__'s minimum resident thread blocks per SM (caps the registers).
+  // __launch_bounds__'s minimum resident thread blocks per SM of the 32-bit pass (caps registers).
   static constexpr int kMinBlocksPerSm = 1;
 };
 
-// Samples one thread block may count between flushes: every 32-bit counter, and the sum of a slot
+// Samples one thread block may count with 32-bit counters: every counter, and the sum of a slot
 // over the copies, stays below 2^32.
 inline constexpr index_t kMaxBlockSamples = index_t(1) << 31;
+// Samples one thread block counts between two drains of its 16-bit counters.
+inline constexpr index_t kWindowSamples = index_t(1) << 15;
+
+template <class Tuning, int CounterBits>
+inline constexpr int kHistogramThreads = CounterBits == 16 ? Tuning::kBlockThreads16 : Tuning::kBlockThreads;
+template <class Tuning, int CounterBits>
+inline constexpr int kHistogramMinBlocks = CounterBits == 16 ? 1 : Tuning::kMinBlocksPerSm;
 
 // How the counters of one launch are laid out.
 struct HistogramLayout {
@@ -88,7 +104,7 @@ struct HistogramLayout {
 // ---- binnings on the device --------------------------------------------------------------------------
 
 // Each has prepare(shared): called by every thread at the start (keys to shared memory; the
-// kernel's first barrier publishes them), and operator()(sample) -> bin.
+// kernel's first barrier publishes them), and operator()(sample) -> slot.
 template <class T>
 struct DeviceEvenBinning {
   kernels::detail::EvenBinning<T> bins;
@@ -137,81 +153,104 @@ struct DeviceEdgesBinning {
 // ---- counting (the agent) ------------------------------------------------------------------------------
 
 // One warp's counting in one pass. CounterBits: 32 or 16 (shared memory), or 0 (global atomics).
-template <class Tuning, int CounterBits>
+// Slots of a pass: 0 .. cap - 1 its bins, cap .. cap + 2 below, above and NaN (first pass only),
+// cap + 3 the slot of no sample (counted, never read).
+template <class Tuning, int CounterBits, bool MultiPass>
 struct HistogramCounter {
   unsigned int* copy;            // this warp's sub-histogram
   unsigned long long* counts;    // global: histogram_slots(bins)
   int bins;
   int base;                      // first bin of this pass
-  int cap;                       // bins of this pass; slots cap .. cap + 2: below, above, NaN; cap + 3: none
+  int cap;                       // bins of this pass
   bool first_pass;
   unsigned lanes_below;
 
-  __device__ __forceinline__ int slot_of(int bin) const {
-    if (bin >= 0) {
-      const unsigned relative = static_cast<unsigned>(bin - base);
-      return relative < static_cast<unsigned>(cap) ? static_cast<int>(relative) : cap + 3;
+  // A binning's slot (bin, or bins + tail) as a slot of this pass.
+  __device__ __forceinline__ int pass_slot(int slot) const {
+    if constexpr (!MultiPass) {
+      return slot;
+    } else {
+      if (slot < bins) {
+        const unsigned relative = static_cast<unsigned>(slot - base);
+        return relative < static_cast<unsigned>(cap) ? static_cast<int>(relative) : cap + kSlotNone;
+      }
+      return first_pass ? cap + (slot - bins) : cap + kSlotNone;
     }
-    return first_pass ? cap - 1 - bin : cap + 3;  // -1 -> cap, ..., -4 (kBinNone) -> cap + 3
   }
 
-  // The global index of a slot; -1 for the none slot, and for the tail slots after the first pass
-  // (where a carry from the last bin's 16-bit counter may reach them: neither it nor its correction
-  // is counted then).
+  // The global index of a slot of this pass; -1 for the none slot, and for the tail slots after
+  // the first pass.
   __device__ __forceinline__ int global_of(int slot) const {
-    return slot < cap ? base + slot : (first_pass && slot < cap + 3) ? bins + (slot - cap) : -1;
-  }
-
-  __device__ __forceinline__ void add_global(int slot, long long value) const {
-    const int g = global_of(slot);
-    if (g >= 0) atomicAdd(counts + g, static_cast<unsigned long long>(value));
+    return slot < cap ? base + slot : (first_pass && slot < cap + kSlotNone) ? bins + (slot - cap) : -1;
   }
 
   __device__ __forceinline__ void add(int slot, unsigned inc) const {
     if constexpr (CounterBits == 32) {
       atomicAdd(copy + slot, inc);
     } else if constexpr (CounterBits == 16) {
-      const unsigned shift = (slot & 1) * 16u;
-      const unsigned delta = inc << shift;
-      const unsigned old = atomicAdd(copy + (slot >> 1), delta);
-      const bool low_wrap = shift == 0 && (old & 0xFFFFu) + inc > 0xFFFFu;
-      const bool word_wrap = old > 0xFFFFFFFFu - delta;
-      if (low_wrap | word_wrap) {
-        const int low = slot & ~1;
-        if (low_wrap) {
-          add_global(low, 65536);
-          add_global(low + 1, -1);
-        }
-        if (word_wrap) add_global(low + 1, 65536);
-      }
+      atomicAdd(copy + (slot >> 1), inc << ((slot & 1) * 16u));
     } else {
-      add_global(slot, inc);
+      if (slot != cap + kSlotNone) atomicAdd(counts + (slot < cap ? slot : bins + (slot - cap)), static_cast<unsigned long long>(inc));
     }
   }
 
-  // Every lane of the warp calls this with its sample's bin (kBinNone for none).
-  __device__ __forceinline__ void count(int bin) const {
-    const int slot = slot_of(bin);
-    unsigned inc = 1;
-    bool leader = true;
+  // Every lane of the warp calls this with its sample's slot (bins + kSlotNone for none).
+  __device__ __forceinline__ void count(int binning_slot) const {
+    const int slot = pass_slot(binning_slot);
     if constexpr (Tuning::kAggregate) {
       const unsigned peers = __match_any_sync(kFullMask, slot);
-      leader = (peers & lanes_below) == 0;
-      inc = static_cast<unsigned>(__popc(peers));
+      if ((peers & lanes_below) == 0) add(slot, static_cast<unsigned>(__popc(peers)));
+    } else {
+      add(slot, 1u);
     }
-    if (leader && slot != cap + 3) add(slot, inc);
   }
 };
 
-template <class Tuning, int CounterBits, class T, class Binning>
-__global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
+// Between two windows of 16-bit counting: every half at 32768 or more gives 32768 to the global
+// count of its slot (see the top of this file). All threads; the caller surrounds it with barriers.
+template <class Counter>
+__device__ __forceinline__ void drain_16bit_counters(const Counter& counter, unsigned int* words, int copies,
+                                                     int copy_words, int threads) {
+  uint4* vectors = reinterpret_cast<uint4*>(words);
+  const int vector_count = copies * copy_words / 4;
+  for (int i = static_cast<int>(threadIdx.x); i < vector_count; i += threads) {
+    uint4 v = vectors[i];
+    if (((v.x | v.y | v.z | v.w) & 0x80008000u) == 0) continue;
+    unsigned int* word = &v.x;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const unsigned high_bits = word[k] & 0x80008000u;
+      if (high_bits == 0) continue;
+      const int slot = ((i * 4 + k) % copy_words) * 2;  // the low half's slot
+      if (high_bits & 0x8000u) {
+        const int g = counter.global_of(slot);
+        if (g >= 0) atomicAdd(counter.counts + g, 32768ull);
+      }
+      if (high_bits & 0x80000000u) {
+        const int g = counter.global_of(slot + 1);
+        if (g >= 0) atomicAdd(counter.counts + g, 32768ull);
+      }
+      word[k] -= high_bits;
+    }
+    vectors[i] = v;
+  }
+}
+
+template <class Tuning, int CounterBits, bool MultiPass, class T, class Binning>
+__global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHistogramMinBlocks<Tuning, CounterBits>))
     histogram_kernel(const T* __restrict__ in, index_t n, Binning binning, HistogramLayout layout,
                      unsigned long long* __restrict__ counts, bool vector_ok) {
   extern __shared__ __align__(16) unsigned char shared[];
-  constexpr int kThreads = Tuning::kBlockThreads;
+  constexpr int kThreads = kHistogramThreads<Tuning, CounterBits>;
   constexpr int kWarps = kThreads / kWarpThreads;
+  constexpr int kLoads = Tuning::kLoadsInFlight;
   using Vec = Vector<T>;
   constexpr int kItems = Vec::kItems;
+  constexpr index_t kTileVectors = static_cast<index_t>(kThreads) * kLoads;
+  // A window holds whole tiles, and what a block counts after its last window (less than a tile of
+  // the grid's rest, plus the head and tail) fits another.
+  static_assert(CounterBits != 16 || 2 * kTileVectors * kItems <= kWindowSamples,
+                "histogram: two tiles must fit a window of the 16-bit counters");
 
   binning.prepare(shared);
   unsigned int* words = reinterpret_cast<unsigned int*>(shared + layout.key_bytes);
@@ -222,28 +261,36 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   const index_t head = unaligned_head(in, n);
   const T* body = in + head;
   const index_t vector_count = (n - head) / kItems;
-  constexpr index_t kTileVectors = static_cast<index_t>(kThreads) * Tuning::kLoadsInFlight;
   const index_t tiles = vector_count / kTileVectors;
   const index_t block = blockIdx.x;
   const index_t per_block = tiles / gridDim.x;
   const index_t extra = tiles % gridDim.x;
   const index_t first_tile = block * per_block + (block < extra ? block : extra);
   const index_t block_tiles = per_block + (block < extra ? 1 : 0);
+  // 16-bit counters drain after every window of tiles; 32-bit ones count all tiles in one.
+  const index_t window_tiles = CounterBits == 16 ? kWindowSamples / (kTileVectors * kItems) : block_tiles;
   // The rest: the head, then everything after the whole tiles; in warp-sized steps over the grid.
   const index_t rest_start = head + tiles * kTileVectors * kItems;
   const index_t rest = head + (n - rest_start);
   const index_t grid_warp = block * kWarps + warp;
   const index_t grid_warps = static_cast<index_t>(gridDim.x) * kWarps;
 
-  HistogramCounter<Tuning, CounterBits> counter;
+  HistogramCounter<Tuning, CounterBits, MultiPass> counter;
   counter.copy = words + (warp % layout.copies) * layout.copy_words;
   counter.counts = counts;
   counter.bins = layout.bins;
   counter.lanes_below = (1u << lane) - 1u;
+  auto drain = [&] {
+    if constexpr (CounterBits == 16) {
+      __syncthreads();
+      drain_16bit_counters(counter, words, layout.copies, layout.copy_words, kThreads);
+      __syncthreads();
+    }
+  };
 
-  for (int pass = 0; pass < layout.passes; ++pass) {
+  for (int pass = 0; pass < (MultiPass ? layout.passes : 1); ++pass) {
     counter.base = pass * layout.pass_bins;
-    counter.cap = min(layout.pass_bins, layout.bins - counter.base);
+    counter.cap = MultiPass ? min(layout.pass_bins, layout.bins - counter.base) : layout.bins;
     counter.first_pass = pass == 0;
     if constexpr (CounterBits != 0) {
       uint4* zero = reinterpret_cast<uint4*>(words);
@@ -253,26 +300,49 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
     __syncthreads();  // counters zeroed (and, in the first pass, the binning's keys in place)
 
     const T* tile = body + (first_tile * kTileVectors + threadIdx.x) * kItems;
-    for (index_t t = 0; t < block_tiles; ++t, tile += kTileVectors * kItems) {
-      Vec loaded[Tuning::kLoadsInFlight];
+    for (index_t window = 0; window < block_tiles; window += window_tiles) {
+      const index_t window_end = min(block_tiles, window + window_tiles);
+      if constexpr (Tuning::kPrefetch) {
+        Vec next[kLoads];
 #pragma unroll
-      for (int u = 0; u < Tuning::kLoadsInFlight; ++u) loaded[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
+        for (int u = 0; u < kLoads; ++u) next[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
+        for (index_t t = window; t < window_end; ++t) {
+          Vec loaded[kLoads];
 #pragma unroll
-      for (int u = 0; u < Tuning::kLoadsInFlight; ++u) {
+          for (int u = 0; u < kLoads; ++u) loaded[u] = next[u];
+          tile += kTileVectors * kItems;
+          if (t + 1 < window_end) {
 #pragma unroll
-        for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
+            for (int u = 0; u < kLoads; ++u) next[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
+          }
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+#pragma unroll
+            for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
+          }
+        }
+      } else {
+        for (index_t t = window; t < window_end; ++t, tile += kTileVectors * kItems) {
+          Vec loaded[kLoads];
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) loaded[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+#pragma unroll
+            for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
+          }
+        }
       }
+      drain();
     }
     for (index_t step = grid_warp * kWarpThreads; step < rest; step += grid_warps * kWarpThreads) {
       const index_t r = step + lane;
-      int bin = kBinNone;
-      if (r < rest) bin = binning(in[r < head ? r : rest_start + (r - head)]);
-      counter.count(bin);
+      counter.count(r < rest ? binning(in[r < head ? r : rest_start + (r - head)]) : layout.bins + kSlotNone);
     }
     __syncthreads();  // every count of the pass is in
 
     if constexpr (CounterBits != 0) {
-      const int slots = counter.cap + (counter.first_pass ? 3 : 0);
+      const int slots = counter.cap + (counter.first_pass ? kSlotNone : 0);
       for (int s = static_cast<int>(threadIdx.x); s < slots; s += kThreads) {
         unsigned int total = 0;
         for (int c = 0; c < layout.copies; ++c) {
@@ -322,24 +392,27 @@ struct HistogramPlan {
 
 inline int round_up4(long long words) { return static_cast<int>((words + 3) / 4 * 4); }
 
-// The counters for `bins` bins: 32-bit copies at the highest occupancy that holds one (down to
-// kMinBlocksPerSmFor32Bit thread blocks per SM), as many copies as that budget holds (up to one per
-// warp); else 16-bit likewise (down to one thread block per SM); else 16-bit bin-range passes; else
-// global atomics. key_bytes: edge keys wanted in shared memory (0 for none); they are kept only
-// where the counters still fit in one pass beside them. max_blocks: the thread blocks per SM the
-// kernel's registers and threads allow.
+// The counters for `bins` bins:
+//  - 32-bit copies at the highest occupancy that holds one, down to kMinBlocksPerSmFor32Bit thread
+//    blocks per SM, as many copies as that budget holds (up to one per warp);
+//  - else 16-bit copies in one thread block per SM;
+//  - else 16-bit bin-range passes (up to kMaxPasses);
+//  - else global atomics.
+// key_bytes: edge keys wanted in shared memory (0 for none), kept only where the counters still fit
+// in one pass beside them. max_blocks32: the thread blocks per SM the 32-bit kernel's registers and
+// threads allow.
 template <class Tuning>
-HistogramPlan plan_histogram(int bins, std::size_t key_bytes, int max_blocks) {
+HistogramPlan plan_histogram(int bins, std::size_t key_bytes, int max_blocks32) {
   const SharedMemoryInfo& smem = shared_memory_info();
-  constexpr int kWarps = Tuning::kBlockThreads / kWarpThreads;
   auto budget = [&](int blocks_per_sm, long long keys) {
     return std::min<long long>(smem.per_block_optin, smem.per_sm / blocks_per_sm - smem.reserved_per_block) - keys;
   };
-  auto try_counters = [&](int bits, int min_blocks, long long keys, HistogramPlan& plan) {
+  auto try_counters = [&](int bits, int max_blocks, int min_blocks, long long keys, HistogramPlan& plan) {
+    const int warps = (bits == 16 ? Tuning::kBlockThreads16 : Tuning::kBlockThreads) / kWarpThreads;
     const long long slots = static_cast<long long>(bins) + 4;
     const int copy_words = round_up4(bits == 32 ? slots : (slots + 1) / 2);
     for (int blocks = max_blocks; blocks >= min_blocks; --blocks) {
-      const long long copies = std::min<long long>(kWarps, budget(blocks, keys) / (4LL * copy_words));
+      const long long copies = std::min<long long>(warps, budget(blocks, keys) / (4LL * copy_words));
       if (copies >= 1) {
         plan.counter_bits = bits;
         plan.layout = {bins, bins, 1, static_cast<int>(copies), copy_words, static_cast<int>(keys)};
@@ -349,12 +422,14 @@ HistogramPlan plan_histogram(int bins, std::size_t key_bytes, int max_blocks) {
     }
     return false;
   };
+  auto try_single_pass = [&](long long keys, HistogramPlan& plan) {
+    return try_counters(32, max_blocks32, Tuning::kMinBlocksPerSmFor32Bit, keys, plan) ||
+           try_counters(16, 1, 1, keys, plan);
+  };
   HistogramPlan plan;
   const long long keys = static_cast<long long>((key_bytes + 15) / 16 * 16);
-  if (keys > 0 && keys < smem.per_block_optin) {
-    if (try_counters(32, Tuning::kMinBlocksPerSmFor32Bit, keys, plan) || try_counters(16, 1, keys, plan)) return plan;
-  }
-  if (try_counters(32, Tuning::kMinBlocksPerSmFor32Bit, 0, plan) || try_counters(16, 1, 0, plan)) return plan;
+  if (keys > 0 && keys < smem.per_block_optin && try_single_pass(keys, plan)) return plan;
+  if (try_single_pass(0, plan)) return plan;
   // Passes of 16-bit counters at one thread block per SM.
   const long long words = budget(1, 0) / 4 / 4 * 4;
   const long long pass_bins = words * 2 - 4;
@@ -371,54 +446,69 @@ HistogramPlan plan_histogram(int bins, std::size_t key_bytes, int max_blocks) {
   return plan;
 }
 
-// Resident thread blocks per SM of `Kernel` at `block_threads` threads with `shared_bytes` of
+// Resident thread blocks per SM of `kernel` at `block_threads` threads with `shared_bytes` of
 // dynamic shared memory, cached per (kernel, device, shared bytes): the occupancy calculator costs
-// microseconds, a launch should not. The first call on a device opts the kernel into all the shared
-// memory a thread block may have; each launch then asks for its share.
-template <auto Kernel>
-int histogram_blocks_per_sm(int block_threads, std::size_t shared_bytes) {
-  constexpr int kMaxDevices = 64;
-  struct Cache {
-    bool opted_in = false;
-    std::vector<std::pair<std::size_t, int>> blocks;  // (shared bytes, blocks per SM)
+// microseconds, a launch should not. The first call for a kernel on a device opts it into all the
+// shared memory a thread block may have; each launch then asks for its share.
+inline int histogram_blocks_per_sm(const void* kernel, int block_threads, std::size_t shared_bytes) {
+  struct Entry {
+    const void* kernel;
+    int device;
+    std::size_t bytes;  // SIZE_MAX: the opt-in is done
+    int blocks;
   };
-  static std::array<Cache, kMaxDevices> cache{};
+  static std::vector<Entry> cache;
   static std::mutex mutex;
   const DeviceInfo& device = current_device_info();
   std::lock_guard<std::mutex> lock(mutex);
-  Cache& c = cache[device.ordinal];
-  if (!c.opted_in) {
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, device.max_smem_optin));
-    c.opted_in = true;
+  bool opted_in = false;
+  for (const Entry& e : cache) {
+    if (e.kernel != kernel || e.device != device.ordinal) continue;
+    if (e.bytes == shared_bytes) return e.blocks;
+    opted_in = opted_in || e.bytes == SIZE_MAX;
   }
-  for (const auto& [bytes, blocks] : c.blocks)
-    if (bytes == shared_bytes) return blocks;
+  if (!opted_in) {
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, device.max_smem_optin));
+    cache.push_back({kernel, device.ordinal, SIZE_MAX, 0});
+  }
   int blocks = 0;
-  TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, shared_bytes));
+  TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, shared_bytes));
   TESSERA_ASSERT(blocks > 0, "histogram: the kernel cannot be resident with the shared memory it was planned");
-  c.blocks.emplace_back(shared_bytes, blocks);
+  cache.push_back({kernel, device.ordinal, shared_bytes, blocks});
   return blocks;
 }
 
-template <class Tuning, int CounterBits, class T, class Binning>
-void launch_histogram(const T* in, index_t n, const Binning& binning, const HistogramPlan& plan,
-                      unsigned long long* counts, cudaStream_t stream) {
-  constexpr auto kernel = histogram_kernel<Tuning, CounterBits, T, Binning>;
-  const DeviceInfo& device = current_device_info();
-  const index_t wave =
-      static_cast<index_t>(device.sm_count) * histogram_blocks_per_sm<kernel>(Tuning::kBlockThreads, plan.shared_bytes);
-  const index_t tile_items = static_cast<index_t>(Tuning::kBlockThreads) * Tuning::kLoadsInFlight * Vector<T>::kItems;
-  const index_t needed = std::max<index_t>(ceil_div<index_t>(n, kMaxBlockSamples), 1);
-  const index_t grid = std::max(needed, std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
-  TESSERA_ASSERT(grid <= 0x7fffffff, "histogram: more thread blocks than one grid can hold");
-  kernel<<<static_cast<unsigned>(grid), Tuning::kBlockThreads, plan.shared_bytes, stream>>>(
-      in, n, binning, plan.layout, counts, vector_aligned(in));
-  TESSERA_CUDA_CHECK_LAUNCH();
+// Calls f.template operator()<CounterBits>(kernel) with the kernel a plan runs.
+template <class Tuning, class T, class Binning, class F>
+decltype(auto) with_histogram_kernel(const HistogramPlan& plan, F&& f) {
+  switch (plan.counter_bits) {
+    case 32: return f.template operator()<32>(histogram_kernel<Tuning, 32, false, T, Binning>);
+    case 16:
+      if (plan.layout.passes > 1) return f.template operator()<16>(histogram_kernel<Tuning, 16, true, T, Binning>);
+      return f.template operator()<16>(histogram_kernel<Tuning, 16, false, T, Binning>);
+    default: break;
+  }
+  return f.template operator()<0>(histogram_kernel<Tuning, 0, false, T, Binning>);
+}
+
+// The plan for these bins (the occupancy of the 32-bit kernel read from the device), and the thread
+// blocks per SM its kernel gets.
+template <class Tuning, class T, class Binning>
+std::pair<HistogramPlan, int> make_histogram_plan(int bins, std::size_t key_bytes) {
+  const int max_blocks32 = histogram_blocks_per_sm(reinterpret_cast<const void*>(histogram_kernel<Tuning, 32, false, T, Binning>),
+                                                   kHistogramThreads<Tuning, 32>, 0);
+  const HistogramPlan plan = plan_histogram<Tuning>(bins, key_bytes, max_blocks32);
+  const int resident = with_histogram_kernel<Tuning, T, Binning>(plan, [&]<int CounterBits>(auto kernel) {
+    return histogram_blocks_per_sm(reinterpret_cast<const void*>(kernel), kHistogramThreads<Tuning, CounterBits>,
+                                   plan.shared_bytes);
+  });
+  return {plan, resident};
 }
 
 // counts[0, histogram_slots(bins)) = the histogram of in[0, n) (device memory). key_bytes: the
-// shared memory the binning's keys would take (0 for binnings without keys); the binning learns
-// whether it got it through set_keys_shared.
+// shared memory the binning's keys would take (0 for binnings without keys); a binning with keys
+// learns whether it got it through its keys_shared member. The grid: one wave of the plan's kernel
+// (kWaves), fewer for small inputs, more where n needs them (kMaxBlockSamples).
 template <class Tuning = HistogramTuning, class T, class Binning>
 void device_histogram(const T* in, index_t n, Binning binning, int bins, std::size_t key_bytes, index_t* counts,
                       StreamHandle stream) {
@@ -426,15 +516,21 @@ void device_histogram(const T* in, index_t n, Binning binning, int bins, std::si
   auto* out = reinterpret_cast<unsigned long long*>(counts);
   TESSERA_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(histogram_slots(bins)) * sizeof(index_t), s));
   if (n == 0) return;
-  // The occupancy that registers and threads allow (the 32-bit kernel's, for all three).
-  const int max_blocks = histogram_blocks_per_sm<histogram_kernel<Tuning, 32, T, Binning>>(Tuning::kBlockThreads, 0);
-  const HistogramPlan plan = plan_histogram<Tuning>(bins, key_bytes, max_blocks);
+  const auto [plan, resident] = make_histogram_plan<Tuning, T, Binning>(bins, key_bytes);
   if constexpr (requires { binning.keys_shared; }) binning.keys_shared = plan.layout.key_bytes > 0;
-  switch (plan.counter_bits) {
-    case 32: launch_histogram<Tuning, 32>(in, n, binning, plan, out, s); break;
-    case 16: launch_histogram<Tuning, 16>(in, n, binning, plan, out, s); break;
-    default: launch_histogram<Tuning, 0>(in, n, binning, plan, out, s); break;
-  }
+  const DeviceInfo& device = current_device_info();
+  with_histogram_kernel<Tuning, T, Binning>(plan, [&]<int CounterBits>(auto kernel) {
+    constexpr int kThreads = kHistogramThreads<Tuning, CounterBits>;
+    const index_t wave = static_cast<index_t>(device.sm_count) * resident;
+    const index_t tile_items = static_cast<index_t>(kThreads) * Tuning::kLoadsInFlight * Vector<T>::kItems;
+    const index_t needed = std::max<index_t>(ceil_div<index_t>(n, kMaxBlockSamples), 1);
+    const index_t grid = std::max(needed, std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
+    TESSERA_ASSERT(grid <= 0x7fffffff, "histogram: more thread blocks than one grid can hold");
+    kernel<<<static_cast<unsigned>(grid), kThreads, plan.shared_bytes, s>>>(in, n, binning, plan.layout, out,
+                                                                             vector_aligned(in));
+    TESSERA_CUDA_CHECK_LAUNCH();
+    return 0;
+  });
 }
 
 // The range of in[0, n) into *range (device or pinned host memory): one reduction pass.

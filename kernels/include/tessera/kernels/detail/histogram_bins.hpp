@@ -1,6 +1,6 @@
 // Which bin a sample falls in: the binnings of histogram.hpp, one code for both backends (host and
 // device), so that the two count the same samples in the same bins. A binning maps a sample to its
-// bin in [0, bins) or to a negative code for the samples in no bin.
+// slot: its bin in [0, bins), or bins + a HistogramSlot for the samples in no bin.
 //
 // Equal bins follow numpy.histogram exactly (numpy/lib/histograms.py): the sample, converted to the
 // comparison type B, is kept when lower <= x <= upper (in B); the estimate f = (x - lower) * norm is
@@ -24,12 +24,14 @@
 
 namespace tessera::kernels::detail {
 
-// What a binning returns for a sample in no bin: -1 - HistogramSlot, and kBinNone for "no sample"
-// (a lane without an element in a partial tile of the device pass).
-inline constexpr int kBinBelow = -1;
-inline constexpr int kBinAbove = -2;
-inline constexpr int kBinNaN = -3;
-inline constexpr int kBinNone = -4;
+// What a binning returns: the slot of the counts array the sample counts in, that is its bin in
+// [0, bins), or for a sample in no bin bins + kSlotBelow / kSlotAbove / kSlotNaN (the layout of
+// histogram.hpp). bins + kSlotNone is "no sample" (a lane without an element in a partial tile of
+// the device pass): a slot the device counts into and never reads.
+inline constexpr int kSlotBelow = static_cast<int>(HistogramSlot::below);
+inline constexpr int kSlotAbove = static_cast<int>(HistogramSlot::above);
+inline constexpr int kSlotNaN = static_cast<int>(HistogramSlot::nan);
+inline constexpr int kSlotNone = 3;
 
 // The type samples are compared and binned in: float for float samples, double for the others.
 template <class T>
@@ -105,8 +107,8 @@ struct EvenBinning {
 
   TESSERA_HOST_DEVICE_INLINE int operator()(T sample) const {
     const B x = to_bin_type(sample);
-    if (!(x >= lower)) return x != x ? kBinNaN : kBinBelow;
-    if (!(x <= upper)) return kBinAbove;
+    if (!(x >= lower)) return bins + (x != x ? kSlotNaN : kSlotBelow);
+    if (!(x <= upper)) return bins + kSlotAbove;
     const B f = mul_rn(sub_rn(x, lower), norm);
     int k = f < static_cast<B>(bins) ? static_cast<int>(f) : bins - 1;
     const B fraction = f - static_cast<B>(k);  // exact: k is f's integer part (or below it)
@@ -189,14 +191,14 @@ TESSERA_HOST_DEVICE_INLINE EdgeKey<T> upper_edge_key(double edge) {
   }
 }
 
-// The bin of a sample given the keys of the lower edges, keys[0, bins), and of the last edge:
+// The slot of a sample given the keys of the lower edges, keys[0, bins), and of the last edge:
 // the last i with keys[i] <= x, found by a branch-free binary search (ceil(log2 bins) probes).
 // Key is any callable i -> key (shared memory, global memory, a host array).
 template <class T, class Keys>
 TESSERA_HOST_DEVICE_INLINE int edges_bin(T sample, const Keys& keys, int bins, EdgeKey<T> first, EdgeKey<T> last) {
   const EdgeKey<T> x = static_cast<EdgeKey<T>>(sample);
-  if (!(x >= first)) return x != x ? kBinNaN : kBinBelow;
-  if (!(x <= last)) return kBinAbove;
+  if (!(x >= first)) return bins + (x != x ? kSlotNaN : kSlotBelow);
+  if (!(x <= last)) return bins + kSlotAbove;
   int base = 0;
   int length = bins;
   while (length > 1) {
@@ -213,8 +215,8 @@ template <class T>
 struct BincountBinning {
   int bins;
   TESSERA_HOST_DEVICE_INLINE int operator()(T sample) const {
-    if (sample < 0) return kBinBelow;
-    if (sample >= static_cast<T>(bins)) return kBinAbove;
+    if (sample < 0) return bins + kSlotBelow;
+    if (sample >= static_cast<T>(bins)) return bins + kSlotAbove;
     return static_cast<int>(sample);
   }
 };

@@ -196,14 +196,14 @@ struct Bench {
 
 // The plan the device pass makes for these bins with this tuning.
 template <class Tuning, class T, class Binning>
-std::string plan_text(int bins, std::size_t key_bytes) {
-  const auto [plan, resident] = kd::make_histogram_plan<Tuning, T, Binning>(bins, key_bytes);
+std::string plan_text(const Binning& binning, int bins) {
+  const auto [plan, resident] = kd::make_histogram_plan<Tuning, T, Binning>(binning, bins);
   const int threads = plan.counter_bits == 16 ? Tuning::kBlockThreads16 : Tuning::kBlockThreads;
   char text[160];
   std::snprintf(text, sizeof text, "%s x%d, %d pass%s, %d KiB, %d blk/SM, %d thr%s",
                 plan.counter_bits ? (plan.counter_bits == 32 ? "32-bit" : "16-bit") : "global", plan.layout.copies,
                 plan.layout.passes, plan.layout.passes == 1 ? "" : "es", static_cast<int>(plan.shared_bytes / 1024),
-                resident, threads, plan.layout.key_bytes ? ", keys shared" : "");
+                resident, threads, plan.keys_shared ? ", keys shared" : "");
   return text;
 }
 
@@ -277,13 +277,13 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
     print_row(r);
   };
   using Binning = kd::DeviceEvenBinning<T>;
-  run_row("default", plan_text<kd::HistogramTuning, T, Binning>(bins, 0),
+  const Binning binning{tessera::kernels::detail::make_even_binning<T>(range.lower, range.upper, bins)};
+  run_row("default", plan_text<kd::HistogramTuning, T, Binning>(binning, bins),
           [&] { tessera::kernels::histogram_even(q, samples, n, range, ours_counts); });
   if (variants && std::is_same_v<T, float>) {
-    const Binning binning{tessera::kernels::detail::make_even_binning<T>(range.lower, range.upper, bins)};
     auto variant = [&]<class Tuning>(const char* name) {
-      run_row(name, plan_text<Tuning, T, Binning>(bins, 0), [&] {
-        kd::device_histogram<Tuning>(samples, n, binning, bins, 0, ours_counts, q.stream);
+      run_row(name, plan_text<Tuning, T, Binning>(binning, bins), [&] {
+        kd::device_histogram<Tuning>(samples, n, binning, bins, ours_counts, q.stream);
       });
     };
     variant.template operator()<Aggregate>("aggreg");
@@ -330,7 +330,10 @@ void bench_ranged(Bench& b, const float* samples, const std::string& dist, int b
   r.dist = dist;
   r.variant = "default";
   r.bins = bins;
-  r.plan = plan_text<kd::HistogramTuning, float, kd::DeviceEdgesBinning<float>>(bins, static_cast<std::size_t>(bins) * sizeof(float));
+  kd::DeviceEdgesBinning<float> edges_binning{};
+  edges_binning.edges = d_edges;
+  edges_binning.bins = bins;
+  r.plan = plan_text<kd::HistogramTuning, float, kd::DeviceEdgesBinning<float>>(edges_binning, bins);
   r.note = disagreement(q, ours_counts, cub_counts, bins, n);
   r.agree = r.note.empty();
   std::tie(r.ours_ms, r.cub_ms) = median_pair_ms(q, b.opt->warmup, b.opt->reps, run_ours, run_cub);

@@ -11,20 +11,21 @@ template <class T>
 void histogram_even(const T* in, index_t n, const EvenBins& bins, index_t* counts, StreamHandle stream) {
   const detail::DeviceEvenBinning<T> binning{
       kernels::detail::make_even_binning<T>(bins.lower, bins.upper, bins.count)};
-  detail::device_histogram(in, n, binning, static_cast<int>(bins.count), 0, counts, stream);
+  detail::device_histogram(in, n, binning, static_cast<int>(bins.count), counts, stream);
 }
 
 template <class T>
 void histogram_edges(const T* in, index_t n, const double* edges, index_t bins, index_t* counts, StreamHandle stream) {
-  const detail::DeviceEdgesBinning<T> binning{edges, static_cast<int>(bins), false};
-  detail::device_histogram(in, n, binning, static_cast<int>(bins),
-                           static_cast<std::size_t>(bins) * sizeof(kernels::detail::EdgeKey<T>), counts, stream);
+  detail::DeviceEdgesBinning<T> binning{};
+  binning.edges = edges;
+  binning.bins = static_cast<int>(bins);
+  detail::device_histogram(in, n, binning, static_cast<int>(bins), counts, stream);
 }
 
 template <class T>
 void bincount(const T* in, index_t n, index_t bins, index_t* counts, StreamHandle stream) {
   const detail::DeviceBincountBinning<T> binning{{static_cast<int>(bins)}};
-  detail::device_histogram(in, n, binning, static_cast<int>(bins), 0, counts, stream);
+  detail::device_histogram(in, n, binning, static_cast<int>(bins), counts, stream);
 }
 
 template <class T>

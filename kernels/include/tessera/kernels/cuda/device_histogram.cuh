@@ -98,16 +98,23 @@ struct HistogramLayout {
   int passes;
   int copies;      // sub-histograms per thread block
   int copy_words;  // 32-bit words per sub-histogram (a multiple of 4)
-  int key_bytes;   // edge keys at the start of shared memory (0: none, or kept in global memory)
+  int binning_bytes;  // at the start of shared memory, the binning's (edge keys, a lookup table)
 };
 
 // ---- binnings on the device --------------------------------------------------------------------------
 
-// Each has prepare(shared): called by every thread at the start (keys to shared memory; the
-// kernel's first barrier publishes them), and operator()(sample) -> slot.
+// Each has prepare(shared): called by every thread at the start (keys and tables to shared memory;
+// the kernel's first barrier publishes them), operator()(sample) -> slot, and for the host the
+// shared memory it needs: table_bytes() always, key_bytes() where it can have its keys there
+// (keys_shared, set by the dispatch).
+inline constexpr std::size_t round_up16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
 template <class T>
 struct DeviceEvenBinning {
   kernels::detail::EvenBinning<T> bins;
+  bool keys_shared = false;
+  std::size_t table_bytes() const { return 0; }
+  std::size_t key_bytes() const { return 0; }
   __device__ __forceinline__ void prepare(unsigned char*) {}
   __device__ __forceinline__ int operator()(T x) const { return bins(x); }
 };
@@ -115,38 +122,95 @@ struct DeviceEvenBinning {
 template <class T>
 struct DeviceBincountBinning {
   kernels::detail::BincountBinning<T> bins;
+  bool keys_shared = false;
+  std::size_t table_bytes() const { return 0; }
+  std::size_t key_bytes() const { return 0; }
   __device__ __forceinline__ void prepare(unsigned char*) {}
   __device__ __forceinline__ int operator()(T x) const { return bins(x); }
 };
 
+// Given edges: a binary search over the edge keys (detail::edges_bin), shortened by a lookup table
+// over `cells` equal cells of [first, last]: table[j] = the keys below the cell boundary b_j, so
+// that a sample in cell c has its bin in [table[c] - 1, table[c + 1] - 1] (one or two bins where
+// the edges are about even). The cell is computed in double and may be off by one near a
+// boundary; the range is therefore checked (key[lo] <= x < key[hi + 1]) and the full search runs
+// where the check fails, so the table changes speed, never a result. No table where an outer edge
+// is infinite.
 template <class T>
 struct DeviceEdgesBinning {
   using Key = EdgeKey<T>;
+  static constexpr int kMaxCells = 4096;
   const double* edges;  // bins + 1, device memory
   int bins;
-  bool keys_shared;
-  const Key* keys = nullptr;  // in shared memory, where keys_shared
-  Key first{};
-  Key last{};
+  bool keys_shared = false;
+  const Key* keys = nullptr;   // in shared memory, where keys_shared
+  const int* table = nullptr;  // cells + 1 entries, shared memory
+  int cells = 0;
+  double first_d = 0, cell_scale = 0;
+  Key first{}, last{};
+
+  __host__ __device__ static int cells_for(int bins) { return bins < kMaxCells ? bins : kMaxCells; }
+  std::size_t table_bytes() const { return round_up16((static_cast<std::size_t>(cells_for(bins)) + 1) * sizeof(int)); }
+  std::size_t key_bytes() const { return round_up16(static_cast<std::size_t>(bins) * sizeof(Key)); }
+
+  __device__ __forceinline__ Key key(int i) const {
+    return keys_shared ? keys[i] : kernels::detail::lower_edge_key<T>(__ldg(edges + i));
+  }
+  __device__ __forceinline__ Key global_key(int i) const { return kernels::detail::lower_edge_key<T>(__ldg(edges + i)); }
 
   __device__ __forceinline__ void prepare(unsigned char* shared) {
     first = kernels::detail::lower_edge_key<T>(__ldg(edges));
     last = kernels::detail::upper_edge_key<T>(__ldg(edges + bins));
+    unsigned char* free = shared;
     if (keys_shared) {
-      Key* k = reinterpret_cast<Key*>(shared);
-      for (int i = static_cast<int>(threadIdx.x); i < bins; i += static_cast<int>(blockDim.x))
-        k[i] = kernels::detail::lower_edge_key<T>(__ldg(edges + i));
+      Key* k = reinterpret_cast<Key*>(free);
+      for (int i = static_cast<int>(threadIdx.x); i < bins; i += static_cast<int>(blockDim.x)) k[i] = global_key(i);
       keys = k;
+      free += round_up16(static_cast<std::size_t>(bins) * sizeof(Key));
     }
+    const double lo = static_cast<double>(first), hi = static_cast<double>(last);
+    cells = isfinite(lo) && isfinite(hi) && hi > lo ? cells_for(bins) : 0;
+    if (cells == 0) return;
+    first_d = lo;
+    cell_scale = cells / (hi - lo);
+    int* t = reinterpret_cast<int*>(free);
+    for (int j = static_cast<int>(threadIdx.x); j <= cells; j += static_cast<int>(blockDim.x)) {
+      const double boundary = lo + (hi - lo) * j / cells;
+      int below = 0, length = bins;  // the keys below the boundary: the first key >= it
+      while (length > 0) {
+        const int half = length / 2;
+        if (static_cast<double>(global_key(below + half)) < boundary) {
+          below += half + 1;
+          length -= half + 1;
+        } else {
+          length = half;
+        }
+      }
+      t[j] = below;
+    }
+    table = t;
   }
-  __device__ __forceinline__ int operator()(T x) const {
-    if (keys_shared) {
-      const Key* k = keys;
-      return kernels::detail::edges_bin(x, [k](int i) { return k[i]; }, bins, first, last);
+
+  __device__ __forceinline__ int operator()(T sample) const {
+    const Key x = static_cast<Key>(sample);
+    if (!(x >= first)) return bins + (x != x ? kernels::detail::kSlotNaN : kernels::detail::kSlotBelow);
+    if (!(x <= last)) return bins + kernels::detail::kSlotAbove;
+    int base = 0, length = bins;
+    if (cells > 0) {
+      const int cell = min(static_cast<int>((static_cast<double>(x) - first_d) * cell_scale), cells - 1);
+      const int lo = max(table[cell] - 1, 0);
+      const int hi = max(min(table[cell + 1] - 1, bins - 1), lo);
+      if (key(lo) <= x && (hi == bins - 1 || key(hi + 1) > x)) {
+        base = lo;
+        length = hi - lo + 1;
+      }
     }
-    const double* e = edges;
-    return kernels::detail::edges_bin(x, [e](int i) { return kernels::detail::lower_edge_key<T>(__ldg(e + i)); },
-                                      bins, first, last);
+    while (length > 1) {
+      const int half = length / 2;
+      base = key(base + half) <= x ? base + half : base;
+      length -= half;
+    }
+    return base;
   }
 };
 
@@ -253,7 +317,7 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
                 "histogram: two tiles must fit a window of the 16-bit counters");
 
   binning.prepare(shared);
-  unsigned int* words = reinterpret_cast<unsigned int*>(shared + layout.key_bytes);
+  unsigned int* words = reinterpret_cast<unsigned int*>(shared + layout.binning_bytes);
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
   const int lane = lane_id();
 
@@ -388,6 +452,7 @@ struct HistogramPlan {
   int counter_bits = 32;  // 32, 16, or 0 (global atomics)
   HistogramLayout layout{};
   std::size_t shared_bytes = 0;
+  bool keys_shared = false;  // the binning's keys in shared memory
 };
 
 inline int round_up4(long long words) { return static_cast<int>((words + 3) / 4 * 4); }
@@ -398,11 +463,11 @@ inline int round_up4(long long words) { return static_cast<int>((words + 3) / 4 
 //  - else 16-bit copies in one thread block per SM;
 //  - else 16-bit bin-range passes (up to kMaxPasses);
 //  - else global atomics.
-// key_bytes: edge keys wanted in shared memory (0 for none), kept only where the counters still fit
-// in one pass beside them. max_blocks32: the thread blocks per SM the 32-bit kernel's registers and
-// threads allow.
+// fixed_bytes: what the binning always keeps in shared memory; key_bytes: what it may keep there
+// too (edge keys; 0 for none), kept only where the counters still fit in one pass beside them.
+// max_blocks32: the thread blocks per SM the 32-bit kernel's registers and threads allow.
 template <class Tuning>
-HistogramPlan plan_histogram(int bins, std::size_t key_bytes, int max_blocks32) {
+HistogramPlan plan_histogram(int bins, std::size_t fixed_bytes, std::size_t key_bytes, int max_blocks32) {
   const SharedMemoryInfo& smem = shared_memory_info();
   auto budget = [&](int blocks_per_sm, long long keys) {
     return std::min<long long>(smem.per_block_optin, smem.per_sm / blocks_per_sm - smem.reserved_per_block) - keys;
@@ -427,22 +492,27 @@ HistogramPlan plan_histogram(int bins, std::size_t key_bytes, int max_blocks32) 
            try_counters(16, 1, 1, keys, plan);
   };
   HistogramPlan plan;
-  const long long keys = static_cast<long long>((key_bytes + 15) / 16 * 16);
-  if (keys > 0 && keys < smem.per_block_optin && try_single_pass(keys, plan)) return plan;
-  if (try_single_pass(0, plan)) return plan;
+  const auto fixed = static_cast<long long>(round_up16(fixed_bytes));
+  const auto keys = static_cast<long long>(round_up16(key_bytes));
+  if (keys > 0 && fixed + keys < smem.per_block_optin && try_single_pass(fixed + keys, plan)) {
+    plan.keys_shared = true;
+    return plan;
+  }
+  if (try_single_pass(fixed, plan)) return plan;
   // Passes of 16-bit counters at one thread block per SM.
-  const long long words = budget(1, 0) / 4 / 4 * 4;
+  const long long words = budget(1, fixed) / 4 / 4 * 4;
   const long long pass_bins = words * 2 - 4;
   const long long passes = (bins + pass_bins - 1) / pass_bins;
   if (pass_bins >= 1 && passes <= Tuning::kMaxPasses) {
     plan.counter_bits = 16;
-    plan.layout = {bins, static_cast<int>(pass_bins), static_cast<int>(passes), 1, static_cast<int>(words), 0};
-    plan.shared_bytes = static_cast<std::size_t>(words) * 4;
+    plan.layout = {bins, static_cast<int>(pass_bins), static_cast<int>(passes), 1, static_cast<int>(words),
+                   static_cast<int>(fixed)};
+    plan.shared_bytes = static_cast<std::size_t>(fixed + words * 4);
     return plan;
   }
   plan.counter_bits = 0;
-  plan.layout = {bins, bins, 1, 1, 0, 0};
-  plan.shared_bytes = 0;
+  plan.layout = {bins, bins, 1, 1, 0, static_cast<int>(fixed)};
+  plan.shared_bytes = static_cast<std::size_t>(fixed);
   return plan;
 }
 
@@ -494,10 +564,10 @@ decltype(auto) with_histogram_kernel(const HistogramPlan& plan, F&& f) {
 // The plan for these bins (the occupancy of the 32-bit kernel read from the device), and the thread
 // blocks per SM its kernel gets.
 template <class Tuning, class T, class Binning>
-std::pair<HistogramPlan, int> make_histogram_plan(int bins, std::size_t key_bytes) {
+std::pair<HistogramPlan, int> make_histogram_plan(const Binning& binning, int bins) {
   const int max_blocks32 = histogram_blocks_per_sm(reinterpret_cast<const void*>(histogram_kernel<Tuning, 32, false, T, Binning>),
                                                    kHistogramThreads<Tuning, 32>, 0);
-  const HistogramPlan plan = plan_histogram<Tuning>(bins, key_bytes, max_blocks32);
+  const HistogramPlan plan = plan_histogram<Tuning>(bins, binning.table_bytes(), binning.key_bytes(), max_blocks32);
   const int resident = with_histogram_kernel<Tuning, T, Binning>(plan, [&]<int CounterBits>(auto kernel) {
     return histogram_blocks_per_sm(reinterpret_cast<const void*>(kernel), kHistogramThreads<Tuning, CounterBits>,
                                    plan.shared_bytes);
@@ -505,19 +575,17 @@ std::pair<HistogramPlan, int> make_histogram_plan(int bins, std::size_t key_byte
   return {plan, resident};
 }
 
-// counts[0, histogram_slots(bins)) = the histogram of in[0, n) (device memory). key_bytes: the
-// shared memory the binning's keys would take (0 for binnings without keys); a binning with keys
-// learns whether it got it through its keys_shared member. The grid: one wave of the plan's kernel
-// (kWaves), fewer for small inputs, more where n needs them (kMaxBlockSamples).
+// counts[0, histogram_slots(bins)) = the histogram of in[0, n) (device memory). The binning says
+// what shared memory it needs and learns whether its keys got it (keys_shared). The grid: one wave
+// of the plan's kernel (kWaves), fewer for small inputs, more where n needs them (kMaxBlockSamples).
 template <class Tuning = HistogramTuning, class T, class Binning>
-void device_histogram(const T* in, index_t n, Binning binning, int bins, std::size_t key_bytes, index_t* counts,
-                      StreamHandle stream) {
+void device_histogram(const T* in, index_t n, Binning binning, int bins, index_t* counts, StreamHandle stream) {
   const cudaStream_t s = to_cuda(stream);
   auto* out = reinterpret_cast<unsigned long long*>(counts);
   TESSERA_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(histogram_slots(bins)) * sizeof(index_t), s));
   if (n == 0) return;
-  const auto [plan, resident] = make_histogram_plan<Tuning, T, Binning>(bins, key_bytes);
-  if constexpr (requires { binning.keys_shared; }) binning.keys_shared = plan.layout.key_bytes > 0;
+  const auto [plan, resident] = make_histogram_plan<Tuning, T, Binning>(binning, bins);
+  binning.keys_shared = plan.keys_shared;
   const DeviceInfo& device = current_device_info();
   with_histogram_kernel<Tuning, T, Binning>(plan, [&]<int CounterBits>(auto kernel) {
     constexpr int kThreads = kHistogramThreads<Tuning, CounterBits>;

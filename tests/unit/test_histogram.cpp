@@ -82,6 +82,35 @@ TYPED_TEST(CpuHistogram, EvenBinsAndEdgesMatchTheSerialReference) {
   omp_set_num_threads(1);
 }
 
+// Edges bunched in a small part of the range (cells of the lookup table holding many bins, most
+// cells none), edges closer than a float apart (float keys that coincide), and samples on the
+// cells' boundaries and next to every edge.
+TYPED_TEST(CpuHistogram, UnevenEdgesMatchTheSerialReference) {
+  using T = TypeParam;
+  std::vector<double> edges = {-1000.0};
+  for (int i = 0; i < 3000; ++i) edges.push_back(1.0 + i * 1e-3);
+  edges.push_back(10.0);
+  edges.push_back(10.0 + 1e-12);
+  edges.push_back(10.0 + 2e-12);
+  edges.push_back(1000.0);
+  const auto bins = static_cast<index_t>(edges.size()) - 1;
+  std::vector<T> x;
+  for (int j = 0; j <= 4096; ++j) x.push_back(static_cast<T>(-1000.0 + 2000.0 * j / 4096));
+  for (const double e : edges) {
+    x.push_back(static_cast<T>(e));
+    if constexpr (std::is_floating_point_v<T>) {
+      x.push_back(std::nextafter(static_cast<T>(e), std::numeric_limits<T>::infinity()));
+      x.push_back(std::nextafter(static_cast<T>(e), -std::numeric_limits<T>::infinity()));
+    } else {
+      x.push_back(static_cast<T>(std::floor(e)) + 1);
+    }
+  }
+  const auto n = static_cast<index_t>(x.size());
+  std::vector<index_t> got(static_cast<std::size_t>(bins) + 3, -1);
+  kernels::histogram_edges(kCpu, x.data(), n, edges.data(), bins, got.data());
+  EXPECT_EQ(got, (reference<T, double>(x, edges)));
+}
+
 TEST(CpuHistogramBincount, CountsEachValueWithThreads) {
   for (int threads : {1, 3}) {
     omp_set_num_threads(threads);

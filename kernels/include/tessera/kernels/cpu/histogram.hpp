@@ -45,20 +45,27 @@ void histogram_even(const T* in, index_t n, const EvenBins& bins, index_t* count
   histogram(in, n, detail::make_even_binning<T>(bins.lower, bins.upper, bins.count), bins.count, counts);
 }
 
-// edges: host memory, bins + 1 values that check_edges accepts.
+// edges: host memory, bins + 1 values that check_edges accepts. The keys and the cells' lookup
+// table of detail::edges_bin, made once per call.
 template <class T>
 void histogram_edges(const T* in, index_t n, const double* edges, index_t bins, index_t* counts) {
   using Key = detail::EdgeKey<T>;
+  const int bin_count = static_cast<int>(bins);
   std::vector<Key> keys(static_cast<std::size_t>(bins));
   for (index_t i = 0; i < bins; ++i) keys[static_cast<std::size_t>(i)] = detail::lower_edge_key<T>(edges[i]);
   const Key first = keys[0];
   const Key last = detail::upper_edge_key<T>(edges[bins]);
   const Key* key = keys.data();
-  const int bin_count = static_cast<int>(bins);
+  auto key_at = [key](int i) { return key[i]; };
+  const detail::EdgeCells cells = detail::edge_cells<T>(first, last, bin_count);
+  std::vector<int> table(static_cast<std::size_t>(cells.cells) + 1, 0);
+  for (int j = 0; j <= cells.cells && cells.cells > 0; ++j)
+    table[static_cast<std::size_t>(j)] = detail::edge_table_entry<T>(key_at, bin_count, cells, last, j);
+  const int* entry = table.data();
   histogram(
       in, n,
-      [=](T x) { return detail::edges_bin(x, [key](int i) { return key[i]; }, bin_count, first, last); }, bins,
-      counts);
+      [=](T x) { return detail::edges_bin(x, key_at, bin_count, first, last, cells, [entry](int j) { return entry[j]; }); },
+      bins, counts);
 }
 
 template <class T>

@@ -31,7 +31,7 @@
 //
 // The launch shape comes from the device: the opt-in shared memory per thread block
 // (cudaDevAttrMaxSharedMemoryPerBlockOptin, cudaFuncSetAttribute) and per SM, the SM count, and
-// the occupancy of the chosen kernel at the chosen shared memory.
+// the occupancy of the chosen kernel at the chosen shared memory. The tuning is HistogramTuning.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -107,7 +107,7 @@ struct HistogramLayout {
 // the kernel's first barrier publishes them), operator()(sample) -> slot, and for the host the
 // shared memory it needs: table_bytes() always, key_bytes() where it can have its keys there
 // (keys_shared, set by the dispatch).
-inline constexpr std::size_t round_up16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+__host__ __device__ constexpr std::size_t round_up16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 template <class T>
 struct DeviceEvenBinning {
@@ -129,88 +129,53 @@ struct DeviceBincountBinning {
   __device__ __forceinline__ int operator()(T x) const { return bins(x); }
 };
 
-// Given edges: a binary search over the edge keys (detail::edges_bin), shortened by a lookup table
-// over `cells` equal cells of [first, last]: table[j] = the keys below the cell boundary b_j, so
-// that a sample in cell c has its bin in [table[c] - 1, table[c + 1] - 1] (one or two bins where
-// the edges are about even). The cell is computed in double and may be off by one near a
-// boundary; the range is therefore checked (key[lo] <= x < key[hi + 1]) and the full search runs
-// where the check fails, so the table changes speed, never a result. No table where an outer edge
-// is infinite.
+// Given edges: the binary search of detail::edges_bin over the edge keys, in shared memory where
+// they fit beside the counters (else read from the double edges through L1), shortened by the
+// cells' lookup table (detail::EdgeCells), always in shared memory.
 template <class T>
 struct DeviceEdgesBinning {
   using Key = EdgeKey<T>;
-  static constexpr int kMaxCells = 4096;
   const double* edges;  // bins + 1, device memory
   int bins;
   bool keys_shared = false;
   const Key* keys = nullptr;   // in shared memory, where keys_shared
   const int* table = nullptr;  // cells + 1 entries, shared memory
-  int cells = 0;
-  double first_d = 0, cell_scale = 0;
+  kernels::detail::EdgeCells cells{};
   Key first{}, last{};
 
-  __host__ __device__ static int cells_for(int bins) { return bins < kMaxCells ? bins : kMaxCells; }
-  std::size_t table_bytes() const { return round_up16((static_cast<std::size_t>(cells_for(bins)) + 1) * sizeof(int)); }
-  std::size_t key_bytes() const { return round_up16(static_cast<std::size_t>(bins) * sizeof(Key)); }
-
-  __device__ __forceinline__ Key key(int i) const {
-    return keys_shared ? keys[i] : kernels::detail::lower_edge_key<T>(__ldg(edges + i));
+  std::size_t table_bytes() const {
+    return round_up16((static_cast<std::size_t>(kernels::detail::edge_cell_count(bins)) + 1) * sizeof(int));
   }
+  __host__ __device__ std::size_t key_bytes() const { return round_up16(static_cast<std::size_t>(bins) * sizeof(Key)); }
+
   __device__ __forceinline__ Key global_key(int i) const { return kernels::detail::lower_edge_key<T>(__ldg(edges + i)); }
 
   __device__ __forceinline__ void prepare(unsigned char* shared) {
-    first = kernels::detail::lower_edge_key<T>(__ldg(edges));
+    first = global_key(0);
     last = kernels::detail::upper_edge_key<T>(__ldg(edges + bins));
     unsigned char* free = shared;
     if (keys_shared) {
       Key* k = reinterpret_cast<Key*>(free);
       for (int i = static_cast<int>(threadIdx.x); i < bins; i += static_cast<int>(blockDim.x)) k[i] = global_key(i);
       keys = k;
-      free += round_up16(static_cast<std::size_t>(bins) * sizeof(Key));
+      free += key_bytes();
     }
-    const double lo = static_cast<double>(first), hi = static_cast<double>(last);
-    cells = isfinite(lo) && isfinite(hi) && hi > lo ? cells_for(bins) : 0;
-    if (cells == 0) return;
-    first_d = lo;
-    cell_scale = cells / (hi - lo);
+    cells = kernels::detail::edge_cells<T>(first, last, bins);
     int* t = reinterpret_cast<int*>(free);
-    for (int j = static_cast<int>(threadIdx.x); j <= cells; j += static_cast<int>(blockDim.x)) {
-      const double boundary = lo + (hi - lo) * j / cells;
-      int below = 0, length = bins;  // the keys below the boundary: the first key >= it
-      while (length > 0) {
-        const int half = length / 2;
-        if (static_cast<double>(global_key(below + half)) < boundary) {
-          below += half + 1;
-          length -= half + 1;
-        } else {
-          length = half;
-        }
-      }
-      t[j] = below;
-    }
+    const auto from_global = [this](int i) { return global_key(i); };
+    for (int j = static_cast<int>(threadIdx.x); j <= cells.cells && cells.cells > 0; j += static_cast<int>(blockDim.x))
+      t[j] = kernels::detail::edge_table_entry<T>(from_global, bins, cells, last, j);
     table = t;
   }
 
-  __device__ __forceinline__ int operator()(T sample) const {
-    const Key x = static_cast<Key>(sample);
-    if (!(x >= first)) return bins + (x != x ? kernels::detail::kSlotNaN : kernels::detail::kSlotBelow);
-    if (!(x <= last)) return bins + kernels::detail::kSlotAbove;
-    int base = 0, length = bins;
-    if (cells > 0) {
-      const int cell = min(static_cast<int>((static_cast<double>(x) - first_d) * cell_scale), cells - 1);
-      const int lo = max(table[cell] - 1, 0);
-      const int hi = max(min(table[cell + 1] - 1, bins - 1), lo);
-      if (key(lo) <= x && (hi == bins - 1 || key(hi + 1) > x)) {
-        base = lo;
-        length = hi - lo + 1;
-      }
+  __device__ __forceinline__ int operator()(T x) const {
+    const int* t = table;
+    const auto in_table = [t](int j) { return t[j]; };
+    if (keys_shared) {
+      const Key* k = keys;
+      return kernels::detail::edges_bin(x, [k](int i) { return k[i]; }, bins, first, last, cells, in_table);
     }
-    while (length > 1) {
-      const int half = length / 2;
-      base = key(base + half) <= x ? base + half : base;
-      length -= half;
-    }
-    return base;
+    return kernels::detail::edges_bin(x, [this](int i) { return global_key(i); }, bins, first, last, cells, in_table);
   }
 };
 
@@ -516,31 +481,34 @@ HistogramPlan plan_histogram(int bins, std::size_t fixed_bytes, std::size_t key_
   return plan;
 }
 
+// Lets `kernel` have all the shared memory a thread block may opt into, where `shared_bytes` needs
+// more than the default 48 KiB. Set before every such launch and occupancy query: a host function
+// pointer may name the same kernel template instance in more than one loaded module (the library
+// and a program that instantiates it too), and the attribute belongs to the one the call reaches.
+inline void histogram_opt_in(const void* kernel, std::size_t shared_bytes) {
+  constexpr std::size_t kDefaultLimit = 48 * 1024;
+  if (shared_bytes <= kDefaultLimit) return;
+  TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          current_device_info().max_smem_optin));
+}
+
 // Resident thread blocks per SM of `kernel` at `block_threads` threads with `shared_bytes` of
 // dynamic shared memory, cached per (kernel, device, shared bytes): the occupancy calculator costs
-// microseconds, a launch should not. The first call for a kernel on a device opts it into all the
-// shared memory a thread block may have; each launch then asks for its share.
+// microseconds, a launch should not.
 inline int histogram_blocks_per_sm(const void* kernel, int block_threads, std::size_t shared_bytes) {
   struct Entry {
     const void* kernel;
     int device;
-    std::size_t bytes;  // SIZE_MAX: the opt-in is done
+    std::size_t bytes;
     int blocks;
   };
   static std::vector<Entry> cache;
   static std::mutex mutex;
   const DeviceInfo& device = current_device_info();
   std::lock_guard<std::mutex> lock(mutex);
-  bool opted_in = false;
-  for (const Entry& e : cache) {
-    if (e.kernel != kernel || e.device != device.ordinal) continue;
-    if (e.bytes == shared_bytes) return e.blocks;
-    opted_in = opted_in || e.bytes == SIZE_MAX;
-  }
-  if (!opted_in) {
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, device.max_smem_optin));
-    cache.push_back({kernel, device.ordinal, SIZE_MAX, 0});
-  }
+  for (const Entry& e : cache)
+    if (e.kernel == kernel && e.device == device.ordinal && e.bytes == shared_bytes) return e.blocks;
+  histogram_opt_in(kernel, shared_bytes);
   int blocks = 0;
   TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, shared_bytes));
   TESSERA_ASSERT(blocks > 0, "histogram: the kernel cannot be resident with the shared memory it was planned");
@@ -594,6 +562,7 @@ void device_histogram(const T* in, index_t n, Binning binning, int bins, index_t
     const index_t needed = std::max<index_t>(ceil_div<index_t>(n, kMaxBlockSamples), 1);
     const index_t grid = std::max(needed, std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
     TESSERA_ASSERT(grid <= 0x7fffffff, "histogram: more thread blocks than one grid can hold");
+    histogram_opt_in(reinterpret_cast<const void*>(kernel), plan.shared_bytes);
     kernel<<<static_cast<unsigned>(grid), kThreads, plan.shared_bytes, s>>>(in, n, binning, plan.layout, out,
                                                                              vector_aligned(in));
     TESSERA_CUDA_CHECK_LAUNCH();

@@ -191,16 +191,76 @@ TESSERA_HOST_DEVICE_INLINE EdgeKey<T> upper_edge_key(double edge) {
   }
 }
 
-// The slot of a sample given the keys of the lower edges, keys[0, bins), and of the last edge:
-// the last i with keys[i] <= x, found by a branch-free binary search (ceil(log2 bins) probes).
-// Key is any callable i -> key (shared memory, global memory, a host array).
+// A lookup table that shortens the search: `cells` equal cells of [first, last], and for each cell
+// boundary b_j = first + (last - first) j / cells the number of keys below it, table[j]. A sample
+// in cell c has its bin in [table[c] - 1, table[c + 1] - 1]: one or two bins where the edges are
+// about even. The cell is computed in double and may be off by one near a boundary, so the range is
+// checked (keys[lo] <= x < keys[hi + 1]) and the full search runs where the check fails: the table
+// changes the speed, never a result. No table (cells 0) where an outer edge is infinite, or where
+// the keys' range is empty (every sample is then outside).
+struct EdgeCells {
+  int cells = 0;
+  double first = 0;
+  double scale = 0;  // cells / (last - first)
+};
+
+inline constexpr int kMaxEdgeCells = 4096;
+
+TESSERA_HOST_DEVICE_INLINE int edge_cell_count(int bins) { return bins < kMaxEdgeCells ? bins : kMaxEdgeCells; }
+
+template <class T>
+TESSERA_HOST_DEVICE_INLINE EdgeCells edge_cells(EdgeKey<T> first, EdgeKey<T> last, int bins) {
+  EdgeCells c;
+  const double lo = static_cast<double>(first), hi = static_cast<double>(last);
+  const bool finite = lo - lo == 0 && hi - hi == 0;  // not inf, not NaN (isfinite without <cmath> on the device)
+  if (!finite || !(hi > lo)) return c;
+  c.cells = edge_cell_count(bins);
+  c.first = lo;
+  c.scale = c.cells / (hi - lo);
+  return c;
+}
+
+// table[j] for j in [0, cells]: the keys (of keys[0, bins)) below the boundary b_j.
 template <class T, class Keys>
-TESSERA_HOST_DEVICE_INLINE int edges_bin(T sample, const Keys& keys, int bins, EdgeKey<T> first, EdgeKey<T> last) {
+TESSERA_HOST_DEVICE_INLINE int edge_table_entry(const Keys& keys, int bins, const EdgeCells& cells, EdgeKey<T> last, int j) {
+  const double boundary = j == cells.cells ? static_cast<double>(last) : cells.first + j / cells.scale;
+  int below = 0, length = bins;  // the first key at or above the boundary
+  while (length > 0) {
+    const int half = length / 2;
+    if (static_cast<double>(keys(below + half)) < boundary) {
+      below += half + 1;
+      length -= half + 1;
+    } else {
+      length = half;
+    }
+  }
+  return below;
+}
+
+// The slot of a sample given the keys of the lower edges, keys[0, bins), and of the last edge:
+// the last i with keys[i] <= x, found by a branch-free binary search (ceil(log2 bins) probes), over
+// the bins of the sample's cell where a table is given (cells.cells > 0). Keys and Table are any
+// callables i -> value (shared memory, global memory, a host array).
+template <class T, class Keys, class Table>
+TESSERA_HOST_DEVICE_INLINE int edges_bin(T sample, const Keys& keys, int bins, EdgeKey<T> first, EdgeKey<T> last,
+                                         const EdgeCells& cells, const Table& table) {
   const EdgeKey<T> x = static_cast<EdgeKey<T>>(sample);
   if (!(x >= first)) return bins + (x != x ? kSlotNaN : kSlotBelow);
   if (!(x <= last)) return bins + kSlotAbove;
   int base = 0;
   int length = bins;
+  if (cells.cells > 0) {
+    int cell = static_cast<int>((static_cast<double>(x) - cells.first) * cells.scale);
+    cell = cell < 0 ? 0 : cell < cells.cells ? cell : cells.cells - 1;
+    int lo = table(cell) - 1, hi = table(cell + 1) - 1;
+    lo = lo < 0 ? 0 : lo;
+    hi = hi < bins - 1 ? hi : bins - 1;
+    hi = hi > lo ? hi : lo;
+    if (keys(lo) <= x && (hi == bins - 1 || keys(hi + 1) > x)) {
+      base = lo;
+      length = hi - lo + 1;
+    }
+  }
   while (length > 1) {
     const int half = length / 2;
     base = keys(base + half) <= x ? base + half : base;

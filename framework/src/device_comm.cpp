@@ -428,3 +428,119 @@ template void DeviceComm::allreduce_sum<float>(float*, index_t) const;
 template void DeviceComm::allreduce_sum<double>(double*, index_t) const;
 
 }  // namespace tessera
+
+// ---------------------------------------------------------------------------------------------
+// reduce_scatter_sum
+
+namespace tessera {
+namespace {
+
+// Host-addressable memory (host, or device under CUDA-aware MPI): one MPI_Reduce_scatter where every
+// piece is within the message limit, else each rank's piece reduced to it in chunks.
+template <class T>
+void reduce_scatter_host(const T* send, T* recv, const std::vector<index_t>& counts, const Communicator& comm) {
+  const auto limit = static_cast<index_t>(detail::mpi_message_limit() / sizeof(T));
+  const bool one_call = std::all_of(counts.begin(), counts.end(), [&](index_t c) { return c <= limit; });
+  if (one_call) {
+    std::vector<int> recv_counts(counts.begin(), counts.end());
+    TESSERA_MPI_CHECK(MPI_Reduce_scatter(send, recv, recv_counts.data(), sum_type<T>(), MPI_SUM, comm.get()));
+    return;
+  }
+  index_t offset = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const index_t count = counts[static_cast<std::size_t>(r)];
+    for (index_t done = 0; done < count; done += limit) {
+      const int chunk = static_cast<int>(std::min(limit, count - done));
+      TESSERA_MPI_CHECK(MPI_Reduce(send + offset + done, r == comm.rank() ? recv + done : nullptr, chunk, sum_type<T>(),
+                                   MPI_SUM, r, comm.get()));
+    }
+    offset += count;
+  }
+}
+
+}  // namespace
+
+template <class T>
+void DeviceComm::reduce_scatter_sum(const T* send, T* recv, const std::vector<index_t>& recv_counts) const {
+  TESSERA_FAULT_POINT("allreduce");
+  const auto ranks = static_cast<std::size_t>(ctx_.size());
+  TESSERA_ASSERT(recv_counts.size() == ranks, "reduce_scatter_sum: one count per rank expected");
+  const auto me = static_cast<std::size_t>(ctx_.rank());
+  index_t total = 0;
+  index_t largest = 0;
+  for (index_t c : recv_counts) {
+    TESSERA_ASSERT(c >= 0, "reduce_scatter_sum: negative count");
+    total += c;
+    largest = std::max(largest, c);
+  }
+  const kernels::Queue queue = ctx_.queue();
+  if (total == 0) return;
+  if (ranks == 1) {
+    if (send != recv) kernels::copy_within(queue, recv, send, static_cast<std::size_t>(total) * sizeof(T));
+    return;
+  }
+  switch (path_) {
+    case DeviceCommPath::cuda_aware_mpi:
+      queue.synchronize();
+      [[fallthrough]];
+    case DeviceCommPath::mpi_host: reduce_scatter_host(send, recv, recv_counts, ctx_.comm()); return;
+    case DeviceCommPath::staged: {
+      const std::size_t send_bytes = static_cast<std::size_t>(total) * sizeof(T);
+      const std::size_t recv_bytes = static_cast<std::size_t>(recv_counts[me]) * sizeof(T);
+      std::shared_ptr<void> host_send(kernels::allocate_pinned_host(send_bytes), kernels::deallocate_pinned_host);
+      std::shared_ptr<void> host_recv(kernels::allocate_pinned_host(std::max<std::size_t>(recv_bytes, sizeof(T))),
+                                      kernels::deallocate_pinned_host);
+      kernels::copy_to_host(queue, host_send.get(), send, send_bytes);
+      reduce_scatter_host(static_cast<const T*>(host_send.get()), static_cast<T*>(host_recv.get()), recv_counts,
+                          ctx_.comm());
+      if (recv_bytes) kernels::copy_from_host(queue, recv, host_recv.get(), recv_bytes);
+      return;
+    }
+    case DeviceCommPath::nccl: {
+#if TESSERA_HAVE_NCCL
+      const cudaStream_t compute = compute_stream(ctx_);
+      const cudaStream_t comm_stream = nccl_->stream;
+      const bool equal = std::all_of(recv_counts.begin(), recv_counts.end(), [&](index_t c) { return c == largest; });
+      if (equal) {
+        stream_wait(comm_stream, compute);
+        TESSERA_NCCL_CHECK(ncclReduceScatter(send, recv, static_cast<std::size_t>(largest), nccl_sum_type<T>(), ncclSum,
+                                             nccl_->comm, comm_stream));
+        stream_wait(compute, comm_stream);
+        return;
+      }
+      // Unequal pieces: each padded to the largest, in a buffer of ranks x largest (the padding is
+      // reduced too, and dropped), then this rank's piece copied out.
+      const std::size_t piece_bytes = static_cast<std::size_t>(largest) * sizeof(T);
+      kernels::ScratchBuffer padded_send(queue, piece_bytes * ranks);
+      kernels::ScratchBuffer padded_recv(queue, piece_bytes);
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(padded_send.data(), 0, piece_bytes * ranks, compute));
+      index_t offset = 0;
+      for (std::size_t r = 0; r < ranks; ++r) {
+        if (recv_counts[r])
+          TESSERA_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(padded_send.data()) + r * piece_bytes, send + offset,
+                                             static_cast<std::size_t>(recv_counts[r]) * sizeof(T),
+                                             cudaMemcpyDeviceToDevice, compute));
+        offset += recv_counts[r];
+      }
+      stream_wait(comm_stream, compute);
+      TESSERA_NCCL_CHECK(ncclReduceScatter(padded_send.data(), padded_recv.data(), static_cast<std::size_t>(largest),
+                                           nccl_sum_type<T>(), ncclSum, nccl_->comm, comm_stream));
+      stream_wait(compute, comm_stream);
+      if (recv_counts[me])
+        TESSERA_CUDA_CHECK(cudaMemcpyAsync(recv, padded_recv.data(), static_cast<std::size_t>(recv_counts[me]) * sizeof(T),
+                                           cudaMemcpyDeviceToDevice, compute));
+      return;  // the buffers are freed in the compute stream's order, after the copy
+#else
+      break;
+#endif
+    }
+  }
+  TESSERA_FATAL("DeviceComm::reduce_scatter_sum", std::string("path not available in this build: ") + to_string(path_));
+}
+
+template void DeviceComm::reduce_scatter_sum<std::int32_t>(const std::int32_t*, std::int32_t*, const std::vector<index_t>&) const;
+template void DeviceComm::reduce_scatter_sum<std::int64_t>(const std::int64_t*, std::int64_t*, const std::vector<index_t>&) const;
+template void DeviceComm::reduce_scatter_sum<float>(const float*, float*, const std::vector<index_t>&) const;
+template void DeviceComm::reduce_scatter_sum<double>(const double*, double*, const std::vector<index_t>&) const;
+
+}  // namespace tessera

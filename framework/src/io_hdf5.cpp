@@ -960,3 +960,127 @@ TESSERA_IO_INSTANTIATE_MATRIX(float)
 TESSERA_IO_INSTANTIATE_MATRIX(double)
 
 }  // namespace tessera::io
+
+// ---- two datasets in one commit ---------------------------------------------------------------------
+
+namespace tessera::io {
+namespace {
+
+// One 1-D dataset of a paired write: this rank's block and where it goes.
+struct PairPart {
+  std::string dataset;
+  hid_t file_type;
+  hid_t memory_type;
+  std::size_t element_bytes;
+  hsize_t global_size;
+  index_t start;
+  index_t count;
+  void* buffer;
+  const OutputAttributes* attributes;
+};
+
+// Creates a part's dataset in the open file `f` (unlinking the one it replaces) with its attributes.
+Handle create_part(hid_t f, const PairPart& part, bool replace) {
+  if (replace) TESSERA_H5_CHECK(H5Ldelete(f, part.dataset.c_str(), H5P_DEFAULT));
+  Handle lcpl(TESSERA_H5_CHECK(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
+  TESSERA_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1));
+  Handle space(TESSERA_H5_CHECK(H5Screate_simple(1, &part.global_size, nullptr)), H5Sclose);
+  Handle dset(TESSERA_H5_CHECK(H5Dcreate2(f, part.dataset.c_str(), part.file_type, space.get(), lcpl.get(), H5P_DEFAULT,
+                                          H5P_DEFAULT)),
+              H5Dclose);
+  write_attributes(dset.get(), *part.attributes);
+  return dset;
+}
+
+// write_blocks for two datasets: rank 0 checks the second destination and plans the output (the
+// first's), every rank writes its blocks of both into the temporary, rank 0 renames it.
+void write_pair(const Context& ctx, const DatasetPath& path, const PairPart (&parts)[2]) {
+  const bool overwrite = parts[0].attributes->overwrite;
+  OutputPlan plan;
+  int replace_second = 0;
+  if (ctx.is_root()) {
+    bool exists = false, replace = false;
+    const std::string problem = check_destination({path.file, parts[1].dataset}, overwrite, &exists, &replace);
+    if (!problem.empty()) set_text(plan.message, sizeof plan.message, "--output: " + problem);
+    else if (parts[1].dataset == parts[0].dataset)
+      set_text(plan.message, sizeof plan.message, "--output: both datasets are named " + quoted(parts[0].dataset));
+    else plan_output(path, overwrite, plan);
+    replace_second = replace ? 1 : 0;
+  }
+  ctx.comm().bcast(reinterpret_cast<unsigned char*>(&plan), static_cast<index_t>(sizeof plan), 0);
+  replace_second = ctx.comm().bcast_value(replace_second, 0);
+  if (plan.message[0]) throw UsageError(plan.message);
+  TemporaryGuard guard(plan.temporary);
+  const bool replace[2] = {plan.replace_dataset != 0, replace_second != 0};
+  auto write_parts = [&](hid_t f, bool create) {
+    for (int i = 0; i < 2; ++i) {
+      const PairPart& part = parts[i];
+      Handle dset = create ? create_part(f, part, replace[i])
+                           : Handle(TESSERA_H5_CHECK(H5Dopen2(f, part.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
+      transfer_block(ctx, dset.get(), part.memory_type, part.element_bytes, 1, &part.start, &part.count, part.buffer, true);
+      dset.close_checked();
+    }
+  };
+  if (parallel_io()) {
+    Handle fapl = file_access(ctx);
+    Handle f(plan.copy_of_existing ? TESSERA_H5_CHECK(H5Fopen(plan.temporary, H5F_ACC_RDWR, fapl.get()))
+                                   : TESSERA_H5_CHECK(H5Fcreate(plan.temporary, H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
+             H5Fclose);
+    write_parts(f.get(), true);
+    f.close_checked();
+  } else {
+    // One writer at a time (serial HDF5): rank 0 creates both datasets, the others add their blocks.
+    constexpr int kTokenTag = 7302;
+    const Communicator& comm = ctx.comm();
+    int token = 0;
+    if (comm.rank() > 0) comm.recv(&token, 1, comm.rank() - 1, kTokenTag);
+    {
+      Handle f;
+      if (comm.rank() == 0) {
+        Handle fapl = file_access(ctx);
+        f = Handle(plan.copy_of_existing ? TESSERA_H5_CHECK(H5Fopen(plan.temporary, H5F_ACC_RDWR, fapl.get()))
+                                         : TESSERA_H5_CHECK(H5Fcreate(plan.temporary, H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
+                   H5Fclose);
+      } else {
+        f = open_file(ctx, plan.temporary, H5F_ACC_RDWR);
+      }
+      write_parts(f.get(), comm.rank() == 0);
+      f.close_checked();
+    }
+    if (comm.rank() + 1 < comm.size()) comm.send(&token, 1, comm.rank() + 1, kTokenTag);
+  }
+  TESSERA_FAULT_POINT("write");
+  ctx.comm().barrier();
+  char error[1024] = {};
+  if (ctx.is_root() && std::rename(plan.temporary, path.file.c_str()) != 0)
+    std::snprintf(error, sizeof error, "--output: cannot rename '%s' to '%s': %s", plan.temporary, path.file.c_str(),
+                  std::strerror(errno));
+  ctx.comm().bcast(error, sizeof error, 0);
+  if (error[0]) throw UsageError(error);
+  guard.commit();
+}
+
+}  // namespace
+
+template <class A, class B>
+void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const OutputAttributes& first_attributes,
+                      const DistArray<B>& second, const std::string& second_dataset,
+                      const OutputAttributes& second_attributes) {
+  TESSERA_ASSERT(first.context().comm().get() == second.context().comm().get(),
+                 "write_array_pair: the arrays live on different contexts");
+  QuietErrors quiet;
+  std::vector<A> first_host = first.local_to_host();
+  std::vector<B> second_host = second.local_to_host();
+  const PairPart parts[2] = {
+      {path.dataset, file_type<A>(), memory_type<A>(), sizeof(A), static_cast<hsize_t>(first.global_size()),
+       first.global_offset(), first.local_size(), first_host.data(), &first_attributes},
+      {second_dataset, file_type<B>(), memory_type<B>(), sizeof(B), static_cast<hsize_t>(second.global_size()),
+       second.global_offset(), second.local_size(), second_host.data(), &second_attributes}};
+  write_pair(first.context(), path, parts);
+}
+
+template void write_array_pair<std::int64_t, double>(const DistArray<std::int64_t>&, const DatasetPath&,
+                                                    const OutputAttributes&, const DistArray<double>&,
+                                                    const std::string&, const OutputAttributes&);
+
+}  // namespace tessera::io

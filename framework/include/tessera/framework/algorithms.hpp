@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "tessera/framework/algorithms/filter.hpp"
+#include "tessera/framework/algorithms/histogram.hpp"
 #include "tessera/framework/algorithms/order.hpp"
 #include "tessera/framework/algorithms/rebalance.hpp"
 #include "tessera/framework/algorithms/reduce.hpp"

@@ -68,6 +68,14 @@ class DeviceComm {
   template <class T>
   void allreduce_sum(T* data, index_t count) const;
 
+  // Element-wise sum over the ranks, scattered: `send` holds sum(recv_counts) elements, the pieces
+  // of rank 0, 1, ... in order; rank r receives the sum over all ranks of its piece, recv_counts[r]
+  // elements, in `recv`. Every rank passes the same recv_counts. T as for allreduce_sum. One
+  // MPI_Reduce_scatter (one MPI_Reduce per rank, chunked, where a piece exceeds the message limit),
+  // or ncclReduceScatter (pieces of unequal size padded to the largest).
+  template <class T>
+  void reduce_scatter_sum(const T* send, T* recv, const std::vector<index_t>& recv_counts) const;
+
   // Personalised exchange: rank r sends send_bytes[p] bytes at send + send_offsets[p] to each rank p
   // and receives recv_bytes[p] bytes from p at recv + recv_offsets[p]. One exchange (grouped
   // send/recv or chunked point-to-point), any sizes above 2^31 bytes.

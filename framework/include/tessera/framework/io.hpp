@@ -127,6 +127,16 @@ void check_output_file(const Context& ctx, const std::string& file, std::string_
 template <class T>
 void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
 
+// Writes two 1-D arrays as two datasets of one file, committed together (the file is replaced once,
+// after both are written: a reader sees both or neither): `first` at path.dataset with
+// first_attributes, `second` at second_dataset (an absolute path in the same file) with
+// second_attributes. Both destinations are checked as check_output_path does, with
+// first_attributes.overwrite. T: as for write_array (instantiated for int64 with double).
+template <class A, class B>
+void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const OutputAttributes& first_attributes,
+                      const DistArray<B>& second, const std::string& second_dataset,
+                      const OutputAttributes& second_attributes);
+
 // Writes the matrix as one rows x cols dataset, row-major.
 template <class T>
 void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes);

@@ -9,6 +9,7 @@
 #include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/gemm.hpp"
 #include "tessera/kernels/generate.hpp"
+#include "tessera/kernels/histogram.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/predicate.hpp"
 #include "tessera/kernels/queue.hpp"

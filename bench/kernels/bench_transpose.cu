@@ -9,8 +9,8 @@
 //   ratio   geam time / our time (> 1: ours is faster)
 //   %copy   the time of the same bytes at the measured copy rate / our time
 //
-// --variants also times tuning alternatives of the vector tiles (float, double and 1-byte
-// elements), for the record of how the default tuning was chosen.
+// --variants also times tuning alternatives of the vector and scalar tiles (float, double and
+// 1-byte elements), for the record of how the default tuning was chosen.
 //
 // Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]
 //          [--reps 20] [--warmup 3] [--variants]
@@ -233,6 +233,18 @@ struct VectorVariant : detail::TransposeTuning<Bytes> {
   }
 };
 
+template <int Bytes, int TileRows, int TileCols, int Threads>
+struct ScalarVariant : detail::TransposeTuning<Bytes> {
+  static constexpr int kScalarTileRows = TileRows;
+  static constexpr int kScalarTileCols = TileCols;
+  using Agent = detail::NoVectorTiles;
+  static constexpr int kThreads = Threads;
+  static constexpr int kBytes = Bytes;
+  static std::string name() {
+    return "scalar " + std::to_string(TileRows) + "x" + std::to_string(TileCols) + ", " + std::to_string(Threads) + " thr";
+  }
+};
+
 template <class Variant>
 void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out, const void* reference,
                   std::size_t bytes) {
@@ -284,22 +296,23 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
     ms = median_ms(b.q, b.opt->warmup, b.opt->reps, ours);
   }
   print_row(b, type.c_str(), s, "transpose", ms, vendor_ms, 2 * total, check.c_str());
-  const bool square_enough = s.rows >= 1024 && s.cols >= 1024 && (s.rows * static_cast<index_t>(bytes)) % 16 == 0 &&
-                             (s.cols * static_cast<index_t>(bytes)) % 16 == 0;
-  if (b.opt->variants && square_enough) {
-    if (type == "float") {
+  const bool big = s.rows >= 1024 && s.cols >= 1024;
+  const bool aligned = (s.rows * static_cast<index_t>(bytes)) % 16 == 0 && (s.cols * static_cast<index_t>(bytes)) % 16 == 0;
+  if (b.opt->variants && big) {
+    if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));  // ours is the reference
+    if (type == "float" && aligned) {
       time_variant<VectorVariant<4, 16, 16, 128, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<VectorVariant<4, 16, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<VectorVariant<4, 8, 8, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<VectorVariant<4, 32, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-    } else if (type == "double") {
-      time_variant<VectorVariant<8, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<VectorVariant<8, 16, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-    } else if (type == "int8") {
-      // The library's result is the reference here (int8 has no geam).
-      TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));
-      time_variant<VectorVariant<1, 8, 8, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<VectorVariant<1, 8, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "float") {
+      time_variant<ScalarVariant<4, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 64, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 32, 64, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 128, 64, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "double" && !aligned) {
+      time_variant<ScalarVariant<8, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<8, 64, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "int8" && !aligned) {
+      time_variant<ScalarVariant<1, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<1, 64, 128, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     }
   }
   tessera::kernels::deallocate(b.q, in);

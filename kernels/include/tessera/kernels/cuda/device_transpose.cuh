@@ -57,7 +57,8 @@ using word_t = typename WordOf<Bytes>::type;
 //     run of at least 128 bytes.
 //   4-byte vector tiles (1- and 2-byte elements on rows aligned to 4 bytes but not 16): 32 x 32
 //     units of 4 x 4 bytes or 2 x 2 halves.
-//   scalar tiles: 32 x 32 elements; skinny tiles: kSkinnySteps elements per thread.
+//   scalar tiles: kScalarTileRows x kScalarTileCols elements; skinny tiles: kSkinnySteps elements
+//     per thread.
 //   kWaves: the grid is at most this many waves of resident thread blocks; each block then loops.
 template <int ElementBytes>
 struct TransposeTuning {
@@ -66,7 +67,9 @@ struct TransposeTuning {
   static constexpr int kVectorThreads = ElementBytes >= 8 ? 256 : 128;
   static constexpr int kWordUnits = 32;
   static constexpr int kWordThreads = 256;
-  static constexpr int kScalarThreads = 128;
+  static constexpr int kScalarTileRows = ElementBytes == 16 ? 32 : 64;
+  static constexpr int kScalarTileCols = ElementBytes == 16 ? 32 : 64;
+  static constexpr int kScalarThreads = ElementBytes == 16 ? 128 : 256;
   static constexpr int kSkinnyThreads = 256;
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
@@ -261,23 +264,27 @@ struct NoVectorTiles {
   __device__ static void run(Storage&, const TransposeArgs&, const TileRegion&, index_t) {}
 };
 
-// Scalar tiles of 32 x 32 elements: thread (x, y) of a 32 x (Threads / 32) arrangement reads
-// element (y + k * Threads / 32, x) of the tile for each step k and writes it into the transposed
-// tile in shared memory; after the barrier it reads transposed row (y + k * Threads / 32) at x and
-// writes it out. Rows of the transposed tile are padded by one element (4 bytes for smaller ones),
-// so that a warp's column of 32 elements falls into distinct banks.
-template <class E, int Threads, bool kStreaming>
+// Scalar tiles of TileRows x TileCols elements (multiples of 32): the threads are 32 lanes by
+// Threads / 32 warps; lane x of warp y reads elements (y + k * warps, x + 32 g) of the tile for each
+// step k and column group g (all of them before any is stored: TileRows * TileCols / Threads loads
+// in flight) and writes them into the transposed tile in shared memory; after the barrier it reads
+// transposed row (y + k * warps) at column x + 32 g and writes it out. Rows of the transposed tile
+// are padded by one element (4 bytes for smaller ones), so that a warp's column falls into distinct
+// banks.
+template <class E, int TileRows, int TileCols, int Threads, bool kStreaming>
 struct ScalarTileAgent {
-  static constexpr int kTile = 32;
-  static constexpr int kTileRows = kTile, kTileCols = kTile;
+  static constexpr int kTileRows = TileRows, kTileCols = TileCols;
   static constexpr int kElementBytes = static_cast<int>(sizeof(E));
-  static constexpr int kRowsPerStep = Threads / 32;
-  static constexpr int kSteps = kTile / kRowsPerStep;
-  static constexpr int kStrideBytes = kTile * kElementBytes + (kElementBytes < 4 ? 4 : kElementBytes);
-  static_assert(Threads % 32 == 0 && kTile % kRowsPerStep == 0, "scalar tiles: whole warps, whole steps");
+  static constexpr int kWarps = Threads / 32;
+  static constexpr int kLoadSteps = TileRows / kWarps, kColumnGroups = TileCols / 32;
+  static constexpr int kStoreSteps = TileCols / kWarps, kRowGroups = TileRows / 32;
+  static constexpr int kStrideBytes = TileRows * kElementBytes + (kElementBytes < 4 ? 4 : kElementBytes);
+  static_assert(Threads % 32 == 0 && TileRows % 32 == 0 && TileCols % 32 == 0 && TileRows % kWarps == 0 &&
+                    TileCols % kWarps == 0,
+                "scalar tiles: whole warps, whole steps");
 
   struct Storage {
-    alignas(16) unsigned char bytes[kTile * kStrideBytes];
+    alignas(16) unsigned char bytes[TileCols * kStrideBytes];
   };
 
   __device__ static __forceinline__ E& at(Storage& s, int row, int col) {
@@ -290,35 +297,43 @@ struct ScalarTileAgent {
     const int x = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
     const unsigned char* src =
         a.in + static_cast<std::size_t>(r0) * a.in_pitch + static_cast<std::size_t>(c0 + x) * kElementBytes;
-    E v[kSteps];
+    E v[kColumnGroups][kLoadSteps];
 #pragma unroll
-    for (int k = 0; k < kSteps; ++k) {
-      const int r = y + k * kRowsPerStep;
-      if (kFull || (r < rows && x < cols)) v[k] = load_word<E, kStreaming>(src + static_cast<std::size_t>(r) * a.in_pitch);
-    }
+    for (int g = 0; g < kColumnGroups; ++g)
 #pragma unroll
-    for (int k = 0; k < kSteps; ++k) {
-      const int r = y + k * kRowsPerStep;
-      if (kFull || (r < rows && x < cols)) at(s, x, r) = v[k];
-    }
+      for (int k = 0; k < kLoadSteps; ++k) {
+        const int r = y + k * kWarps, c = x + 32 * g;
+        if (kFull || (r < rows && c < cols))
+          v[g][k] = load_word<E, kStreaming>(src + static_cast<std::size_t>(r) * a.in_pitch + 32 * g * kElementBytes);
+      }
+#pragma unroll
+    for (int g = 0; g < kColumnGroups; ++g)
+#pragma unroll
+      for (int k = 0; k < kLoadSteps; ++k) {
+        const int r = y + k * kWarps, c = x + 32 * g;
+        if (kFull || (r < rows && c < cols)) at(s, c, r) = v[g][k];
+      }
     __syncthreads();
     unsigned char* dst =
         a.out + static_cast<std::size_t>(c0) * a.out_pitch + static_cast<std::size_t>(r0 + x) * kElementBytes;
 #pragma unroll
-    for (int k = 0; k < kSteps; ++k) {
-      const int c = y + k * kRowsPerStep;
-      if (kFull || (c < cols && x < rows)) store_word<E, kStreaming>(dst + static_cast<std::size_t>(c) * a.out_pitch, at(s, c, x));
-    }
+    for (int g = 0; g < kRowGroups; ++g)
+#pragma unroll
+      for (int k = 0; k < kStoreSteps; ++k) {
+        const int c = y + k * kWarps, r = x + 32 * g;
+        if (kFull || (c < cols && r < rows))
+          store_word<E, kStreaming>(dst + static_cast<std::size_t>(c) * a.out_pitch + 32 * g * kElementBytes, at(s, c, r));
+      }
     __syncthreads();
   }
 
   __device__ static __forceinline__ void run(Storage& s, const TransposeArgs& a, const TileRegion& region, index_t tile) {
     const index_t tile_row = tile / region.tiles_across, tile_col = tile - tile_row * region.tiles_across;
-    const index_t r0 = region.row0 + tile_row * kTile, c0 = region.col0 + tile_col * kTile;
-    const int rows = static_cast<int>(min(index_t(kTile), region.row0 + region.rows - r0));
-    const int cols = static_cast<int>(min(index_t(kTile), region.col0 + region.cols - c0));
-    if (rows == kTile && cols == kTile) {
-      move<true>(s, a, r0, c0, kTile, kTile);
+    const index_t r0 = region.row0 + tile_row * TileRows, c0 = region.col0 + tile_col * TileCols;
+    const int rows = static_cast<int>(min(index_t(TileRows), region.row0 + region.rows - r0));
+    const int cols = static_cast<int>(min(index_t(TileCols), region.col0 + region.cols - c0));
+    if (rows == TileRows && cols == TileCols) {
+      move<true>(s, a, r0, c0, TileRows, TileCols);
     } else {
       move<false>(s, a, r0, c0, rows, cols);
     }
@@ -366,12 +381,30 @@ struct SkinnyTileAgent {
     return (ceil_div(elements * kElementBytes, kBankUnit) | 1) * kBankUnit;
   }
 
-  // short_side: cols (narrow) or rows (wide), below 32; the tile covers [first, first + length) of the long side.
+  // A walk over the `length` x `lines` positions (position = line * length + offset) of a tile:
+  // thread t visits t, t + Threads, ..., Steps of them, stepping line and offset without a division.
+  struct Walk {
+    int line, offset, line_step, offset_step;
+    __device__ __forceinline__ Walk(int length)
+        : line(static_cast<int>(threadIdx.x) / length),
+          offset(static_cast<int>(threadIdx.x) % length),
+          line_step(Threads / length),
+          offset_step(Threads % length) {}
+    __device__ __forceinline__ void next(int length) {
+      line += line_step;
+      offset += offset_step;
+      if (offset >= length) {
+        offset -= length;
+        ++line;
+      }
+    }
+  };
+
+  // Narrow: the tile is rows [first, first + length) of all `cols` columns.
   __device__ static __forceinline__ void move_narrow(Storage& s, const TransposeArgs& a, int cols, index_t first,
                                                      int length) {
     const int per_step = Threads / cols;  // rows per step
-    const int tile_rows = per_step * Steps;
-    const int stride = stride_bytes(tile_rows);
+    const int stride = stride_bytes(per_step * Steps);
     const int t = static_cast<int>(threadIdx.x);
     const int c = t % cols, r_first = t / cols;
     if (t < per_step * cols) {
@@ -388,25 +421,42 @@ struct SkinnyTileAgent {
           *reinterpret_cast<E*>(s.bytes + c * stride + (r_first + k * per_step) * kElementBytes) = v[k];
     }
     __syncthreads();
-    for (int row = 0; row < cols; ++row) {
-      unsigned char* dst = a.out + static_cast<std::size_t>(row) * a.out_pitch + static_cast<std::size_t>(first) * kElementBytes;
-      for (int x = t; x < length; x += Threads)
-        store_word<E, kStreaming>(dst + static_cast<std::size_t>(x) * kElementBytes,
-                                  *reinterpret_cast<const E*>(s.bytes + row * stride + x * kElementBytes));
+    // Output row c (input column c) is a run of `length` elements: the cols runs one after another.
+    Walk w(length);
+    unsigned char* dst = a.out + static_cast<std::size_t>(first) * kElementBytes;
+#pragma unroll
+    for (int k = 0; k < Steps; ++k) {
+      if (w.line < cols)
+        store_word<E, kStreaming>(dst + static_cast<std::size_t>(w.line) * a.out_pitch + w.offset * kElementBytes,
+                                  *reinterpret_cast<const E*>(s.bytes + w.line * stride + w.offset * kElementBytes));
+      w.next(length);
     }
     __syncthreads();
   }
 
+  // Wide: the tile is columns [first, first + length) of all `rows` rows.
   __device__ static __forceinline__ void move_wide(Storage& s, const TransposeArgs& a, int rows, index_t first,
                                                    int length) {
     const int per_step = Threads / rows;  // columns per step
     const int stride = stride_bytes(rows);
     const int t = static_cast<int>(threadIdx.x);
-    for (int row = 0; row < rows; ++row) {
-      const unsigned char* src = a.in + static_cast<std::size_t>(row) * a.in_pitch + static_cast<std::size_t>(first) * kElementBytes;
-      for (int x = t; x < length; x += Threads)
-        *reinterpret_cast<E*>(s.bytes + x * stride + row * kElementBytes) =
-            load_word<E, kStreaming>(src + static_cast<std::size_t>(x) * kElementBytes);
+    // Input row r is a run of `length` elements: the rows runs, all loads in flight before any store.
+    {
+      Walk w(length);
+      const unsigned char* src = a.in + static_cast<std::size_t>(first) * kElementBytes;
+      E v[Steps];
+#pragma unroll
+      for (int k = 0; k < Steps; ++k) {
+        if (w.line < rows)
+          v[k] = load_word<E, kStreaming>(src + static_cast<std::size_t>(w.line) * a.in_pitch + w.offset * kElementBytes);
+        w.next(length);
+      }
+      Walk again(length);
+#pragma unroll
+      for (int k = 0; k < Steps; ++k) {
+        if (again.line < rows) *reinterpret_cast<E*>(s.bytes + again.offset * stride + again.line * kElementBytes) = v[k];
+        again.next(length);
+      }
     }
     __syncthreads();
     const int r = t % rows, x_first = t / rows;
@@ -476,17 +526,17 @@ int transpose_grid(int threads, index_t tiles, int waves) {
 // NoVectorTiles: scalar tiles everywhere).
 template <class Tuning, class E, class VectorAgent, int Threads>
 void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  using Scalar = ScalarTileAgent<E, Threads, Tuning::kStreaming>;
+  using Scalar = ScalarTileAgent<E, Tuning::kScalarTileRows, Tuning::kScalarTileCols, Threads, Tuning::kStreaming>;
   constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads>;
   const index_t full_rows = rows / VectorAgent::kTileRows * VectorAgent::kTileRows;
   const index_t full_cols = cols / VectorAgent::kTileCols * VectorAgent::kTileCols;
   TileRegion vector_tiles, right, bottom;
   if (!std::is_same_v<VectorAgent, NoVectorTiles> && full_rows > 0 && full_cols > 0) {
     vector_tiles = tile_region(0, 0, full_rows, full_cols, VectorAgent::kTileRows, VectorAgent::kTileCols);
-    right = tile_region(0, full_cols, rows, cols - full_cols, Scalar::kTile, Scalar::kTile);
-    bottom = tile_region(full_rows, 0, rows - full_rows, full_cols, Scalar::kTile, Scalar::kTile);
+    right = tile_region(0, full_cols, rows, cols - full_cols, Scalar::kTileRows, Scalar::kTileCols);
+    bottom = tile_region(full_rows, 0, rows - full_rows, full_cols, Scalar::kTileRows, Scalar::kTileCols);
   } else {
-    right = tile_region(0, 0, rows, cols, Scalar::kTile, Scalar::kTile);
+    right = tile_region(0, 0, rows, cols, Scalar::kTileRows, Scalar::kTileCols);
   }
   const index_t tiles = vector_tiles.tiles + right.tiles + bottom.tiles;
   const int grid = transpose_grid<kernel>(Threads, tiles, Tuning::kWaves);

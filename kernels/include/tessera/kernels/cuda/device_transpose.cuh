@@ -11,9 +11,10 @@
 //    byte permutes for 1 and 2), and stores the V output vectors into a transposed tile whose
 //    vector slots are XOR-swizzled by row, so that both the stores and the row-wise loads that
 //    follow touch each bank once per phase. Full tiles only: no bounds test in the hot loop.
-//  - scalar tiles of 32 x 32 elements with one element of padding per row (the classic tile),
-//    several rows per thread: unaligned rows, and the edges that vector tiles leave. A full tile
-//    takes the path without bounds tests; only tiles on the edge test each element.
+//  - scalar tiles (the classic padded tile, one element per access, several rows and columns per
+//    thread): unaligned rows (up to 128 x 64 elements, so that many loads are in flight), and the
+//    32 x 32 edges that vector tiles leave. A full tile takes the path without bounds tests; only
+//    tiles on the edge test each element.
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -50,15 +51,28 @@ struct WordOf<16> { using type = uint4; };
 template <int Bytes>
 using word_t = typename WordOf<Bytes>::type;
 
-// The one place the transpose is tuned, per element size.
-//   vector tiles: kUnitRows x kUnitCols units of V x V elements (V = 16 / ElementBytes), kThreads
-//     threads, each moving kUnitRows * kUnitCols / kThreads units. Both unit counts are at least 8
-//     (the swizzle's period: 8 16-byte slots span the 32 banks), so that each side of a tile is a
-//     run of at least 128 bytes.
+// The one place the transpose is tuned, per element size. Measured on an H100 with
+// tessera_bench_transpose --variants (2026-11-24; median ms of 10-15 calls):
+//   vector tiles: kUnitRows x kUnitCols units of V x V elements (V = 16 / ElementBytes),
+//     kVectorThreads threads, each moving kUnitRows * kUnitCols / kVectorThreads units. Both unit
+//     counts are at least 8 (the swizzle's period: 8 16-byte slots span the 32 banks), so that each
+//     side of a tile is a run of at least 128 bytes. float 16384^2: 16 x 16 units, 128 threads
+//     0.750; 256 threads 0.756; 8 x 8 and 64 threads 0.807; 32 x 16 and 256 threads 0.747;
+//     evict-first loads and stores (kStreaming) 0.744-0.753. double 16384 x 8192: 32 x 32 and 256
+//     threads 0.749, 16 x 16 and 128 or 256 threads 0.746-0.747. int8 32768^2: 16 x 8 and 128
+//     threads 0.781, 8 x 8 and 64 threads 0.798, 8 x 16 and 128 threads 0.789.
 //   4-byte vector tiles (1- and 2-byte elements on rows aligned to 4 bytes but not 16): 32 x 32
 //     units of 4 x 4 bytes or 2 x 2 halves.
-//   scalar tiles: kScalarTileRows x kScalarTileCols elements; skinny tiles: kSkinnySteps elements
-//     per thread.
+//   scalar tiles (rows not on 16-byte boundaries): kScalarTileRows x kScalarTileCols elements,
+//     kScalarThreads threads; more loads in flight per thread and longer runs per row pay.
+//     float 16383 x 16385: 32 x 32 and 128 threads 1.702, 64 x 32 1.478, 32 x 64 1.566, 64 x 64
+//     and 256 threads 1.545, 128 x 64 and 256 threads 1.335. double 8191 x 16385: 32 x 32 1.161,
+//     64 x 32 1.137, 64 x 64 1.088. int8 32767 x 32769: 32 x 32 3.529, 64 x 64 3.306, 64 x 128
+//     3.500. int16 32767 x 16385: 32 x 32 2.712, 64 x 64 2.291.
+//   edge tiles: the scalar tiles of the strips beside vector tiles, kEdgeTile square. Small: the
+//     launch's registers and shared memory are the larger of its two agents' (64 x 64 edge tiles
+//     took double 16384 x 8192 from 0.749 to 0.803 and float 1000^2 from 0.010 to 0.013).
+//   skinny tiles: kSkinnySteps elements per thread.
 //   kWaves: the grid is at most this many waves of resident thread blocks; each block then loops.
 template <int ElementBytes>
 struct TransposeTuning {
@@ -67,9 +81,10 @@ struct TransposeTuning {
   static constexpr int kVectorThreads = ElementBytes >= 8 ? 256 : 128;
   static constexpr int kWordUnits = 32;
   static constexpr int kWordThreads = 256;
-  static constexpr int kScalarTileRows = ElementBytes == 16 ? 32 : 64;
+  static constexpr int kScalarTileRows = ElementBytes == 16 ? 32 : ElementBytes == 4 ? 128 : 64;
   static constexpr int kScalarTileCols = ElementBytes == 16 ? 32 : 64;
   static constexpr int kScalarThreads = ElementBytes == 16 ? 128 : 256;
+  static constexpr int kEdgeTile = 32;
   static constexpr int kSkinnyThreads = 256;
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
@@ -526,12 +541,14 @@ int transpose_grid(int threads, index_t tiles, int waves) {
 // NoVectorTiles: scalar tiles everywhere).
 template <class Tuning, class E, class VectorAgent, int Threads>
 void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  using Scalar = ScalarTileAgent<E, Tuning::kScalarTileRows, Tuning::kScalarTileCols, Threads, Tuning::kStreaming>;
+  constexpr bool kVectorTiles = !std::is_same_v<VectorAgent, NoVectorTiles>;
+  using Scalar = ScalarTileAgent<E, kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileRows,
+                                 kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileCols, Threads, Tuning::kStreaming>;
   constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads>;
   const index_t full_rows = rows / VectorAgent::kTileRows * VectorAgent::kTileRows;
   const index_t full_cols = cols / VectorAgent::kTileCols * VectorAgent::kTileCols;
   TileRegion vector_tiles, right, bottom;
-  if (!std::is_same_v<VectorAgent, NoVectorTiles> && full_rows > 0 && full_cols > 0) {
+  if (kVectorTiles && full_rows > 0 && full_cols > 0) {
     vector_tiles = tile_region(0, 0, full_rows, full_cols, VectorAgent::kTileRows, VectorAgent::kTileCols);
     right = tile_region(0, full_cols, rows, cols - full_cols, Scalar::kTileRows, Scalar::kTileCols);
     bottom = tile_region(full_rows, 0, rows - full_rows, full_cols, Scalar::kTileRows, Scalar::kTileCols);

@@ -14,6 +14,7 @@
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_type.hpp"
 #include "tessera/framework/partition.hpp"
+#include "tessera/framework/redistribute.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/scaling.hpp"
 #include "tessera/framework/timer.hpp"

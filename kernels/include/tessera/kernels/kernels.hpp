@@ -18,3 +18,4 @@
 #include "tessera/kernels/scan.hpp"
 #include "tessera/kernels/select.hpp"
 #include "tessera/kernels/transform.hpp"
+#include "tessera/kernels/transpose.hpp"

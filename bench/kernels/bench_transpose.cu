@@ -1,0 +1,354 @@
+// tessera_bench_transpose: the local transpose (kernels::transpose) next to cuBLAS geam (C = A^T:
+// cublasSgeam for float, Dgeam for double, Zgeam for 16-byte elements; there is no geam of 1- or
+// 2-byte integers) in one process on one GPU, on the same inputs, and against the device-to-device
+// copy rate, which moves the same bytes (each element read once and written once) without
+// reordering them. Every result is checked before it is timed: bit for bit against geam where
+// there is one, else at 2^20 random positions against the input. Times are medians of per-call
+// cudaEvent intervals, ours and geam's in alternation.
+//
+//   ratio   geam time / our time (> 1: ours is faster)
+//   %copy   the time of the same bytes at the measured copy rate / our time
+//
+// --variants also times tuning alternatives of the vector and scalar tiles (float, double and
+// 1-byte elements), for the record of how the default tuning was chosen.
+//
+// Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]
+//          [--reps 20] [--warmup 3] [--variants]
+#include <cublas_v2.h>
+#include <cuComplex.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench_timing.cuh"
+#include "tessera/kernels/cuda/device_transpose.cuh"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/kernels.hpp"
+
+namespace {
+
+using tessera::index_t;
+using namespace tessera::bench;
+namespace detail = tessera::kernels::cuda::detail;
+
+#define BENCH_CUBLAS_CHECK(call)                                                                   \
+  do {                                                                                             \
+    const cublasStatus_t status_ = (call);                                                         \
+    if (status_ != CUBLAS_STATUS_SUCCESS) TESSERA_FATAL(#call, cublasGetStatusString(status_));     \
+  } while (0)
+
+struct Shape {
+  index_t rows, cols;
+};
+
+struct Options {
+  std::vector<std::string> types = {"float", "double", "int8", "int16", "b16"};
+  std::vector<Shape> shapes;  // empty: each type's default shapes
+  int reps = 20;
+  int warmup = 3;
+  bool variants = false;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "tessera_bench_transpose: %s\n", what.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = s.find(sep, start);
+    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+index_t parse_count(const std::string& text, const char* flag) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 0);
+  if (text.empty() || *end != '\0' || v < 0) usage_error(std::string(flag) + ": not a non-negative integer: '" + text + "'");
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--types") {
+      o.types = split(value(), ',');
+      for (const auto& t : o.types)
+        if (t != "float" && t != "double" && t != "int8" && t != "int16" && t != "b16") usage_error("--types: unknown type '" + t + "'");
+    } else if (flag == "--shapes") {
+      for (const auto& s : split(value(), ',')) {
+        const auto dims = split(s, 'x');
+        if (dims.size() != 2) usage_error("--shapes: '" + s + "' is not RxC");
+        o.shapes.push_back({parse_count(dims[0], "--shapes"), parse_count(dims[1], "--shapes")});
+      }
+    } else if (flag == "--reps") {
+      o.reps = static_cast<int>(parse_count(value(), "--reps"));
+    } else if (flag == "--warmup") {
+      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
+    } else if (flag == "--variants") {
+      o.variants = true;
+    } else if (flag == "--help" || flag == "-h") {
+      std::printf("usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]\n"
+                  "                               [--reps R] [--warmup W] [--variants]\n");
+      std::exit(0);
+    } else {
+      usage_error("unknown flag '" + flag + "'");
+    }
+  }
+  if (o.reps < 1) usage_error("--reps must be at least 1");
+  return o;
+}
+
+struct Bench {
+  Queue q;
+  cublasHandle_t cublas = nullptr;
+  double copy_gbs = 0;
+  const Options* opt = nullptr;
+  bool all_ok = true;
+};
+
+// geam: C (rows x cols, column-major, ldc = rows) = A^T, A (cols x rows column-major, lda = cols):
+// the row-major rows x cols input transposed into the row-major cols x rows output.
+bool vendor_transpose(Bench& b, const char* type, const void* in, index_t rows, index_t cols, void* out) {
+  const int m = static_cast<int>(rows), n = static_cast<int>(cols);
+  const std::string t = type;
+  if (t == "float") {
+    const float one = 1, zero = 0;
+    BENCH_CUBLAS_CHECK(cublasSgeam(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, static_cast<const float*>(in), n, &zero,
+                                   static_cast<const float*>(out), m, static_cast<float*>(out), m));
+    return true;
+  }
+  if (t == "double") {
+    const double one = 1, zero = 0;
+    BENCH_CUBLAS_CHECK(cublasDgeam(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, static_cast<const double*>(in), n,
+                                   &zero, static_cast<const double*>(out), m, static_cast<double*>(out), m));
+    return true;
+  }
+  if (t == "b16") {
+    const cuDoubleComplex one = make_cuDoubleComplex(1, 0), zero = make_cuDoubleComplex(0, 0);
+    BENCH_CUBLAS_CHECK(cublasZgeam(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &one, static_cast<const cuDoubleComplex*>(in),
+                                   n, &zero, static_cast<const cuDoubleComplex*>(out), m, static_cast<cuDoubleComplex*>(out), m));
+    return true;
+  }
+  return false;
+}
+
+std::size_t element_size(const std::string& type) {
+  if (type == "int8") return 1;
+  if (type == "int16") return 2;
+  if (type == "float") return 4;
+  if (type == "double") return 8;
+  return 16;
+}
+
+std::vector<Shape> default_shapes(const std::string& type) {
+  if (type == "float") return {{16384, 16384}, {16383, 16385}, {8192, 8192}, {30000000, 7}, {7, 30000000}, {1000, 1000}};
+  if (type == "double") return {{16384, 8192}, {8191, 16385}};
+  if (type == "int8") return {{32768, 32768}, {32767, 32769}};
+  if (type == "int16") return {{32768, 16384}, {32767, 16385}};
+  return {{8192, 8192}, {8191, 8193}};
+}
+
+// Our output at 2^20 random positions against the input (an independent check: host index math).
+bool spot_check(const void* in, const void* out, index_t rows, index_t cols, std::size_t bytes) {
+  if (rows == 0 || cols == 0) return true;
+  std::mt19937_64 gen(2024);
+  unsigned char a[16], c[16];
+  const int checks = 1 << 20;
+  // Gather on the host in batches: one copy per element would take seconds.
+  std::vector<index_t> is(static_cast<std::size_t>(checks)), js(static_cast<std::size_t>(checks));
+  for (int k = 0; k < checks; ++k) {
+    is[static_cast<std::size_t>(k)] = static_cast<index_t>(gen() % static_cast<std::uint64_t>(rows));
+    js[static_cast<std::size_t>(k)] = static_cast<index_t>(gen() % static_cast<std::uint64_t>(cols));
+  }
+  const std::size_t total = static_cast<std::size_t>(rows * cols) * bytes;
+  std::vector<unsigned char> host_in(total), host_out(total);
+  TESSERA_CUDA_CHECK(cudaMemcpy(host_in.data(), in, total, cudaMemcpyDeviceToHost));
+  TESSERA_CUDA_CHECK(cudaMemcpy(host_out.data(), out, total, cudaMemcpyDeviceToHost));
+  for (int k = 0; k < checks; ++k) {
+    const index_t i = is[static_cast<std::size_t>(k)], j = js[static_cast<std::size_t>(k)];
+    std::memcpy(a, host_in.data() + static_cast<std::size_t>(i * cols + j) * bytes, bytes);
+    std::memcpy(c, host_out.data() + static_cast<std::size_t>(j * rows + i) * bytes, bytes);
+    if (std::memcmp(a, c, bytes) != 0) {
+      std::printf("  MISMATCH at input (%lld, %lld)\n", static_cast<long long>(i), static_cast<long long>(j));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool same_bytes(const void* x, const void* y, std::size_t bytes) {
+  std::vector<unsigned char> hx(bytes), hy(bytes);
+  TESSERA_CUDA_CHECK(cudaMemcpy(hx.data(), x, bytes, cudaMemcpyDeviceToHost));
+  TESSERA_CUDA_CHECK(cudaMemcpy(hy.data(), y, bytes, cudaMemcpyDeviceToHost));
+  return hx == hy;
+}
+
+void print_header(double copy_gbs) {
+  std::printf("\nratio = geam time / our time (> 1: ours is faster); %%copy = the same bytes (read + write) at the\n"
+              "measured device-to-device copy rate (%.1f GB/s) / our time.\n\n", copy_gbs);
+  std::printf("%-7s %-17s %-26s %9s %9s %7s %9s %7s %s\n", "type", "shape", "kernel", "ours ms", "geam ms", "ratio",
+              "GB/s", "%copy", "check");
+}
+
+void print_row(const Bench& b, const char* type, Shape s, const std::string& kernel, double ms, double vendor_ms,
+               std::size_t bytes_moved, const char* check) {
+  char shape[40], vendor[16], ratio[16];
+  std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
+  std::snprintf(vendor, sizeof vendor, vendor_ms > 0 ? "%.3f" : "-", vendor_ms);
+  std::snprintf(ratio, sizeof ratio, vendor_ms > 0 ? "%.3f" : "-", vendor_ms / ms);
+  const double gbs = static_cast<double>(bytes_moved) / (ms * 1e6);
+  std::printf("%-7s %-17s %-26s %9.3f %9s %7s %9.1f %6.1f%% %s\n", type, shape, kernel.c_str(), ms, vendor, ratio, gbs,
+              100.0 * gbs / b.copy_gbs, check);
+  std::fflush(stdout);
+}
+
+// Tuning alternatives of the vector tiles (timed with --variants; the library keeps one).
+template <int Bytes, int UnitRows, int UnitCols, int Threads, bool Streaming = false>
+struct VectorVariant : detail::TransposeTuning<Bytes> {
+  static constexpr bool kStreaming = Streaming;
+  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, Streaming>;
+  static constexpr int kThreads = Threads;
+  static constexpr int kBytes = Bytes;
+  static std::string name() {
+    return "vector " + std::to_string(UnitRows) + "x" + std::to_string(UnitCols) + " units, " + std::to_string(Threads) +
+           " thr" + (Streaming ? ", .cs" : "");
+  }
+};
+
+template <int Bytes, int TileRows, int TileCols, int Threads>
+struct ScalarVariant : detail::TransposeTuning<Bytes> {
+  static constexpr int kScalarTileRows = TileRows;
+  static constexpr int kScalarTileCols = TileCols;
+  using Agent = detail::NoVectorTiles;
+  static constexpr int kThreads = Threads;
+  static constexpr int kBytes = Bytes;
+  static std::string name() {
+    return "scalar " + std::to_string(TileRows) + "x" + std::to_string(TileCols) + ", " + std::to_string(Threads) + " thr";
+  }
+};
+
+template <class Variant>
+void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out, const void* reference,
+                  std::size_t bytes) {
+  using E = detail::word_t<Variant::kBytes>;
+  const detail::TransposeArgs args{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out),
+                                   static_cast<std::size_t>(s.cols) * sizeof(E), static_cast<std::size_t>(s.rows) * sizeof(E)};
+  auto call = [&] {
+    detail::launch_transpose_tiles<Variant, E, typename Variant::Agent, Variant::kThreads>(args, s.rows, s.cols, b.q.stream);
+  };
+  call();
+  const std::size_t total = static_cast<std::size_t>(s.rows * s.cols) * bytes;
+  const bool ok = same_bytes(out, reference, total);
+  b.all_ok = b.all_ok && ok;
+  const double ms = median_ms(b.q, b.opt->warmup, b.opt->reps, call);
+  print_row(b, type, s, Variant::name(), ms, 0, 2 * total, ok ? "same" : "DIFFERS");
+}
+
+void bench_shape(Bench& b, const std::string& type, Shape s) {
+  const std::size_t bytes = element_size(type);
+  const std::size_t total = static_cast<std::size_t>(s.rows * s.cols) * bytes;
+  void* in = tessera::kernels::allocate(b.q, total);
+  void* out = tessera::kernels::allocate(b.q, total);
+  void* vendor_out = tessera::kernels::allocate(b.q, total);
+  // Random words (for floating types: finite values from the generator, which geam's multiply
+  // by one leaves unchanged).
+  if (type == "float") {
+    tessera::kernels::generate(b.q, static_cast<float*>(in), s.rows * s.cols, 11, 0);
+  } else if (type == "double" || type == "b16") {
+    tessera::kernels::generate(b.q, static_cast<double*>(in), static_cast<index_t>(total / 8), 12, 0);
+  } else {
+    tessera::kernels::generate(b.q, static_cast<std::int8_t*>(in), static_cast<index_t>(total), 13, 0);
+  }
+  auto ours = [&] { tessera::kernels::transpose_bytes(b.q, in, s.rows, s.cols, s.cols, out, s.rows, bytes); };
+  auto vendor = [&] { vendor_transpose(b, type.c_str(), in, s.rows, s.cols, vendor_out); };
+  ours();
+  const bool has_vendor = vendor_transpose(b, type.c_str(), in, s.rows, s.cols, vendor_out);
+  b.q.synchronize();
+  // Against geam where there is one (an independent implementation), else at random positions.
+  bool ok = false;
+  std::string check;
+  if (has_vendor) {
+    ok = same_bytes(out, vendor_out, total);
+    check = ok ? "= geam" : "DIFFERS from geam";
+  } else {
+    ok = spot_check(in, out, s.rows, s.cols, bytes);
+    check = ok ? "spot" : "WRONG";
+  }
+  b.all_ok = b.all_ok && ok;
+  double ms = 0, vendor_ms = 0;
+  if (has_vendor) {
+    std::tie(ms, vendor_ms) = median_pair_ms(b.q, b.opt->warmup, b.opt->reps, ours, vendor);
+  } else {
+    ms = median_ms(b.q, b.opt->warmup, b.opt->reps, ours);
+  }
+  print_row(b, type.c_str(), s, "transpose", ms, vendor_ms, 2 * total, check.c_str());
+  const bool big = s.rows >= 1024 && s.cols >= 1024;
+  const bool aligned = (s.rows * static_cast<index_t>(bytes)) % 16 == 0 && (s.cols * static_cast<index_t>(bytes)) % 16 == 0;
+  if (b.opt->variants && big) {
+    if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));  // ours is the reference
+    if (type == "float" && aligned) {
+      time_variant<VectorVariant<4, 16, 16, 128, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "float") {
+      time_variant<ScalarVariant<4, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 64, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 32, 64, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 128, 64, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "double" && !aligned) {
+      time_variant<ScalarVariant<8, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<8, 64, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "int8" && !aligned) {
+      time_variant<ScalarVariant<1, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<1, 64, 128, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    }
+  }
+  tessera::kernels::deallocate(b.q, in);
+  tessera::kernels::deallocate(b.q, out);
+  tessera::kernels::deallocate(b.q, vendor_out);
+  tessera::kernels::release_cached_memory();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  if (tessera::kernels::cuda_device_count() == 0) {
+    std::fprintf(stderr, "tessera_bench_transpose: no CUDA device\n");
+    return 77;
+  }
+  Bench b;
+  b.q = tessera::kernels::make_cuda_queue(0);
+  b.opt = &opt;
+  BENCH_CUBLAS_CHECK(cublasCreate(&b.cublas));
+  BENCH_CUBLAS_CHECK(cublasSetStream(b.cublas, stream_of(b.q)));
+  std::printf("tessera_bench_transpose on %s\n", tessera::kernels::describe_device(b.q).c_str());
+  b.copy_gbs = measure_copy_gbs(b.q);
+  std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", b.copy_gbs);
+  print_header(b.copy_gbs);
+  for (const std::string& type : opt.types)
+    for (Shape s : opt.shapes.empty() ? default_shapes(type) : opt.shapes) bench_shape(b, type, s);
+  BENCH_CUBLAS_CHECK(cublasDestroy(b.cublas));
+  tessera::kernels::destroy_queue(b.q);
+  if (!b.all_ok) {
+    std::fprintf(stderr, "tessera_bench_transpose: some results are wrong (rows marked WRONG or DIFFERS)\n");
+    return 3;
+  }
+  return 0;
+}

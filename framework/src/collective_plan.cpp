@@ -12,6 +12,7 @@ const char* to_string(Collective kind) {
     case Collective::exscan: return "exscan";
     case Collective::bcast: return "bcast";
     case Collective::alltoallv: return "alltoallv";
+    case Collective::reduce_scatter: return "reduce_scatter";
   }
   return "?";
 }

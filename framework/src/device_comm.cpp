@@ -462,7 +462,6 @@ void reduce_scatter_host(const T* send, T* recv, const std::vector<index_t>& cou
 
 template <class T>
 void DeviceComm::reduce_scatter_sum(const T* send, T* recv, const std::vector<index_t>& recv_counts) const {
-  TESSERA_FAULT_POINT("allreduce");
   const auto ranks = static_cast<std::size_t>(ctx_.size());
   TESSERA_ASSERT(recv_counts.size() == ranks, "reduce_scatter_sum: one count per rank expected");
   const auto me = static_cast<std::size_t>(ctx_.rank());
@@ -473,6 +472,7 @@ void DeviceComm::reduce_scatter_sum(const T* send, T* recv, const std::vector<in
     total += c;
     largest = std::max(largest, c);
   }
+  TESSERA_COLLECTIVE(Collective::reduce_scatter, static_cast<double>(total) * sizeof(T));
   const kernels::Queue queue = ctx_.queue();
   if (total == 0) return;
   if (ranks == 1) {

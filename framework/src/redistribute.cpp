@@ -95,9 +95,7 @@ std::string grid_text(const ProcessGrid& g) { return std::to_string(g.rows()) + 
 void check_same_ranks(const ProcessGrid& from, const ProcessGrid& to, const char* operation) {
   if (to.context().is_null())
     throw UsageError(std::string(operation) + ": the target process grid was never created (ProcessGrid::create)");
-  int same = MPI_UNEQUAL;
-  TESSERA_MPI_CHECK(MPI_Comm_compare(from.context().comm().get(), to.context().comm().get(), &same));
-  if (same != MPI_IDENT && same != MPI_CONGRUENT)
+  if (!from.context().comm().congruent(to.context().comm()))
     throw UsageError(std::string(operation) + ": the target grid " + grid_text(to) +
                      " does not span the same ranks, in the same order, as the matrix's grid " + grid_text(from));
 }
@@ -226,9 +224,21 @@ DistMatrix<T> transpose(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTime
   return move_matrix(a, to, true, times, "transpose");
 }
 
+template <class T>
+CollectivePlan redistribute_plan(const DistMatrix<T>& a, const ProcessGrid& to, bool transposed) {
+  const int me = a.grid().context().rank();
+  const detail::RedistributionPlan plan = detail::plan_redistribution(
+      a.rows(), a.cols(), {a.grid().rows(), a.grid().cols()}, {to.rows(), to.cols()}, transposed, me);
+  double sent = 0;
+  for (std::size_t p = 0; p < plan.send.size(); ++p)
+    if (static_cast<int>(p) != me) sent += static_cast<double>(plan.send[p].size()) * sizeof(T);
+  return {{Collective::alltoallv, sent}};
+}
+
 #define TESSERA_INSTANTIATE_REDISTRIBUTE(T)                                                      \
   template DistMatrix<T> redistribute<T>(const DistMatrix<T>&, const ProcessGrid&, PhaseTimes*); \
-  template DistMatrix<T> transpose<T>(const DistMatrix<T>&, const ProcessGrid&, PhaseTimes*);
+  template DistMatrix<T> transpose<T>(const DistMatrix<T>&, const ProcessGrid&, PhaseTimes*);    \
+  template CollectivePlan redistribute_plan<T>(const DistMatrix<T>&, const ProcessGrid&, bool);
 TESSERA_INSTANTIATE_REDISTRIBUTE(std::int32_t)
 TESSERA_INSTANTIATE_REDISTRIBUTE(std::int64_t)
 TESSERA_INSTANTIATE_REDISTRIBUTE(float)

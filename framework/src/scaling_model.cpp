@@ -280,6 +280,10 @@ CommCost comm_cost(const CollectivePlan& plan, int p) {
         cost.latency_rounds += p - 1.0;
         cost.bytes += call.bytes;
         break;
+      case Collective::reduce_scatter:
+        cost.latency_rounds += tree_depth(p);
+        cost.bytes += (p - 1.0) / p * call.bytes;
+        break;
     }
   }
   return cost;

@@ -160,6 +160,12 @@ TwoLevelModel::Terms predict_shape(const TwoLevelModel& m, int p, NodeShape shap
   for (const CollectiveCall& call : base.plan) {
     const double b = call.bytes;
     switch (call.kind) {
+      case Collective::reduce_scatter:  // half an allreduce's bytes
+        t.latency_intra += net.latency_intra(shape);
+        t.latency_inter += net.latency_inter(shape);
+        t.bandwidth_intra += net.allreduce_bytes_intra(shape, b) / 2;
+        t.bandwidth_inter += net.allreduce_bytes_inter(shape, b) / 2;
+        break;
       case Collective::allreduce:
       case Collective::exscan:
         t.latency_intra += net.latency_intra(shape);

@@ -11,6 +11,7 @@
 #include "algo_test_util.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/redistribute.hpp"
 
 namespace tessera {
 namespace {
@@ -87,6 +88,27 @@ TEST(CollectivePlans, EveryAlgorithmMakesWhatItsPlanSays) {
       expect_plan(best_element_plan<double>(), [&] { (void)min_element(a); }, "min_element " + at);
       expect_plan(reproducible_sum_plan<double>(), [&] { (void)reproducible_sum(a); }, "reproducible_sum " + at);
       expect_plan(rebalance_plan<double>(a.partition(), world.rank()), [&] { (void)rebalance(a); }, "rebalance " + at);
+      for (index_t bins : {index_t(1), index_t(7), index_t(1000)}) {
+        const EvenBins even{-1.0, 1.0, bins};
+        expect_plan(histogram_plan(bins), [&] { (void)histogram(a, even); }, "histogram " + at);
+        expect_plan(histogram_distributed_plan(bins), [&] { (void)histogram_distributed(a, even); },
+                    "histogram_distributed " + at);
+      }
+      expect_plan(sample_range_plan<double>(), [&] { (void)sample_range(a); }, "sample_range " + at);
+    }
+  }
+}
+
+TEST(CollectivePlans, RedistributeAndTransposeMakeOneExchange) {
+  const Context& world = test::world();
+  const ProcessGrid grid = ProcessGrid::create(world);
+  const ProcessGrid rows = row_block_grid(world), cols = column_block_grid(world);
+  for (index_t m : {index_t(1), index_t(13)}) {
+    DistMatrix<double> a(grid, m, 29);
+    a.generate(test::seed());
+    for (const ProcessGrid* to : {&grid, &rows, &cols}) {
+      expect_plan(redistribute_plan(a, *to, false), [&] { (void)redistribute(a, *to); }, "redistribute m=" + std::to_string(m));
+      expect_plan(redistribute_plan(a, *to, true), [&] { (void)transpose(a, *to); }, "transpose m=" + std::to_string(m));
     }
   }
 }

@@ -109,7 +109,7 @@ def plan_charge(collectives, p):
             continue
         rounds += tree_depth(p)
         moved += {"allreduce": 2.0 * (p - 1) / p * b, "allgather": (p - 1) * b,
-                  "exscan": tree_depth(p) * b, "bcast": b}[kind]
+                  "exscan": tree_depth(p) * b, "bcast": b, "reduce_scatter": (p - 1) / p * b}[kind]
     return rounds, moved
 
 

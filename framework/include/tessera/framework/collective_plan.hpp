@@ -15,15 +15,15 @@
 namespace tessera {
 
 // The collectives of the host (Communicator) and device (DeviceComm) paths.
-enum class Collective { allreduce, allgather, exscan, bcast, alltoallv };
-inline constexpr std::array<Collective, 5> kCollectives = {Collective::allreduce, Collective::allgather,
-                                                           Collective::exscan, Collective::bcast,
-                                                           Collective::alltoallv};
+enum class Collective { allreduce, allgather, exscan, bcast, alltoallv, reduce_scatter };
+inline constexpr std::array<Collective, 6> kCollectives = {Collective::allreduce, Collective::allgather,
+                                                           Collective::exscan,    Collective::bcast,
+                                                           Collective::alltoallv, Collective::reduce_scatter};
 const char* to_string(Collective kind);
 
 // One collective of a plan. bytes: what each rank contributes: the vector reduced or broadcast, its
-// own item of an allgather or exscan, the data it sends in an all-to-all (at most, for data-dependent
-// exchanges).
+// own item of an allgather or exscan, the data it sends in an all-to-all, the whole vector it
+// contributes to a reduce-scatter.
 struct CollectiveCall {
   Collective kind = Collective::allreduce;
   double bytes = 0;

@@ -41,6 +41,12 @@ DistMatrix<T> redistribute(const DistMatrix<T>& a, const ProcessGrid& to, PhaseT
 template <class T>
 DistMatrix<T> transpose(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times = nullptr);
 
+// The collectives of one redistribute / transpose of `a` to the grid `to` (collective_plan.hpp), on
+// this rank: one all-to-all in which it sends what every other rank needs from its block (what it
+// keeps for itself does not travel). Pure arithmetic: not collective.
+template <class T>
+CollectivePlan redistribute_plan(const DistMatrix<T>& a, const ProcessGrid& to, bool transposed);
+
 // A^T on a's own grid (row blocks stay row blocks: the transpose of an FFT's slab decomposition).
 template <class T>
 DistMatrix<T> transpose(const DistMatrix<T>& a, PhaseTimes* times = nullptr) {

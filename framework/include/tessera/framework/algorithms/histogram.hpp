@@ -185,6 +185,19 @@ DistributedHistogram histogram_reduce_scatter(const DistArray<T>& array, const H
 
 }  // namespace detail
 
+// The collectives of one histogram / bincount call of `bins` bins (collective_plan.hpp): one
+// allreduce of the 64-bit counts of every bin and of the samples below, above and NaN.
+inline CollectivePlan histogram_plan(index_t bins) {
+  return {{Collective::allreduce, static_cast<double>(kernels::histogram_slots(bins)) * sizeof(index_t)}};
+}
+
+// Of one histogram_distributed call: a reduce-scatter of the bins' counts, and an allgather of each
+// rank's counts below, above and NaN.
+inline CollectivePlan histogram_distributed_plan(index_t bins) {
+  return {{Collective::reduce_scatter, static_cast<double>(bins) * sizeof(index_t)},
+          {Collective::allgather, static_cast<double>(sizeof(detail::OutsideCounts))}};
+}
+
 template <class T>
 Histogram histogram(const DistArray<T>& array, const EvenBins& bins, PhaseTimes* times = nullptr) {
   kernels::check_even_bins(bins);
@@ -218,6 +231,12 @@ DistributedHistogram histogram_distributed(const DistArray<T>& array, std::span<
   const detail::EdgesOnBackend on_backend(array.context(), edges);
   const auto bins = static_cast<index_t>(edges.size()) - 1;
   return detail::histogram_reduce_scatter(array, {detail::HistogramBins::Kind::edges, {}, on_backend.data(), bins}, times);
+}
+
+// The collectives of one sample_range call: one allgather of each rank's range.
+template <class T>
+CollectivePlan sample_range_plan() {
+  return {{Collective::allgather, static_cast<double>(sizeof(SampleRange<T>))}};
 }
 
 // The smallest and largest sample of the whole array, NaN skipped (count: the samples that are not

@@ -98,8 +98,9 @@ TimingSummary measure(const Context& ctx, const CommonOptions& options, Body&& b
 // ---- the report ----------------------------------------------------------------------------------------
 
 struct Verdict {
-  bool ok = true;
-  std::string detail;  // what was compared, and how close
+  bool ok = true;        // false: the result is wrong (exit status 1)
+  bool checked = true;   // false: nothing could be compared (NaN or infinity in the inputs, say); ok stays true
+  std::string detail;    // what was compared, and how close
 };
 
 struct Report {

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "app.hpp"
+#include "perturb.hpp"
 #include "verify.hpp"
 
 namespace {
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
 
   return app.run([&](const Context& ctx) -> int {
     const CommonOptions& o = app.options();
+    const Perturbation perturb = test_perturbation(app, ctx, {Perturbation::Kind::drop});
     const ArraySource source = resolve_array_source(ctx, app);
     return io::dispatch(source.dtype, [&]<class T>() -> int {
       Predicate<T> pred;
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
         kept = filter(data, pred, times);
         if (rebalanced) kept = rebalance(std::move(kept), times);
       });
+      if (perturb) kept = perturb_filter_drop(perturb, std::move(kept));
       const index_t kept_count = kept.global_size();
 
       Report r;

@@ -2,6 +2,7 @@
 // Local reduce on each rank, then one MPI_Allreduce; --reproducible gives the correctly rounded
 // sum, bitwise the same for any number of ranks.
 #include "app.hpp"
+#include "perturb.hpp"
 #include "verify.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   return app.run([&](const Context& ctx) -> int {
     const CommonOptions& o = app.options();
     if (reproducible && op != ReduceOp::sum) throw UsageError("--reproducible: only with --op sum");
+    using Kind = Perturbation::Kind;
+    const Perturbation perturb = test_perturbation(app, ctx, {Kind::ulps, Kind::relative, Kind::value, Kind::negate});
     const ArraySource source = resolve_array_source(ctx, app);
     return io::dispatch(source.dtype, [&]<class T>() -> int {
       const DistArray<T> data = load_array<T>(ctx, app, source);
@@ -37,6 +40,7 @@ int main(int argc, char** argv) {
         }
         result = reduce(data, op, times);
       });
+      if (perturb) result = perturbed(perturb, result);
 
       Report r;
       r.input = source.description;

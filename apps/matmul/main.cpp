@@ -2,6 +2,7 @@
 // process rows and B's along the process columns, and every rank accumulates the panel product
 // with the local GEMM (ours, or the vendor library with --local cublas).
 #include "app.hpp"
+#include "perturb.hpp"
 #include "verify.hpp"
 
 int main(int argc, char** argv) {
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   return app.run([&](const Context& ctx) -> int {
     const CommonOptions& o = app.options();
     if (o.input) throw UsageError("--input: matmul reads its matrices with --a and --b");
+    const Perturbation perturb = test_perturbation(app, ctx, {Perturbation::Kind::relative});
     const bool from_files = a_path || b_path;
     if (a_path && !b_path) throw UsageError("--a: needs --b as well");
     if (b_path && !a_path) throw UsageError("--b: needs --a as well");
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
       }
       DistMatrix<T> c;
       const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) { c = matmul(a, b, matmul_options, times); });
+      if (perturb) perturb_element(perturb, c);
 
       // The sum of C's elements, a checksum for the table (long double, or modulo 2^64 for integers).
       Json checksum;

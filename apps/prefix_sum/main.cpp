@@ -2,6 +2,7 @@
 // block, one MPI_Allgather of the block totals gives each rank its carry-in (the totals of the ranks
 // before it, added in rank order), and one local scan pass seeded with it writes the output block.
 #include "app.hpp"
+#include "perturb.hpp"
 #include "verify.hpp"
 
 int main(int argc, char** argv) {
@@ -14,11 +15,14 @@ int main(int argc, char** argv) {
   return app.run([&](const Context& ctx) -> int {
     const CommonOptions& o = app.options();
     const ScanKind kind = exclusive ? ScanKind::exclusive : ScanKind::inclusive;
+    const Perturbation perturb = test_perturbation(app, ctx, {Perturbation::Kind::relative, Perturbation::Kind::drop});
     const ArraySource source = resolve_array_source(ctx, app);
     return io::dispatch(source.dtype, [&]<class T>() -> int {
       const DistArray<T> data = load_array<T>(ctx, app, source);
       DistArray<T> result;
       const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) { result = scan(data, kind, times); });
+      if (perturb.kind == Perturbation::Kind::relative) perturb_element(perturb, result);
+      if (perturb.kind == Perturbation::Kind::drop) perturb_scan_drop(perturb, data, result, kind);
 
       // The last element (for an inclusive scan, the total), from the last rank that holds any.
       const std::vector<T> host_last = result.local_size() ? std::vector<T>{result.local_to_host().back()} : std::vector<T>{};

@@ -7,11 +7,15 @@
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/predicate.hpp"
 #include "tessera/kernels/reduce_op.hpp"
+#include "tessera/kernels/scan.hpp"
 
 namespace tessera::kernels::cpu {
 
 template <class T>
 void reduce(const T* in, index_t n, ReduceOp op, T* out);
+
+template <class T>
+index_t reduce_sum_depth(index_t n);
 
 template <class T>
 void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in);
@@ -23,6 +27,8 @@ template <class T>
 void scan_totals(const T* in, index_t n, T* segment_prefix, T* total);
 template <class T>
 void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in, const T* segment_prefix);
+template <class T>
+ScanRounding scan_rounding();
 
 template <class T>
 void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count);

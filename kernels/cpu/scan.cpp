@@ -1,6 +1,7 @@
 // CPU prefix sums: the one-pass entry is the generic scan of cpu/algorithms.hpp with plus (each
 // thread sums its chunk, the chunk sums become chunk carry-ins, each thread scans its chunk); the
-// two-pass entry keeps fixed segments so that the caller can size the segment prefixes beforehand.
+// two-pass entry keeps fixed segments so that the caller can size the segment prefixes beforehand
+// (and so that its rounding does not depend on the thread count: scan_rounding).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -17,11 +18,12 @@ T add(T a, T b) {
   return plus{}(a, b);
 }
 
+// A segment's total: the blocked pairwise fold of reduce (cpu/algorithms.hpp), so that its rounding
+// error stays within gamma_{fold_depth} * sum|x| of the segment.
 template <class T>
 T sum_range(const T* in, index_t n) {
-  T s = T(0);
-  for (index_t i = 0; i < n; ++i) s = add(s, in[i]);
-  return s;
+  plus op;
+  return fold_range(0, n, [in](index_t i) { return in[i]; }, op, T(0));
 }
 
 }  // namespace
@@ -69,6 +71,26 @@ void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in,
                add(carry_in, segment_prefix[s]));
   }
 }
+
+// Seeds only at segment starts (inside a segment the scan runs from one element to the next); a
+// seed is carry_in + segment_prefix[s] (one rounding), segment_prefix a running sum of segment
+// totals (one rounding each), the block total its continuation. Between two seeds: the segment
+// total's tree, s_j and s_a, out[j] and out[a] (4 roundings of the seeds' size), one rounding of a
+// segment prefix (or of the block total).
+template <class T>
+ScanRounding scan_rounding() {
+  ScanRounding r;
+  r.run = r.tile = r.segment = kSegmentItems;
+  r.tile_depth = 0;
+  r.segment_depth = static_cast<int>(fold_depth(kSegmentItems));
+  r.segment_roundings = 4;
+  r.prefix_roundings = 1;
+  r.prefix_depth = 0;
+  r.prefix_chunk = 1;
+  return r;
+}
+template ScanRounding scan_rounding<float>();
+template ScanRounding scan_rounding<double>();
 
 #define TESSERA_CPU_TWO_PASS_SCAN(T)                                          \
   template index_t scan_segment_count<T>(index_t);                            \

@@ -10,6 +10,7 @@
 #include "tessera/kernels/predicate.hpp"
 #include "tessera/kernels/queue.hpp"
 #include "tessera/kernels/reduce_op.hpp"
+#include "tessera/kernels/scan.hpp"
 
 namespace tessera::kernels::cuda {
 
@@ -17,6 +18,10 @@ using Stream = StreamHandle;  // cudaStream_t
 
 template <class T>
 void reduce(const T* in, index_t n, ReduceOp op, T* out, Stream stream);
+
+// On the current device.
+template <class T>
+index_t reduce_sum_depth(index_t n);
 
 template <class T>
 void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stream stream);
@@ -28,6 +33,8 @@ template <class T>
 void scan_totals(const T* in, index_t n, T* segment_prefix, T* total, Stream stream);
 template <class T>
 void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in, const T* segment_prefix, Stream stream);
+template <class T>
+ScanRounding scan_rounding();
 
 template <class T>
 void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count, Stream stream);

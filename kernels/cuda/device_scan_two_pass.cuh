@@ -75,7 +75,12 @@ __global__ void __launch_bounds__(TwoPassScanTuning<T>::kReduceThreads)
         for (int e = 0; e < kItems; ++e) acc[k] = sum(acc[k], v[k].item[e]);
     }
   } else {
-    for (index_t i = begin + threadIdx.x; i < end; i += kThreads) acc[0] = sum(acc[0], in[i]);
+    // A partial segment or unaligned input: the same kLoads accumulators, so that no element meets
+    // more additions than in a full segment (scan_rounding's segment_depth).
+    for (index_t i = begin + threadIdx.x; i < end; i += kThreads * kLoads)
+#pragma unroll
+      for (int k = 0; k < kLoads; ++k)
+        if (i + k * kThreads < end) acc[k] = sum(acc[k], in[i + k * kThreads]);
   }
   T total = acc[0];
 #pragma unroll

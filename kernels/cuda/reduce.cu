@@ -19,6 +19,14 @@ void reduce(const T* in, index_t n, ReduceOp op, T* out, Stream stream) {
   }
 }
 
+template <class T>
+index_t reduce_sum_depth(index_t n) {
+  return detail::device_reduce_depth<detail::ReduceTuning, T, T, detail::Identity, detail::Combine<ReduceOp::sum>>(n);
+}
+
+template index_t reduce_sum_depth<float>(index_t);
+template index_t reduce_sum_depth<double>(index_t);
+
 template void reduce<std::int32_t>(const std::int32_t*, index_t, ReduceOp, std::int32_t*, Stream);
 template void reduce<std::int64_t>(const std::int64_t*, index_t, ReduceOp, std::int64_t*, Stream);
 template void reduce<float>(const float*, index_t, ReduceOp, float*, Stream);

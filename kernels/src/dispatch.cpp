@@ -96,6 +96,26 @@ void reduce(const Queue& q, const T* in, index_t n, ReduceOp op, T* out) {
 }
 
 template <class T>
+index_t reduce_sum_depth(const Queue& q, index_t n) {
+  TESSERA_ASSERT(n >= 0, "reduce_sum_depth: negative element count");
+  index_t depth = 0;
+  TESSERA_DISPATCH(q, depth = cpu::reduce_sum_depth<T>(n), depth = cuda::reduce_sum_depth<T>(n));
+  return depth;
+}
+
+template <class T>
+ScanRounding scan_rounding(const Queue& q) {
+  ScanRounding rounding;
+  TESSERA_DISPATCH(q, rounding = cpu::scan_rounding<T>(), rounding = cuda::scan_rounding<T>());
+  return rounding;
+}
+
+template index_t reduce_sum_depth<float>(const Queue&, index_t);
+template index_t reduce_sum_depth<double>(const Queue&, index_t);
+template ScanRounding scan_rounding<float>(const Queue&);
+template ScanRounding scan_rounding<double>(const Queue&);
+
+template <class T>
 void scan(const Queue& q, const T* in, T* out, index_t n, ScanKind kind, T carry_in) {
   TESSERA_ASSERT(n >= 0, "scan: negative element count");
   TESSERA_DISPATCH(q, cpu::scan(in, out, n, kind, carry_in), cuda::scan(in, out, n, kind, carry_in, q.stream));

@@ -35,8 +35,10 @@ foreach(program IN LISTS _programs)
 endforeach()
 
 # ---- a C++-only consumer ---------------------------------------------------------------------------
+# The build's own CXX flags: a build with sanitizers (the debug preset) installs libraries that
+# need the sanitizer runtime, which the consumers then link as their compiler driver does.
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${CONSUMER_SRC}" -B "${CONSUMER_BUILD}" -G "${GENERATOR}"
-                        -DCMAKE_PREFIX_PATH=${PREFIX} RESULT_VARIABLE rc)
+                        -DCMAKE_PREFIX_PATH=${PREFIX} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configuring the C++-only consumer against the installed Tessera failed (${rc})")
 endif()
@@ -57,7 +59,7 @@ if(CUDA_COMPILER)
   set(cuda_arg -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER})
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${EXAMPLES_SRC}" -B "${EXAMPLES_BUILD}" -G "${GENERATOR}"
-                        -DCMAKE_PREFIX_PATH=${PREFIX} ${cuda_arg} RESULT_VARIABLE rc)
+                        -DCMAKE_PREFIX_PATH=${PREFIX} ${cuda_arg} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configuring the examples against the installed Tessera failed (${rc})")
 endif()

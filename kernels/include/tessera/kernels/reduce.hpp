@@ -35,6 +35,15 @@ namespace tessera::kernels {
 template <class T>
 void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out);
 
+// The depth of the summation tree of reduce(queue, in, n, ReduceOp::sum, out) for float and double,
+// on the backend and device of `queue`: no element meets more than this many additions (each
+// rounding once; the identity's included), so the result lies within gamma_depth * sum|in| of the
+// exact sum, gamma_d = d u / (1 - d u) with u the unit roundoff (Higham, "Accuracy and Stability of
+// Numerical Algorithms", 2nd ed., section 4.2). Derived from each backend's summation order:
+// cpu/algorithms.hpp (fold_parallel_depth) and cuda/device_reduce.cuh (device_reduce_depth).
+template <class T>
+index_t reduce_sum_depth(const Queue& queue, index_t n);
+
 namespace detail {
 
 template <class T>

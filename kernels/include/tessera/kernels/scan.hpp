@@ -47,6 +47,46 @@ template <class T>
 void scan_from_totals(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in,
                       const T* segment_prefix);
 
+// How the two-pass prefix sum of float and double rounds (scan_totals + scan_from_totals, the path of
+// the distributed scan), for code that checks its output against a proven bound (the apps'
+// --verify: apps/common/verify.hpp derives its tolerance from these numbers). In a block, with y_j the
+// element added at local position j (in[j] inclusive, in[j-1] exclusive):
+//   - where j % run != 0, out[j] = out[j-1] + y_j, rounded once;
+//   - the other positions are seeds: the scan restarts there from a prefix s_j obtained another way
+//     (from tile, segment and block totals), rounded, and (inclusive) adds in[j] with one rounding.
+//     A block's first element is a seed too, from the carry-in: a running sum, in rank order, of
+//     the block totals (the totals come out of the same prefix computation as the segment prefixes).
+// For consecutive seeds a < j (across a block border: a is the previous non-empty block's last
+// seed), the difference between (s_j - exact prefix before j) and (s_a - exact prefix before a) is a
+// sum of rounding errors of, by the level of j (segment: j % segment == 0 or a block's first
+// element; tile: j % tile == 0; run: otherwise):
+//   - summation trees over the elements from the start of a's tile (of a's segment at segment level)
+//     up to j: of depth tile_depth inside a tile, plus one of depth segment_depth (a segment's
+//     total) at segment level;
+//   - run_roundings, tile_roundings or segment_roundings operations whose results are at most as
+//     large as s_a, s_j, out[a], out[j] and running sums of that window (the seeds, the roundings
+//     of out[a] and out[j] included);
+//   - at segment level, prefix_roundings operations on segment prefixes: values within twice the
+//     largest exact prefix of the block (up to j) plus their own error, that of summation trees of
+//     depth segment_depth + prefix_depth + ceil(segments / prefix_chunk).
+struct ScanRounding {
+  index_t run = 1;
+  index_t tile = 1;
+  index_t segment = 1;
+  int tile_depth = 0;
+  int segment_depth = 0;
+  int run_roundings = 0;
+  int tile_roundings = 0;
+  int segment_roundings = 0;
+  int prefix_roundings = 0;
+  int prefix_depth = 0;
+  index_t prefix_chunk = 1;
+};
+
+// The rounding structure above for the backend and device of `queue` (float and double).
+template <class T>
+ScanRounding scan_rounding(const Queue& queue);
+
 // inclusive: out[i] = init op in[0] op ... op in[i]
 // exclusive: out[i] = init op in[0] op ... op in[i-1]   (out[0] = init)
 // op: any associative operation (need not commute, needs no identity), applied with lower indices on

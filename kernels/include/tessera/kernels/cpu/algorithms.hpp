@@ -3,7 +3,9 @@
 // headers (reduce.hpp, scan.hpp, select.hpp, transform.hpp); the notes here say how.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -15,27 +17,69 @@ namespace tessera::kernels::cpu {
 
 // ---- reductions --------------------------------------------------------------------------------------
 
-// A commutative operation folds each chunk into kLanes independent accumulators, element i into lane
-// i % kLanes (so the compiler can vectorise and the operations do not wait on each other); any other
-// operation folds each chunk from left to right. Chunk results combine in chunk order.
+// A commutative operation folds each chunk in blocks of kFoldBlock elements: within a block, element i
+// goes to lane i % kFoldLanes of kFoldLanes independent accumulators (so the compiler can vectorise
+// and the operations do not wait on each other), and the lanes meet as a binary tree; the block
+// results meet pairwise (a binary counter of partial results, as in pairwise summation). No element
+// passes through more than fold_depth(n) operations, which bounds the rounding error of a
+// floating-point sum by gamma_depth * sum|x| (gamma_d = d u / (1 - d u); Higham, "Accuracy and
+// Stability of Numerical Algorithms", 2nd ed., section 4.2). With one accumulator per lane over the
+// whole chunk, the depth was n / 8 and same-sign sums drifted linearly in n (10^4 x 0.1f came out
+// 0.03% off). Any other operation folds each chunk from left to right. Chunk results combine in
+// chunk order.
+inline constexpr int kFoldLanes = 8;
+inline constexpr index_t kFoldBlock = 256;  // 32 elements per lane
+
+// The fold of one block [first, last), at most kFoldBlock elements.
+template <class Value, class Op, class Acc>
+Acc fold_block(index_t first, index_t last, Value& value, Op& op, const Acc& identity) {
+  Acc acc[kFoldLanes];
+  for (auto& a : acc) a = identity;
+  index_t i = first;
+  for (; i + kFoldLanes <= last; i += kFoldLanes)
+    for (int l = 0; l < kFoldLanes; ++l) acc[l] = op(acc[l], value(i + l));
+  for (int l = 0; i < last; ++i, ++l) acc[l] = op(acc[l], value(i));
+  for (int width = kFoldLanes / 2; width > 0; width /= 2)
+    for (int l = 0; l < width; ++l) acc[l] = op(acc[l], acc[l + width]);
+  return acc[0];
+}
+
 template <class Value, class Op, class Acc>
 Acc fold_range(index_t begin, index_t end, Value&& value, Op& op, const Acc& identity) {
   if constexpr (is_commutative_v<Op>) {
-    constexpr int kLanes = 8;
-    Acc acc[kLanes];
-    for (auto& a : acc) a = identity;
-    index_t i = begin;
-    for (; i + kLanes <= end; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) acc[l] = op(acc[l], value(i + l));
-    for (; i < end; ++i) acc[0] = op(acc[0], value(i));
-    Acc result = acc[0];
-    for (int l = 1; l < kLanes; ++l) result = op(result, acc[l]);
+    // level[l] holds the fold of 2^l consecutive blocks while bit l of `blocks` is set.
+    Acc level[64];
+    std::uint64_t blocks = 0;
+    for (index_t first = begin; first < end; first += kFoldBlock) {
+      Acc carry = fold_block(first, std::min(end, first + kFoldBlock), value, op, identity);
+      int l = 0;
+      for (; (blocks >> l) & 1u; ++l) carry = op(level[l], carry);
+      level[l] = carry;
+      ++blocks;
+    }
+    Acc result = identity;
+    for (int l = 63; l >= 0; --l)
+      if ((blocks >> l) & 1u) result = op(result, level[l]);
     return result;
   } else {
     Acc acc = identity;
     for (index_t i = begin; i < end; ++i) acc = op(acc, value(i));
     return acc;
   }
+}
+
+// The most operations an element passes through in fold_range of n elements with a commutative
+// operation: kFoldBlock / kFoldLanes in its lane (the identity's first one included), log2 kFoldLanes
+// in the block's lane tree, at most floor(log2 B) merges of B blocks in the counter and
+// floor(log2 B) + 1 in the final fold of the counter's levels.
+constexpr index_t fold_depth(index_t n) {
+  if (n <= 0) return 0;
+  const index_t blocks = (n + kFoldBlock - 1) / kFoldBlock;
+  index_t log2_blocks = 0;
+  while ((index_t(2) << log2_blocks) <= blocks) ++log2_blocks;
+  index_t lane_tree = 0;
+  while ((1 << lane_tree) < kFoldLanes) ++lane_tree;
+  return kFoldBlock / kFoldLanes + lane_tree + 2 * log2_blocks + 1;
 }
 
 template <class Value, class Op, class Acc>
@@ -49,6 +93,12 @@ Acc fold_parallel(index_t n, Value&& value, Op op, Acc identity) {
   Acc result = identity;
   for (const Acc& p : partial) result = op(result, p);
   return result;
+}
+
+// The most operations an element passes through in fold_parallel (a commutative operation): its
+// chunk's fold, then one per chunk in the fold of the chunk results (the identity's included).
+inline index_t fold_parallel_depth(index_t n) {
+  return n <= 0 ? 0 : fold_depth(n) + threads_for(n);
 }
 
 // identity op f(in[0]) op ... op f(in[n-1]).

@@ -45,6 +45,11 @@ struct ReduceTuning {
   static constexpr int kWaves = 4;
 };
 
+// Partials in flight per thread and trip when the last thread block folds them: a grid of a few
+// thousand blocks would otherwise cost a dozen dependent L2 round trips there, at the end of the
+// critical path.
+inline constexpr int kLastBlockFoldLoads = 4;
+
 struct Identity {
   template <class T>
   __device__ __forceinline__ T operator()(T x) const { return x; }
@@ -122,9 +127,7 @@ __global__ void __launch_bounds__(BlockThreads)
   if (!is_last_block) return;
   // Acquire side of the pattern: every other block fenced before its increment.
   __threadfence();
-  // Four partials in flight per thread and trip: a grid of a few thousand blocks would otherwise
-  // cost a dozen dependent L2 round trips here, at the end of the critical path.
-  constexpr unsigned kFoldLoads = 4;
+  constexpr unsigned kFoldLoads = kLastBlockFoldLoads;
   Acc total = identity;
   for (unsigned b = threadIdx.x; b < gridDim.x; b += kFoldLoads * BlockThreads) {
     Acc loaded[kFoldLoads];
@@ -144,16 +147,25 @@ __global__ void __launch_bounds__(BlockThreads)
   }
 }
 
-// Dispatch: a grid of kWaves full waves of the device, or one block per whole tile where the input
-// is smaller. Tuning: ReduceTuning, or another with its members (for tuning experiments).
-template <class Tuning = ReduceTuning, class In, class Acc, class Transform, class Op>
-void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc identity, Acc* out, StreamHandle stream) {
+// The grid of device_reduce for n elements on the current device: kWaves full waves, or one block per
+// whole tile where the input is smaller.
+template <class Tuning, class In, class Acc, class Transform, class Op>
+int device_reduce_grid(index_t n) {
   constexpr auto kernel =
       reduce_single_pass_kernel<Tuning::kBlockThreads, Tuning::kLoadsInFlight, In, Acc, Transform, Op>;
   const DeviceInfo& device = current_device_info();
   const index_t tile_items = static_cast<index_t>(Tuning::kBlockThreads) * Tuning::kLoadsInFlight * Vector<In>::kItems;
   const index_t wave = static_cast<index_t>(device.sm_count) * blocks_per_sm<kernel>(Tuning::kBlockThreads);
-  const int grid = static_cast<int>(std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
+  return static_cast<int>(std::clamp<index_t>(n / tile_items, 1, wave * Tuning::kWaves));
+}
+
+// Dispatch. Tuning: ReduceTuning, or another with its members (for tuning experiments).
+template <class Tuning = ReduceTuning, class In, class Acc, class Transform, class Op>
+void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc identity, Acc* out, StreamHandle stream) {
+  constexpr auto kernel =
+      reduce_single_pass_kernel<Tuning::kBlockThreads, Tuning::kLoadsInFlight, In, Acc, Transform, Op>;
+  const DeviceInfo& device = current_device_info();
+  const int grid = device_reduce_grid<Tuning, In, Acc, Transform, Op>(n);
 
   // The per-block partials and the completion counter (zero before and after the kernel).
   const StreamScratch scratch(device.ordinal, to_cuda(stream), sizeof(Acc) * static_cast<std::size_t>(grid));
@@ -162,6 +174,31 @@ void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc iden
   kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, n, transform, op, identity, partials, blocks_done,
                                                                  out, vector_aligned(in));
   TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// The most applications of op that an element meets in device_reduce of n elements on the current
+// device, the identity's included (for a floating-point sum: the depth d of its summation tree, so
+// that the result lies within gamma_d * sum|x| of the exact sum). From the kernel above:
+//   a tile's element: LoadsInFlight - 1 within its trip's loads, 1 into the accumulator, 1 more for
+//     each later tile of the thread block's even share of ceil(tiles / grid) tiles;
+//   the rest after the tiles: fewer than a tile of vectors grid-strided (at most LoadsInFlight per
+//     thread), the scalar head and the scalar tail (at most 1 each);
+//   Vector<In>::kItems to fold the thread's accumulators after the identity;
+//   2 log2(32) in block_reduce (the warp, then the warps' partials);
+//   in the last thread block, kFoldLoads per trip of ceil(grid / (kFoldLoads BlockThreads)) trips,
+//     then block_reduce again.
+template <class Tuning = ReduceTuning, class In, class Acc, class Transform, class Op>
+index_t device_reduce_depth(index_t n) {
+  if (n <= 0) return 0;
+  constexpr index_t kFoldLoads = kLastBlockFoldLoads;
+  constexpr index_t kBlockReduce = 2 * 5;
+  const index_t grid = device_reduce_grid<Tuning, In, Acc, Transform, Op>(n);
+  const index_t tile_items = static_cast<index_t>(Tuning::kBlockThreads) * Tuning::kLoadsInFlight * Vector<In>::kItems;
+  const index_t share = ceil_div<index_t>(n / tile_items, grid);
+  const index_t thread = (Tuning::kLoadsInFlight - 1) + 1 + (share > 0 ? share - 1 : 0) + Tuning::kLoadsInFlight + 2 +
+                         Vector<In>::kItems;
+  const index_t last_block = kFoldLoads * ceil_div<index_t>(grid, kFoldLoads * Tuning::kBlockThreads);
+  return thread + kBlockReduce + last_block + kBlockReduce;
 }
 
 }  // namespace tessera::kernels::cuda::detail

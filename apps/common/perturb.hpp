@@ -1,0 +1,151 @@
+// TESSERA_TEST_PERTURB: a test-only switch that makes an app's result slightly wrong after it is
+// computed, before --verify, the output file and the report see it, so that tests can show that
+// --verify catches such a result (exit status 1). Never set it outside tests; an app that finds it
+// set says so on stderr. Values (INDEX: a global index into the result, row-major for a matrix;
+// without one, the element of largest magnitude, the first of equals):
+//   ulps:N               global_sum: the result N units in the last place up (N < 0: down)
+//   relative:R[@INDEX]   global_sum, prefix_sum, matmul: the result (one element) times 1 + R
+//   drop[@INDEX]         filter: kept element INDEX (default the middle one) removed;
+//                        prefix_sum: input element INDEX left out of every prefix that holds it
+//   value:X              global_sum: the result replaced by X (0, say)
+//   negate               global_sum: the result's sign flipped
+// A malformed value, or one the app does not take, stops the app before any work (exit status 2,
+// one line naming the variable).
+#pragma once
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "app.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+
+namespace tessera::apps {
+
+struct Perturbation {
+  enum class Kind { none, ulps, relative, drop, value, negate };
+  Kind kind = Kind::none;
+  long long ulps = 0;
+  double amount = 0;  // relative: R; value: X
+  std::optional<index_t> index;
+  std::string spec;
+  explicit operator bool() const { return kind != Kind::none; }
+};
+
+// Reads TESSERA_TEST_PERTURB for an app that takes `kinds`; prints the stderr note on rank 0.
+// A malformed value or another kind is a UsageError.
+Perturbation test_perturbation(const App& app, const Context& ctx, std::initializer_list<Perturbation::Kind> kinds);
+
+// The scalar result perturbed (ulps, relative, value, negate).
+template <class T>
+T perturbed(const Perturbation& p, T value) {
+  switch (p.kind) {
+    case Perturbation::Kind::ulps: {
+      const T toward = p.ulps > 0 ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+      for (long long i = 0; i < (p.ulps > 0 ? p.ulps : -p.ulps); ++i) value = std::nextafter(value, toward);
+      return value;
+    }
+    case Perturbation::Kind::relative: return static_cast<T>(value * (1 + p.amount));
+    case Perturbation::Kind::value: return static_cast<T>(p.amount);
+    case Perturbation::Kind::negate: return -value;
+    default: return value;
+  }
+}
+
+// The global index that a perturbation of one element of a result of `size` elements means: INDEX
+// (checked against the size), or the first element of largest magnitude given each rank's
+// (largest |value|, its global index) candidate.
+index_t perturbed_index(const Context& ctx, const Perturbation& p, index_t size, double local_largest,
+                        index_t local_index);
+
+template <class T>
+std::pair<double, index_t> largest_element(const std::vector<T>& block, index_t offset) {
+  double largest = -1;
+  index_t at = -1;
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    const double magnitude = std::fabs(static_cast<double>(block[i]));
+    if (magnitude > largest) {  // NaN never is
+      largest = magnitude;
+      at = offset + static_cast<index_t>(i);
+    }
+  }
+  return {largest, at};
+}
+
+// relative: one element of a distributed array times 1 + R.
+template <class T>
+void perturb_element(const Perturbation& p, DistArray<T>& array) {
+  std::vector<T> block = array.local_to_host();
+  const auto [largest, at] = largest_element(block, array.global_offset());
+  const index_t target = perturbed_index(array.context(), p, array.global_size(), largest, at);
+  const index_t local = target - array.global_offset();
+  if (local >= 0 && local < array.local_size()) {
+    block[static_cast<std::size_t>(local)] = perturbed(p, block[static_cast<std::size_t>(local)]);
+    array.local_from_host(block);
+  }
+}
+
+// relative: one element of a distributed matrix times 1 + R (INDEX row-major).
+template <class T>
+void perturb_element(const Perturbation& p, DistMatrix<T>& matrix) {
+  std::vector<T> block = matrix.local_to_host();
+  double largest = -1;
+  index_t at = -1;
+  for (index_t i = 0; i < matrix.local_rows(); ++i)
+    for (index_t j = 0; j < matrix.local_cols(); ++j) {
+      const double magnitude = std::fabs(static_cast<double>(block[static_cast<std::size_t>(i * matrix.local_cols() + j)]));
+      if (magnitude > largest) {
+        largest = magnitude;
+        at = (matrix.row_offset() + i) * matrix.cols() + matrix.col_offset() + j;
+      }
+    }
+  const index_t target = perturbed_index(matrix.grid().context(), p, matrix.rows() * matrix.cols(), largest, at);
+  const index_t i = target / std::max<index_t>(matrix.cols(), 1) - matrix.row_offset();
+  const index_t j = target % std::max<index_t>(matrix.cols(), 1) - matrix.col_offset();
+  if (i >= 0 && i < matrix.local_rows() && j >= 0 && j < matrix.local_cols()) {
+    T& e = block[static_cast<std::size_t>(i * matrix.local_cols() + j)];
+    e = perturbed(p, e);
+    matrix.local_from_host(block);
+  }
+}
+
+// drop (prefix_sum): input element INDEX left out of every prefix that holds it.
+template <class T>
+void perturb_scan_drop(const Perturbation& p, const DistArray<T>& in, DistArray<T>& out, ScanKind kind) {
+  const Context& ctx = in.context();
+  if (in.global_size() == 0) throw UsageError("TESSERA_TEST_PERTURB='" + p.spec + "': the input is empty");
+  const index_t target = p.index ? perturbed_index(ctx, p, in.global_size(), -1, -1) : in.global_size() / 2;
+  const std::vector<T> x = in.local_to_host();
+  const index_t local = target - in.global_offset();
+  const bool mine = local >= 0 && local < in.local_size();
+  const int owner = ctx.comm().allreduce(mine ? ctx.rank() : ctx.size(), ReduceOp::min);
+  const T dropped = ctx.comm().bcast_value(mine ? x[static_cast<std::size_t>(local)] : T(0), owner);
+  std::vector<T> y = out.local_to_host();
+  const index_t from = kind == ScanKind::inclusive ? target : target + 1;
+  for (index_t k = 0; k < out.local_size(); ++k)
+    if (out.global_offset() + k >= from) y[static_cast<std::size_t>(k)] = static_cast<T>(y[static_cast<std::size_t>(k)] - dropped);
+  out.local_from_host(y);
+}
+
+// drop (filter): one kept element removed; the result keeps its partition otherwise.
+template <class T>
+DistArray<T> perturb_filter_drop(const Perturbation& p, DistArray<T> kept) {
+  const Context& ctx = kept.context();
+  if (kept.global_size() == 0) return kept;
+  const index_t target = p.index ? perturbed_index(ctx, p, kept.global_size(), -1, -1) : kept.global_size() / 2;
+  std::vector<index_t> counts(static_cast<std::size_t>(ctx.size()));
+  for (int r = 0; r < ctx.size(); ++r) counts[static_cast<std::size_t>(r)] = kept.partition().local_size(r);
+  const int owner = kept.partition().owner(target);
+  counts[static_cast<std::size_t>(owner)] -= 1;
+  std::vector<T> block = kept.local_to_host();
+  if (ctx.rank() == owner) block.erase(block.begin() + (target - kept.global_offset()));
+  DistArray<T> out(ctx, Partition::from_counts(counts));
+  out.local_from_host(block);
+  return out;
+}
+
+}  // namespace tessera::apps

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""--verify end to end: correct results pass (exit 0) on data that used to raise false alarms
+(10,000 x 0.1, constant and same-sign arrays) and on random data; results made slightly wrong by
+the test-only switch TESSERA_TEST_PERTURB fail (exit 1): a sum a few ulps off, one scan element off
+by a relative 1e-6, one filter element dropped, one element of C off by a relative 1e-4; NaN inputs
+that leave nothing to compare are reported as not checked (exit 0, "verified": null); a malformed
+switch is refused (exit 2, one line)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from apptest import Harness, np, random_array, write_h5  # noqa: E402
+
+h = Harness(__doc__)
+inp = h.path("in.h5")
+PERTURB = "TESSERA_TEST_PERTURB"
+
+
+def verdict(app, args, want_status, what, env=None):
+    """Runs app with --verify --json; checks the status and returns the report (or None)."""
+    report = h.path(f"report_{len(os.listdir(h.work))}.json")
+    status, out, err = h.run(app, [*args, "--verify", "--repeat", "1", "--warmup", "0", "--json", report], env=env)
+    if not h.check(status == want_status, f"{what}: status {status}, expected {want_status}: {h.last_command}\n{out}\n{err}"):
+        return None
+    import json
+    with open(report) as f:
+        return json.load(f)
+
+
+def passes(app, args, what):
+    r = verdict(app, args, 0, what)
+    if r:
+        h.check(r["verified"] is True, f"{what}: verified = {r['verified']!r}: {r.get('verify_detail')}")
+
+
+def fails(app, args, perturb, what):
+    r = verdict(app, args, 1, f"{what} ({PERTURB}={perturb})", env={PERTURB: perturb})
+    if r:
+        h.check(r["verified"] is False, f"{what}: verified = {r['verified']!r}: {r.get('verify_detail')}")
+
+
+# Data that used to raise false alarms (10,000 x 0.1: the old tolerance rejected its correct sum on
+# one rank), constant and same-sign arrays, in both float types.
+n = 100003
+for dtype in ("float32", "float64"):
+    write_h5(inp, f"/tenths_{dtype}", np.full(10000, 0.1, dtype))
+    write_h5(inp, f"/constant_{dtype}", np.full(n, 0.1, dtype))
+    write_h5(inp, f"/positive_{dtype}", np.abs(random_array(h.rng, np.dtype(dtype), n)))
+    passes("global_sum", ["--input", f"{inp}:/tenths_{dtype}"], f"global_sum 10,000 x 0.1 {dtype}")
+    for data in ("constant", "positive"):
+        source = ["--input", f"{inp}:/{data}_{dtype}"]
+        passes("global_sum", source, f"global_sum {data} {dtype}")
+        passes("prefix_sum", source, f"prefix_sum {data} {dtype}")
+    passes("prefix_sum", ["--input", f"{inp}:/constant_{dtype}", "--exclusive"], f"prefix_sum --exclusive constant {dtype}")
+passes("filter", ["--input", f"{inp}:/constant_float32", "--predicate", "ge:0.1"], "filter constant")
+passes("matmul", ["--m", "33", "--k", "64", "--n", "17"], "matmul 33x64x17")
+
+# Results made slightly wrong: --verify must say so and exit 1.
+fails("global_sum", ["--n", n, "--reproducible"], "ulps:3", "global_sum float32 3 ulps off")
+fails("global_sum", ["--n", n], "negate", "global_sum: -sum")
+fails("global_sum", ["--n", n], "value:0", "global_sum: 0")
+fails("prefix_sum", ["--n", n], "relative:1e-6", "prefix_sum: the largest element x(1 + 1e-6)")
+fails("prefix_sum", ["--input", f"{inp}:/constant_float32", "--exclusive"], "relative:1e-6@77777",
+      "prefix_sum --exclusive constant: element 77777 x(1 + 1e-6)")
+fails("prefix_sum", ["--n", n, "--dtype", "float64"], "drop@65536", "prefix_sum float64: element 65536 left out")
+fails("filter", ["--n", n, "--predicate", "gt:0.5", "--rebalance"], "drop", "filter: one kept element dropped")
+fails("matmul", ["--m", "33", "--k", "64", "--n", "17"], "relative:1e-4", "matmul: the largest element of C x(1 + 1e-4)")
+fails("matmul", ["--m", "33", "--k", "64", "--n", "17", "--dtype", "float64"], "relative:1e-9@100",
+      "matmul float64: element 100 of C x(1 + 1e-9)")
+
+# NaN in A: no element of C can be compared. Not "matches": not checked, exit 0, verified null.
+a = random_array(h.rng, np.dtype("float32"), (6, 5))
+a[:, 2] = np.nan
+write_h5(inp, "/nan_a", a)
+write_h5(inp, "/nan_b", random_array(h.rng, np.dtype("float32"), (5, 4)))
+r = verdict("matmul", ["--a", f"{inp}:/nan_a", "--b", f"{inp}:/nan_b"], 0, "matmul with NaN in every row of A")
+if r:
+    h.check(r["verified"] is None and "could be compared" in r.get("verify_detail", ""),
+            f"matmul with NaN inputs: verified = {r['verified']!r}: {r.get('verify_detail')}")
+
+# The switch is refused when malformed, and by an app that does not take its kind.
+for app, spec in (("global_sum", "ulps:0"), ("prefix_sum", "relative:"), ("filter", "relative:1e-6"),
+                  ("global_sum", "negate@3")):
+    status, out, err = h.run(app, ["--n", "10"], ranks=1, env={PERTURB: spec})
+    lines = [line for line in err.splitlines() if line.startswith("tessera-")]
+    h.check(status == 2 and len(lines) == 1 and PERTURB in lines[0],
+            f"{PERTURB}={spec} for {app}: status {status}, stderr {err!r}")
+
+h.finish()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The transpose on one GPU, in about 70 s: its GPU tests, the kernel benchmark against cuBLAS geam
-# and the copy rate, the multi-rank tests of the distributed transpose on the cuda backend (three
-# ranks sharing the GPU), the distributed benchmark per phase (one rank, three ranks), and
+# The transpose on one GPU, in about 110 s: its GPU tests (with both paths of rows off 16-byte
+# boundaries, shifted vector tiles and scalar tiles, each forced through the tuning), the kernel
+# benchmark against cuBLAS geam and the copy rate (--variants: both of those paths side by side on
+# the unaligned shapes), the multi-rank tests of the distributed transpose on the cuda backend
+# (three ranks sharing the GPU), the distributed benchmark per phase (one rank, three ranks), and
 # compute-sanitizer memcheck and racecheck at small sizes.
 #
 #   bash bench/gpu/transpose.sh BUILD_DIR
@@ -19,15 +21,16 @@ DIST="${BUILD}/bench/distributed/tessera_bench_transpose_distributed"
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader || true
 
-step "GPU tests of the transpose (element sizes 1, 2, 4, 8, 16 at full sizes; 3, 12, 24 at small sizes)"
-{ timeout 30 "${GPU_TESTS}" --gtest_color=no --gtest_filter='TransposeGpu.PowerOfTwo*:TransposeGpu.SubBlock*' &&
+step "GPU tests of the transpose (element sizes 1, 2, 4, 8, 16 and both unaligned-row paths at full sizes; 3, 12, 24 at small sizes)"
+{ timeout 60 "${GPU_TESTS}" --gtest_color=no \
+    --gtest_filter='TransposeGpu.PowerOfTwo*:TransposeGpu.SubBlock*:TransposeGpu.*UnalignedRows*' &&
   TESSERA_GPU_TEST_SMALL=1 timeout 20 "${GPU_TESTS}" --gtest_color=no --gtest_filter='TransposeGpu.OtherElementSizes*'; } \
   >"${LOGS}/gpu_tests.log" 2>&1 || status=1
 grep -E "^\[       OK |^\[  FAILED  \]|^\[  PASSED  \]" "${LOGS}/gpu_tests.log" | head -20
 grep -A4 "Failure" "${LOGS}/gpu_tests.log" | head -30
 
-step "kernel benchmark against cuBLAS geam"
-timeout 60 "${BUILD}/bench/kernels/tessera_bench_transpose" --reps 10 || status=1
+step "kernel benchmark against cuBLAS geam (--variants: scalar and shifted tiles on the unaligned shapes)"
+timeout 90 "${BUILD}/bench/kernels/tessera_bench_transpose" --reps 10 --variants || status=1
 
 step "multi-rank tests of transpose / redistribute on the cuda backend, 3 ranks sharing the GPU"
 TESSERA_TEST_BACKEND=cuda timeout 30 mpirun -n 3 "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_color=no \
@@ -40,9 +43,9 @@ timeout 30 mpirun -n 3 "${DIST}" --backend cuda --m 8192 --n 8192 -n 3 -w 1 || s
 
 for tool in memcheck racecheck; do
   filter='TransposeGpu.*'
-  [[ "${tool}" == racecheck ]] && filter='TransposeGpu.PowerOfTwoElementsMatchCpu'
+  [[ "${tool}" == racecheck ]] && filter='TransposeGpu.PowerOfTwoElementsMatchCpu:TransposeGpu.ShiftedTiles*'
   step "compute-sanitizer --tool ${tool} (small sizes, ${filter})"
-  TESSERA_GPU_TEST_SMALL=1 timeout 30 compute-sanitizer --tool "${tool}" --error-exitcode 9 \
+  TESSERA_GPU_TEST_SMALL=1 timeout 50 compute-sanitizer --tool "${tool}" --error-exitcode 9 \
     "${GPU_TESTS}" --gtest_color=no --gtest_filter="${filter}" >"${LOGS}/${tool}.log" 2>&1 || status=1
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED  \]|^\[  FAILED  \]" "${LOGS}/${tool}.log" | head -6
 done

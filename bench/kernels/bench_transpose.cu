@@ -9,8 +9,10 @@
 //   ratio   geam time / our time (> 1: ours is faster)
 //   %copy   the time of the same bytes at the measured copy rate / our time
 //
-// --variants also times tuning alternatives of the vector and scalar tiles (float, double and
-// 1-byte elements), for the record of how the default tuning was chosen.
+// --variants also times tuning alternatives: evict-first vector tiles (aligned float), and on rows
+// off 16-byte boundaries both paths of TransposeTuning::kShiftedTiles with the default tuning
+// (scalar tiles and shifted vector tiles), then other unit shapes of the shifted tiles (float,
+// double, int8, int16), for the record of how the default tuning was chosen.
 //
 // Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]
 //          [--reps 20] [--warmup 3] [--variants]
@@ -245,12 +247,33 @@ struct ScalarVariant : detail::TransposeTuning<Bytes> {
   }
 };
 
+// Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
+template <int Bytes, int UnitRows, int UnitCols, int Threads>
+struct ShiftedVariant : detail::TransposeTuning<Bytes> {
+  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, false, true>;
+  static constexpr int kThreads = Threads;
+  static constexpr int kBytes = Bytes;
+  static std::string name() {
+    return "shifted " + std::to_string(UnitRows) + "x" + std::to_string(UnitCols) + " units, " + std::to_string(Threads) +
+           " thr";
+  }
+};
+
+// The tuning's own scalar and shifted tiles (the two paths of kShiftedTiles).
+template <int Bytes>
+using DefaultScalar = ScalarVariant<Bytes, detail::TransposeTuning<Bytes>::kScalarTileRows,
+                                    detail::TransposeTuning<Bytes>::kScalarTileCols, detail::TransposeTuning<Bytes>::kScalarThreads>;
+template <int Bytes>
+using DefaultShifted = ShiftedVariant<Bytes, detail::TransposeTuning<Bytes>::kUnitRows, detail::TransposeTuning<Bytes>::kUnitCols,
+                                      detail::TransposeTuning<Bytes>::kVectorThreads>;
+
 template <class Variant>
 void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out, const void* reference,
                   std::size_t bytes) {
   using E = detail::word_t<Variant::kBytes>;
   const detail::TransposeArgs args{static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out),
-                                   static_cast<std::size_t>(s.cols) * sizeof(E), static_cast<std::size_t>(s.rows) * sizeof(E)};
+                                   static_cast<std::size_t>(s.cols) * sizeof(E), static_cast<std::size_t>(s.rows) * sizeof(E),
+                                   static_cast<std::size_t>(s.cols) * sizeof(E)};
   auto call = [&] {
     detail::launch_transpose_tiles<Variant, E, typename Variant::Agent, Variant::kThreads>(args, s.rows, s.cols, b.q.stream);
   };
@@ -304,19 +327,27 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
   const bool aligned = (s.rows * static_cast<index_t>(bytes)) % 16 == 0 && (s.cols * static_cast<index_t>(bytes)) % 16 == 0;
   if (b.opt->variants && big) {
     if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));  // ours is the reference
+    // Rows off 16-byte boundaries (and, for 1- and 2-byte elements, off 4-byte ones): both paths
+    // of kShiftedTiles with the default tuning, then alternatives of the shifted tiles.
+    const bool aligned4 = (s.rows * static_cast<index_t>(bytes)) % 4 == 0 && (s.cols * static_cast<index_t>(bytes)) % 4 == 0;
+    const bool unaligned = !aligned && !(bytes < 4 && aligned4);
     if (type == "float" && aligned) {
       time_variant<VectorVariant<4, 16, 16, 128, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-    } else if (type == "float") {
-      time_variant<ScalarVariant<4, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ScalarVariant<4, 64, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ScalarVariant<4, 32, 64, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ScalarVariant<4, 128, 64, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-    } else if (type == "double" && !aligned) {
-      time_variant<ScalarVariant<8, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ScalarVariant<8, 64, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-    } else if (type == "int8" && !aligned) {
-      time_variant<ScalarVariant<1, 32, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ScalarVariant<1, 64, 128, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "float" && unaligned) {
+      time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<DefaultShifted<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<4, 32, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "double" && unaligned) {
+      time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<DefaultShifted<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<8, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "int8" && unaligned) {
+      time_variant<DefaultScalar<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<DefaultShifted<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<1, 8, 8, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "int16" && unaligned) {
+      time_variant<DefaultScalar<2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<DefaultShifted<2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     }
   }
   tessera::kernels::deallocate(b.q, in);

@@ -11,10 +11,14 @@
 //    byte permutes for 1 and 2), and stores the V output vectors into a transposed tile whose
 //    vector slots are XOR-swizzled by row, so that both the stores and the row-wise loads that
 //    follow touch each bank once per phase. Full tiles only: no bounds test in the hot loop.
+//    Shifted vector tiles (1- to 8-byte elements, rows anywhere: an odd leading dimension) are the
+//    same tiles with every global access still an aligned 16-byte vector: each row's 16 bytes are
+//    cut from the two aligned vectors around them, and each transposed row is written as aligned
+//    vectors assembled from two neighbouring slots, its first and last vector in pieces.
 //  - scalar tiles (the classic padded tile, one element per access, several rows and columns per
-//    thread): unaligned rows (up to 128 x 64 elements, so that many loads are in flight), and the
-//    32 x 32 edges that vector tiles leave. A full tile takes the path without bounds tests; only
-//    tiles on the edge test each element.
+//    thread): unaligned rows where the tuning does not take shifted vector tiles (up to 128 x 64
+//    elements, so that many loads are in flight), and the 32 x 32 edges that vector tiles leave. A
+//    full tile takes the path without bounds tests; only tiles on the edge test each element.
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -74,6 +78,15 @@ using word_t = typename WordOf<Bytes>::type;
 //     took double 16384 x 8192 from 0.749 to 0.803 and float 1000^2 from 0.010 to 0.013).
 //   skinny tiles: kSkinnySteps elements per thread.
 //   kWaves: the grid is at most this many waves of resident thread blocks; each block then loops.
+//   shifted vector tiles (kShiftedTiles; rows not on 16-byte boundaries, 1- to 8-byte elements):
+//     the vector tiles' units and threads. Predicted, not yet measured: the same DRAM bytes as the
+//     aligned tiles (the vector a tile shares with its neighbour at each end of a row is fetched
+//     once through L2) with twice the L1 loads, 15 selects and funnel shifts per 16 bytes on each
+//     side, two pieced vectors per transposed row and fewer resident blocks (sm_90, no spills:
+//     234 registers for bytes, 188 halves, 102 floats, 108 doubles), so 80-90% of the copy rate.
+//     Each of float 16383 x 16385, double 8191 x 16385, int8 32767 x 32769 and int16 32767 x 16385
+//     moves 2.15 GB: 0.80-0.90 ms, against the scalar tiles' 1.335, 1.088, 3.306 and 2.291 ms above
+//     and geam's 0.979 (float: 1.1-1.2x) and 0.807 (double: 0.9-1.0x).
 template <int ElementBytes>
 struct TransposeTuning {
   static constexpr int kUnitRows = ElementBytes == 1 ? 16 : ElementBytes >= 8 ? 32 : 16;
@@ -89,14 +102,21 @@ struct TransposeTuning {
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
   static constexpr bool kStreaming = false;  // evict-first loads and stores (ld.global.cs / st.global.cs)
+  // Rows not on 16-byte boundaries (1- to 8-byte elements): shifted vector tiles (true: the vector
+  // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the
+  // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte
+  // vector tiles).
+  static constexpr bool kShiftedTiles = true;
 };
 
-// Where the two blocks are: byte pointers and row pitches (leading dimension x element size).
+// Where the two blocks are: byte pointers, row pitches (leading dimension x element size), and the
+// bytes of one input row of the block (cols x element size: shifted vector tiles read no further).
 struct TransposeArgs {
   const unsigned char* in;
   unsigned char* out;
   std::size_t in_pitch;
   std::size_t out_pitch;
+  std::size_t in_row_bytes;
 };
 
 // A rectangle of the input, [row0, row0 + rows) x [col0, col0 + cols), cut into tiles of
@@ -134,6 +154,95 @@ __device__ __forceinline__ void store_word(unsigned char* p, const W& w) {
   } else {
     *reinterpret_cast<W*>(p) = w;
   }
+}
+
+// ---- rows off 16-byte boundaries ----------------------------------------------------------------
+// A row that starts `shift` bytes past a 16-byte boundary is still read and written in aligned
+// 16-byte vectors: 16 bytes of the row are bytes [shift, shift + 16) of the two aligned vectors
+// around them. Shifts are multiples of the element size, so each step below exists only for the
+// element sizes that need it (8-byte elements: whole halves; 4-byte: whole words).
+
+// Bytes [shift, shift + 16) of the 32 bytes lo, hi (lo first), 0 <= shift < 16.
+template <int ElementBytes>
+__device__ __forceinline__ uint4 bytes_at(const uint4& lo, const uint4& hi, unsigned shift) {
+  unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  // Whole words first, by selects on static indices (a register array indexed at run time would
+  // live in local memory).
+  if (shift & 8) {
+#pragma unroll
+    for (int k = 0; k < 6; ++k) w[k] = w[k + 2];
+  }
+  if constexpr (ElementBytes <= 4) {
+    if (shift & 4) {
+#pragma unroll
+      for (int k = 0; k < 5; ++k) w[k] = w[k + 1];
+    }
+  }
+  if constexpr (ElementBytes <= 2) {
+    const unsigned bits = 8 * (shift & 3);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = __funnelshift_r(w[k], w[k + 1], bits);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Part of an aligned 16-byte vector: bytes [from, to), 0 <= from <= to <= 16, both multiples of the
+// element size, moved as aligned pieces of 1, 2, 4 and 8 bytes (at most four up to an 8-byte
+// boundary, then at most four down). A vector held as two 8-byte halves.
+template <int Piece, bool kStreaming>
+__device__ __forceinline__ void load_piece(const unsigned char* vector, unsigned& from, unsigned long long& lo,
+                                           unsigned long long& hi) {
+  const auto v = static_cast<unsigned long long>(load_word<word_t<Piece>, kStreaming>(vector + from));
+  if (from < 8) {
+    lo |= v << (8 * from);
+  } else {
+    hi |= v << (8 * (from - 8));
+  }
+  from += Piece;
+}
+
+template <int Piece, bool kStreaming>
+__device__ __forceinline__ void store_piece(unsigned char* vector, unsigned& from, unsigned long long lo,
+                                            unsigned long long hi) {
+  const unsigned long long v = from < 8 ? lo >> (8 * from) : hi >> (8 * (from - 8));
+  store_word<word_t<Piece>, kStreaming>(vector + from, static_cast<word_t<Piece>>(v));
+  from += Piece;
+}
+
+// Bytes [from, to) of the aligned vector at `vector`; the others are zero. Nothing outside them is read.
+template <int ElementBytes, bool kStreaming>
+__device__ __forceinline__ uint4 load_vector_part(const unsigned char* vector, unsigned from, unsigned to) {
+  unsigned long long lo = 0, hi = 0;
+  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) load_piece<1, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) load_piece<2, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) load_piece<4, kStreaming>(vector, from, lo, hi);
+  if ((from & 8) && from + 8 <= to) load_piece<8, kStreaming>(vector, from, lo, hi);
+  if (from + 8 <= to) load_piece<8, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if (from + 4 <= to) load_piece<4, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if (from + 2 <= to) load_piece<2, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 1) if (from + 1 <= to) load_piece<1, kStreaming>(vector, from, lo, hi);
+  return make_uint4(static_cast<unsigned>(lo), static_cast<unsigned>(lo >> 32), static_cast<unsigned>(hi),
+                    static_cast<unsigned>(hi >> 32));
+}
+
+// Bytes [from, to) of v into the aligned vector at `vector`; nothing outside them is written (the
+// rest of the vector belongs to a neighbouring tile, or lies outside the block).
+template <int ElementBytes, bool kStreaming>
+__device__ __forceinline__ void store_vector_part(unsigned char* vector, const uint4& v, unsigned from, unsigned to) {
+  const unsigned long long lo = v.x | static_cast<unsigned long long>(v.y) << 32;
+  const unsigned long long hi = v.z | static_cast<unsigned long long>(v.w) << 32;
+  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) store_piece<1, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) store_piece<2, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) store_piece<4, kStreaming>(vector, from, lo, hi);
+  if ((from & 8) && from + 8 <= to) store_piece<8, kStreaming>(vector, from, lo, hi);
+  if (from + 8 <= to) store_piece<8, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if (from + 4 <= to) store_piece<4, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if (from + 2 <= to) store_piece<2, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 1) if (from + 1 <= to) store_piece<1, kStreaming>(vector, from, lo, hi);
+}
+
+__device__ __forceinline__ unsigned misalignment16(const void* p) {
+  return static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(p) & 15);
 }
 
 // ---- register transposes -----------------------------------------------------------------------
@@ -207,7 +316,16 @@ __device__ __forceinline__ void load_vector_words(const unsigned char* p, unsign
 // Loading, the kSwizzle threads of one bank phase hold consecutive unit columns of one unit row,
 // so they write one slot column of rows in different swizzle classes: distinct banks. Storing,
 // they read consecutive slots of one row: a permutation of one 128-byte line.
-template <int ElementBytes, int VecBytes, int UnitRows, int UnitCols, int Threads, bool kStreaming>
+//
+// Shifted (16-byte vectors only): rows may start anywhere (an odd leading dimension: each row its
+// own misalignment). Every global access is still an aligned 16-byte vector: a row's 16 bytes of a
+// unit are cut from the two aligned vectors around them (bytes_at), and output vector `chunk` of a
+// transposed row that starts t bytes past a boundary is the last t bytes of slot chunk - 1 and the
+// first 16 - t of slot chunk. Each transposed row of the tile then spans kUnitRows + 1 aligned
+// vectors, the first and the last shared with the tiles above and below: those two are written in
+// pieces of their own bytes only. Reads stay inside the block's rows: a unit at either end of a row
+// reads only the part of the vector beyond it that lies inside the row.
+template <int ElementBytes, int VecBytes, int UnitRows, int UnitCols, int Threads, bool kStreaming, bool kShifted = false>
 struct VectorTileAgent {
   static constexpr int V = VecBytes / ElementBytes;  // elements per vector
   static constexpr int kWords = VecBytes / 4;
@@ -219,6 +337,7 @@ struct VectorTileAgent {
   static_assert(UnitRows * UnitCols % Threads == 0, "every thread moves the same number of units");
   static_assert(UnitRows >= kSwizzle && (UnitRows & (UnitRows - 1)) == 0, "unit rows: a power of two, one bank line at least");
   static_assert(UnitCols % kSwizzle == 0 && Threads % kSwizzle == 0, "a bank phase within one unit row");
+  static_assert(!kShifted || VecBytes == 16, "shifted tiles move 16-byte vectors");
   using Vec = word_t<VecBytes>;
 
   struct Storage {
@@ -229,6 +348,66 @@ struct VectorTileAgent {
     return row * UnitRows + (chunk ^ ((row / V) % kSwizzle));
   }
 
+  // The V rows of a unit, 16 bytes each from `p` on (rows a.in_pitch apart, anywhere), `col_bytes`
+  // into their rows. Inside the row (the vectors around the unit are whole vectors of the row), all
+  // 2V loads go out before any is used; at either end of a row the vector beyond the unit is read
+  // only in part.
+  __device__ static __forceinline__ void load_shifted(const TransposeArgs& a, const unsigned char* p, index_t col_bytes,
+                                                      unsigned (&rows)[V][kWords]) {
+    uint4 lo[V], hi[V];
+    if (col_bytes >= 16 && col_bytes + 32 <= static_cast<index_t>(a.in_row_bytes)) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const unsigned char* row = p + k * a.in_pitch;
+        const unsigned char* vector = row - misalignment16(row);
+        lo[k] = load_word<uint4, kStreaming>(vector);
+        hi[k] = load_word<uint4, kStreaming>(vector + 16);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const unsigned char* row = p + k * a.in_pitch;
+        const unsigned shift = misalignment16(row);
+        const unsigned char* vector = row - shift;
+        // The aligned vector at `vector` starts col_bytes - shift bytes into the row (before it
+        // where negative); the row holds in_row_bytes - (col_bytes - shift + 16) bytes from vector + 16 on.
+        lo[k] = col_bytes >= shift ? load_word<uint4, kStreaming>(vector)
+                                   : load_vector_part<ElementBytes, kStreaming>(vector, static_cast<unsigned>(shift - col_bytes), 16);
+        const index_t beyond = static_cast<index_t>(a.in_row_bytes) - (col_bytes - shift + 16);
+        hi[k] = beyond >= 16 ? load_word<uint4, kStreaming>(vector + 16)
+                             : load_vector_part<ElementBytes, kStreaming>(vector + 16, 0, static_cast<unsigned>(beyond));
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const uint4 v = bytes_at<ElementBytes>(lo[k], hi[k], misalignment16(p + k * a.in_pitch));
+      rows[k][0] = v.x;
+      rows[k][1] = v.y;
+      rows[k][2] = v.z;
+      rows[k][3] = v.w;
+    }
+  }
+
+  // Output vector `chunk` of transposed row `row`, whose tile part starts at `line` (see above).
+  __device__ static __forceinline__ void store_shifted(const Storage& s, unsigned char* line, int row, int chunk) {
+    const unsigned t = misalignment16(line);
+    const Vec current = s.slot[slot_of(row, chunk)];
+    if (t == 0) {
+      store_word<Vec, kStreaming>(line + chunk * VecBytes, current);
+      return;
+    }
+    unsigned char* const first = line - t;  // the aligned vector holding the row's first bytes
+    const Vec previous = s.slot[slot_of(row, chunk > 0 ? chunk - 1 : 0)];
+    const uint4 v = bytes_at<ElementBytes>(previous, current, 16 - t);
+    if (chunk > 0) {
+      store_word<Vec, kStreaming>(first + chunk * VecBytes, v);
+    } else {
+      store_vector_part<ElementBytes, kStreaming>(first, v, t, 16);
+    }
+    if (chunk == UnitRows - 1)
+      store_vector_part<ElementBytes, kStreaming>(first + UnitRows * VecBytes, bytes_at<ElementBytes>(current, current, 16 - t), 0, t);
+  }
+
   __device__ static __forceinline__ void move(Storage& s, const TransposeArgs& a, index_t r0, index_t c0) {
     unsigned loaded[kUnitsPerThread][V][kWords];
     const unsigned char* tile_in = a.in + static_cast<std::size_t>(r0) * a.in_pitch + static_cast<std::size_t>(c0) * ElementBytes;
@@ -237,8 +416,12 @@ struct VectorTileAgent {
       const int q = static_cast<int>(threadIdx.x) + u * Threads;
       const int unit_row = q / UnitCols, unit_col = q % UnitCols;
       const unsigned char* p = tile_in + static_cast<std::size_t>(unit_row * V) * a.in_pitch + unit_col * VecBytes;
+      if constexpr (kShifted) {
+        load_shifted(a, p, c0 * ElementBytes + unit_col * VecBytes, loaded[u]);
+      } else {
 #pragma unroll
-      for (int k = 0; k < V; ++k) load_vector_words<VecBytes, kStreaming>(p + k * a.in_pitch, loaded[u][k]);
+        for (int k = 0; k < V; ++k) load_vector_words<VecBytes, kStreaming>(p + k * a.in_pitch, loaded[u][k]);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnitsPerThread; ++u) {
@@ -260,8 +443,12 @@ struct VectorTileAgent {
     for (int j = 0; j < kUnitsPerThread * V; ++j) {
       const int q = static_cast<int>(threadIdx.x) + j * Threads;
       const int row = q / UnitRows, chunk = q % UnitRows;
-      store_word<Vec, kStreaming>(tile_out + static_cast<std::size_t>(row) * a.out_pitch + chunk * VecBytes,
-                                  s.slot[slot_of(row, chunk)]);
+      if constexpr (kShifted) {
+        store_shifted(s, tile_out + static_cast<std::size_t>(row) * a.out_pitch, row, chunk);
+      } else {
+        store_word<Vec, kStreaming>(tile_out + static_cast<std::size_t>(row) * a.out_pitch + chunk * VecBytes,
+                                    s.slot[slot_of(row, chunk)]);
+      }
     }
     __syncthreads();  // the next tile of this thread block reuses the storage
   }
@@ -561,6 +748,20 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// Rows that no vector tiles above fit (not on 16-byte boundaries; for 1- and 2-byte elements, not
+// on 4-byte ones either): shifted vector tiles or scalar tiles, as Tuning::kShiftedTiles says.
+template <class Tuning, class E>
+void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
+  constexpr int kBytes = static_cast<int>(sizeof(E));
+  if constexpr (kBytes <= 8 && Tuning::kShiftedTiles) {
+    constexpr int kThreads = Tuning::kVectorThreads;
+    using Shifted = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, Tuning::kStreaming, true>;
+    launch_transpose_tiles<Tuning, E, Shifted, kThreads>(args, rows, cols, stream);
+  } else {
+    launch_transpose_tiles<Tuning, E, NoVectorTiles, Tuning::kScalarThreads>(args, rows, cols, stream);
+  }
+}
+
 // Transposes rows x cols elements of E (aligned to their size) at `in` (leading dimension ld_in)
 // into `out` (leading dimension ld_out). Tuning: TransposeTuning, or another with its members.
 template <class Tuning, class E>
@@ -569,7 +770,8 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
   if (rows == 0 || cols == 0) return;
   constexpr int kBytes = static_cast<int>(sizeof(E));
   const TransposeArgs args{reinterpret_cast<const unsigned char*>(in), reinterpret_cast<unsigned char*>(out),
-                           static_cast<std::size_t>(ld_in) * kBytes, static_cast<std::size_t>(ld_out) * kBytes};
+                           static_cast<std::size_t>(ld_in) * kBytes, static_cast<std::size_t>(ld_out) * kBytes,
+                           static_cast<std::size_t>(cols) * kBytes};
   constexpr index_t kSkinny = 32;
   if (rows < kSkinny || cols < kSkinny) {
     constexpr int kThreads = Tuning::kSkinnyThreads, kSteps = Tuning::kSkinnySteps;
@@ -597,10 +799,10 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
       using Vector = VectorTileAgent<kBytes, 4, Tuning::kWordUnits, Tuning::kWordUnits, kThreads, Tuning::kStreaming>;
       launch_transpose_tiles<Tuning, E, Vector, kThreads>(args, rows, cols, stream);
     } else {
-      launch_transpose_tiles<Tuning, E, NoVectorTiles, Tuning::kScalarThreads>(args, rows, cols, stream);
+      launch_unaligned_tiles<Tuning, E>(args, rows, cols, stream);
     }
   } else {
-    launch_transpose_tiles<Tuning, E, NoVectorTiles, Tuning::kScalarThreads>(args, rows, cols, stream);
+    launch_unaligned_tiles<Tuning, E>(args, rows, cols, stream);
   }
 }
 

@@ -16,4 +16,5 @@
 #include "tessera/kernels/reduce_op.hpp"
 #include "tessera/kernels/scan.hpp"
 #include "tessera/kernels/select.hpp"
+#include "tessera/kernels/sort.hpp"
 #include "tessera/kernels/transform.hpp"

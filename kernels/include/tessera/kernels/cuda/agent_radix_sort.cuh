@@ -1,0 +1,262 @@
+// The per-thread-block work of the Onesweep radix sort (Adinets and Merrill 2022; the agents of
+// cub/agent/agent_radix_sort_histogram.cuh and agent_radix_sort_onesweep.cuh):
+//
+//   histogram  a thread block counts, in shared memory, the digits of every place of its share of
+//              the keys, and adds its counts to the global ones; the last block to finish turns
+//              each place's counts into the digits' starting positions (an exclusive scan).
+//   onesweep   one tile of one place: load the tile's keys, rank their digits in the thread block
+//              (block_radix_rank.cuh), publish the tile's digit counts, learn from the tiles before
+//              it how many keys of each digit precede the tile (decoupled look-back, one thread per
+//              digit), put the keys in sorted order in shared memory, and write them from there to
+//              their global positions, so that consecutive threads write consecutive addresses
+//              wherever the digit is the same. Values follow the keys through shared memory.
+//
+// The look-back word of (tile, digit) is 32 bits: a flag in the top two bits (a tile's own count,
+// or the inclusive count of the tile and all tiles before it) over a 30-bit count; 0 means nothing
+// published yet. A sort longer than a portion (< 2^30 keys) runs one onesweep pass per portion,
+// each starting from the digit positions where the previous portion ended.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/block_radix_rank.cuh"
+#include "tessera/kernels/cuda/tile_status.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
+#include "tessera/kernels/sort_order.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+constexpr std::uint32_t kLookbackCount = 1u << 30;      // flag: the tile's own digit count
+constexpr std::uint32_t kLookbackInclusive = 1u << 31;  // flag: count of this tile and all before it
+constexpr std::uint32_t kLookbackValueMask = kLookbackCount - 1;
+
+__device__ __forceinline__ std::uint32_t load_relaxed_gpu_u32(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_relaxed_gpu_u32(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Where one pass takes its digit: bits [shift, shift + bits) of the radix bits.
+struct RadixDigit {
+  int shift = 0;
+  unsigned mask = 0;  // (1 << bits) - 1
+
+  template <class Bits>
+  __device__ __forceinline__ unsigned operator()(Bits radix) const {
+    return static_cast<unsigned>(radix >> shift) & mask;
+  }
+};
+
+// ---- histogram ---------------------------------------------------------------------------------
+
+template <class Tuning, class Bits>
+struct RadixHistogramStorage {
+  unsigned counts[Tuning::kMaxPlaces][kRadixDigits];
+  bool last_block;
+};
+
+// digit_starts[p][d] (global memory, zero before the first block starts): the count of digit d of
+// place p; once every block is done, the number of keys whose digit at place p is below d.
+template <class Tuning, class Bits>
+__device__ __forceinline__ void radix_histogram_agent(RadixHistogramStorage<Tuning, Bits>& s, const Bits* keys,
+                                                      index_t n, RadixTwiddle<Bits> twiddle, int begin_bit,
+                                                      int end_bit, index_t* digit_starts, unsigned* blocks_done) {
+  constexpr int kThreads = Tuning::kHistogramThreads;
+  constexpr int kItems = Tuning::kHistogramItems;
+  constexpr index_t kTile = index_t(kThreads) * kItems;
+  const int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
+  for (int i = static_cast<int>(threadIdx.x); i < Tuning::kMaxPlaces * kRadixDigits; i += kThreads)
+    (&s.counts[0][0])[i] = 0;
+  __syncthreads();
+
+  for (index_t tile_base = index_t(blockIdx.x) * kTile; tile_base < n; tile_base += index_t(gridDim.x) * kTile) {
+    Bits radix[kItems];
+    bool valid[kItems];
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const index_t i = tile_base + index_t(u) * kThreads + threadIdx.x;
+      valid[u] = i < n;
+      radix[u] = valid[u] ? twiddle.to_radix(keys[i]) : Bits(0);
+    }
+    for (int p = 0; p < places; ++p) {
+      const int shift = begin_bit + p * kRadixDigitBits;
+      const int bits = end_bit - shift < kRadixDigitBits ? end_bit - shift : kRadixDigitBits;
+      const RadixDigit digit{shift, (1u << bits) - 1};
+#pragma unroll
+      for (int u = 0; u < kItems; ++u)
+        if (valid[u]) atomicAdd(&s.counts[p][digit(radix[u])], 1u);
+    }
+  }
+  __syncthreads();
+
+  for (int i = static_cast<int>(threadIdx.x); i < places * kRadixDigits; i += kThreads) {
+    const unsigned count = (&s.counts[0][0])[i];
+    if (count) atomicAdd(reinterpret_cast<unsigned long long*>(digit_starts + i), static_cast<unsigned long long>(count));
+  }
+  // The last block to finish scans: its reads see every block's additions (each block's adds
+  // precede its fence and its count of blocks_done).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s.last_block = atomicAdd(blocks_done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!s.last_block) return;
+  __threadfence();
+
+  // One warp per place: lane l owns digits 8l .. 8l+7.
+  constexpr int kDigitsPerLane = kRadixDigits / kWarpThreads;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const int lane = lane_id();
+  for (int p = warp; p < places; p += kThreads / kWarpThreads) {
+    index_t* const row = digit_starts + p * kRadixDigits + lane * kDigitsPerLane;
+    index_t count[kDigitsPerLane];
+    index_t lane_total = 0;
+#pragma unroll
+    for (int j = 0; j < kDigitsPerLane; ++j) {
+      count[j] = static_cast<index_t>(__ldcg(reinterpret_cast<const unsigned long long*>(row + j)));
+      lane_total += count[j];
+    }
+    index_t start = warp_inclusive_scan(lane_total, tessera::plus{}) - lane_total;
+#pragma unroll
+    for (int j = 0; j < kDigitsPerLane; ++j) {
+      row[j] = start;
+      start += count[j];
+    }
+  }
+}
+
+// ---- onesweep pass -----------------------------------------------------------------------------
+
+template <class Tuning, class Bits, class Word>
+struct OnesweepStorage {
+  using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread>;
+  static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
+  union {
+    Bits keys[Tuning::kTileItems];
+    Word values[kHasValues ? Tuning::kTileItems : 1];
+    typename Rank::Storage rank;
+  };
+  index_t digit_offsets[kRadixDigits];  // global position of the sorted tile's element i: offset[digit] + i
+  unsigned tile;
+};
+
+// What one onesweep launch (one place, one portion) needs.
+template <class Bits, class Word>
+struct OnesweepPass {
+  const Bits* keys_in;      // the portion's first key
+  Bits* keys_out;           // the whole output (positions are global)
+  const Word* values_in;    // the portion's first value (keys only: null)
+  Word* values_out;
+  int portion_items;        // keys in this portion, < 2^30
+  const index_t* digit_starts;   // where this portion's keys of each digit start
+  index_t* next_digit_starts;    // where the next portion's start (null for the last portion)
+  std::uint32_t* lookback;       // [tile][digit] words, zero before the launch
+  unsigned* tile_counter;        // zero before the launch
+  RadixDigit digit;
+  RadixTwiddle<Bits> twiddle_in;   // key bits -> radix bits on load (first place), else identity
+  RadixTwiddle<Bits> twiddle_out;  // radix bits -> key bits on store (last place), else identity
+};
+
+template <class Tuning, class Bits, class Word>
+__device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Word>& s, const OnesweepPass<Bits, Word>& pass) {
+  constexpr int kThreads = Tuning::kBlockThreads;
+  constexpr int kItems = Tuning::kItemsPerThread;
+  constexpr int kTileItems = Tuning::kTileItems;
+  constexpr bool kHasValues = OnesweepStorage<Tuning, Bits, Word>::kHasValues;
+  using Rank = typename OnesweepStorage<Tuning, Bits, Word>::Rank;
+
+  // Tiles in the order thread blocks start, so that every tile's predecessors are running or done
+  // and the look-back never waits on a block that cannot run.
+  if (threadIdx.x == 0) s.tile = atomicAdd(pass.tile_counter, 1u);
+  __syncthreads();
+  const int tile = static_cast<int>(s.tile);
+  const int tile_base = tile * kTileItems;
+  const int tile_items = min(kTileItems, pass.portion_items - tile_base);
+  const bool full_tile = tile_items == kTileItems;
+  const bool last_tile = tile_base + kTileItems >= pass.portion_items;
+  const int lane = lane_id();
+  const int warp_first = (static_cast<int>(threadIdx.x) / kWarpThreads) * kItems * kWarpThreads + lane;
+
+  // Warp-striped load; places past the end get the largest radix value, so they rank after every
+  // key of the tile and are never stored.
+  Bits keys[kItems];
+  unsigned digits[kItems];
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int i = warp_first + u * kWarpThreads;
+    keys[u] = (full_tile || i < tile_items) ? pass.twiddle_in.to_radix(pass.keys_in[tile_base + i]) : ~Bits(0);
+    digits[u] = pass.digit(keys[u]);
+  }
+
+  int ranks[kItems];
+  int digit_count = 0, digit_start = 0;
+  const int digit = static_cast<int>(threadIdx.x);
+  std::uint32_t* const my_lookback = pass.lookback + static_cast<std::size_t>(tile) * kRadixDigits + digit;
+  Rank::rank(s.rank, digits, ranks, digit_count, digit_start, [&](int count) {
+    // Published as soon as it is known; tile 0 has nothing before it.
+    if (digit < kRadixDigits)
+      store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(count) | (tile == 0 ? kLookbackInclusive : kLookbackCount));
+  });
+  __syncthreads();  // the rank storage is done with; the tile's keys take its place
+
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) s.keys[ranks[u]] = keys[u];
+
+  if (digit < kRadixDigits) {
+    // Look-back: the keys of this digit in the portion's tiles before this one.
+    int inclusive = digit_count;
+    for (int before = tile - 1; before >= 0; --before) {
+      const std::uint32_t* word = pass.lookback + static_cast<std::size_t>(before) * kRadixDigits + digit;
+      std::uint32_t value;
+      do {
+        value = load_relaxed_gpu_u32(word);
+      } while (value == 0);
+      inclusive += static_cast<int>(value & kLookbackValueMask);
+      if (value & kLookbackInclusive) break;
+    }
+    if (tile > 0) store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(inclusive) | kLookbackInclusive);
+    const index_t portion_start = pass.digit_starts[digit];
+    s.digit_offsets[digit] = portion_start + (inclusive - digit_count) - digit_start;
+    if (last_tile && pass.next_digit_starts) pass.next_digit_starts[digit] = portion_start + inclusive;
+  }
+  __syncthreads();
+
+  // From shared memory in tile order: runs of one digit go to consecutive global addresses.
+  unsigned sorted_digits[kItems];
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int i = static_cast<int>(threadIdx.x) + u * kThreads;
+    const Bits radix = s.keys[i];
+    sorted_digits[u] = pass.digit(radix);
+    if (full_tile || i < tile_items) pass.keys_out[s.digit_offsets[sorted_digits[u]] + i] = pass.twiddle_out.from_radix(radix);
+  }
+
+  if constexpr (kHasValues) {
+    Word values[kItems];
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int i = warp_first + u * kWarpThreads;
+      if (full_tile || i < tile_items) values[u] = pass.values_in[tile_base + i];
+    }
+    __syncthreads();  // every key is read back from shared memory
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int i = warp_first + u * kWarpThreads;
+      if (full_tile || i < tile_items) s.values[ranks[u]] = values[u];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int i = static_cast<int>(threadIdx.x) + u * kThreads;
+      if (full_tile || i < tile_items) pass.values_out[s.digit_offsets[sorted_digits[u]] + i] = s.values[i];
+    }
+  }
+}
+
+}  // namespace tessera::kernels::cuda::detail

@@ -351,6 +351,9 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   auto packed = [&](index_t count) { return align16(count * key_bytes) + align16(count * value_bytes); };
   std::size_t send_total = 0, recv_total = 0;
   for (std::size_t p = 0; p < send.size(); ++p) {
+    if (p != static_cast<std::size_t>(me)) {
+      steps.exchange_bytes += static_cast<double>((send[p].count + recv[p].count) * static_cast<index_t>(key_bytes + value_bytes));
+    }
     if (has_values) {
       send_offsets[p] = send_total;
       send_bytes[p] = packed(send[p].count);

@@ -49,11 +49,14 @@ struct SortPhaseTimes {
   double splitters = 0;   // samples, their allgather, the bracket searches, the counts' all-to-all
   double exchange = 0;    // the all-to-all of the data (packing and unpacking included)
   double merge = 0;       // the sort of the received runs and the copy of the rank's share
+  double exchange_bytes = 0;  // not a time: the bytes this rank sent to other ranks plus those it
+                              // received from them in the exchange
   SortPhaseTimes& operator+=(const SortPhaseTimes& o) {
     local_sort += o.local_sort;
     splitters += o.splitters;
     exchange += o.exchange;
     merge += o.merge;
+    exchange_bytes += o.exchange_bytes;
     return *this;
   }
 };

@@ -13,6 +13,7 @@
 // Usage: tessera_bench_sort [--sizes 67108864,268435456] [--reps 20] [--warmup 3] [--json FILE]
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,7 @@ struct Options {
   int reps = 20;
   int warmup = 3;
   std::string json;
+  std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
 };
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -75,8 +77,19 @@ Options parse(int argc, char** argv) {
       o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
     } else if (flag == "--json") {
       o.json = value();
+    } else if (flag == "--only") {
+      std::string list = value();
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        const std::size_t end = list.find(',', start);
+        o.only.push_back(list.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE]\n");
+      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS]\n"
+                  "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
+                  "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
       std::exit(0);
     } else {
       usage_error("unknown flag '" + flag + "' (see --help)");
@@ -166,6 +179,9 @@ template <class Key, class Value>
 void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
   constexpr bool kPairs = !std::is_void_v<Value>;
   using V = std::conditional_t<kPairs, Value, char>;
+  const std::string name = std::string(kPairs ? "pairs-" : "keys-") + type_name<Key>() +
+                           (kPairs ? (sizeof(V) == 4 ? "-32" : "-64") : "");
+  if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) return;
   const auto stream = stream_of(q);
   const int count = static_cast<int>(n);
   Key* keys_in = device_array<Key>(n);

@@ -159,8 +159,9 @@ struct OnesweepPass {
   std::uint32_t* lookback;       // [tile][digit] words, zero before the launch
   unsigned* tile_counter;        // zero before the launch
   RadixDigit digit;
-  RadixTwiddle<Bits> twiddle_in;   // key bits -> radix bits on load (first place), else identity
-  RadixTwiddle<Bits> twiddle_out;  // radix bits -> key bits on store (last place), else identity
+  RadixTwiddle<Bits> twiddle;
+  bool convert_in;   // keys_in holds key bits (the first place), else radix bits
+  bool convert_out;  // keys_out gets key bits (the last place), else radix bits
 };
 
 template <class Tuning, class Bits, class Word>
@@ -184,15 +185,22 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   const int warp_first = (static_cast<int>(threadIdx.x) / kWarpThreads) * kItems * kWarpThreads + lane;
 
   // Warp-striped load; places past the end get the largest radix value, so they rank after every
-  // key of the tile and are never stored.
+  // key of the tile and are never stored. Only the first place converts key bits to radix bits (a
+  // branch on a launch parameter, not per key).
+  const Bits pad = pass.convert_in ? pass.twiddle.from_radix(~Bits(0)) : ~Bits(0);
   Bits keys[kItems];
   unsigned digits[kItems];
 #pragma unroll
   for (int u = 0; u < kItems; ++u) {
     const int i = warp_first + u * kWarpThreads;
-    keys[u] = (full_tile || i < tile_items) ? pass.twiddle_in.to_radix(pass.keys_in[tile_base + i]) : ~Bits(0);
-    digits[u] = pass.digit(keys[u]);
+    keys[u] = (full_tile || i < tile_items) ? pass.keys_in[tile_base + i] : pad;
   }
+  if (pass.convert_in) {
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) keys[u] = pass.twiddle.to_radix(keys[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) digits[u] = pass.digit(keys[u]);
 
   int ranks[kItems];
   int digit_count = 0, digit_start = 0;
@@ -209,16 +217,27 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   for (int u = 0; u < kItems; ++u) s.keys[ranks[u]] = keys[u];
 
   if (digit < kRadixDigits) {
-    // Look-back: the keys of this digit in the portion's tiles before this one.
+    // Look-back: the keys of this digit in the portion's tiles before this one, kLookbackBatch
+    // predecessors per round trip (their words are read at once, then added in order up to the
+    // nearest inclusive one; tile 0's is always inclusive, so no round reads below it).
+    constexpr int kBatch = Tuning::kLookbackBatch;
     int inclusive = digit_count;
-    for (int before = tile - 1; before >= 0; --before) {
-      const std::uint32_t* word = pass.lookback + static_cast<std::size_t>(before) * kRadixDigits + digit;
-      std::uint32_t value;
-      do {
-        value = load_relaxed_gpu_u32(word);
-      } while (value == 0);
-      inclusive += static_cast<int>(value & kLookbackValueMask);
-      if (value & kLookbackInclusive) break;
+    for (int before = tile - 1; before >= 0; before -= kBatch) {
+      std::uint32_t value[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        value[b] = before - b >= 0 ? load_relaxed_gpu_u32(pass.lookback + static_cast<std::size_t>(before - b) * kRadixDigits + digit)
+                                   : kLookbackInclusive;
+      bool reached = false;
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (reached) break;
+        while (value[b] == 0)
+          value[b] = load_relaxed_gpu_u32(pass.lookback + static_cast<std::size_t>(before - b) * kRadixDigits + digit);
+        inclusive += static_cast<int>(value[b] & kLookbackValueMask);
+        reached = (value[b] & kLookbackInclusive) != 0;
+      }
+      if (reached) break;
     }
     if (tile > 0) store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(inclusive) | kLookbackInclusive);
     const index_t portion_start = pass.digit_starts[digit];
@@ -227,14 +246,23 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   }
   __syncthreads();
 
-  // From shared memory in tile order: runs of one digit go to consecutive global addresses.
+  // From shared memory in tile order: runs of one digit go to consecutive global addresses. Only
+  // the last place converts back to key bits.
   unsigned sorted_digits[kItems];
+  auto store_keys = [&](auto convert) {
 #pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-    const Bits radix = s.keys[i];
-    sorted_digits[u] = pass.digit(radix);
-    if (full_tile || i < tile_items) pass.keys_out[s.digit_offsets[sorted_digits[u]] + i] = pass.twiddle_out.from_radix(radix);
+    for (int u = 0; u < kItems; ++u) {
+      const int i = static_cast<int>(threadIdx.x) + u * kThreads;
+      const Bits radix = s.keys[i];
+      sorted_digits[u] = pass.digit(radix);
+      if (full_tile || i < tile_items)
+        pass.keys_out[s.digit_offsets[sorted_digits[u]] + i] = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
+    }
+  };
+  if (pass.convert_out) {
+    store_keys(std::true_type{});
+  } else {
+    store_keys(std::false_type{});
   }
 
   if constexpr (kHasValues) {

@@ -48,6 +48,8 @@ struct RadixSortTuning {
                                              ? 1
                                              : kNominalItems * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes);
   static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
+  // Predecessors whose look-back words one round trip reads.
+  static constexpr int kLookbackBatch = 4;
   // A portion's look-back counts must fit in 30 bits.
   static constexpr int kPortionItems = ((1 << 29) / kTileItems) * kTileItems;
 
@@ -169,7 +171,6 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   // last place keys_out), or, with copy_back, the spare array first.
   Bits* const key_buffers[2] = {keys_out, spare_keys};
   Word* const value_buffers[2] = {values_out, spare_values};
-  const RadixTwiddle<Bits> identity{};
   const Bits* keys_from = keys_in;
   const Word* values_from = values_in;
   int destination = 0;
@@ -196,8 +197,9 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
       pass.lookback = lookback;
       pass.tile_counter = counters + portion * places + place;
       pass.digit = RadixDigit{shift, (1u << bits) - 1};
-      pass.twiddle_in = place == 0 ? twiddle : identity;
-      pass.twiddle_out = place == places - 1 ? twiddle : identity;
+      pass.twiddle = twiddle;
+      pass.convert_in = place == 0;
+      pass.convert_out = place == places - 1;
       onesweep_kernel<Tuning, Bits, Word><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, stream>>>(pass);
       TESSERA_CUDA_CHECK_LAUNCH();
     }

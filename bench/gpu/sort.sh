@@ -14,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT_DIR="${OUT:-out}/sort"
 mkdir -p "${OUT_DIR}"
 OUT_DIR="$(cd "${OUT_DIR}" && pwd)"
-STEPS="${SORT_STEPS:-tests sanitize bench profile mpi app distributed}"
+STEPS="${SORT_STEPS:-tests sanitize bench study profile mpi app distributed}"
 export PATH="${PATH}:/usr/local/cuda/bin"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
@@ -63,13 +63,18 @@ if wants sanitize; then
     "${TESTS}" --gtest_filter='-*Large*:*Huge*'
   tail -2 "${OUT_DIR}/memcheck.log"
   step racecheck 40 env TESSERA_GPU_TEST_SMALL=1 OMP_NUM_THREADS=16 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "${TESTS}" --gtest_filter='SortGpu/4.BitRanges*'
+    "${TESTS}" --gtest_filter='SortGpu/4.Keys*'
   tail -2 "${OUT_DIR}/racecheck.log"
 fi
 
 if wants bench; then
   step bench_sort 60 "${BENCH}" --sizes 67108864,268435456 --json "${OUT_DIR}/bench_sort.json"
   cat "${OUT_DIR}/bench_sort.log"
+fi
+
+if wants study; then
+  step bench_sort_study 45 "${BENCH}" --study --sizes 268435456 --reps 10 --warmup 2
+  grep -E "^study" "${OUT_DIR}/bench_sort_study.log"
 fi
 
 if wants profile; then
@@ -81,7 +86,7 @@ if wants profile; then
   for stall in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle membar wait math_pipe_throttle no_instruction; do
     metrics+=,smsp__average_warps_issue_stalled_${stall}_per_issue_active.ratio
   done
-  for row in keys-uint32 pairs-uint32-32; do
+  for row in keys-uint32; do
     step "ncu_${row}" 60 ncu --csv --kernel-name regex:'onesweep|Onesweep|radix_histogram|HistogramKernel' --launch-count 10 \
       --metrics "${metrics}" "${BENCH}" --only "${row}" --sizes 67108864 --reps 1 --warmup 0
     python3 - "${OUT_DIR}/ncu_${row}.log" <<'PY'

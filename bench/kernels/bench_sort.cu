@@ -39,6 +39,7 @@ struct Options {
   int warmup = 3;
   std::string json;
   std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
+  bool study = false;             // the tuning study instead of the table
 };
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -77,6 +78,8 @@ Options parse(int argc, char** argv) {
       o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
     } else if (flag == "--json") {
       o.json = value();
+    } else if (flag == "--study") {
+      o.study = true;
     } else if (flag == "--only") {
       std::string list = value();
       std::size_t start = 0;
@@ -87,7 +90,9 @@ Options parse(int argc, char** argv) {
         start = end + 1;
       }
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS]\n"
+      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study]\n"
+                  "  --study: other shapes of the onesweep pass (threads x keys per thread, resident blocks per SM,\n"
+                  "           look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB\n"
                   "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
                   "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
       std::exit(0);
@@ -246,6 +251,90 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
   tessera::kernels::release_cached_memory();
 }
 
+// ---- the tuning study -----------------------------------------------------------------------------
+
+template <int Threads, int Items, int MinBlocks, int Batch>
+struct Shape {
+  static std::string name() {
+    return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
+           std::to_string(Batch);
+  }
+};
+
+template <class Word, int Threads, int Items, int MinBlocks, int Batch>
+void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_t* keys_in, std::uint32_t* ours,
+                 std::uint32_t* theirs, const std::uint32_t* values_in, std::uint32_t* ours_values,
+                 std::uint32_t* their_values, void* temp, std::size_t temp_bytes) {
+  using namespace tessera::kernels;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch>;
+  constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
+  const auto stream = stream_of(q);
+  const int count = static_cast<int>(n);
+  auto mine = [&] {
+    tessera::kernels::cuda::detail::device_radix_sort<std::uint32_t, Word, Tuning>(
+        q, RadixTwiddle<std::uint32_t>{}, keys_in, ours, reinterpret_cast<const Word*>(values_in),
+        reinterpret_cast<Word*>(ours_values), n, 0, 32);
+  };
+  auto vendor = [&] {
+    if constexpr (kPairs) {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, theirs, values_in, their_values,
+                                                         count, 0, 32, stream));
+    } else {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, count, 0, 32, stream));
+    }
+  };
+  mine();
+  vendor();
+  bool agree = same_bytes(q, ours, theirs, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
+  if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
+  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
+  std::printf("study  %-6s %-24s %11lld %9.3f %9.3f %7.3f %s\n", kPairs ? "pairs" : "keys",
+              Shape<Threads, Items, MinBlocks, Batch>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+              cub_ms / ours_ms, agree ? "yes" : "NO");
+  std::fflush(stdout);
+  if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
+}
+
+// uint32 keys alone and with uint32 values, in several onesweep shapes, each against CUB.
+void study(const Queue& q, const Options& o, index_t n) {
+  using tessera::kernels::RadixNoValue;
+  const auto stream = stream_of(q);
+  auto* keys_in = device_array<std::uint32_t>(n);
+  auto* ours = device_array<std::uint32_t>(n);
+  auto* theirs = device_array<std::uint32_t>(n);
+  auto* values_in = device_array<std::uint32_t>(n);
+  auto* ours_values = device_array<std::uint32_t>(n);
+  auto* their_values = device_array<std::uint32_t>(n);
+  fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + 4);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  std::size_t temp_bytes = 0, pair_bytes = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 32, stream));
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs, values_in, their_values,
+                                                     static_cast<int>(n), 0, 32, stream));
+  temp_bytes = std::max(temp_bytes, pair_bytes);
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  std::printf("\n%-6s %-6s %-24s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+#define STUDY(Word, T, I, M, B) \
+  study_shape<Word, T, I, M, B>(q, o, n, keys_in, ours, theirs, values_in, ours_values, their_values, temp, temp_bytes)
+  STUDY(RadixNoValue, 384, 20, 2, 4);
+  STUDY(RadixNoValue, 384, 20, 2, 1);
+  STUDY(RadixNoValue, 384, 20, 3, 4);
+  STUDY(RadixNoValue, 384, 24, 2, 4);
+  STUDY(RadixNoValue, 512, 16, 2, 4);
+  STUDY(RadixNoValue, 256, 24, 3, 4);
+  STUDY(std::uint32_t, 384, 17, 2, 4);
+  STUDY(std::uint32_t, 384, 23, 1, 4);
+  STUDY(std::uint32_t, 384, 20, 2, 4);
+#undef STUDY
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
+                  static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
+    TESSERA_CUDA_CHECK(cudaFree(p));
+}
+
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) usage_error("--json: cannot write '" + path + "'");
@@ -280,6 +369,10 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-7s %-7s %11s %9s %9s %8s %8s %7s %7s %s\n", "op", "keys", "values", "n", "ours ms", "cub ms",
               "ours G/s", "cub G/s", "speedup", "%floor", "agree");
   for (index_t n : o.sizes) {
+    if (o.study) {
+      study(q, o, n);
+      continue;
+    }
     bench_sort<std::uint32_t, void>(q, o, n, copy_gbs);
     bench_sort<std::int32_t, void>(q, o, n, copy_gbs);
     bench_sort<float, void>(q, o, n, copy_gbs);

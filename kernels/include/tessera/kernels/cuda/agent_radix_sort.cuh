@@ -189,7 +189,6 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // branch on a launch parameter, not per key).
   const Bits pad = pass.convert_in ? pass.twiddle.from_radix(~Bits(0)) : ~Bits(0);
   Bits keys[kItems];
-  unsigned digits[kItems];
 #pragma unroll
   for (int u = 0; u < kItems; ++u) {
     const int i = warp_first + u * kWarpThreads;
@@ -199,14 +198,12 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
     for (int u = 0; u < kItems; ++u) keys[u] = pass.twiddle.to_radix(keys[u]);
   }
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) digits[u] = pass.digit(keys[u]);
 
-  int ranks[kItems];
+  PackedRanks<kItems> ranks;
   int digit_count = 0, digit_start = 0;
   const int digit = static_cast<int>(threadIdx.x);
   std::uint32_t* const my_lookback = pass.lookback + static_cast<std::size_t>(tile) * kRadixDigits + digit;
-  Rank::rank(s.rank, digits, ranks, digit_count, digit_start, [&](int count) {
+  Rank::rank(s.rank, keys, pass.digit, ranks, digit_count, digit_start, [&](int count) {
     // Published as soon as it is known; tile 0 has nothing before it.
     if (digit < kRadixDigits)
       store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(count) | (tile == 0 ? kLookbackInclusive : kLookbackCount));

@@ -47,8 +47,26 @@ __device__ __forceinline__ unsigned lanemask_le() {
   return mask;
 }
 
+// Ranks within a tile (below 2^16) two to a register: half the registers of an int per item, which
+// is what keeps a thread block of 20 keys per thread within the registers of three blocks per SM.
+template <int Items>
+struct PackedRanks {
+  unsigned pair[(Items + 1) / 2];
+  __device__ __forceinline__ void set(int u, unsigned rank) {
+    if (u % 2 == 0) {
+      pair[u / 2] = rank;
+    } else {
+      pair[u / 2] |= rank << 16;
+    }
+  }
+  __device__ __forceinline__ int operator[](int u) const {
+    return static_cast<int>(u % 2 == 0 ? pair[u / 2] & 0xffffu : pair[u / 2] >> 16);
+  }
+};
+
 template <int BlockThreads, int ItemsPerThread>
 struct BlockRadixRank {
+  static_assert(BlockThreads * ItemsPerThread <= (1 << 16), "ranks are 16-bit");
   static_assert(BlockThreads % kWarpThreads == 0 && BlockThreads >= kRadixDigits,
                 "one thread per digit: at least 256 threads in whole warps");
   static constexpr int kWarps = BlockThreads / kWarpThreads;
@@ -64,9 +82,11 @@ struct BlockRadixRank {
   // in the sorted tile; on_counts(digit_count) runs in every thread (the count is 0 above 255)
   // once the counts are known, before the ranking. Contains barriers: every thread calls it.
   // The storage may be reused after a barrier that follows the call.
-  template <class CountsCallback>
-  __device__ __forceinline__ static void rank(Storage& s, const unsigned (&digits)[ItemsPerThread],
-                                              int (&ranks)[ItemsPerThread], int& digit_count, int& digit_start,
+  // digit_of(keys[u]) is item u's digit, taken again where needed rather than held in registers
+  // (20 more live registers cost a resident thread block per SM).
+  template <class Key, class DigitOf, class CountsCallback>
+  __device__ __forceinline__ static void rank(Storage& s, const Key (&keys)[ItemsPerThread], DigitOf digit_of,
+                                              PackedRanks<ItemsPerThread>& ranks, int& digit_count, int& digit_start,
                                               CountsCallback&& on_counts) {
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
     const int lane = lane_id();
@@ -75,7 +95,7 @@ struct BlockRadixRank {
     for (int d = lane; d < kRadixDigits; d += kWarpThreads) row[d] = 0;
     __syncwarp();
 #pragma unroll
-    for (int u = 0; u < ItemsPerThread; ++u) atomicAdd(row + digits[u], 1);
+    for (int u = 0; u < ItemsPerThread; ++u) atomicAdd(row + digit_of(keys[u]), 1);
     __syncthreads();
 
     // Per digit: each warp's exclusive start among the warps, and the tile's count.
@@ -109,13 +129,14 @@ struct BlockRadixRank {
     const unsigned lanes_up_to_me = lanemask_le();
 #pragma unroll
     for (int u = 0; u < ItemsPerThread; ++u) {
-      const unsigned peers = warp_match_label<kRadixDigitBits>(digits[u]);
+      const unsigned digit_u = digit_of(keys[u]);
+      const unsigned peers = warp_match_label<kRadixDigitBits>(digit_u);
       const int leader = kWarpThreads - 1 - __clz(static_cast<int>(peers));
       const int place = __popc(peers & lanes_up_to_me);  // 1 for the lowest peer
       int start = 0;
-      if (lane == leader) start = atomicAdd(row + digits[u], place);  // the leader's place: all peers
+      if (lane == leader) start = atomicAdd(row + digit_u, place);  // the leader's place: all peers
       start = __shfl_sync(kFullMask, start, leader);
-      ranks[u] = start + place - 1;
+      ranks.set(u, static_cast<unsigned>(start + place - 1));
     }
   }
 };

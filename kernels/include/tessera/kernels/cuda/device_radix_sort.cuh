@@ -29,31 +29,42 @@
 
 namespace tessera::kernels::cuda::detail {
 
+// The shape of one onesweep configuration: threads and keys per thread block, the resident blocks
+// per SM the compiler must allow, and the look-back's predecessors per round trip.
+template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch>
+struct RadixSortShape {
+  static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
+  static constexpr int kBlockThreads = BlockThreads;
+  static constexpr int kItemsPerThread = ItemsPerThread;
+  static constexpr int kMinBlocksPerSm = MinBlocksPerSm;
+  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
+  static constexpr int kLookbackBatch = LookbackBatch;
+  // A portion's look-back counts must fit in 30 bits.
+  static constexpr int kPortionItems = ((1 << 29) / kTileItems) * kTileItems;
+};
+
 // Tuning of the radix sort, the one place it lives (CUB's sm90 onesweep tunings as the starting
 // point: 384 threads, about 20 4-byte items per thread, fewer for wider keys or values so that a
-// tile of the widest of them fits the 48 KB of static shared memory).
+// tile of the widest of them fits the 48 KB of static shared memory). Two resident thread blocks
+// per SM at least (registers <= 80): 4-byte pairs took 119 registers, one block per SM, without
+// the bound.
 template <class Bits, class Word>
-struct RadixSortTuning {
+struct RadixSortItems {
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   static constexpr int kValueBytes = kHasValues ? static_cast<int>(sizeof(Word)) : 0;
   static constexpr int kWidestBytes = kValueBytes > static_cast<int>(sizeof(Bits)) ? kValueBytes : static_cast<int>(sizeof(Bits));
   // Items per thread for 4-byte elements; the widest element scales it down.
-  static constexpr int kNominalItems =
+  static constexpr int kNominal =
       sizeof(Bits) == 4 ? (!kHasValues ? 20 : kValueBytes <= 4 ? 17 : 30) : (kValueBytes < 8 ? 30 : 24);
-  static constexpr int kBlockThreads = 384;
-  // Two resident thread blocks per SM at least (registers <= 80): 4-byte pairs took 119 registers,
-  // one block per SM, without the bound.
-  static constexpr int kMinBlocksPerSm = 2;
-  static constexpr int kItemsPerThread = kNominalItems * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes) < 1
-                                             ? 1
-                                             : kNominalItems * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes);
-  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
-  // Predecessors whose look-back words one round trip reads.
-  static constexpr int kLookbackBatch = 4;
-  // A portion's look-back counts must fit in 30 bits.
-  static constexpr int kPortionItems = ((1 << 29) / kTileItems) * kTileItems;
+  static constexpr int kScaled = kNominal * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes);
+  static constexpr int value = kScaled < 1 ? 1 : kScaled;
+};
+template <class Bits, class Word>
+struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4> {};
 
-  // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
+// The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
+template <class Bits>
+struct RadixHistogramTuning {
   static constexpr int kHistogramThreads = 128;
   static constexpr int kHistogramItems = 16;
   static constexpr int kMaxPlaces = static_cast<int>(sizeof(Bits));  // 8-bit places
@@ -106,10 +117,11 @@ void device_sorted_search(const Queue& queue, RadixTwiddle<Bits> twiddle, const 
 
 // Sorts keys_in[0, n) by radix bits [begin_bit, end_bit) into keys_out, values following (Word =
 // RadixNoValue: keys only, value pointers null). See the file comment.
-template <class Bits, class Word>
+// Tuning: RadixSortTuning, or another RadixSortShape (the benchmark's tuning study).
+template <class Bits, class Word, class Tuning = RadixSortTuning<Bits, Word>>
 void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bits* keys_in, Bits* keys_out,
                        const Word* values_in, Word* values_out, index_t n, int begin_bit, int end_bit) {
-  using Tuning = RadixSortTuning<Bits, Word>;
+  using HistogramTuning = RadixHistogramTuning<Bits>;
   constexpr bool kHasValues = Tuning::kHasValues;
   const cudaStream_t stream = to_cuda(queue.stream);
   if (n == 0) return;
@@ -155,14 +167,14 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
 
   // 1. The digits of every place.
   {
-    constexpr int kThreads = Tuning::kHistogramThreads;
+    constexpr int kThreads = HistogramTuning::kHistogramThreads;
     const DeviceInfo& device = current_device_info();
-    const int per_sm = blocks_per_sm<radix_histogram_kernel<Tuning, Bits>>(kThreads);
-    const index_t tiles = ceil_div<index_t>(n, index_t(kThreads) * Tuning::kHistogramItems);
+    const int per_sm = blocks_per_sm<radix_histogram_kernel<HistogramTuning, Bits>>(kThreads);
+    const index_t tiles = ceil_div<index_t>(n, index_t(kThreads) * HistogramTuning::kHistogramItems);
     // A block's shared counts stay below 2^32: at most 2^31 keys per block.
     const index_t min_blocks = ceil_div<index_t>(n, index_t(1) << 31);
     const index_t blocks = std::max(min_blocks, std::min<index_t>(tiles, index_t(per_sm) * device.sm_count));
-    radix_histogram_kernel<Tuning, Bits><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+    radix_histogram_kernel<HistogramTuning, Bits><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         keys_in, n, twiddle, begin_bit, end_bit, digit_starts, counters + portions * places);
     TESSERA_CUDA_CHECK_LAUNCH();
   }

@@ -55,7 +55,7 @@ BENCH="${BUILD_DIR}/bench/kernels/tessera_bench_sort"
 
 if wants tests; then
   step gpu_sort_tests 100 env OMP_NUM_THREADS=16 "${TESTS}" --gtest_filter="${SORT_TEST_FILTER:--*Huge*}"
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK .*(Large|Huge)|tests ran" "${OUT_DIR}/gpu_sort_tests.log" || true
+  grep -E "PASSED|FAILED|SKIPPED|OK .*(Large|Huge)|tests ran" "${OUT_DIR}/gpu_sort_tests.log" || true
 fi
 
 if wants sanitize; then
@@ -63,7 +63,7 @@ if wants sanitize; then
     "${TESTS}" --gtest_filter='-*Large*:*Huge*'
   tail -2 "${OUT_DIR}/memcheck.log"
   step racecheck 40 env TESSERA_GPU_TEST_SMALL=1 OMP_NUM_THREADS=16 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "${TESTS}" --gtest_filter='SortGpu/4.Keys*'
+    "${TESTS}" --gtest_filter='SortGpu/4.Keys*:SortGpuValues.*'
   tail -2 "${OUT_DIR}/racecheck.log"
 fi
 
@@ -113,7 +113,7 @@ if wants mpi; then
   for np in 1 3; do
     step "mpi_sort_np${np}" 60 env TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=4 mpirun -n "${np}" \
       "${BUILD_DIR}/tests/mpi/tessera_mpi_tests" --gtest_filter='DistSort*'
-    grep -E "^\[  (PASSED|FAILED) |tests ran|tessera tests" "${OUT_DIR}/mpi_sort_np${np}.log" | head -5
+    grep -E "PASSED|FAILED|tests ran|tessera tests" "${OUT_DIR}/mpi_sort_np${np}.log" | head -5
   done
 fi
 

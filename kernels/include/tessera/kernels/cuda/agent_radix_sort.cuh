@@ -76,24 +76,37 @@ __device__ __forceinline__ void radix_histogram_agent(RadixHistogramStorage<Tuni
     (&s.counts[0][0])[i] = 0;
   __syncthreads();
 
-  for (index_t tile_base = index_t(blockIdx.x) * kTile; tile_base < n; tile_base += index_t(gridDim.x) * kTile) {
+  // Places unrolled (a uniform test per place, not a loop), whole tiles without per-key guards.
+  RadixDigit digit_of[Tuning::kMaxPlaces];
+#pragma unroll
+  for (int p = 0; p < Tuning::kMaxPlaces; ++p) {
+    const int shift = begin_bit + p * kRadixDigitBits;
+    const int bits = end_bit - shift < kRadixDigitBits ? end_bit - shift : kRadixDigitBits;
+    digit_of[p] = RadixDigit{shift, bits > 0 ? (1u << bits) - 1 : 0u};
+  }
+  auto count_tile = [&](const Bits* tile_keys, int valid_items, auto whole) {
+    constexpr bool kWhole = decltype(whole)::value;
     Bits radix[kItems];
-    bool valid[kItems];
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
-      const index_t i = tile_base + index_t(u) * kThreads + threadIdx.x;
-      valid[u] = i < n;
-      radix[u] = valid[u] ? twiddle.to_radix(keys[i]) : Bits(0);
+      const int i = u * kThreads + static_cast<int>(threadIdx.x);
+      radix[u] = (kWhole || i < valid_items) ? twiddle.to_radix(tile_keys[i]) : Bits(0);
     }
-    for (int p = 0; p < places; ++p) {
-      const int shift = begin_bit + p * kRadixDigitBits;
-      const int bits = end_bit - shift < kRadixDigitBits ? end_bit - shift : kRadixDigitBits;
-      const RadixDigit digit{shift, (1u << bits) - 1};
 #pragma unroll
-      for (int u = 0; u < kItems; ++u)
-        if (valid[u]) atomicAdd(&s.counts[p][digit(radix[u])], 1u);
+    for (int p = 0; p < Tuning::kMaxPlaces; ++p) {
+      if (p < places) {
+#pragma unroll
+        for (int u = 0; u < kItems; ++u)
+          if (kWhole || u * kThreads + static_cast<int>(threadIdx.x) < valid_items)
+            atomicAdd(&s.counts[p][digit_of[p](radix[u])], 1u);
+      }
     }
-  }
+  };
+  const index_t whole_tiles = n / kTile;
+  for (index_t tile = blockIdx.x; tile < whole_tiles; tile += gridDim.x)
+    count_tile(keys + tile * kTile, static_cast<int>(kTile), std::true_type{});
+  if (blockIdx.x == gridDim.x - 1 && whole_tiles * kTile < n)
+    count_tile(keys + whole_tiles * kTile, static_cast<int>(n - whole_tiles * kTile), std::false_type{});
   __syncthreads();
 
   for (int i = static_cast<int>(threadIdx.x); i < places * kRadixDigits; i += kThreads) {
@@ -142,7 +155,12 @@ struct OnesweepStorage {
     Word values[kHasValues ? Tuning::kTileItems : 1];
     typename Rank::Storage rank;
   };
-  index_t digit_offsets[kRadixDigits];  // global position of the sorted tile's element i: offset[digit] + i
+  // Where the sorted tile's element i of each digit goes: destination[digit] + i (global memory),
+  // for the keys, then for the values.
+  union Destination {
+    Bits* keys;
+    Word* values;
+  } destination[kRadixDigits];
   unsigned tile;
 };
 
@@ -188,11 +206,14 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // key of the tile and are never stored. Only the first place converts key bits to radix bits (a
   // branch on a launch parameter, not per key).
   const Bits pad = pass.convert_in ? pass.twiddle.from_radix(~Bits(0)) : ~Bits(0);
+  const Bits* const warp_in = pass.keys_in + tile_base + warp_first;
   Bits keys[kItems];
+  if (full_tile) {
 #pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int i = warp_first + u * kWarpThreads;
-    keys[u] = (full_tile || i < tile_items) ? pass.keys_in[tile_base + i] : pad;
+    for (int u = 0; u < kItems; ++u) keys[u] = warp_in[u * kWarpThreads];
+  } else {
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? warp_in[u * kWarpThreads] : pad;
   }
   if (pass.convert_in) {
 #pragma unroll
@@ -238,7 +259,8 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     }
     if (tile > 0) store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(inclusive) | kLookbackInclusive);
     const index_t portion_start = pass.digit_starts[digit];
-    s.digit_offsets[digit] = portion_start + (inclusive - digit_count) - digit_start;
+    const index_t offset = portion_start + (inclusive - digit_count) - digit_start;
+    s.destination[digit].keys = pass.keys_out + offset;
     if (last_tile && pass.next_digit_starts) pass.next_digit_starts[digit] = portion_start + inclusive;
   }
   __syncthreads();
@@ -246,20 +268,28 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // From shared memory in tile order: runs of one digit go to consecutive global addresses. Only
   // the last place converts back to key bits.
   unsigned sorted_digits[kItems];
-  auto store_keys = [&](auto convert) {
+  auto store_keys = [&](auto convert, auto full) {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
       const Bits radix = s.keys[i];
       sorted_digits[u] = pass.digit(radix);
-      if (full_tile || i < tile_items)
-        pass.keys_out[s.digit_offsets[sorted_digits[u]] + i] = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
+      if (decltype(full)::value || i < tile_items)
+        s.destination[sorted_digits[u]].keys[i] = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
     }
   };
   if (pass.convert_out) {
-    store_keys(std::true_type{});
+    if (full_tile) {
+      store_keys(std::true_type{}, std::true_type{});
+    } else {
+      store_keys(std::true_type{}, std::false_type{});
+    }
   } else {
-    store_keys(std::false_type{});
+    if (full_tile) {
+      store_keys(std::false_type{}, std::true_type{});
+    } else {
+      store_keys(std::false_type{}, std::false_type{});
+    }
   }
 
   if constexpr (kHasValues) {
@@ -269,7 +299,8 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       const int i = warp_first + u * kWarpThreads;
       if (full_tile || i < tile_items) values[u] = pass.values_in[tile_base + i];
     }
-    __syncthreads();  // every key is read back from shared memory
+    __syncthreads();  // every key is read back from shared memory, every key destination used
+    if (digit < kRadixDigits) s.destination[digit].values = pass.values_out + (s.destination[digit].keys - pass.keys_out);
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = warp_first + u * kWarpThreads;
@@ -279,7 +310,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-      if (full_tile || i < tile_items) pass.values_out[s.digit_offsets[sorted_digits[u]] + i] = s.values[i];
+      if (full_tile || i < tile_items) s.destination[sorted_digits[u]].values[i] = s.values[i];
     }
   }
 }

@@ -14,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT_DIR="${OUT:-out}/sort"
 mkdir -p "${OUT_DIR}"
 OUT_DIR="$(cd "${OUT_DIR}" && pwd)"
-STEPS="${SORT_STEPS:-tests sanitize bench study profile mpi app distributed}"
+STEPS="${SORT_STEPS:-tests sanitize bench study profile}"
 export PATH="${PATH}:/usr/local/cuda/bin"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
@@ -86,7 +86,7 @@ if wants profile; then
   for stall in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle membar wait math_pipe_throttle no_instruction; do
     metrics+=,smsp__average_warps_issue_stalled_${stall}_per_issue_active.ratio
   done
-  for row in keys-uint32; do
+  for row in keys-uint32 keys-int32; do
     step "ncu_${row}" 60 ncu --csv --kernel-name regex:'onesweep|Onesweep|radix_histogram|HistogramKernel' --launch-count 10 \
       --metrics "${metrics}" "${BENCH}" --only "${row}" --sizes 67108864 --reps 1 --warmup 0
     python3 - "${OUT_DIR}/ncu_${row}.log" <<'PY'

@@ -317,6 +317,20 @@ void study(const Queue& q, const Options& o, index_t n) {
   void* temp = nullptr;
   TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
   std::printf("\n%-6s %-6s %-24s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+  {
+    // CUB with uint32 and with int32 keys, the same bits: their times differ in the table above.
+    auto* signed_in = reinterpret_cast<const std::int32_t*>(keys_in);
+    auto* signed_out = reinterpret_cast<std::int32_t*>(theirs);
+    auto cub_unsigned = [&] {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 32, stream));
+    };
+    auto cub_signed = [&] {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, signed_in, signed_out, static_cast<int>(n), 0, 32, stream));
+    };
+    const auto [unsigned_ms, signed_ms] = median_pair_ms(q, o.warmup, o.reps, cub_unsigned, cub_signed);
+    std::printf("study  cub    uint32 keys / int32 keys, same bits %11lld %9.3f %9.3f\n", static_cast<long long>(n),
+                unsigned_ms, signed_ms);
+  }
 #define STUDY(Word, T, I, M, B) \
   study_shape<Word, T, I, M, B>(q, o, n, keys_in, ours, theirs, values_in, ours_values, their_values, temp, temp_bytes)
   STUDY(RadixNoValue, 384, 20, 2, 4);

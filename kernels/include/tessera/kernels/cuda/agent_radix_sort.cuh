@@ -148,7 +148,7 @@ __device__ __forceinline__ void radix_histogram_agent(RadixHistogramStorage<Tuni
 
 template <class Tuning, class Bits, class Word>
 struct OnesweepStorage {
-  using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread>;
+  using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread, Tuning::kWarpMatch>;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   union {
     Bits keys[Tuning::kTileItems];

@@ -72,7 +72,11 @@ struct PackedRanks {
   }
 };
 
-template <int BlockThreads, int ItemsPerThread>
+// How the lanes holding one digit find each other: eight ballots, or (CUB's ATOMIC_OR variant) a
+// shared-memory word per digit that every lane ORs its bit into.
+enum class WarpMatch { ballots, atomic_or };
+
+template <int BlockThreads, int ItemsPerThread, WarpMatch Match = WarpMatch::ballots>
 struct BlockRadixRank {
   static_assert(BlockThreads * ItemsPerThread <= (1 << 16), "ranks are 16-bit");
   static_assert(BlockThreads % kWarpThreads == 0 && BlockThreads >= kRadixDigits,
@@ -83,6 +87,7 @@ struct BlockRadixRank {
   struct Storage {
     int warp_digit[kWarps][kRadixDigits];  // counts, then each warp's running start per digit
     int digit_warp_totals[kDigitWarps];    // the block scan of the digit counts
+    unsigned match[Match == WarpMatch::atomic_or ? kWarps : 1][kRadixDigits];  // lanes per digit, zero between items
   };
 
   // ranks[u]: the position of item u in the tile sorted stably by digit. For threads below 256,
@@ -101,6 +106,10 @@ struct BlockRadixRank {
     int* const row = s.warp_digit[warp];
 #pragma unroll
     for (int d = lane; d < kRadixDigits; d += kWarpThreads) row[d] = 0;
+    if constexpr (Match == WarpMatch::atomic_or) {
+#pragma unroll
+      for (int d = lane; d < kRadixDigits; d += kWarpThreads) s.match[warp][d] = 0;
+    }
     __syncwarp();
 #pragma unroll
     for (int u = 0; u < ItemsPerThread; ++u) atomicAdd(row + digit_of(keys[u]), 1);
@@ -138,12 +147,24 @@ struct BlockRadixRank {
 #pragma unroll
     for (int u = 0; u < ItemsPerThread; ++u) {
       const unsigned digit_u = digit_of(keys[u]);
-      const unsigned peers = warp_match_label<kRadixDigitBits>(digit_u);
+      unsigned peers;
+      if constexpr (Match == WarpMatch::atomic_or) {
+        atomicOr(&s.match[warp][digit_u], 1u << lane);
+        __syncwarp();
+        peers = s.match[warp][digit_u];
+      } else {
+        peers = warp_match_label<kRadixDigitBits>(digit_u);
+      }
       const int leader = kWarpThreads - 1 - __clz(static_cast<int>(peers));
       const int place = __popc(peers & lanes_up_to_me);  // 1 for the lowest peer
       int start = 0;
       if (lane == leader) start = atomicAdd(row + digit_u, place);  // the leader's place: all peers
       start = __shfl_sync(kFullMask, start, leader);
+      if constexpr (Match == WarpMatch::atomic_or) {
+        // Every lane read the word before the shuffle (it needed the leader); clear it for the next item.
+        if (lane == leader) s.match[warp][digit_u] = 0;
+        __syncwarp();
+      }
       ranks.set(u, static_cast<unsigned>(start + place - 1));
     }
   }

@@ -30,9 +30,12 @@
 namespace tessera::kernels::cuda::detail {
 
 // The shape of one onesweep configuration: threads and keys per thread block, the resident blocks
-// per SM the compiler must allow, and the look-back's predecessors per round trip.
-template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch>
+// per SM the compiler must allow, the look-back's predecessors per round trip, and how a warp's
+// lanes with one digit find each other (block_radix_rank.cuh).
+template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
+          WarpMatch Match = WarpMatch::ballots>
 struct RadixSortShape {
+  static constexpr WarpMatch kWarpMatch = Match;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   static constexpr int kBlockThreads = BlockThreads;
   static constexpr int kItemsPerThread = ItemsPerThread;

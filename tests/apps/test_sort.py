@@ -45,7 +45,7 @@ for i, (dtype, n, layout) in enumerate(cases):
     name = f"/x{i}"
     write_h5(inp, name, x, layout)
     order = reference_order(x)
-    for values in (False, True):
+    for values in ((False, True) if i % 3 == 1 else (i % 2 == 0,)):
         what = f"sort {dtype} n={n} {layout} values={values} seed={h.seed}"
         out = h.path(f"out{i}_{int(values)}.h5")
         args = ["--input", f"{inp}:{name}", "--output", f"{out}:/sorted", "--verify"] + (["--values"] if values else [])
@@ -72,12 +72,14 @@ for i, (dtype, n, layout) in enumerate(cases):
             if i == 4:
                 check_h5dump(h, out)
 
-# Generated distributions: verified, sorted (numpy), and the same array at 1 rank and at P ranks.
-for dtype, distribution in (("int32", "uniform"), ("float64", "normal"), ("int64", "sorted"), ("float32", "reverse"),
-                            ("int32", "few-unique"), ("float64", "all-equal"), ("int64", "zipf")):
+# Generated distributions: verified, sorted (numpy), and (three of them) the same array at 1 rank
+# and at P ranks.
+for k, (dtype, distribution) in enumerate((("int32", "uniform"), ("float64", "normal"), ("int64", "sorted"),
+                                           ("float32", "reverse"), ("int32", "few-unique"), ("float64", "all-equal"),
+                                           ("int64", "zipf"))):
     what = f"generated {dtype} {distribution}"
     outs = []
-    for ranks in sorted({1, h.ranks}):
+    for ranks in sorted({1, h.ranks}) if k % 3 == 0 else [h.ranks]:
         out = h.path(f"gen_{dtype}_{distribution}_{ranks}.h5")
         res = h.run_json("sort", ["--n", "20011", "--dtype", dtype, "--distribution", distribution, "--values",
                                   "--verify", "--seed", "7", "--output", f"{out}:/s"], ranks=ranks)

@@ -224,7 +224,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   int digit_count = 0, digit_start = 0;
   const int digit = static_cast<int>(threadIdx.x);
   std::uint32_t* const my_lookback = pass.lookback + static_cast<std::size_t>(tile) * kRadixDigits + digit;
-  Rank::rank(s.rank, keys, pass.digit, ranks, digit_count, digit_start, [&](int count) {
+  Rank::rank(s.rank, keys, pass.digit, full_tile, ranks, digit_count, digit_start, [&](int count) {
     // Published as soon as it is known; tile 0 has nothing before it.
     if (digit < kRadixDigits)
       store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(count) | (tile == 0 ? kLookbackInclusive : kLookbackCount));

@@ -97,10 +97,12 @@ struct BlockRadixRank {
   // The storage may be reused after a barrier that follows the call.
   // digit_of(keys[u]) is item u's digit, taken again where needed rather than held in registers
   // (20 more live registers cost a resident thread block per SM).
+  // A whole tile whose keys all have one digit (common in the upper places of sorted or narrow
+  // data) skips the ranking: its order is the tile order.
   template <class Key, class DigitOf, class CountsCallback>
   __device__ __forceinline__ static void rank(Storage& s, const Key (&keys)[ItemsPerThread], DigitOf digit_of,
-                                              PackedRanks<ItemsPerThread>& ranks, int& digit_count, int& digit_start,
-                                              CountsCallback&& on_counts) {
+                                              bool whole_tile, PackedRanks<ItemsPerThread>& ranks, int& digit_count,
+                                              int& digit_start, CountsCallback&& on_counts) {
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
     const int lane = lane_id();
     int* const row = s.warp_digit[warp];
@@ -141,7 +143,12 @@ struct BlockRadixRank {
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) s.warp_digit[w][digit] += digit_start;
     }
-    __syncthreads();
+    if (__syncthreads_or(whole_tile && digit_count == BlockThreads * ItemsPerThread)) {
+      const int warp_first = warp * ItemsPerThread * kWarpThreads + lane;
+#pragma unroll
+      for (int u = 0; u < ItemsPerThread; ++u) ranks.set(u, static_cast<unsigned>(warp_first + u * kWarpThreads));
+      return;
+    }
 
     const unsigned lanes_up_to_me = lanemask_le();
 #pragma unroll

@@ -154,6 +154,8 @@ class StepMemory {
 struct PeerRange {
   index_t start;  // the first element sent, in the sender's sorted block
   index_t count;
+  std::uint64_t first_radix;  // radix bits of the first and the last element sent (count > 0)
+  std::uint64_t last_radix;
 };
 
 }  // namespace
@@ -328,15 +330,44 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
     const index_t end = position[2 * static_cast<std::size_t>(q) + 1];
     TESSERA_ASSERT(start <= end, "sort: a splitter above the next one");
     // A rank whose share is empty needs nothing.
-    send[static_cast<std::size_t>(q)] = target.local_size(q) == 0 ? PeerRange{0, 0} : PeerRange{start, end - start};
+    send[static_cast<std::size_t>(q)] =
+        target.local_size(q) == 0 ? PeerRange{0, 0, 0, 0} : PeerRange{start, end - start, 0, 0};
   }
-  TESSERA_MPI_CHECK(MPI_Alltoall(send.data(), 2, MPI_INT64_T, recv.data(), 2, MPI_INT64_T, comm.get()));
+  {
+    // The first and last key of each range sent, so that a receiver can tell whether its runs
+    // arrive in order already (sorted input, equal keys): two elements per peer.
+    std::vector<std::size_t> ends;
+    for (const PeerRange& r : send)
+      if (r.count > 0) {
+        ends.push_back(static_cast<std::size_t>(r.start));
+        ends.push_back(static_cast<std::size_t>(r.start + r.count - 1));
+      }
+    if (!ends.empty()) {
+      kernels::ScratchBuffer picked(queue, ends.size() * key_bytes);
+      for (std::size_t j = 0; j < ends.size(); ++j)
+        kernels::copy_within_async(queue, picked.as<char>() + j * key_bytes, sorted_keys + ends[j] * key_bytes, key_bytes);
+      std::vector<unsigned char> host(ends.size() * key_bytes);
+      kernels::copy_to_host(queue, host.data(), picked.data(), host.size());
+      std::size_t j = 0;
+      for (PeerRange& r : send)
+        if (r.count > 0) {
+          r.first_radix = load_radix(host.data() + j++ * key_bytes, key);
+          r.last_radix = load_radix(host.data() + j++ * key_bytes, key);
+        }
+    }
+  }
+  static_assert(sizeof(PeerRange) == 4 * sizeof(std::int64_t));
+  TESSERA_MPI_CHECK(MPI_Alltoall(send.data(), 4, MPI_INT64_T, recv.data(), 4, MPI_INT64_T, comm.get()));
   index_t received = 0, first_rank = 0;  // elements received; global rank of the first of them
-  int runs = 0;
+  // The received runs need a merge unless each starts at or above where the one before ended.
+  bool in_order = true;
+  const PeerRange* previous = nullptr;
   for (const PeerRange& r : recv) {
     received += r.count;
     first_rank += r.start;
-    runs += r.count > 0 ? 1 : 0;
+    if (r.count == 0) continue;
+    if (previous && r.first_radix < previous->last_radix) in_order = false;
+    previous = &r;
   }
   const index_t window = target.offset(me) - first_rank;
   TESSERA_ASSERT(share == 0 || (window >= 0 && window + share <= received),
@@ -406,8 +437,9 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
 
   // ---- merge ---------------------------------------------------------------------------------------
   // The runs arrive in source-rank order, each sorted; a stable sort of their concatenation orders
-  // equal keys by source rank, then by position: by global position.
-  if (runs > 1) local_sort(merged_keys, merged_keys, merged_values, merged_values, received);
+  // equal keys by source rank, then by position: by global position. Runs already in order (equal
+  // keys across a border are: the lower rank's come first) are the sorted sequence as they stand.
+  if (!in_order) local_sort(merged_keys, merged_keys, merged_values, merged_values, received);
   if (share > 0) {
     if (want_keys) kernels::copy_within_async(queue, out_keys, merged_keys + window * key_bytes, share * key_bytes);
     if (has_values)

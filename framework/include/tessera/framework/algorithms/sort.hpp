@@ -24,8 +24,9 @@
 //             bracket above its last, which holds its share exactly plus the two brackets' elements
 //             (a few percent of extra traffic; the brackets go to the ranks on both sides)
 //   merge     a stable radix sort of the received runs, concatenated in source-rank order (which
-//             orders equal keys by global position), skipped when one run arrived; the share is
-//             the window [offset - start, offset - start + count) of the result.
+//             orders equal keys by global position), skipped where the runs arrive in order (each
+//             starts at or above the last key of the one before: one run, sorted input, equal
+//             keys); the share is the window [offset - start, offset - start + count) of that.
 // So the move to the balanced partition is part of the one exchange, and duplicates cannot overload
 // a rank: with all keys equal, the global position decides. One rank: the local sort alone.
 // Out of memory for the exchange on any rank: every rank throws OutOfMemory (none waits).

@@ -18,6 +18,7 @@
 #include "tessera/framework/algorithms/reduce.hpp"
 #include "tessera/framework/algorithms/scan.hpp"
 #include "tessera/framework/algorithms/skeleton.hpp"
+#include "tessera/framework/algorithms/sort.hpp"
 #include "tessera/framework/algorithms/transform.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/exact_sum.hpp"

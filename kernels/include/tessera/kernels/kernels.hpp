@@ -17,5 +17,6 @@
 #include "tessera/kernels/reduce_op.hpp"
 #include "tessera/kernels/scan.hpp"
 #include "tessera/kernels/select.hpp"
+#include "tessera/kernels/sort.hpp"
 #include "tessera/kernels/transform.hpp"
 #include "tessera/kernels/transpose.hpp"

@@ -1,0 +1,413 @@
+// tessera_bench_sort: the local radix sort of the CUDA backend (kernels::sort_keys / sort_pairs,
+// Onesweep) next to cub::DeviceRadixSort::SortKeys / SortPairs, in one process on one GPU, on the
+// same keys: random bit patterns of every key type (-0.0 mapped to +0.0: CUB sorts the two zeros
+// as equal, we in IEEE total order; NaNs stay), values the input index. Every pair of outputs is
+// compared bit for bit before it is timed. CUB gets its temporary storage once, outside the timing,
+// and 32-bit item counts below 2^31 (its fastest configuration); our calls take theirs from the
+// stream-ordered pool inside the timing. Times are medians of per-call cudaEvent intervals, ours
+// and CUB's in alternation. "speedup" is CUB time / our time (> 1: ours is faster); "%floor" is the
+// time the bytes of an 8-bit LSD sort would take at the device-to-device copy rate measured first:
+// one read of the keys (the digit counts of every place) and per place one read and one write of
+// keys and values.
+//
+// Usage: tessera_bench_sort [--sizes 67108864,268435456] [--reps 20] [--warmup 3] [--json FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cub/cub.cuh>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "bench_timing.cuh"
+#include "tessera/kernels/counter_rng.hpp"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/kernels.hpp"
+
+namespace {
+
+using tessera::index_t;
+using tessera::kernels::Queue;
+using namespace tessera::bench;
+
+struct Options {
+  std::vector<index_t> sizes = {index_t(1) << 26, index_t(1) << 28};
+  int reps = 20;
+  int warmup = 3;
+  std::string json;
+  std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
+  bool study = false;             // the tuning study instead of the table
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "tessera_bench_sort: %s\n", what.c_str());
+  std::exit(2);
+}
+
+index_t parse_count(const std::string& text, const char* flag) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 0);
+  if (text.empty() || *end != '\0' || v < 0) usage_error(std::string(flag) + ": not a non-negative integer: '" + text + "'");
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--sizes") {
+      o.sizes.clear();
+      std::string list = value();
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        const std::size_t end = list.find(',', start);
+        o.sizes.push_back(parse_count(list.substr(start, end == std::string::npos ? std::string::npos : end - start), "--sizes"));
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
+    } else if (flag == "--reps") {
+      o.reps = static_cast<int>(parse_count(value(), "--reps"));
+    } else if (flag == "--warmup") {
+      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
+    } else if (flag == "--json") {
+      o.json = value();
+    } else if (flag == "--study") {
+      o.study = true;
+    } else if (flag == "--only") {
+      std::string list = value();
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        const std::size_t end = list.find(',', start);
+        o.only.push_back(list.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
+    } else if (flag == "--help" || flag == "-h") {
+      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study]\n"
+                  "  --study: other shapes of the onesweep pass (threads x keys per thread, resident blocks per SM,\n"
+                  "           look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB\n"
+                  "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
+                  "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
+      std::exit(0);
+    } else {
+      usage_error("unknown flag '" + flag + "' (see --help)");
+    }
+  }
+  if (o.reps < 1) usage_error("--reps must be at least 1");
+  for (index_t n : o.sizes)
+    if (n >= (index_t(1) << 31)) usage_error("--sizes: CUB's 32-bit item counts take sizes below 2^31");
+  return o;
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
+  if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
+  if constexpr (std::is_same_v<T, float>) return "float";
+  if constexpr (std::is_same_v<T, double>) return "double";
+  return "?";
+}
+
+template <class Key>
+__global__ void fill_keys_kernel(Key* keys, index_t n, std::uint64_t seed) {
+  using Bits = typename tessera::kernels::RadixKey<Key>::Bits;
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += index_t(gridDim.x) * blockDim.x) {
+    Bits bits = static_cast<Bits>(tessera::counter_bits(seed, static_cast<std::uint64_t>(i)));
+    if constexpr (std::is_floating_point_v<Key>) {
+      if (bits == Bits(1) << (8 * sizeof(Bits) - 1)) bits = 0;  // -0.0 -> +0.0
+    }
+    memcpy(keys + i, &bits, sizeof bits);
+  }
+}
+
+template <class T>
+__global__ void iota_kernel(T* values, index_t n) {
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += index_t(gridDim.x) * blockDim.x)
+    values[i] = static_cast<T>(i);
+}
+
+__global__ void count_differences_kernel(const unsigned char* a, const unsigned char* b, std::size_t bytes,
+                                         unsigned long long* differences) {
+  unsigned long long count = 0;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes; i += std::size_t(gridDim.x) * blockDim.x)
+    count += a[i] != b[i];
+  if (count) atomicAdd(differences, count);
+}
+
+bool same_bytes(const Queue& q, const void* a, const void* b, std::size_t bytes) {
+  unsigned long long* d = nullptr;
+  TESSERA_CUDA_CHECK(cudaMallocAsync(&d, sizeof *d, stream_of(q)));
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof *d, stream_of(q)));
+  count_differences_kernel<<<1024, 256, 0, stream_of(q)>>>(static_cast<const unsigned char*>(a),
+                                                           static_cast<const unsigned char*>(b), bytes, d);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  unsigned long long h = 0;
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, stream_of(q)));
+  TESSERA_CUDA_CHECK(cudaFreeAsync(d, stream_of(q)));
+  q.synchronize();
+  return h == 0;
+}
+
+struct Row {
+  std::string op, keys, values;
+  index_t n = 0;
+  double ours_ms = 0, cub_ms = 0, floor_ms = 0;
+  bool agree = false;
+};
+std::vector<Row> g_rows;
+
+void print_row(const Row& r) {
+  std::printf("%-6s %-7s %-7s %11lld %9.3f %9.3f %8.2f %8.2f %7.3f %6.1f%% %s\n", r.op.c_str(), r.keys.c_str(),
+              r.values.c_str(), static_cast<long long>(r.n), r.ours_ms, r.cub_ms, r.n / (r.ours_ms * 1e6),
+              r.n / (r.cub_ms * 1e6), r.cub_ms / r.ours_ms, 100.0 * r.floor_ms / r.ours_ms, r.agree ? "yes" : "NO");
+  std::fflush(stdout);
+}
+
+template <class T>
+T* device_array(index_t n) {
+  T* p = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&p, sizeof(T) * static_cast<std::size_t>(n)));
+  return p;
+}
+
+// Keys alone (Value = void) or pairs with the input index as value.
+template <class Key, class Value>
+void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
+  constexpr bool kPairs = !std::is_void_v<Value>;
+  using V = std::conditional_t<kPairs, Value, char>;
+  const std::string name = std::string(kPairs ? "pairs-" : "keys-") + type_name<Key>() +
+                           (kPairs ? (sizeof(V) == 4 ? "-32" : "-64") : "");
+  if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) return;
+  const auto stream = stream_of(q);
+  const int count = static_cast<int>(n);
+  Key* keys_in = device_array<Key>(n);
+  Key* ours_keys = device_array<Key>(n);
+  Key* cub_keys = device_array<Key>(n);
+  V* values_in = kPairs ? device_array<V>(n) : nullptr;
+  V* ours_values = kPairs ? device_array<V>(n) : nullptr;
+  V* cub_values = kPairs ? device_array<V>(n) : nullptr;
+  fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + sizeof(Key));
+  TESSERA_CUDA_CHECK_LAUNCH();
+  if constexpr (kPairs) {
+    iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  }
+  std::size_t temp_bytes = 0;
+  if constexpr (kPairs) {
+    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in, cub_keys, values_in, cub_values,
+                                                       count, 0, 8 * int(sizeof(Key)), stream));
+  } else {
+    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, cub_keys, count, 0,
+                                                      8 * int(sizeof(Key)), stream));
+  }
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  auto ours = [&] {
+    if constexpr (kPairs) {
+      tessera::kernels::sort_pairs(q, keys_in, ours_keys, values_in, ours_values, n);
+    } else {
+      tessera::kernels::sort_keys(q, keys_in, ours_keys, n);
+    }
+  };
+  auto vendor = [&] {
+    if constexpr (kPairs) {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, cub_keys, values_in, cub_values,
+                                                         count, 0, 8 * int(sizeof(Key)), stream));
+    } else {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, cub_keys, count, 0,
+                                                        8 * int(sizeof(Key)), stream));
+    }
+  };
+  ours();
+  vendor();
+  Row r;
+  r.op = kPairs ? "pairs" : "keys";
+  r.keys = type_name<Key>();
+  r.values = kPairs ? (sizeof(V) == 4 ? "32-bit" : "64-bit") : "-";
+  r.n = n;
+  r.agree = same_bytes(q, ours_keys, cub_keys, sizeof(Key) * static_cast<std::size_t>(n));
+  if constexpr (kPairs) r.agree = r.agree && same_bytes(q, ours_values, cub_values, sizeof(V) * static_cast<std::size_t>(n));
+  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, ours, vendor);
+  r.ours_ms = ours_ms;
+  r.cub_ms = cub_ms;
+  const double places = static_cast<double>(sizeof(Key));
+  const double bytes = static_cast<double>(n) * (sizeof(Key) * (1 + 2 * places) + (kPairs ? sizeof(V) * 2 * places : 0));
+  r.floor_ms = bytes / (copy_gbs * 1e6);
+  print_row(r);
+  g_rows.push_back(r);
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours_keys), static_cast<void*>(cub_keys),
+                  static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(cub_values)})
+    if (p) TESSERA_CUDA_CHECK(cudaFree(p));
+  tessera::kernels::release_cached_memory();
+}
+
+// ---- the tuning study -----------------------------------------------------------------------------
+
+using tessera::kernels::cuda::detail::WarpMatch;
+
+template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match>
+struct Shape {
+  static std::string name() {
+    return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
+           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "");
+  }
+};
+
+template <class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots>
+void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_t* keys_in, std::uint32_t* ours,
+                 std::uint32_t* theirs, const std::uint32_t* values_in, std::uint32_t* ours_values,
+                 std::uint32_t* their_values, void* temp, std::size_t temp_bytes) {
+  using namespace tessera::kernels;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch, Match>;
+  constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
+  const auto stream = stream_of(q);
+  const int count = static_cast<int>(n);
+  auto mine = [&] {
+    tessera::kernels::cuda::detail::device_radix_sort<std::uint32_t, Word, Tuning>(
+        q, RadixTwiddle<std::uint32_t>{}, keys_in, ours, reinterpret_cast<const Word*>(values_in),
+        reinterpret_cast<Word*>(ours_values), n, 0, 32);
+  };
+  auto vendor = [&] {
+    if constexpr (kPairs) {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, theirs, values_in, their_values,
+                                                         count, 0, 32, stream));
+    } else {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, count, 0, 32, stream));
+    }
+  };
+  mine();
+  vendor();
+  bool agree = same_bytes(q, ours, theirs, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
+  if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
+  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
+  std::printf("study  %-6s %-24s %11lld %9.3f %9.3f %7.3f %s\n", kPairs ? "pairs" : "keys",
+              Shape<Threads, Items, MinBlocks, Batch, Match>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+              cub_ms / ours_ms, agree ? "yes" : "NO");
+  std::fflush(stdout);
+  if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
+}
+
+// uint32 keys alone and with uint32 values, in several onesweep shapes, each against CUB.
+void study(const Queue& q, const Options& o, index_t n) {
+  using tessera::kernels::RadixNoValue;
+  const auto stream = stream_of(q);
+  auto* keys_in = device_array<std::uint32_t>(n);
+  auto* ours = device_array<std::uint32_t>(n);
+  auto* theirs = device_array<std::uint32_t>(n);
+  auto* values_in = device_array<std::uint32_t>(n);
+  auto* ours_values = device_array<std::uint32_t>(n);
+  auto* their_values = device_array<std::uint32_t>(n);
+  fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + 4);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  std::size_t temp_bytes = 0, pair_bytes = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 32, stream));
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs, values_in, their_values,
+                                                     static_cast<int>(n), 0, 32, stream));
+  temp_bytes = std::max(temp_bytes, pair_bytes);
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  std::printf("\n%-6s %-6s %-24s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+  {
+    // CUB with uint32 and with int32 keys, the same bits: their times differ in the table above.
+    auto* signed_in = reinterpret_cast<const std::int32_t*>(keys_in);
+    auto* signed_out = reinterpret_cast<std::int32_t*>(theirs);
+    auto cub_unsigned = [&] {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 32, stream));
+    };
+    auto cub_signed = [&] {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, signed_in, signed_out, static_cast<int>(n), 0, 32, stream));
+    };
+    const auto [unsigned_ms, signed_ms] = median_pair_ms(q, o.warmup, o.reps, cub_unsigned, cub_signed);
+    std::printf("study  cub    uint32 keys / int32 keys, same bits %11lld %9.3f %9.3f\n", static_cast<long long>(n),
+                unsigned_ms, signed_ms);
+  }
+#define STUDY(Word, T, I, M, B, ...) \
+  study_shape<Word, T, I, M, B __VA_OPT__(,) __VA_ARGS__>(q, o, n, keys_in, ours, theirs, values_in, ours_values, their_values, temp, temp_bytes)
+  STUDY(RadixNoValue, 384, 20, 2, 4);
+  STUDY(RadixNoValue, 384, 20, 2, 1);
+  STUDY(RadixNoValue, 384, 20, 3, 4);
+  STUDY(RadixNoValue, 384, 24, 2, 4);
+  STUDY(RadixNoValue, 512, 16, 2, 4);
+  STUDY(RadixNoValue, 256, 24, 3, 4);
+  STUDY(RadixNoValue, 384, 20, 2, 4, WarpMatch::atomic_or);
+  STUDY(RadixNoValue, 384, 24, 2, 4, WarpMatch::atomic_or);
+  STUDY(std::uint32_t, 384, 17, 2, 4);
+  STUDY(std::uint32_t, 384, 23, 1, 4);
+  STUDY(std::uint32_t, 384, 20, 2, 4);
+  STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::atomic_or);
+#undef STUDY
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
+                  static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
+    TESSERA_CUDA_CHECK(cudaFree(p));
+}
+
+void write_json(const std::string& path, const std::string& device, double copy_gbs) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) usage_error("--json: cannot write '" + path + "'");
+  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"rows\": [\n", device.c_str(), copy_gbs);
+  for (std::size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& r = g_rows[i];
+    std::fprintf(f,
+                 "    {\"op\": \"%s\", \"keys\": \"%s\", \"values\": \"%s\", \"n\": %lld, \"ours_ms\": %.4f, "
+                 "\"cub_ms\": %.4f, \"speedup\": %.4f, \"percent_floor\": %.2f, \"agree\": %s}%s\n",
+                 r.op.c_str(), r.keys.c_str(), r.values.c_str(), static_cast<long long>(r.n), r.ours_ms, r.cub_ms,
+                 r.cub_ms / r.ours_ms, 100.0 * r.floor_ms / r.ours_ms, r.agree ? "true" : "false",
+                 i + 1 < g_rows.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (tessera::kernels::cuda_device_count() == 0) {
+    std::fprintf(stderr, "tessera_bench_sort: no usable CUDA device\n");
+    return 77;
+  }
+  const Queue q = tessera::kernels::make_cuda_queue(0);
+  const std::string device = tessera::kernels::describe_device(q);
+  const double copy_gbs = measure_copy_gbs(q);
+  std::printf("tessera_bench_sort on %s\n", device.c_str());
+  std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", copy_gbs);
+  std::printf("speedup = CUB time / our time (> 1: ours is faster); %%floor = bytes of an 8-bit LSD sort at the copy rate\n\n");
+  std::printf("%-6s %-7s %-7s %11s %9s %9s %8s %8s %7s %7s %s\n", "op", "keys", "values", "n", "ours ms", "cub ms",
+              "ours G/s", "cub G/s", "speedup", "%floor", "agree");
+  for (index_t n : o.sizes) {
+    if (o.study) {
+      study(q, o, n);
+      continue;
+    }
+    bench_sort<std::uint32_t, void>(q, o, n, copy_gbs);
+    bench_sort<std::int32_t, void>(q, o, n, copy_gbs);
+    bench_sort<float, void>(q, o, n, copy_gbs);
+    bench_sort<std::uint64_t, void>(q, o, n, copy_gbs);
+    bench_sort<std::int64_t, void>(q, o, n, copy_gbs);
+    bench_sort<double, void>(q, o, n, copy_gbs);
+    bench_sort<std::uint32_t, std::uint32_t>(q, o, n, copy_gbs);
+    bench_sort<float, std::int64_t>(q, o, n, copy_gbs);
+    bench_sort<std::uint64_t, std::uint64_t>(q, o, n, copy_gbs);
+  }
+  if (!o.json.empty()) write_json(o.json, device, copy_gbs);
+  bool all_agree = true;
+  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
+  if (!all_agree) {
+    std::fprintf(stderr, "tessera_bench_sort: some results disagree with CUB (rows marked NO)\n");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,455 @@
+// The distributed sort on bytes (algorithms/sort.hpp explains the algorithm; the element types
+// only reach it through the local sort function and the key's radix format).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "tessera/framework/algorithms/sort.hpp"
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/timer.hpp"
+#include "tessera/kernels/copy_2d.hpp"
+#include "tessera/kernels/generate.hpp"
+#include "tessera/kernels/memory.hpp"
+
+namespace tessera::detail {
+namespace {
+
+// Regular samples per rank: 64 per rank of the job, so that the brackets (about N / samples
+// elements around each boundary, sent to both neighbours) cost about 1.6% of extra traffic; at
+// most 2^20 samples in all (8 MiB on every rank) beyond 128 ranks.
+index_t samples_per_rank(int ranks) {
+  constexpr index_t kMaxSamples = index_t(1) << 20;
+  return std::max<index_t>(64, std::min<index_t>(64 * index_t(ranks), kMaxSamples / ranks));
+}
+
+// Where a block of `size` sorted elements takes its samples: every element of a small block,
+// otherwise `count` positions `stride` apart from stride / 2.
+struct SampleGrid {
+  index_t first = 0, stride = 1, count = 0;
+  SampleGrid(index_t size, index_t samples) {
+    if (size <= samples) {
+      count = size;
+    } else {
+      stride = size / samples;
+      first = stride / 2;
+      count = samples;
+    }
+  }
+  index_t position(index_t k) const { return first + k * stride; }
+};
+
+// A sample, ordered like the elements: by radix bits, then by global position, which for two
+// samples of one key is (rank, position in the rank's sorted block): blocks hold consecutive
+// global ranges in rank order, and the local sort is stable.
+struct Sample {
+  std::uint64_t radix;
+  int rank;
+  index_t k;  // the rank's k-th sample
+  bool operator<(const Sample& o) const {
+    if (radix != o.radix) return radix < o.radix;
+    if (rank != o.rank) return rank < o.rank;
+    return k < o.k;
+  }
+};
+
+// A splitter: a sample, or one of the ends of the whole sequence.
+struct Splitter {
+  enum Kind { before_all, sample, after_all } kind = before_all;
+  Sample at{};
+};
+
+std::uint64_t load_radix(const void* key, const SortKeyFormat& format) {
+  std::uint64_t bits = 0;
+  if (format.bytes == 4) {
+    std::uint32_t narrow;
+    std::memcpy(&narrow, key, 4);
+    return kernels::RadixTwiddle<std::uint32_t>{static_cast<std::uint32_t>(format.sign_mask),
+                                                static_cast<std::uint32_t>(format.float_mask)}
+        .to_radix(narrow);
+  }
+  std::memcpy(&bits, key, 8);
+  return kernels::RadixTwiddle<std::uint64_t>{format.sign_mask, format.float_mask}.to_radix(bits);
+}
+
+void store_key(std::uint64_t radix, const SortKeyFormat& format, void* key) {
+  if (format.bytes == 4) {
+    const std::uint32_t narrow = kernels::RadixTwiddle<std::uint32_t>{static_cast<std::uint32_t>(format.sign_mask),
+                                                                      static_cast<std::uint32_t>(format.float_mask)}
+                                     .from_radix(static_cast<std::uint32_t>(radix));
+    std::memcpy(key, &narrow, 4);
+    return;
+  }
+  const std::uint64_t bits = kernels::RadixTwiddle<std::uint64_t>{format.sign_mask, format.float_mask}.from_radix(radix);
+  std::memcpy(key, &bits, 8);
+}
+
+std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+// Backend memory from kernels::allocate, freed unless released.
+class Block {
+ public:
+  Block(const kernels::Queue& queue, std::size_t bytes) : queue_(queue) {
+    if (bytes) data_ = kernels::allocate(queue, bytes);
+  }
+  ~Block() {
+    if (data_) kernels::deallocate(queue_, data_);
+  }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  char* data() const { return static_cast<char*>(data_); }
+  void* release() { return std::exchange(data_, nullptr); }
+
+ private:
+  kernels::Queue queue_;
+  void* data_ = nullptr;
+};
+
+// Allocations of one step, made on every rank before a collective agrees that all succeeded:
+// a rank without the memory must not leave the others waiting in the exchange.
+class StepMemory {
+ public:
+  explicit StepMemory(const kernels::Queue& queue) : queue_(queue) {}
+  char* add(std::size_t bytes) {
+    if (failed_ || bytes == 0) return nullptr;
+    try {
+      blocks_.push_back(std::make_unique<Block>(queue_, bytes));
+      return blocks_.back()->data();
+    } catch (const std::bad_alloc&) {
+      failed_ = true;
+      failed_bytes_ = bytes;
+      return nullptr;
+    }
+  }
+  // Collective: throws OutOfMemory on every rank if any rank failed.
+  void agree(const Communicator& comm, const char* step) const {
+    const std::uint64_t mine = failed_ ? std::max<std::uint64_t>(failed_bytes_, 1) : 0;
+    const auto worst = comm.allreduce(static_cast<std::int64_t>(mine), ReduceOp::max);
+    if (worst == 0) return;
+    const int failing = comm.allreduce(failed_ ? comm.rank() : comm.size(), ReduceOp::min);
+    throw OutOfMemory(static_cast<std::size_t>(worst),
+                      std::string(step) + " of the distributed sort on rank " + std::to_string(failing));
+  }
+  bool failed() const { return failed_; }
+  // Takes the block at `data` out of this step's care (the caller owns it).
+  void* release(const char* data) {
+    for (auto& block : blocks_)
+      if (block->data() == data) return block->release();
+    return nullptr;
+  }
+
+ private:
+  kernels::Queue queue_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  bool failed_ = false;
+  std::size_t failed_bytes_ = 0;
+};
+
+struct PeerRange {
+  index_t start;  // the first element sent, in the sender's sorted block
+  index_t count;
+  std::uint64_t first_radix;  // radix bits of the first and the last element sent (count > 0)
+  std::uint64_t last_radix;
+};
+
+}  // namespace
+
+SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, SortKeyFormat key, const void* keys,
+                              std::size_t value_bytes, const void* values, bool index_values, bool want_keys,
+                              const LocalSortFunction& local_sort, PhaseTimes* times, SortPhaseTimes* sort_times) {
+  const kernels::Queue& queue = ctx.queue();
+  const Communicator& comm = ctx.comm();
+  const int ranks = ctx.size();
+  const int me = ctx.rank();
+  const auto key_bytes = static_cast<std::size_t>(key.bytes);
+  const index_t global_size = partition.global_size();
+  const index_t n = partition.local_size(me);
+  const Partition target = Partition::block(global_size, ranks);
+  const index_t share = target.local_size(me);
+  const bool has_values = value_bytes > 0;
+  PhaseClock clock(queue);
+  SortPhaseTimes steps;
+  auto finish = [&] {
+    if (times) {
+      times->local += steps.local_sort;
+      times->communication += steps.splitters + steps.exchange;
+      times->fixup += steps.merge;
+    }
+    if (sort_times) *sort_times += steps;
+  };
+  SortedBlocks result;
+  if (global_size == 0) {
+    finish();
+    return result;
+  }
+
+  // ---- local sort --------------------------------------------------------------------------------
+  if (ranks == 1) {
+    // One rank: the local sort is the result, straight into the result's blocks.
+    Block out_keys(queue, n * key_bytes), out_values(queue, n * value_bytes);
+    Block made_indices(queue, index_values ? n * sizeof(index_t) : 0);
+    if (index_values) kernels::iota(queue, reinterpret_cast<index_t*>(made_indices.data()), n, index_t(0));
+    local_sort(keys, out_keys.data(), index_values ? made_indices.data() : values, out_values.data(), n);
+    clock.end_phase(&steps.local_sort);
+    if (want_keys) result.keys = out_keys.release();
+    if (has_values) result.values = out_values.release();
+    finish();
+    return result;
+  }
+  StepMemory local_memory(queue);
+  char* sorted_keys = local_memory.add(n * key_bytes);
+  char* sorted_values = has_values ? local_memory.add(n * value_bytes) : nullptr;
+  char* indices = index_values ? local_memory.add(n * sizeof(index_t)) : nullptr;
+  const bool local_failed = local_memory.failed();
+  if (!local_failed && n > 0) {
+    if (index_values) kernels::iota(queue, reinterpret_cast<index_t*>(indices), n, partition.offset(me));
+    local_sort(keys, sorted_keys, index_values ? indices : values, sorted_values, n);
+  }
+  clock.end_phase(&steps.local_sort);
+
+  // ---- splitters ----------------------------------------------------------------------------------
+  // Every rank's samples (radix bits), after a word that says whether the rank's local sort ran.
+  const index_t samples = samples_per_rank(ranks);
+  std::vector<std::uint64_t> mine(static_cast<std::size_t>(samples + 1), 0);
+  mine[0] = local_failed ? 1 : 0;
+  const SampleGrid my_grid(n, samples);
+  if (!local_failed && my_grid.count > 0) {
+    kernels::ScratchBuffer picked(queue, my_grid.count * key_bytes);
+    kernels::copy_2d(queue, picked.data(), 1, sorted_keys + my_grid.first * key_bytes, my_grid.stride, my_grid.count,
+                     1, key_bytes);
+    std::vector<unsigned char> host(static_cast<std::size_t>(my_grid.count) * key_bytes);
+    kernels::copy_to_host(queue, host.data(), picked.data(), host.size());
+    for (index_t k = 0; k < my_grid.count; ++k)
+      mine[static_cast<std::size_t>(k + 1)] = load_radix(host.data() + k * key_bytes, key);
+  }
+  std::vector<std::uint64_t> gathered(static_cast<std::size_t>(ranks) * mine.size());
+  TESSERA_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, gathered.data(),
+                                  static_cast<int>(mine.size()), MPI_UINT64_T, comm.get()));
+  for (int r = 0; r < ranks; ++r)
+    if (gathered[static_cast<std::size_t>(r) * mine.size()]) {
+      local_memory.agree(comm, "the local sort");  // throws OutOfMemory on every rank
+    }
+
+  // Bounds on every sample's global rank G (elements before it), from the samples alone: rank r
+  // with a of its samples before the sample v has between p(a - 1) + 1 and p(a) elements before v
+  // (p(-1) = -1, p(count) = size), and exactly p(k) when v is its own k-th sample. Swept in order,
+  // both bounds only grow.
+  std::vector<SampleGrid> grids;
+  std::vector<Sample> all;
+  for (int r = 0; r < ranks; ++r) {
+    grids.emplace_back(partition.local_size(r), samples);
+    for (index_t k = 0; k < grids.back().count; ++k)
+      all.push_back({gathered[static_cast<std::size_t>(r) * mine.size() + 1 + static_cast<std::size_t>(k)], r, k});
+  }
+  std::sort(all.begin(), all.end());
+  auto lower = [&](int r, index_t a) { return a == 0 ? index_t(0) : grids[r].position(a - 1) + 1; };
+  auto upper = [&](int r, index_t a) { return a < grids[r].count ? grids[r].position(a) : partition.local_size(r); };
+  std::vector<index_t> rank_lo(all.size()), rank_hi(all.size());
+  {
+    index_t sum_lo = 0, sum_hi = 0;
+    for (int r = 0; r < ranks; ++r) sum_hi += upper(r, 0);
+    for (std::size_t j = 0; j < all.size(); ++j) {
+      const int r = all[j].rank;
+      const index_t k = all[j].k;
+      const index_t p = grids[r].position(k);
+      rank_lo[j] = sum_lo - lower(r, k) + p;
+      rank_hi[j] = sum_hi;
+      sum_lo += lower(r, k + 1) - lower(r, k);
+      sum_hi += upper(r, k + 1) - upper(r, k);
+    }
+  }
+  // Boundary q (1 .. ranks-1) lies at target.offset(q): below it the last sample surely at or
+  // before it, above it the first sample surely at or after it. Rank q receives [below(q), above(q+1)).
+  auto below = [&](int q) -> Splitter {
+    if (q == 0) return {};
+    const index_t boundary = target.offset(q);
+    const auto it = std::upper_bound(rank_hi.begin(), rank_hi.end(), boundary);  // first with rank_hi > boundary
+    if (it == rank_hi.begin()) return {};
+    return {Splitter::sample, all[static_cast<std::size_t>(it - rank_hi.begin()) - 1]};
+  };
+  auto above = [&](int q) -> Splitter {
+    if (q == ranks) return {Splitter::after_all, {}};
+    const index_t boundary = target.offset(q);
+    const auto it = std::lower_bound(rank_lo.begin(), rank_lo.end(), boundary);  // first with rank_lo >= boundary
+    if (it == rank_lo.end()) return {Splitter::after_all, {}};
+    return {Splitter::sample, all[static_cast<std::size_t>(it - rank_lo.begin())]};
+  };
+
+  // Where each splitter falls in this rank's sorted block: its own samples' positions are known;
+  // another rank's sample of key k comes after this rank's elements of key k when that rank is
+  // higher (upper bound of k), before them when it is lower (lower bound).
+  std::vector<Splitter> splitters;
+  for (int q = 0; q < ranks; ++q) {
+    splitters.push_back(below(q));
+    splitters.push_back(above(q + 1));
+  }
+  std::vector<index_t> position(splitters.size(), 0);
+  {
+    std::vector<unsigned char> lower_needles, upper_needles;
+    std::vector<std::size_t> lower_slots, upper_slots;
+    for (std::size_t i = 0; i < splitters.size(); ++i) {
+      const Splitter& s = splitters[i];
+      if (s.kind == Splitter::before_all) {
+        position[i] = 0;
+      } else if (s.kind == Splitter::after_all) {
+        position[i] = n;
+      } else if (s.at.rank == me) {
+        position[i] = my_grid.position(s.at.k);
+      } else {
+        auto& needles = s.at.rank < me ? lower_needles : upper_needles;
+        (s.at.rank < me ? lower_slots : upper_slots).push_back(i);
+        needles.resize(needles.size() + key_bytes);
+        store_key(s.at.radix, key, needles.data() + needles.size() - key_bytes);
+      }
+    }
+    for (const bool upper_bound : {false, true}) {
+      const auto& needles = upper_bound ? upper_needles : lower_needles;
+      const auto& slots = upper_bound ? upper_slots : lower_slots;
+      const auto m = static_cast<index_t>(slots.size());
+      if (m == 0) continue;
+      kernels::ScratchBuffer device_needles(queue, needles.size());
+      kernels::ScratchBuffer device_positions(queue, m * sizeof(index_t));
+      kernels::copy_from_host(queue, device_needles.data(), needles.data(), needles.size());
+      kernels::detail::sorted_search_precompiled(queue, key.bytes, key.sign_mask, key.float_mask, sorted_keys, n,
+                                                 device_needles.data(), m, upper_bound,
+                                                 device_positions.as<index_t>());
+      std::vector<index_t> found(slots.size());
+      kernels::copy_to_host(queue, found.data(), device_positions.data(), found.size() * sizeof(index_t));
+      for (std::size_t j = 0; j < slots.size(); ++j) position[slots[j]] = found[j];
+    }
+  }
+  std::vector<PeerRange> send(static_cast<std::size_t>(ranks)), recv(static_cast<std::size_t>(ranks));
+  for (int q = 0; q < ranks; ++q) {
+    const index_t start = position[2 * static_cast<std::size_t>(q)];
+    const index_t end = position[2 * static_cast<std::size_t>(q) + 1];
+    TESSERA_ASSERT(start <= end, "sort: a splitter above the next one");
+    // A rank whose share is empty needs nothing.
+    send[static_cast<std::size_t>(q)] =
+        target.local_size(q) == 0 ? PeerRange{0, 0, 0, 0} : PeerRange{start, end - start, 0, 0};
+  }
+  {
+    // The first and last key of each range sent, so that a receiver can tell whether its runs
+    // arrive in order already (sorted input, equal keys): two elements per peer.
+    std::vector<std::size_t> ends;
+    for (const PeerRange& r : send)
+      if (r.count > 0) {
+        ends.push_back(static_cast<std::size_t>(r.start));
+        ends.push_back(static_cast<std::size_t>(r.start + r.count - 1));
+      }
+    if (!ends.empty()) {
+      kernels::ScratchBuffer picked(queue, ends.size() * key_bytes);
+      for (std::size_t j = 0; j < ends.size(); ++j)
+        kernels::copy_within_async(queue, picked.as<char>() + j * key_bytes, sorted_keys + ends[j] * key_bytes, key_bytes);
+      std::vector<unsigned char> host(ends.size() * key_bytes);
+      kernels::copy_to_host(queue, host.data(), picked.data(), host.size());
+      std::size_t j = 0;
+      for (PeerRange& r : send)
+        if (r.count > 0) {
+          r.first_radix = load_radix(host.data() + j++ * key_bytes, key);
+          r.last_radix = load_radix(host.data() + j++ * key_bytes, key);
+        }
+    }
+  }
+  static_assert(sizeof(PeerRange) == 4 * sizeof(std::int64_t));
+  TESSERA_MPI_CHECK(MPI_Alltoall(send.data(), 4, MPI_INT64_T, recv.data(), 4, MPI_INT64_T, comm.get()));
+  index_t received = 0, first_rank = 0;  // elements received; global rank of the first of them
+  // The received runs need a merge unless each starts at or above where the one before ended.
+  bool in_order = true;
+  const PeerRange* previous = nullptr;
+  for (const PeerRange& r : recv) {
+    received += r.count;
+    first_rank += r.start;
+    if (r.count == 0) continue;
+    if (previous && r.first_radix < previous->last_radix) in_order = false;
+    previous = &r;
+  }
+  const index_t window = target.offset(me) - first_rank;
+  TESSERA_ASSERT(share == 0 || (window >= 0 && window + share <= received),
+                 "sort: the received range does not hold this rank's share");
+  clock.end_phase(&steps.splitters);
+
+  // ---- exchange ------------------------------------------------------------------------------------
+  // Keys alone travel straight from the sorted block; with values, each peer's keys and values go
+  // packed in one segment (16-byte aligned parts), so that one exchange moves both.
+  std::vector<std::size_t> send_bytes(static_cast<std::size_t>(ranks)), send_offsets(send_bytes.size());
+  std::vector<std::size_t> recv_bytes(send_bytes.size()), recv_offsets(send_bytes.size());
+  auto packed = [&](index_t count) { return align16(count * key_bytes) + align16(count * value_bytes); };
+  std::size_t send_total = 0, recv_total = 0;
+  for (std::size_t p = 0; p < send.size(); ++p) {
+    if (p != static_cast<std::size_t>(me)) {
+      steps.exchange_bytes += static_cast<double>((send[p].count + recv[p].count) * static_cast<index_t>(key_bytes + value_bytes));
+    }
+    if (has_values) {
+      send_offsets[p] = send_total;
+      send_bytes[p] = packed(send[p].count);
+      recv_offsets[p] = recv_total;
+      recv_bytes[p] = packed(recv[p].count);
+    } else {
+      send_offsets[p] = static_cast<std::size_t>(send[p].start) * key_bytes;
+      send_bytes[p] = static_cast<std::size_t>(send[p].count) * key_bytes;
+      recv_offsets[p] = recv_total;
+      recv_bytes[p] = static_cast<std::size_t>(recv[p].count) * key_bytes;
+    }
+    send_total += send_bytes[p];
+    recv_total += recv_bytes[p];
+  }
+  StepMemory exchange_memory(queue);
+  char* send_buffer = has_values ? exchange_memory.add(send_total) : sorted_keys;
+  char* recv_buffer = exchange_memory.add(recv_total);
+  char* merged_keys = has_values ? exchange_memory.add(received * key_bytes) : recv_buffer;
+  char* merged_values = has_values ? exchange_memory.add(received * value_bytes) : nullptr;
+  char* out_keys = want_keys ? exchange_memory.add(share * key_bytes) : nullptr;
+  char* out_values = has_values ? exchange_memory.add(share * value_bytes) : nullptr;
+  exchange_memory.agree(comm, "the exchange");
+
+  if (has_values) {
+    for (std::size_t p = 0; p < send.size(); ++p) {
+      if (send[p].count == 0) continue;
+      const auto start = static_cast<std::size_t>(send[p].start);
+      const auto count = static_cast<std::size_t>(send[p].count);
+      char* segment = send_buffer + send_offsets[p];
+      kernels::copy_within_async(queue, segment, sorted_keys + start * key_bytes, count * key_bytes);
+      kernels::copy_within_async(queue, segment + align16(count * key_bytes), sorted_values + start * value_bytes,
+                                 count * value_bytes);
+    }
+  }
+  const DeviceComm device_comm(ctx);
+  device_comm.alltoallv(send_buffer, send_bytes, send_offsets, recv_buffer, recv_bytes, recv_offsets);
+  if (has_values) {
+    std::size_t placed = 0;
+    for (std::size_t p = 0; p < recv.size(); ++p) {
+      if (recv[p].count == 0) continue;
+      const auto count = static_cast<std::size_t>(recv[p].count);
+      const char* segment = recv_buffer + recv_offsets[p];
+      kernels::copy_within_async(queue, merged_keys + placed * key_bytes, segment, count * key_bytes);
+      kernels::copy_within_async(queue, merged_values + placed * value_bytes, segment + align16(count * key_bytes),
+                                 count * value_bytes);
+      placed += count;
+    }
+  }
+  clock.end_phase(&steps.exchange);
+
+  // ---- merge ---------------------------------------------------------------------------------------
+  // The runs arrive in source-rank order, each sorted; a stable sort of their concatenation orders
+  // equal keys by source rank, then by position: by global position. Runs already in order (equal
+  // keys across a border are: the lower rank's come first) are the sorted sequence as they stand.
+  if (!in_order) local_sort(merged_keys, merged_keys, merged_values, merged_values, received);
+  if (share > 0) {
+    if (want_keys) kernels::copy_within_async(queue, out_keys, merged_keys + window * key_bytes, share * key_bytes);
+    if (has_values)
+      kernels::copy_within_async(queue, out_values, merged_values + window * value_bytes, share * value_bytes);
+  }
+  clock.end_phase(&steps.merge);
+  if (out_keys) result.keys = exchange_memory.release(out_keys);
+  if (out_values) result.values = exchange_memory.release(out_values);
+  finish();
+  return result;
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,233 @@
+// Device-wide radix sort (Onesweep) and the search of sorted keys: kernels, tuning and launch logic
+// (the layer of cub/device/dispatch/dispatch_radix_sort.cuh). Contract in tessera/kernels/sort.hpp;
+// the per-thread-block work in agent_radix_sort.cuh.
+//
+// One sort, in stream order:
+//   1. one memset of the control words (digit counts, tile counters), one histogram kernel: the
+//      digit counts of every place, scanned into starting positions by its last thread block;
+//   2. per place, per portion of < 2^30 keys: a memset of the look-back words and one onesweep
+//      kernel (one thread block per tile), from one key buffer into the other.
+// The key buffers alternate between keys_out and a spare array so that the last place lands in
+// keys_out and keys_in is only read (an in-place sort with an odd number of places copies once at
+// the end). Keys are converted to radix bits when the first place reads them and back when the
+// last place writes them; the places between move radix bits.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/agent_radix_sort.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/queue.hpp"
+#include "tessera/kernels/sort_order.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+// The shape of one onesweep configuration: threads and keys per thread block, the resident blocks
+// per SM the compiler must allow, the look-back's predecessors per round trip, and how a warp's
+// lanes with one digit find each other (block_radix_rank.cuh).
+template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
+          WarpMatch Match = WarpMatch::ballots>
+struct RadixSortShape {
+  static constexpr WarpMatch kWarpMatch = Match;
+  static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
+  static constexpr int kBlockThreads = BlockThreads;
+  static constexpr int kItemsPerThread = ItemsPerThread;
+  static constexpr int kMinBlocksPerSm = MinBlocksPerSm;
+  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
+  static constexpr int kLookbackBatch = LookbackBatch;
+  // A portion's look-back counts must fit in 30 bits.
+  static constexpr int kPortionItems = ((1 << 29) / kTileItems) * kTileItems;
+};
+
+// Tuning of the radix sort, the one place it lives (CUB's sm90 onesweep tunings as the starting
+// point: 384 threads, about 20 4-byte items per thread, fewer for wider keys or values so that a
+// tile of the widest of them fits the 48 KB of static shared memory). Two resident thread blocks
+// per SM at least (registers <= 80): 4-byte pairs took 119 registers, one block per SM, without
+// the bound.
+template <class Bits, class Word>
+struct RadixSortItems {
+  static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
+  static constexpr int kValueBytes = kHasValues ? static_cast<int>(sizeof(Word)) : 0;
+  static constexpr int kWidestBytes = kValueBytes > static_cast<int>(sizeof(Bits)) ? kValueBytes : static_cast<int>(sizeof(Bits));
+  // Items per thread for 4-byte elements; the widest element scales it down.
+  static constexpr int kNominal =
+      sizeof(Bits) == 4 ? (!kHasValues ? 20 : kValueBytes <= 4 ? 17 : 30) : (kValueBytes < 8 ? 30 : 24);
+  static constexpr int kScaled = kNominal * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes);
+  static constexpr int value = kScaled < 1 ? 1 : kScaled;
+};
+template <class Bits, class Word>
+struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4> {};
+
+// The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
+template <class Bits>
+struct RadixHistogramTuning {
+  static constexpr int kHistogramThreads = 128;
+  static constexpr int kHistogramItems = 16;
+  static constexpr int kMaxPlaces = static_cast<int>(sizeof(Bits));  // 8-bit places
+};
+
+template <class Tuning, class Bits>
+__global__ void __launch_bounds__(Tuning::kHistogramThreads)
+    radix_histogram_kernel(const Bits* keys, index_t n, RadixTwiddle<Bits> twiddle, int begin_bit, int end_bit,
+                           index_t* digit_starts, unsigned* blocks_done) {
+  __shared__ RadixHistogramStorage<Tuning, Bits> storage;
+  radix_histogram_agent<Tuning>(storage, keys, n, twiddle, begin_bit, end_bit, digit_starts, blocks_done);
+}
+
+template <class Tuning, class Bits, class Word>
+__global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm) onesweep_kernel(const OnesweepPass<Bits, Word> pass) {
+  __shared__ OnesweepStorage<Tuning, Bits, Word> storage;
+  onesweep_agent<Tuning>(storage, pass);
+}
+
+template <class Bits>
+__global__ void sorted_search_kernel(RadixTwiddle<Bits> twiddle, const Bits* sorted, index_t n, const Bits* needles,
+                                     index_t m, bool upper, index_t* positions) {
+  const index_t j = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= m) return;
+  const Bits needle = twiddle.to_radix(needles[j]);
+  index_t low = 0, high = n;
+  while (low < high) {
+    const index_t mid = low + (high - low) / 2;
+    const Bits probe = twiddle.to_radix(sorted[mid]);
+    if (upper ? !(needle < probe) : probe < needle) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  positions[j] = low;
+}
+
+template <class Bits>
+void device_sorted_search(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bits* sorted, index_t n,
+                          const Bits* needles, index_t m, bool upper, index_t* positions) {
+  if (m == 0) return;
+  constexpr int kThreads = 128;
+  const index_t blocks = ceil_div<index_t>(m, kThreads);
+  TESSERA_ASSERT(blocks <= 0x7fffffff, "sorted search: more needles than one grid can hold");
+  sorted_search_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, to_cuda(queue.stream)>>>(twiddle, sorted, n,
+                                                                                                needles, m, upper, positions);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// Sorts keys_in[0, n) by radix bits [begin_bit, end_bit) into keys_out, values following (Word =
+// RadixNoValue: keys only, value pointers null). See the file comment.
+// Tuning: RadixSortTuning, or another RadixSortShape (the benchmark's tuning study).
+template <class Bits, class Word, class Tuning = RadixSortTuning<Bits, Word>>
+void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bits* keys_in, Bits* keys_out,
+                       const Word* values_in, Word* values_out, index_t n, int begin_bit, int end_bit) {
+  using HistogramTuning = RadixHistogramTuning<Bits>;
+  constexpr bool kHasValues = Tuning::kHasValues;
+  const cudaStream_t stream = to_cuda(queue.stream);
+  if (n == 0) return;
+  const int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
+  if (places == 0) {
+    if (keys_out != keys_in)
+      TESSERA_CUDA_CHECK(cudaMemcpyAsync(keys_out, keys_in, sizeof(Bits) * static_cast<std::size_t>(n),
+                                         cudaMemcpyDeviceToDevice, stream));
+    if constexpr (kHasValues) {
+      if (values_out != values_in)
+        TESSERA_CUDA_CHECK(cudaMemcpyAsync(values_out, values_in, sizeof(Word) * static_cast<std::size_t>(n),
+                                           cudaMemcpyDeviceToDevice, stream));
+    }
+    return;
+  }
+
+  const index_t portions = ceil_div<index_t>(n, Tuning::kPortionItems);
+  const index_t portion_tiles = ceil_div<index_t>(std::min<index_t>(n, Tuning::kPortionItems), Tuning::kTileItems);
+  const bool in_place = keys_in == keys_out || (kHasValues && values_in == values_out);
+  // An in-place sort with an odd number of places cannot scatter its first place into its input:
+  // it starts in the spare array and copies the result back.
+  const bool copy_back = in_place && places % 2 == 1;
+
+  // Scratch: control words (zeroed), look-back words, spare keys and values.
+  auto align = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const std::size_t starts_bytes = sizeof(index_t) * static_cast<std::size_t>(portions * places * kRadixDigits);
+  const std::size_t counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(portions * places + 1);
+  const std::size_t control_bytes = align(starts_bytes + counters_bytes);
+  const std::size_t lookback_bytes = align(sizeof(std::uint32_t) * static_cast<std::size_t>(portion_tiles) * kRadixDigits);
+  const bool need_spare = places > 1 || copy_back;
+  const std::size_t spare_key_bytes = need_spare ? align(sizeof(Bits) * static_cast<std::size_t>(n)) : 0;
+  const std::size_t spare_value_bytes =
+      need_spare && kHasValues ? align(sizeof(std::conditional_t<kHasValues, Word, char>) * static_cast<std::size_t>(n)) : 0;
+  ScratchBuffer scratch(queue, control_bytes + lookback_bytes + spare_key_bytes + spare_value_bytes);
+  char* const base = scratch.as<char>();
+  auto* const digit_starts = reinterpret_cast<index_t*>(base);
+  auto* const counters = reinterpret_cast<unsigned*>(base + starts_bytes);  // [portion][place], then blocks_done
+  auto* const lookback = reinterpret_cast<std::uint32_t*>(base + control_bytes);
+  auto* const spare_keys = need_spare ? reinterpret_cast<Bits*>(base + control_bytes + lookback_bytes) : nullptr;
+  Word* const spare_values =
+      need_spare && kHasValues ? reinterpret_cast<Word*>(base + control_bytes + lookback_bytes + spare_key_bytes) : nullptr;
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(base, 0, starts_bytes + counters_bytes, stream));
+
+  // 1. The digits of every place.
+  {
+    constexpr int kThreads = HistogramTuning::kHistogramThreads;
+    const DeviceInfo& device = current_device_info();
+    const int per_sm = blocks_per_sm<radix_histogram_kernel<HistogramTuning, Bits>>(kThreads);
+    const index_t tiles = ceil_div<index_t>(n, index_t(kThreads) * HistogramTuning::kHistogramItems);
+    // A block's shared counts stay below 2^32: at most 2^31 keys per block.
+    const index_t min_blocks = ceil_div<index_t>(n, index_t(1) << 31);
+    const index_t blocks = std::max(min_blocks, std::min<index_t>(tiles, index_t(per_sm) * device.sm_count));
+    radix_histogram_kernel<HistogramTuning, Bits><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        keys_in, n, twiddle, begin_bit, end_bit, digit_starts, counters + portions * places);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  }
+
+  // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
+  // last place keys_out), or, with copy_back, the spare array first.
+  Bits* const key_buffers[2] = {keys_out, spare_keys};
+  Word* const value_buffers[2] = {values_out, spare_values};
+  const Bits* keys_from = keys_in;
+  const Word* values_from = values_in;
+  int destination = 0;
+  for (int place = 0; place < places; ++place) {
+    destination = copy_back ? (place % 2 == 0 ? 1 : 0) : (places - 1 - place) % 2;
+    const int shift = begin_bit + place * kRadixDigitBits;
+    const int bits = std::min(kRadixDigitBits, end_bit - shift);
+    for (index_t portion = 0; portion < portions; ++portion) {
+      const index_t first = portion * Tuning::kPortionItems;
+      const auto items = static_cast<int>(std::min<index_t>(Tuning::kPortionItems, n - first));
+      const index_t tiles = ceil_div<index_t>(items, Tuning::kTileItems);
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(lookback, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) * kRadixDigits, stream));
+      OnesweepPass<Bits, Word> pass{};
+      pass.keys_in = keys_from + first;
+      pass.keys_out = key_buffers[destination];
+      if constexpr (kHasValues) {
+        pass.values_in = values_from + first;
+        pass.values_out = value_buffers[destination];
+      }
+      pass.portion_items = items;
+      pass.digit_starts = digit_starts + (portion * places + place) * kRadixDigits;
+      pass.next_digit_starts =
+          portion + 1 < portions ? digit_starts + ((portion + 1) * places + place) * kRadixDigits : nullptr;
+      pass.lookback = lookback;
+      pass.tile_counter = counters + portion * places + place;
+      pass.digit = RadixDigit{shift, (1u << bits) - 1};
+      pass.twiddle = twiddle;
+      pass.convert_in = place == 0;
+      pass.convert_out = place == places - 1;
+      onesweep_kernel<Tuning, Bits, Word><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, stream>>>(pass);
+      TESSERA_CUDA_CHECK_LAUNCH();
+    }
+    keys_from = key_buffers[destination];
+    if constexpr (kHasValues) values_from = value_buffers[destination];
+  }
+  if (destination != 0) {
+    TESSERA_CUDA_CHECK(cudaMemcpyAsync(keys_out, spare_keys, sizeof(Bits) * static_cast<std::size_t>(n),
+                                       cudaMemcpyDeviceToDevice, stream));
+    if constexpr (kHasValues)
+      TESSERA_CUDA_CHECK(cudaMemcpyAsync(values_out, spare_values, sizeof(Word) * static_cast<std::size_t>(n),
+                                         cudaMemcpyDeviceToDevice, stream));
+  }
+}
+
+}  // namespace tessera::kernels::cuda::detail

@@ -471,8 +471,8 @@ std::vector<MPI_Request> post_neighbor_mpi(const std::vector<DeviceComm::Message
 
 }  // namespace
 
-DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& sends,
-                                                   const std::vector<Message>& recvs) const {
+DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
+                                                   const Staging* staging) const {
   const int me = ctx_.rank();
   for (const Message& m : sends) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
   for (const Message& m : recvs) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
@@ -497,10 +497,12 @@ DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& s
         if (sends[i].peer != me) send_at[i] = std::exchange(send_total, send_total + sends[i].bytes);
       for (std::size_t i = 0; i < recvs.size(); ++i)
         if (recvs[i].peer != me) recv_at[i] = std::exchange(recv_total, recv_total + recvs[i].bytes);
-      std::shared_ptr<char> host_send(static_cast<char*>(kernels::allocate_pinned_host(send_total)),
-                                      kernels::deallocate_pinned_host);
-      std::shared_ptr<char> host_recv(static_cast<char*>(kernels::allocate_pinned_host(recv_total)),
-                                      kernels::deallocate_pinned_host);
+      auto pinned = [](void* given, std::size_t given_bytes, std::size_t bytes) {
+        if (given && given_bytes >= bytes) return std::shared_ptr<char>(static_cast<char*>(given), [](char*) {});
+        return std::shared_ptr<char>(static_cast<char*>(kernels::allocate_pinned_host(bytes)), kernels::deallocate_pinned_host);
+      };
+      std::shared_ptr<char> host_send = pinned(staging ? staging->send : nullptr, staging ? staging->send_bytes : 0, send_total);
+      std::shared_ptr<char> host_recv = pinned(staging ? staging->recv : nullptr, staging ? staging->recv_bytes : 0, recv_total);
       for (std::size_t i = 0; i < sends.size(); ++i)
         if (sends[i].peer != me && sends[i].bytes)
           kernels::copy_to_host_async(queue, host_send.get() + send_at[i], sends[i].data, sends[i].bytes);

@@ -270,6 +270,12 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
   if (recv_bytes_) recv_buffer_ = kernels::allocate(q, recv_bytes_);
   for (std::size_t i = 0; i < sends_.size(); ++i) sends_[i].data = static_cast<char*>(send_buffer_) + send_at[i];
   for (std::size_t i = 0; i < recvs_.size(); ++i) recvs_[i].data = static_cast<char*>(recv_buffer_) + recv_at[i];
+  if (comm_.path() == DeviceCommPath::staged) {
+    staging_.send = kernels::allocate_pinned_host(send_bytes_);
+    staging_.recv = kernels::allocate_pinned_host(recv_bytes_);
+    staging_.send_bytes = send_bytes_;
+    staging_.recv_bytes = recv_bytes_;
+  }
 }
 
 HaloExchange::~HaloExchange() {
@@ -277,12 +283,14 @@ HaloExchange::~HaloExchange() {
   const kernels::Queue& q = ctx_.queue();
   if (send_buffer_) kernels::deallocate(q, send_buffer_);
   if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
+  kernels::deallocate_pinned_host(staging_.send);
+  kernels::deallocate_pinned_host(staging_.recv);
 }
 
 void HaloExchange::start(const void* origin) {
   TESSERA_ASSERT(!pending_, "HaloExchange::start: the previous exchange was not finished");
   kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_buffer_, element_bytes_);
-  pending_.emplace(comm_.ineighbor_exchange(sends_, recvs_));
+  pending_.emplace(comm_.ineighbor_exchange(sends_, recvs_, &staging_));
 }
 
 void HaloExchange::finish(void* origin) {

@@ -92,7 +92,19 @@ class DeviceComm {
   // another queue, or on the host under cpu): mpi-host and cuda-aware-mpi post non-blocking MPI
   // (cuda-aware-mpi waits for the queue first), staged copies the sends to pinned host memory and
   // posts MPI, nccl groups ncclSend / ncclRecv on its stream; wait() completes them.
-  Request ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs) const;
+  //
+  // staging: for the staged path, pinned host buffers (kernels::allocate_pinned_host) of at least
+  // the bytes of all sends and of all receives to and from other ranks, which a caller that repeats
+  // one exchange (a halo exchange per iteration) keeps; otherwise each call allocates its own, and
+  // freeing pinned memory waits for the whole device.
+  struct Staging {
+    void* send = nullptr;
+    void* recv = nullptr;
+    std::size_t send_bytes = 0;
+    std::size_t recv_bytes = 0;
+  };
+  Request ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
+                             const Staging* staging = nullptr) const;
 
   struct NcclState;  // private to device_comm.cpp
 

@@ -142,6 +142,7 @@ class HaloExchange {
   std::size_t send_bytes_ = 0, recv_bytes_ = 0;
   void* send_buffer_ = nullptr;  // backend memory
   void* recv_buffer_ = nullptr;
+  DeviceComm::Staging staging_;  // pinned host memory, on the staged path
   std::optional<DeviceComm::Request> pending_;
 };
 

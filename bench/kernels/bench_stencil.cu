@@ -1,0 +1,311 @@
+// tessera_bench_stencil: the local stencil kernels against the bytes-moved floor, the device-to-device
+// copy rate this program measures first (cudaMemcpy, one read and one write per byte), and against a
+// plain kernel of each (one thread per output cell, every input read from global memory through the
+// caches), in one process on one GPU:
+//   sweep5 / sweep9   the 5- and 9-point sweep of an N x N float field (N = 16384 by default) and an
+//                     N x N/2 double field: one read and one write per cell at the floor. Also the
+//                     sweep that takes the residual (max |out - in|), and two other tunings of the
+//                     5-point column march (longer segments; more rows in flight).
+//   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the unrolled kernel) and 16,
+//                     64 (the chunked one): one read and one write per element at the floor.
+// "%copy" is the floor's time over ours; "x plain" the plain kernel's time over ours. Every result is
+// compared with the plain kernel's, bit for bit (both round each product and sum alone, in the same
+// order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
+//
+// Usage: tessera_bench_stencil [--n 16384] [--reps 20] [--warmup 3] [--json FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_timing.cuh"
+#include "tessera/kernels/cuda/device_stencil.cuh"
+#include "tessera/kernels/kernels.hpp"
+#include "tessera/kernels/stencil.hpp"
+
+namespace {
+
+using tessera::index_t;
+using tessera::StencilShape;
+using tessera::StencilWeights;
+using tessera::kernels::Queue;
+using namespace tessera::bench;
+namespace detail = tessera::kernels::cuda::detail;
+
+struct Options {
+  index_t n = 16384;
+  int reps = 20;
+  int warmup = 3;
+  std::string json;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "tessera_bench_stencil: %s\n", what.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + ": missing value");
+      return argv[++i];
+    };
+    if (a == "--n") o.n = std::atoll(value().c_str());
+    else if (a == "--reps") o.reps = std::atoi(value().c_str());
+    else if (a == "--warmup") o.warmup = std::atoi(value().c_str());
+    else if (a == "--json") o.json = value();
+    else usage_error("unknown flag '" + a + "' (--n, --reps, --warmup, --json)");
+  }
+  if (o.n < 64) usage_error("--n: at least 64");
+  if (o.reps < 1) usage_error("--reps: at least 1");
+  return o;
+}
+
+struct Row {
+  std::string op, type, size;
+  double ours_ms = 0, plain_ms = 0, cells = 0, bytes = 0, percent_copy = 0;
+  bool agree = true;
+};
+std::vector<Row> g_rows;
+double g_copy_gbs = 0;
+
+void print_header() {
+  std::printf("%-34s %-7s %-13s %10s %10s %9s %9s %7s %8s %6s\n", "op", "type", "size", "ours ms", "plain ms", "Gcell/s",
+              "GB/s", "%copy", "x plain", "agree");
+}
+
+void report(Row r) {
+  const double gbs = r.bytes / (r.ours_ms * 1e6);
+  r.percent_copy = 100.0 * gbs / g_copy_gbs;
+  std::printf("%-34s %-7s %-13s %10.4f %10.4f %9.1f %9.1f %6.1f%% %8.3f %6s\n", r.op.c_str(), r.type.c_str(),
+              r.size.c_str(), r.ours_ms, r.plain_ms, r.cells / (r.ours_ms * 1e6), gbs, r.percent_copy,
+              r.plain_ms > 0 ? r.plain_ms / r.ours_ms : 0.0, r.agree ? "yes" : "NO");
+  std::fflush(stdout);
+  g_rows.push_back(r);
+}
+
+// ---- the plain kernels --------------------------------------------------------------------------------
+
+template <class T, bool kNine>
+__global__ void plain_sweep_kernel(const T* __restrict__ in, index_t ld, T* __restrict__ out, index_t rows, index_t cols,
+                                   StencilWeights<T> w) {
+  const index_t j = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = static_cast<index_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+  if (i >= rows || j >= cols) return;
+  const T* c = in + i * ld + j;
+  T acc = detail::mul_rn(w.centre, c[0]);
+  acc = detail::add_rn(acc, detail::mul_rn(w.north, c[-ld]));
+  acc = detail::add_rn(acc, detail::mul_rn(w.south, c[ld]));
+  acc = detail::add_rn(acc, detail::mul_rn(w.west, c[-1]));
+  acc = detail::add_rn(acc, detail::mul_rn(w.east, c[1]));
+  if constexpr (kNine) {
+    acc = detail::add_rn(acc, detail::mul_rn(w.north_west, c[-ld - 1]));
+    acc = detail::add_rn(acc, detail::mul_rn(w.north_east, c[-ld + 1]));
+    acc = detail::add_rn(acc, detail::mul_rn(w.south_west, c[ld - 1]));
+    acc = detail::add_rn(acc, detail::mul_rn(w.south_east, c[ld + 1]));
+  }
+  out[i * ld + j] = acc;
+}
+
+template <class T>
+void plain_sweep(const Queue& q, const T* in, index_t ld, T* out, index_t rows, index_t cols, const StencilWeights<T>& w) {
+  const dim3 block(32, 8);
+  const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 7) / 8));
+  if (w.shape == StencilShape::nine_point) plain_sweep_kernel<T, true><<<grid, block, 0, stream_of(q)>>>(in, ld, out, rows, cols, w);
+  else plain_sweep_kernel<T, false><<<grid, block, 0, stream_of(q)>>>(in, ld, out, rows, cols, w);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+__global__ void plain_convolve_kernel(const T* __restrict__ in, index_t n, const T* __restrict__ w, index_t radius,
+                                      T* __restrict__ out) {
+  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  T acc = T(-0.0);
+  for (index_t k = 0; k <= 2 * radius; ++k) acc = detail::add_rn(acc, detail::mul_rn(__ldg(w + k), in[i + radius - k]));
+  out[i] = acc;
+}
+
+// ---- other tunings of the 5-point march (the library's own is Stencil2dTuning) --------------------------
+
+struct LongSegments : detail::Stencil2dTuning {
+  static constexpr int kSegmentRows = 128;
+};
+struct DeeperPrefetch : detail::Stencil2dTuning {
+  static constexpr int kPrefetchRows = 4;
+  static constexpr int kMinBlocksPerSm = 6;
+};
+
+// The library's dispatch for an aligned 5-point float sweep, with another tuning.
+template <class Tuning>
+void tuned_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
+                 const StencilWeights<float>& w) {
+  constexpr auto kernel = detail::stencil_2d_kernel<float, false, true, Tuning>;
+  constexpr int kThreads = Tuning::kWarps * 32;
+  detail::Stencil2dShape shape;
+  shape.rows = rows;
+  shape.cols = cols;
+  shape.shift = 0;
+  shape.chunks_per_row = (cols + 3) / 4;
+  shape.tiles_x = (shape.chunks_per_row + kThreads - 1) / kThreads;
+  shape.tiles = shape.tiles_x * ((rows + Tuning::kSegmentRows - 1) / Tuning::kSegmentRows);
+  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
+  kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape, w,
+                                                                                                 nullptr);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// ---- the cases ------------------------------------------------------------------------------------------
+
+// A rows x cols field with a ghost ring, the owned region's first cell on a 16-byte boundary.
+template <class T>
+struct Frame {
+  index_t rows, cols, ld;
+  T* base = nullptr;
+  Frame(const Queue& q, index_t r, index_t c, std::uint64_t seed) : rows(r), cols(c), ld((c + 2 + 15) / 16 * 16 + 16) {
+    const index_t elements = (rows + 2) * ld + 16;
+    base = static_cast<T*>(tessera::kernels::allocate(q, static_cast<std::size_t>(elements) * sizeof(T)));
+    tessera::kernels::generate(q, base, elements, seed, 0);
+  }
+  T* origin() const { return base + ld + 16 / sizeof(T); }  // row 1, column 16 bytes in: aligned, ghost at -1
+};
+
+template <class T>
+bool same(const Queue& q, const Frame<T>& a, const Frame<T>& b) {
+  std::vector<T> x(static_cast<std::size_t>((a.rows + 2) * a.ld)), y(x.size());
+  tessera::kernels::copy_to_host(q, x.data(), a.base, x.size() * sizeof(T));
+  tessera::kernels::copy_to_host(q, y.data(), b.base, y.size() * sizeof(T));
+  for (index_t i = 0; i < a.rows; ++i)
+    if (std::memcmp(&x[static_cast<std::size_t>((i + 1) * a.ld + 16 / sizeof(T))], &y[static_cast<std::size_t>((i + 1) * a.ld + 16 / sizeof(T))],
+                    static_cast<std::size_t>(a.cols) * sizeof(T)) != 0)
+      return false;
+  return true;
+}
+
+template <class T>
+void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, StencilShape shape, const char* type) {
+  const StencilWeights<T> w = shape == StencilShape::five_point ? StencilWeights<T>::jacobi5() : StencilWeights<T>::jacobi9();
+  Frame<T> in(q, rows, cols, 7), out(q, rows, cols, 8), plain_out(q, rows, cols, 9);
+  const std::string size = std::to_string(rows) + "x" + std::to_string(cols);
+  const double cells = static_cast<double>(rows) * static_cast<double>(cols);
+  const double bytes = 2.0 * cells * sizeof(T);
+  const char* name = shape == StencilShape::five_point ? "sweep5" : "sweep9";
+  auto ours = [&] { tessera::kernels::stencil_2d(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w); };
+  auto plain = [&] { plain_sweep(q, in.origin(), in.ld, plain_out.origin(), rows, cols, w); };
+  ours();
+  plain();
+  const bool agree = same(q, out, plain_out);
+  const auto [ours_ms, plain_ms] = median_pair_ms(q, o.warmup, o.reps, ours, plain);
+  report({name, type, size, ours_ms, plain_ms, cells, bytes, 0, agree});
+
+  // With the residual: the same sweep, and one atomicMax per warp.
+  T* change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
+  auto with_residual = [&] {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(change, 0, sizeof(T), stream_of(q)));
+    tessera::kernels::stencil_2d(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, change);
+  };
+  const double residual_ms = median_ms(q, o.warmup, o.reps, with_residual);
+  report({std::string(name) + " +residual", type, size, residual_ms, plain_ms, cells, bytes, 0, same(q, out, plain_out)});
+  tessera::kernels::deallocate(q, change);
+
+  if constexpr (std::is_same_v<T, float>) {
+    if (shape == StencilShape::five_point) {
+      auto long_segments = [&] { tuned_sweep<LongSegments>(q, in.origin(), in.ld, out.origin(), rows, cols, w); };
+      auto deeper = [&] { tuned_sweep<DeeperPrefetch>(q, in.origin(), in.ld, out.origin(), rows, cols, w); };
+      long_segments();
+      const bool agree_long = same(q, out, plain_out);
+      report({"sweep5 (128-row segments)", type, size, median_ms(q, o.warmup, o.reps, long_segments), plain_ms, cells, bytes, 0,
+              agree_long});
+      deeper();
+      const bool agree_deeper = same(q, out, plain_out);
+      report({"sweep5 (4 rows in flight)", type, size, median_ms(q, o.warmup, o.reps, deeper), plain_ms, cells, bytes, 0,
+              agree_deeper});
+    }
+  }
+  tessera::kernels::deallocate(q, in.base);
+  tessera::kernels::deallocate(q, out.base);
+  tessera::kernels::deallocate(q, plain_out.base);
+  in.base = out.base = plain_out.base = nullptr;
+}
+
+void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius) {
+  const index_t pad = 64;  // beyond the largest radius below: [-radius, n + radius) readable
+  float* in = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n + 2 * pad) * sizeof(float)));
+  float* out = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n) * sizeof(float)));
+  float* plain_out = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n) * sizeof(float)));
+  float* device_weights = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(2 * radius + 1) * sizeof(float)));
+  tessera::kernels::generate(q, in, n + 2 * pad, 11, 0);
+  std::vector<float> weights(static_cast<std::size_t>(2 * radius + 1));
+  tessera::kernels::generate(Queue{}, weights.data(), 2 * radius + 1, 12, 0);
+  tessera::kernels::copy_from_host(q, device_weights, weights.data(), weights.size() * sizeof(float));
+  auto ours = [&] { tessera::kernels::convolve_1d(q, in + pad, n, weights, out); };
+  auto plain = [&] {
+    plain_convolve_kernel<float><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream_of(q)>>>(in + pad, n, device_weights,
+                                                                                                      radius, plain_out);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  };
+  ours();
+  plain();
+  std::vector<float> a(static_cast<std::size_t>(n)), b(a.size());
+  tessera::kernels::copy_to_host(q, a.data(), out, a.size() * sizeof(float));
+  tessera::kernels::copy_to_host(q, b.data(), plain_out, b.size() * sizeof(float));
+  const bool agree = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  const auto [ours_ms, plain_ms] = median_pair_ms(q, o.warmup, o.reps, ours, plain);
+  const double elements = static_cast<double>(n);
+  report({"convolve r=" + std::to_string(radius) + (radius > detail::Convolve1dTuning::kMaxRadius ? " (chunked)" : ""), "float",
+          std::to_string(n), ours_ms, plain_ms, elements, 2.0 * elements * sizeof(float), 0, agree});
+  for (float* p : {in, out, plain_out, device_weights}) tessera::kernels::deallocate(q, p);
+}
+
+void write_json(const std::string& path, const std::string& device) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) usage_error("--json: cannot open '" + path + "' for writing");
+  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"rows\": [\n", device.c_str(), g_copy_gbs);
+  for (std::size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& r = g_rows[i];
+    std::fprintf(f,
+                 "    {\"op\": \"%s\", \"type\": \"%s\", \"size\": \"%s\", \"ours_ms\": %.5f, \"plain_ms\": %.5f, "
+                 "\"gcells_per_s\": %.2f, \"percent_copy\": %.2f, \"agree\": %s}%s\n",
+                 r.op.c_str(), r.type.c_str(), r.size.c_str(), r.ours_ms, r.plain_ms, r.cells / (r.ours_ms * 1e6),
+                 r.percent_copy, r.agree ? "true" : "false", i + 1 < g_rows.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (tessera::kernels::cuda_device_count() == 0) {
+    std::fprintf(stderr, "tessera_bench_stencil: no usable CUDA device\n");
+    return 1;
+  }
+  const Queue q = tessera::kernels::make_cuda_queue(0);
+  const std::string device = tessera::kernels::describe_device(q);
+  std::printf("tessera_bench_stencil on %s\n", device.c_str());
+  g_copy_gbs = measure_copy_gbs(q);
+  std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", g_copy_gbs);
+  print_header();
+  bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
+  bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
+  bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
+  for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
+  if (!o.json.empty()) write_json(o.json, device);
+  bool all_agree = true;
+  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
+  Queue owned = q;
+  tessera::kernels::destroy_queue(owned);
+  if (!all_agree) {
+    std::fprintf(stderr, "tessera_bench_stencil: some results differ from the plain kernel's (rows marked NO)\n");
+    return 3;
+  }
+  return 0;
+}

@@ -55,11 +55,25 @@ for np in 1 3; do
   grep -E "tessera tests:|PASSED|FAILED|Failure|differs|rank [0-9]" "${OUT_DIR}/mpi_cuda_np${np}.log" | head -12
 done
 
+# The app end to end on the cuda backend (1 rank: numpy comparisons, kill and restart).
+TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=2 run_step app_cuda_np1 90 python3 tests/apps/test_stencil.py \
+  --bin "${BUILD}/bin" --ranks 1 --mpiexec mpirun --mpiexec-flags=--oversubscribe --workdir "${OUT_DIR}/app_np1"
+grep -E "checks|FAIL" "${OUT_DIR}/app_cuda_np1.log" | head -12
+
+# One Jacobi iteration in its parts. With one GPU the 2 ranks share it (time-sliced contexts, the
+# staged path): that measures the path, not the overlap; with 2 GPUs each rank has its own.
+GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 STEP="${BUILD}/bench/distributed/tessera_bench_stencil_step"
-run_step step_np1 40 mpirun -n 1 "${STEP}" --backend cuda --sizes 1024,4096,8192 --json "${OUT_DIR}/step_np1.json"
+run_step step_np1 40 mpirun -n 1 "${STEP}" --backend cuda --sizes 1024,4096,8192,16384 --json "${OUT_DIR}/step_np1.json"
 cat "${OUT_DIR}/step_np1.log"
-run_step step_np2 40 mpirun -n 2 "${STEP}" --backend cuda --grid 2x1 --sizes 1024,4096 --iters 10 --json "${OUT_DIR}/step_np2.json"
-cat "${OUT_DIR}/step_np2.log"
+run_step step_np1_9pt 40 mpirun -n 1 "${STEP}" --backend cuda --stencil 9 --sizes 4096,16384 --json "${OUT_DIR}/step_np1_9pt.json"
+cat "${OUT_DIR}/step_np1_9pt.log"
+for grid in 2x1 1x2; do
+  run_step "step_np2_${grid}" 40 mpirun -n 2 "${STEP}" --backend cuda --grid "${grid}" --sizes 1024,8192 --iters 10 \
+    --json "${OUT_DIR}/step_np2_${grid}.json"
+  echo "(${GPUS} GPU(s) for 2 ranks)"
+  cat "${OUT_DIR}/step_np2_${grid}.log"
+done
 
 log "done, status ${STATUS}"
 exit ${STATUS}

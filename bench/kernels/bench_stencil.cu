@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -135,28 +136,31 @@ __global__ void plain_convolve_kernel(const T* __restrict__ in, index_t n, const
 
 // ---- other tunings of the 5-point march (the library's own is Stencil2dTuning) --------------------------
 
-struct LongSegments : detail::Stencil2dTuning {
-  static constexpr int kSegmentRows = 128;
+struct ThreeRowsAhead : detail::Stencil2dTuning {
+  static constexpr int kPrefetchRows = 3;
 };
-struct DeeperPrefetch : detail::Stencil2dTuning {
-  static constexpr int kPrefetchRows = 4;
-  static constexpr int kMinBlocksPerSm = 6;
+struct TwoVectorsPerLane : detail::Stencil2dTuning {
+  static constexpr int kVectorsPerLane = 2;
+  static constexpr int kMinBlocksPerSm = 5;
+};
+struct TwoVectorsOneAhead : detail::Stencil2dTuning {
+  static constexpr int kVectorsPerLane = 2;
+  static constexpr int kPrefetchRows = 1;
 };
 
-// The library's dispatch for an aligned 5-point float sweep, with another tuning.
+// The library's dispatch for an aligned 5-point float sweep, with another tuning; segment_rows > 0
+// replaces the segments the library would choose (one per resident thread block).
 template <class Tuning>
 void tuned_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
-                 const StencilWeights<float>& w) {
+                 const StencilWeights<float>& w, index_t segment_rows = 0) {
   constexpr auto kernel = detail::stencil_2d_kernel<float, false, true, Tuning>;
   constexpr int kThreads = Tuning::kWarps * 32;
-  detail::Stencil2dShape shape;
-  shape.rows = rows;
-  shape.cols = cols;
-  shape.shift = 0;
-  shape.chunks_per_row = (cols + 3) / 4;
-  shape.tiles_x = (shape.chunks_per_row + kThreads - 1) / kThreads;
-  shape.tiles = shape.tiles_x * ((rows + Tuning::kSegmentRows - 1) / Tuning::kSegmentRows);
   const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
+  if (segment_rows > 0) {
+    shape.segment_rows = segment_rows;
+    shape.tiles = shape.tiles_x * ((rows + segment_rows - 1) / segment_rows);
+  }
   kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape, w,
                                                                                                  nullptr);
   TESSERA_CUDA_CHECK_LAUNCH();
@@ -217,16 +221,16 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
 
   if constexpr (std::is_same_v<T, float>) {
     if (shape == StencilShape::five_point) {
-      auto long_segments = [&] { tuned_sweep<LongSegments>(q, in.origin(), in.ld, out.origin(), rows, cols, w); };
-      auto deeper = [&] { tuned_sweep<DeeperPrefetch>(q, in.origin(), in.ld, out.origin(), rows, cols, w); };
-      long_segments();
-      const bool agree_long = same(q, out, plain_out);
-      report({"sweep5 (128-row segments)", type, size, median_ms(q, o.warmup, o.reps, long_segments), plain_ms, cells, bytes, 0,
-              agree_long});
-      deeper();
-      const bool agree_deeper = same(q, out, plain_out);
-      report({"sweep5 (4 rows in flight)", type, size, median_ms(q, o.warmup, o.reps, deeper), plain_ms, cells, bytes, 0,
-              agree_deeper});
+      auto variant = [&](const std::string& label, const std::function<void()>& sweep) {
+        sweep();
+        const bool agree_variant = same(q, out, plain_out);
+        report({label, type, size, median_ms(q, o.warmup, o.reps, sweep), plain_ms, cells, bytes, 0, agree_variant});
+      };
+      variant("sweep5 (32-row segments)", [&] { tuned_sweep<detail::Stencil2dTuning>(q, in.origin(), in.ld, out.origin(), rows, cols, w, 32); });
+      variant("sweep5 (3 rows ahead)", [&] { tuned_sweep<ThreeRowsAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 (2 vectors/lane)", [&] { tuned_sweep<TwoVectorsPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 (2 vectors/lane, 1 ahead)",
+              [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
     }
   }
   tessera::kernels::deallocate(q, in.base);

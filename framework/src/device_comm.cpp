@@ -479,6 +479,7 @@ DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& s
   const kernels::Queue queue = ctx_.queue();
   const MPI_Comm comm = ctx_.comm().get();
   Request request;
+  if (sends.empty() && recvs.empty()) return request;
   switch (path_) {
     case DeviceCommPath::mpi_host:
     case DeviceCommPath::cuda_aware_mpi: {

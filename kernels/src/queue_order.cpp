@@ -1,5 +1,9 @@
 // Priority queues and the ordering of one queue after another (queue.hpp).
 #include "tessera/kernels/queue.hpp"
+
+#include <array>
+
+#include "tessera/kernels/error.hpp"
 #if TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
 
@@ -27,11 +31,15 @@ Queue make_priority_queue(const Queue& queue) {
 void queue_wait(const Queue& waiting, const Queue& done) {
   if (waiting.backend != Backend::cuda || waiting.stream == done.stream) return;
 #if TESSERA_HAVE_CUDA
-  cudaEvent_t event;
-  TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  // One event per host thread and device, recorded again at every call: a stream's wait refers to
+  // the record made before it, so a later record does not disturb waits already queued.
+  constexpr int kMaxDevices = 64;
+  thread_local std::array<cudaEvent_t, kMaxDevices> events{};
+  TESSERA_ASSERT(done.device >= 0 && done.device < kMaxDevices, "queue_wait: device ordinal out of range");
+  cudaEvent_t& event = events[static_cast<std::size_t>(done.device)];
+  if (!event) TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   TESSERA_CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(done.stream)));
   TESSERA_CUDA_CHECK(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(waiting.stream), event, 0));
-  TESSERA_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait has consumed it
 #endif
 }
 

@@ -42,14 +42,16 @@ namespace tessera::kernels::cuda::detail {
 
 struct Stencil2dTuning {
   static constexpr int kWarps = 4;           // warps of a thread block, side by side along the rows
-  static constexpr int kSegmentRows = 32;    // rows a warp walks down per tile
+  static constexpr int kVectorsPerLane = 1;  // 16-byte vectors of a row per lane (4 floats, 2 doubles)
   static constexpr int kPrefetchRows = 2;    // rows in flight ahead of the one computed
+  static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
   static constexpr int kMinBlocksPerSm = 8;  // 1024 threads per SM, 64 registers per thread
 };
 
 struct Convolve1dTuning {
   static constexpr int kThreads = 256;
   static constexpr int kItems = 9;           // consecutive outputs per thread (odd: no bank conflicts)
+  static constexpr int kItems8 = 5;          // the same for 8-byte elements
   static constexpr int kMaxRadius = 8;       // the unrolled kernel; wider ones take the chunked kernel
   static constexpr int kTapChunk = 256;      // weights per pass of the chunked kernel
   static constexpr int kMinBlocksPerSm = 4;
@@ -106,28 +108,52 @@ struct RowNeighbourhood {
   T east;
 };
 
-// The slice whose first column is x0 (relative to the region; negative in the first chunk when the
-// region does not start on a 16-byte boundary) of the row at `row` (the region's column 0). Columns
-// -1 .. cols are readable; others read as 0 and are never used.
-template <class T, int kItems, bool kVector>
-__device__ __forceinline__ RowSlice<T, kItems> load_slice(const T* row, index_t x0, index_t cols, int lane) {
-  RowSlice<T, kItems> s;
-  if (kVector && x0 >= -1 && x0 + kItems <= cols + 1) {
-    if constexpr (kVector) {
-      const Vector<T> v = load_vector_readonly(row + x0);
+// Where a lane's slice lies in a row, worked out once per tile (the same for every row): which of
+// its elements may be read (columns -1 .. cols) and written (0 .. cols - 1), and where the element
+// beside it lies that the warp's edge lanes read. Loads and stores then take a pointer to the
+// slice's first element in the row (x0, relative to the region, is negative in the first slice when
+// the region does not start on a 16-byte boundary).
+template <int kItems>
+struct LaneColumns {
+  bool whole_load = false;   // every element readable: whole vectors
+  bool whole_store = false;  // every element written: whole vectors
+  bool edge_readable = false;
+  int edge = 0;              // the element beside the slice, relative to its first: -1 or kItems
+  unsigned readable = 0;     // bit k: element k readable
+  unsigned written = 0;      // bit k: element k inside the region
+
+  __device__ __forceinline__ LaneColumns(index_t x0, index_t cols, int lane) {
+    whole_load = x0 >= -1 && x0 + kItems <= cols + 1;
+    whole_store = x0 >= 0 && x0 + kItems <= cols;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) s.item[k] = v.item[k];
+    for (int k = 0; k < kItems; ++k) {
+      if (x0 + k >= -1 && x0 + k <= cols) readable |= 1u << k;
+      if (x0 + k >= 0 && x0 + k < cols) written |= 1u << k;
+    }
+    edge = lane == 0 ? -1 : kItems;
+    edge_readable = (lane == 0 || lane == kWarpThreads - 1) && x0 + edge >= -1 && x0 + edge <= cols;
+  }
+};
+
+// The lane's slice of a row, from a pointer to its first element.
+template <class T, int kItems, bool kVector>
+__device__ __forceinline__ RowSlice<T, kItems> load_slice(const T* slice, const LaneColumns<kItems>& lane) {
+  RowSlice<T, kItems> s;
+  if (kVector && lane.whole_load) {
+    if constexpr (kVector) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < kItems / kV; ++v) {
+        const Vector<T> loaded = load_vector_readonly(slice + v * kV);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) s.item[v * kV + k] = loaded.item[k];
+      }
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const index_t col = x0 + k;
-      s.item[k] = col >= -1 && col <= cols ? __ldg(row + col) : T(0);
-    }
+    for (int k = 0; k < kItems; ++k) s.item[k] = lane.readable >> k & 1u ? __ldg(slice + k) : T(0);
   }
-  const index_t edge_col = lane == 0 ? x0 - 1 : x0 + kItems;
-  const bool edge_lane = lane == 0 || lane == kWarpThreads - 1;
-  s.edge = edge_lane && edge_col >= -1 && edge_col <= cols ? __ldg(row + edge_col) : T(0);
+  s.edge = lane.edge_readable ? __ldg(slice + lane.edge) : T(0);
   return s;
 }
 
@@ -175,20 +201,22 @@ __device__ __forceinline__ void apply_stencil(const RowNeighbourhood<T, kItems>&
 }
 
 template <class T, int kItems, bool kVector>
-__device__ __forceinline__ void store_slice(T* row, index_t x0, index_t cols, const T (&result)[kItems]) {
-  if (kVector && x0 >= 0 && x0 + kItems <= cols) {
+__device__ __forceinline__ void store_slice(T* slice, const LaneColumns<kItems>& lane, const T (&result)[kItems]) {
+  if (kVector && lane.whole_store) {
     if constexpr (kVector) {
-      Vector<T> v;
+      constexpr int kV = Vector<T>::kItems;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) v.item[k] = result[k];
-      store_vector(row + x0, v);
+      for (int v = 0; v < kItems / kV; ++v) {
+        Vector<T> out;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) out.item[k] = result[v * kV + k];
+        store_vector(slice + v * kV, out);
+      }
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const index_t col = x0 + k;
-      if (col >= 0 && col < cols) row[col] = result[k];
-    }
+    for (int k = 0; k < kItems; ++k)
+      if (lane.written >> k & 1u) slice[k] = result[k];
   }
 }
 
@@ -198,19 +226,23 @@ struct Stencil2dShape {
   index_t shift = 0;           // elements between the 16-byte boundary before the region and its column 0
   index_t chunks_per_row = 0;  // slices per row (the first may start left of column 0)
   index_t tiles_x = 0;         // tiles across a row
+  index_t segment_rows = 0;    // rows per tile
   index_t tiles = 0;
 };
+
+// Elements of a lane's slice: kVectorsPerLane 16-byte vectors, or one element on the element path.
+template <class T, bool kVector, class Tuning>
+inline constexpr int kSliceItems = kVector ? Tuning::kVectorsPerLane * Vector<T>::kItems : 1;
 
 template <class T, bool kNine, bool kVector, class Tuning = Stencil2dTuning>
 __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
     stencil_2d_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
                       Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
-  constexpr int kItems = kVector ? Vector<T>::kItems : 1;
+  constexpr int kItems = kSliceItems<T, kVector, Tuning>;
   constexpr int kAhead = Tuning::kPrefetchRows;
   using Slice = RowSlice<T, kItems>;
   const int lane = lane_id();
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  const index_t cols = shape.cols;
   ChangeBits<T> largest = 0;
   for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
     const index_t tile_y = tile / shape.tiles_x;
@@ -218,33 +250,41 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
     const index_t first_chunk = (tile_x * Tuning::kWarps + warp) * kWarpThreads;
     if (first_chunk >= shape.chunks_per_row) continue;  // the same for the whole warp
     const index_t x0 = (first_chunk + lane) * kItems - shape.shift;
-    const index_t row_begin = tile_y * Tuning::kSegmentRows;
-    const index_t row_end = std::min(row_begin + Tuning::kSegmentRows, shape.rows);
+    const LaneColumns<kItems> columns(x0, shape.cols, lane);
+    const index_t row_begin = tile_y * shape.segment_rows;
+    const int rows_here = static_cast<int>(std::min(shape.segment_rows, shape.rows - row_begin));
 
-    auto load_row = [&](index_t r) { return load_slice<T, kItems, kVector>(in + r * in_ld, x0, cols, lane); };
-    RowNeighbourhood<T, kItems> north = resolve(load_row(row_begin - 1), lane);
-    RowNeighbourhood<T, kItems> centre = resolve(load_row(row_begin), lane);
+    // Every load of the segment's first rows goes out before the first wait for its data. Row
+    // row_begin + rows_here is the last (south) row the segment reads.
+    const T* next_row = in + (row_begin - 1) * in_ld + x0;
+    const Slice north_slice = load_slice<T, kItems, kVector>(next_row, columns);
+    next_row += in_ld;
+    const Slice centre_slice = load_slice<T, kItems, kVector>(next_row, columns);
     Slice ahead[kAhead];
 #pragma unroll
     for (int d = 0; d < kAhead; ++d) {
-      const index_t r = row_begin + 1 + d;
-      if (r <= row_end) ahead[d] = load_row(r);  // row_end is the last south row this segment reads
+      next_row += in_ld;
+      if (1 + d <= rows_here) ahead[d] = load_slice<T, kItems, kVector>(next_row, columns);
     }
-    for (index_t r = row_begin; r < row_end; r += kAhead) {
+    next_row += in_ld;  // row row_begin + 1 + kAhead, the next to load
+    RowNeighbourhood<T, kItems> north = resolve(north_slice, lane);
+    RowNeighbourhood<T, kItems> centre = resolve(centre_slice, lane);
+    T* out_row = out + row_begin * out_ld + x0;
+    for (int i = 0; i < rows_here; i += kAhead) {
 #pragma unroll
       for (int d = 0; d < kAhead; ++d) {
-        const index_t row = r + d;
-        if (row < row_end) {  // the same for the whole warp: the shuffles below see every lane
+        if (i + d < rows_here) {  // the same for the whole warp: the shuffles below see every lane
           const RowNeighbourhood<T, kItems> south = resolve(ahead[d], lane);
-          const index_t next = row + 1 + kAhead;
-          if (next <= row_end) ahead[d] = load_row(next);
+          if (i + d + 1 + kAhead <= rows_here) ahead[d] = load_slice<T, kItems, kVector>(next_row, columns);
+          next_row += in_ld;
           T result[kItems];
           apply_stencil<T, kItems, kNine>(north, centre, south, w, result);
-          store_slice<T, kItems, kVector>(out + row * out_ld, x0, cols, result);
+          store_slice<T, kItems, kVector>(out_row, columns, result);
+          out_row += out_ld;
           if (max_change) {
 #pragma unroll
             for (int k = 0; k < kItems; ++k)
-              if (x0 + k >= 0 && x0 + k < cols) largest = std::max(largest, change_bits(result[k], centre.item[k]));
+              if (columns.written >> k & 1u) largest = std::max(largest, change_bits(result[k], centre.item[k]));
           }
           north = centre;
           centre = south;
@@ -258,6 +298,24 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
   }
 }
 
+// Tiles of a warp-wide strip of columns (kWarps strips per thread block) by a segment of rows. The
+// segments are as long as leaves about one tile per resident thread block: each warp then walks
+// its strip down once, so that the rows at a segment's start are loaded (and waited for) once per
+// thread block, not once every few rows. Narrow regions (a block's edge strips) get short segments
+// and so still fill the device: a segment is a chain of dependent row loads.
+template <class T, bool kVector, class Tuning>
+Stencil2dShape stencil_2d_shape(index_t rows, index_t cols, index_t shift, index_t resident) {
+  Stencil2dShape shape;
+  shape.rows = rows;
+  shape.cols = cols;
+  shape.shift = shift;
+  shape.chunks_per_row = ceil_div<index_t>(cols + shift, kSliceItems<T, kVector, Tuning>);
+  shape.tiles_x = ceil_div<index_t>(shape.chunks_per_row, index_t(Tuning::kWarps) * kWarpThreads);
+  shape.segment_rows = std::max<index_t>(Tuning::kMinSegmentRows, ceil_div<index_t>(rows * shape.tiles_x, resident));
+  shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, shape.segment_rows);
+  return shape;
+}
+
 template <class T, class Tuning = Stencil2dTuning>
 void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                 const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
@@ -269,26 +327,19 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
   const index_t out_shift = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(out) % kVectorBytesT) / sizeof(T);
   // 16-byte slices where the input and output rows reach a 16-byte boundary at the same column.
   const bool vector = in_shift == out_shift && in_ld % kVectorItems == 0 && out_ld % kVectorItems == 0;
-  const int items = vector ? kVectorItems : 1;
-  Stencil2dShape shape;
-  shape.rows = rows;
-  shape.cols = cols;
-  shape.shift = vector ? in_shift : 0;
-  shape.chunks_per_row = ceil_div<index_t>(cols + shape.shift, items);
-  shape.tiles_x = ceil_div<index_t>(shape.chunks_per_row, index_t(Tuning::kWarps) * kWarpThreads);
-  shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, Tuning::kSegmentRows);
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
-  auto launch = [&](auto kernel, int blocks_per_sm_here) {
-    const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm_here;
+  auto launch = [&]<auto kKernel, bool kVector>() {
+    const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kKernel>(kThreads);
+    const Stencil2dShape shape = stencil_2d_shape<T, kVector, Tuning>(rows, cols, kVector ? in_shift : 0, resident);
     const auto grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
-    kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change);
+    kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change);
     TESSERA_CUDA_CHECK_LAUNCH();
   };
   const bool nine = w.shape == StencilShape::nine_point;
-  if (nine && vector) launch(stencil_2d_kernel<T, true, true, Tuning>, blocks_per_sm<stencil_2d_kernel<T, true, true, Tuning>>(kThreads));
-  else if (nine) launch(stencil_2d_kernel<T, true, false, Tuning>, blocks_per_sm<stencil_2d_kernel<T, true, false, Tuning>>(kThreads));
-  else if (vector) launch(stencil_2d_kernel<T, false, true, Tuning>, blocks_per_sm<stencil_2d_kernel<T, false, true, Tuning>>(kThreads));
-  else launch(stencil_2d_kernel<T, false, false, Tuning>, blocks_per_sm<stencil_2d_kernel<T, false, false, Tuning>>(kThreads));
+  if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
+  else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
+  else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
+  else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
 }
 
 // ---- convolve_1d -------------------------------------------------------------------------------------
@@ -336,32 +387,81 @@ __device__ __forceinline__ void store_tile(T* out, index_t count, const T* resul
   for (index_t j = head + body * kV + threadIdx.x; j < count; j += kThreads) out[j] = result[j];
 }
 
+// Outputs per thread of the convolution: odd, so that a warp's reads of its windows in shared
+// memory (at a stride of kItems elements) fall on 32 different banks; fewer for 8-byte elements,
+// whose window of kItems + 2 kMaxRadius values lives in registers.
+template <class T, class Tuning>
+inline constexpr int kConvolveItems = sizeof(T) > 4 ? Tuning::kItems8 : Tuning::kItems;
+
+// sm_80+ asynchronous 16-byte copy from global to shared memory, bypassing L1, and its group fences.
+__device__ __forceinline__ void stage_16(void* shared_dst, const void* global_src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(shared_dst))),
+               "l"(global_src)
+               : "memory");
+}
+__device__ __forceinline__ void stage_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void stage_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Copies inputs [base, end) (relative to `in`; in + base on a 16-byte boundary) to window[0, end -
+// base): 16-byte asynchronous copies where the whole vector lies in [lo, hi), the readable inputs;
+// element by element at the two ends (zeros outside [lo, hi), never read from memory).
+template <class T, int kThreads>
+__device__ __forceinline__ void stage_window(const T* in, index_t base, index_t end, index_t lo, index_t hi, T* window) {
+  constexpr int kV = Vector<T>::kItems;
+  for (index_t j = static_cast<index_t>(threadIdx.x) * kV; j < end - base; j += index_t(kThreads) * kV) {
+    const index_t g = base + j;
+    if (g >= lo && g + kV <= hi) {
+      stage_16(window + j, in + g);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) window[j + k] = g + k >= lo && g + k < hi ? in[g + k] : T(0);
+    }
+  }
+}
+
+// Radius <= kMaxRadius. Double-buffered: while a thread block computes one tile from shared memory,
+// the copies of its next tile are in flight into the other buffer.
 template <class T, class Tuning = Convolve1dTuning>
 __global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
     convolve_1d_unrolled_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out,
                                 CentredTaps<T, Tuning::kMaxRadius> taps, int radius, index_t tiles) {
   constexpr int kR = Tuning::kMaxRadius;
-  constexpr int kItems = Tuning::kItems;
+  constexpr int kItems = kConvolveItems<T, Tuning>;
   constexpr int kTile = Tuning::kThreads * kItems;
   constexpr int kV = Vector<T>::kItems;
-  __shared__ alignas(16) T window[kTile + 2 * kR + 2 * kV];
+  static_assert(kTile * sizeof(T) % kVectorBytes == 0, "tiles must keep the 16-byte alignment of the window");
+  __shared__ alignas(16) T window[2][kTile + 2 * kR + 2 * kV];
   __shared__ alignas(16) T result[kTile];
-  const int first = static_cast<int>(threadIdx.x) * kItems;
-  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  // window[b][j] holds input start - kR - lead + j of the tile staged in buffer b; a tile's span is a
+  // whole number of vectors, so lead is the same for every tile.
+  const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in - kR) % kVectorBytes) / sizeof(T);
+  auto stage = [&](index_t tile, int buffer) {
     const index_t start = tile * kTile;
     const index_t count = std::min(index_t(kTile), n - start);
-    // window[j] holds input start - kR - lead + j; inputs outside [start - radius, start + count +
-    // radius) are never read (the caller's array may end there).
-    const index_t want = start - kR;
-    const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in + want) % kVectorBytes) / sizeof(T);
-    const index_t base = want - lead;
-    load_window<T, Tuning::kThreads>(in, base, start + count + kR, start - radius, start + count + radius, window);
-    __syncthreads();
+    // Inputs outside [start - radius, start + count + radius) are never read (the caller's array may end there).
+    stage_window<T, Tuning::kThreads>(in, start - kR - lead, start + count + kR, start - radius, start + count + radius,
+                                      window[buffer]);
+  };
+  const int first = static_cast<int>(threadIdx.x) * kItems;
+  int buffer = 0;
+  if (static_cast<index_t>(blockIdx.x) < tiles) stage(blockIdx.x, 0);
+  stage_commit();
+  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, buffer ^= 1) {
+    const index_t next = tile + gridDim.x;
+    if (next < tiles) stage(next, buffer ^ 1);  // that buffer's last readers passed the barrier after their compute
+    stage_commit();
+    stage_wait<1>();  // this thread's copies of `tile` have landed ...
+    __syncthreads();  // ... and every thread's
+    const index_t start = tile * kTile;
+    const index_t count = std::min(index_t(kTile), n - start);
     if (first < count) {
       // x[m] = input start + first - kR + m.
       T x[kItems + 2 * kR];
 #pragma unroll
-      for (int m = 0; m < kItems + 2 * kR; ++m) x[m] = window[lead + first + m];
+      for (int m = 0; m < kItems + 2 * kR; ++m) x[m] = window[buffer][lead + first + m];
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
         // Output o = start + first + i takes weights[k] * in[o + radius - k]; with kk = k + kR - radius
@@ -376,6 +476,7 @@ __global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
     __syncthreads();
     store_tile<T, Tuning::kThreads>(out + start, count, result);
   }
+  stage_wait<0>();
 }
 
 // Any radius: the weights in global memory, kTapChunk of them per pass over the tile.
@@ -383,7 +484,7 @@ template <class T, class Tuning = Convolve1dTuning>
 __global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
     convolve_1d_chunked_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out, const T* __restrict__ weights,
                                index_t radius, index_t tiles) {
-  constexpr int kItems = Tuning::kItems;
+  constexpr int kItems = kConvolveItems<T, Tuning>;
   constexpr int kTile = Tuning::kThreads * kItems;
   constexpr int kChunk = Tuning::kTapChunk;
   constexpr int kV = Vector<T>::kItems;
@@ -430,7 +531,7 @@ void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, Str
   if (n <= 0) return;
   const auto taps = static_cast<index_t>(weights.size());
   const index_t radius = (taps - 1) / 2;
-  constexpr int kTile = Tuning::kThreads * Tuning::kItems;
+  constexpr int kTile = Tuning::kThreads * kConvolveItems<T, Tuning>;
   const index_t tiles = ceil_div<index_t>(n, kTile);
   const index_t sms = current_device_info().sm_count;
   if (radius <= Tuning::kMaxRadius) {

@@ -311,7 +311,8 @@ Stencil2dShape stencil_2d_shape(index_t rows, index_t cols, index_t shift, index
   shape.shift = shift;
   shape.chunks_per_row = ceil_div<index_t>(cols + shift, kSliceItems<T, kVector, Tuning>);
   shape.tiles_x = ceil_div<index_t>(shape.chunks_per_row, index_t(Tuning::kWarps) * kWarpThreads);
-  shape.segment_rows = std::max<index_t>(Tuning::kMinSegmentRows, ceil_div<index_t>(rows * shape.tiles_x, resident));
+  shape.segment_rows = std::clamp<index_t>(ceil_div<index_t>(rows * shape.tiles_x, resident), Tuning::kMinSegmentRows,
+                                           index_t(1) << 30);  // a warp counts its rows in 32 bits
   shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, shape.segment_rows);
   return shape;
 }

@@ -13,6 +13,7 @@
 // order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
 //
 // Usage: tessera_bench_stencil [--n 16384] [--reps 20] [--warmup 3] [--json FILE]
+//          [--only sweep5,sweep9,double,variants,convolve]   (default: all)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -43,6 +44,10 @@ struct Options {
   int reps = 20;
   int warmup = 3;
   std::string json;
+  std::vector<std::string> only;  // empty: every case
+  bool wants(const std::string& what) const {
+    return only.empty() || std::find(only.begin(), only.end(), what) != only.end();
+  }
 };
 
 [[noreturn]] void usage_error(const std::string& what) {
@@ -62,7 +67,14 @@ Options parse(int argc, char** argv) {
     else if (a == "--reps") o.reps = std::atoi(value().c_str());
     else if (a == "--warmup") o.warmup = std::atoi(value().c_str());
     else if (a == "--json") o.json = value();
-    else usage_error("unknown flag '" + a + "' (--n, --reps, --warmup, --json)");
+    else if (a == "--only") {
+      const std::string v = value();
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        o.only.push_back(v.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else usage_error("unknown flag '" + a + "' (--n, --reps, --warmup, --json, --only)");
   }
   if (o.n < 64) usage_error("--n: at least 64");
   if (o.reps < 1) usage_error("--reps: at least 1");
@@ -220,7 +232,7 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
   tessera::kernels::deallocate(q, change);
 
   if constexpr (std::is_same_v<T, float>) {
-    if (shape == StencilShape::five_point) {
+    if (shape == StencilShape::five_point && o.wants("variants")) {
       auto variant = [&](const std::string& label, const std::function<void()>& sweep) {
         sweep();
         const bool agree_variant = same(q, out, plain_out);
@@ -298,10 +310,11 @@ int main(int argc, char** argv) {
   g_copy_gbs = measure_copy_gbs(q);
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", g_copy_gbs);
   print_header();
-  bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
-  bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
-  bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
-  for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
+  if (o.wants("sweep5") || o.wants("variants")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
+  if (o.wants("sweep9")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
+  if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
+  if (o.wants("convolve"))
+    for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
   if (!o.json.empty()) write_json(o.json, device);
   bool all_agree = true;
   for (const Row& r : g_rows) all_agree = all_agree && r.agree;

@@ -178,6 +178,25 @@ void tuned_sweep(const Queue& q, const float* in, index_t ld, float* out, index_
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// The blocked sweep (every load of a tile at once) for an aligned 5-point float sweep.
+template <int kRows, class Tuning = detail::Stencil2dTuning>
+void blocked_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
+                   const StencilWeights<float>& w) {
+  constexpr auto kernel = detail::stencil_2d_blocked_kernel<float, false, true, kRows, Tuning>;
+  constexpr int kThreads = Tuning::kWarps * 32;
+  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
+  shape.segment_rows = kRows;
+  shape.tiles = shape.tiles_x * ((rows + kRows - 1) / kRows);
+  kernel<<<static_cast<unsigned>(std::min(shape.tiles, 4 * resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape,
+                                                                                                     w, nullptr);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+struct BlockedFour : detail::Stencil2dTuning {
+  static constexpr int kMinBlocksPerSm = 6;  // 768 threads per SM, 80 registers
+};
+
 // ---- the cases ------------------------------------------------------------------------------------------
 
 // A rows x cols field with a ghost ring, the owned region's first cell on a 16-byte boundary.
@@ -243,6 +262,9 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       variant("sweep5 (2 vectors/lane)", [&] { tuned_sweep<TwoVectorsPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       variant("sweep5 (2 vectors/lane, 1 ahead)",
               [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 blocked 2 rows", [&] { blocked_sweep<2>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 blocked 4 rows",
+              [&] { blocked_sweep<4, BlockedFour>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
     }
   }
   tessera::kernels::deallocate(q, in.base);

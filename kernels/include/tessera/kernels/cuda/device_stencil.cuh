@@ -298,6 +298,58 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
   }
 }
 
+// The other way to sweep: tiles of kRows rows, each lane loading its kRows + 2 slices at once
+// (no chain of dependent loads: every load of a tile is in flight together) and writing kRows
+// outputs; the rows at a tile's edges are read again by the tiles above and below (through L2).
+// Tiles in row-major order, grid-strided over a grid sized from the SM count.
+template <class T, bool kNine, bool kVector, int kRows, class Tuning = Stencil2dTuning>
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
+    stencil_2d_blocked_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                              Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
+  constexpr int kItems = kSliceItems<T, kVector, Tuning>;
+  const int lane = lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  ChangeBits<T> largest = 0;
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t first_chunk = (tile_x * Tuning::kWarps + warp) * kWarpThreads;
+    if (first_chunk >= shape.chunks_per_row) continue;  // the same for the whole warp
+    const index_t x0 = (first_chunk + lane) * kItems - shape.shift;
+    const LaneColumns<kItems> columns(x0, shape.cols, lane);
+    const index_t row_begin = tile_y * kRows;
+    const int rows_here = static_cast<int>(std::min<index_t>(kRows, shape.rows - row_begin));
+    RowSlice<T, kItems> slices[kRows + 2];
+    const T* row = in + (row_begin - 1) * in_ld + x0;
+#pragma unroll
+    for (int i = 0; i < kRows + 2; ++i, row += in_ld)
+      if (i <= rows_here + 1) slices[i] = load_slice<T, kItems, kVector>(row, columns);
+    RowNeighbourhood<T, kItems> north = resolve(slices[0], lane);
+    RowNeighbourhood<T, kItems> centre = resolve(slices[1], lane);
+    T* out_row = out + row_begin * out_ld + x0;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i, out_row += out_ld) {
+      if (i < rows_here) {  // the same for the whole warp
+        const RowNeighbourhood<T, kItems> south = resolve(slices[i + 2], lane);
+        T result[kItems];
+        apply_stencil<T, kItems, kNine>(north, centre, south, w, result);
+        store_slice<T, kItems, kVector>(out_row, columns, result);
+        if (max_change) {
+#pragma unroll
+          for (int k = 0; k < kItems; ++k)
+            if (columns.written >> k & 1u) largest = std::max(largest, change_bits(result[k], centre.item[k]));
+        }
+        north = centre;
+        centre = south;
+      }
+    }
+  }
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+}
+
 // Tiles of a warp-wide strip of columns (kWarps strips per thread block) by a segment of rows. The
 // segments are as long as leaves about one tile per resident thread block: each warp then walks
 // its strip down once, so that the rows at a segment's start are loaded (and waited for) once per

@@ -194,7 +194,14 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   const std::string what = "--nx/--ny: a field of " + std::to_string(s.ny) + " x " + std::to_string(s.nx) + " " +
                            io::to_string(dtype) + " cells (and a second one for the iteration) on " +
                            std::to_string(ctx.size()) + " rank(s)";
-  Field2D<T> u = make_collectively(ctx, what, [&] { return Field2D<T>(grid, s.ny, s.nx, s.ghost); });
+  // Both fields of the iteration are made here, so that a rank without room stops every rank with
+  // one line; the second is given back at once, for the solver to take again (from the block cache
+  // under cuda).
+  Field2D<T> u = make_collectively(ctx, what, [&] {
+    Field2D<T> first(grid, s.ny, s.nx, s.ghost);
+    Field2D<T> second(grid, s.ny, s.nx, s.ghost);
+    return first;
+  });
   auto boundary = [&](index_t i, index_t j) { return static_cast<T>(problem.exact(i, j)); };
   auto initialise = [&] {
     u.fill(T(0));

@@ -193,6 +193,85 @@ void blocked_sweep(const Queue& q, const float* in, index_t ld, float* out, inde
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// An experiment: the column march with the rows in flight held in shared memory instead of
+// registers. Each lane copies its own 16-byte vector of a row (and the edge lanes their element
+// beside the warp) with cp.async into a ring of kDepth slots, and reads back only what it copied
+// itself (no barrier); kDepth - 1 rows are in flight per lane at no register cost. Aligned float
+// regions whose width is a multiple of 4 only.
+template <int kDepth>
+__global__ void __launch_bounds__(128, 8) march_smem_kernel(const float* __restrict__ in, index_t ld, float* __restrict__ out,
+                                                            detail::Stencil2dShape shape, StencilWeights<float> w) {
+  __shared__ alignas(16) float4 ring[kDepth][128];
+  __shared__ float edge_ring[kDepth][128];
+  const int lane = detail::lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  float4* my = &ring[0][threadIdx.x];
+  float* my_edge = &edge_ring[0][threadIdx.x];
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t first_chunk = (tile_x * 4 + warp) * 32;
+    if (first_chunk >= shape.chunks_per_row) continue;
+    const index_t x0 = (first_chunk + lane) * 4;
+    const bool active = x0 < shape.cols;
+    const int edge = lane == 0 ? -1 : 4;
+    const bool edge_lane = (lane == 0 || lane == 31) && x0 + edge >= -1 && x0 + edge <= shape.cols;
+    const index_t row_begin = tile_y * shape.segment_rows;
+    const int rows_here = static_cast<int>(std::min(shape.segment_rows, shape.rows - row_begin));
+    const float* src = in + (row_begin - 1) * ld + x0;
+    // Rows row_begin - 1 .. row_begin + rows_here are read: rows_here + 2 of them.
+    auto issue = [&](int k) {  // row row_begin - 1 + k into slot k % kDepth
+      if (k < rows_here + 2 && active) {
+        const float* row = src + static_cast<index_t>(k) * ld;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(my + (k % kDepth) * 128))),
+                     "l"(row)
+                     : "memory");
+        if (edge_lane)
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(my_edge + (k % kDepth) * 128))),
+                       "l"(row + edge)
+                       : "memory");
+      }
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    auto take = [&](int k) {  // the row of slot k % kDepth, once its copy has landed
+      detail::RowSlice<float, 4> slice;
+      const float4 v = active ? my[(k % kDepth) * 128] : make_float4(0, 0, 0, 0);
+      slice.item[0] = v.x;
+      slice.item[1] = v.y;
+      slice.item[2] = v.z;
+      slice.item[3] = v.w;
+      slice.edge = edge_lane ? my_edge[(k % kDepth) * 128] : 0.f;
+      return detail::resolve(slice, lane);
+    };
+    for (int k = 0; k < kDepth - 1; ++k) issue(k);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kDepth - 3) : "memory");  // rows 0 and 1 landed
+    detail::RowNeighbourhood<float, 4> north = take(0), centre = take(1);
+    issue(kDepth - 1);
+    float* dst = out + row_begin * ld + x0;
+    for (int i = 0; i < rows_here; ++i, dst += ld) {
+      asm volatile("cp.async.wait_group %0;\n" ::"n"(kDepth - 3) : "memory");  // row i + 2 landed
+      const detail::RowNeighbourhood<float, 4> south = take(i + 2);
+      issue(i + kDepth);  // into the slot row i - 1 + ... (north's, no longer needed) -- see below
+      float result[4];
+      detail::apply_stencil<float, 4, false>(north, centre, south, w, result);
+      if (active) *reinterpret_cast<float4*>(dst) = make_float4(result[0], result[1], result[2], result[3]);
+      north = centre;
+      centre = south;
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  }
+}
+
+template <int kDepth>
+void march_smem(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
+                const StencilWeights<float>& w) {
+  constexpr auto kernel = march_smem_kernel<kDepth>;
+  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(128);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, detail::Stencil2dTuning>(rows, cols, 0, resident);
+  kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), 128, 0, stream_of(q)>>>(in, ld, out, shape, w);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
 struct BlockedFour : detail::Stencil2dTuning {
   static constexpr int kMinBlocksPerSm = 6;  // 768 threads per SM, 80 registers
 };
@@ -263,6 +342,10 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       variant("sweep5 (2 vectors/lane, 1 ahead)",
               [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       variant("sweep5 blocked 2 rows", [&] { blocked_sweep<2>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      if (cols % 4 == 0) {
+        variant("sweep5 smem ring 6", [&] { march_smem<6>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+        variant("sweep5 smem ring 10", [&] { march_smem<10>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      }
       variant("sweep5 blocked 4 rows",
               [&] { blocked_sweep<4, BlockedFour>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
     }

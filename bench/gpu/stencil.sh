@@ -45,19 +45,19 @@ else
   log "compute-sanitizer not found"
 fi
 
-run_step bench_stencil 60 "${BUILD}/bench/kernels/tessera_bench_stencil" --json "${OUT_DIR}/bench_stencil.json"
+run_step bench_stencil 70 "${BUILD}/bench/kernels/tessera_bench_stencil" --reps 10 --json "${OUT_DIR}/bench_stencil.json"
 cat "${OUT_DIR}/bench_stencil.log"
 
 # What limits the kernels: Nsight Compute on one launch each of the library's 5-point sweep, the
 # plain 5-point sweep and the radius-8 convolution (8192^2 cells; the full reports land in OUT).
 NCU="$(command -v ncu || true)"
 if [[ -n "${NCU}" ]]; then
-  for spec in "stencil_2d_kernel:0" "plain_sweep_kernel:0" "convolve_1d_unrolled:6"; do
-    kernel="${spec%%:*}"
-    run_step "ncu_${kernel}" 60 "${NCU}" -k "regex:${kernel}" --launch-skip "${spec##*:}" --launch-count 1 \
+  for spec in "stencil_2d_kernel:0:sweep5" "plain_sweep_kernel:0:sweep5" "convolve_1d_unrolled:6:convolve"; do
+    IFS=: read -r kernel skip cases <<<"${spec}"
+    run_step "ncu_${kernel}" 40 "${NCU}" -k "regex:${kernel}" --launch-skip "${skip}" --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
       --section LaunchStats --section SchedulerStats \
-      "${BUILD}/bench/kernels/tessera_bench_stencil" --n 8192 --reps 1 --warmup 0 --only sweep5,convolve
+      "${BUILD}/bench/kernels/tessera_bench_stencil" --n 8192 --reps 1 --warmup 0 --only "${cases}"
     echo "-- ncu ${kernel}"
     grep -iE "DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Duration|Warp Cycles Per Issued|stall|Mem Busy|Max Bandwidth|Theoretical Occupancy|Issued Warp|No Eligible" \
       "${OUT_DIR}/ncu_${kernel}.log" | cut -c1-220 | head -30

@@ -45,6 +45,7 @@ struct Stencil2dTuning {
   static constexpr int kVectorsPerLane = 1;  // 16-byte vectors of a row per lane (4 floats, 2 doubles)
   static constexpr int kPrefetchRows = 2;    // rows in flight ahead of the one computed
   static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
+  static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
   static constexpr int kMinBlocksPerSm = 8;  // 1024 threads per SM, 64 registers per thread
 };
 
@@ -383,16 +384,28 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   auto launch = [&]<auto kKernel, bool kVector>() {
     const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kKernel>(kThreads);
-    const Stencil2dShape shape = stencil_2d_shape<T, kVector, Tuning>(rows, cols, kVector ? in_shift : 0, resident);
+    Stencil2dShape shape = stencil_2d_shape<T, kVector, Tuning>(rows, cols, kVector ? in_shift : 0, resident);
+    if constexpr (Tuning::kBlockedRows > 0) {
+      shape.segment_rows = Tuning::kBlockedRows;
+      shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, Tuning::kBlockedRows);
+    }
     const auto grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
     kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change);
     TESSERA_CUDA_CHECK_LAUNCH();
   };
   const bool nine = w.shape == StencilShape::nine_point;
-  if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
-  else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
-  else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
-  else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
+  if constexpr (Tuning::kBlockedRows > 0) {
+    constexpr int kRows = Tuning::kBlockedRows;
+    if (nine && vector) launch.template operator()<stencil_2d_blocked_kernel<T, true, true, kRows, Tuning>, true>();
+    else if (nine) launch.template operator()<stencil_2d_blocked_kernel<T, true, false, kRows, Tuning>, false>();
+    else if (vector) launch.template operator()<stencil_2d_blocked_kernel<T, false, true, kRows, Tuning>, true>();
+    else launch.template operator()<stencil_2d_blocked_kernel<T, false, false, kRows, Tuning>, false>();
+  } else {
+    if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
+    else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
+    else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
+    else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
+  }
 }
 
 // ---- convolve_1d -------------------------------------------------------------------------------------

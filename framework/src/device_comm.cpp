@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/fault.hpp"
@@ -420,6 +421,137 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sen
     }
   }
   TESSERA_FATAL("DeviceComm::alltoallv", std::string("path not available in this build: ") + to_string(path_));
+}
+
+namespace {
+
+// The messages a rank sends itself pair with the ones it receives from itself, in order: each is a
+// copy within backend memory, queued on `stream_queue`.
+void copy_to_self(const std::vector<DeviceComm::Message>& sends, const std::vector<DeviceComm::Message>& recvs, int me,
+                  const kernels::Queue& stream_queue) {
+  std::size_t next = 0;
+  for (const DeviceComm::Message& r : recvs) {
+    if (r.peer != me) continue;
+    while (next < sends.size() && sends[next].peer != me) ++next;
+    TESSERA_ASSERT(next < sends.size() && sends[next].bytes == r.bytes,
+                   "neighbour exchange: the messages a rank sends itself do not match the ones it receives");
+    if (r.bytes) kernels::copy_within_async(stream_queue, r.data, sends[next].data, r.bytes);
+    ++next;
+  }
+  while (next < sends.size() && sends[next].peer != me) ++next;
+  TESSERA_ASSERT(next == sends.size(), "neighbour exchange: a message to this rank itself is never received");
+}
+
+// Posts the receives, then the sends, of every message to another rank, in chunks below the MPI
+// count limit (one tag: MPI keeps the order of messages between a pair). address(i, message) gives
+// the memory MPI moves for the i-th message of its list.
+template <class SendAddress, class RecvAddress>
+std::vector<MPI_Request> post_neighbor_mpi(const std::vector<DeviceComm::Message>& sends,
+                                           const std::vector<DeviceComm::Message>& recvs, int me, MPI_Comm comm,
+                                           SendAddress&& send_address, RecvAddress&& recv_address) {
+  constexpr int kTag = 7401;
+  std::vector<MPI_Request> requests;
+  for (std::size_t i = 0; i < recvs.size(); ++i) {
+    if (recvs[i].peer == me) continue;
+    char* base = static_cast<char*>(recv_address(i));
+    for_each_chunk(recvs[i].bytes, [&](std::size_t offset, int chunk) {
+      MPI_Request r;
+      TESSERA_MPI_CHECK(MPI_Irecv(base + offset, chunk, MPI_BYTE, recvs[i].peer, kTag, comm, &r));
+      requests.push_back(r);
+    });
+  }
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    if (sends[i].peer == me) continue;
+    const char* base = static_cast<const char*>(send_address(i));
+    for_each_chunk(sends[i].bytes, [&](std::size_t offset, int chunk) {
+      MPI_Request r;
+      TESSERA_MPI_CHECK(MPI_Isend(base + offset, chunk, MPI_BYTE, sends[i].peer, kTag, comm, &r));
+      requests.push_back(r);
+    });
+  }
+  return requests;
+}
+
+}  // namespace
+
+DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
+                                                   const Staging* staging) const {
+  const int me = ctx_.rank();
+  for (const Message& m : sends) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
+  for (const Message& m : recvs) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
+  const kernels::Queue queue = ctx_.queue();
+  const MPI_Comm comm = ctx_.comm().get();
+  Request request;
+  if (sends.empty() && recvs.empty()) return request;
+  switch (path_) {
+    case DeviceCommPath::mpi_host:
+    case DeviceCommPath::cuda_aware_mpi: {
+      copy_to_self(sends, recvs, me, queue);
+      if (path_ == DeviceCommPath::cuda_aware_mpi) queue.synchronize();  // MPI reads device memory outside stream order
+      auto requests = std::make_shared<std::vector<MPI_Request>>(post_neighbor_mpi(
+          sends, recvs, me, comm, [&](std::size_t i) { return sends[i].data; }, [&](std::size_t i) { return recvs[i].data; }));
+      request.finish_ = [requests] { wait_all(*requests); };
+      return request;
+    }
+    case DeviceCommPath::staged: {
+      // One pinned buffer for what leaves and one for what arrives, each message at its offset.
+      std::vector<std::size_t> send_at(sends.size()), recv_at(recvs.size());
+      std::size_t send_total = 0, recv_total = 0;
+      for (std::size_t i = 0; i < sends.size(); ++i)
+        if (sends[i].peer != me) send_at[i] = std::exchange(send_total, send_total + sends[i].bytes);
+      for (std::size_t i = 0; i < recvs.size(); ++i)
+        if (recvs[i].peer != me) recv_at[i] = std::exchange(recv_total, recv_total + recvs[i].bytes);
+      auto pinned = [](void* given, std::size_t given_bytes, std::size_t bytes) {
+        if (given && given_bytes >= bytes) return std::shared_ptr<char>(static_cast<char*>(given), [](char*) {});
+        return std::shared_ptr<char>(static_cast<char*>(kernels::allocate_pinned_host(bytes)), kernels::deallocate_pinned_host);
+      };
+      std::shared_ptr<char> host_send = pinned(staging ? staging->send : nullptr, staging ? staging->send_bytes : 0, send_total);
+      std::shared_ptr<char> host_recv = pinned(staging ? staging->recv : nullptr, staging ? staging->recv_bytes : 0, recv_total);
+      for (std::size_t i = 0; i < sends.size(); ++i)
+        if (sends[i].peer != me && sends[i].bytes)
+          kernels::copy_to_host_async(queue, host_send.get() + send_at[i], sends[i].data, sends[i].bytes);
+      copy_to_self(sends, recvs, me, queue);
+      queue.synchronize();
+      auto requests = std::make_shared<std::vector<MPI_Request>>(post_neighbor_mpi(
+          sends, recvs, me, comm, [&](std::size_t i) { return host_send.get() + send_at[i]; },
+          [&](std::size_t i) { return host_recv.get() + recv_at[i]; }));
+      request.finish_ = [requests, host_send, host_recv, recvs, recv_at, queue, me] {
+        wait_all(*requests);
+        for (std::size_t i = 0; i < recvs.size(); ++i)
+          if (recvs[i].peer != me && recvs[i].bytes)
+            kernels::copy_from_host_async(queue, recvs[i].data, host_recv.get() + recv_at[i], recvs[i].bytes);
+        queue.synchronize();  // the pinned buffers go with this closure
+      };
+      return request;
+    }
+    case DeviceCommPath::nccl: {
+#if TESSERA_HAVE_NCCL
+      const cudaStream_t compute = compute_stream(ctx_);
+      const cudaStream_t comm_stream = nccl_->stream;
+      stream_wait(comm_stream, compute);
+      kernels::Queue on_comm_stream = queue;
+      on_comm_stream.stream = reinterpret_cast<kernels::StreamHandle>(comm_stream);
+      copy_to_self(sends, recvs, me, on_comm_stream);
+      TESSERA_NCCL_CHECK(ncclGroupStart());
+      for (const Message& m : sends)
+        if (m.peer != me && m.bytes) TESSERA_NCCL_CHECK(ncclSend(m.data, m.bytes, ncclChar, m.peer, nccl_->comm, comm_stream));
+      for (const Message& m : recvs)
+        if (m.peer != me && m.bytes) TESSERA_NCCL_CHECK(ncclRecv(m.data, m.bytes, ncclChar, m.peer, nccl_->comm, comm_stream));
+      TESSERA_NCCL_CHECK(ncclGroupEnd());
+      cudaEvent_t done;
+      TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      TESSERA_CUDA_CHECK(cudaEventRecord(done, comm_stream));
+      request.finish_ = [compute, done] {
+        TESSERA_CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
+        TESSERA_CUDA_CHECK(cudaEventDestroy(done));
+      };
+      return request;
+#else
+      break;
+#endif
+    }
+  }
+  TESSERA_FATAL("DeviceComm::ineighbor_exchange", std::string("path not available in this build: ") + to_string(path_));
 }
 
 template void DeviceComm::allreduce_sum<std::int32_t>(std::int32_t*, index_t) const;

@@ -565,7 +565,8 @@ void write_attributes(hid_t dset, const OutputAttributes& a) {
 // Rank 0's check of an output destination, at start-up (check_output_path) and again just before
 // the write. Returns the problem, or "" with *exists (the file exists: the dataset is added to it)
 // and *replace (the dataset exists, and `overwrite` allows replacing it).
-std::string check_destination(const DatasetPath& path, bool overwrite, bool* exists, bool* replace) {
+std::string check_destination(const DatasetPath& path, bool overwrite, bool* exists, bool* replace,
+                              bool replace_file = false) {
   *exists = *replace = false;
   const std::string& file = path.file;
   if (file.empty() || file.back() == '/') return quoted(file) + " is not a file name";
@@ -587,6 +588,9 @@ std::string check_destination(const DatasetPath& path, bool overwrite, bool* exi
   if (access(file.c_str(), R_OK | W_OK) != 0) return "cannot write " + quoted(file) + " (permission denied)";
   if (H5Fis_hdf5(file.c_str()) <= 0)
     return quoted(file) + " exists and is not an HDF5 file (it is left as it is: remove it or give another name)";
+  // A file replaced as a whole (a checkpoint) keeps nothing of the old one: a new temporary, renamed
+  // over it.
+  if (replace_file) return "";
   Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!h5.valid()) return "cannot open " + quoted(file) + " as an HDF5 file (" + h5_error_text() + ")";
   *exists = true;
@@ -657,9 +661,9 @@ struct OutputPlan {
 // Rank 0: checks the destination again (it may have changed since start-up), removes temporaries
 // that killed writers left there, and makes the temporary: a copy of the existing file, or nothing
 // yet (HDF5 creates it).
-void plan_output(const DatasetPath& path, bool overwrite, OutputPlan& plan) {
+void plan_output(const DatasetPath& path, bool overwrite, OutputPlan& plan, bool replace_file = false) {
   bool exists = false, replace = false;
-  std::string problem = check_destination(path, overwrite, &exists, &replace);
+  std::string problem = check_destination(path, overwrite, &exists, &replace, replace_file);
   if (problem.empty()) {
     detail::remove_stale_temporaries(path.file);
     const std::string temporary = detail::temporary_name_for(path.file);
@@ -726,7 +730,7 @@ template <class T>
 void write_blocks(const Context& ctx, const DatasetPath& path, const OutputAttributes& attributes, int ndims,
                   const hsize_t* dims, const index_t* start, const index_t* count, const std::vector<T>& host) {
   OutputPlan plan;
-  if (ctx.is_root()) plan_output(path, attributes.overwrite, plan);
+  if (ctx.is_root()) plan_output(path, attributes.overwrite, plan, attributes.replace_file);
   ctx.comm().bcast(reinterpret_cast<unsigned char*>(&plan), static_cast<index_t>(sizeof plan), 0);
   if (plan.message[0]) throw UsageError(plan.message);
   TemporaryGuard guard(plan.temporary);
@@ -886,12 +890,13 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std:
   return matrix;
 }
 
-void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite) {
+void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite,
+                       bool replace_file) {
   char error[1024] = {};
   if (ctx.is_root()) {
     QuietErrors quiet;
     bool exists = false, replace = false;
-    const std::string what = check_destination(path, overwrite, &exists, &replace);
+    const std::string what = check_destination(path, overwrite, &exists, &replace, replace_file);
     if (!what.empty()) std::snprintf(error, sizeof error, "%s: %s", std::string(flag).c_str(), what.c_str());
   }
   ctx.comm().bcast(error, sizeof error, 0);
@@ -936,6 +941,122 @@ void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const Ou
   QuietErrors quiet;
   write_blocks<T>(matrix.grid().context(), path, attributes, 2, dims, start, count, matrix.local_to_host());
 }
+
+// ---- fields and attributes ------------------------------------------------------------------------------
+
+template <class T>
+void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
+  const hsize_t dims[2] = {static_cast<hsize_t>(field.rows()), static_cast<hsize_t>(field.cols())};
+  const index_t start[2] = {field.row_offset(), field.col_offset()};
+  const index_t count[2] = {field.local_rows(), field.local_cols()};
+  QuietErrors quiet;
+  write_blocks<T>(field.context(), path, attributes, 2, dims, start, count, field.local_to_host());
+}
+
+template <class T>
+void read_field(Field2D<T>& field, const DatasetPath& path, std::string_view flag) {
+  QuietErrors quiet;
+  const Context& ctx = field.context();
+  const DatasetInfo info = probe(ctx, path, flag, /*need_dtype=*/false);
+  if (info.shape.size() != 2 || info.shape[0] != field.rows() || info.shape[1] != field.cols())
+    throw UsageError(std::string(flag) + ": dataset '" + path.dataset + "' in '" + path.file + "' is " +
+                     shape_text(info.shape) + "; this run's field is 2-D (" + std::to_string(field.rows()) + " x " +
+                     std::to_string(field.cols()) + ")");
+  const index_t start[2] = {field.row_offset(), field.col_offset()};
+  const index_t count[2] = {field.local_rows(), field.local_cols()};
+  kernels::require_host_memory(static_cast<std::size_t>(count[0] * count[1]) * sizeof(T),
+                               std::string(flag) + ": a host copy of this rank's block");
+  const std::vector<T> block =
+      read_block<T>(ctx, path, flag, info, 2, start, count, std::vector<T>(static_cast<std::size_t>(count[0] * count[1])));
+  field.local_from_host(block);
+}
+
+namespace {
+
+using AttributeList = std::vector<std::pair<std::string, std::string>>;
+
+// H5Aiterate2's callback: scalar string, integer and floating-point attributes, as text.
+herr_t collect_attribute(hid_t location, const char* name, const H5A_info_t*, void* data) {
+  auto& out = *static_cast<AttributeList*>(data);
+  Handle attr(H5Aopen(location, name, H5P_DEFAULT), H5Aclose);
+  if (!attr.valid()) return 0;
+  Handle type(H5Aget_type(attr.get()), H5Tclose);
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  if (!type.valid() || !space.valid() || H5Sget_simple_extent_npoints(space.get()) != 1) return 0;
+  switch (H5Tget_class(type.get())) {
+    case H5T_STRING: {
+      Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+      if (H5Tis_variable_str(type.get()) > 0) {
+        H5Tset_size(memory.get(), H5T_VARIABLE);
+        H5Tset_cset(memory.get(), H5Tget_cset(type.get()));
+        char* value = nullptr;
+        if (H5Aread(attr.get(), memory.get(), &value) >= 0 && value) {
+          out.emplace_back(name, value);
+          H5free_memory(value);
+        }
+      } else {
+        const std::size_t size = H5Tget_size(type.get());
+        std::vector<char> value(size + 1, '\0');
+        H5Tset_size(memory.get(), size + 1);
+        if (H5Aread(attr.get(), memory.get(), value.data()) >= 0) out.emplace_back(name, std::string(value.data()));
+      }
+      break;
+    }
+    case H5T_INTEGER: {
+      long long value = 0;
+      if (H5Aread(attr.get(), H5T_NATIVE_LLONG, &value) >= 0) out.emplace_back(name, std::to_string(value));
+      break;
+    }
+    case H5T_FLOAT: {
+      double value = 0;
+      if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0) {
+        char digits[64] = {};
+        const auto written = std::to_chars(digits, digits + sizeof digits - 1, value);
+        out.emplace_back(name, std::string(digits, written.ptr));
+      }
+      break;
+    }
+    default: break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path,
+                                                                 std::string_view flag) {
+  QuietErrors quiet;
+  (void)probe(ctx, path, flag, /*need_dtype=*/false);  // a missing file or dataset: the usual message
+  std::string packed;  // name, NUL, value, NUL, ...
+  if (ctx.is_root()) {
+    AttributeList found;
+    Handle file(H5Fopen(path.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    Handle dset(file.valid() ? H5Dopen2(file.get(), path.dataset.c_str(), H5P_DEFAULT) : H5I_INVALID_HID, H5Dclose);
+    if (dset.valid()) H5Aiterate2(dset.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, &collect_attribute, &found);
+    for (const auto& [name, value] : found) {
+      packed += name;
+      packed += '\0';
+      packed += value;
+      packed += '\0';
+    }
+  }
+  index_t size = ctx.comm().bcast_value(static_cast<index_t>(packed.size()), 0);
+  packed.resize(static_cast<std::size_t>(size));
+  ctx.comm().bcast(packed.data(), size, 0);
+  AttributeList out;
+  for (std::size_t at = 0; at < packed.size();) {
+    const std::size_t name_end = packed.find('\0', at);
+    const std::size_t value_end = packed.find('\0', name_end + 1);
+    out.emplace_back(packed.substr(at, name_end - at), packed.substr(name_end + 1, value_end - name_end - 1));
+    at = value_end + 1;
+  }
+  return out;
+}
+
+template void write_field<float>(const Field2D<float>&, const DatasetPath&, const OutputAttributes&);
+template void write_field<double>(const Field2D<double>&, const DatasetPath&, const OutputAttributes&);
+template void read_field<float>(Field2D<float>&, const DatasetPath&, std::string_view);
+template void read_field<double>(Field2D<double>&, const DatasetPath&, std::string_view);
 
 // Arrays of every arithmetic element type; matrices of the four the matrix code has.
 #define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                              \

@@ -83,6 +83,37 @@ class DeviceComm {
                  const std::vector<std::size_t>& send_offsets, void* recv, const std::vector<std::size_t>& recv_bytes,
                  const std::vector<std::size_t>& recv_offsets) const;
 
+  // One message of a neighbour exchange: `bytes` bytes of backend memory at `data`, to or from the
+  // rank `peer` of the context (this rank included: a message to itself is a copy).
+  struct Message {
+    int peer = 0;
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  // Sends and receives the messages, with only the ranks named (not a collective: each rank lists
+  // what it exchanges with its neighbours, and p's sends to r match r's receives from p in the
+  // order both list them, with the same sizes). Any sizes; MPI messages go in chunks below 2^31.
+  // Under cuda it is stream-ordered with the context's queue: the sends read what work queued on
+  // it before the call wrote, and work queued after wait() sees the received data; the buffers
+  // stay untouched until then. The transfer proceeds while the caller queues other work (on
+  // another queue, or on the host under cpu): mpi-host and cuda-aware-mpi post non-blocking MPI
+  // (cuda-aware-mpi waits for the queue first), staged copies the sends to pinned host memory and
+  // posts MPI, nccl groups ncclSend / ncclRecv on its stream; wait() completes them.
+  //
+  // staging: for the staged path, pinned host buffers (kernels::allocate_pinned_host) of at least
+  // the bytes of all sends and of all receives to and from other ranks, which a caller that repeats
+  // one exchange (a halo exchange per iteration) keeps; otherwise each call allocates its own, and
+  // freeing pinned memory waits for the whole device.
+  struct Staging {
+    void* send = nullptr;
+    void* recv = nullptr;
+    std::size_t send_bytes = 0;
+    std::size_t recv_bytes = 0;
+  };
+  Request ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
+                             const Staging* staging = nullptr) const;
+
   struct NcclState;  // private to device_comm.cpp
 
  private:

@@ -4,12 +4,14 @@
 #pragma once
 
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/comm.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/fault.hpp"
+#include "tessera/framework/field_2d.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_type.hpp"

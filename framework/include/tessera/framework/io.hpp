@@ -31,6 +31,7 @@
 
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/field_2d.hpp"
 
 namespace tessera::io {
 
@@ -107,13 +108,19 @@ struct OutputAttributes {
   std::vector<std::pair<std::string, std::string>> extra;  // more string attributes (dtype, op, ...)
   // Not stored: whether an existing dataset of the same name may be replaced (--overwrite).
   bool overwrite = false;
+  // Not stored: the output replaces an existing HDF5 file as a whole instead of adding the dataset
+  // to it (a checkpoint, rewritten again and again: nothing of the old file is copied or kept).
+  // The replacement is still written under a temporary name and renamed when complete; a file that
+  // is not HDF5 is still refused.
+  bool replace_file = false;
 };
 
 // Collective. Checks before any work is done that an output can be made at `path`: the directory
 // exists and is writable; the path is a new file, or an HDF5 file (not a symbolic link, FIFO, device
 // or other file) in which every group on the dataset's path is a group and the dataset does not
 // exist (or is a dataset, and `overwrite`). UsageError naming `flag` otherwise.
-void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite = false);
+void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite = false,
+                       bool replace_file = false);
 
 // Collective. The same for a plain file that rank 0 writes through (a report): the directory exists
 // and is writable, and the path is not a directory.
@@ -140,5 +147,19 @@ void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const 
 // Writes the matrix as one rows x cols dataset, row-major.
 template <class T>
 void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes);
+
+// Writes the field's owned cells as one rows x cols dataset, row-major, as write_matrix does.
+template <class T>
+void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes);
+
+// Reads a 2-D dataset of exactly field.rows() x field.cols() into the field's owned cells (its
+// ghost cells are left as they are). UsageError naming `flag` for another shape.
+template <class T>
+void read_field(Field2D<T>& field, const DatasetPath& path, std::string_view flag);
+
+// The scalar attributes of a dataset (strings, and integers and floats as text), in name order.
+// Collective; a missing file or dataset is a UsageError as in probe_dataset.
+std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path,
+                                                                 std::string_view flag);
 
 }  // namespace tessera::io

@@ -37,4 +37,14 @@ std::array<unsigned char, 16> device_uuid(const Queue& queue);
 // A short description of the device ("NVIDIA H100 80GB HBM3, 132 SMs, 79.1 GiB") or "cpu".
 std::string describe_device(const Queue& queue);
 
+// A second queue on `queue`'s device whose work the device starts ahead of other streams' waiting
+// work (the highest stream priority): for the short passes that others wait for, such as the
+// boundary cells of a stencil whose exchange overlaps the interior. Under cpu, a copy of `queue`.
+// Release it with destroy_queue.
+Queue make_priority_queue(const Queue& queue);
+
+// Work queued on `waiting` after this call starts only once all work queued on `done` so far has
+// finished (an event); neither host thread blocks. No effect under cpu or when both are one stream.
+void queue_wait(const Queue& waiting, const Queue& done);
+
 }  // namespace tessera::kernels

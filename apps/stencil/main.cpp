@@ -1,0 +1,559 @@
+// stencil: stencils over distributed data.
+//   --op jacobi5 | jacobi9   the steady heat equation on an nx x ny grid (stencil_problem.hpp) by Jacobi
+//                            iteration over a 2-D process grid: per iteration the block edges first,
+//                            their halo exchange beside the interior sweep, the residual every
+//                            --check-every iterations; checkpoints every --checkpoint-every
+//                            iterations, and --restart from one, bitwise the same as a run never
+//                            interrupted, whatever the grids of the two runs.
+//   --op convolve1d          the 1-D convolution (numpy.convolve, same length) of a block-distributed
+//                            array with a kernel of any radius, zero or periodic boundary.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app.hpp"
+#include "stencil_problem.hpp"
+#include "tessera/framework/algorithms/stencil.hpp"
+#include "tessera/framework/field_2d.hpp"
+#include "tessera/kernels/counter_rng.hpp"
+#include "verify.hpp"
+
+namespace tessera::apps::stencil {
+namespace {
+
+enum class Op { jacobi5, jacobi9, convolve1d };
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::jacobi5: return "jacobi5";
+    case Op::jacobi9: return "jacobi9";
+    case Op::convolve1d: return "convolve1d";
+  }
+  return "?";
+}
+
+constexpr const char* kFieldDataset = "/field";
+
+// --weights: numbers separated by commas, or FILE.h5:/DATASET (a 1-D dataset).
+struct WeightsSource {
+  std::vector<double> values;
+  std::optional<io::DatasetPath> file;
+  bool given() const { return file || !values.empty(); }
+};
+
+std::vector<double> parse_list(std::string_view text, std::string_view flag) {
+  std::vector<double> out;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    out.push_back(parse_real(text.substr(at, comma - at), flag));
+    if (!std::isfinite(out.back()))
+      throw UsageError(std::string(flag) + ": weight '" + std::string(text.substr(at, comma - at)) + "' is not finite");
+    at = comma + 1;
+  }
+  return out;
+}
+
+// The weights, on every rank: from the list, or read from the dataset (any length; 1-D).
+std::vector<double> load_weights(const Context& ctx, const WeightsSource& source) {
+  if (!source.file) return source.values;
+  const io::DatasetInfo info = io::probe_dataset(ctx, *source.file, "--weights");
+  if (info.shape.size() != 1)
+    throw UsageError("--weights: dataset '" + source.file->dataset + "' in '" + source.file->file +
+                     "' is not 1-D; the weights are a 1-D dataset");
+  const DistArray<double> w = io::read_array<double>(ctx, *source.file, "--weights");
+  std::vector<double> all = w.gather(0);
+  all.resize(static_cast<std::size_t>(info.shape[0]));
+  ctx.comm().bcast(all.data(), static_cast<index_t>(all.size()), 0);
+  for (double v : all)
+    if (!std::isfinite(v)) throw UsageError("--weights: " + source.file->str() + " holds a weight that is not finite");
+  return all;
+}
+
+std::string list_text(const std::vector<double>& values) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) s += ',';
+    s += format_number(values[i]);
+  }
+  return s;
+}
+
+template <class T>
+StencilWeights<T> stencil_weights(Op op, const std::vector<double>& given) {
+  StencilWeights<T> w = op == Op::jacobi5 ? StencilWeights<T>::jacobi5() : StencilWeights<T>::jacobi9();
+  if (given.empty()) return w;
+  const std::size_t want = op == Op::jacobi5 ? 5 : 9;
+  if (given.size() != want)
+    throw UsageError(std::string("--weights: ") + op_name(op) + " takes " + std::to_string(want) + " weights (" +
+                     (op == Op::jacobi5 ? "centre,north,south,west,east" : "centre,north,south,west,east,nw,ne,sw,se") +
+                     "), got " + std::to_string(given.size()));
+  T* slots[] = {&w.centre, &w.north, &w.south, &w.west, &w.east, &w.north_west, &w.north_east, &w.south_west, &w.south_east};
+  for (std::size_t k = 0; k < want; ++k) *slots[k] = static_cast<T>(given[k]);
+  return w;
+}
+
+template <class T>
+std::vector<double> weights_as_list(const StencilWeights<T>& w) {
+  std::vector<double> v = {w.centre, w.north, w.south, w.west, w.east};
+  if (w.shape == StencilShape::nine_point)
+    for (T x : {w.north_west, w.north_east, w.south_west, w.south_east}) v.push_back(x);
+  return v;
+}
+
+std::string attribute(const std::vector<std::pair<std::string, std::string>>& attrs, const std::string& name) {
+  for (const auto& [k, v] : attrs)
+    if (k == name) return v;
+  return "";
+}
+
+// Test-only: TESSERA_TEST_PAUSE_AFTER_CHECKPOINT=SECONDS makes every rank stop that long after each
+// checkpoint, rank 0 saying so on stderr, so that a test can kill the run between checkpoints.
+int test_pause_after_checkpoint() {
+  const char* env = std::getenv("TESSERA_TEST_PAUSE_AFTER_CHECKPOINT");
+  return env ? std::atoi(env) : 0;
+}
+
+struct JacobiSettings {
+  Op op = Op::jacobi5;
+  index_t nx = 1024, ny = 1024;
+  int grid_rows = 0, grid_cols = 0;
+  index_t iters = 1000;
+  double tol = 0;
+  index_t check_every = 100;
+  int ghost = 1;
+  bool overlap = true;
+  index_t checkpoint_every = 0;
+  std::optional<std::string> checkpoint, restart;
+};
+
+template <class T>
+int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const WeightsSource& weights_source) {
+  const CommonOptions& o = app.options();
+  const io::DType dtype = io::dtype_of<T>();
+  const StencilWeights<T> weights = stencil_weights<T>(s.op, load_weights(ctx, weights_source));
+  const std::string weights_text = list_text(weights_as_list(weights));
+  if (o.verify && weights_source.given())
+    throw UsageError("--verify: the analytic solution is that of the Laplace weights; give no --weights with --verify");
+  ProcessGrid grid;
+  try {
+    grid = ProcessGrid::create(ctx, s.grid_rows, s.grid_cols);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--grid: ") + e.what());
+  }
+  if (s.ny < grid.rows())
+    throw UsageError("--ny: " + std::to_string(s.ny) + " rows cannot be cut over the " + std::to_string(grid.rows()) +
+                     " process rows of the grid " + std::to_string(grid.rows()) + "x" + std::to_string(grid.cols()) +
+                     " (every rank needs at least one row)");
+  if (s.nx < grid.cols())
+    throw UsageError("--nx: " + std::to_string(s.nx) + " columns cannot be cut over the " + std::to_string(grid.cols()) +
+                     " process columns of the grid " + std::to_string(grid.rows()) + "x" + std::to_string(grid.cols()) +
+                     " (every rank needs at least one column)");
+  const HeatProblem problem{s.nx, s.ny};
+  const std::string grid_text = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
+
+  // --restart: a checkpoint of this problem (same op, type, shape and weights) and its iteration.
+  index_t first_iteration = 0;
+  std::optional<io::DatasetPath> restart_path;
+  if (s.restart) {
+    restart_path = io::DatasetPath{*s.restart, kFieldDataset};
+    const auto attrs = io::read_attributes(ctx, *restart_path, "--restart");
+    const std::string where = "--restart: '" + *s.restart + "'";
+    if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty())
+      throw UsageError(where + " is not a checkpoint of " + app.name() + " (its " + kFieldDataset +
+                       " lacks the attributes app and iteration)");
+    const std::string shape = attribute(attrs, "ny") + " x " + attribute(attrs, "nx");
+    if (attribute(attrs, "nx") != std::to_string(s.nx) || attribute(attrs, "ny") != std::to_string(s.ny))
+      throw UsageError(where + " holds a field of " + shape + " cells (ny x nx); this run's is " + std::to_string(s.ny) +
+                       " x " + std::to_string(s.nx));
+    if (attribute(attrs, "op") != op_name(s.op))
+      throw UsageError(where + " was made by --op " + attribute(attrs, "op") + "; this run is --op " + op_name(s.op));
+    if (attribute(attrs, "dtype") != io::to_string(dtype))
+      throw UsageError(where + " holds " + attribute(attrs, "dtype") + "; this run computes in " + io::to_string(dtype) +
+                       " (give --dtype " + attribute(attrs, "dtype") + " to continue it bit for bit)");
+    if (attribute(attrs, "weights") != weights_text)
+      throw UsageError(where + " was made with the weights " + attribute(attrs, "weights") + "; this run's are " + weights_text);
+    first_iteration = parse_size(attribute(attrs, "iteration"), "--restart (its iteration attribute)");
+  }
+  std::optional<io::DatasetPath> checkpoint_path;
+  if (s.checkpoint) {
+    checkpoint_path = io::DatasetPath{*s.checkpoint, kFieldDataset};
+    io::check_output_path(ctx, *checkpoint_path, "--checkpoint", /*overwrite=*/true, /*replace_file=*/true);
+  }
+  if (!o.json.empty() && ((s.checkpoint && o.json == *s.checkpoint) || (s.restart && o.json == *s.restart)))
+    throw UsageError("--json: '" + o.json + "' is this run's checkpoint file");
+
+  const std::string what = "--nx/--ny: a field of " + std::to_string(s.ny) + " x " + std::to_string(s.nx) + " " +
+                           io::to_string(dtype) + " cells (and a second one for the iteration) on " +
+                           std::to_string(ctx.size()) + " rank(s)";
+  // Both fields of the iteration are made here, so that a rank without room stops every rank with
+  // one line; the second is given back at once, for the solver to take again (from the block cache
+  // under cuda).
+  Field2D<T> u = make_collectively(ctx, what, [&] {
+    Field2D<T> first(grid, s.ny, s.nx, s.ghost);
+    Field2D<T> second(grid, s.ny, s.nx, s.ghost);
+    return first;
+  });
+  auto boundary = [&](index_t i, index_t j) { return static_cast<T>(problem.exact(i, j)); };
+  auto initialise = [&] {
+    u.fill(T(0));
+    if (restart_path) io::read_field(u, *restart_path, "--restart");
+    u.set_outer_ghosts(boundary);
+  };
+
+  auto checkpoint_attributes = [&](index_t iteration) {
+    io::OutputAttributes a = output_attributes(app, ctx, dtype);
+    a.overwrite = true;
+    a.replace_file = true;
+    a.extra.emplace_back("op", op_name(s.op));
+    a.extra.emplace_back("iteration", std::to_string(iteration));
+    a.extra.emplace_back("nx", std::to_string(s.nx));
+    a.extra.emplace_back("ny", std::to_string(s.ny));
+    a.extra.emplace_back("weights", weights_text);
+    a.extra.emplace_back("grid", grid_text);
+    return a;
+  };
+
+  JacobiOptions options;
+  options.check_every = s.check_every;
+  options.tolerance = s.tol;
+  options.overlap = s.overlap;
+  index_t iterations = first_iteration;
+  double residual = std::numeric_limits<double>::quiet_NaN();
+  bool converged = false;
+  int checkpoints = 0;
+  const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) {
+    initialise();
+    Jacobi<T> solver(u, weights, options, first_iteration);
+    checkpoints = 0;
+    while (solver.iteration() < s.iters && !solver.converged()) {
+      index_t stop = s.iters;
+      if (s.checkpoint_every > 0) stop = std::min(stop, (solver.iteration() / s.checkpoint_every + 1) * s.checkpoint_every);
+      solver.run_until(stop, times);
+      if (s.checkpoint_every > 0 && solver.iteration() % s.checkpoint_every == 0 && solver.iteration() < s.iters &&
+          !solver.converged()) {
+        Stopwatch write;
+        io::write_field(u, *checkpoint_path, checkpoint_attributes(solver.iteration()));
+        ++checkpoints;
+        if (times) times->host += write.seconds();
+        if (const int pause = test_pause_after_checkpoint(); pause > 0) {
+          if (ctx.is_root()) {
+            std::fprintf(stderr, "%s: checkpoint at iteration %lld written; paused for a test (process %ld)\n",
+                         app.name().c_str(), static_cast<long long>(solver.iteration()), static_cast<long>(getpid()));
+            std::fflush(stderr);
+          }
+          sleep(static_cast<unsigned>(pause));
+        }
+      }
+    }
+    iterations = solver.iteration();
+    residual = solver.residual();
+    converged = solver.converged();
+  });
+
+  Report r;
+  r.input = restart_path ? "restart from " + *s.restart + " at iteration " + std::to_string(first_iteration)
+                         : std::string("heat equation, hot top edge, zero start");
+  r.dtype = dtype;
+  r.sizes["nx"] = static_cast<long long>(s.nx);
+  r.sizes["ny"] = static_cast<long long>(s.ny);
+  r.parameters["op"] = op_name(s.op);
+  r.parameters["grid"] = grid_text;
+  r.parameters["iters"] = static_cast<long long>(s.iters);
+  r.parameters["tol"] = s.tol;
+  r.parameters["check_every"] = static_cast<long long>(s.check_every);
+  r.parameters["ghost"] = s.ghost;
+  r.parameters["overlap"] = s.overlap;
+  r.parameters["weights"] = weights_text;
+  r.parameters["checkpoint_every"] = static_cast<long long>(s.checkpoint_every);
+  r.parameters["path"] = communication_path(ctx);
+  r.rows.emplace_back("stencil", std::string(to_string(weights.shape)) + ", weights " + weights_text + ", grid " +
+                                     grid_text + ", ghost width " + std::to_string(s.ghost) +
+                                     (s.overlap ? ", edges first, exchange overlapped" : ", sweep then exchange"));
+  if (s.checkpoint_every > 0)
+    r.rows.emplace_back("checkpoints", std::to_string(checkpoints) + " to " + *s.checkpoint + " (every " +
+                                           std::to_string(s.checkpoint_every) + " iterations)");
+  Json result = Json::object();
+  result["iterations"] = static_cast<long long>(iterations);
+  result["residual"] = std::isnan(residual) ? Json() : Json(residual);
+  result["converged"] = converged;
+  r.result = result;
+  r.result_text = std::to_string(iterations) + " iterations, residual max|u_k - u_(k-1)| " +
+                  (std::isnan(residual) ? std::string("(none)") : format_number(residual)) +
+                  (converged ? " (converged: below --tol)" : "");
+
+  if (o.verify) {
+    // Every rank checks its own cells against the exact solution.
+    const std::vector<T> block = u.local_to_host();
+    double largest = 0;
+    for (index_t i = 0; i < u.local_rows(); ++i)
+      for (index_t j = 0; j < u.local_cols(); ++j) {
+        const double err = std::fabs(static_cast<double>(block[static_cast<std::size_t>(i * u.local_cols() + j)]) -
+                                     problem.exact(u.row_offset() + i, u.col_offset() + j));
+        largest = std::isnan(err) ? err : std::max(largest, err);
+      }
+    largest = ctx.comm().allreduce(std::isnan(largest) ? std::numeric_limits<double>::infinity() : largest, ReduceOp::max);
+    const double eps = std::numeric_limits<T>::epsilon();
+    const double disc = discretisation_bound(problem, weights.shape);
+    const double iter = std::isnan(residual) ? std::numeric_limits<double>::infinity()
+                                             : iteration_bound(problem, weights.shape, residual, eps);
+    const double rounding = (weights.shape == StencilShape::five_point ? 5 : 9) * eps + eps / 2;
+    const double bound = disc + iter + rounding;
+    Verdict v;
+    v.ok = largest <= bound;
+    v.detail = "max |u - exact| " + verify::sci(largest) + (v.ok ? " <= " : " > ") + "bound " + verify::sci(bound) +
+               " (discretisation " + verify::sci(disc) + ", iteration " + verify::sci(iter) + ", rounding " +
+               verify::sci(rounding) + ")";
+    r.verdict = v;
+  }
+  r.timing = timing;
+  const double swept = static_cast<double>(s.nx) * static_cast<double>(s.ny) * static_cast<double>(iterations - first_iteration);
+  r.throughput = timing.total > 0 ? 2.0 * swept * sizeof(T) / timing.total / 1e9 : 0;
+  r.throughput_unit = "GB/s";
+  r.throughput_basis = "each cell read and written once per iteration";
+
+  const bool wrong = r.verdict && !r.verdict->ok;
+  if (o.output && !wrong) {
+    io::OutputAttributes a = output_attributes(app, ctx, dtype);
+    a.extra.emplace_back("op", op_name(s.op));
+    a.extra.emplace_back("iteration", std::to_string(iterations));
+    a.extra.emplace_back("nx", std::to_string(s.nx));
+    a.extra.emplace_back("ny", std::to_string(s.ny));
+    a.extra.emplace_back("weights", weights_text);
+    a.extra.emplace_back("grid", grid_text);
+    a.extra.emplace_back("residual", std::isnan(residual) ? "nan" : format_number(residual));
+    io::write_field(u, *o.output, a);
+  }
+  publish(app, ctx, r);
+  return wrong ? kExitVerifyFailed : kExitOk;
+}
+
+// --verify for the convolution, in the way of Freivalds: for random c (from the seed and the global
+// index), sum_i c_i out_i must equal sum_j a_j d_j with d_j = sum_k w_k c_(j - r + k) (the adjoint),
+// each rank summing its own block in long double. The float result of each output carries at most
+// (2 r + 1) u sum_k |w_k a_(i+r-k)| of rounding; the bound adds those, weighted by |c_i|.
+template <class T>
+Verdict check_convolve(const DistArray<T>& a, const DistArray<T>& out, const std::vector<T>& w, Boundary boundary,
+                       std::uint64_t seed) {
+  const Context& ctx = a.context();
+  const index_t n = a.global_size();
+  const auto taps = static_cast<index_t>(w.size());
+  const index_t radius = (taps - 1) / 2;
+  auto c = [&](index_t i) { return static_cast<long double>(counter_value<double>(seed ^ 0x5eed, static_cast<std::uint64_t>(i))); };
+  const std::vector<T> x = a.local_to_host(), y = out.local_to_host();
+  long double sums[3] = {0, 0, 0};  // sum c out, sum a d, sum |a| |d| (the bound's weights)
+  for (index_t k = 0; k < static_cast<index_t>(y.size()); ++k) sums[0] += c(a.global_offset() + k) * y[static_cast<std::size_t>(k)];
+  for (index_t k = 0; k < static_cast<index_t>(x.size()); ++k) {
+    const index_t j = a.global_offset() + k;
+    long double d = 0, magnitude = 0;
+    for (index_t t = 0; t < taps; ++t) {
+      index_t i = j - radius + t;
+      if (i < 0 || i >= n) {
+        if (boundary == Boundary::zero) continue;
+        i = ((i % n) + n) % n;
+      }
+      d += static_cast<long double>(w[static_cast<std::size_t>(t)]) * c(i);
+      magnitude += std::fabs(static_cast<long double>(w[static_cast<std::size_t>(t)]) * c(i));
+    }
+    sums[1] += static_cast<long double>(x[static_cast<std::size_t>(k)]) * d;
+    sums[2] += std::fabs(static_cast<long double>(x[static_cast<std::size_t>(k)])) * magnitude;
+  }
+  verify::allreduce_sum(ctx, sums, 3);
+  const long double bound = (taps + 2) * verify::unit_roundoff<T>() * sums[2] * 2 + 1e-30L;
+  const long double diff = std::fabs(sums[0] - sums[1]);
+  Verdict v;
+  v.ok = diff <= bound;
+  v.detail = "sum c_i out_i against the adjoint sum a_j (W^T c)_j for random c: difference " + verify::sci(diff) +
+             (v.ok ? " <= " : " > ") + "bound " + verify::sci(bound);
+  return v;
+}
+
+template <class T>
+int run_convolve(App& app, const Context& ctx, const ArraySource& source, const WeightsSource& weights_source,
+                 std::optional<index_t> radius, Boundary boundary) {
+  const CommonOptions& o = app.options();
+  std::vector<double> given = load_weights(ctx, weights_source);
+  if (!given.empty()) {
+    if (given.size() % 2 == 0)
+      throw UsageError("--weights: " + std::to_string(given.size()) + " weights; a kernel of radius r has 2 r + 1 (an odd count)");
+    if (radius && *radius != static_cast<index_t>(given.size() / 2))
+      throw UsageError("--radius: " + std::to_string(*radius) + " does not match the " + std::to_string(given.size()) +
+                       " weights (radius " + std::to_string(given.size() / 2) + ")");
+  } else {
+    // The box filter of the radius: the mean of 2 r + 1 neighbours.
+    const index_t r = radius.value_or(1);
+    if (r > (index_t(1) << 26)) throw UsageError("--radius: " + std::to_string(r) + " is too large (at most 2^26)");
+    given.assign(static_cast<std::size_t>(2 * r + 1), 1.0 / static_cast<double>(2 * r + 1));
+  }
+  const index_t r = static_cast<index_t>(given.size() / 2);
+  if (boundary == Boundary::periodic && r > source.n)
+    throw UsageError("--radius: " + std::to_string(r) + " exceeds the " + std::to_string(source.n) +
+                     " elements; a periodic boundary wraps the array at most once");
+  const std::vector<T> weights(given.begin(), given.end());
+  const DistArray<T> a = load_array<T>(ctx, app, source);
+  DistArray<T> out;
+  const TimingSummary timing =
+      measure(ctx, o, [&](PhaseTimes* times) { out = convolve(a, std::span<const T>(weights), boundary, times); });
+
+  Report rep;
+  rep.input = source.description;
+  rep.dtype = source.dtype;
+  rep.sizes["n"] = static_cast<long long>(source.n);
+  rep.parameters["op"] = "convolve1d";
+  rep.parameters["radius"] = static_cast<long long>(r);
+  rep.parameters["boundary"] = to_string(boundary);
+  rep.parameters["path"] = communication_path(ctx);
+  rep.rows.emplace_back("convolution", "radius " + std::to_string(r) + " (" + std::to_string(2 * r + 1) + " weights), " +
+                                           to_string(boundary) + " boundary");
+  // A checksum of the result: the sum of its elements (long double).
+  long double sum = 0;
+  for (const T v : out.local_to_host()) sum += v;
+  verify::allreduce_sum(ctx, &sum, 1);
+  rep.result = static_cast<double>(sum);
+  rep.result_text = "sum of the " + std::to_string(source.n) + " outputs " + format_number(static_cast<double>(sum));
+  if (o.verify) rep.verdict = check_convolve(a, out, weights, boundary, o.seed);
+  rep.timing = timing;
+  rep.throughput = timing.total > 0 ? 2.0 * static_cast<double>(source.n) * sizeof(T) / timing.total / 1e9 : 0;
+  rep.throughput_unit = "GB/s";
+  rep.throughput_basis = "n elements read and n written";
+  const bool wrong = rep.verdict && !rep.verdict->ok;
+  if (o.output && !wrong) {
+    io::OutputAttributes attrs = output_attributes(app, ctx, source.dtype);
+    attrs.extra.emplace_back("op", "convolve1d");
+    attrs.extra.emplace_back("boundary", to_string(boundary));
+    attrs.extra.emplace_back("weights", list_text(given));
+    io::write_array(out, *o.output, attrs);
+  }
+  publish(app, ctx, rep);
+  return wrong ? kExitVerifyFailed : kExitOk;
+}
+
+}  // namespace
+}  // namespace tessera::apps::stencil
+
+int main(int argc, char** argv) {
+  using namespace tessera;
+  using namespace tessera::apps;
+  using namespace tessera::apps::stencil;
+  App app(argc, argv, "tessera-stencil",
+          "Stencils over distributed data: the heat equation by Jacobi iteration on a 2-D process grid (--op jacobi5 "
+          "or jacobi9), or the 1-D convolution of an array (--op convolve1d).");
+  auto& p = app.parser();
+  Op op = Op::jacobi5;
+  JacobiSettings s;
+  WeightsSource weights;
+  std::optional<index_t> radius;
+  Boundary boundary = Boundary::zero;
+  bool no_overlap = false;
+  p.add_option("--op", "jacobi5|jacobi9|convolve1d", "the operation (default jacobi5)", [&](std::string_view v) {
+    if (v == "jacobi5") op = Op::jacobi5;
+    else if (v == "jacobi9") op = Op::jacobi9;
+    else if (v == "convolve1d") op = Op::convolve1d;
+    else throw UsageError("--op: unknown operation '" + std::string(v) + "' (expected jacobi5, jacobi9 or convolve1d)");
+  });
+  p.add_option("--nx", "N", "columns of the field (jacobi; default 1024)", [&](std::string_view v) {
+    s.nx = parse_size(v, "--nx");
+    if (s.nx < 1) throw UsageError("--nx: the field needs at least one column");
+  });
+  p.add_option("--ny", "N", "rows of the field (jacobi; default 1024)", [&](std::string_view v) {
+    s.ny = parse_size(v, "--ny");
+    if (s.ny < 1) throw UsageError("--ny: the field needs at least one row");
+  });
+  p.add_option("--grid", "RxC", "process grid, R * C = ranks (default: MPI_Dims_create)", [&](std::string_view v) {
+    const auto x = v.find('x');
+    if (x == std::string_view::npos) throw UsageError("--grid: expected RxC (e.g. 2x3), got '" + std::string(v) + "'");
+    s.grid_rows = static_cast<int>(parse_integer(v.substr(0, x), "--grid", 1, 1 << 24));
+    s.grid_cols = static_cast<int>(parse_integer(v.substr(x + 1), "--grid", 1, 1 << 24));
+  });
+  p.add_option("--iters", "N", "Jacobi iterations in all, counted from the start of the problem (default 1000)",
+               [&](std::string_view v) { s.iters = parse_size(v, "--iters"); });
+  p.add_option("--tol", "T", "stop at the first residual check below T (default 0: run every iteration)",
+               [&](std::string_view v) {
+                 s.tol = parse_real(v, "--tol");
+                 if (!(s.tol >= 0) || std::isinf(s.tol)) throw UsageError("--tol: expected a finite number >= 0");
+               });
+  p.add_option("--check-every", "K", "iterations between residual checks, one allreduce each (default 100)",
+               [&](std::string_view v) { s.check_every = parse_integer(v, "--check-every", 1, INT64_MAX); });
+  p.add_option("--ghost", "W", "ghost layers around each block (default 1, the stencil's radius)",
+               [&](std::string_view v) { s.ghost = static_cast<int>(parse_integer(v, "--ghost", 1, 1 << 20)); });
+  p.add_switch("--no-overlap", "sweep the whole block, then exchange (default: edges first, exchange overlapped)",
+               &no_overlap);
+  p.add_option("--weights", "W,W,...|FILE.h5:/DSET",
+               "stencil weights: jacobi5 centre,north,south,west,east; jacobi9 those and nw,ne,sw,se; convolve1d "
+               "2r+1 weights (numpy.convolve order); or a 1-D dataset",
+               [&](std::string_view v) {
+                 if (v.find(":/") != std::string_view::npos) weights.file = io::parse_dataset_path(v, "--weights");
+                 else weights.values = parse_list(v, "--weights");
+               });
+  p.add_option("--radius", "R", "convolve1d: the kernel's radius, with the box weights 1/(2R+1) (default 1)",
+               [&](std::string_view v) {
+                 if (!v.empty() && v[0] == '-') throw UsageError("--radius: negative radius '" + std::string(v) + "'");
+                 radius = parse_size(v, "--radius");
+               });
+  p.add_option("--boundary", "zero|periodic", "convolve1d: what lies beyond the array's ends (default zero)",
+               [&](std::string_view v) {
+                 if (v == "zero") boundary = Boundary::zero;
+                 else if (v == "periodic") boundary = Boundary::periodic;
+                 else throw UsageError("--boundary: unknown boundary '" + std::string(v) + "' (expected zero or periodic)");
+               });
+  p.add_option("--checkpoint-every", "N", "jacobi: write a checkpoint every N iterations (needs --checkpoint)",
+               [&](std::string_view v) { s.checkpoint_every = parse_integer(v, "--checkpoint-every", 1, INT64_MAX); });
+  p.add_option("--checkpoint", "FILE.h5", "jacobi: the checkpoint file (rewritten whole, under a temporary name first)",
+               [&](std::string_view v) {
+                 if (v.empty()) throw UsageError("--checkpoint: empty file name");
+                 s.checkpoint = std::string(v);
+               });
+  p.add_option("--restart", "FILE.h5", "jacobi: continue from a checkpoint of the same problem",
+               [&](std::string_view v) {
+                 if (v.empty()) throw UsageError("--restart: empty file name");
+                 s.restart = std::string(v);
+               });
+
+  return app.run([&](const Context& ctx) -> int {
+    CommonOptions& o = app.options();
+    s.op = op;
+    s.overlap = !no_overlap;
+    const bool jacobi = op != Op::convolve1d;
+    const std::vector<const char*> jacobi_only = {"--nx", "--ny", "--grid", "--iters", "--tol", "--check-every", "--ghost",
+                                                  "--no-overlap", "--checkpoint-every", "--checkpoint", "--restart"};
+    const std::vector<const char*> convolve_only = {"--radius", "--boundary", "--n", "--input"};
+    for (const char* flag : jacobi ? convolve_only : jacobi_only)
+      if (p.given(flag))
+        throw UsageError(std::string(flag) + ": does not apply to --op " + op_name(op) + " (it is for " +
+                         (jacobi ? "--op convolve1d" : "--op jacobi5 and jacobi9") + ")");
+    auto require_float = [](io::DType dtype, const std::string& from) {
+      if (dtype != io::DType::float32 && dtype != io::DType::float64)
+        throw UsageError(from + ": the stencils compute in float32 or float64, not " + io::to_string(dtype));
+    };
+    if (!jacobi) {
+      // The file's type with --input (integer files need --dtype float32 or float64).
+      const ArraySource source = resolve_array_source(ctx, app);
+      require_float(source.dtype, o.dtype || !o.input ? "--dtype" : "--input (" + o.input->str() + ")");
+      return source.dtype == io::DType::float32 ? run_convolve<float>(app, ctx, source, weights, radius, boundary)
+                                                : run_convolve<double>(app, ctx, source, weights, radius, boundary);
+    }
+    const io::DType dtype = o.dtype.value_or(io::DType::float32);
+    require_float(dtype, "--dtype");
+    if (s.checkpoint_every > 0 && !s.checkpoint)
+      throw UsageError("--checkpoint-every: needs --checkpoint FILE.h5, the file to write them to");
+    if (s.checkpoint && s.checkpoint_every == 0)
+      throw UsageError("--checkpoint: needs --checkpoint-every N, how often to write one");
+    if (s.checkpoint || s.restart) {
+      // A checkpointed or restarted solve runs once: repetitions would redo it from its start.
+      if ((p.given("--repeat") && o.repeat != 1) || (p.given("--warmup") && o.warmup != 0))
+        throw UsageError(std::string(p.given("--repeat") && o.repeat != 1 ? "--repeat" : "--warmup") +
+                         ": a run with --checkpoint or --restart solves once (--repeat 1 --warmup 0)");
+      o.repeat = 1;
+      o.warmup = 0;
+    }
+    return dtype == io::DType::float32 ? run_jacobi<float>(app, ctx, s, weights) : run_jacobi<double>(app, ctx, s, weights);
+  });
+}

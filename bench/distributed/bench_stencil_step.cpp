@@ -1,0 +1,240 @@
+// tessera_bench_stencil_step: one Jacobi iteration of a distributed 2-D field, in its parts. For each
+// block size per rank (weak scaling: the global field grows with the grid), the slowest rank's mean
+// over --iters timed calls (each after a barrier) of
+//   sweep        the stencil over the whole block, no exchange
+//   exchange     the halo exchange alone (pack, the device path, unpack)
+//   back-to-back one iteration: the sweep, then the exchange
+//   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep
+// and the share of the exchange the overlap hides, (sweep + exchange - overlapped) / exchange. The
+// two kinds of iteration are checked to give bitwise the same field. One rank per GPU under mpirun
+// (ranks that share a GPU measure the path, not the scaling); the cpu backend works too.
+//
+//   mpirun -np 4 tessera_bench_stencil_step --backend cuda --sizes 1024,4096,8192 --stencil 5 --json out.json
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tessera/framework/algorithms/stencil.hpp"
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/field_2d.hpp"
+#include "tessera/framework/runtime.hpp"
+#include "tessera/framework/timer.hpp"
+
+namespace tessera {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tessera_bench_stencil_step [--backend auto|cpu|cuda] [--sizes N,N,...] [--grid RxC] [--stencil 5|9]\n"
+    "         [--dtype float|double] [--ghost W] [--iters I] [--warmup W] [--json FILE]\n"
+    "  --sizes: the block of each rank, N x N cells (default 256,1024 on cpu; 1024,4096,8192 on cuda)\n";
+
+struct Options {
+  std::string backend = "auto";
+  std::vector<index_t> sizes;
+  int grid_rows = 0, grid_cols = 0;
+  StencilShape shape = StencilShape::five_point;
+  std::string dtype = "float";
+  int ghost = 1;
+  int iters = 20;
+  int warmup = 3;
+  std::string json;
+};
+
+[[noreturn]] void bad(const std::string& what) { throw UsageError(what); }
+
+Options parse(int argc, char** argv, bool* help) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) bad(a + ": missing value");
+      return argv[++i];
+    };
+    if (a == "--help") *help = true;
+    else if (a == "--backend") o.backend = value();
+    else if (a == "--sizes") {
+      const std::string v = value();
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        const long long n = std::atoll(v.substr(at, comma - at).c_str());
+        if (n < 1) bad("--sizes: '" + v + "' is not a list of positive sizes");
+        o.sizes.push_back(n);
+        at = comma + 1;
+      }
+    } else if (a == "--grid") {
+      const std::string v = value();
+      const auto x = v.find('x');
+      if (x == std::string::npos) bad("--grid: expected RxC, got '" + v + "'");
+      o.grid_rows = std::atoi(v.substr(0, x).c_str());
+      o.grid_cols = std::atoi(v.substr(x + 1).c_str());
+      if (o.grid_rows < 1 || o.grid_cols < 1) bad("--grid: expected RxC with R, C >= 1, got '" + v + "'");
+    } else if (a == "--stencil") {
+      const std::string v = value();
+      if (v == "5") o.shape = StencilShape::five_point;
+      else if (v == "9") o.shape = StencilShape::nine_point;
+      else bad("--stencil: expected 5 or 9, got '" + v + "'");
+    } else if (a == "--dtype") {
+      o.dtype = value();
+      if (o.dtype != "float" && o.dtype != "double") bad("--dtype: expected float or double");
+    } else if (a == "--ghost") {
+      o.ghost = std::atoi(value().c_str());
+      if (o.ghost < 1) bad("--ghost: at least 1");
+    } else if (a == "--iters") {
+      o.iters = std::atoi(value().c_str());
+      if (o.iters < 1) bad("--iters: at least 1");
+    } else if (a == "--warmup") {
+      o.warmup = std::atoi(value().c_str());
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      bad("unknown flag '" + a + "' (see --help)");
+    }
+  }
+  return o;
+}
+
+struct Result {
+  index_t block = 0, rows = 0, cols = 0;
+  double sweep = 0, exchange = 0, back_to_back = 0, overlapped = 0;  // seconds, slowest rank's mean
+  double halo_bytes = 0;  // sent per rank per exchange, the largest
+  int peers = 0;
+  bool agree = true;
+};
+
+// The slowest rank's mean time of `call` over `iters` calls, each after a barrier.
+template <class Call>
+double slowest_mean(const Context& ctx, int warmup, int iters, Call&& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  double total = 0;
+  for (int i = 0; i < iters; ++i) {
+    ctx.comm().barrier();
+    Stopwatch watch;
+    call();
+    total += watch.seconds();
+  }
+  return ctx.comm().allreduce(total / iters, ReduceOp::max);
+}
+
+template <class T>
+Result run(const ProcessGrid& grid, const Options& o, index_t block) {
+  const Context& ctx = grid.context();
+  Result r;
+  r.block = block;
+  r.rows = block * grid.rows();
+  r.cols = block * grid.cols();
+  const StencilWeights<T> w = o.shape == StencilShape::five_point ? StencilWeights<T>::jacobi5() : StencilWeights<T>::jacobi9();
+  auto make = [&] {
+    Field2D<T> f(grid, r.rows, r.cols, o.ghost);
+    f.fill(T(0));
+    f.set_outer_ghosts([](index_t i, index_t) { return i < 0 ? T(1) : T(0); });
+    return f;
+  };
+  Field2D<T> u = make();
+  JacobiOptions options;
+  Jacobi<T> solver(u, w, options);
+  r.sweep = slowest_mean(ctx, o.warmup, o.iters, [&] { solver.sweep(); });
+  r.exchange = slowest_mean(ctx, o.warmup, o.iters, [&] { solver.exchange(); });
+  r.back_to_back = slowest_mean(ctx, o.warmup, o.iters, [&] { solver.step(false); });
+  r.overlapped = slowest_mean(ctx, o.warmup, o.iters, [&] { solver.step(true); });
+  r.halo_bytes = ctx.comm().allreduce(static_cast<double>(solver.halo().bytes_sent()), ReduceOp::max);
+  r.peers = ctx.comm().allreduce(solver.halo().peers(), ReduceOp::max);
+  // The two kinds of iteration from the same field: bitwise the same result.
+  Field2D<T> a = make(), b = make();
+  {
+    Jacobi<T> sa(a, w, options), sb(b, w, options);
+    for (int k = 0; k < 3; ++k) {
+      sa.step(true);
+      sb.step(false);
+    }
+  }
+  const std::vector<T> x = a.local_to_host(), y = b.local_to_host();
+  const int same = std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0 ? 1 : 0;
+  r.agree = ctx.comm().allreduce(same, ReduceOp::min) == 1;
+  return r;
+}
+
+void print_header() {
+  std::printf("%12s %14s %10s %11s %11s %13s %11s %8s %11s %6s %11s %6s\n", "block/rank", "global", "sweep us",
+              "exchange us", "b2b us", "overlapped us", "hidden", "Gcell/s", "halo KiB", "peers", "% of sweep", "agree");
+}
+
+void print_row(const Result& r, int ranks) {
+  const double hidden = r.exchange > 0 ? (r.sweep + r.exchange - r.overlapped) / r.exchange : 0;
+  const double cells = static_cast<double>(r.rows) * static_cast<double>(r.cols);
+  std::printf("%12s %14s %10.1f %11.1f %11.1f %13.1f %10.1f%% %8.2f %11.1f %6d %10.1f%% %6s\n",
+              (std::to_string(r.block) + "^2").c_str(), (std::to_string(r.rows) + "x" + std::to_string(r.cols)).c_str(),
+              r.sweep * 1e6, r.exchange * 1e6, r.back_to_back * 1e6, r.overlapped * 1e6, 100 * hidden,
+              cells / r.overlapped / 1e9, r.halo_bytes / 1024, r.peers, 100 * r.sweep / r.overlapped,
+              r.agree ? "yes" : "NO");
+  (void)ranks;
+  std::fflush(stdout);
+}
+
+void write_json(const std::string& path, const std::string& describe, const std::string& device_path, const Options& o,
+                const ProcessGrid& grid, const std::vector<Result>& results) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw UsageError("--json: cannot open '" + path + "' for writing");
+  std::fprintf(f, "{\n  \"runtime\": \"%s\",\n  \"device_path\": \"%s\",\n  \"grid\": \"%dx%d\",\n  \"stencil\": \"%s\",\n",
+               describe.c_str(), device_path.c_str(), grid.rows(), grid.cols(), to_string(o.shape));
+  std::fprintf(f, "  \"dtype\": \"%s\",\n  \"ghost\": %d,\n  \"iters\": %d,\n  \"results\": [\n", o.dtype.c_str(), o.ghost, o.iters);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    std::fprintf(f,
+                 "    {\"block\": %lld, \"rows\": %lld, \"cols\": %lld, \"sweep_s\": %.9f, \"exchange_s\": %.9f, "
+                 "\"back_to_back_s\": %.9f, \"overlapped_s\": %.9f, \"halo_bytes\": %.0f, \"peers\": %d, \"agree\": %s}%s\n",
+                 static_cast<long long>(r.block), static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.sweep,
+                 r.exchange, r.back_to_back, r.overlapped, r.halo_bytes, r.peers, r.agree ? "true" : "false",
+                 i + 1 < results.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  using namespace tessera;
+  Runtime runtime(argc, argv);
+  try {
+    bool help = false;
+    Options o = parse(argc, argv, &help);
+    if (help) {
+      if (runtime.world_rank() == 0) std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const Context ctx = runtime.start(parse_backend_choice(o.backend));
+    if (o.sizes.empty())
+      o.sizes = ctx.backend() == Backend::cuda ? std::vector<index_t>{1024, 4096, 8192} : std::vector<index_t>{256, 1024};
+    const ProcessGrid grid = ProcessGrid::create(ctx, o.grid_rows, o.grid_cols);
+    if (ctx.is_root()) {
+      std::printf("# tessera_bench_stencil_step: %s\n# device path %s, grid %dx%d, %s %s, ghost %d, iters %d, warmup %d\n",
+                  runtime.describe().c_str(), to_string(device_comm_path(ctx.backend())), grid.rows(), grid.cols(),
+                  to_string(o.shape), o.dtype.c_str(), o.ghost, o.iters, o.warmup);
+      print_header();
+    }
+    std::vector<Result> results;
+    for (index_t block : o.sizes) {
+      results.push_back(o.dtype == "float" ? run<float>(grid, o, block) : run<double>(grid, o, block));
+      if (ctx.is_root()) print_row(results.back(), ctx.size());
+    }
+    bool agree = true;
+    for (const Result& r : results) agree = agree && r.agree;
+    if (ctx.is_root() && !o.json.empty())
+      write_json(o.json, runtime.describe(), to_string(device_comm_path(ctx.backend())), o, grid, results);
+    if (ctx.is_root())
+      std::printf("# summary: %zu sizes, overlapped and back-to-back iterations %s\n", results.size(),
+                  agree ? "agree bitwise (OK)" : "DIFFER (FAILED)");
+    return agree ? 0 : 1;
+  } catch (const UsageError& e) {
+    if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_stencil_step: %s\n", e.what());
+    return 2;
+  }
+}

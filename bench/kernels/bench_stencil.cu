@@ -1,0 +1,433 @@
+// tessera_bench_stencil: the local stencil kernels against the bytes-moved floor, the device-to-device
+// copy rate this program measures first (cudaMemcpy, one read and one write per byte), and against a
+// plain kernel of each (one thread per output cell, every input read from global memory through the
+// caches), in one process on one GPU:
+//   sweep5 / sweep9   the 5- and 9-point sweep of an N x N float field (N = 16384 by default) and an
+//                     N x N/2 double field: one read and one write per cell at the floor. Also the
+//                     sweep that takes the residual (max |out - in|), and two other tunings of the
+//                     5-point column march (longer segments; more rows in flight).
+//   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the unrolled kernel) and 16,
+//                     64 (the chunked one): one read and one write per element at the floor.
+// "%copy" is the floor's time over ours; "x plain" the plain kernel's time over ours. Every result is
+// compared with the plain kernel's, bit for bit (both round each product and sum alone, in the same
+// order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
+//
+// Usage: tessera_bench_stencil [--n 16384] [--reps 20] [--warmup 3] [--json FILE]
+//          [--only sweep5,sweep9,double,variants,convolve]   (default: all)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_timing.cuh"
+#include "tessera/kernels/cuda/device_stencil.cuh"
+#include "tessera/kernels/kernels.hpp"
+#include "tessera/kernels/stencil.hpp"
+
+namespace {
+
+using tessera::index_t;
+using tessera::StencilShape;
+using tessera::StencilWeights;
+using tessera::kernels::Queue;
+using namespace tessera::bench;
+namespace detail = tessera::kernels::cuda::detail;
+
+struct Options {
+  index_t n = 16384;
+  int reps = 20;
+  int warmup = 3;
+  std::string json;
+  std::vector<std::string> only;  // empty: every case
+  bool wants(const std::string& what) const {
+    return only.empty() || std::find(only.begin(), only.end(), what) != only.end();
+  }
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "tessera_bench_stencil: %s\n", what.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + ": missing value");
+      return argv[++i];
+    };
+    if (a == "--n") o.n = std::atoll(value().c_str());
+    else if (a == "--reps") o.reps = std::atoi(value().c_str());
+    else if (a == "--warmup") o.warmup = std::atoi(value().c_str());
+    else if (a == "--json") o.json = value();
+    else if (a == "--only") {
+      const std::string v = value();
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        o.only.push_back(v.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else usage_error("unknown flag '" + a + "' (--n, --reps, --warmup, --json, --only)");
+  }
+  if (o.n < 64) usage_error("--n: at least 64");
+  if (o.reps < 1) usage_error("--reps: at least 1");
+  return o;
+}
+
+struct Row {
+  std::string op, type, size;
+  double ours_ms = 0, plain_ms = 0, cells = 0, bytes = 0, percent_copy = 0;
+  bool agree = true;
+};
+std::vector<Row> g_rows;
+double g_copy_gbs = 0;
+
+void print_header() {
+  std::printf("%-34s %-7s %-13s %10s %10s %9s %9s %7s %8s %6s\n", "op", "type", "size", "ours ms", "plain ms", "Gcell/s",
+              "GB/s", "%copy", "x plain", "agree");
+}
+
+void report(Row r) {
+  const double gbs = r.bytes / (r.ours_ms * 1e6);
+  r.percent_copy = 100.0 * gbs / g_copy_gbs;
+  std::printf("%-34s %-7s %-13s %10.4f %10.4f %9.1f %9.1f %6.1f%% %8.3f %6s\n", r.op.c_str(), r.type.c_str(),
+              r.size.c_str(), r.ours_ms, r.plain_ms, r.cells / (r.ours_ms * 1e6), gbs, r.percent_copy,
+              r.plain_ms > 0 ? r.plain_ms / r.ours_ms : 0.0, r.agree ? "yes" : "NO");
+  std::fflush(stdout);
+  g_rows.push_back(r);
+}
+
+// ---- the plain kernels --------------------------------------------------------------------------------
+
+template <class T, bool kNine>
+__global__ void plain_sweep_kernel(const T* __restrict__ in, index_t ld, T* __restrict__ out, index_t rows, index_t cols,
+                                   StencilWeights<T> w) {
+  const index_t j = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = static_cast<index_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+  if (i >= rows || j >= cols) return;
+  const T* c = in + i * ld + j;
+  T acc = detail::mul_rn(w.centre, c[0]);
+  acc = detail::add_rn(acc, detail::mul_rn(w.north, c[-ld]));
+  acc = detail::add_rn(acc, detail::mul_rn(w.south, c[ld]));
+  acc = detail::add_rn(acc, detail::mul_rn(w.west, c[-1]));
+  acc = detail::add_rn(acc, detail::mul_rn(w.east, c[1]));
+  if constexpr (kNine) {
+    acc = detail::add_rn(acc, detail::mul_rn(w.north_west, c[-ld - 1]));
+    acc = detail::add_rn(acc, detail::mul_rn(w.north_east, c[-ld + 1]));
+    acc = detail::add_rn(acc, detail::mul_rn(w.south_west, c[ld - 1]));
+    acc = detail::add_rn(acc, detail::mul_rn(w.south_east, c[ld + 1]));
+  }
+  out[i * ld + j] = acc;
+}
+
+template <class T>
+void plain_sweep(const Queue& q, const T* in, index_t ld, T* out, index_t rows, index_t cols, const StencilWeights<T>& w) {
+  const dim3 block(32, 8);
+  const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 7) / 8));
+  if (w.shape == StencilShape::nine_point) plain_sweep_kernel<T, true><<<grid, block, 0, stream_of(q)>>>(in, ld, out, rows, cols, w);
+  else plain_sweep_kernel<T, false><<<grid, block, 0, stream_of(q)>>>(in, ld, out, rows, cols, w);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+__global__ void plain_convolve_kernel(const T* __restrict__ in, index_t n, const T* __restrict__ w, index_t radius,
+                                      T* __restrict__ out) {
+  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  T acc = T(-0.0);
+  for (index_t k = 0; k <= 2 * radius; ++k) acc = detail::add_rn(acc, detail::mul_rn(__ldg(w + k), in[i + radius - k]));
+  out[i] = acc;
+}
+
+// ---- other tunings of the 5-point march (the library's own is Stencil2dTuning) --------------------------
+
+struct ThreeRowsAhead : detail::Stencil2dTuning {
+  static constexpr int kPrefetchRows = 3;
+};
+struct TwoVectorsPerLane : detail::Stencil2dTuning {
+  static constexpr int kVectorsPerLane = 2;
+  static constexpr int kMinBlocksPerSm = 5;
+};
+struct TwoVectorsOneAhead : detail::Stencil2dTuning {
+  static constexpr int kVectorsPerLane = 2;
+  static constexpr int kPrefetchRows = 1;
+};
+
+// The library's dispatch for an aligned 5-point float sweep, with another tuning; segment_rows > 0
+// replaces the segments the library would choose (one per resident thread block).
+template <class Tuning>
+void tuned_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
+                 const StencilWeights<float>& w, index_t segment_rows = 0) {
+  constexpr auto kernel = detail::stencil_2d_kernel<float, false, true, Tuning>;
+  constexpr int kThreads = Tuning::kWarps * 32;
+  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
+  if (segment_rows > 0) {
+    shape.segment_rows = segment_rows;
+    shape.tiles = shape.tiles_x * ((rows + segment_rows - 1) / segment_rows);
+  }
+  kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape, w,
+                                                                                                 nullptr);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// The blocked sweep (every load of a tile at once) for an aligned 5-point float sweep.
+template <int kRows, class Tuning = detail::Stencil2dTuning>
+void blocked_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
+                   const StencilWeights<float>& w) {
+  constexpr auto kernel = detail::stencil_2d_blocked_kernel<float, false, true, kRows, Tuning>;
+  constexpr int kThreads = Tuning::kWarps * 32;
+  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
+  shape.segment_rows = kRows;
+  shape.tiles = shape.tiles_x * ((rows + kRows - 1) / kRows);
+  kernel<<<static_cast<unsigned>(std::min(shape.tiles, 4 * resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape,
+                                                                                                     w, nullptr);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// An experiment: the column march with the rows in flight held in shared memory instead of
+// registers. Each lane copies its own 16-byte vector of a row (and the edge lanes their element
+// beside the warp) with cp.async into a ring of kDepth slots, and reads back only what it copied
+// itself (no barrier); kDepth - 1 rows are in flight per lane at no register cost. Aligned float
+// regions whose width is a multiple of 4 only.
+template <int kDepth>
+__global__ void __launch_bounds__(128, 8) march_smem_kernel(const float* __restrict__ in, index_t ld, float* __restrict__ out,
+                                                            detail::Stencil2dShape shape, StencilWeights<float> w) {
+  __shared__ alignas(16) float4 ring[kDepth][128];
+  __shared__ float edge_ring[kDepth][128];
+  const int lane = detail::lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  float4* my = &ring[0][threadIdx.x];
+  float* my_edge = &edge_ring[0][threadIdx.x];
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t first_chunk = (tile_x * 4 + warp) * 32;
+    if (first_chunk >= shape.chunks_per_row) continue;
+    const index_t x0 = (first_chunk + lane) * 4;
+    const bool active = x0 < shape.cols;
+    const int edge = lane == 0 ? -1 : 4;
+    const bool edge_lane = (lane == 0 || lane == 31) && x0 + edge >= -1 && x0 + edge <= shape.cols;
+    const index_t row_begin = tile_y * shape.segment_rows;
+    const int rows_here = static_cast<int>(std::min(shape.segment_rows, shape.rows - row_begin));
+    const float* src = in + (row_begin - 1) * ld + x0;
+    // Rows row_begin - 1 .. row_begin + rows_here are read: rows_here + 2 of them.
+    auto issue = [&](int k) {  // row row_begin - 1 + k into slot k % kDepth
+      if (k < rows_here + 2 && active) {
+        const float* row = src + static_cast<index_t>(k) * ld;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(my + (k % kDepth) * 128))),
+                     "l"(row)
+                     : "memory");
+        if (edge_lane)
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(my_edge + (k % kDepth) * 128))),
+                       "l"(row + edge)
+                       : "memory");
+      }
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    auto take = [&](int k) {  // the row of slot k % kDepth, once its copy has landed
+      detail::RowSlice<float, 4> slice;
+      const float4 v = active ? my[(k % kDepth) * 128] : make_float4(0, 0, 0, 0);
+      slice.item[0] = v.x;
+      slice.item[1] = v.y;
+      slice.item[2] = v.z;
+      slice.item[3] = v.w;
+      slice.edge = edge_lane ? my_edge[(k % kDepth) * 128] : 0.f;
+      return detail::resolve(slice, lane);
+    };
+    for (int k = 0; k < kDepth - 1; ++k) issue(k);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kDepth - 3) : "memory");  // rows 0 and 1 landed
+    detail::RowNeighbourhood<float, 4> north = take(0), centre = take(1);
+    issue(kDepth - 1);
+    float* dst = out + row_begin * ld + x0;
+    for (int i = 0; i < rows_here; ++i, dst += ld) {
+      asm volatile("cp.async.wait_group %0;\n" ::"n"(kDepth - 3) : "memory");  // row i + 2 landed
+      const detail::RowNeighbourhood<float, 4> south = take(i + 2);
+      issue(i + kDepth);  // into the slot row i - 1 + ... (north's, no longer needed) -- see below
+      float result[4];
+      detail::apply_stencil<float, 4, false>(north, centre, south, w, result);
+      if (active) *reinterpret_cast<float4*>(dst) = make_float4(result[0], result[1], result[2], result[3]);
+      north = centre;
+      centre = south;
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  }
+}
+
+template <int kDepth>
+void march_smem(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
+                const StencilWeights<float>& w) {
+  constexpr auto kernel = march_smem_kernel<kDepth>;
+  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(128);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, detail::Stencil2dTuning>(rows, cols, 0, resident);
+  kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), 128, 0, stream_of(q)>>>(in, ld, out, shape, w);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+struct BlockedFour : detail::Stencil2dTuning {
+  static constexpr int kMinBlocksPerSm = 6;  // 768 threads per SM, 80 registers
+};
+
+// ---- the cases ------------------------------------------------------------------------------------------
+
+// A rows x cols field with a ghost ring, the owned region's first cell on a 16-byte boundary.
+template <class T>
+struct Frame {
+  index_t rows, cols, ld;
+  T* base = nullptr;
+  Frame(const Queue& q, index_t r, index_t c, std::uint64_t seed) : rows(r), cols(c), ld((c + 2 + 15) / 16 * 16 + 16) {
+    const index_t elements = (rows + 2) * ld + 16;
+    base = static_cast<T*>(tessera::kernels::allocate(q, static_cast<std::size_t>(elements) * sizeof(T)));
+    tessera::kernels::generate(q, base, elements, seed, 0);
+  }
+  T* origin() const { return base + ld + 16 / sizeof(T); }  // row 1, column 16 bytes in: aligned, ghost at -1
+};
+
+template <class T>
+bool same(const Queue& q, const Frame<T>& a, const Frame<T>& b) {
+  std::vector<T> x(static_cast<std::size_t>((a.rows + 2) * a.ld)), y(x.size());
+  tessera::kernels::copy_to_host(q, x.data(), a.base, x.size() * sizeof(T));
+  tessera::kernels::copy_to_host(q, y.data(), b.base, y.size() * sizeof(T));
+  for (index_t i = 0; i < a.rows; ++i)
+    if (std::memcmp(&x[static_cast<std::size_t>((i + 1) * a.ld + 16 / sizeof(T))], &y[static_cast<std::size_t>((i + 1) * a.ld + 16 / sizeof(T))],
+                    static_cast<std::size_t>(a.cols) * sizeof(T)) != 0)
+      return false;
+  return true;
+}
+
+template <class T>
+void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, StencilShape shape, const char* type) {
+  const StencilWeights<T> w = shape == StencilShape::five_point ? StencilWeights<T>::jacobi5() : StencilWeights<T>::jacobi9();
+  Frame<T> in(q, rows, cols, 7), out(q, rows, cols, 8), plain_out(q, rows, cols, 9);
+  const std::string size = std::to_string(rows) + "x" + std::to_string(cols);
+  const double cells = static_cast<double>(rows) * static_cast<double>(cols);
+  const double bytes = 2.0 * cells * sizeof(T);
+  const char* name = shape == StencilShape::five_point ? "sweep5" : "sweep9";
+  auto ours = [&] { tessera::kernels::stencil_2d(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w); };
+  auto plain = [&] { plain_sweep(q, in.origin(), in.ld, plain_out.origin(), rows, cols, w); };
+  ours();
+  plain();
+  const bool agree = same(q, out, plain_out);
+  const auto [ours_ms, plain_ms] = median_pair_ms(q, o.warmup, o.reps, ours, plain);
+  report({name, type, size, ours_ms, plain_ms, cells, bytes, 0, agree});
+
+  // With the residual: the same sweep, and one atomicMax per warp.
+  T* change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
+  auto with_residual = [&] {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(change, 0, sizeof(T), stream_of(q)));
+    tessera::kernels::stencil_2d(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, change);
+  };
+  const double residual_ms = median_ms(q, o.warmup, o.reps, with_residual);
+  report({std::string(name) + " +residual", type, size, residual_ms, plain_ms, cells, bytes, 0, same(q, out, plain_out)});
+  tessera::kernels::deallocate(q, change);
+
+  if constexpr (std::is_same_v<T, float>) {
+    if (shape == StencilShape::five_point && o.wants("variants")) {
+      auto variant = [&](const std::string& label, const std::function<void()>& sweep) {
+        sweep();
+        const bool agree_variant = same(q, out, plain_out);
+        report({label, type, size, median_ms(q, o.warmup, o.reps, sweep), plain_ms, cells, bytes, 0, agree_variant});
+      };
+      variant("sweep5 (32-row segments)", [&] { tuned_sweep<detail::Stencil2dTuning>(q, in.origin(), in.ld, out.origin(), rows, cols, w, 32); });
+      variant("sweep5 (3 rows ahead)", [&] { tuned_sweep<ThreeRowsAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 (2 vectors/lane)", [&] { tuned_sweep<TwoVectorsPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 (2 vectors/lane, 1 ahead)",
+              [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 blocked 2 rows", [&] { blocked_sweep<2>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      if (cols % 4 == 0) {
+        variant("sweep5 smem ring 6", [&] { march_smem<6>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+        variant("sweep5 smem ring 10", [&] { march_smem<10>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      }
+      variant("sweep5 blocked 4 rows",
+              [&] { blocked_sweep<4, BlockedFour>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+    }
+  }
+  tessera::kernels::deallocate(q, in.base);
+  tessera::kernels::deallocate(q, out.base);
+  tessera::kernels::deallocate(q, plain_out.base);
+  in.base = out.base = plain_out.base = nullptr;
+}
+
+void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius) {
+  const index_t pad = 64;  // beyond the largest radius below: [-radius, n + radius) readable
+  float* in = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n + 2 * pad) * sizeof(float)));
+  float* out = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n) * sizeof(float)));
+  float* plain_out = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n) * sizeof(float)));
+  float* device_weights = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(2 * radius + 1) * sizeof(float)));
+  tessera::kernels::generate(q, in, n + 2 * pad, 11, 0);
+  std::vector<float> weights(static_cast<std::size_t>(2 * radius + 1));
+  tessera::kernels::generate(Queue{}, weights.data(), 2 * radius + 1, 12, 0);
+  tessera::kernels::copy_from_host(q, device_weights, weights.data(), weights.size() * sizeof(float));
+  auto ours = [&] { tessera::kernels::convolve_1d(q, in + pad, n, weights, out); };
+  auto plain = [&] {
+    plain_convolve_kernel<float><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream_of(q)>>>(in + pad, n, device_weights,
+                                                                                                      radius, plain_out);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  };
+  ours();
+  plain();
+  std::vector<float> a(static_cast<std::size_t>(n)), b(a.size());
+  tessera::kernels::copy_to_host(q, a.data(), out, a.size() * sizeof(float));
+  tessera::kernels::copy_to_host(q, b.data(), plain_out, b.size() * sizeof(float));
+  const bool agree = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  const auto [ours_ms, plain_ms] = median_pair_ms(q, o.warmup, o.reps, ours, plain);
+  const double elements = static_cast<double>(n);
+  report({"convolve r=" + std::to_string(radius) + (radius > detail::Convolve1dTuning::kMaxRadius ? " (chunked)" : ""), "float",
+          std::to_string(n), ours_ms, plain_ms, elements, 2.0 * elements * sizeof(float), 0, agree});
+  for (float* p : {in, out, plain_out, device_weights}) tessera::kernels::deallocate(q, p);
+}
+
+void write_json(const std::string& path, const std::string& device) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) usage_error("--json: cannot open '" + path + "' for writing");
+  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"rows\": [\n", device.c_str(), g_copy_gbs);
+  for (std::size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& r = g_rows[i];
+    std::fprintf(f,
+                 "    {\"op\": \"%s\", \"type\": \"%s\", \"size\": \"%s\", \"ours_ms\": %.5f, \"plain_ms\": %.5f, "
+                 "\"gcells_per_s\": %.2f, \"percent_copy\": %.2f, \"agree\": %s}%s\n",
+                 r.op.c_str(), r.type.c_str(), r.size.c_str(), r.ours_ms, r.plain_ms, r.cells / (r.ours_ms * 1e6),
+                 r.percent_copy, r.agree ? "true" : "false", i + 1 < g_rows.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (tessera::kernels::cuda_device_count() == 0) {
+    std::fprintf(stderr, "tessera_bench_stencil: no usable CUDA device\n");
+    return 1;
+  }
+  const Queue q = tessera::kernels::make_cuda_queue(0);
+  const std::string device = tessera::kernels::describe_device(q);
+  std::printf("tessera_bench_stencil on %s\n", device.c_str());
+  g_copy_gbs = measure_copy_gbs(q);
+  std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", g_copy_gbs);
+  print_header();
+  if (o.wants("sweep5") || o.wants("variants")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
+  if (o.wants("sweep9")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
+  if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
+  if (o.wants("convolve"))
+    for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
+  if (!o.json.empty()) write_json(o.json, device);
+  bool all_agree = true;
+  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
+  Queue owned = q;
+  tessera::kernels::destroy_queue(owned);
+  if (!all_agree) {
+    std::fprintf(stderr, "tessera_bench_stencil: some results differ from the plain kernel's (rows marked NO)\n");
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,112 @@
+// Stencils over distributed data: a halo exchange with the neighbours, then the local sweep, with the
+// exchange overlapped with the part of the sweep that does not need it.
+//
+//   convolve(a, weights, boundary)   the 1-D convolution of a block-distributed array (numpy.convolve
+//                                    order, same length): each rank receives the radius elements
+//                                    beyond each end of its block from their owners (several ranks
+//                                    where the radius is wider than a neighbour's block), computes
+//                                    the inner outputs while they travel, then the two ends.
+//   Jacobi                           the Jacobi iteration of a 5- or 9-point stencil on a Field2D with
+//                                    Dirichlet values in its outer ghost cells (the heat equation's
+//                                    steady state with the Laplace weights): per iteration the block's
+//                                    edge cells first (on a high-priority stream under cuda), their
+//                                    exchange with the neighbours while the interior is swept, and
+//                                    every k iterations the global residual, max |u_k - u_(k-1)|,
+//                                    in one allreduce.
+//
+// Results are bitwise the same for every process grid, rank count and backend: every cell is the
+// same expression of the same neighbours (tessera/kernels/stencil.hpp), and the residual is a
+// maximum, which no order of combination changes.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+
+#include "tessera/framework/algorithms/skeleton.hpp"
+#include "tessera/framework/dist_array.hpp"
+#include "tessera/framework/field_2d.hpp"
+#include "tessera/kernels/stencil.hpp"
+
+namespace tessera {
+
+// What lies beyond the ends of a 1-D array: zeros, or the array again (periodic).
+enum class Boundary { zero, periodic };
+
+inline const char* to_string(Boundary b) { return b == Boundary::zero ? "zero" : "periodic"; }
+
+// out[i] = sum_k weights[k] * a[i + r - k] for 2 r + 1 weights (host memory), a[j] outside [0, n)
+// being 0 (zero) or a[j mod n] (periodic). Any radius with zero; periodic needs r <= n (UsageError
+// otherwise: the array would wrap more than once), as does an even number of weights. The result
+// has a's partition. Collective.
+template <class T>
+DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundary boundary = Boundary::zero,
+                      PhaseTimes* times = nullptr);
+
+struct JacobiOptions {
+  index_t check_every = 1;  // iterations between residual checks (one allreduce each); >= 1
+  double tolerance = 0;     // stop at the first check whose residual is below it (0: never)
+  bool overlap = true;      // edge cells first, their exchange hidden behind the interior sweep
+};
+
+// The Jacobi iteration u_(k+1) = S u_k of the stencil S on a field whose outer ghost cells hold the
+// Dirichlet boundary values (Field2D::set_outer_ghosts) and whose ghost width is at least 1. The
+// solver keeps a second field of u's layout and swaps the two after each iteration; u holds the
+// latest iterate whenever run_until returns. Collective over u's grid.
+template <class T>
+class Jacobi {
+ public:
+  // iteration: how many iterations u has had already (a run restarted from a checkpoint), so that
+  // the residual is checked at the same iterations as in a run that was never interrupted.
+  Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiOptions& options, index_t iteration = 0);
+  ~Jacobi();
+  Jacobi(const Jacobi&) = delete;
+  Jacobi& operator=(const Jacobi&) = delete;
+
+  // Iterates until `last` iterations in all, or until a check (at the multiples of check_every)
+  // finds the residual below the tolerance. The residual is also taken at `last` itself, to report,
+  // without stopping there: where checks fall never depends on how a run is cut into calls.
+  void run_until(index_t last, PhaseTimes* times = nullptr);
+
+  index_t iteration() const { return iteration_; }
+  bool converged() const { return converged_; }
+  // max |u_k - u_(k-1)| over the field at the latest check (NaN before any), and that k.
+  double residual() const { return residual_; }
+  index_t residual_iteration() const { return residual_iteration_; }
+  const Field2D<T>& field() const { return u_; }
+
+  // The parts of one iteration, for measuring them: step() is one iteration without a residual
+  // (overlapped or not, whatever the options say); sweep() the stencil over the whole block into the
+  // second field, without exchange or swap; exchange() the halo exchange of u alone. Each returns
+  // when its work is done.
+  void step(bool overlap);
+  void sweep();
+  void exchange();
+  const HaloExchange& halo() const { return *halo_; }
+
+ private:
+  void iterate(bool check);
+  double finish_check();
+
+  Field2D<T>& u_;
+  Field2D<T> v_;
+  StencilWeights<T> weights_;
+  JacobiOptions options_;
+  index_t iteration_ = 0;
+  bool converged_ = false;
+  double residual_ = std::numeric_limits<double>::quiet_NaN();
+  index_t residual_iteration_ = -1;
+  kernels::Queue edge_queue_;  // high priority under cuda; the field's queue under cpu
+  std::unique_ptr<HaloExchange> halo_;
+  T* change_ = nullptr;        // backend memory: max |u_k - u_(k-1)| of this block
+};
+
+extern template DistArray<float> convolve<float>(const DistArray<float>&, std::span<const float>, Boundary, PhaseTimes*);
+extern template DistArray<double> convolve<double>(const DistArray<double>&, std::span<const double>, Boundary,
+                                                   PhaseTimes*);
+extern template class Jacobi<float>;
+extern template class Jacobi<double>;
+
+}  // namespace tessera

@@ -1,0 +1,162 @@
+// Field2D<T>: a global rows x cols field in 2-D blocks over a process grid, each block surrounded by
+// `ghost_width` layers of ghost cells: copies of the neighbours' cells (filled by a halo exchange)
+// and, outside the global domain, the values a boundary condition gives. HaloExchange moves the
+// cells that other ranks' ghosts hold, for any ghost width: where a neighbour's block is thinner
+// than the ghost width, the ghost cells come from the ranks beyond it too.
+//
+// Layout of a block in backend memory: row-major with leading dimension ld() >= local_cols() +
+// 2 ghost_width, rounded up so that every row starts on a 16-byte boundary at the same column;
+// origin() points at the block's first owned cell, which is on a 16-byte boundary, and the ghost
+// cells lie at negative offsets from it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tessera/framework/context.hpp"
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/partition.hpp"
+#include "tessera/kernels/stencil.hpp"
+
+namespace tessera {
+
+// Which ghost cells an exchange fills: those beside the block's four edges (what a 5-point stencil
+// reads), or the whole frame, corners included (a 9-point stencil).
+enum class HaloShape { faces, box };
+
+// Everything about a field's distribution that does not depend on its element type.
+struct FieldLayout {
+  index_t rows = 0, cols = 0;     // the global field
+  int grid_rows = 1, grid_cols = 1;
+  int process_row = 0, process_col = 0;
+  int ghost_width = 0;
+  Partition row_partition, col_partition;
+  index_t ld = 0;                 // elements between the starts of consecutive rows of a block
+
+  index_t local_rows() const { return row_partition.local_size(process_row); }
+  index_t local_cols() const { return col_partition.local_size(process_col); }
+  index_t row_offset() const { return row_partition.offset(process_row); }
+  index_t col_offset() const { return col_partition.offset(process_col); }
+  // Rank of the grid's process (row, col): row-major, as ProcessGrid numbers them.
+  int rank_of(int row, int col) const { return row * grid_cols + col; }
+};
+
+template <class T>
+class Field2D {
+ public:
+  Field2D() = default;
+  // UsageError when rows < grid.rows() or cols < grid.cols() (a rank would own no cell), or the
+  // ghost width is negative. Contents undefined.
+  Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width);
+  ~Field2D();
+  Field2D(Field2D&& other) noexcept;
+  Field2D& operator=(Field2D&& other) noexcept;
+  Field2D(const Field2D&) = delete;
+  Field2D& operator=(const Field2D&) = delete;
+
+  const ProcessGrid& grid() const { return grid_; }
+  const Context& context() const { return grid_.context(); }
+  const FieldLayout& layout() const { return layout_; }
+  index_t rows() const { return layout_.rows; }
+  index_t cols() const { return layout_.cols; }
+  int ghost_width() const { return layout_.ghost_width; }
+  index_t local_rows() const { return layout_.local_rows(); }
+  index_t local_cols() const { return layout_.local_cols(); }
+  index_t row_offset() const { return layout_.row_offset(); }
+  index_t col_offset() const { return layout_.col_offset(); }
+  index_t ld() const { return layout_.ld; }
+
+  // Backend memory: cell (i, j) of the block, -ghost_width <= i < local_rows() + ghost_width and the
+  // same for j, is origin()[i * ld() + j].
+  T* origin() { return origin_; }
+  const T* origin() const { return origin_; }
+
+  // Every cell of the block, ghosts included.
+  void fill(const T& value);
+  // Every cell of other's block, ghosts included; other has this field's layout.
+  void copy_from(const Field2D& other);
+  // The ghost cells outside the global domain (global row < 0 or >= rows(), or column < 0 or >=
+  // cols()) become value(i, j) of their global index: the boundary condition. value runs on the
+  // host, once per such cell; ghost cells inside the domain are left as they are.
+  void set_outer_ghosts(const std::function<T(index_t i, index_t j)>& value);
+  // The owned cells, row-major local_rows() x local_cols(), to and from host memory.
+  std::vector<T> local_to_host() const;
+  void local_from_host(std::span<const T> block);
+  // The owned cells of the whole field, row-major, on `root` (empty elsewhere). Collective.
+  std::vector<T> gather(int root = 0) const;
+  // Every rank passes the same row-major rows x cols data; each keeps its block (ghosts undefined).
+  static Field2D from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
+                                 std::span<const T> global);
+
+ private:
+  void release();
+  ProcessGrid grid_;
+  FieldLayout layout_;
+  T* storage_ = nullptr;  // from kernels::allocate
+  T* origin_ = nullptr;
+};
+
+// One halo exchange of a field layout, planned once and run as often as needed: which rectangle of
+// the block goes to which rank and which ghost rectangle comes from which, the packed buffers, and
+// the device path. The exchange is ordered on the queue of the context it is made with (the
+// grid's ranks, any queue on the same device), so that it can run beside work on another queue.
+class HaloExchange {
+ public:
+  // ctx: the grid's ranks in grid order (ProcessGrid::context(), or the same communicator with
+  // another queue). element_bytes: the size of the field's cells.
+  HaloExchange(const FieldLayout& layout, HaloShape shape, std::size_t element_bytes, const Context& ctx);
+  ~HaloExchange();
+  HaloExchange(const HaloExchange&) = delete;
+  HaloExchange& operator=(const HaloExchange&) = delete;
+
+  // Packs the cells of the block at `origin` that other ranks' ghosts hold and starts moving them.
+  // The cells must be written by work queued on this exchange's queue before the call (or ordered
+  // before it with kernels::queue_wait).
+  void start(const void* origin);
+  // Completes the exchange started last: the ghost cells of `origin` (the same block) receive the
+  // neighbours' cells, in the queue's order. Ghost cells outside the domain are never written.
+  void finish(void* origin);
+  void run(void* origin) {
+    start(origin);
+    finish(origin);
+  }
+
+  HaloShape shape() const { return shape_; }
+  // Ranks this one receives from, and the bytes it sends and receives per exchange.
+  int peers() const { return static_cast<int>(recvs_.size()); }
+  std::size_t bytes_sent() const { return send_bytes_; }
+  std::size_t bytes_received() const { return recv_bytes_; }
+
+ private:
+  Context ctx_;
+  HaloShape shape_;
+  std::size_t element_bytes_;
+  DeviceComm comm_;
+  std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_;
+  std::vector<DeviceComm::Message> sends_, recvs_;
+  std::size_t send_bytes_ = 0, recv_bytes_ = 0;
+  void* send_buffer_ = nullptr;  // backend memory
+  void* recv_buffer_ = nullptr;
+  DeviceComm::Staging staging_;  // pinned host memory, on the staged path
+  std::optional<DeviceComm::Request> pending_;
+};
+
+// The global rectangle of the cells that rank `owner` (grid coordinates) sends to the ghosts of
+// rank `receiver`: the receiver's halo (of `shape`, clipped to the domain) cut with the owner's
+// block. Empty (rows or cols 0) where they share nothing. Rows first: {row, col, rows, cols}.
+struct GlobalRectangle {
+  index_t row = 0, col = 0, rows = 0, cols = 0;
+  bool empty() const { return rows <= 0 || cols <= 0; }
+};
+GlobalRectangle halo_piece(const FieldLayout& layout, HaloShape shape, int receiver_row, int receiver_col,
+                           int owner_row, int owner_col);
+
+extern template class Field2D<float>;
+extern template class Field2D<double>;
+
+}  // namespace tessera

@@ -1,0 +1,305 @@
+// convolve (1-D, halo exchange with the owners of the radius elements beyond each end of a block) and
+// Jacobi (2-D, edge cells first, their exchange overlapped with the interior sweep).
+#include "tessera/framework/algorithms/stencil.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/timer.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/generate.hpp"
+#include "tessera/kernels/memory.hpp"
+
+namespace tessera {
+namespace {
+
+// A run of consecutive halo elements of one rank that one rank owns: global elements [start,
+// start + length) (in the array, after wrapping), at positions [position, position + length) of
+// the halo (0 .. radius - 1 before the block, radius .. 2 radius - 1 after it).
+struct HaloRun {
+  int owner = 0;
+  index_t start = 0;
+  index_t length = 0;
+  index_t position = 0;
+};
+
+// The runs of rank q's halo, in halo order. Elements beyond the ends are skipped (zero) or wrap
+// once (periodic, radius <= n).
+std::vector<HaloRun> halo_runs(const Partition& part, int q, index_t radius, Boundary boundary) {
+  const index_t n = part.global_size(), offset = part.offset(q), local = part.local_size(q);
+  std::vector<HaloRun> runs;
+  auto add = [&](index_t g, index_t end, index_t position) {
+    while (g < end) {
+      index_t wrapped = g;
+      if (g < 0 || g >= n) {
+        if (boundary == Boundary::zero) {
+          const index_t next = g < 0 ? std::min<index_t>(0, end) : end;
+          position += next - g;
+          g = next;
+          continue;
+        }
+        wrapped = g < 0 ? g + n : g - n;
+      }
+      const int owner = part.owner(wrapped);
+      const index_t length = std::min(end - g, part.offset(owner) + part.local_size(owner) - wrapped);
+      runs.push_back({owner, wrapped, length, position});
+      g += length;
+      position += length;
+    }
+  };
+  add(offset - radius, offset, 0);
+  add(offset + local, offset + local + radius, radius);
+  return runs;
+}
+
+}  // namespace
+
+template <class T>
+DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundary boundary, PhaseTimes* times) {
+  const Context& ctx = a.context();
+  if (weights.size() % 2 == 0)
+    throw UsageError("convolve: " + std::to_string(weights.size()) +
+                     " weights; a kernel of radius r has 2 r + 1 weights (an odd count)");
+  const auto radius = static_cast<index_t>(weights.size() - 1) / 2;
+  const index_t n = a.global_size();
+  if (boundary == Boundary::periodic && radius > n && n > 0)
+    throw UsageError("convolve: radius " + std::to_string(radius) + " exceeds the array's " + std::to_string(n) +
+                     " elements; a periodic boundary wraps the array at most once");
+  PhaseClock clock(ctx.queue());
+  const kernels::Queue& q = ctx.queue();
+  DistArray<T> out(ctx, a.partition());
+  const index_t local = a.local_size();
+  const int me = ctx.rank();
+
+  // Host: where each halo element comes from, and where this rank's elements go. With local >= 2
+  // radius the ends are computed from two small buffers [halo | first 2 radius elements] and [last
+  // 2 radius | halo], and the inner outputs straight from the block while the halo travels;
+  // otherwise from one buffer [halo | block | halo].
+  const bool split = local >= 2 * radius;
+  const index_t buffer_elements = split ? 6 * radius : local + 2 * radius;
+  // kernels::allocate, not the stream-ordered pool: CUDA-aware MPI receives into it.
+  std::unique_ptr<T, std::function<void(T*)>> buffer(
+      static_cast<T*>(kernels::allocate(q, static_cast<std::size_t>(buffer_elements) * sizeof(T))),
+      [q](T* p) { kernels::deallocate(q, p); });
+  T* ends = buffer.get();
+  auto halo_slot = [&](index_t position) -> T* {
+    if (split) return position < radius ? ends + position : ends + 5 * radius + (position - radius);
+    return position < radius ? ends + position : ends + radius + local + (position - radius);
+  };
+  std::vector<DeviceComm::Message> sends, recvs;
+  const T* block = a.local_data();
+  for (int p = 0; p < ctx.size(); ++p)
+    for (const HaloRun& run : halo_runs(a.partition(), p, radius, boundary)) {
+      const std::size_t bytes = static_cast<std::size_t>(run.length) * sizeof(T);
+      if (run.owner == me)
+        sends.push_back({p, const_cast<T*>(block) + (run.start - a.global_offset()), bytes});
+      if (p == me) recvs.push_back({run.owner, halo_slot(run.position), bytes});
+    }
+  if (buffer_elements > 0) {
+    kernels::fill(q, ends, buffer_elements, T(0));
+    if (split) {
+      kernels::copy_within_async(q, ends + radius, block, static_cast<std::size_t>(2 * radius) * sizeof(T));
+      kernels::copy_within_async(q, ends + 3 * radius, block + local - 2 * radius,
+                                 static_cast<std::size_t>(2 * radius) * sizeof(T));
+    } else {
+      kernels::copy_within_async(q, ends + radius, block, static_cast<std::size_t>(local) * sizeof(T));
+    }
+  }
+  const DeviceComm comm(ctx);
+  clock.end_phase(times ? &times->host : nullptr);
+
+  // The exchange, and the outputs that need no halo while it runs.
+  DeviceComm::Request request = comm.ineighbor_exchange(sends, recvs);
+  T* result = out.local_data();
+  if (split) kernels::convolve_1d(q, block + radius, local - 2 * radius, weights, result + radius);
+  request.wait();
+  clock.end_phase(times ? &times->communication : nullptr);
+
+  // The two ends, now that the halo is here.
+  if (split) {
+    kernels::convolve_1d(q, ends + radius, radius, weights, result);
+    kernels::convolve_1d(q, ends + 4 * radius, radius, weights, result + local - radius);
+  } else {
+    kernels::convolve_1d(q, ends + radius, local, weights, result);
+  }
+  clock.end_phase(times ? &times->local : nullptr);
+  return out;
+}
+
+// ---- Jacobi ----------------------------------------------------------------------------------------
+
+namespace {
+
+// The residual of a block as the integer of its bits (cpu/stencil.hpp): the maximum over ranks of
+// those integers is the largest residual, a NaN above all.
+template <class T>
+std::uint64_t residual_bits(T value) {
+  if constexpr (sizeof(T) == 4) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return bits;
+  } else {
+    std::uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return bits;
+  }
+}
+
+template <class T>
+T from_residual_bits(std::uint64_t bits) {
+  T value;
+  if constexpr (sizeof(T) == 4) {
+    const auto narrow = static_cast<std::uint32_t>(bits);
+    std::memcpy(&value, &narrow, sizeof value);
+  } else {
+    std::memcpy(&value, &bits, sizeof value);
+  }
+  return value;
+}
+
+}  // namespace
+
+template <class T>
+Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiOptions& options, index_t iteration)
+    : u_(u), weights_(weights), options_(options), iteration_(iteration) {
+  if (u.ghost_width() < 1)
+    throw UsageError("Jacobi: the field needs ghost cells (a ghost width of at least 1, the stencil's radius)");
+  if (options.check_every < 1)
+    throw UsageError("Jacobi: residual checks every " + std::to_string(options.check_every) +
+                     " iterations; at least every 1 is needed");
+  v_ = Field2D<T>(u.grid(), u.rows(), u.cols(), u.ghost_width());
+  v_.copy_from(u);  // the outer ghosts: the Dirichlet values
+  const kernels::Queue& q = u.context().queue();
+  edge_queue_ = kernels::make_priority_queue(q);
+  const HaloShape shape = weights.shape == StencilShape::five_point ? HaloShape::faces : HaloShape::box;
+  halo_ = std::make_unique<HaloExchange>(u.layout(), shape, sizeof(T), Context(u.context().comm(), edge_queue_));
+  change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
+  exchange();  // the ghosts of the first iterate
+}
+
+template <class T>
+Jacobi<T>::~Jacobi() {
+  const kernels::Queue& q = u_.context().queue();
+  q.synchronize();
+  kernels::deallocate(q, change_);
+  halo_.reset();
+  if (edge_queue_.stream != q.stream) kernels::destroy_queue(edge_queue_);
+}
+
+template <class T>
+void Jacobi<T>::iterate(bool check) {
+  const kernels::Queue& q = u_.context().queue();
+  if (check) kernels::fill(q, change_, 1, T(0));
+  T* change = check ? change_ : nullptr;
+  const index_t lr = u_.local_rows(), lc = u_.local_cols(), w = u_.ghost_width(), ld = u_.ld();
+  const T* in = u_.origin();
+  T* out = v_.origin();
+  auto sweep_region = [&](const kernels::Queue& queue, index_t row, index_t col, index_t rows, index_t cols) {
+    kernels::stencil_2d(queue, in + row * ld + col, ld, out + row * ld + col, ld, rows, cols, weights_, change);
+  };
+  if (halo_->peers() == 0 && halo_->bytes_sent() == 0) {
+    sweep_region(q, 0, 0, lr, lc);  // one rank: nothing to exchange, nothing to overlap
+  } else if (!options_.overlap) {
+    sweep_region(q, 0, 0, lr, lc);
+    kernels::queue_wait(edge_queue_, q);
+    halo_->run(out);
+    kernels::queue_wait(q, edge_queue_);
+  } else {
+    // The cells the neighbours' ghosts hold lie within w of the block's edges: those first, on the
+    // edge queue, then their exchange beside the interior sweep. The edge queue waits for the last
+    // iteration's interior sweep, which read what this one overwrites.
+    kernels::queue_wait(edge_queue_, q);
+    const bool has_interior = lr > 2 * w && lc > 2 * w;
+    if (has_interior) {
+      sweep_region(edge_queue_, 0, 0, w, lc);
+      sweep_region(edge_queue_, lr - w, 0, w, lc);
+      sweep_region(edge_queue_, w, 0, lr - 2 * w, w);
+      sweep_region(edge_queue_, w, lc - w, lr - 2 * w, w);
+    } else {
+      sweep_region(edge_queue_, 0, 0, lr, lc);
+    }
+    const bool host_backend = q.backend == Backend::cpu;
+    // Under cuda the interior is queued first, so that the device sweeps it while the host waits
+    // for the edges (staged and CUDA-aware paths); on the host it runs while MPI moves the edges.
+    if (!host_backend && has_interior) sweep_region(q, w, w, lr - 2 * w, lc - 2 * w);
+    halo_->start(out);
+    if (host_backend && has_interior) sweep_region(q, w, w, lr - 2 * w, lc - 2 * w);
+    halo_->finish(out);
+    kernels::queue_wait(q, edge_queue_);
+  }
+  std::swap(u_, v_);
+  ++iteration_;
+}
+
+template <class T>
+double Jacobi<T>::finish_check() {
+  T local{};
+  kernels::copy_to_host(u_.context().queue(), &local, change_, sizeof(T));
+  const std::uint64_t bits = u_.context().comm().allreduce(residual_bits(local), ReduceOp::max);
+  return static_cast<double>(from_residual_bits<T>(bits));
+}
+
+template <class T>
+void Jacobi<T>::run_until(index_t last, PhaseTimes* times) {
+  const kernels::Queue& q = u_.context().queue();
+  Stopwatch watch;
+  double communication = 0;
+  while (iteration_ < last && !converged_) {
+    const index_t next = iteration_ + 1;
+    const bool scheduled = next % options_.check_every == 0;
+    const bool check = scheduled || next == last;
+    iterate(check);
+    if (check) {
+      Stopwatch reduce;
+      residual_ = finish_check();
+      communication += reduce.seconds();
+      residual_iteration_ = iteration_;
+      if (scheduled && residual_ < options_.tolerance) converged_ = true;
+    }
+  }
+  q.synchronize();
+  if (times) {
+    const double total = watch.seconds();
+    times->communication += communication;
+    times->local += total - communication;
+  }
+}
+
+template <class T>
+void Jacobi<T>::step(bool overlap) {
+  const bool saved = options_.overlap;
+  options_.overlap = overlap;
+  iterate(false);
+  options_.overlap = saved;
+  u_.context().queue().synchronize();
+}
+
+template <class T>
+void Jacobi<T>::sweep() {
+  const kernels::Queue& q = u_.context().queue();
+  kernels::stencil_2d(q, u_.origin(), u_.ld(), v_.origin(), v_.ld(), u_.local_rows(), u_.local_cols(), weights_);
+  q.synchronize();
+}
+
+template <class T>
+void Jacobi<T>::exchange() {
+  const kernels::Queue& q = u_.context().queue();
+  if (halo_->peers() == 0 && halo_->bytes_sent() == 0) return;
+  kernels::queue_wait(edge_queue_, q);
+  halo_->run(u_.origin());
+  kernels::queue_wait(q, edge_queue_);
+  q.synchronize();
+}
+
+template DistArray<float> convolve<float>(const DistArray<float>&, std::span<const float>, Boundary, PhaseTimes*);
+template DistArray<double> convolve<double>(const DistArray<double>&, std::span<const double>, Boundary, PhaseTimes*);
+template class Jacobi<float>;
+template class Jacobi<double>;
+
+}  // namespace tessera

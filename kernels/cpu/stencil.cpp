@@ -1,0 +1,36 @@
+// CPU stencils: the precompiled instances of tessera/kernels/cpu/stencil.hpp. This file is compiled
+// with -ffp-contract=off (kernels/cpu/CMakeLists.txt): each product and sum rounds on its own, as
+// on the cuda backend.
+#include "tessera/kernels/cpu/stencil.hpp"
+
+#include "../src/stencil_backends.hpp"
+
+namespace tessera::kernels::cpu {
+
+template <class T>
+void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<T>& weights, T* max_change) {
+  stencil_2d_rows(in, in_ld, out, out_ld, rows, cols, weights, max_change);
+}
+
+template <class T>
+void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out) {
+  convolve_1d_range(in, n, weights, out);
+}
+
+void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, void* packed, std::size_t element_bytes) {
+  copy_rectangles_out(base, rectangles, packed, element_bytes);
+}
+
+void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes) {
+  copy_rectangles_in(packed, rectangles, base, element_bytes);
+}
+
+template void stencil_2d<float>(const float*, index_t, float*, index_t, index_t, index_t, const StencilWeights<float>&,
+                                float*);
+template void stencil_2d<double>(const double*, index_t, double*, index_t, index_t, index_t,
+                                 const StencilWeights<double>&, double*);
+template void convolve_1d<float>(const float*, index_t, std::span<const float>, float*);
+template void convolve_1d<double>(const double*, index_t, std::span<const double>, double*);
+
+}  // namespace tessera::kernels::cpu

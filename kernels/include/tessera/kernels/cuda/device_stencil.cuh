@@ -1,0 +1,692 @@
+// CUDA stencils (the contract is in tessera/kernels/stencil.hpp): agents and dispatch of
+//
+//   stencil_2d   the 5- and 9-point sweep, by register-blocked column marching: each lane owns one
+//                16-byte vector of a row (4 floats, 2 doubles) and walks down a segment of rows,
+//                keeping the north, centre and south vectors in registers, so that every row is read
+//                from memory once per segment; the neighbours in x come from the next lanes by
+//                shuffles (the two lanes at a warp's edges load one element each). Rows are loaded
+//                kPrefetchRows ahead of the one computed. The grid is sized from the SM count and
+//                walks the tiles (a warp-wide strip of columns by a segment of rows) in row-major
+//                order, so that the thread blocks resident at one time share the rows at their
+//                segments' edges through L2.
+//   convolve_1d  tiles of kTile outputs: the tile's input and halo are copied to shared memory with
+//                16-byte loads, each thread computes kItems consecutive outputs from a window of
+//                inputs in registers (an odd kItems puts the reads of a warp on 32 banks), and the
+//                tile leaves through shared memory with 16-byte stores. Radius <= kMaxRadius: the
+//                weights travel in the kernel's parameters and the loop over them is unrolled.
+//                Wider kernels: the same tiles, the weights from global memory in chunks.
+//   pack / unpack of rectangles: one launch for up to kMaxRectangles rectangles (grid y = rectangle).
+//
+// Every product and sum is rounded on its own (__fmul_rn / __fadd_rn, which nvcc never contracts into
+// a fused multiply-add), in the order of the contract, so results match the cpu backend bit for bit.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
+#include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/stencil.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+// ---- tuning: the one place each pass is tuned ------------------------------------------------------
+
+struct Stencil2dTuning {
+  static constexpr int kWarps = 4;           // warps of a thread block, side by side along the rows
+  static constexpr int kVectorsPerLane = 1;  // 16-byte vectors of a row per lane (4 floats, 2 doubles)
+  static constexpr int kPrefetchRows = 2;    // rows in flight ahead of the one computed
+  static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
+  static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
+  static constexpr int kMinBlocksPerSm = 8;  // 1024 threads per SM, 64 registers per thread
+};
+
+struct Convolve1dTuning {
+  static constexpr int kThreads = 256;
+  static constexpr int kItems = 9;           // consecutive outputs per thread (odd: no bank conflicts)
+  static constexpr int kItems8 = 5;          // the same for 8-byte elements
+  static constexpr int kMaxRadius = 8;       // the unrolled kernel; wider ones take the chunked kernel
+  static constexpr int kTapChunk = 256;      // weights per pass of the chunked kernel
+  static constexpr int kMinBlocksPerSm = 4;
+};
+
+struct PackTuning {
+  static constexpr int kThreads = 256;
+  static constexpr int kMaxRectangles = 32;  // per launch (the batch travels in the parameters)
+};
+
+// ---- rounding without contraction ----------------------------------------------------------------
+
+template <class T>
+__device__ __forceinline__ T mul_rn(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) return __fmul_rn(a, b);
+  else if constexpr (std::is_same_v<T, double>) return __dmul_rn(a, b);
+  else return a * b;
+}
+
+template <class T>
+__device__ __forceinline__ T add_rn(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) return __fadd_rn(a, b);
+  else if constexpr (std::is_same_v<T, double>) return __dadd_rn(a, b);
+  else return a + b;
+}
+
+// |a - b| as the integer of its bits (see cpu/stencil.hpp): ordered as the values, a NaN above all.
+template <class T>
+using ChangeBits = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+
+template <class T>
+__device__ __forceinline__ ChangeBits<T> change_bits(T a, T b) {
+  const T d = a - b;
+  ChangeBits<T> bits;
+  __builtin_memcpy(&bits, &d, sizeof bits);
+  return bits & ~(ChangeBits<T>(1) << (8 * sizeof(T) - 1));
+}
+
+// ---- stencil_2d --------------------------------------------------------------------------------------
+
+// One lane's kItems consecutive elements of a row, and on the lanes at the warp's edges the element
+// beside them (lane 0: west of item[0]; lane 31: east of item[kItems - 1]).
+template <class T, int kItems>
+struct RowSlice {
+  T item[kItems];
+  T edge;
+};
+
+// The same with the neighbours in x resolved: west of item[0] and east of item[kItems - 1].
+template <class T, int kItems>
+struct RowNeighbourhood {
+  T item[kItems];
+  T west;
+  T east;
+};
+
+// Where a lane's slice lies in a row, worked out once per tile (the same for every row): which of
+// its elements may be read (columns -1 .. cols) and written (0 .. cols - 1), and where the element
+// beside it lies that the warp's edge lanes read. Loads and stores then take a pointer to the
+// slice's first element in the row (x0, relative to the region, is negative in the first slice when
+// the region does not start on a 16-byte boundary).
+template <int kItems>
+struct LaneColumns {
+  bool whole_load = false;   // every element readable: whole vectors
+  bool whole_store = false;  // every element written: whole vectors
+  bool edge_readable = false;
+  int edge = 0;              // the element beside the slice, relative to its first: -1 or kItems
+  unsigned readable = 0;     // bit k: element k readable
+  unsigned written = 0;      // bit k: element k inside the region
+
+  __device__ __forceinline__ LaneColumns(index_t x0, index_t cols, int lane) {
+    whole_load = x0 >= -1 && x0 + kItems <= cols + 1;
+    whole_store = x0 >= 0 && x0 + kItems <= cols;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      if (x0 + k >= -1 && x0 + k <= cols) readable |= 1u << k;
+      if (x0 + k >= 0 && x0 + k < cols) written |= 1u << k;
+    }
+    edge = lane == 0 ? -1 : kItems;
+    edge_readable = (lane == 0 || lane == kWarpThreads - 1) && x0 + edge >= -1 && x0 + edge <= cols;
+  }
+};
+
+// The lane's slice of a row, from a pointer to its first element.
+template <class T, int kItems, bool kVector>
+__device__ __forceinline__ RowSlice<T, kItems> load_slice(const T* slice, const LaneColumns<kItems>& lane) {
+  RowSlice<T, kItems> s;
+  if (kVector && lane.whole_load) {
+    if constexpr (kVector) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < kItems / kV; ++v) {
+        const Vector<T> loaded = load_vector_readonly(slice + v * kV);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) s.item[v * kV + k] = loaded.item[k];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) s.item[k] = lane.readable >> k & 1u ? __ldg(slice + k) : T(0);
+  }
+  s.edge = lane.edge_readable ? __ldg(slice + lane.edge) : T(0);
+  return s;
+}
+
+// Every lane of the warp calls this (shuffles).
+template <class T, int kItems>
+__device__ __forceinline__ RowNeighbourhood<T, kItems> resolve(const RowSlice<T, kItems>& s, int lane) {
+  RowNeighbourhood<T, kItems> n;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) n.item[k] = s.item[k];
+  const T from_west = shfl_up(s.item[kItems - 1], 1);
+  const T from_east = shfl_down(s.item[0], 1);
+  n.west = lane == 0 ? s.edge : from_west;
+  n.east = lane == kWarpThreads - 1 ? s.edge : from_east;
+  return n;
+}
+
+template <class T, int kItems>
+__device__ __forceinline__ T west_of(const RowNeighbourhood<T, kItems>& r, int k) {
+  return k == 0 ? r.west : r.item[k - 1];
+}
+template <class T, int kItems>
+__device__ __forceinline__ T east_of(const RowNeighbourhood<T, kItems>& r, int k) {
+  return k == kItems - 1 ? r.east : r.item[k + 1];
+}
+
+template <class T, int kItems, bool kNine>
+__device__ __forceinline__ void apply_stencil(const RowNeighbourhood<T, kItems>& n, const RowNeighbourhood<T, kItems>& c,
+                                              const RowNeighbourhood<T, kItems>& s, const StencilWeights<T>& w,
+                                              T (&result)[kItems]) {
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    T acc = mul_rn(w.centre, c.item[k]);
+    acc = add_rn(acc, mul_rn(w.north, n.item[k]));
+    acc = add_rn(acc, mul_rn(w.south, s.item[k]));
+    acc = add_rn(acc, mul_rn(w.west, west_of(c, k)));
+    acc = add_rn(acc, mul_rn(w.east, east_of(c, k)));
+    if constexpr (kNine) {
+      acc = add_rn(acc, mul_rn(w.north_west, west_of(n, k)));
+      acc = add_rn(acc, mul_rn(w.north_east, east_of(n, k)));
+      acc = add_rn(acc, mul_rn(w.south_west, west_of(s, k)));
+      acc = add_rn(acc, mul_rn(w.south_east, east_of(s, k)));
+    }
+    result[k] = acc;
+  }
+}
+
+template <class T, int kItems, bool kVector>
+__device__ __forceinline__ void store_slice(T* slice, const LaneColumns<kItems>& lane, const T (&result)[kItems]) {
+  if (kVector && lane.whole_store) {
+    if constexpr (kVector) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < kItems / kV; ++v) {
+        Vector<T> out;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) out.item[k] = result[v * kV + k];
+        store_vector(slice + v * kV, out);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k)
+      if (lane.written >> k & 1u) slice[k] = result[k];
+  }
+}
+
+// The geometry of one sweep: which tile a thread block takes, where a lane's slice starts.
+struct Stencil2dShape {
+  index_t rows = 0, cols = 0;
+  index_t shift = 0;           // elements between the 16-byte boundary before the region and its column 0
+  index_t chunks_per_row = 0;  // slices per row (the first may start left of column 0)
+  index_t tiles_x = 0;         // tiles across a row
+  index_t segment_rows = 0;    // rows per tile
+  index_t tiles = 0;
+};
+
+// Elements of a lane's slice: kVectorsPerLane 16-byte vectors, or one element on the element path.
+template <class T, bool kVector, class Tuning>
+inline constexpr int kSliceItems = kVector ? Tuning::kVectorsPerLane * Vector<T>::kItems : 1;
+
+template <class T, bool kNine, bool kVector, class Tuning = Stencil2dTuning>
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
+    stencil_2d_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                      Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
+  constexpr int kItems = kSliceItems<T, kVector, Tuning>;
+  constexpr int kAhead = Tuning::kPrefetchRows;
+  using Slice = RowSlice<T, kItems>;
+  const int lane = lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  ChangeBits<T> largest = 0;
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t first_chunk = (tile_x * Tuning::kWarps + warp) * kWarpThreads;
+    if (first_chunk >= shape.chunks_per_row) continue;  // the same for the whole warp
+    const index_t x0 = (first_chunk + lane) * kItems - shape.shift;
+    const LaneColumns<kItems> columns(x0, shape.cols, lane);
+    const index_t row_begin = tile_y * shape.segment_rows;
+    const int rows_here = static_cast<int>(std::min(shape.segment_rows, shape.rows - row_begin));
+
+    // Every load of the segment's first rows goes out before the first wait for its data. Row
+    // row_begin + rows_here is the last (south) row the segment reads.
+    const T* next_row = in + (row_begin - 1) * in_ld + x0;
+    const Slice north_slice = load_slice<T, kItems, kVector>(next_row, columns);
+    next_row += in_ld;
+    const Slice centre_slice = load_slice<T, kItems, kVector>(next_row, columns);
+    Slice ahead[kAhead];
+#pragma unroll
+    for (int d = 0; d < kAhead; ++d) {
+      next_row += in_ld;
+      if (1 + d <= rows_here) ahead[d] = load_slice<T, kItems, kVector>(next_row, columns);
+    }
+    next_row += in_ld;  // row row_begin + 1 + kAhead, the next to load
+    RowNeighbourhood<T, kItems> north = resolve(north_slice, lane);
+    RowNeighbourhood<T, kItems> centre = resolve(centre_slice, lane);
+    T* out_row = out + row_begin * out_ld + x0;
+    for (int i = 0; i < rows_here; i += kAhead) {
+#pragma unroll
+      for (int d = 0; d < kAhead; ++d) {
+        if (i + d < rows_here) {  // the same for the whole warp: the shuffles below see every lane
+          const RowNeighbourhood<T, kItems> south = resolve(ahead[d], lane);
+          if (i + d + 1 + kAhead <= rows_here) ahead[d] = load_slice<T, kItems, kVector>(next_row, columns);
+          next_row += in_ld;
+          T result[kItems];
+          apply_stencil<T, kItems, kNine>(north, centre, south, w, result);
+          store_slice<T, kItems, kVector>(out_row, columns, result);
+          out_row += out_ld;
+          if (max_change) {
+#pragma unroll
+            for (int k = 0; k < kItems; ++k)
+              if (columns.written >> k & 1u) largest = std::max(largest, change_bits(result[k], centre.item[k]));
+          }
+          north = centre;
+          centre = south;
+        }
+      }
+    }
+  }
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+}
+
+// The other way to sweep: tiles of kRows rows, each lane loading its kRows + 2 slices at once
+// (no chain of dependent loads: every load of a tile is in flight together) and writing kRows
+// outputs; the rows at a tile's edges are read again by the tiles above and below (through L2).
+// Tiles in row-major order, grid-strided over a grid sized from the SM count.
+template <class T, bool kNine, bool kVector, int kRows, class Tuning = Stencil2dTuning>
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
+    stencil_2d_blocked_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                              Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
+  constexpr int kItems = kSliceItems<T, kVector, Tuning>;
+  const int lane = lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  ChangeBits<T> largest = 0;
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t first_chunk = (tile_x * Tuning::kWarps + warp) * kWarpThreads;
+    if (first_chunk >= shape.chunks_per_row) continue;  // the same for the whole warp
+    const index_t x0 = (first_chunk + lane) * kItems - shape.shift;
+    const LaneColumns<kItems> columns(x0, shape.cols, lane);
+    const index_t row_begin = tile_y * kRows;
+    const int rows_here = static_cast<int>(std::min<index_t>(kRows, shape.rows - row_begin));
+    RowSlice<T, kItems> slices[kRows + 2];
+    const T* row = in + (row_begin - 1) * in_ld + x0;
+#pragma unroll
+    for (int i = 0; i < kRows + 2; ++i, row += in_ld)
+      if (i <= rows_here + 1) slices[i] = load_slice<T, kItems, kVector>(row, columns);
+    RowNeighbourhood<T, kItems> north = resolve(slices[0], lane);
+    RowNeighbourhood<T, kItems> centre = resolve(slices[1], lane);
+    T* out_row = out + row_begin * out_ld + x0;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i, out_row += out_ld) {
+      if (i < rows_here) {  // the same for the whole warp
+        const RowNeighbourhood<T, kItems> south = resolve(slices[i + 2], lane);
+        T result[kItems];
+        apply_stencil<T, kItems, kNine>(north, centre, south, w, result);
+        store_slice<T, kItems, kVector>(out_row, columns, result);
+        if (max_change) {
+#pragma unroll
+          for (int k = 0; k < kItems; ++k)
+            if (columns.written >> k & 1u) largest = std::max(largest, change_bits(result[k], centre.item[k]));
+        }
+        north = centre;
+        centre = south;
+      }
+    }
+  }
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+}
+
+// Tiles of a warp-wide strip of columns (kWarps strips per thread block) by a segment of rows. The
+// segments are as long as leaves about one tile per resident thread block: each warp then walks
+// its strip down once, so that the rows at a segment's start are loaded (and waited for) once per
+// thread block, not once every few rows. Narrow regions (a block's edge strips) get short segments
+// and so still fill the device: a segment is a chain of dependent row loads.
+template <class T, bool kVector, class Tuning>
+Stencil2dShape stencil_2d_shape(index_t rows, index_t cols, index_t shift, index_t resident) {
+  Stencil2dShape shape;
+  shape.rows = rows;
+  shape.cols = cols;
+  shape.shift = shift;
+  shape.chunks_per_row = ceil_div<index_t>(cols + shift, kSliceItems<T, kVector, Tuning>);
+  shape.tiles_x = ceil_div<index_t>(shape.chunks_per_row, index_t(Tuning::kWarps) * kWarpThreads);
+  shape.segment_rows = std::clamp<index_t>(ceil_div<index_t>(rows * shape.tiles_x, resident), Tuning::kMinSegmentRows,
+                                           index_t(1) << 30);  // a warp counts its rows in 32 bits
+  shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, shape.segment_rows);
+  return shape;
+}
+
+template <class T, class Tuning = Stencil2dTuning>
+void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
+  if (rows <= 0 || cols <= 0) return;
+  static_assert(kVectorizable<T>, "stencil_2d: element types of 1, 2, 4, 8 or 16 bytes");
+  constexpr int kVectorItems = Vector<T>::kItems;
+  constexpr index_t kVectorBytesT = kVectorBytes;
+  const index_t in_shift = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in) % kVectorBytesT) / sizeof(T);
+  const index_t out_shift = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(out) % kVectorBytesT) / sizeof(T);
+  // 16-byte slices where the input and output rows reach a 16-byte boundary at the same column.
+  const bool vector = in_shift == out_shift && in_ld % kVectorItems == 0 && out_ld % kVectorItems == 0;
+  constexpr int kThreads = Tuning::kWarps * kWarpThreads;
+  auto launch = [&]<auto kKernel, bool kVector>() {
+    const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kKernel>(kThreads);
+    Stencil2dShape shape = stencil_2d_shape<T, kVector, Tuning>(rows, cols, kVector ? in_shift : 0, resident);
+    if constexpr (Tuning::kBlockedRows > 0) {
+      shape.segment_rows = Tuning::kBlockedRows;
+      shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, Tuning::kBlockedRows);
+    }
+    const auto grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
+    kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  };
+  const bool nine = w.shape == StencilShape::nine_point;
+  if constexpr (Tuning::kBlockedRows > 0) {
+    constexpr int kRows = Tuning::kBlockedRows;
+    if (nine && vector) launch.template operator()<stencil_2d_blocked_kernel<T, true, true, kRows, Tuning>, true>();
+    else if (nine) launch.template operator()<stencil_2d_blocked_kernel<T, true, false, kRows, Tuning>, false>();
+    else if (vector) launch.template operator()<stencil_2d_blocked_kernel<T, false, true, kRows, Tuning>, true>();
+    else launch.template operator()<stencil_2d_blocked_kernel<T, false, false, kRows, Tuning>, false>();
+  } else {
+    if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
+    else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
+    else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
+    else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
+  }
+}
+
+// ---- convolve_1d -------------------------------------------------------------------------------------
+
+// The weights of the unrolled kernel, centred: taps[kMaxRadius - radius + k] = weights[k], the rest
+// unused (never multiplied: a zero times an infinity would make a NaN).
+template <class T, int kMaxRadius>
+struct CentredTaps {
+  T tap[2 * kMaxRadius + 1];
+};
+
+// Copies inputs [lo, hi) (relative to `in`) to window[lead ...], where window[0] lies on the 16-byte
+// boundary at or below in + lo - lead_extra ... : the caller passes base = the input index of
+// window[0] (base <= lo, in + base 16-byte aligned when `in` is). Positions of [base, end) outside
+// [lo, hi) are set to 0.
+template <class T, int kThreads>
+__device__ __forceinline__ void load_window(const T* in, index_t base, index_t end, index_t lo, index_t hi, T* window) {
+  constexpr int kV = Vector<T>::kItems;
+  const bool aligned = is_aligned(in + base, kVectorBytes);
+  for (index_t j = static_cast<index_t>(threadIdx.x) * kV; j < end - base; j += index_t(kThreads) * kV) {
+    const index_t g = base + j;
+    if (aligned && g >= lo && g + kV <= hi) {
+      const Vector<T> v = load_vector_readonly(in + g);
+      *reinterpret_cast<Vector<T>*>(window + j) = v;
+    } else {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) window[j + k] = g + k >= lo && g + k < hi ? in[g + k] : T(0);
+    }
+  }
+}
+
+// Writes result[0, count) to out[0, count): 16-byte stores from the first 16-byte boundary of out.
+template <class T, int kThreads>
+__device__ __forceinline__ void store_tile(T* out, index_t count, const T* result) {
+  constexpr int kV = Vector<T>::kItems;
+  const index_t head = unaligned_head(out, count);
+  for (index_t j = threadIdx.x; j < head; j += kThreads) out[j] = result[j];
+  const index_t body = (count - head) / kV;
+  for (index_t v = threadIdx.x; v < body; v += kThreads) {
+    Vector<T> vec;
+#pragma unroll
+    for (int k = 0; k < kV; ++k) vec.item[k] = result[head + v * kV + k];
+    store_vector(out + head + v * kV, vec);
+  }
+  for (index_t j = head + body * kV + threadIdx.x; j < count; j += kThreads) out[j] = result[j];
+}
+
+// Outputs per thread of the convolution: odd, so that a warp's reads of its windows in shared
+// memory (at a stride of kItems elements) fall on 32 different banks; fewer for 8-byte elements,
+// whose window of kItems + 2 kMaxRadius values lives in registers.
+template <class T, class Tuning>
+inline constexpr int kConvolveItems = sizeof(T) > 4 ? Tuning::kItems8 : Tuning::kItems;
+
+// sm_80+ asynchronous 16-byte copy from global to shared memory, bypassing L1, and its group fences.
+__device__ __forceinline__ void stage_16(void* shared_dst, const void* global_src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(shared_dst))),
+               "l"(global_src)
+               : "memory");
+}
+__device__ __forceinline__ void stage_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void stage_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Copies inputs [base, end) (relative to `in`; in + base on a 16-byte boundary) to window[0, end -
+// base): 16-byte asynchronous copies where the whole vector lies in [lo, hi), the readable inputs;
+// element by element at the two ends (zeros outside [lo, hi), never read from memory).
+template <class T, int kThreads>
+__device__ __forceinline__ void stage_window(const T* in, index_t base, index_t end, index_t lo, index_t hi, T* window) {
+  constexpr int kV = Vector<T>::kItems;
+  for (index_t j = static_cast<index_t>(threadIdx.x) * kV; j < end - base; j += index_t(kThreads) * kV) {
+    const index_t g = base + j;
+    if (g >= lo && g + kV <= hi) {
+      stage_16(window + j, in + g);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) window[j + k] = g + k >= lo && g + k < hi ? in[g + k] : T(0);
+    }
+  }
+}
+
+// Radius <= kMaxRadius. Double-buffered: while a thread block computes one tile from shared memory,
+// the copies of its next tile are in flight into the other buffer.
+template <class T, class Tuning = Convolve1dTuning>
+__global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
+    convolve_1d_unrolled_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out,
+                                CentredTaps<T, Tuning::kMaxRadius> taps, int radius, index_t tiles) {
+  constexpr int kR = Tuning::kMaxRadius;
+  constexpr int kItems = kConvolveItems<T, Tuning>;
+  constexpr int kTile = Tuning::kThreads * kItems;
+  constexpr int kV = Vector<T>::kItems;
+  static_assert(kTile * sizeof(T) % kVectorBytes == 0, "tiles must keep the 16-byte alignment of the window");
+  __shared__ alignas(16) T window[2][kTile + 2 * kR + 2 * kV];
+  __shared__ alignas(16) T result[kTile];
+  // window[b][j] holds input start - kR - lead + j of the tile staged in buffer b; a tile's span is a
+  // whole number of vectors, so lead is the same for every tile.
+  const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in - kR) % kVectorBytes) / sizeof(T);
+  auto stage = [&](index_t tile, int buffer) {
+    const index_t start = tile * kTile;
+    const index_t count = std::min(index_t(kTile), n - start);
+    // Inputs outside [start - radius, start + count + radius) are never read (the caller's array may end there).
+    stage_window<T, Tuning::kThreads>(in, start - kR - lead, start + count + kR, start - radius, start + count + radius,
+                                      window[buffer]);
+  };
+  const int first = static_cast<int>(threadIdx.x) * kItems;
+  int buffer = 0;
+  if (static_cast<index_t>(blockIdx.x) < tiles) stage(blockIdx.x, 0);
+  stage_commit();
+  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, buffer ^= 1) {
+    const index_t next = tile + gridDim.x;
+    if (next < tiles) stage(next, buffer ^ 1);  // that buffer's last readers passed the barrier after their compute
+    stage_commit();
+    stage_wait<1>();  // this thread's copies of `tile` have landed ...
+    __syncthreads();  // ... and every thread's
+    const index_t start = tile * kTile;
+    const index_t count = std::min(index_t(kTile), n - start);
+    if (first < count) {
+      // x[m] = input start + first - kR + m.
+      T x[kItems + 2 * kR];
+#pragma unroll
+      for (int m = 0; m < kItems + 2 * kR; ++m) x[m] = window[buffer][lead + first + m];
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        // Output o = start + first + i takes weights[k] * in[o + radius - k]; with kk = k + kR - radius
+        // that input is x[i + 2 kR - kk]. -0 + p == p for every p: the first term enters exactly.
+        T acc = T(-0.0);
+#pragma unroll
+        for (int kk = 0; kk <= 2 * kR; ++kk)
+          if (kk >= kR - radius && kk <= kR + radius) acc = add_rn(acc, mul_rn(taps.tap[kk], x[i + 2 * kR - kk]));
+        result[first + i] = acc;
+      }
+    }
+    __syncthreads();
+    store_tile<T, Tuning::kThreads>(out + start, count, result);
+  }
+  stage_wait<0>();
+}
+
+// Any radius: the weights in global memory, kTapChunk of them per pass over the tile.
+template <class T, class Tuning = Convolve1dTuning>
+__global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
+    convolve_1d_chunked_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out, const T* __restrict__ weights,
+                               index_t radius, index_t tiles) {
+  constexpr int kItems = kConvolveItems<T, Tuning>;
+  constexpr int kTile = Tuning::kThreads * kItems;
+  constexpr int kChunk = Tuning::kTapChunk;
+  constexpr int kV = Vector<T>::kItems;
+  __shared__ alignas(16) T window[kTile + kChunk + 2 * kV];
+  __shared__ alignas(16) T result[kTile];
+  const index_t taps = 2 * radius + 1;
+  const int first = static_cast<int>(threadIdx.x) * kItems;
+  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const index_t start = tile * kTile;
+    const index_t count = std::min(index_t(kTile), n - start);
+    T acc[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) acc[i] = T(-0.0);
+    for (index_t k0 = 0; k0 < taps; k0 += kChunk) {
+      const index_t k1 = std::min(k0 + kChunk, taps);
+      // Output o and weight k read input o + radius - k: this pass reads [start + radius - k1 + 1,
+      // start + count + radius - k0), all inside the readable [-radius, n + radius).
+      const index_t lo = start + radius - k1 + 1;
+      const index_t hi = start + count + radius - k0;
+      const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in + lo) % kVectorBytes) / sizeof(T);
+      __syncthreads();  // the previous pass has finished reading the window
+      load_window<T, Tuning::kThreads>(in, lo - lead, hi, lo, hi, window);
+      __syncthreads();
+      if (first < count) {
+        for (index_t k = k0; k < k1; ++k) {
+          const T wk = __ldg(weights + k);
+          const T* x = window + lead + first + (k1 - 1 - k);  // input start + first + radius - k
+#pragma unroll
+          for (int i = 0; i < kItems; ++i) acc[i] = add_rn(acc[i], mul_rn(wk, x[i]));
+        }
+      }
+    }
+    if (first < count) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) result[first + i] = acc[i];
+    }
+    __syncthreads();
+    store_tile<T, Tuning::kThreads>(out + start, count, result);
+  }
+}
+
+template <class T, class Tuning = Convolve1dTuning>
+void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, StreamHandle stream) {
+  if (n <= 0) return;
+  const auto taps = static_cast<index_t>(weights.size());
+  const index_t radius = (taps - 1) / 2;
+  constexpr int kTile = Tuning::kThreads * kConvolveItems<T, Tuning>;
+  const index_t tiles = ceil_div<index_t>(n, kTile);
+  const index_t sms = current_device_info().sm_count;
+  if (radius <= Tuning::kMaxRadius) {
+    CentredTaps<T, Tuning::kMaxRadius> centred{};
+    for (index_t k = 0; k < taps; ++k) centred.tap[Tuning::kMaxRadius - radius + k] = weights[static_cast<std::size_t>(k)];
+    constexpr auto kernel = convolve_1d_unrolled_kernel<T, Tuning>;
+    const auto grid = static_cast<unsigned>(std::min<index_t>(tiles, sms * blocks_per_sm<kernel>(Tuning::kThreads)));
+    kernel<<<grid, Tuning::kThreads, 0, to_cuda(stream)>>>(in, n, out, centred, static_cast<int>(radius), tiles);
+    TESSERA_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  Queue queue;
+  queue.backend = Backend::cuda;
+  queue.device = current_device_info().ordinal;
+  queue.stream = stream;
+  ScratchBuffer device_weights(queue, static_cast<std::size_t>(taps) * sizeof(T));
+  TESSERA_CUDA_CHECK(cudaMemcpyAsync(device_weights.data(), weights.data(), static_cast<std::size_t>(taps) * sizeof(T),
+                                     cudaMemcpyHostToDevice, to_cuda(stream)));
+  constexpr auto kernel = convolve_1d_chunked_kernel<T, Tuning>;
+  const auto grid = static_cast<unsigned>(std::min<index_t>(tiles, sms * blocks_per_sm<kernel>(Tuning::kThreads)));
+  kernel<<<grid, Tuning::kThreads, 0, to_cuda(stream)>>>(in, n, out, device_weights.as<T>(), radius, tiles);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// ---- pack / unpack of rectangles ---------------------------------------------------------------------
+
+// Rectangles of words (the elements, or pieces of them of the widest size that divides the element
+// and both addresses), with the offset of each in the packed buffer.
+struct RectangleBatch {
+  Rectangle rectangle[PackTuning::kMaxRectangles];
+  index_t packed_offset[PackTuning::kMaxRectangles];
+};
+
+template <class Word, bool kUnpack>
+__global__ void __launch_bounds__(PackTuning::kThreads) pack_rectangles_kernel(Word* base, Word* packed, RectangleBatch batch) {
+  const Rectangle rect = batch.rectangle[blockIdx.y];
+  Word* slot = packed + batch.packed_offset[blockIdx.y];
+  const index_t count = rect.rows * rect.cols;
+  for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    const index_t r = e / rect.cols;
+    Word* element = base + rect.offset + r * rect.ld + (e - r * rect.cols);
+    if constexpr (kUnpack) *element = slot[e];
+    else slot[e] = *element;
+  }
+}
+
+template <class Word, bool kUnpack>
+void launch_pack(void* base, void* packed, std::span<const Rectangle> rectangles, index_t scale, StreamHandle stream) {
+  const index_t sms = current_device_info().sm_count;
+  index_t packed_words = 0;
+  for (std::size_t first = 0; first < rectangles.size(); first += PackTuning::kMaxRectangles) {
+    const std::size_t count = std::min<std::size_t>(PackTuning::kMaxRectangles, rectangles.size() - first);
+    RectangleBatch batch{};
+    index_t largest = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Rectangle& r = rectangles[first + i];
+      batch.rectangle[i] = Rectangle{r.offset * scale, r.ld * scale, r.rows, r.cols * scale};
+      batch.packed_offset[i] = packed_words;
+      packed_words += r.rows * r.cols * scale;
+      largest = std::max(largest, r.rows * r.cols * scale);
+    }
+    if (largest == 0) continue;
+    const auto blocks_x = static_cast<unsigned>(std::min<index_t>(ceil_div<index_t>(largest, PackTuning::kThreads), 4 * sms));
+    pack_rectangles_kernel<Word, kUnpack><<<dim3(blocks_x, static_cast<unsigned>(count)), PackTuning::kThreads, 0, to_cuda(stream)>>>(
+        static_cast<Word*>(base), static_cast<Word*>(packed), batch);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// The widest word (8, 4, 2 or 1 bytes) that divides the element size and both addresses.
+inline std::size_t pack_word_bytes(const void* a, const void* b, std::size_t element_bytes) {
+  for (std::size_t word : {std::size_t(8), std::size_t(4), std::size_t(2)})
+    if (element_bytes % word == 0 && is_aligned(a, word) && is_aligned(b, word)) return word;
+  return 1;
+}
+
+template <bool kUnpack>
+void pack_rectangles(void* base, void* packed, std::span<const Rectangle> rectangles, std::size_t element_bytes,
+                     StreamHandle stream) {
+  if (rectangles.empty()) return;
+  const std::size_t word = pack_word_bytes(base, packed, element_bytes);
+  const auto scale = static_cast<index_t>(element_bytes / word);
+  switch (word) {
+    case 8: launch_pack<unsigned long long, kUnpack>(base, packed, rectangles, scale, stream); break;
+    case 4: launch_pack<unsigned int, kUnpack>(base, packed, rectangles, scale, stream); break;
+    case 2: launch_pack<unsigned short, kUnpack>(base, packed, rectangles, scale, stream); break;
+    default: launch_pack<unsigned char, kUnpack>(base, packed, rectangles, scale, stream); break;
+  }
+}
+
+}  // namespace tessera::kernels::cuda::detail

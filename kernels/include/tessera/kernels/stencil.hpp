@@ -1,0 +1,96 @@
+// Local stencils on a rank's block: the 5- and 9-point sweep of a row-major 2-D array with the
+// caller's weights, the 1-D convolution with a kernel of any radius, and the packing of rectangles of
+// a 2-D array into contiguous buffers (the halo exchange moves those).
+//
+// Every product and every sum is rounded on its own (no fused multiply-add), in the order written
+// below, on both backends: a result is bitwise the same on cpu and cuda, and the same as a serial
+// loop (or numpy on float32 arrays) that adds the same terms in the same order.
+//
+// Precompiled for float and double (the weights are data, not functors, so there is nothing for a
+// user's compiler to instantiate). Arrays are backend memory; stream-ordered under cuda.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera {
+
+enum class StencilShape { five_point, nine_point };
+
+inline const char* to_string(StencilShape s) { return s == StencilShape::five_point ? "5-point" : "9-point"; }
+
+// The weights of a radius-1 stencil. out(i, j) is
+//   centre * in(i, j) + north * in(i-1, j) + south * in(i+1, j) + west * in(i, j-1) + east * in(i, j+1)
+// and, for nine_point, + north_west * in(i-1, j-1) + north_east * in(i-1, j+1)
+//                      + south_west * in(i+1, j-1) + south_east * in(i+1, j+1),
+// summed left to right (row i grows southwards, column j eastwards). The corner weights are ignored
+// by five_point.
+template <class T>
+struct StencilWeights {
+  StencilShape shape = StencilShape::five_point;
+  T centre{}, north{}, south{}, west{}, east{};
+  T north_west{}, north_east{}, south_west{}, south_east{};
+
+  // One Jacobi step for the Laplace equation (the steady heat equation) with the 5-point Laplacian:
+  // the mean of the four neighbours.
+  static StencilWeights jacobi5() {
+    StencilWeights w;
+    w.north = w.south = w.west = w.east = T(0.25);
+    return w;
+  }
+  // The same with the 9-point (Mehrstellen) Laplacian, (4 (N + S + W + E) + NW + NE + SW + SE) / 20.
+  static StencilWeights jacobi9() {
+    StencilWeights w;
+    w.shape = StencilShape::nine_point;
+    w.north = w.south = w.west = w.east = T(0.2);
+    w.north_west = w.north_east = w.south_west = w.south_east = T(0.05);
+    return w;
+  }
+};
+
+namespace kernels {
+
+// out[r * out_ld + c] = the stencil at in[r * in_ld + c], for 0 <= r < rows and 0 <= c < cols.
+// `in` is read at rows -1 .. rows and columns -1 .. cols (a ghost ring around the region, at negative
+// offsets from `in`); `out` is written in the region only and does not overlap `in`. The corners of
+// the ring are read by nine_point only.
+//
+// max_change: null, or backend memory holding a T >= 0, which becomes the larger of itself and
+// max |out - in| over the region (a NaN difference wins): several sweeps may add to one value. Set
+// it to 0 before the first.
+void stencil_2d(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                index_t cols, const StencilWeights<float>& weights, float* max_change = nullptr);
+void stencil_2d(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                index_t cols, const StencilWeights<double>& weights, double* max_change = nullptr);
+
+// The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
+//   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
+// summed left to right, for 0 <= i < n. `in` is read on [-radius, n + radius); out does not overlap
+// it. `weights` is host memory. Any radius >= 0.
+void convolve_1d(const Queue& queue, const float* in, index_t n, std::span<const float> weights, float* out);
+void convolve_1d(const Queue& queue, const double* in, index_t n, std::span<const double> weights, double* out);
+
+// A rectangle of a row-major 2-D array: the elements at base + offset + r * ld + c for r < rows and
+// c < cols (offset may be negative: ghost cells before a block's first owned element).
+struct Rectangle {
+  index_t offset = 0;
+  index_t ld = 0;
+  index_t rows = 0;
+  index_t cols = 0;
+  index_t size() const { return rows * cols; }
+};
+
+// Copies the rectangles of the array at `base`, one after the other and each row-major, into the
+// contiguous `packed` (pack), or back (unpack). Elements of element_bytes bytes; one kernel for all
+// rectangles under cuda. `packed` and the rectangles do not overlap; the rectangles of an unpack do
+// not overlap each other.
+void pack_rectangles(const Queue& queue, const void* base, std::span<const Rectangle> rectangles, void* packed,
+                     std::size_t element_bytes);
+void unpack_rectangles(const Queue& queue, const void* packed, std::span<const Rectangle> rectangles, void* base,
+                       std::size_t element_bytes);
+
+}  // namespace kernels
+}  // namespace tessera

@@ -1,0 +1,36 @@
+// The backend halves of the stencil operations (kernels/cpu/stencil.cpp and kernels/cuda/stencil.cu),
+// kept beside the dispatch instead of in the shared backend headers.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "tessera/kernels/stencil.hpp"
+
+namespace tessera::kernels {
+
+namespace cpu {
+template <class T>
+void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<T>& weights, T* max_change);
+template <class T>
+void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out);
+void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, void* packed, std::size_t element_bytes);
+void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes);
+}  // namespace cpu
+
+#if TESSERA_HAVE_CUDA
+namespace cuda {
+template <class T>
+void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<T>& weights, T* max_change, StreamHandle stream);
+template <class T>
+void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, StreamHandle stream);
+void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, void* packed, std::size_t element_bytes,
+                     StreamHandle stream);
+void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes,
+                       StreamHandle stream);
+}  // namespace cuda
+#endif
+
+}  // namespace tessera::kernels

@@ -1,0 +1,104 @@
+// The stencil operations (tessera/kernels/stencil.hpp): argument checks, then the backend named by
+// the queue.
+#include <string>
+
+#include "stencil_backends.hpp"
+#include "tessera/kernels/detail/dispatch.hpp"
+#include "tessera/kernels/error.hpp"
+
+namespace tessera::kernels {
+namespace {
+
+template <class T>
+void check_stencil(index_t in_ld, index_t out_ld, index_t rows, index_t cols) {
+  TESSERA_ASSERT(rows >= 0 && cols >= 0, "stencil_2d: negative extent");
+  TESSERA_ASSERT(rows == 0 || cols == 0 || (in_ld >= cols + 2 && out_ld >= cols),
+                 "stencil_2d: leading dimension smaller than the row (input rows need a ghost column each side)");
+}
+
+template <class T>
+void dispatch_stencil(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                      const StencilWeights<T>& weights, T* max_change) {
+  check_stencil<T>(in_ld, out_ld, rows, cols);
+  if (q.backend == Backend::cpu) {
+    cpu::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change);
+    return;
+  }
+#if TESSERA_HAVE_CUDA
+  cuda::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change, q.stream);
+#else
+  detail::throw_no_cuda_backend("stencil_2d");
+#endif
+}
+
+template <class T>
+void dispatch_convolve(const Queue& q, const T* in, index_t n, std::span<const T> weights, T* out) {
+  TESSERA_ASSERT(n >= 0, "convolve_1d: negative element count");
+  if (weights.size() % 2 != 1)
+    throw UsageError("convolve_1d: " + std::to_string(weights.size()) +
+                     " weights; a kernel of radius r has 2 r + 1 weights (an odd count)");
+  if (q.backend == Backend::cpu) {
+    cpu::convolve_1d(in, n, weights, out);
+    return;
+  }
+#if TESSERA_HAVE_CUDA
+  cuda::convolve_1d(in, n, weights, out, q.stream);
+#else
+  detail::throw_no_cuda_backend("convolve_1d");
+#endif
+}
+
+void check_rectangles(std::span<const Rectangle> rectangles, const char* operation) {
+  for (const Rectangle& r : rectangles)
+    if (r.rows < 0 || r.cols < 0 || (r.rows > 1 && r.ld < r.cols)) TESSERA_FATAL(operation, "bad rectangle");
+}
+
+}  // namespace
+
+void stencil_2d(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<float>& weights, float* max_change) {
+  dispatch_stencil(q, in, in_ld, out, out_ld, rows, cols, weights, max_change);
+}
+
+void stencil_2d(const Queue& q, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                index_t cols, const StencilWeights<double>& weights, double* max_change) {
+  dispatch_stencil(q, in, in_ld, out, out_ld, rows, cols, weights, max_change);
+}
+
+void convolve_1d(const Queue& q, const float* in, index_t n, std::span<const float> weights, float* out) {
+  dispatch_convolve(q, in, n, weights, out);
+}
+
+void convolve_1d(const Queue& q, const double* in, index_t n, std::span<const double> weights, double* out) {
+  dispatch_convolve(q, in, n, weights, out);
+}
+
+void pack_rectangles(const Queue& q, const void* base, std::span<const Rectangle> rectangles, void* packed,
+                     std::size_t element_bytes) {
+  check_rectangles(rectangles, "pack_rectangles");
+  if (q.backend == Backend::cpu) {
+    cpu::pack_rectangles(base, rectangles, packed, element_bytes);
+    return;
+  }
+#if TESSERA_HAVE_CUDA
+  cuda::pack_rectangles(base, rectangles, packed, element_bytes, q.stream);
+#else
+  detail::throw_no_cuda_backend("pack_rectangles");
+#endif
+}
+
+void unpack_rectangles(const Queue& q, const void* packed, std::span<const Rectangle> rectangles, void* base,
+                       std::size_t element_bytes) {
+  check_rectangles(rectangles, "unpack_rectangles");
+  if (q.backend == Backend::cpu) {
+    cpu::unpack_rectangles(packed, rectangles, base, element_bytes);
+    return;
+  }
+#if TESSERA_HAVE_CUDA
+  cuda::unpack_rectangles(packed, rectangles, base, element_bytes, q.stream);
+#else
+  detail::throw_no_cuda_backend("unpack_rectangles");
+#endif
+}
+
+}  // namespace tessera::kernels

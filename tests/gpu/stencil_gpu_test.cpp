@@ -1,0 +1,235 @@
+// The CUDA stencils against the CPU backend, bit for bit (both round each product and sum on its own,
+// in the same order): the 5- and 9-point sweep with Laplace and random weights on regions of odd
+// shapes, at every misalignment of the input and output rows (the 16-byte path and the element
+// path), with the residual (max |out - in|); the 1-D convolution at radii on both sides of the
+// unrolled kernel's limit and beyond its tap chunk, at tile edges and misaligned pointers; the
+// packing of rectangles (more than one launch's worth, elements of 2, 4, 8 and 12 bytes). Outputs
+// are poisoned first: cells outside the region must keep the poison.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "tessera/kernels/stencil.hpp"
+
+namespace tessera::gpu_test {
+namespace {
+
+template <class T>
+class StencilGpu : public ::testing::Test {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(StencilGpu, FloatTypes);
+
+// Bytes of host memory that the device copies hold too: an array on both backends.
+template <class T>
+struct Mirrored {
+  std::vector<T> host;
+  T* device = nullptr;
+  explicit Mirrored(const std::vector<T>& values) : host(values) {
+    device = static_cast<T*>(kernels::allocate(cuda_queue(), host.size() * sizeof(T)));
+    kernels::copy_from_host(cuda_queue(), device, host.data(), host.size() * sizeof(T));
+  }
+  ~Mirrored() { kernels::deallocate(cuda_queue(), device); }
+  Mirrored(const Mirrored&) = delete;
+  Mirrored& operator=(const Mirrored&) = delete;
+  std::vector<T> device_to_host() const {
+    std::vector<T> back(host.size());
+    kernels::copy_to_host(cuda_queue(), back.data(), device, back.size() * sizeof(T));
+    return back;
+  }
+};
+
+template <class T>
+std::vector<T> poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  std::memset(v.data(), DeviceArray<T>::poison_byte(), n * sizeof(T));
+  return v;
+}
+
+// Index of the first element whose bytes differ, or -1.
+template <class T>
+index_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<index_t>(i);
+  return -1;
+}
+
+template <class T>
+StencilWeights<T> random_weights(StencilShape shape, std::uint64_t seed) {
+  const auto v = host_generate<T>(9, seed);
+  StencilWeights<T> w;
+  w.shape = shape;
+  T* all[] = {&w.centre, &w.north, &w.south, &w.west, &w.east, &w.north_west, &w.north_east, &w.south_west, &w.south_east};
+  for (int k = 0; k < 9; ++k) *all[k] = v[static_cast<std::size_t>(k)] / T(2);
+  return w;
+}
+
+// One sweep of a rows x cols region whose input frame row starts `in_shift` elements past a
+// 16-byte boundary (the region one further), with leading dimensions in_ld and out_ld.
+template <class T>
+void check_sweep(index_t rows, index_t cols, index_t in_ld, index_t out_ld, index_t in_shift, index_t out_shift,
+                 const StencilWeights<T>& w, std::uint64_t seed) {
+  const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " ld " + std::to_string(in_ld) +
+                            "/" + std::to_string(out_ld) + " shift " + std::to_string(in_shift) + "/" +
+                            std::to_string(out_shift) + " " + to_string(w.shape) + " seed=" + std::to_string(seed);
+  // Frames of rows + 2 rows; the region at (1, 1).
+  const auto in_frame = host_generate<T>(in_shift + (rows + 2) * in_ld, seed);
+  Mirrored<T> in(in_frame);
+  Mirrored<T> out(poisoned<T>(static_cast<std::size_t>(out_shift + (rows + 2) * out_ld)));
+  const index_t in_origin = in_shift + in_ld + 1, out_origin = out_shift + out_ld + 1;
+  std::vector<T> want = out.host;
+  T want_change = T(0);
+  kernels::stencil_2d(cpu_queue(), in.host.data() + in_origin, in_ld, want.data() + out_origin, out_ld, rows, cols, w,
+                      &want_change);
+  const T zero = T(0);
+  Mirrored<T> change(std::vector<T>{zero});
+  kernels::stencil_2d(cuda_queue(), in.device + in_origin, in_ld, out.device + out_origin, out_ld, rows, cols, w,
+                      change.device);
+  const index_t differs = first_difference(out.device_to_host(), want);
+  ASSERT_EQ(differs, -1) << where << ": element " << differs << " of the output frame (row " << (differs - out_shift) / out_ld
+                         << ", col " << (differs - out_shift) % out_ld << " of the frame; the region is at 1, 1)";
+  const T got_change = change.device_to_host()[0];
+  EXPECT_EQ(std::memcmp(&got_change, &want_change, sizeof(T)), 0)
+      << where << ": max change " << got_change << ", cpu " << want_change;
+}
+
+std::vector<std::pair<index_t, index_t>> regions() {
+  std::vector<std::pair<index_t, index_t>> r = {{1, 1}, {1, 33}, {2, 130}, {37, 1}, {33, 129}, {64, 64}, {65, 511}, {31, 1030}};
+  if (!small_mode()) {
+    r.push_back({1025, 2051});
+    r.push_back({3001, 700});
+  }
+  return r;
+}
+
+TYPED_TEST(StencilGpu, SweepIsBitIdenticalToCpuAtEveryAlignment) {
+  using T = TypeParam;
+  constexpr index_t kV = 16 / sizeof(T);
+  std::uint64_t seed = test_seed();
+  for (auto [rows, cols] : regions())
+    for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
+      const StencilWeights<T> laplace = shape == StencilShape::five_point ? StencilWeights<T>::jacobi5() : StencilWeights<T>::jacobi9();
+      const StencilWeights<T> random = random_weights<T>(shape, ++seed);
+      const index_t aligned_ld = (cols + 2 + kV - 1) / kV * kV + kV;
+      // The region starts kV - 1 elements past the frame row's start: shift kV - 1 puts it on a
+      // 16-byte boundary (a Field2D's layout); shift 0 one element past one.
+      for (index_t shift = 0; shift < kV; ++shift) check_sweep<T>(rows, cols, aligned_ld, aligned_ld, shift, shift, laplace, ++seed);
+      check_sweep<T>(rows, cols, aligned_ld, aligned_ld, kV - 1, kV - 1, random, ++seed);
+      // Rows that do not keep a 16-byte boundary, or input and output at different shifts: the
+      // element path.
+      check_sweep<T>(rows, cols, cols + 2, cols + 3, 0, 0, random, ++seed);
+      check_sweep<T>(rows, cols, aligned_ld, aligned_ld, 0, 1, laplace, ++seed);
+    }
+}
+
+TYPED_TEST(StencilGpu, ResidualAddsToTheValueGiven) {
+  using T = TypeParam;
+  const index_t rows = 40, cols = 70, ld = 80;
+  const auto frame = host_generate<T>((rows + 2) * ld, test_seed());
+  Mirrored<T> in(frame);
+  Mirrored<T> out(std::vector<T>(frame.size(), T(0)));
+  // A larger value already there stays: the sweep takes the maximum with it.
+  Mirrored<T> change(std::vector<T>{T(1000)});
+  kernels::stencil_2d(cuda_queue(), in.device + ld + 1, ld, out.device + ld + 1, ld, rows, cols, StencilWeights<T>::jacobi5(),
+                      change.device);
+  EXPECT_EQ(change.device_to_host()[0], T(1000));
+}
+
+// ---- convolve_1d -------------------------------------------------------------------------------------
+
+template <class T>
+void check_convolve(index_t n, index_t radius, index_t in_offset, index_t out_offset, std::uint64_t seed) {
+  const std::string where = "n=" + std::to_string(n) + " radius=" + std::to_string(radius) + " offsets " +
+                            std::to_string(in_offset) + "/" + std::to_string(out_offset) + " seed=" + std::to_string(seed);
+  const auto input = host_generate<T>(in_offset + n + 2 * radius, seed);
+  const auto weights = host_generate<T>(2 * radius + 1, seed + 1);
+  std::vector<T> want(static_cast<std::size_t>(n));
+  kernels::convolve_1d(cpu_queue(), input.data() + in_offset + radius, n, weights, want.data());
+  Mirrored<T> in(input);
+  DeviceArray<T> out(n, out_offset);
+  out.poison();
+  kernels::convolve_1d(cuda_queue(), in.device + in_offset + radius, n, weights, out.data());
+  ASSERT_TRUE(out.untouched_outside(n)) << where;
+  const index_t differs = first_difference(out.download(), want);
+  ASSERT_EQ(differs, -1) << where << ": element " << differs;
+}
+
+TYPED_TEST(StencilGpu, ConvolveIsBitIdenticalToCpu) {
+  using T = TypeParam;
+  std::uint64_t seed = test_seed() + 1000;
+  std::vector<index_t> sizes = {0, 1, 2, 3, 31, 33, 2303, 2304, 2305, 4609};
+  if (!small_mode()) {
+    sizes.push_back(40009);
+    sizes.push_back(1000003);
+  }
+  for (index_t n : sizes)
+    for (index_t radius : {0, 1, 2, 5, 8, 9, 64, 300}) {
+      check_convolve<T>(n, radius, 0, 0, ++seed);
+      check_convolve<T>(n, radius, 1, 3, ++seed);
+    }
+}
+
+// ---- pack / unpack -------------------------------------------------------------------------------------
+
+template <int kBytes>
+struct Bytes {
+  unsigned char b[kBytes];
+};
+
+template <class E>
+void check_pack(std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  const index_t rows = 37, ld = 53;
+  std::vector<unsigned char> frame(static_cast<std::size_t>(rows * ld) * sizeof(E));
+  for (auto& b : frame) b = static_cast<unsigned char>(gen());
+  // 40 rectangles (two launches) of random places and shapes, empty ones included.
+  std::vector<kernels::Rectangle> rectangles;
+  index_t total = 0;
+  for (int k = 0; k < 40; ++k) {
+    const index_t row = k % rows, height = std::min<index_t>(1 + static_cast<index_t>(gen() % 3), rows - row);
+    const index_t col = static_cast<index_t>(gen() % 40), width = static_cast<index_t>(gen() % 13);
+    rectangles.push_back({row * ld + col, ld, height, width});
+    total += height * width;
+  }
+  std::vector<unsigned char> want(static_cast<std::size_t>(total) * sizeof(E));
+  kernels::pack_rectangles(cpu_queue(), frame.data(), rectangles, want.data(), sizeof(E));
+  Mirrored<unsigned char> device_frame(frame);
+  Mirrored<unsigned char> packed(poisoned<unsigned char>(want.size() + 1));
+  kernels::pack_rectangles(cuda_queue(), device_frame.device, rectangles, packed.device, sizeof(E));
+  std::vector<unsigned char> got = packed.device_to_host();
+  EXPECT_EQ(got.back(), DeviceArray<unsigned char>::poison_byte()) << "pack wrote past the packed data";
+  got.pop_back();
+  EXPECT_EQ(first_difference(got, want), -1) << "pack, elements of " << sizeof(E) << " bytes";
+}
+
+TEST(StencilGpu, PackMatchesCpuForEveryElementSize) {
+  check_pack<std::uint16_t>(test_seed() + 1);
+  check_pack<float>(test_seed() + 2);
+  check_pack<double>(test_seed() + 3);
+  check_pack<Bytes<12>>(test_seed() + 4);
+}
+
+TEST(StencilGpu, UnpackWritesTheRectanglesOnly) {
+  const index_t rows = 20, ld = 24;
+  std::vector<kernels::Rectangle> rectangles;
+  for (index_t r = 0; r < rows; r += 2) rectangles.push_back({r * ld + (r % 5), ld, 2, 3 + r % 4});  // 10 blocks of 2 rows
+  rectangles.push_back({-2, ld, 1, 2});  // before the origin (a ghost cell)
+  index_t total = 0;
+  for (const auto& r : rectangles) total += r.size();
+  const auto values = host_generate<double>(total, test_seed() + 9);
+  std::vector<double> want = poisoned<double>(static_cast<std::size_t>(rows * ld + 2));
+  kernels::unpack_rectangles(cpu_queue(), values.data(), rectangles, want.data() + 2, sizeof(double));
+  Mirrored<double> frame(poisoned<double>(want.size()));
+  Mirrored<double> packed(values);
+  kernels::unpack_rectangles(cuda_queue(), packed.device, rectangles, frame.device + 2, sizeof(double));
+  EXPECT_EQ(first_difference(frame.device_to_host(), want), -1);
+}
+
+}  // namespace
+}  // namespace tessera::gpu_test

@@ -1,6 +1,7 @@
 // Each algorithm makes exactly the collectives its plan declares (collective_plan.hpp), the plan the
 // cost model charges: the collectives a call enters are counted, with the bytes this rank gave
-// them, and compared with the plan, at every rank count and with empty blocks.
+// them, and compared with the plan, at every rank count and with empty blocks. Compiled by nvcc where
+// the build has CUDA, so that the user functors here run on the device backend as well.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "algo_test_util.hpp"
+#include "mpi/algo_test_util.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/redistribute.hpp"

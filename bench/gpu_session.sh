@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, in as few calls of the GPU machine as possible. Each stage stays
-# within one call's 10 minutes; logs, JSON and plots go to ${OUT:-out}/.
+# Everything that needs a GPU, in stages that each end within 10 minutes on one machine; logs, JSON
+# and plots go to ${OUT:-out}/.
 #
 #   bench/gpu_session.sh readme-test   the README's test command, unchanged (GPU tests included)
 #   bench/gpu_session.sh single        README demo; kernel benchmark; sanitizers; the multi-rank and
@@ -9,7 +9,7 @@
 #                                      multi-rank and app tests on the cuda backend (1 rank, then one
 #                                      per GPU), the scaling study, the distributed and kernel benches
 #   bench/gpu_session.sh build         configure (sm_90 only: half the compile time) and build ./build,
-#                                      instead of readme-test where the call's minutes are short
+#                                      instead of readme-test where the time is short
 #   bench/gpu_session.sh multi-tests   the first half of multi, plus the GPU tests (tessera_gpu_tests)
 #   bench/gpu_session.sh multi-bench   the second half: scaling study, plots, distributed benchmark
 #                                      (float and double), the exact-sum rows of the kernel benchmark
@@ -24,7 +24,7 @@
 #   bench/gpu_session.sh generic-more  after generic on the same machine: app tests on cuda, the
 #                                      install test (examples compiled by nvcc, run on the GPU), the
 #                                      README demo
-# Each mode stays within one call's 10 minutes; multi = multi-tests + multi-bench may not.
+# Each mode ends within 10 minutes; multi = multi-tests + multi-bench may not.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

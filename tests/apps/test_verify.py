@@ -39,8 +39,8 @@ def fails(app, args, perturb, what):
         h.check(r["verified"] is False, f"{what}: verified = {r['verified']!r}: {r.get('verify_detail')}")
 
 
-# Data that used to raise false alarms (10,000 x 0.1: the old tolerance rejected its correct sum on
-# one rank), constant and same-sign arrays, in both float types.
+# Correct results that --verify must accept on data where rounding errors add up: 10,000 x 0.1
+# (same-sign terms whose errors drift together), constant and same-sign arrays, in both float types.
 n = 100003
 for dtype in ("float32", "float64"):
     write_h5(inp, f"/tenths_{dtype}", np.full(10000, 0.1, dtype))

@@ -1,5 +1,5 @@
 // Moving backend buffers (device memory under cuda) between the ranks of a context. Which way they
-// travel is decided once per process (../shared/DESIGN.md, "Device memory and MPI"):
+// travel is decided once per process, from the backend, the build and the MPI library:
 //   cpu backend                 "mpi-host"        host memory straight to MPI
 //   cuda, CUDA-aware MPI        "cuda-aware-mpi"  device pointers straight to MPI (MPIX_Query_cuda_support)
 //   cuda, NCCL in the build     "nccl"            NCCL collectives and grouped send/recv, one NCCL

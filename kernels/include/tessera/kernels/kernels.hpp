@@ -18,5 +18,7 @@
 #include "tessera/kernels/scan.hpp"
 #include "tessera/kernels/select.hpp"
 #include "tessera/kernels/sort.hpp"
+#include "tessera/kernels/sort_order.hpp"
+#include "tessera/kernels/stencil.hpp"
 #include "tessera/kernels/transform.hpp"
 #include "tessera/kernels/transpose.hpp"

@@ -336,7 +336,7 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
     } else if (type == "float" && unaligned) {
       time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ShiftedVariant<4, 32, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<4, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "double" && unaligned) {
       time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);

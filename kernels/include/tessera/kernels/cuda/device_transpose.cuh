@@ -79,19 +79,22 @@ using word_t = typename WordOf<Bytes>::type;
 //   skinny tiles: kSkinnySteps elements per thread.
 //   kWaves: the grid is at most this many waves of resident thread blocks; each block then loops.
 //   shifted vector tiles (kShiftedTiles; rows not on 16-byte boundaries, 1- to 8-byte elements):
-//     the vector tiles' units and threads. Predicted, not yet measured: the same DRAM bytes as the
-//     aligned tiles (the vector a tile shares with its neighbour at each end of a row is fetched
-//     once through L2) with twice the L1 loads, 15 selects and funnel shifts per 16 bytes on each
-//     side, two pieced vectors per transposed row and fewer resident blocks (sm_90, no spills:
-//     234 registers for bytes, 188 halves, 102 floats, 108 doubles), so 80-90% of the copy rate.
-//     Each of float 16383 x 16385, double 8191 x 16385, int8 32767 x 32769 and int16 32767 x 16385
-//     moves 2.15 GB: 0.80-0.90 ms, against the scalar tiles' 1.335, 1.088, 3.306 and 2.291 ms above
-//     and geam's 0.979 (float: 1.1-1.2x) and 0.807 (double: 0.9-1.0x).
+//     the vector tiles' units and threads: the same DRAM bytes as the aligned tiles (the vector a
+//     tile shares with its neighbour at each end of a row is fetched once through L2) with twice
+//     the L1 loads, 15 selects and funnel shifts per 16 bytes on each side, two pieced vectors per
+//     transposed row and fewer resident blocks (sm_90, no spills: 234 registers for bytes, 188
+//     halves, 102 floats, 108 doubles). Each of float 16383 x 16385, double 8191 x 16385, int8
+//     32767 x 32769 and int16 32767 x 16385 moves 2.15 GB; the shifted tiles took 1.345 (16 x 16
+//     units, 128 threads) and 1.183 ms (32 x 16, 256 threads), 1.168, 1.890 and 1.542 ms, against
+//     the scalar tiles' 1.333, 1.085, 3.308 and 2.275 ms and geam's 0.984 (float) and 0.807 ms
+//     (double): the shifted tiles for 1-, 2- and 4-byte elements, the scalar tiles for 8-byte
+//     ones. Float vector tiles of 32 x 16 units and 256 threads on aligned rows: 0.747 ms at
+//     16384^2, as 16 x 16 and 128 threads (0.750).
 template <int ElementBytes>
 struct TransposeTuning {
-  static constexpr int kUnitRows = ElementBytes == 1 ? 16 : ElementBytes >= 8 ? 32 : 16;
+  static constexpr int kUnitRows = ElementBytes == 1 ? 16 : ElementBytes >= 4 ? 32 : 16;
   static constexpr int kUnitCols = ElementBytes == 1 ? 8 : ElementBytes >= 8 ? 32 : 16;
-  static constexpr int kVectorThreads = ElementBytes >= 8 ? 256 : 128;
+  static constexpr int kVectorThreads = ElementBytes >= 4 ? 256 : 128;
   static constexpr int kWordUnits = 32;
   static constexpr int kWordThreads = 256;
   static constexpr int kScalarTileRows = ElementBytes == 16 ? 32 : ElementBytes == 4 ? 128 : 64;
@@ -106,7 +109,7 @@ struct TransposeTuning {
   // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the
   // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte
   // vector tiles).
-  static constexpr bool kShiftedTiles = true;
+  static constexpr bool kShiftedTiles = ElementBytes != 8;
 };
 
 // Where the two blocks are: byte pointers, row pitches (leading dimension x element size), and the

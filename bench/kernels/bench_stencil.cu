@@ -151,9 +151,9 @@ __global__ void plain_convolve_kernel(const T* __restrict__ in, index_t n, const
 struct ThreeRowsAhead : detail::Stencil2dTuning {
   static constexpr int kPrefetchRows = 3;
 };
-struct TwoVectorsPerLane : detail::Stencil2dTuning {
-  static constexpr int kVectorsPerLane = 2;
-  static constexpr int kMinBlocksPerSm = 5;
+struct OneVectorPerLane : detail::Stencil2dTuning {
+  static constexpr int kVectorsPerLane = 1;
+  static constexpr int kMinBlocksPerSm = 8;
 };
 struct TwoVectorsOneAhead : detail::Stencil2dTuning {
   static constexpr int kVectorsPerLane = 2;
@@ -338,7 +338,7 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       };
       variant("sweep5 (32-row segments)", [&] { tuned_sweep<detail::Stencil2dTuning>(q, in.origin(), in.ld, out.origin(), rows, cols, w, 32); });
       variant("sweep5 (3 rows ahead)", [&] { tuned_sweep<ThreeRowsAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
-      variant("sweep5 (2 vectors/lane)", [&] { tuned_sweep<TwoVectorsPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+      variant("sweep5 (1 vector/lane)", [&] { tuned_sweep<OneVectorPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       variant("sweep5 (2 vectors/lane, 1 ahead)",
               [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       variant("sweep5 blocked 2 rows", [&] { blocked_sweep<2>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });

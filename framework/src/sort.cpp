@@ -229,8 +229,7 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
       mine[static_cast<std::size_t>(k + 1)] = load_radix(host.data() + k * key_bytes, key);
   }
   std::vector<std::uint64_t> gathered(static_cast<std::size_t>(ranks) * mine.size());
-  TESSERA_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, gathered.data(),
-                                  static_cast<int>(mine.size()), MPI_UINT64_T, comm.get()));
+  comm.allgather(mine.data(), static_cast<index_t>(mine.size()), gathered.data());
   for (int r = 0; r < ranks; ++r)
     if (gathered[static_cast<std::size_t>(r) * mine.size()]) {
       local_memory.agree(comm, "the local sort");  // throws OutOfMemory on every rank
@@ -356,8 +355,8 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
         }
     }
   }
-  static_assert(sizeof(PeerRange) == 4 * sizeof(std::int64_t));
-  TESSERA_MPI_CHECK(MPI_Alltoall(send.data(), 4, MPI_INT64_T, recv.data(), 4, MPI_INT64_T, comm.get()));
+  static_assert(sizeof(PeerRange) == 4 * sizeof(std::int64_t) && std::is_trivially_copyable_v<PeerRange>);
+  comm.alltoall(send.data(), 1, recv.data());
   index_t received = 0, first_rank = 0;  // elements received; global rank of the first of them
   // The received runs need a merge unless each starts at or above where the one before ended.
   bool in_order = true;
@@ -453,3 +452,17 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
 }
 
 }  // namespace tessera::detail
+
+namespace tessera {
+
+CollectivePlan sort_plan(const Partition& partition, int rank, std::size_t key_bytes, std::size_t value_bytes) {
+  const int ranks = partition.parts();
+  if (ranks == 1 || partition.global_size() == 0) return {};
+  const auto samples = static_cast<double>(detail::samples_per_rank(ranks));
+  return {{Collective::allgather, (samples + 1) * sizeof(std::uint64_t)},
+          {Collective::alltoallv, static_cast<double>(ranks) * sizeof(detail::PeerRange)},
+          {Collective::allreduce, sizeof(std::int64_t)},
+          {Collective::alltoallv, static_cast<double>(partition.local_size(rank)) * static_cast<double>(key_bytes + value_bytes)}};
+}
+
+}  // namespace tessera

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_type.hpp"
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/error.hpp"
 #include "tessera/kernels/reduce_op.hpp"
 
 namespace tessera {
@@ -59,6 +61,16 @@ class Communicator {
   // Every rank's value, in rank order. Any trivially copyable T (see mpi_type.hpp).
   template <class T>
   std::vector<T> allgather(const T& value) const;
+
+  // Every rank's count elements of host memory, in rank order: all holds size() * count elements.
+  // size() * count must fit an int.
+  template <class T>
+  void allgather(const T* mine, index_t count, T* all) const;
+
+  // count elements of host memory to each rank and count from each (send and recv hold size() *
+  // count elements, in rank order): MPI_Alltoall. size() * count must fit an int.
+  template <class T>
+  void alltoall(const T* send, index_t count, T* recv) const;
 
   // Broadcasts count elements of host memory from root; counts above 2^31 go in chunks.
   template <class T>
@@ -117,6 +129,21 @@ std::vector<T> Communicator::allgather(const T& value) const {
   std::vector<T> all(static_cast<std::size_t>(size_));
   TESSERA_MPI_CHECK(MPI_Allgather(&value, 1, mpi_type<T>(), all.data(), 1, mpi_type<T>(), get()));
   return all;
+}
+
+template <class T>
+void Communicator::allgather(const T* mine, index_t count, T* all) const {
+  TESSERA_COLLECTIVE(Collective::allgather, static_cast<double>(count) * sizeof(T));
+  TESSERA_ASSERT(count >= 0 && count * size_ <= index_t(INT_MAX), "allgather: size() * count must fit an int");
+  TESSERA_MPI_CHECK(MPI_Allgather(mine, static_cast<int>(count), mpi_type<T>(), all, static_cast<int>(count), mpi_type<T>(), get()));
+}
+
+// An all-to-all of equal counts is counted as the alltoallv it is a case of.
+template <class T>
+void Communicator::alltoall(const T* send, index_t count, T* recv) const {
+  TESSERA_COLLECTIVE(Collective::alltoallv, static_cast<double>(count) * size_ * sizeof(T));
+  TESSERA_ASSERT(count >= 0 && count * size_ <= index_t(INT_MAX), "alltoall: size() * count must fit an int");
+  TESSERA_MPI_CHECK(MPI_Alltoall(send, static_cast<int>(count), mpi_type<T>(), recv, static_cast<int>(count), mpi_type<T>(), get()));
 }
 
 }  // namespace tessera

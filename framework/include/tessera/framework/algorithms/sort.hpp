@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "tessera/framework/algorithms/skeleton.hpp"
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/sort.hpp"
 
@@ -67,6 +68,16 @@ struct SortedPairs {
   DistArray<Key> keys;
   DistArray<Value> values;
 };
+
+// The collectives a distributed sort of an array in `partition` makes on `rank` (collective_plan.hpp),
+// keys of key_bytes and values of value_bytes each (0: keys alone; 8 for argsort and
+// sort_with_indices): none on one rank or for an empty array; otherwise one allgather of the
+// samples, one all-to-all of the peers' ranges (4 int64 per peer), one allreduce that agrees on the
+// exchange's memory, and the exchange of every element of this rank's block. The exchange sends a
+// few percent more than the plan says: the elements between the two samples that bracket a
+// boundary go to the ranks on both sides of it, and with values each peer's keys and values travel
+// padded to 16 bytes each.
+CollectivePlan sort_plan(const Partition& partition, int rank, std::size_t key_bytes, std::size_t value_bytes = 0);
 
 namespace detail {
 

@@ -321,11 +321,10 @@ T parse_value(std::string_view text, std::string_view flag) {
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if constexpr (std::is_integral_v<T>) {
     if (ec == std::errc::result_out_of_range)
-      throw UsageError(std::string(flag) + ": " + quote(text) + " is out of range for " +
-                       (sizeof(T) == 4 ? "int32" : "int64"));
+      throw UsageError(std::string(flag) + ": " + quote(text) + " is out of range for " + ElementTraits<T>::name);
     if (ec != std::errc() || ptr != end || text.empty())
       throw UsageError(std::string(flag) + ": " + quote(text) + " is not an integer (the dtype is " +
-                       (sizeof(T) == 4 ? "int32)" : "int64)"));
+                       ElementTraits<T>::name + ")");
   } else {
     // from_chars refuses values beyond the type's range (1e39 as a float, 1e-50); they round to
     // infinity or to zero here, as a C compiler rounds a literal.

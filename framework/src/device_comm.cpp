@@ -157,8 +157,8 @@ void exchange_mpi(const void* send, const std::vector<std::size_t>& send_bytes, 
 template <class T>
 MPI_Datatype sum_type() {
   // Integer sums travel as unsigned, so that MPI's addition wraps like reduce_combine's.
-  if constexpr (std::is_same_v<T, std::int32_t>) return MPI_UINT32_T;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_UINT64_T;
+  if constexpr (ElementTraits<T>::kind == ElementKind::signed_integer)
+    return detail::predefined_mpi_type(ElementKind::unsigned_integer, ElementTraits<T>::bytes);
   else return mpi_type<T>();
 }
 

@@ -35,7 +35,8 @@ int App::run(const std::function<int(const Context&)>& body) {
     }
     const Context ctx = runtime_.start(parse_backend_choice(options_.backend), options_.threads);
     if (!options_.json.empty()) check_report_path(ctx, *this);
-    if (options_.output) io::check_output_path(ctx, *options_.output, "--output", options_.overwrite);
+    if (options_.output)
+      for_flag("--output", [&] { io::check_output_path(ctx, *options_.output, options_.overwrite); });
     return body(ctx);
   } catch (const UsageError& e) {
     if (root) {
@@ -65,7 +66,7 @@ ArraySource resolve_array_source(const Context& ctx, const App& app) {
   if (o.input) {
     if (app.parser().given("--n"))
       throw UsageError("--n: cannot be combined with --input (the size comes from the dataset)");
-    const io::DatasetInfo info = io::probe_dataset(ctx, *o.input, "--input");
+    const io::DatasetInfo info = for_flag("--input", [&] { return io::probe_dataset(ctx, *o.input); });
     if (info.shape.size() != 1) {
       std::string shape;
       for (std::size_t d = 0; d < info.shape.size(); ++d) shape += (d ? " x " : "") + std::to_string(info.shape[d]);

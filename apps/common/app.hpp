@@ -139,7 +139,8 @@ DistArray<T> load_array(const Context& ctx, const App& app, const ArraySource& s
   const std::string what = std::string(o.input ? "--input" : "--n") + ": " + std::to_string(source.n) + " elements of " +
                            io::to_string(source.dtype) + " need " + format_bytes(static_cast<double>(source.bytes_per_rank)) +
                            " per rank on " + std::to_string(ctx.size()) + " rank(s)";
-  if (o.input) return make_collectively(ctx, what, [&] { return io::read_array<T>(ctx, *o.input, "--input"); });
+  if (o.input)
+    return make_collectively(ctx, what, [&] { return for_flag("--input", [&] { return io::read_array<T>(ctx, *o.input); }); });
   DistArray<T> array = make_collectively(ctx, what, [&] { return DistArray<T>(ctx, source.n); });
   array.generate(o.seed);
   return array;

@@ -124,7 +124,7 @@ std::vector<std::pair<std::string, std::string>> ArgParser::dataset_files() cons
   for (const auto& [name, value] : values_) {
     const Flag* flag = find(name);
     if (flag && flag->metavar.rfind("FILE.h5:", 0) == 0)
-      files.emplace_back(name, io::parse_dataset_path(value, name).file);
+      files.emplace_back(name, parse_dataset_option(value, name).file);
   }
   return files;
 }
@@ -139,6 +139,17 @@ std::string ArgParser::help_text() const {
     out << head << f.help << "\n";
   }
   return out.str();
+}
+
+UsageError flag_error(std::string_view flag, const io::IoError& error) {
+  std::string text = std::string(flag) + ": " + error.what();
+  if (error.kind() == io::IoError::Kind::dataset_exists) text += " (give --overwrite to replace it)";
+  if (error.kind() == io::IoError::Kind::unrepresentable_values) text += " (--dtype)";
+  return UsageError(text);
+}
+
+io::DatasetPath parse_dataset_option(std::string_view text, std::string_view flag) {
+  return for_flag(flag, [&] { return io::parse_dataset_path(text); });
 }
 
 void add_threads_option(ArgParser& p, int* threads) {
@@ -168,10 +179,10 @@ void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
   p.add_option("--seed", "S", "generator seed: element i depends on (S, i) only (default 42)",
                [&o](std::string_view v) { o.seed = parse_unsigned(v, "--seed"); });
   p.add_option("--input", "FILE.h5:/DATASET", "read the input from an HDF5 dataset instead of generating it",
-               [&o](std::string_view v) { o.input = io::parse_dataset_path(v, "--input"); });
+               [&o](std::string_view v) { o.input = parse_dataset_option(v, "--input"); });
   p.add_option("--output", "FILE.h5:/DATASET",
                "write the result as one HDF5 dataset (added to FILE.h5 when it exists; its other objects are kept)",
-               [&o](std::string_view v) { o.output = io::parse_dataset_path(v, "--output"); });
+               [&o](std::string_view v) { o.output = parse_dataset_option(v, "--output"); });
   p.add_switch("--overwrite", "let --output replace an existing dataset of the same name", &o.overwrite);
   p.add_option("--repeat", "R", "timed repetitions; times are medians over them (default 3)",
                [&o](std::string_view v) { o.repeat = static_cast<int>(parse_integer(v, "--repeat", 1, 1000000)); });
@@ -310,11 +321,10 @@ T parse_value(std::string_view text, std::string_view flag) {
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if constexpr (std::is_integral_v<T>) {
     if (ec == std::errc::result_out_of_range)
-      throw UsageError(std::string(flag) + ": " + quote(text) + " is out of range for " +
-                       (sizeof(T) == 4 ? "int32" : "int64"));
+      throw UsageError(std::string(flag) + ": " + quote(text) + " is out of range for " + ElementTraits<T>::name);
     if (ec != std::errc() || ptr != end || text.empty())
       throw UsageError(std::string(flag) + ": " + quote(text) + " is not an integer (the dtype is " +
-                       (sizeof(T) == 4 ? "int32)" : "int64)"));
+                       ElementTraits<T>::name + ")");
   } else {
     // from_chars refuses values beyond the type's range (1e39 as a float, 1e-50); they round to
     // infinity or to zero here, as a C compiler rounds a literal.

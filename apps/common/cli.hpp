@@ -93,4 +93,24 @@ double parse_real(std::string_view text, std::string_view flag);
 template <class T>
 T parse_value(std::string_view text, std::string_view flag);
 
+// The UsageError the apps print for an io error on the file or dataset that `flag` names: "FLAG:
+// what went wrong", with the flag that is the remedy where there is one (--overwrite for an existing
+// dataset, --dtype for file values the element type cannot hold).
+UsageError flag_error(std::string_view flag, const io::IoError& error);
+
+// Runs `call`, an io call on the file or dataset that `flag` names, and returns what it returns; an
+// io::IoError it throws becomes flag_error(flag, ...).
+//   const auto info = for_flag("--input", [&] { return io::probe_dataset(ctx, path); });
+template <class Call>
+decltype(auto) for_flag(std::string_view flag, Call&& call) {
+  try {
+    return std::forward<Call>(call)();
+  } catch (const io::IoError& error) {
+    throw flag_error(flag, error);
+  }
+}
+
+// io::parse_dataset_path for the value of `flag`.
+io::DatasetPath parse_dataset_option(std::string_view text, std::string_view flag);
+
 }  // namespace tessera::apps

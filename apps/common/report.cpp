@@ -260,7 +260,7 @@ void publish(const App& app, const Context& ctx, const Report& r) {
 
 void check_report_path(const Context& ctx, const App& app) {
   const std::string& json = app.options().json;
-  io::check_output_file(ctx, json, "--json");
+  for_flag("--json", [&] { io::check_output_file(ctx, json); });
   char error[1024] = {};
   if (ctx.is_root()) {
     for (const auto& [flag, file] : app.parser().dataset_files()) {

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
       if (o.output && !wrong) {
         auto attributes = output_attributes(app, ctx, source.dtype);
         attributes.extra.emplace_back("predicate", predicate_text.text);
-        io::write_array(kept, *o.output, attributes);
+        for_flag("--output", [&] { io::write_array(kept, *o.output, attributes); });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

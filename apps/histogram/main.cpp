@@ -53,7 +53,7 @@ std::string number_text(double v) {
 // The edges of a dataset (1-D, at least two strictly increasing values), on every rank.
 std::vector<double> read_edges(const tessera::Context& ctx, const tessera::io::DatasetPath& path) {
   using namespace tessera;
-  const io::DatasetInfo info = io::probe_dataset(ctx, path, "--edges");
+  const io::DatasetInfo info = apps::for_flag("--edges", [&] { return io::probe_dataset(ctx, path); });
   if (info.shape.size() != 1) {
     std::string shape;
     for (std::size_t d = 0; d < info.shape.size(); ++d) shape += (d ? " x " : "") + std::to_string(info.shape[d]);
@@ -61,7 +61,7 @@ std::vector<double> read_edges(const tessera::Context& ctx, const tessera::io::D
                      (info.shape.empty() ? std::string("a scalar") : std::to_string(info.shape.size()) + "-D (" + shape + ")") +
                      "; the edges must be a 1-D dataset");
   }
-  const DistArray<double> blocks = io::read_array<double>(ctx, path, "--edges");
+  const DistArray<double> blocks = apps::for_flag("--edges", [&] { return io::read_array<double>(ctx, path); });
   std::vector<double> edges = blocks.gather(0);
   edges.resize(static_cast<std::size_t>(blocks.global_size()));
   ctx.comm().bcast(edges.data(), static_cast<index_t>(edges.size()), 0);
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
                           "the bins' range; samples outside are counted apart (default: the smallest and largest sample)",
                           [&](std::string_view v) { given_range = parse_range(v); });
   app.parser().add_option("--edges", "FILE.h5:/DATASET", "bin edges from a 1-D dataset, strictly increasing (instead of --bins, --range)",
-                          [&](std::string_view v) { edges_path = io::parse_dataset_path(v, "--edges"); });
+                          [&](std::string_view v) { edges_path = parse_dataset_option(v, "--edges"); });
   app.parser().add_switch("--distributed", "leave the counts block-distributed over the ranks (one reduce-scatter instead of an allreduce)",
                           &distributed);
 
@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
     if (edges_path && (app.parser().given("--bins") || given_range))
       throw UsageError("--edges: cannot be combined with --bins or --range (the edges define the bins)");
     const std::string edges_dataset = o.output ? o.output->dataset + "_edges" : std::string();
-    if (o.output) io::check_output_path(ctx, {o.output->file, edges_dataset}, "--output", o.overwrite);
+    if (o.output)
+      for_flag("--output", [&] { io::check_output_path(ctx, {o.output->file, edges_dataset}, o.overwrite); });
     const ArraySource source = resolve_array_source(ctx, app);
     std::vector<double> given_edges;
     if (edges_path) given_edges = read_edges(ctx, *edges_path);
@@ -303,7 +304,9 @@ int main(int argc, char** argv) {
         auto edges_attributes = output_attributes(app, ctx, source.dtype);
         edges_attributes.extra.emplace_back("content", "histogram bin edges, float64, bins + 1 (bin i is [e_i, e_i+1), the last closed)");
         edges_attributes.extra.emplace_back("counts", o.output->dataset);
-        io::write_array_pair(counts_out, *o.output, counts_attributes, edges_out, edges_dataset, edges_attributes);
+        for_flag("--output", [&] {
+          io::write_array_pair(counts_out, *o.output, counts_attributes, edges_out, edges_dataset, edges_attributes);
+        });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

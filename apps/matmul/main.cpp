@@ -20,9 +20,9 @@ int main(int argc, char** argv) {
   parser.add_option("--n", "N", "columns of B and C (default 512)", [&](std::string_view v) { n = parse_size(v, "--n"); });
   parser.add_option("--size", "S", "M = K = N = S", [&](std::string_view v) { size = parse_size(v, "--size"); });
   parser.add_option("--a", "FILE.h5:/DSET", "read A (2-D, M x K) from an HDF5 dataset",
-                    [&](std::string_view v) { a_path = io::parse_dataset_path(v, "--a"); });
+                    [&](std::string_view v) { a_path = parse_dataset_option(v, "--a"); });
   parser.add_option("--b", "FILE.h5:/DSET", "read B (2-D, K x N) from an HDF5 dataset",
-                    [&](std::string_view v) { b_path = io::parse_dataset_path(v, "--b"); });
+                    [&](std::string_view v) { b_path = parse_dataset_option(v, "--b"); });
   parser.add_option("--grid", "RxC", "process grid, R * C = ranks (default: MPI_Dims_create)", [&](std::string_view v) {
     const auto x = v.find('x');
     if (x == std::string_view::npos) throw UsageError("--grid: expected RxC (e.g. 2x3), got '" + std::string(v) + "'");
@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
     io::DType dtype = o.dtype.value_or(io::DType::float32);
     std::string input = "generated, A from seed " + std::to_string(o.seed) + ", B from seed " + std::to_string(o.seed + 1);
     if (from_files) {
-      const io::DatasetInfo a_info = io::probe_dataset(ctx, *a_path, "--a");
-      const io::DatasetInfo b_info = io::probe_dataset(ctx, *b_path, "--b");
+      const io::DatasetInfo a_info = for_flag("--a", [&] { return io::probe_dataset(ctx, *a_path); });
+      const io::DatasetInfo b_info = for_flag("--b", [&] { return io::probe_dataset(ctx, *b_path); });
       auto shape = [](const io::DatasetInfo& info) {
         std::string s;
         for (std::size_t d = 0; d < info.shape.size(); ++d) s += (d ? " x " : "") + std::to_string(info.shape[d]);
@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
     const auto run = [&]<class T>() -> int {
       DistMatrix<T> a, b;
       if (from_files) {
-        a = io::read_matrix<T>(grid, *a_path, "--a");
-        b = io::read_matrix<T>(grid, *b_path, "--b");
+        a = for_flag("--a", [&] { return io::read_matrix<T>(grid, *a_path); });
+        b = for_flag("--b", [&] { return io::read_matrix<T>(grid, *b_path); });
       } else {
         a = DistMatrix<T>(grid, m, k);
         b = DistMatrix<T>(grid, k, n);
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
       if (o.output && !wrong) {
         auto attributes = output_attributes(app, ctx, dtype);
         attributes.extra.emplace_back("grid", std::to_string(grid.rows()) + "x" + std::to_string(grid.cols()));
-        io::write_matrix(c, *o.output, attributes);
+        for_flag("--output", [&] { io::write_matrix(c, *o.output, attributes); });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

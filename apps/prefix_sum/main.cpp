@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
       if (o.output && !wrong) {
         auto attributes = output_attributes(app, ctx, source.dtype);
         attributes.extra.emplace_back("scan", to_string(kind));
-        io::write_array(result, *o.output, attributes);
+        for_flag("--output", [&] { io::write_array(result, *o.output, attributes); });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     std::optional<io::DatasetPath> index_output;
     if (o.output && with_values) {
       index_output = io::DatasetPath{o.output->file, o.output->dataset + "_index"};
-      io::check_output_path(ctx, *index_output, "--output", o.overwrite);
+      for_flag("--output", [&] { io::check_output_path(ctx, *index_output, o.overwrite); });
     }
     const ArraySource source = resolve_array_source(ctx, app);
     return io::dispatch(source.dtype, [&]<class T>() -> int {
@@ -186,11 +186,11 @@ int main(int argc, char** argv) {
         auto attributes = output_attributes(app, ctx, source.dtype);
         attributes.extra.emplace_back("sorted", with_values ? "keys; argsort in " + index_output->dataset : "keys");
         if (!o.input) attributes.extra.emplace_back("distribution", to_string(chosen));
-        io::write_array(sorted, *o.output, attributes);
+        for_flag("--output", [&] { io::write_array(sorted, *o.output, attributes); });
         if (with_values) {
           auto index_attributes = output_attributes(app, ctx, io::DType::int64);
           index_attributes.extra.emplace_back("argsort_of", o.output->dataset);
-          io::write_array(indices, *index_output, index_attributes);
+          for_flag("--output", [&] { io::write_array(indices, *index_output, index_attributes); });
         }
       }
       publish(app, ctx, r);

@@ -65,11 +65,11 @@ std::vector<double> parse_list(std::string_view text, std::string_view flag) {
 // The weights, on every rank: from the list, or read from the dataset (any length; 1-D).
 std::vector<double> load_weights(const Context& ctx, const WeightsSource& source) {
   if (!source.file) return source.values;
-  const io::DatasetInfo info = io::probe_dataset(ctx, *source.file, "--weights");
+  const io::DatasetInfo info = for_flag("--weights", [&] { return io::probe_dataset(ctx, *source.file); });
   if (info.shape.size() != 1)
     throw UsageError("--weights: dataset '" + source.file->dataset + "' in '" + source.file->file +
                      "' is not 1-D; the weights are a 1-D dataset");
-  const DistArray<double> w = io::read_array<double>(ctx, *source.file, "--weights");
+  const DistArray<double> w = for_flag("--weights", [&] { return io::read_array<double>(ctx, *source.file); });
   std::vector<double> all = w.gather(0);
   all.resize(static_cast<std::size_t>(info.shape[0]));
   ctx.comm().bcast(all.data(), static_cast<index_t>(all.size()), 0);
@@ -165,7 +165,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   std::optional<io::DatasetPath> restart_path;
   if (s.restart) {
     restart_path = io::DatasetPath{*s.restart, kFieldDataset};
-    const auto attrs = io::read_attributes(ctx, *restart_path, "--restart");
+    const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, *restart_path); });
     const std::string where = "--restart: '" + *s.restart + "'";
     if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty())
       throw UsageError(where + " is not a checkpoint of " + app.name() + " (its " + kFieldDataset +
@@ -186,7 +186,9 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   std::optional<io::DatasetPath> checkpoint_path;
   if (s.checkpoint) {
     checkpoint_path = io::DatasetPath{*s.checkpoint, kFieldDataset};
-    io::check_output_path(ctx, *checkpoint_path, "--checkpoint", /*overwrite=*/true, /*replace_file=*/true);
+    for_flag("--checkpoint", [&] {
+      io::check_output_path(ctx, *checkpoint_path, /*overwrite=*/true, /*replace_file=*/true);
+    });
   }
   if (!o.json.empty() && ((s.checkpoint && o.json == *s.checkpoint) || (s.restart && o.json == *s.restart)))
     throw UsageError("--json: '" + o.json + "' is this run's checkpoint file");
@@ -205,7 +207,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   auto boundary = [&](index_t i, index_t j) { return static_cast<T>(problem.exact(i, j)); };
   auto initialise = [&] {
     u.fill(T(0));
-    if (restart_path) io::read_field(u, *restart_path, "--restart");
+    if (restart_path) for_flag("--restart", [&] { io::read_field(u, *restart_path); });
     u.set_outer_ghosts(boundary);
   };
 
@@ -241,7 +243,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       if (s.checkpoint_every > 0 && solver.iteration() % s.checkpoint_every == 0 && solver.iteration() < s.iters &&
           !solver.converged()) {
         Stopwatch write;
-        io::write_field(u, *checkpoint_path, checkpoint_attributes(solver.iteration()));
+        for_flag("--checkpoint", [&] { io::write_field(u, *checkpoint_path, checkpoint_attributes(solver.iteration())); });
         ++checkpoints;
         if (times) times->host += write.seconds();
         if (const int pause = test_pause_after_checkpoint(); pause > 0) {
@@ -330,7 +332,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     a.extra.emplace_back("weights", weights_text);
     a.extra.emplace_back("grid", grid_text);
     a.extra.emplace_back("residual", std::isnan(residual) ? "nan" : format_number(residual));
-    io::write_field(u, *o.output, a);
+    for_flag("--output", [&] { io::write_field(u, *o.output, a); });
   }
   publish(app, ctx, r);
   return wrong ? kExitVerifyFailed : kExitOk;
@@ -430,7 +432,7 @@ int run_convolve(App& app, const Context& ctx, const ArraySource& source, const 
     attrs.extra.emplace_back("op", "convolve1d");
     attrs.extra.emplace_back("boundary", to_string(boundary));
     attrs.extra.emplace_back("weights", list_text(given));
-    io::write_array(out, *o.output, attrs);
+    for_flag("--output", [&] { io::write_array(out, *o.output, attrs); });
   }
   publish(app, ctx, rep);
   return wrong ? kExitVerifyFailed : kExitOk;
@@ -490,7 +492,7 @@ int main(int argc, char** argv) {
                "stencil weights: jacobi5 centre,north,south,west,east; jacobi9 those and nw,ne,sw,se; convolve1d "
                "2r+1 weights (numpy.convolve order); or a 1-D dataset",
                [&](std::string_view v) {
-                 if (v.find(":/") != std::string_view::npos) weights.file = io::parse_dataset_path(v, "--weights");
+                 if (v.find(":/") != std::string_view::npos) weights.file = parse_dataset_option(v, "--weights");
                  else weights.values = parse_list(v, "--weights");
                });
   p.add_option("--radius", "R", "convolve1d: the kernel's radius, with the box weights 1/(2R+1) (default 1)",

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   parser.add_option("--m", "M", "rows of A (default 4096)", [&](std::string_view v) { m = parse_size(v, "--m"); });
   parser.add_option("--n", "N", "columns of A (default 4096)", [&](std::string_view v) { n = parse_size(v, "--n"); });
   parser.add_option("--a", "FILE.h5:/DSET", "read A (2-D, M x N) from an HDF5 dataset",
-                    [&](std::string_view v) { a_path = io::parse_dataset_path(v, "--a"); });
+                    [&](std::string_view v) { a_path = parse_dataset_option(v, "--a"); });
   parser.add_option("--grid", "RxC", "the process grid of the 2d layout, R * C = ranks (default: MPI_Dims_create)",
                     [&](std::string_view v) {
                       const Layout l = parse_layout(v, "--grid");
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     io::DType dtype = o.dtype.value_or(io::DType::float32);
     std::string input = "generated from seed " + std::to_string(o.seed);
     if (a_path) {
-      const io::DatasetInfo info = io::probe_dataset(ctx, *a_path, "--a");
+      const io::DatasetInfo info = for_flag("--a", [&] { return io::probe_dataset(ctx, *a_path); });
       if (info.shape.size() != 2) {
         std::string dims;
         for (std::size_t d = 0; d < info.shape.size(); ++d) dims += (d ? " x " : "") + std::to_string(info.shape[d]);
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     const auto run = [&]<class T>() -> int {
       DistMatrix<T> a;
       if (a_path) {
-        a = io::read_matrix<T>(from_grid, *a_path, "--a");
+        a = for_flag("--a", [&] { return io::read_matrix<T>(from_grid, *a_path); });
       } else {
         a = DistMatrix<T>(from_grid, m, n);
         a.generate(o.seed);
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
         auto attributes = output_attributes(app, ctx, dtype);
         attributes.extra.emplace_back("op", transposed ? "transpose" : "redistribute");
         attributes.extra.emplace_back("grid", grid_text(to_grid));
-        io::write_matrix(b, *o.output, attributes);
+        for_flag("--output", [&] { io::write_matrix(b, *o.output, attributes); });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

@@ -13,6 +13,7 @@
 #include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
+#include "tessera/kernels/element_traits.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -156,8 +157,8 @@ void exchange_mpi(const void* send, const std::vector<std::size_t>& send_bytes, 
 template <class T>
 MPI_Datatype sum_type() {
   // Integer sums travel as unsigned, so that MPI's addition wraps like reduce_combine's.
-  if constexpr (std::is_same_v<T, std::int32_t>) return MPI_UINT32_T;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_UINT64_T;
+  if constexpr (ElementTraits<T>::kind == ElementKind::signed_integer)
+    return detail::predefined_mpi_type(ElementKind::unsigned_integer, ElementTraits<T>::bytes);
   else return mpi_type<T>();
 }
 
@@ -242,12 +243,14 @@ void stream_wait(cudaStream_t to, cudaStream_t from) {
   TESSERA_CUDA_CHECK(cudaEventDestroy(event));  // released once the wait has consumed it
 }
 
+// The NCCL type a sum of T runs in: an integer as the unsigned type of its size (the same bits as a
+// wrapping signed sum), a floating-point type as itself.
 template <class T>
 ncclDataType_t nccl_sum_type() {
-  if constexpr (std::is_same_v<T, std::int32_t>) return ncclUint32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return ncclUint64;
-  else if constexpr (std::is_same_v<T, float>) return ncclFloat32;
-  else return ncclFloat64;
+  using Traits = ElementTraits<T>;
+  static_assert(Traits::bytes == 4 || Traits::bytes == 8, "nccl_sum_type: 4- and 8-byte elements only");
+  if constexpr (Traits::kind == ElementKind::floating_point) return Traits::bytes == 4 ? ncclFloat32 : ncclFloat64;
+  else return Traits::bytes == 4 ? ncclUint32 : ncclUint64;
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ TEST(ArgParser, NamesTheHdf5FilesOfTheRun) {
   ArgParser p("t", "test");
   add_common_options(p, o);
   std::optional<io::DatasetPath> a;
-  p.add_option("--a", "FILE.h5:/DSET", "A", [&](std::string_view v) { a = io::parse_dataset_path(v, "--a"); });
+  p.add_option("--a", "FILE.h5:/DSET", "A", [&](std::string_view v) { a = parse_dataset_option(v, "--a"); });
   std::vector<std::string> args = {"t", "--input", "in.h5:/x", "--a=m.h5:/A", "--json", "r.json", "--output", "o.h5:/y"};
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
@@ -143,19 +143,33 @@ TEST(ArgParser, NamesTheHdf5FilesOfTheRun) {
 }
 
 TEST(DatasetPath, SplitsAtTheLastColonSlash) {
-  const auto p = io::parse_dataset_path("dir:odd/file.h5:/group/data", "--input");
+  const auto p = io::parse_dataset_path("dir:odd/file.h5:/group/data");
   EXPECT_EQ(p.file, "dir:odd/file.h5");
   EXPECT_EQ(p.dataset, "/group/data");
-  EXPECT_NE(usage_message([] { io::parse_dataset_path("file.h5:/", "--input"); }).find("not a dataset name"),
-            std::string::npos);
-  EXPECT_NE(usage_message([] { io::parse_dataset_path(":/x", "--a"); }).find("--a: expected"), std::string::npos);
+  EXPECT_NE(usage_message([] { io::parse_dataset_path("file.h5:/"); }).find("not a dataset name"), std::string::npos);
+  EXPECT_EQ(usage_message([] { io::parse_dataset_path(":/x"); }).rfind("expected", 0), 0u);
+  EXPECT_NE(usage_message([] { parse_dataset_option(":/x", "--a"); }).find("--a: expected"), std::string::npos);
   // Names HDF5 refuses are refused here, before any file exists.
   for (const char* bad : {"f.h5:/.", "f.h5:/..", "f.h5:/a/./b", "f.h5:/a/..", "f.h5://a", "f.h5:/a/"}) {
-    const std::string message = usage_message([&] { io::parse_dataset_path(bad, "--output"); });
+    const std::string message = usage_message([&] { parse_dataset_option(bad, "--output"); });
     EXPECT_EQ(message.rfind("--output: '", 0), 0u) << bad << ": " << message;
     EXPECT_NE(message.find("not a dataset name"), std::string::npos) << bad << ": " << message;
   }
-  EXPECT_EQ(io::parse_dataset_path("f.h5:/a/.hidden/..b/c.", "--output").dataset, "/a/.hidden/..b/c.");
+  EXPECT_EQ(io::parse_dataset_path("f.h5:/a/.hidden/..b/c.").dataset, "/a/.hidden/..b/c.");
+}
+
+TEST(DatasetPath, AnIoErrorGetsTheFlagAndItsRemedy) {
+  const io::IoError exists("dataset '/x' in 'f.h5' already exists", "f.h5", "/x", io::IoError::Kind::dataset_exists);
+  EXPECT_EQ(std::string(flag_error("--output", exists).what()),
+            "--output: dataset '/x' in 'f.h5' already exists (give --overwrite to replace it)");
+  const io::IoError lossy("1 value of '/x' in 'f.h5' (64-bit float) cannot be represented as int32", "f.h5", "/x",
+                          io::IoError::Kind::unrepresentable_values);
+  EXPECT_EQ(std::string(flag_error("--input", lossy).what()),
+            "--input: 1 value of '/x' in 'f.h5' (64-bit float) cannot be represented as int32 (--dtype)");
+  const std::string missing = usage_message([] {
+    for_flag("--a", []() -> int { throw io::IoError("no such file 'm.h5'", "m.h5", "/A"); });
+  });
+  EXPECT_EQ(missing, "--a: no such file 'm.h5'");
 }
 
 template <class T>

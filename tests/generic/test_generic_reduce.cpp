@@ -27,7 +27,7 @@ void hdf5_round_trip(const std::string& file, index_t n, std::uint64_t s) {
   // The same dataset name for every type: each write replaces the one before.
   io::write_array(array, path,
                   io::OutputAttributes{"generic_tests", to_string(world.backend()), world.size(), {}, /*overwrite=*/true});
-  const DistArray<T> back = io::read_array<T>(world, path, "--input");
+  const DistArray<T> back = io::read_array<T>(world, path);
   EXPECT_EQ(back.global_size(), n);
   const auto got = back.gather(0);
   if (world.rank() == 0) {

@@ -18,6 +18,7 @@
 
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/partition.hpp"
+#include "tessera/kernels/element_traits.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -26,13 +27,10 @@
 namespace tessera {
 
 namespace detail {
-// True for the element types whose fill, iota and generate the kernels library precompiles.
+// True for the element types whose fill, iota and generate the kernels library precompiles: the
+// integer and floating-point ElementTraits types.
 template <class T>
-inline constexpr bool is_generated_type =
-    std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int16_t> || std::is_same_v<T, std::int32_t> ||
-    std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::uint16_t> ||
-    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t> || std::is_same_v<T, float> ||
-    std::is_same_v<T, double>;
+inline constexpr bool is_generated_type = is_numeric_element_v<T>;
 }  // namespace detail
 
 template <class T>

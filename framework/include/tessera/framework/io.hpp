@@ -18,7 +18,10 @@
 // Every function is collective over the context it is given. User errors (a missing file or dataset,
 // a file that is not HDF5, a wrong rank or shape, an unwritable output directory, a corrupt chunk,
 // values that do not fit in the requested type) are found by one rank and shared, so that every rank
-// throws the same UsageError and none is left in a collective. HDF5 prints no error stack.
+// throws the same IoError and none is left in a collective. An IoError says what went wrong with
+// which file and dataset ("no dataset '/d' in 'x.h5'"); the caller says which of its inputs that was
+// (the apps prefix the command-line flag: "--input: no dataset '/d' in 'x.h5'"). HDF5 prints no
+// error stack.
 #pragma once
 
 #include <cstdint>
@@ -32,31 +35,37 @@
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/field_2d.hpp"
+#include "tessera/kernels/element_traits.hpp"
 
 namespace tessera::io {
 
-// The element types an array or a file may hold.
+// What every io function throws for a user error: a UsageError whose message says what went wrong
+// with the file or dataset, naming them ("no such file 'x.h5'", "dataset '/d' in 'x.h5' is 2-D
+// (3 x 4); a 1-D dataset is needed"). file() and dataset() are the path the call was given (empty
+// where the text could not be parsed as one). kind() tells the errors a caller may have a remedy
+// for: an existing dataset that was not to be replaced, and file values the requested element type
+// cannot hold.
+class IoError : public UsageError {
+ public:
+  enum class Kind { other, dataset_exists, unrepresentable_values };
+  IoError(const std::string& message, std::string file, std::string dataset, Kind kind = Kind::other)
+      : UsageError(message), file_(std::move(file)), dataset_(std::move(dataset)), kind_(kind) {}
+  const std::string& file() const { return file_; }
+  const std::string& dataset() const { return dataset_; }
+  Kind kind() const { return kind_; }
+
+ private:
+  std::string file_;
+  std::string dataset_;
+  Kind kind_;
+};
+
+// The element types an array or a file may hold. Their names and sizes are ElementTraits'.
 enum class DType { int32, int64, float32, float64 };
-
-const char* to_string(DType t);
-// "int32", "int64", "float32", "float64" (also "float" and "double"); nullopt otherwise.
-std::optional<DType> parse_dtype(std::string_view text);
-std::size_t size_of(DType t);
-
-template <class T>
-constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, std::int32_t>) return DType::int32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::int64;
-  else if constexpr (std::is_same_v<T, float>) return DType::float32;
-  else {
-    static_assert(std::is_same_v<T, double>, "dtype_of: unsupported element type");
-    return DType::float64;
-  }
-}
 
 // Calls f.template operator()<T>() with T the C++ type of `t`; returns what f returns.
 template <class F>
-decltype(auto) dispatch(DType t, F&& f) {
+constexpr decltype(auto) dispatch(DType t, F&& f) {
   switch (t) {
     case DType::int32: return f.template operator()<std::int32_t>();
     case DType::int64: return f.template operator()<std::int64_t>();
@@ -66,6 +75,30 @@ decltype(auto) dispatch(DType t, F&& f) {
   return f.template operator()<double>();
 }
 
+inline constexpr DType kDTypes[] = {DType::int32, DType::int64, DType::float32, DType::float64};
+
+// ElementTraits<T>::name of the type of `t`: "int32", "int64", "float32", "float64".
+const char* to_string(DType t);
+// "int32", "int64", "float32", "float64" (also "float" and "double"); nullopt otherwise.
+std::optional<DType> parse_dtype(std::string_view text);
+std::size_t size_of(DType t);
+
+// True when T is the C++ type of one of the DTypes.
+template <class T>
+inline constexpr bool is_dtype_element_v = [] {
+  for (DType t : kDTypes)
+    if (dispatch(t, []<class U>() { return std::is_same_v<U, T>; })) return true;
+  return false;
+}();
+
+template <class T>
+constexpr DType dtype_of() {
+  static_assert(is_dtype_element_v<T>, "dtype_of: unsupported element type");
+  for (DType t : kDTypes)
+    if (dispatch(t, []<class U>() { return std::is_same_v<U, T>; })) return t;
+  return DType::float64;
+}
+
 // "FILE.h5:/DATASET" (the dataset part starts at the last ":/"; groups allowed: /group/dset).
 struct DatasetPath {
   std::string file;
@@ -73,9 +106,9 @@ struct DatasetPath {
   std::string str() const { return file + ":" + dataset; }
 };
 
-// Throws UsageError naming `flag` when text has no ":/DATASET" part, an empty file name, or a
-// dataset path with an empty, "." or ".." component.
-DatasetPath parse_dataset_path(std::string_view text, std::string_view flag);
+// Throws IoError when text has no ":/DATASET" part, an empty file name, or a dataset path with an
+// empty, "." or ".." component.
+DatasetPath parse_dataset_path(std::string_view text);
 
 struct DatasetInfo {
   DType dtype = DType::float32;  // the type the file's type maps to (unsigned and narrow integers widen)
@@ -84,21 +117,22 @@ struct DatasetInfo {
 };
 
 // Collective. Rank 0 opens the file and the dataset and broadcasts what it found; every rank gets
-// the same DatasetInfo or throws the same UsageError ("--input: no such file 'x.h5'", "--input:
-// 'x.h5' is not an HDF5 file", "--input: no dataset '/d' in 'x.h5'", "... has an unsupported type").
-DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path, std::string_view flag);
+// the same DatasetInfo or throws the same IoError ("no such file 'x.h5'", "'x.h5' is not an HDF5
+// file", "no dataset '/d' in 'x.h5'", "... has an unsupported type").
+DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path);
 
-// Reads a 1-D dataset into the block distribution. UsageError (from probe_dataset, or naming the
+// Reads a 1-D dataset into the block distribution. IoError (from probe_dataset, or naming the
 // dataset and its shape when it is not 1-D, or when a chunk cannot be read). T: int8..int64,
 // uint8..uint64, float, double (HDF5 converts the file's type; a value that T cannot hold, 1e20 or
-// NaN for int32, 1e300 for float, is a UsageError, not a clamped value).
+// NaN for int32, 1e300 for float, is an IoError of kind unrepresentable_values, not a clamped
+// value).
 template <class T>
-DistArray<T> read_array(const Context& ctx, const DatasetPath& path, std::string_view flag);
+DistArray<T> read_array(const Context& ctx, const DatasetPath& path);
 
-// Reads a 2-D dataset (row-major, rows x cols) into the grid's 2-D blocks. UsageError when the
+// Reads a 2-D dataset (row-major, rows x cols) into the grid's 2-D blocks. IoError when the
 // dataset is not 2-D.
 template <class T>
-DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path, std::string_view flag);
+DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path);
 
 // Attributes stored on an output dataset. `version` is filled in with TESSERA_VERSION_STRING.
 struct OutputAttributes {
@@ -118,13 +152,13 @@ struct OutputAttributes {
 // Collective. Checks before any work is done that an output can be made at `path`: the directory
 // exists and is writable; the path is a new file, or an HDF5 file (not a symbolic link, FIFO, device
 // or other file) in which every group on the dataset's path is a group and the dataset does not
-// exist (or is a dataset, and `overwrite`). UsageError naming `flag` otherwise.
-void check_output_path(const Context& ctx, const DatasetPath& path, std::string_view flag, bool overwrite = false,
-                       bool replace_file = false);
+// exist (or is a dataset, and `overwrite`; an existing dataset otherwise is an IoError of kind
+// dataset_exists). IoError otherwise.
+void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite = false, bool replace_file = false);
 
 // Collective. The same for a plain file that rank 0 writes through (a report): the directory exists
 // and is writable, and the path is not a directory.
-void check_output_file(const Context& ctx, const std::string& file, std::string_view flag);
+void check_output_file(const Context& ctx, const std::string& file);
 
 // Writes the whole distributed array (any partition: block or ragged) as one 1-D dataset, in global
 // order, into `path.file` (created, or a copy of it with the dataset added that replaces it when
@@ -153,13 +187,12 @@ template <class T>
 void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes);
 
 // Reads a 2-D dataset of exactly field.rows() x field.cols() into the field's owned cells (its
-// ghost cells are left as they are). UsageError naming `flag` for another shape.
+// ghost cells are left as they are). IoError for another shape.
 template <class T>
-void read_field(Field2D<T>& field, const DatasetPath& path, std::string_view flag);
+void read_field(Field2D<T>& field, const DatasetPath& path);
 
 // The scalar attributes of a dataset (strings, and integers and floats as text), in name order.
-// Collective; a missing file or dataset is a UsageError as in probe_dataset.
-std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path,
-                                                                 std::string_view flag);
+// Collective; a missing file or dataset is an IoError as in probe_dataset.
+std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path);
 
 }  // namespace tessera::io

@@ -1,9 +1,9 @@
 // The one place where C++ element types meet MPI datatypes.
 //
-// Built-in types map to MPI's own. Any other trivially copyable type travels as its bytes (a
-// contiguous datatype of sizeof(T) MPI_BYTEs, made and committed once per type). A type that needs a
-// real derived datatype (for a heterogeneous cluster, or for an MPI reduction that must see the
-// fields) specialises MpiType:
+// The built-in element types (ElementTraits) map to MPI's own. Any other trivially copyable type
+// travels as its bytes (a contiguous datatype of sizeof(T) MPI_BYTEs, made and committed once per
+// type). A type that needs a real derived datatype (for a heterogeneous cluster, or for an MPI
+// reduction that must see the fields) specialises MpiType:
 //
 //   template <> struct tessera::MpiType<Particle> {
 //     static MPI_Datatype get() { static MPI_Datatype t = make_particle_type(); return t; }
@@ -15,23 +15,37 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tessera/kernels/element_traits.hpp"
+
 namespace tessera {
 
 template <class T>
 struct MpiType;  // not defined: mpi_type<T>() uses the bytes of T
 
-template <> struct MpiType<std::int8_t> { static MPI_Datatype get() { return MPI_INT8_T; } };
-template <> struct MpiType<std::int16_t> { static MPI_Datatype get() { return MPI_INT16_T; } };
-template <> struct MpiType<std::int32_t> { static MPI_Datatype get() { return MPI_INT32_T; } };
-template <> struct MpiType<std::int64_t> { static MPI_Datatype get() { return MPI_INT64_T; } };
-template <> struct MpiType<std::uint8_t> { static MPI_Datatype get() { return MPI_UINT8_T; } };
-template <> struct MpiType<std::uint16_t> { static MPI_Datatype get() { return MPI_UINT16_T; } };
-template <> struct MpiType<std::uint32_t> { static MPI_Datatype get() { return MPI_UINT32_T; } };
-template <> struct MpiType<std::uint64_t> { static MPI_Datatype get() { return MPI_UINT64_T; } };
-template <> struct MpiType<float> { static MPI_Datatype get() { return MPI_FLOAT; } };
-template <> struct MpiType<double> { static MPI_Datatype get() { return MPI_DOUBLE; } };
-template <> struct MpiType<char> { static MPI_Datatype get() { return MPI_CHAR; } };
-template <> struct MpiType<bool> { static MPI_Datatype get() { return MPI_CXX_BOOL; } };
+namespace detail {
+
+// MPI's predefined datatype for a built-in element type (ElementTraits).
+inline MPI_Datatype predefined_mpi_type(ElementKind kind, std::size_t bytes) {
+  switch (kind) {
+    case ElementKind::boolean: return MPI_CXX_BOOL;
+    case ElementKind::character: return MPI_CHAR;
+    case ElementKind::signed_integer:
+      return bytes == 1 ? MPI_INT8_T : bytes == 2 ? MPI_INT16_T : bytes == 4 ? MPI_INT32_T : MPI_INT64_T;
+    case ElementKind::unsigned_integer:
+      return bytes == 1 ? MPI_UINT8_T : bytes == 2 ? MPI_UINT16_T : bytes == 4 ? MPI_UINT32_T : MPI_UINT64_T;
+    case ElementKind::floating_point: break;
+  }
+  return bytes == 4 ? MPI_FLOAT : MPI_DOUBLE;
+}
+
+}  // namespace detail
+
+// The built-in element types map to MPI's own datatypes.
+template <class T>
+  requires has_element_traits_v<T>
+struct MpiType<T> {
+  static MPI_Datatype get() { return detail::predefined_mpi_type(ElementTraits<T>::kind, ElementTraits<T>::bytes); }
+};
 
 namespace detail {
 

@@ -13,6 +13,7 @@ const char* to_string(Collective kind) {
     case Collective::bcast: return "bcast";
     case Collective::alltoallv: return "alltoallv";
     case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::neighbor_exchange: return "neighbor_exchange";
   }
   return "?";
 }

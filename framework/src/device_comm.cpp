@@ -482,6 +482,10 @@ DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& s
   const int me = ctx_.rank();
   for (const Message& m : sends) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
   for (const Message& m : recvs) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
+  double sent = 0;
+  for (const Message& m : sends)
+    if (m.peer != me) sent += static_cast<double>(m.bytes);
+  TESSERA_COLLECTIVE(Collective::neighbor_exchange, sent);
   const kernels::Queue queue = ctx_.queue();
   const MPI_Comm comm = ctx_.comm().get();
   Request request;

@@ -12,7 +12,7 @@
 namespace tessera::detail {
 namespace {
 
-constexpr std::string_view kSites[] = {"allreduce", "exscan", "allgather", "bcast", "barrier", "alltoallv", "reduce_scatter", "write"};
+constexpr std::string_view kSites[] = {"allreduce", "exscan", "allgather", "bcast", "barrier", "alltoallv", "reduce_scatter", "neighbor_exchange", "write"};
 
 struct ArmedFault {
   bool armed = false;

@@ -284,6 +284,10 @@ CommCost comm_cost(const CollectivePlan& plan, int p) {
         cost.latency_rounds += tree_depth(p);
         cost.bytes += (p - 1.0) / p * call.bytes;
         break;
+      case Collective::neighbor_exchange:  // every message in flight at once: one round
+        cost.latency_rounds += 1;
+        cost.bytes += call.bytes;
+        break;
     }
   }
   return cost;

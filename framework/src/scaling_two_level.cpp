@@ -194,6 +194,16 @@ TwoLevelModel::Terms predict_shape(const TwoLevelModel& m, int p, NodeShape shap
         if (net.inter.bandwidth > 0) t.bandwidth_inter += b * (p_all - shape.per_node) / p_all / net.inter.bandwidth;
         break;
       }
+      case Collective::neighbor_exchange:
+        // One round; neighbours on other nodes where there are several nodes.
+        if (shape.nodes > 1) {
+          t.latency_inter += net.inter.latency;
+          if (net.inter.bandwidth > 0) t.bandwidth_inter += b / net.inter.bandwidth;
+        } else {
+          t.latency_intra += net.intra.latency;
+          if (net.intra.bandwidth > 0) t.bandwidth_intra += b / net.intra.bandwidth;
+        }
+        break;
     }
   }
   return t;

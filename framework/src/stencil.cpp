@@ -34,6 +34,7 @@ struct HaloRun {
 std::vector<HaloRun> halo_runs(const Partition& part, int q, index_t radius, Boundary boundary) {
   const index_t n = part.global_size(), offset = part.offset(q), local = part.local_size(q);
   std::vector<HaloRun> runs;
+  if (n == 0) return runs;  // an empty array: no halo, whatever the boundary
   auto add = [&](index_t g, index_t end, index_t position) {
     while (g < end) {
       index_t wrapped = g;
@@ -130,6 +131,16 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
   }
   clock.end_phase(times ? &times->local : nullptr);
   return out;
+}
+
+CollectivePlan convolve_plan(const Partition& partition, int rank, index_t radius, Boundary boundary,
+                             std::size_t element_bytes) {
+  double sent = 0;
+  for (int p = 0; p < partition.parts(); ++p)
+    if (p != rank)
+      for (const HaloRun& run : halo_runs(partition, p, radius, boundary))
+        if (run.owner == rank) sent += static_cast<double>(run.length) * static_cast<double>(element_bytes);
+  return {{Collective::neighbor_exchange, sent}};
 }
 
 // ---- Jacobi ----------------------------------------------------------------------------------------
@@ -235,6 +246,17 @@ void Jacobi<T>::iterate(bool check) {
   }
   std::swap(u_, v_);
   ++iteration_;
+}
+
+template <class T>
+CollectivePlan Jacobi<T>::plan(index_t last) const {
+  CollectivePlan plan;
+  const bool exchanges = !(halo_->peers() == 0 && halo_->bytes_sent() == 0);
+  for (index_t next = iteration_ + 1; next <= last; ++next) {
+    if (exchanges) plan.push_back(halo_->plan().front());
+    if (next % options_.check_every == 0 || next == last) plan.push_back({Collective::allreduce, sizeof(std::uint64_t)});
+  }
+  return plan;
 }
 
 template <class T>

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <span>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "mpi/algo_test_util.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/algorithms/sort.hpp"
+#include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/redistribute.hpp"
 
@@ -136,6 +138,34 @@ TEST(CollectivePlans, SortMakesOneExchange) {
     expect_plan(sort_plan(partition, me, sizeof(double), sizeof(double)), [&] { (void)sort_by_key(keys, keys); },
                 "sort_by_key " + at, Collective::alltoallv, slack(2 * sizeof(double)));
   }
+}
+
+TEST(CollectivePlans, StencilsExchangeTheirHalos) {
+  const Context& world = test::world();
+  const int me = world.rank();
+  for (index_t n : {index_t(0), index_t(1), index_t(world.size()) - 1, index_t(4099)})
+    for (index_t radius : {index_t(0), index_t(1), index_t(5)})
+      for (Boundary boundary : {Boundary::zero, Boundary::periodic}) {
+        if (boundary == Boundary::periodic && radius > n && n > 0) continue;  // refused: wraps more than once
+        const std::uint64_t s = test::seed() + static_cast<std::uint64_t>(n);
+        const Partition partition = test::random_partition(n, world.size(), s);
+        const auto a = DistArray<double>::from_replicated(world, test::random_vector<double>(n, s), partition);
+        const std::vector<double> weights(static_cast<std::size_t>(2 * radius + 1), 0.25);
+        expect_plan(convolve_plan(partition, me, radius, boundary, sizeof(double)),
+                    [&] { (void)convolve(a, std::span<const double>(weights), boundary); },
+                    "convolve n=" + std::to_string(n) + " r=" + std::to_string(radius) + " " + to_string(boundary));
+      }
+  const ProcessGrid grid = ProcessGrid::create(world);
+  for (bool overlap : {true, false})
+    for (index_t rows : {index_t(grid.rows()), index_t(13)}) {
+      Field2D<double> u(grid, rows, 29, 1);
+      JacobiOptions options;
+      options.check_every = 3;
+      options.overlap = overlap;
+      Jacobi<double> solver(u, StencilWeights<double>::jacobi5(), options);
+      expect_plan(solver.plan(7), [&] { solver.run_until(7); },
+                  "jacobi rows=" + std::to_string(rows) + (overlap ? " overlapped" : ""));
+    }
 }
 
 TEST(CollectivePlans, RedistributeAndTransposeMakeOneExchange) {

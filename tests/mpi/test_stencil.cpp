@@ -362,7 +362,7 @@ TYPED_TEST(ConvolveTest, BitwiseEqualToTheSerialLoop) {
     if (n < 0) continue;
     for (index_t radius : {index_t(0), index_t(1), index_t(3), index_t(8), index_t(9), index_t(40), index_t(300)})
       for (Boundary boundary : {Boundary::zero, Boundary::periodic}) {
-        if (boundary == Boundary::periodic && radius > n) continue;
+        if (boundary == Boundary::periodic && radius > n && n > 0) continue;  // refused (below)
         const std::uint64_t seed = test::seed() + static_cast<std::uint64_t>(n * 1000 + radius);
         const auto data = test::random_vector<T>(n, seed);
         const auto weights = test::random_vector<T>(2 * radius + 1, seed + 1);

@@ -218,6 +218,8 @@ TEST(ScalingModel, EachCollectiveOfAPlanIsChargedByItsAlgorithm) {
   EXPECT_DOUBLE_EQ(one(Collective::alltoallv, 1000).bytes, 1000);
   EXPECT_DOUBLE_EQ(one(Collective::reduce_scatter, 600).latency_rounds, 3);
   EXPECT_DOUBLE_EQ(one(Collective::reduce_scatter, 600).bytes, 500);
+  EXPECT_DOUBLE_EQ(one(Collective::neighbor_exchange, 64).latency_rounds, 1);
+  EXPECT_DOUBLE_EQ(one(Collective::neighbor_exchange, 64).bytes, 64);
   // A plan's calls add up; one rank pays nothing.
   const tessera::CollectivePlan two = {{Collective::allgather, 16}, {Collective::allreduce, 8}};
   EXPECT_DOUBLE_EQ(sc::comm_cost(two, 6).latency_rounds, 6);

@@ -14,16 +14,17 @@
 
 namespace tessera {
 
-// The collectives of the host (Communicator) and device (DeviceComm) paths.
-enum class Collective { allreduce, allgather, exscan, bcast, alltoallv, reduce_scatter };
-inline constexpr std::array<Collective, 6> kCollectives = {Collective::allreduce, Collective::allgather,
-                                                           Collective::exscan,    Collective::bcast,
-                                                           Collective::alltoallv, Collective::reduce_scatter};
+// The collectives of the host (Communicator) and device (DeviceComm) paths. neighbor_exchange: the
+// messages of a halo exchange, to and from a few neighbouring ranks, all in flight at once.
+enum class Collective { allreduce, allgather, exscan, bcast, alltoallv, reduce_scatter, neighbor_exchange };
+inline constexpr std::array<Collective, 7> kCollectives = {
+    Collective::allreduce, Collective::allgather,      Collective::exscan,           Collective::bcast,
+    Collective::alltoallv, Collective::reduce_scatter, Collective::neighbor_exchange};
 const char* to_string(Collective kind);
 
 // One collective of a plan. bytes: what each rank contributes: the vector reduced or broadcast, its
 // own item of an allgather or exscan, the data it sends in an all-to-all, the whole vector it
-// contributes to a reduce-scatter.
+// contributes to a reduce-scatter, what it sends to its neighbours in a neighbour exchange.
 struct CollectiveCall {
   Collective kind = Collective::allreduce;
   double bytes = 0;

@@ -2,7 +2,8 @@
 // others blocked. TESSERA_INJECT_FAULT="RANK:SITE[:COUNT]" makes world rank RANK fail at the
 // COUNT-th (default first) passage through the named site, as a failed MPI or CUDA call would:
 // through tessera::fatal, with file:line. Sites: allreduce, exscan, allgather, bcast, barrier,
-// alltoallv, reduce_scatter, and write (an HDF5 output fully written, before it gets its final name).
+// alltoallv, reduce_scatter, neighbor_exchange, and write (an HDF5 output fully written, before it
+// gets its final name).
 #pragma once
 
 #include <string>

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
@@ -131,6 +132,8 @@ class HaloExchange {
   int peers() const { return static_cast<int>(recvs_.size()); }
   std::size_t bytes_sent() const { return send_bytes_; }
   std::size_t bytes_received() const { return recv_bytes_; }
+  // The collectives of one run (collective_plan.hpp): one neighbour exchange of bytes_sent().
+  CollectivePlan plan() const { return {{Collective::neighbor_exchange, static_cast<double>(send_bytes_)}}; }
 
  private:
   Context ctx_;

@@ -148,6 +148,7 @@ struct CommCost {
 //   bcast       ceil(log2 p) rounds, b bytes           (pipelined for large b)
 //   alltoallv   p-1 rounds, b bytes                    (pairwise exchange of what a rank sends)
 //   reduce_scatter  ceil(log2 p) rounds, (p-1)/p b bytes (b: the whole vector; recursive halving)
+//   neighbor_exchange  1 round, b bytes                (every halo message in flight at once)
 CommCost comm_cost(const CollectivePlan& plan, int p);
 // SUMMA's panel broadcasts (matmul) without overlap: ceil(n / b) steps, each an A panel along a
 // process row and a B panel along a process column. The projections use summa_overlap.

@@ -26,6 +26,7 @@
 #include <span>
 
 #include "tessera/framework/algorithms/skeleton.hpp"
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/field_2d.hpp"
 #include "tessera/kernels/stencil.hpp"
@@ -44,6 +45,11 @@ inline const char* to_string(Boundary b) { return b == Boundary::zero ? "zero" :
 template <class T>
 DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundary boundary = Boundary::zero,
                       PhaseTimes* times = nullptr);
+
+// The collectives of convolve on `rank` (collective_plan.hpp) for an array in `partition`: one
+// neighbour exchange of the elements of this rank's block that other ranks' halos hold.
+CollectivePlan convolve_plan(const Partition& partition, int rank, index_t radius, Boundary boundary,
+                             std::size_t element_bytes);
 
 struct JacobiOptions {
   index_t check_every = 1;  // iterations between residual checks (one allreduce each); >= 1
@@ -85,6 +91,10 @@ class Jacobi {
   void sweep();
   void exchange();
   const HaloExchange& halo() const { return *halo_; }
+  // The collectives of run_until(last) from the current iteration (collective_plan.hpp), unless it
+  // converges first: each iteration's halo exchange (none on one rank), and an allreduce of the
+  // residual at each check.
+  CollectivePlan plan(index_t last) const;
 
  private:
   void iterate(bool check);

@@ -42,7 +42,7 @@ DatasetPath parse_dataset_path(std::string_view text) {
     throw IoError("expected FILE.h5:/DATASET, got '" + std::string(text) + "'", "", "");
   DatasetPath path{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
   const auto not_a_name = [&](const std::string& why) {
-    return IoError(quoted(path.dataset) + " is not a dataset name (" + why + ")", path.file, path.dataset);
+    return IoError(in_quotes(path.dataset) + " is not a dataset name (" + why + ")", path.file, path.dataset);
   };
   if (path.dataset.size() < 2 || path.dataset.back() == '/' || path.dataset.find("//") != std::string::npos)
     throw not_a_name("expected /NAME or /GROUP/NAME");

@@ -23,13 +23,13 @@ std::string directory_of(const std::string& file) {
 }
 
 std::string output_directory_problem(const std::string& file) {
-  if (file.empty() || file.back() == '/') return quoted(file) + " is not a file name";
+  if (file.empty() || file.back() == '/') return in_quotes(file) + " is not a file name";
   const std::string directory = directory_of(file);
   struct stat st {};
   if (stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return "no such directory " + quoted(directory) + " for " + quoted(file);
+    return "no such directory " + in_quotes(directory) + " for " + in_quotes(file);
   if (access(directory.c_str(), W_OK | X_OK) != 0)
-    return "cannot write in directory " + quoted(directory) + " (permission denied)";
+    return "cannot write in directory " + in_quotes(directory) + " (permission denied)";
   return "";
 }
 
@@ -38,12 +38,12 @@ std::string replaceable_file_problem(const std::string& file, bool* exists) {
   struct stat st {};
   if (lstat(file.c_str(), &st) != 0) {
     if (errno == ENOENT) return "";
-    return "cannot examine " + quoted(file) + ": " + std::strerror(errno);
+    return "cannot examine " + in_quotes(file) + ": " + std::strerror(errno);
   }
-  if (S_ISLNK(st.st_mode)) return quoted(file) + " is a symbolic link (give the path of the file itself)";
-  if (S_ISDIR(st.st_mode)) return quoted(file) + " is a directory";
-  if (!S_ISREG(st.st_mode)) return quoted(file) + " is not a regular file (a FIFO, socket or device)";
-  if (access(file.c_str(), R_OK | W_OK) != 0) return "cannot write " + quoted(file) + " (permission denied)";
+  if (S_ISLNK(st.st_mode)) return in_quotes(file) + " is a symbolic link (give the path of the file itself)";
+  if (S_ISDIR(st.st_mode)) return in_quotes(file) + " is a directory";
+  if (!S_ISREG(st.st_mode)) return in_quotes(file) + " is not a regular file (a FIFO, socket or device)";
+  if (access(file.c_str(), R_OK | W_OK) != 0) return "cannot write " + in_quotes(file) + " (permission denied)";
   *exists = true;
   return "";
 }
@@ -51,7 +51,7 @@ std::string replaceable_file_problem(const std::string& file, bool* exists) {
 std::string plain_output_problem(const std::string& file) {
   std::string problem = output_directory_problem(file);
   struct stat st {};
-  if (problem.empty() && stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) problem = quoted(file) + " is a directory";
+  if (problem.empty() && stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) problem = in_quotes(file) + " is a directory";
   return problem;
 }
 
@@ -60,32 +60,32 @@ namespace {
 // Copies `from` to the new file `to` (created here, with from's permission bits). "" or the problem.
 std::string copy_file(const std::string& from, const std::string& to) {
   const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return "cannot read " + quoted(from) + ": " + std::strerror(errno);
+  if (in < 0) return "cannot read " + in_quotes(from) + ": " + std::strerror(errno);
   struct stat st {};
   if (fstat(in, &st) != 0) st.st_mode = 0644;
   const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777);
   if (out < 0) {
     const int error = errno;
     close(in);
-    return "cannot create " + quoted(to) + ": " + std::strerror(error);
+    return "cannot create " + in_quotes(to) + ": " + std::strerror(error);
   }
   std::string problem;
   std::vector<char> buffer(std::size_t(4) << 20);
   while (problem.empty()) {
     const ssize_t got = read(in, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) problem = "cannot read " + quoted(from) + ": " + std::strerror(errno);
+    if (got < 0) problem = "cannot read " + in_quotes(from) + ": " + std::strerror(errno);
     if (got <= 0) break;
     for (ssize_t done = 0; done < got && problem.empty();) {
       const ssize_t put = write(out, buffer.data() + done, static_cast<std::size_t>(got - done));
       if (put < 0 && errno == EINTR) continue;
-      if (put < 0) problem = "cannot copy " + quoted(from) + " to " + quoted(to) + ": " + std::strerror(errno);
+      if (put < 0) problem = "cannot copy " + in_quotes(from) + " to " + in_quotes(to) + ": " + std::strerror(errno);
       else done += put;
     }
   }
   if (problem.empty()) fchmod(out, st.st_mode & 07777);  // the umask may have narrowed them
   if (close(out) != 0 && problem.empty())
-    problem = "cannot copy " + quoted(from) + " to " + quoted(to) + ": " + std::strerror(errno);
+    problem = "cannot copy " + in_quotes(from) + " to " + in_quotes(to) + ": " + std::strerror(errno);
   close(in);
   return problem;
 }
@@ -95,7 +95,7 @@ std::string copy_file(const std::string& from, const std::string& to) {
 std::string prepare_temporary(const std::string& file, bool copy_existing, OutputPlan& plan) {
   tessera::detail::remove_stale_temporaries(file);
   const std::string temporary = tessera::detail::temporary_name_for(file);
-  if (temporary.size() >= sizeof plan.temporary) return "the path " + quoted(file) + " is too long";
+  if (temporary.size() >= sizeof plan.temporary) return "the path " + in_quotes(file) + " is too long";
   set_text(plan.temporary, sizeof plan.temporary, temporary);
   if (!copy_existing) return "";
   tessera::detail::register_temporary_file(temporary);  // an interrupted copy is removed too
@@ -120,7 +120,7 @@ void commit_output(const Context& ctx, const OutputPlan& plan, const std::string
   ctx.comm().barrier();
   Verdict verdict;
   if (ctx.is_root() && std::rename(plan.temporary, file.c_str()) != 0)
-    verdict.fail("cannot rename " + quoted(plan.temporary) + " to " + quoted(file) + ": " + std::strerror(errno));
+    verdict.fail("cannot rename " + in_quotes(plan.temporary) + " to " + in_quotes(file) + ": " + std::strerror(errno));
   agree_on_verdict(ctx, verdict, 0, file, dataset);  // throws: the guard removes the temporary
   guard.commit();
 }

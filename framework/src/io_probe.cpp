@@ -29,15 +29,15 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
   auto fail = [&](const std::string& what) { set_text(record.message, sizeof record.message, what); };
 
   struct stat st {};
-  if (stat(path.file.c_str(), &st) != 0) return fail("no such file " + quoted(path.file));
-  if (S_ISDIR(st.st_mode)) return fail(quoted(path.file) + " is a directory, not an HDF5 file");
-  if (access(path.file.c_str(), R_OK) != 0) return fail("cannot read " + quoted(path.file) + " (permission denied)");
+  if (stat(path.file.c_str(), &st) != 0) return fail("no such file " + in_quotes(path.file));
+  if (S_ISDIR(st.st_mode)) return fail(in_quotes(path.file) + " is a directory, not an HDF5 file");
+  if (access(path.file.c_str(), R_OK) != 0) return fail("cannot read " + in_quotes(path.file) + " (permission denied)");
 
   QuietErrors quiet;
   const htri_t is_hdf5 = H5Fis_hdf5(path.file.c_str());
-  if (is_hdf5 <= 0) return fail(quoted(path.file) + " is not an HDF5 file");
+  if (is_hdf5 <= 0) return fail(in_quotes(path.file) + " is not an HDF5 file");
   Handle file(H5Fopen(path.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!file.valid()) return fail("cannot open " + quoted(path.file) + " as an HDF5 file");
+  if (!file.valid()) return fail("cannot open " + in_quotes(path.file) + " as an HDF5 file");
 
   // H5Lexists fails (rather than answering no) when an intermediate group is missing, so walk the
   // path one component at a time.
@@ -47,11 +47,11 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
     const std::string prefix = name.substr(0, pos);
     if (prefix.back() == '/') continue;
     if (H5Lexists(file.get(), prefix.c_str(), H5P_DEFAULT) <= 0)
-      return fail("no dataset " + quoted(name) + " in " + quoted(path.file) +
-                  (pos == name.size() ? "" : " (no " + quoted(prefix) + ")"));
+      return fail("no dataset " + in_quotes(name) + " in " + in_quotes(path.file) +
+                  (pos == name.size() ? "" : " (no " + in_quotes(prefix) + ")"));
   }
   Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dset.valid()) return fail(quoted(name) + " in " + quoted(path.file) + " is not a dataset");
+  if (!dset.valid()) return fail(in_quotes(name) + " in " + in_quotes(path.file) + " is not a dataset");
 
   Handle type(H5Dget_type(dset.get()), H5Tclose);
   const H5T_class_t cls = H5Tget_class(type.get());
@@ -63,13 +63,13 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
     // Widen to the narrowest of our types that holds every value of the file's type.
     if (bytes < 4 || (bytes == 4 && is_signed)) record.dtype = static_cast<int>(DType::int32);
     else if (bytes < 8 || (bytes == 8 && is_signed) || !need_dtype) record.dtype = static_cast<int>(DType::int64);
-    else return fail(quoted(name) + " in " + quoted(path.file) + " holds " + type_name +
+    else return fail(in_quotes(name) + " in " + in_quotes(path.file) + " holds " + type_name +
                      "s, which no supported dtype (int32, int64, float32, float64) holds exactly");
   } else if (cls == H5T_FLOAT) {
     type_name = std::to_string(bytes * 8) + "-bit float";
     record.dtype = static_cast<int>(bytes <= 4 ? DType::float32 : DType::float64);
   } else {
-    return fail(quoted(name) + " in " + quoted(path.file) +
+    return fail(in_quotes(name) + " in " + in_quotes(path.file) +
                 " is not numeric (expected an integer or floating-point dataset)");
   }
   set_text(record.type_name, sizeof record.type_name, type_name);
@@ -85,16 +85,16 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
     const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &values, nullptr,
                                            sizeof filter_name, filter_name, &config);
     if (id >= 0 && H5Zfilter_avail(id) <= 0)
-      return fail(quoted(name) + " in " + quoted(path.file) + " is compressed with the HDF5 filter " +
-                  (filter_name[0] ? quoted(filter_name) + " " : std::string()) + "(id " + std::to_string(id) +
+      return fail(in_quotes(name) + " in " + in_quotes(path.file) + " is compressed with the HDF5 filter " +
+                  (filter_name[0] ? in_quotes(filter_name) + " " : std::string()) + "(id " + std::to_string(id) +
                   "), which this HDF5 library does not have (rewrite it with gzip, or without compression)");
   }
 
   Handle space(H5Dget_space(dset.get()), H5Sclose);
   const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
-  if (space_class == H5S_NULL) return fail(quoted(name) + " in " + quoted(path.file) + " has no data (null dataspace)");
+  if (space_class == H5S_NULL) return fail(in_quotes(name) + " in " + in_quotes(path.file) + " has no data (null dataspace)");
   const int ndims = H5Sget_simple_extent_ndims(space.get());
-  if (ndims < 0) return fail("cannot read the shape of " + quoted(name) + " in " + quoted(path.file));
+  if (ndims < 0) return fail("cannot read the shape of " + in_quotes(name) + " in " + in_quotes(path.file));
   hsize_t dims[H5S_MAX_RANK] = {};
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   record.ndims = ndims;
@@ -172,7 +172,7 @@ Destination check_destination(const DatasetPath& path, bool overwrite, bool repl
   if (d.problem.empty()) d.problem = replaceable_file_problem(file, &present);
   if (!d.problem.empty() || !present) return d;
   if (H5Fis_hdf5(file.c_str()) <= 0) {
-    d.problem = quoted(file) + " exists and is not an HDF5 file (it is left as it is: remove it or give another name)";
+    d.problem = in_quotes(file) + " exists and is not an HDF5 file (it is left as it is: remove it or give another name)";
     return d;
   }
   // A file replaced as a whole (a checkpoint) keeps nothing of the old one: a new temporary, renamed
@@ -180,7 +180,7 @@ Destination check_destination(const DatasetPath& path, bool overwrite, bool repl
   if (replace_file) return d;
   Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!h5.valid()) {
-    d.problem = "cannot open " + quoted(file) + " as an HDF5 file (" + h5_error_text() + ")";
+    d.problem = "cannot open " + in_quotes(file) + " as an HDF5 file (" + h5_error_text() + ")";
     return d;
   }
   d.exists = true;
@@ -192,7 +192,7 @@ Destination check_destination(const DatasetPath& path, bool overwrite, bool repl
     const std::string prefix = name.substr(0, pos);
     const htri_t there = H5Lexists(h5.get(), prefix.c_str(), H5P_DEFAULT);
     if (there < 0) {
-      d.problem = "cannot look up " + quoted(prefix) + " in " + quoted(file) + " (" + h5_error_text() + ")";
+      d.problem = "cannot look up " + in_quotes(prefix) + " in " + in_quotes(file) + " (" + h5_error_text() + ")";
       return d;
     }
     if (there == 0) return d;
@@ -200,13 +200,13 @@ Destination check_destination(const DatasetPath& path, bool overwrite, bool repl
     const H5I_type_t type = object.valid() ? H5Iget_type(object.get()) : H5I_BADID;
     if (pos != name.size()) {
       if (type != H5I_GROUP) {
-        d.problem = quoted(prefix) + " in " + quoted(file) + " is not a group, so " + quoted(name) + " cannot be made";
+        d.problem = in_quotes(prefix) + " in " + in_quotes(file) + " is not a group, so " + in_quotes(name) + " cannot be made";
         return d;
       }
       continue;
     }
     if (type == H5I_GROUP) {
-      d.problem = quoted(name) + " in " + quoted(file) + " is a group, not a dataset";
+      d.problem = in_quotes(name) + " in " + in_quotes(file) + " is a group, not a dataset";
     } else if (!overwrite) {
       d.problem = "dataset " + quoted_path(path) + " already exists";
       d.kind = IoError::Kind::dataset_exists;

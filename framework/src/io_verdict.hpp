@@ -9,10 +9,10 @@
 
 namespace tessera::io::detail {
 
-inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
+inline std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 // "'/group/data' in 'file.h5'".
-inline std::string quoted_path(const DatasetPath& path) { return quoted(path.dataset) + " in " + quoted(path.file); }
+inline std::string quoted_path(const DatasetPath& path) { return in_quotes(path.dataset) + " in " + in_quotes(path.file); }
 
 inline void set_text(char* dst, std::size_t size, const std::string& text) { std::snprintf(dst, size, "%s", text.c_str()); }
 

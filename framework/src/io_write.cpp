@@ -99,7 +99,7 @@ void plan_output(const DatasetPath& path, const OutputBlock* parts, int n, bool 
   }
   for (int i = 1; i < n; ++i)
     if (parts[i].dataset == parts[0].dataset)
-      return set_text(plan.message, sizeof plan.message, "both datasets are named " + quoted(parts[0].dataset));
+      return set_text(plan.message, sizeof plan.message, "both datasets are named " + in_quotes(parts[0].dataset));
   const std::string problem = prepare_temporary(path.file, first.exists, plan);
   if (!problem.empty()) set_text(plan.message, sizeof plan.message, problem);
   plan.copy_of_existing = first.exists ? 1 : 0;

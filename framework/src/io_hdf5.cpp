@@ -17,7 +17,7 @@
 
 namespace tessera::io {
 
-using detail::quoted;
+using detail::in_quotes;
 using detail::quoted_path;
 
 const char* to_string(DType t) {

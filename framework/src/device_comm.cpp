@@ -293,9 +293,6 @@ DeviceComm::NcclState* nccl_state_for(const Context& ctx) {
   int found = 0;
   TESSERA_MPI_CHECK(MPI_Comm_get_attr(comm, nccl_keyval(), &value, &found));
   if (found) return static_cast<DeviceComm::NcclState*>(value);
-  // NVLink multicast (NVLS) must stay off on the project's GPU machines; the job environment sets
-  // NCCL_NVLS_ENABLE=0 and this keeps it so where a launch forgot (an explicit value wins).
-  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
   ncclUniqueId id;
   if (ctx.rank() == 0) TESSERA_NCCL_CHECK(ncclGetUniqueId(&id));
   TESSERA_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));

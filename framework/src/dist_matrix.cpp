@@ -123,9 +123,14 @@ void DistMatrix<T>::fill(T value) {
 
 template <class T>
 void DistMatrix<T>::generate(std::uint64_t seed) {
-  // Each local row is a contiguous run of the global row-major sequence.
+  // Each local row is a contiguous run of the global row-major sequence; where the block spans
+  // whole rows (one process column), the whole block is one run: one launch.
   const index_t lc = local_cols();
   if (lc == 0) return;
+  if (lc == cols_) {
+    kernels::generate(grid_.context().queue(), data_, local_rows() * lc, seed, row_offset() * cols_);
+    return;
+  }
   for (index_t r = 0; r < local_rows(); ++r)
     kernels::generate(grid_.context().queue(), data_ + r * lc, lc, seed, (row_offset() + r) * cols_ + col_offset());
 }

@@ -103,8 +103,8 @@ class DeviceComm {
   //
   // staging: for the staged path, pinned host buffers (kernels::allocate_pinned_host) of at least
   // the bytes of all sends and of all receives to and from other ranks, which a caller that repeats
-  // one exchange (a halo exchange per iteration) keeps; otherwise each call allocates its own, and
-  // freeing pinned memory waits for the whole device.
+  // one exchange (a halo exchange per iteration) keeps; otherwise each call takes buffers from the
+  // staged path's pool of pinned memory (kept between calls, at most 2 GiB per process).
   struct Staging {
     void* send = nullptr;
     void* recv = nullptr;

@@ -18,11 +18,12 @@
 
 namespace tessera::apps::scaling_study {
 
+// One point in one round.
 struct PointResult {
   int ranks = 1;
-  index_t size = 0;              // global elements, or matrix side
-  TimingSummary timing;    // medians of the slowest rank's wall and phase times
-  double other = 0;              // wall time outside the phases (max(0, time - phases))
+  index_t size = 0;       // global elements, or matrix side
+  TimingSummary timing;   // medians of the slowest rank's wall and phase times
+  double other = 0;       // wall time outside the phases (max(0, time - phases))
   double checksum = 0;
 };
 

@@ -37,7 +37,6 @@ std::vector<int> parse_rank_list(std::string_view text, int world_size) {
   return ranks;
 }
 
-
 namespace {
 
 void add_options(ArgParser& p, Options& o, int world_size) {

@@ -159,6 +159,11 @@ void add_threads_option(ArgParser& p, int* threads) {
                [threads](std::string_view v) { *threads = static_cast<int>(parse_integer(v, "--threads", 1, 1 << 16)); });
 }
 
+void add_warmup_option(ArgParser& p, int* warmup) {
+  p.add_option("--warmup", "W", "untimed repetitions before the timed ones (default 1)",
+               [warmup](std::string_view v) { *warmup = static_cast<int>(parse_integer(v, "--warmup", 0, 1000000)); });
+}
+
 void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
   p.add_option("--backend", "auto|cuda|cpu", "where local work runs (auto: cuda where every rank has a GPU)",
                [&o](std::string_view v) {
@@ -186,8 +191,7 @@ void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
   p.add_switch("--overwrite", "let --output replace an existing dataset of the same name", &o.overwrite);
   p.add_option("--repeat", "R", "timed repetitions; times are medians over them (default 3)",
                [&o](std::string_view v) { o.repeat = static_cast<int>(parse_integer(v, "--repeat", 1, 1000000)); });
-  p.add_option("--warmup", "W", "untimed repetitions before the timed ones (default 1)",
-               [&o](std::string_view v) { o.warmup = static_cast<int>(parse_integer(v, "--warmup", 0, 1000000)); });
+  add_warmup_option(p, &o.warmup);
   p.add_option("--json", "FILE", "write a JSON report to FILE", [&o](std::string_view v) {
     if (v.empty()) throw UsageError("--json: empty file name");
     o.json = std::string(v);

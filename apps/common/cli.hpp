@@ -76,6 +76,8 @@ void add_common_options(ArgParser& parser, CommonOptions& options, bool with_n =
 
 // --threads T (1 to 65536) into *threads, for programs that do not take the common flags.
 void add_threads_option(ArgParser& parser, int* threads);
+// --warmup W (0 to 1000000) into *warmup, for programs that do not take the common flags.
+void add_warmup_option(ArgParser& parser, int* warmup);
 
 // A non-negative 64-bit count: 1000000, 1e6, 2^20, 64M, 1G, 1.5K (K, M, G, T are powers of 1024;
 // the value must be a whole number). Negative, unparsable and too large (> 2^63 - 1) values throw a

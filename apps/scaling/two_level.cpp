@@ -6,13 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <thread>
 
-#include "tessera/framework/device_comm.hpp"
+#include "pings.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/scaling_two_level.hpp"
-#include "tessera/framework/timer.hpp"
-#include "tessera/kernels/memory.hpp"
 
 namespace tessera::apps::two_level {
 namespace sc = tessera::scaling;
@@ -20,74 +17,7 @@ namespace {
 
 // Ranks outside the group being measured wait here without spinning, so that on an oversubscribed
 // node they take no cycles from the ranks being measured.
-void sleepy_barrier(MPI_Comm comm) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  TESSERA_MPI_CHECK(MPI_Ibarrier(comm, &request));
-  for (;;) {
-    int done = 0;
-    TESSERA_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-}
-
-// The pings of the one-level network (apps/scaling/main.cpp) on one group: a host MPI allreduce of
-// 8 bytes (200 calls) and of ping_bytes (5 calls), a DeviceComm broadcast of 8 bytes (100 calls)
-// and of ping_bytes (5 calls) of backend memory; per call, the slowest rank's time.
-struct Pings {
-  bool small = true;  // the 8-byte allreduce and broadcast (latency)
-  bool large = true;  // those of ping_bytes (bandwidth)
-};
-
-sc::CollectiveSample ping_group(const Context& ctx, std::int64_t ping_bytes, Pings which = {}) {
-  sc::CollectiveSample s;
-  s.ranks = ctx.size();
-  MPI_Comm comm = ctx.comm().get();
-  auto slowest = [&](double mine) {
-    double worst = 0;
-    TESSERA_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, comm));
-    return worst;
-  };
-  auto timed_allreduce = [&](double* buf, int count, int iterations) {
-    for (int i = 0; i < 2; ++i) TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, MPI_SUM, comm));
-    TESSERA_MPI_CHECK(MPI_Barrier(comm));
-    Stopwatch watch;
-    for (int i = 0; i < iterations; ++i)
-      TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, MPI_SUM, comm));
-    return slowest(watch.seconds() / iterations);
-  };
-  double one = 1.0;
-  if (which.small) s.small_seconds = timed_allreduce(&one, 1, 200);
-  const std::int64_t count = std::min<std::int64_t>(ping_bytes / 8, std::int64_t(1) << 28);
-  const std::size_t bytes = static_cast<std::size_t>(count) * 8;
-  s.large_bytes = static_cast<double>(bytes);
-  if (which.large) {
-    std::vector<double> big(static_cast<std::size_t>(count), 1.0);
-    s.large_seconds = timed_allreduce(big.data(), static_cast<int>(count), 5);
-  }
-  const kernels::Queue& queue = ctx.queue();
-  const DeviceComm device(ctx);
-  void* buffer = kernels::allocate(queue, bytes);
-  {
-    const std::vector<unsigned char> zeros(bytes, 0);
-    kernels::copy_from_host(queue, buffer, zeros.data(), bytes);
-  }
-  auto timed_bcast = [&](std::size_t n, int iterations) {
-    for (int i = 0; i < 2; ++i) device.bcast(buffer, n, 0);
-    queue.synchronize();
-    TESSERA_MPI_CHECK(MPI_Barrier(comm));
-    Stopwatch watch;
-    for (int i = 0; i < iterations; ++i) device.bcast(buffer, n, 0);
-    queue.synchronize();
-    return slowest(watch.seconds() / iterations);
-  };
-  s.device_small_bytes = 8;
-  if (which.small) s.device_small_seconds = timed_bcast(8, 100);
-  s.device_large_bytes = static_cast<double>(bytes);
-  if (which.large) s.device_large_seconds = timed_bcast(bytes, 5);
-  kernels::deallocate(queue, buffer);
-  return s;
-}
+void sleepy_barrier(const Communicator& comm) { comm.barrier_sleeping(std::chrono::microseconds(200)); }
 
 // 2, 4, 8, ... below limit, and limit itself (from 2 up).
 std::vector<int> doubling_up_to(int limit) {
@@ -186,13 +116,13 @@ Layout discover_layout(const Context& world) {
 Samples measure(const Context& world, const Layout& layout, std::int64_t ping_bytes) {
   Samples samples;
   if (!layout.block) return samples;
-  MPI_Comm comm = world.comm().get();
+  const Communicator& comm = world.comm();
   const int g = layout.ranks_per_node;
   // Within node 0: its first k ranks (block placement puts world ranks 0 .. g-1 there).
   for (int k : doubling_up_to(g)) {
     const Context group = world.first(k);
     sc::CollectiveSample s;
-    if (!group.is_null()) s = ping_group(group, ping_bytes);
+    if (!group.is_null()) s = scaling_study::ping(group, ping_bytes);
     if (world.is_root()) samples.intra.push_back(s);
     sleepy_barrier(comm);
   }
@@ -208,13 +138,13 @@ Samples measure(const Context& world, const Layout& layout, std::int64_t ping_by
     sc::CollectiveSample s;
     {
       const Context leaders = world.split(member && local == 0 ? 0 : -1, world.rank());
-      if (!leaders.is_null()) s = ping_group(leaders, 8, {true, false});
+      if (!leaders.is_null()) s = scaling_study::ping(leaders, 8, {true, false});
       sleepy_barrier(comm);
     }
     {
       const Context group = world.split(member ? local : -1, world.rank());
       if (!group.is_null()) {
-        const sc::CollectiveSample large = ping_group(group, share, {false, true});
+        const sc::CollectiveSample large = scaling_study::ping(group, share, {false, true});
         s.large_seconds = large.large_seconds;
         s.device_large_seconds = large.device_large_seconds;
         s.large_bytes = large.large_bytes;
@@ -223,7 +153,7 @@ Samples measure(const Context& world, const Layout& layout, std::int64_t ping_by
       sleepy_barrier(comm);
     }
     double times[4] = {s.small_seconds, s.large_seconds, s.device_small_seconds, s.device_large_seconds};
-    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, times, 4, MPI_DOUBLE, MPI_MAX, comm));
+    comm.allreduce(times, 4, ReduceOp::max);
     if (world.is_root()) {
       s.ranks = n;
       s.small_seconds = times[0];

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
@@ -52,20 +53,6 @@ struct Options {
   bool check = true;
   std::string json;
 };
-
-index_t parse_count(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  double scale = 1;
-  const std::string suffix = end ? std::string(end) : "";
-  if (suffix == "K" || suffix == "k") scale = 1 << 10;
-  else if (suffix == "M" || suffix == "m") scale = 1 << 20;
-  else if (suffix == "G" || suffix == "g") scale = double(1 << 30);
-  else if (!suffix.empty()) throw UsageError(flag + ": '" + text + "' is not a count (digits, optional K, M or G)");
-  if (end == text.c_str() || !(v >= 0) || v * scale > 9.2e18 || v * scale != std::floor(v * scale))
-    throw UsageError(flag + ": '" + text + "' is not a count");
-  return static_cast<index_t>(v * scale);
-}
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
@@ -103,15 +90,15 @@ Options parse(int argc, char** argv, bool* help) {
     if (flag == "--backend") o.backend = value();
     else if (flag == "--dtype") o.dtype = value();
     else if (flag == "--algo") o.algorithms = split(value());
-    else if (flag == "--min") o.min_elements = parse_count(flag, value()), min_elements = true;
-    else if (flag == "--max") o.max_elements = parse_count(flag, value()), max_elements = true;
-    else if (flag == "-b" || flag == "--minbytes") o.min_bytes = parse_count(flag, value()), min_bytes = true;
-    else if (flag == "-e" || flag == "--maxbytes") o.max_bytes = parse_count(flag, value()), max_bytes = true;
-    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = parse_count(flag, value());
-    else if (flag == "--matmul-min") o.matmul_min = parse_count(flag, value());
-    else if (flag == "--matmul-max") o.matmul_max = parse_count(flag, value());
-    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 30));
-    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 30));
+    else if (flag == "--min") o.min_elements = apps::parse_size(value(), flag), min_elements = true;
+    else if (flag == "--max") o.max_elements = apps::parse_size(value(), flag), max_elements = true;
+    else if (flag == "-b" || flag == "--minbytes") o.min_bytes = apps::parse_size(value(), flag), min_bytes = true;
+    else if (flag == "-e" || flag == "--maxbytes") o.max_bytes = apps::parse_size(value(), flag), max_bytes = true;
+    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = apps::parse_size(value(), flag);
+    else if (flag == "--matmul-min") o.matmul_min = apps::parse_size(value(), flag);
+    else if (flag == "--matmul-max") o.matmul_max = apps::parse_size(value(), flag);
+    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
+    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
     else if (flag == "-c" || flag == "--check") {
       const std::string v = value();
       if (v != "0" && v != "1") throw UsageError(flag + ": '" + v + "' (expected 0 or 1)");

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/runtime.hpp"
@@ -46,20 +47,6 @@ struct Options {
   int warmup = 2;
   std::string json;
 };
-
-index_t parse_count(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  double scale = 1;
-  const std::string suffix = end ? std::string(end) : "";
-  if (suffix == "K" || suffix == "k") scale = 1 << 10;
-  else if (suffix == "M" || suffix == "m") scale = 1 << 20;
-  else if (suffix == "G" || suffix == "g") scale = double(1 << 30);
-  else if (!suffix.empty()) throw UsageError(flag + ": '" + text + "' is not a count (digits, optional K, M or G)");
-  if (end == text.c_str() || !(v >= 0) || v * scale > 9.2e18 || v * scale != std::floor(v * scale))
-    throw UsageError(flag + ": '" + text + "' is not a count");
-  return static_cast<index_t>(v * scale);
-}
 
 const char* kUsage =
     "usage: tessera_bench_sort_distributed [flags]   (under mpirun / srun, one rank per GPU)\n"
@@ -88,11 +75,11 @@ Options parse(int argc, char** argv, bool* help) {
       for (std::string item; std::getline(ss, item, ',');)
         if (!item.empty()) o.types.push_back(item);
     } else if (flag == "--no-argsort") o.argsort = false;
-    else if (flag == "--min") o.min_elements = parse_count(flag, value());
-    else if (flag == "--max") o.max_elements = parse_count(flag, value());
-    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = parse_count(flag, value());
-    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 30));
-    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 30));
+    else if (flag == "--min") o.min_elements = apps::parse_size(value(), flag);
+    else if (flag == "--max") o.max_elements = apps::parse_size(value(), flag);
+    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = apps::parse_size(value(), flag);
+    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
+    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
     else if (flag == "--json") o.json = value();
     else if (flag == "--help" || flag == "-h") *help = true;
     else throw UsageError("unknown flag '" + flag + "' (see --help)");

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 
 #include "tessera/framework/fault.hpp"
@@ -90,6 +91,18 @@ bool Communicator::congruent(const Communicator& other) const {
 void Communicator::barrier() const {
   TESSERA_FAULT_POINT("barrier");
   TESSERA_MPI_CHECK(MPI_Barrier(get()));
+}
+
+void Communicator::barrier_sleeping(std::chrono::microseconds poll) const {
+  TESSERA_FAULT_POINT("barrier");
+  MPI_Request request = MPI_REQUEST_NULL;
+  TESSERA_MPI_CHECK(MPI_Ibarrier(get(), &request));
+  for (;;) {
+    int done = 0;
+    TESSERA_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(poll);
+  }
 }
 
 namespace {

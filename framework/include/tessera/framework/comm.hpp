@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <memory>
 #include <vector>
@@ -44,6 +45,10 @@ class Communicator {
   Communicator first(int ranks) const;
 
   void barrier() const;
+  // The same barrier, waited for without spinning: a non-blocking barrier tested every `poll`,
+  // asleep in between, so that ranks waiting on an oversubscribed node leave its cores to the ranks
+  // at work (a blocking MPI_Barrier polls at full speed in most MPI libraries).
+  void barrier_sleeping(std::chrono::microseconds poll) const;
 
   // op over all ranks; every rank gets the result. Integer sums wrap like reduce_combine. T: the
   // arithmetic types int8..int64, uint8..uint64, float, double.

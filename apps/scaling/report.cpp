@@ -1,0 +1,518 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "app.hpp"
+#include "tessera/framework/device_comm.hpp"
+
+namespace tessera::apps::scaling_study {
+namespace sc = tessera::scaling;
+namespace {
+
+// JSON has no NaN or infinity: the report writes them as null (Karp-Flatt at one rank, say), which
+// is what its readers (check_scaling_json.py, gather_scaling.py) expect.
+Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+Json number(int v) { return Json(v); }
+
+template <class T>
+Json array_of(const std::vector<T>& values) {
+  Json a = Json::array();
+  for (const T& v : values) a.push_back(number(v));
+  return a;
+}
+
+// The two smallest rank counts measured: the model check fits on them and predicts the rest.
+std::vector<int> check_fit_ranks(const std::vector<int>& ranks) {
+  std::vector<int> r(ranks.begin(), ranks.begin() + std::min<std::size_t>(2, ranks.size()));
+  return r;
+}
+
+// "[0.81, 1.02]"
+std::string interval_text(double low, double high) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%.3g, %.3g]", low, high);
+  return buf;
+}
+
+Json interval_json(double low, double high) {
+  Json a = Json::array();
+  a.push_back(number(low));
+  a.push_back(number(high));
+  return a;
+}
+
+}  // namespace
+
+std::vector<sc::Measurement> measurements(const ModeReport& r) {
+  std::vector<sc::Measurement> m;
+  for (const auto& p : r.points) {
+    const auto& t = p.median_round().timing;
+    const double time = p.time();
+    m.push_back({p.ranks, time, t.phases.local + t.phases.fixup, t.phases.communication,
+                 std::max(0.0, time - t.phases.local - t.phases.fixup - t.phases.communication)});
+  }
+  return m;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Analysis of one mode.
+
+ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const std::vector<sc::CollectiveSample>& samples) {
+  ModeAnalysis a;
+  a.report = &r;
+  a.strong = r.mode == sc::Mode::strong;
+  const bool strong = a.strong;
+  const auto& pts = r.points;
+  const MedianInterval first = pts.front().interval();
+  const double t_first = first.median;
+  const int p_first = pts.front().ranks;
+  const double base = strong ? p_first : 1;  // T(1) stands for p_first T(p_first) in strong scaling
+  std::vector<double> times, scaled;
+  for (const auto& p : pts) {
+    a.ranks.push_back(p.ranks);
+    times.push_back(p.time());
+    scaled.push_back(sc::scaled_speedup(t_first, p.time(), p.ranks) / (strong ? 1 : p_first));
+  }
+
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& p = pts[i];
+    PointAnalysis q;
+    q.series = &p;
+    q.interval = p.interval();
+    const double time = q.interval.median;
+    q.speedup = strong ? t_first * base / time : scaled[i];
+    q.efficiency = strong ? q.speedup / p.ranks : t_first / time;
+    // The efficiency's interval from the two times' intervals (the first point's own is exactly 1).
+    if (i > 0) {
+      q.efficiency_low = first.low / q.interval.high * (strong ? base / p.ranks : 1);
+      q.efficiency_high = first.high / q.interval.low * (strong ? base / p.ranks : 1);
+    }
+    q.noisy = p.spread() > o.max_spread;
+    a.noisy += q.noisy ? 1 : 0;
+    // Karp-Flatt is undefined at one rank (and not a weak-scaling metric): NaN, written as null.
+    q.karp_flatt = strong ? sc::karp_flatt(q.speedup, p.ranks).value_or(std::nan("")) : std::nan("");
+    q.other = std::max(0.0, time - p.median_round().timing.phases.total());
+    a.points.push_back(q);
+  }
+
+  if (strong) {
+    a.amdahl = sc::fit_amdahl(a.ranks, times);
+    if (a.amdahl.valid) {
+      a.fit_error = a.amdahl.residual_max;
+      a.fit_describes = a.fit_error <= o.max_fit_error;
+    }
+  } else {
+    a.gustafson = sc::fit_gustafson(a.ranks, scaled);
+    if (a.gustafson.valid) {
+      double worst = 0;
+      for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+        a.gustafson_predicted.push_back(a.gustafson.predict(a.ranks[i]));
+        worst = std::max(worst, std::abs(a.gustafson_predicted.back() - scaled[i]) / scaled[i]);
+      }
+      a.fit_error = worst;
+      a.fit_describes = worst <= o.max_fit_error;
+    }
+  }
+
+  // The model check: fit on the two smallest points (network included), predict the others.
+  const auto meas = measurements(r);
+  const int eb = element_bytes(o.dtype);
+  ModelCheck& check = a.check;
+  check.fit_ranks = check_fit_ranks(a.ranks);
+  std::vector<sc::CollectiveSample> check_samples;
+  for (const auto& s : samples)
+    if (s.ranks <= check.fit_ranks.back()) check_samples.push_back(s);
+  const auto check_model =
+      sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, operation_plan(o.op, o.dtype),
+                         sc::fit_network(check_samples), sc::fit_device_network(check_samples), meas, check.fit_ranks);
+  for (const auto& m : meas) {
+    if (std::find(check.fit_ranks.begin(), check.fit_ranks.end(), m.ranks) != check.fit_ranks.end()) continue;
+    const double predicted = check_model.predict(m.ranks).total();
+    const double error = (predicted - m.time) / m.time;
+    if (std::abs(error) >= check.worst) check.worst_ranks = m.ranks;
+    check.worst = std::max(check.worst, std::abs(error));
+    check.predictions.push_back({m.ranks, predicted, m.time, error});
+  }
+  check.passed = check.held_out() && check.worst <= o.max_fit_error;
+
+  // The model of record: fitted on every point; projected past the machine when the check allows.
+  a.model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, operation_plan(o.op, o.dtype),
+                               sc::fit_network(samples), sc::fit_device_network(samples), meas, a.ranks);
+  if (check.held_out() && !check.passed) {
+    char why[256];
+    std::snprintf(why, sizeof why, "the model fitted on ranks %d,%d misses %d ranks by %.0f%%, more than %.0f%%",
+                  check.fit_ranks.front(), check.fit_ranks.back(), check.worst_ranks, 100 * check.worst,
+                  100 * o.max_fit_error);
+    a.projection_withheld = true;
+    a.projection_note = why;
+    return a;
+  }
+  std::vector<int> proj_ranks = a.ranks;
+  for (int p : sc::default_projection_ranks())
+    if (p > a.ranks.back()) proj_ranks.push_back(p);
+  a.extrapolation = static_cast<double>(proj_ranks.back()) / a.ranks.back();
+  char note[256];
+  if (check.held_out())
+    std::snprintf(note, sizeof note,
+                  "checked: the model fitted on ranks %d,%d predicts the other points within %.0f%% (limit %.0f%%); "
+                  "%d ranks are %.0fx the largest measured (%d)",
+                  check.fit_ranks.front(), check.fit_ranks.back(), 100 * check.worst, 100 * o.max_fit_error,
+                  proj_ranks.back(), a.extrapolation, a.ranks.back());
+  else
+    std::snprintf(note, sizeof note,
+                  "unchecked: no measured point was held out of the fit (run more rank counts to check it); "
+                  "%d ranks are %.0fx the largest measured (%d)",
+                  proj_ranks.back(), a.extrapolation, a.ranks.back());
+  a.projection_note = note;
+  a.projection = sc::project(a.model, proj_ranks);
+  return a;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The table.
+
+void print_mode(FILE* text, const Options& o, const ModeAnalysis& a) {
+  const ModeReport& r = *a.report;
+  const bool strong = a.strong;
+  const bool matmul = o.op == sc::Op::matmul;
+  const auto& pts = r.points;
+  std::fprintf(text, "\n%s scaling of %s (%s, %s %lld): per point the median over %zu rounds of %d calls each, and its 95%% interval\n",
+               sc::to_string(r.mode), sc::to_string(o.op), io::to_string(o.dtype), strong ? "n" : "n per rank",
+               static_cast<long long>(r.size_arg), pts.front().rounds.size(), o.repeat);
+  std::fprintf(text, "%6s %14s %12s %23s %7s %9s %9s %19s %8s %12s %12s %12s %12s\n", "ranks", "size", "time[s]",
+               "95% interval [s]", "spread", strong ? "speedup" : "scaled_S", "effic.", "effic. interval", "karp_fl",
+               "local[s]", "comm[s]", "fixup[s]", "host[s]");
+  for (const PointAnalysis& q : a.points) {
+    const PointSeries& p = *q.series;
+    const auto& t = p.median_round().timing;
+    char kf_text[32] = "-";
+    if (!std::isnan(q.karp_flatt)) std::snprintf(kf_text, sizeof kf_text, "%.4f", q.karp_flatt);
+    std::fprintf(text, "%6d %14lld %12.6g %23s %6.0f%%%s %9.3f %9.3f %19s %8s %12.4g %12.4g %12.4g %12.4g\n", p.ranks,
+                 static_cast<long long>(p.size), q.interval.median, interval_text(q.interval.low, q.interval.high).c_str(),
+                 100 * p.spread(), q.noisy ? "!" : " ", q.speedup, q.efficiency,
+                 interval_text(q.efficiency_low, q.efficiency_high).c_str(), kf_text, t.phases.local,
+                 t.phases.communication, t.phases.fixup, t.phases.host + q.other);
+  }
+  if (a.noisy)
+    std::fprintf(text,
+                 "! %d point%s noisy: the 95%% interval of the median is wider than %.0f%% of it after %zu rounds; read "
+                 "speedups and fits with that interval in mind (a quieter machine, more --max-rounds or larger sizes "
+                 "narrow it)\n",
+                 a.noisy, a.noisy == 1 ? " is" : "s are", 100 * o.max_spread, pts.front().rounds.size());
+
+  if (strong) {
+    const auto& fit = a.amdahl;
+    if (fit.valid) {
+      std::fprintf(text, "Amdahl fit: serial fraction s = %.4g, T(1) = %.4g s, relative residual rms %.3g, max %.3g\n",
+                   fit.serial_fraction, fit.t1, fit.residual_rms, fit.residual_max);
+      if (!a.fit_describes)
+        std::fprintf(text,
+                     "Amdahl fit: does not describe these points (a fitted time is %.0f%% off, more than %.0f%%): s is "
+                     "not the serial fraction of this operation here\n",
+                     100 * fit.residual_max, 100 * o.max_fit_error);
+    } else {
+      std::fprintf(text, "Amdahl fit: needs two distinct rank counts\n");
+    }
+  } else if (a.gustafson.valid) {
+    std::fprintf(text, "Gustafson fit: serial fraction s = %.4g (scaled speedup p - s (p - 1)), residual rms %.3g, max %.0f%%\n",
+                 a.gustafson.serial_fraction, a.gustafson.residual_rms, 100 * a.fit_error);
+    if (!a.fit_describes)
+      std::fprintf(text, "Gustafson fit: does not describe these points (a fitted speedup is %.0f%% off, more than %.0f%%)\n",
+                   100 * a.fit_error, 100 * o.max_fit_error);
+  }
+
+  const ModelCheck& check = a.check;
+  for (const auto& q : check.predictions)
+    std::fprintf(text, "model check: fitted on ranks %d,%d, predicts %d ranks: %.4g s, measured %.4g s, error %+.1f%%\n",
+                 check.fit_ranks.front(), check.fit_ranks.back(), q.ranks, q.predicted, q.measured, 100 * q.error);
+
+  const sc::CostModel& model = a.model;
+  const sc::NetworkModel& charged = matmul ? model.device_network : model.network;
+  std::fprintf(text,
+               "model: local = %.3g s + work / %.3g %s/s, %s network: latency %.3g s per tree round, bandwidth %.3g B/s%s, "
+               "host %.3g s\n",
+               model.local_overhead, model.local_rate(), model.work_unit(), matmul ? "device" : "host",
+               charged.latency, charged.bandwidth,
+               matmul ? " (broadcast of panel s+1 overlapped with GEMM of panel s)" : "", model.host);
+  if (!matmul) std::fprintf(text, "collectives per call: %s\n", describe(model.plan).c_str());
+
+  if (a.projection_withheld) {
+    std::fprintf(text, "projection (%s): withheld: %s; the model does not describe this machine well enough to "
+                 "project from it\n", sc::to_string(r.mode), a.projection_note.c_str());
+    return;
+  }
+  std::fprintf(text, "projection (%s; %s):\n%6s %12s %10s %9s %12s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode),
+               a.projection_note.c_str(), "ranks", "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local",
+               "latency", "bandwidth", "host", "hidden", "dominant");
+  for (const auto& p : a.projection)
+    std::fprintf(text, "%6d %12.4g %10.2f %9.3f %12.4g %12.4g %12.4g %12.4g %12.4g  %s\n", p.ranks, p.time, p.speedup,
+                 p.efficiency, p.terms.local, p.terms.latency, p.terms.bandwidth, p.terms.host, p.terms.hidden,
+                 p.dominant.c_str());
+}
+
+// ------------------------------------------------------------------------------------------------
+// The JSON.
+
+Json mode_json(const Options& o, const ModeAnalysis& a) {
+  const ModeReport& r = *a.report;
+  const bool strong = a.strong;
+  const bool matmul = o.op == sc::Op::matmul;
+  Json j = Json::object();
+  j[strong ? "n" : "n_per_rank"] = r.size_arg;
+  j["max_spread"] = number(o.max_spread);
+  j["max_fit_error"] = number(o.max_fit_error);
+  Json points = Json::array();
+  for (const PointAnalysis& q : a.points) {
+    const PointSeries& p = *q.series;
+    const PointResult& mid = p.median_round();
+    const auto& t = mid.timing;
+    const MedianInterval& m = q.interval;
+    Json point = Json::object();
+    point["ranks"] = p.ranks;
+    point["size"] = p.size;
+    point["time_s"] = number(m.median);
+    point["time_ci95_s"] = interval_json(m.low, m.high);
+    point["ci_level"] = number(m.level);
+    const std::vector<double> round_times = p.times();
+    point["time_min_s"] = number(*std::min_element(round_times.begin(), round_times.end()));
+    point["time_max_s"] = number(*std::max_element(round_times.begin(), round_times.end()));
+    point["rounds"] = static_cast<int>(p.rounds.size());
+    point["round_times_s"] = array_of(round_times);
+    point["spread"] = number(p.spread());
+    point["noisy"] = q.noisy;
+    point[strong ? "speedup" : "scaled_speedup"] = number(q.speedup);
+    point["efficiency"] = number(q.efficiency);
+    point["efficiency_interval"] = interval_json(q.efficiency_low, q.efficiency_high);
+    if (strong) point["karp_flatt"] = number(q.karp_flatt);
+    Json phases = Json::object();
+    phases["local"] = number(t.phases.local);
+    phases["communication"] = number(t.phases.communication);
+    phases["fixup"] = number(t.phases.fixup);
+    phases["host"] = number(t.phases.host);
+    phases["other"] = number(q.other);
+    point["phases_s"] = phases;
+    point["checksum"] = number(mid.checksum);
+    points.push_back(point);
+  }
+  j["points"] = points;
+  j["noisy_points"] = a.noisy;
+
+  Json fit_json = Json::object();
+  if (strong) {
+    const auto& fit = a.amdahl;
+    fit_json["valid"] = fit.valid;
+    if (fit.valid) {
+      fit_json["serial_fraction"] = number(fit.serial_fraction);
+      fit_json["t1_s"] = number(fit.t1);
+      fit_json["residual_rms"] = number(fit.residual_rms);
+      fit_json["residual_max"] = number(fit.residual_max);
+      fit_json["fitted_time_s"] = array_of(fit.fitted);
+      fit_json["describes_points"] = a.fit_describes;
+    }
+    j["amdahl"] = fit_json;
+  } else {
+    const auto& fit = a.gustafson;
+    fit_json["valid"] = fit.valid;
+    if (fit.valid) {
+      fit_json["serial_fraction"] = number(fit.serial_fraction);
+      fit_json["residual_rms"] = number(fit.residual_rms);
+      fit_json["residual_max_relative"] = number(a.fit_error);
+      fit_json["fitted_scaled_speedup"] = array_of(a.gustafson_predicted);
+      fit_json["describes_points"] = a.fit_describes;
+    }
+    j["gustafson"] = fit_json;
+  }
+
+  const ModelCheck& check = a.check;
+  Json check_json = Json::object();
+  check_json["fit_ranks"] = array_of(check.fit_ranks);
+  Json predictions = Json::array();
+  for (const auto& p : check.predictions) {
+    Json q = Json::object();
+    q["ranks"] = p.ranks;
+    q["predicted_s"] = number(p.predicted);
+    q["measured_s"] = number(p.measured);
+    q["relative_error"] = number(p.error);
+    predictions.push_back(q);
+  }
+  check_json["points"] = predictions;
+  check_json["max_abs_relative_error"] = number(check.worst);
+  check_json["threshold"] = number(o.max_fit_error);
+  check_json["passed"] = check.held_out() ? Json(check.passed) : Json();
+  j["model_check"] = check_json;
+
+  const sc::CostModel& model = a.model;
+  Json model_json = Json::object();
+  model_json["fit_ranks"] = array_of(model.fitted_on);
+  model_json["local_overhead_s"] = number(model.local_overhead);
+  model_json["local_rate"] = number(model.local_rate());
+  model_json["local_rate_unit"] = std::string(model.work_unit()) + "/s";
+  model_json["host_s"] = number(model.host);
+  model_json["latency_s"] = number(model.network.latency);
+  model_json["bandwidth_Bps"] = number(model.network.bandwidth);
+  model_json["device_latency_s"] = number(model.device_network.latency);
+  model_json["device_bandwidth_Bps"] = number(model.device_network.bandwidth);
+  // Which network the op's collectives were charged to, and whether communication overlaps work.
+  model_json["network_path"] = matmul ? "device" : "host";
+  model_json["overlap"] = matmul ? "summa: max(panel GEMM, next panel broadcast) per step" : "none";
+  // The collectives charged per call: the operation's declared plan (matmul: SUMMA's panels).
+  Json collectives = Json::array();
+  for (const CollectiveCall& call : model.plan) {
+    Json c = Json::object();
+    c["kind"] = std::string(to_string(call.kind));
+    c["bytes"] = number(call.bytes);
+    collectives.push_back(c);
+  }
+  model_json["collectives"] = collectives;
+  j["model"] = model_json;
+
+  Json projection = Json::array();
+  if (a.projection_withheld) {
+    j["projection_status"] = "withheld";
+    j["projection_note"] = a.projection_note;
+    j["projection"] = projection;
+    return j;
+  }
+  j["projection_status"] = check.held_out() ? "checked" : "unchecked";
+  j["projection_note"] = a.projection_note;
+  j["projection_extrapolation"] = number(a.extrapolation);
+  for (const auto& p : a.projection) {
+    Json q = Json::object();
+    q["ranks"] = p.ranks;
+    q["time_s"] = number(p.time);
+    q[strong ? "speedup" : "scaled_speedup"] = number(p.speedup);
+    q["efficiency"] = number(p.efficiency);
+    Json terms = Json::object();
+    terms["local"] = number(p.terms.local);
+    terms["latency"] = number(p.terms.latency);
+    terms["bandwidth"] = number(p.terms.bandwidth);
+    terms["host"] = number(p.terms.host);
+    q["terms_s"] = terms;
+    // Outside terms_s, which add up to time_s: what ran in the shadow of the critical path.
+    q["hidden_s"] = number(p.terms.hidden);
+    q["dominant"] = p.dominant;
+    projection.push_back(q);
+  }
+  j["projection"] = projection;
+  return j;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The run: its settings, the pings and the network models.
+
+void print_collectives(FILE* text, const Options& o, const Runtime& runtime, const Context& world,
+                       const std::vector<sc::CollectiveSample>& samples) {
+  const char* device_path = to_string(device_comm_path(world.backend()));
+  std::fprintf(text, "tessera-scaling: %s, %s\ncollectives (slowest rank, per call): host MPI allreduce; DeviceComm broadcast of "
+              "backend memory (%s)\n%6s %14s %14s %14s %14s %14s %14s\n",
+              sc::to_string(o.op), runtime.describe().c_str(), device_path, "ranks", "host 8 B [s]", "host large [s]",
+              "large [B]", "dev small [s]", "dev large [s]", "dev large [B]");
+  for (const auto& s : samples)
+    std::fprintf(text, "%6d %14.4g %14.4g %14.4g %14.4g %14.4g %14.4g\n", s.ranks, s.small_seconds, s.large_seconds,
+                 s.large_bytes, s.device_small_seconds, s.device_large_seconds, s.device_large_bytes);
+  const auto net = sc::fit_network(samples);
+  const auto device_net = sc::fit_device_network(samples);
+  std::fprintf(text, "network model: host MPI (scalar collectives): latency %.4g s per tree round, bandwidth %.4g B/s; "
+               "device %s (backend buffers, matmul panels): latency %.4g s per tree round, bandwidth %.4g B/s\n",
+               net.latency, net.bandwidth, device_path, device_net.latency, device_net.bandwidth);
+}
+
+Json run_json(const Options& o, const Runtime& runtime, const Context& world,
+              const std::vector<sc::CollectiveSample>& samples, const std::vector<ModeReport>& reports,
+              const std::vector<ModeAnalysis>& analyses) {
+  Json j = Json::object();
+  j["app"] = "tessera-scaling";
+  add_provenance(j, runtime);
+  j["op"] = sc::to_string(o.op);
+  j["dtype"] = io::to_string(o.dtype);
+  j["backend"] = to_string(world.backend());
+  j["threads"] = threads_json(runtime);
+  j["world_size"] = runtime.world_size();
+  j["host"] = runtime.hostname();
+  j["runtime"] = runtime.describe();
+  j["repeat"] = o.repeat;
+  j["warmup"] = o.warmup;
+  j["rounds"] = static_cast<int>(reports.front().points.front().rounds.size());
+  j["min_rounds"] = o.rounds;
+  j["max_rounds"] = o.max_rounds;
+  j["seed"] = static_cast<unsigned long long>(o.seed);
+  if (o.op == sc::Op::matmul) j["panel_width"] = o.panel_width;
+  if (const char* job = std::getenv("SLURM_JOB_ID")) j["slurm_job_id"] = job;
+  j["ranks"] = array_of(o.ranks);
+  Json collectives = Json::array();
+  for (const auto& s : samples) {
+    Json c = Json::object();
+    c["ranks"] = s.ranks;
+    c["allreduce_8B_s"] = number(s.small_seconds);
+    c["allreduce_large_s"] = number(s.large_seconds);
+    c["large_bytes"] = number(s.large_bytes);
+    c["device_bcast_small_s"] = number(s.device_small_seconds);
+    c["device_small_bytes"] = number(s.device_small_bytes);
+    c["device_bcast_large_s"] = number(s.device_large_seconds);
+    c["device_large_bytes"] = number(s.device_large_bytes);
+    collectives.push_back(c);
+  }
+  j["collectives"] = collectives;
+  const auto net = sc::fit_network(samples);
+  const auto device_net = sc::fit_device_network(samples);
+  Json network = Json::object();
+  // latency_s and bandwidth_Bps: the host path (kept under their old names); device_*: DeviceComm.
+  network["latency_s"] = number(net.latency);
+  network["bandwidth_Bps"] = number(net.bandwidth);
+  network["path"] = to_string(DeviceCommPath::mpi_host);
+  network["device_latency_s"] = number(device_net.latency);
+  network["device_bandwidth_Bps"] = number(device_net.bandwidth);
+  network["device_path"] = to_string(device_comm_path(world.backend()));
+  j["network"] = network;
+  for (const auto& a : analyses) j[sc::to_string(a.report->mode)] = mode_json(o, a);
+  return j;
+}
+
+std::string run_csv(const Options& o, const std::vector<ModeReport>& reports) {
+  std::ostringstream csv;
+  csv << "op,mode,ranks,size,round,time_s,local_s,communication_s,fixup_s,host_s,other_s,checksum\n";
+  csv.precision(17);
+  for (const auto& r : reports)
+    for (const auto& p : r.points)
+      for (std::size_t k = 0; k < p.rounds.size(); ++k) {
+        const auto& t = p.rounds[k].timing;
+        csv << sc::to_string(o.op) << ',' << sc::to_string(r.mode) << ',' << p.ranks << ',' << p.size << ',' << k + 1
+            << ',' << t.total << ',' << t.phases.local << ',' << t.phases.communication << ',' << t.phases.fixup
+            << ',' << t.phases.host << ',' << p.rounds[k].other << ',' << p.rounds[k].checksum << '\n';
+      }
+  return csv.str();
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    out << text;
+    if (!out.flush()) return false;
+  }
+  return std::rename(partial.c_str(), path.c_str()) == 0;
+}
+
+void check_outputs_writable(const Options& o, const Communicator& world) {
+  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}}) {
+    if (path.empty()) continue;
+    int ok = 1;
+    if (world.rank() == 0) {
+      const std::string partial = path + ".partial";
+      std::ofstream probe(partial);
+      ok = probe ? 1 : 0;
+      probe.close();
+      std::remove(partial.c_str());
+    }
+    ok = world.bcast_value(ok, 0);
+    if (!ok) throw UsageError(flag + ": cannot write '" + path + "'");
+  }
+}
+
+}  // namespace tessera::apps::scaling_study

@@ -1,0 +1,91 @@
+// The report of tessera-scaling, on world rank 0: the analysis of each mode's points (speedups and
+// efficiencies with their intervals, the Amdahl or Gustafson fit, the cost model's check on held-out
+// points, the model fitted on every point and its projection), then the table on stdout and the JSON
+// and CSV files, each written by its own function from the same analysis.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+#include "measurement.hpp"
+#include "options.hpp"
+#include "tessera/framework/runtime.hpp"
+#include "tessera/framework/scaling.hpp"
+
+namespace tessera::apps::scaling_study {
+
+// One point of a mode, as reported.
+struct PointAnalysis {
+  const PointSeries* series = nullptr;
+  MedianInterval interval;          // of the rounds' times
+  double speedup = 0;               // strong: speedup; weak: scaled speedup
+  double efficiency = 0;
+  double efficiency_low = 1, efficiency_high = 1;
+  double karp_flatt = 0;            // NaN where undefined (one rank, weak scaling)
+  double other = 0;                 // the median round's time outside its phases
+  bool noisy = false;
+};
+
+// The cost model fitted on the two smallest rank counts, predicting the others.
+struct ModelCheck {
+  struct Prediction {
+    int ranks = 0;
+    double predicted = 0, measured = 0, error = 0;
+  };
+  std::vector<int> fit_ranks;
+  std::vector<Prediction> predictions;
+  double worst = 0;   // largest |relative error|
+  int worst_ranks = 0;
+  bool held_out() const { return !predictions.empty(); }
+  bool passed = false;
+};
+
+struct ModeAnalysis {
+  const ModeReport* report = nullptr;
+  bool strong = true;
+  std::vector<int> ranks;
+  std::vector<PointAnalysis> points;
+  int noisy = 0;
+  scaling::AmdahlFit amdahl;                 // strong scaling
+  scaling::GustafsonFit gustafson;           // weak scaling
+  std::vector<double> gustafson_predicted;   // the fit's scaled speedup at each rank count
+  double fit_error = 0;                      // the fit's largest relative miss
+  bool fit_describes = false;                // fit_error <= --max-fit-error
+  ModelCheck check;
+  scaling::CostModel model;                  // fitted on every point
+  bool projection_withheld = false;
+  std::string projection_note;               // why withheld, or what checked it
+  double extrapolation = 0;
+  std::vector<scaling::ProjectionPoint> projection;
+};
+
+ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const std::vector<scaling::CollectiveSample>& samples);
+
+// The table of a mode on `text`, and its JSON object.
+void print_mode(FILE* text, const Options& o, const ModeAnalysis& a);
+Json mode_json(const Options& o, const ModeAnalysis& a);
+
+// The pings' table and the network models fitted on them.
+void print_collectives(FILE* text, const Options& o, const Runtime& runtime, const Context& world,
+                       const std::vector<scaling::CollectiveSample>& samples);
+// The whole run as JSON up to the two-level section: settings, provenance, the pings, the network
+// models, and each mode's object.
+Json run_json(const Options& o, const Runtime& runtime, const Context& world,
+              const std::vector<scaling::CollectiveSample>& samples, const std::vector<ModeReport>& reports,
+              const std::vector<ModeAnalysis>& analyses);
+// One CSV row per point and round.
+std::string run_csv(const Options& o, const std::vector<ModeReport>& reports);
+
+// Per point: the median time, and the median round's phases with the rest of the median as host work.
+std::vector<scaling::Measurement> measurements(const ModeReport& r);
+
+// Output files appear complete or not at all: written to FILE.partial, renamed at the end.
+bool write_file(const std::string& path, const std::string& text);
+
+// Collective over world, before any measurement: every rank learns whether rank 0 could create each
+// output file (--json, --csv); UsageError naming the flag otherwise.
+void check_outputs_writable(const Options& o, const Communicator& world);
+
+}  // namespace tessera::apps::scaling_study

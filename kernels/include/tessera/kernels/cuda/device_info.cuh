@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -43,19 +44,30 @@ inline const DeviceInfo& current_device_info() {
   return cache[device];
 }
 
-// Resident thread blocks per SM of `kernel` at this block size, cached per (kernel, device): the
-// occupancy calculator costs microseconds, a launch should not.
+// Resident thread blocks per SM of `kernel` at this block size and dynamic shared memory, cached
+// per (kernel, device, block size, dynamic shared memory): the occupancy calculator costs
+// microseconds, a launch should not.
 template <auto Kernel>
 int blocks_per_sm(int block_threads, std::size_t dynamic_smem = 0) {
-  constexpr int kMaxDevices = 64;
-  static std::array<std::atomic<int>, kMaxDevices> cache{};
+  struct Entry {
+    int device;
+    int threads;
+    std::size_t smem;
+    int blocks;
+  };
+  static std::mutex mutex;
+  static std::vector<Entry> cache;
   const DeviceInfo& info = current_device_info();
-  int cached = cache[info.ordinal].load(std::memory_order_relaxed);
-  if (cached > 0) return cached;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const Entry& e : cache)
+      if (e.device == info.ordinal && e.threads == block_threads && e.smem == dynamic_smem) return e.blocks;
+  }
   int blocks = 0;
   TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, block_threads, dynamic_smem));
   TESSERA_ASSERT(blocks > 0, "kernel cannot be resident on this device at the chosen block size");
-  cache[info.ordinal].store(blocks, std::memory_order_relaxed);
+  const std::lock_guard<std::mutex> lock(mutex);
+  cache.push_back({info.ordinal, block_threads, dynamic_smem, blocks});
   return blocks;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../cpu/cpu_backend.hpp"
+#include "backend_dispatch.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/kernels.hpp"
 #include "tessera/kernels/transform.hpp"
@@ -13,36 +14,6 @@
 #endif
 
 namespace tessera::kernels {
-#if !TESSERA_HAVE_CUDA
-namespace {
-
-// The one place a cuda queue meets a build without CUDA: a usage error, not a crash.
-[[noreturn]] void no_cuda_backend() {
-  throw UsageError("the cuda backend was requested, but this build of Tessera has no CUDA support");
-}
-
-}  // namespace
-#endif
-
-#if TESSERA_HAVE_CUDA
-#define TESSERA_DISPATCH(queue, cpu_call, cuda_call) \
-  do {                                               \
-    if ((queue).backend == Backend::cpu) {           \
-      cpu_call;                                      \
-    } else {                                         \
-      cuda_call;                                     \
-    }                                                \
-  } while (0)
-#else
-#define TESSERA_DISPATCH(queue, cpu_call, cuda_call) \
-  do {                                               \
-    if ((queue).backend == Backend::cpu) {           \
-      cpu_call;                                      \
-    } else {                                         \
-      no_cuda_backend();                             \
-    }                                                \
-  } while (0)
-#endif
 
 namespace detail {
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend_dispatch.hpp"
 #include "histogram_backends.hpp"
 #include "tessera/kernels/detail/histogram_bins.hpp"
 #include "tessera/kernels/error.hpp"
@@ -37,12 +38,6 @@ void check_range_fits(const EvenBins& bins) {
                        "] lies outside what float32 samples can be compared with");
   }
 }
-
-#if !TESSERA_HAVE_CUDA
-[[noreturn]] void no_cuda_backend() {
-  throw UsageError("the cuda backend was requested, but this build of Tessera has no CUDA support");
-}
-#endif
 
 }  // namespace
 
@@ -80,44 +75,25 @@ std::vector<double> even_bin_edges(const EvenBins& bins) {
   return edges;
 }
 
-#if TESSERA_HAVE_CUDA
-#define TESSERA_HISTOGRAM_DISPATCH(queue, cpu_call, cuda_call) \
-  do {                                                         \
-    if ((queue).backend == Backend::cpu) {                     \
-      cpu_call;                                                \
-    } else {                                                   \
-      cuda_call;                                               \
-    }                                                          \
-  } while (0)
-#else
-#define TESSERA_HISTOGRAM_DISPATCH(queue, cpu_call, cuda_call) \
-  do {                                                         \
-    if ((queue).backend == Backend::cpu) {                     \
-      cpu_call;                                                \
-    } else {                                                   \
-      no_cuda_backend();                                       \
-    }                                                          \
-  } while (0)
-#endif
 
 #define TESSERA_DEFINE_HISTOGRAM(T)                                                                         \
   void histogram_even(const Queue& q, const T* in, index_t n, const EvenBins& bins, index_t* counts) {      \
     TESSERA_ASSERT(n >= 0, "histogram_even: negative element count");                                     \
     check_even_bins(bins);                                                                                 \
     check_range_fits<T>(bins);                                                                             \
-    TESSERA_HISTOGRAM_DISPATCH(q, cpu::histogram_even(in, n, bins, counts),                                \
+    TESSERA_DISPATCH(q, cpu::histogram_even(in, n, bins, counts),                                \
                                cuda::histogram_even(in, n, bins, counts, q.stream));                       \
   }                                                                                                        \
   void histogram_edges(const Queue& q, const T* in, index_t n, const double* edges, index_t bins,           \
                        index_t* counts) {                                                                  \
     TESSERA_ASSERT(n >= 0, "histogram_edges: negative element count");                                    \
     check_bin_count(bins, "histogram");                                                                    \
-    TESSERA_HISTOGRAM_DISPATCH(q, cpu::histogram_edges(in, n, edges, bins, counts),                        \
+    TESSERA_DISPATCH(q, cpu::histogram_edges(in, n, edges, bins, counts),                        \
                                cuda::histogram_edges(in, n, edges, bins, counts, q.stream));               \
   }                                                                                                        \
   void sample_range(const Queue& q, const T* in, index_t n, SampleRange<T>* range) {                       \
     TESSERA_ASSERT(n >= 0, "sample_range: negative element count");                                       \
-    TESSERA_HISTOGRAM_DISPATCH(q, cpu::sample_range(in, n, range), cuda::sample_range(in, n, range, q.stream)); \
+    TESSERA_DISPATCH(q, cpu::sample_range(in, n, range), cuda::sample_range(in, n, range, q.stream)); \
   }
 TESSERA_DEFINE_HISTOGRAM(std::int32_t)
 TESSERA_DEFINE_HISTOGRAM(std::int64_t)
@@ -129,7 +105,7 @@ TESSERA_DEFINE_HISTOGRAM(double)
   void bincount(const Queue& q, const T* in, index_t n, index_t bins, index_t* counts) {          \
     TESSERA_ASSERT(n >= 0, "bincount: negative element count");                                  \
     check_bin_count(bins, "bincount");                                                            \
-    TESSERA_HISTOGRAM_DISPATCH(q, cpu::bincount(in, n, bins, counts),                             \
+    TESSERA_DISPATCH(q, cpu::bincount(in, n, bins, counts),                             \
                                cuda::bincount(in, n, bins, counts, q.stream));                    \
   }
 TESSERA_DEFINE_BINCOUNT(std::int32_t)

@@ -26,4 +26,5 @@
 #include "tessera/framework/scaling.hpp"
 #include "tessera/framework/scaling_two_level.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/utf8.hpp"
 #include "tessera/kernels/kernels.hpp"

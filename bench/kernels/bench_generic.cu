@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/kernels/cuda/device_reduce_ordered.cuh"
 #include "tessera/kernels/cuda/device_transform.cuh"
@@ -42,11 +43,6 @@ struct Options {
   int reps = 20;
   int warmup = 3;
 };
-
-[[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "tessera_bench_generic: %s\n", what.c_str());
-  std::exit(2);
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -270,6 +266,7 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  program_name() = "tessera_bench_generic";
   const Options o = parse(argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_generic: no GPU\n");

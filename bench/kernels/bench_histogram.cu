@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/kernels/cuda/device_histogram.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -55,30 +56,6 @@ struct Options {
   std::string json;
 };
 
-[[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "tessera_bench_histogram: %s\n", what.c_str());
-  std::exit(2);
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t end = s.find(',', start);
-    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return parts;
-}
-
-long long parse_count(const std::string& text, const char* flag) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || *end != '\0' || v < 1) usage_error(std::string(flag) + ": not a positive integer: '" + text + "'");
-  return v;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -88,11 +65,11 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     if (flag == "--n") {
-      o.n = parse_count(value(), "--n");
+      o.n = parse_count(value(), "--n", 1);
     } else if (flag == "--bins") {
       o.bins.clear();
       for (const auto& b : split(value())) {
-        const long long v = parse_count(b, "--bins");
+        const long long v = parse_count(b, "--bins", 1);
         if (v > (1 << 24) || (v & (v - 1))) usage_error("--bins: " + b + " is not a power of two up to 2^24");
         o.bins.push_back(static_cast<int>(v));
       }
@@ -109,9 +86,9 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--variants") {
       o.variants = true;
     } else if (flag == "--reps") {
-      o.reps = static_cast<int>(parse_count(value(), "--reps"));
+      o.reps = static_cast<int>(parse_count(value(), "--reps", 1));
     } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
+      o.warmup = static_cast<int>(parse_count(value(), "--warmup", 1));
     } else if (flag == "--json") {
       o.json = value();
     } else if (flag == "--help" || flag == "-h") {
@@ -395,6 +372,7 @@ void write_json(const std::string& path, const std::string& device, double copy_
 }  // namespace
 
 int main(int argc, char** argv) {
+  program_name() = "tessera_bench_histogram";
   const Options opt = parse(argc, argv);
   if (opt.n > 0x7fffffff) usage_error("--n: CUB's int sample count holds at most 2^31 - 1");
   if (tessera::kernels::cuda_device_count() == 0) {

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/exact_sum.hpp"
@@ -60,30 +61,6 @@ struct Options {
   int gemm_reps = 10;
   std::string json;
 };
-
-[[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "tessera_bench_kernels: %s\n", what.c_str());
-  std::exit(2);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t end = s.find(sep, start);
-    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return parts;
-}
-
-index_t parse_count(const std::string& text, const char* flag) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || *end != '\0' || v < 0) usage_error(std::string(flag) + ": not a non-negative integer: '" + text + "'");
-  return v;
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -533,6 +510,7 @@ void write_json(const std::string& path, const std::string& device, double copy_
 }  // namespace
 
 int main(int argc, char** argv) {
+  program_name() = "tessera_bench_kernels";
   const Options opt = parse(argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_kernels: no usable CUDA device\n");

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/kernels/counter_rng.hpp"
 #include "tessera/kernels/cuda_check.hpp"
@@ -41,18 +42,6 @@ struct Options {
   std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
   bool study = false;             // the tuning study instead of the table
 };
-
-[[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "tessera_bench_sort: %s\n", what.c_str());
-  std::exit(2);
-}
-
-index_t parse_count(const std::string& text, const char* flag) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || *end != '\0' || v < 0) usage_error(std::string(flag) + ": not a non-negative integer: '" + text + "'");
-  return v;
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -374,6 +363,7 @@ void write_json(const std::string& path, const std::string& device, double copy_
 }  // namespace
 
 int main(int argc, char** argv) {
+  program_name() = "tessera_bench_sort";
   const Options o = parse(argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_sort: no usable CUDA device\n");

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/kernels/cuda/device_stencil.cuh"
 #include "tessera/kernels/kernels.hpp"
@@ -49,11 +50,6 @@ struct Options {
     return only.empty() || std::find(only.begin(), only.end(), what) != only.end();
   }
 };
-
-[[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "tessera_bench_stencil: %s\n", what.c_str());
-  std::exit(2);
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -407,6 +403,7 @@ void write_json(const std::string& path, const std::string& device) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  program_name() = "tessera_bench_stencil";
   const Options o = parse(argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_stencil: no usable CUDA device\n");

@@ -30,6 +30,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/kernels/cuda/device_transpose.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -58,29 +59,6 @@ struct Options {
   int warmup = 3;
   bool variants = false;
 };
-
-[[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "tessera_bench_transpose: %s\n", what.c_str());
-  std::exit(2);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = s.find(sep, start);
-    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) return parts;
-    start = end + 1;
-  }
-}
-
-index_t parse_count(const std::string& text, const char* flag) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 0);
-  if (text.empty() || *end != '\0' || v < 0) usage_error(std::string(flag) + ": not a non-negative integer: '" + text + "'");
-  return v;
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -359,6 +337,7 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  program_name() = "tessera_bench_transpose";
   const Options opt = parse(argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_transpose: no CUDA device\n");

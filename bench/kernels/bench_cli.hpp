@@ -1,0 +1,44 @@
+// Command-line helpers shared by the kernel benchmarks: a usage error (the program's name and the
+// message on stderr, exit status 2), a list split at a separator, and a whole-number argument.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace tessera::bench {
+
+// The name usage errors start with; each benchmark's main sets it before parsing.
+inline std::string& program_name() {
+  static std::string name = "tessera_bench";
+  return name;
+}
+
+[[noreturn]] inline void usage_error(const std::string& what) {
+  std::fprintf(stderr, "%s: %s\n", program_name().c_str(), what.c_str());
+  std::exit(2);
+}
+
+inline std::vector<std::string> split(const std::string& s, char sep = ',') {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = s.find(sep, start);
+    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+// A whole number of at least `least` (0 or 1), in any base strtoll reads.
+inline long long parse_count(const std::string& text, const char* flag, long long least = 0) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 0);
+  if (text.empty() || *end != '\0' || v < least)
+    usage_error(std::string(flag) + (least > 0 ? ": not a positive integer: '" : ": not a non-negative integer: '") + text +
+                "'");
+  return v;
+}
+
+}  // namespace tessera::bench

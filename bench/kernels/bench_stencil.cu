@@ -13,7 +13,9 @@
 // order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
 //
 // Usage: tessera_bench_stencil [--n 16384] [--reps 20] [--warmup 3] [--json FILE]
-//          [--only sweep5,sweep9,double,variants,convolve]   (default: all)
+//          [--only sweep5,sweep9,double,variants,convolve,convolve-skew,convolve-variants]   (default: all)
+//   convolve-skew      the convolution with the input and the output off their 16-byte boundaries
+//   convolve-variants  other tunings of the convolution by lanes
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -355,33 +357,69 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
   in.base = out.base = plain_out.base = nullptr;
 }
 
-void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius) {
+// Other tunings of the convolution by lanes (the library's own is Convolve1dLanesTuning).
+struct LanesThreeVectors : detail::Convolve1dLanesTuning {
+  static constexpr int kVectorsPerLane = 3;
+  static constexpr int kMinBlocksPerSm = 3;
+};
+
+template <class Tuning>
+void lanes_convolve(const Queue& q, const float* in, index_t n, const std::vector<float>& weights, float* out) {
+  const auto radius = static_cast<int>((weights.size() - 1) / 2);
+  detail::CentredTaps<float, Tuning::kMaxRadius> centred{};
+  for (std::size_t k = 0; k < weights.size(); ++k) centred.tap[Tuning::kMaxRadius - radius + static_cast<int>(k)] = weights[k];
+  detail::convolve_1d_lanes<float, Tuning>(in, n, centred, radius, out, stream_of(q));
+}
+
+// misalign: elements added to both the input's and the output's address (0: both on 16-byte
+// boundaries; 1: the input 4 bytes past one, the output 4 bytes past one; 5 for the output puts the
+// input and the output at different offsets).
+void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius, int in_skew = 0, int out_skew = 0) {
   const index_t pad = 64;  // beyond the largest radius below: [-radius, n + radius) readable
-  float* in = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n + 2 * pad) * sizeof(float)));
-  float* out = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n) * sizeof(float)));
-  float* plain_out = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n) * sizeof(float)));
+  float* in = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n + 2 * pad + 8) * sizeof(float)));
+  float* out_base = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n + 8) * sizeof(float)));
+  float* plain_base = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(n + 8) * sizeof(float)));
+  float* out = out_base + out_skew;
+  float* plain_out = plain_base + out_skew;
+  const float* source = in + pad + in_skew;
   float* device_weights = static_cast<float*>(tessera::kernels::allocate(q, static_cast<std::size_t>(2 * radius + 1) * sizeof(float)));
-  tessera::kernels::generate(q, in, n + 2 * pad, 11, 0);
+  tessera::kernels::generate(q, in, n + 2 * pad + 8, 11, 0);
   std::vector<float> weights(static_cast<std::size_t>(2 * radius + 1));
   tessera::kernels::generate(Queue{}, weights.data(), 2 * radius + 1, 12, 0);
   tessera::kernels::copy_from_host(q, device_weights, weights.data(), weights.size() * sizeof(float));
-  auto ours = [&] { tessera::kernels::convolve_1d(q, in + pad, n, weights, out); };
+  auto ours = [&] { tessera::kernels::convolve_1d(q, source, n, weights, out); };
   auto plain = [&] {
-    plain_convolve_kernel<float><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream_of(q)>>>(in + pad, n, device_weights,
+    plain_convolve_kernel<float><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream_of(q)>>>(source, n, device_weights,
                                                                                                       radius, plain_out);
     TESSERA_CUDA_CHECK_LAUNCH();
   };
   ours();
   plain();
   std::vector<float> a(static_cast<std::size_t>(n)), b(a.size());
-  tessera::kernels::copy_to_host(q, a.data(), out, a.size() * sizeof(float));
-  tessera::kernels::copy_to_host(q, b.data(), plain_out, b.size() * sizeof(float));
-  const bool agree = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  auto agrees = [&] {
+    tessera::kernels::copy_to_host(q, a.data(), out, a.size() * sizeof(float));
+    tessera::kernels::copy_to_host(q, b.data(), plain_out, b.size() * sizeof(float));
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  const bool agree = agrees();
   const auto [ours_ms, plain_ms] = median_pair_ms(q, o.warmup, o.reps, ours, plain);
   const double elements = static_cast<double>(n);
-  report({"convolve r=" + std::to_string(radius) + (radius > detail::Convolve1dTuning::kMaxRadius ? " (chunked)" : ""), "float",
-          std::to_string(n), ours_ms, plain_ms, elements, 2.0 * elements * sizeof(float), 0, agree});
-  for (float* p : {in, out, plain_out, device_weights}) tessera::kernels::deallocate(q, p);
+  const double bytes = 2.0 * elements * sizeof(float);
+  const std::string label = "convolve r=" + std::to_string(radius) +
+                            (radius > detail::Convolve1dLanesTuning::kMaxRadius ? " (chunked)" : "") +
+                            (in_skew || out_skew ? " skew " + std::to_string(in_skew) + "/" + std::to_string(out_skew) : "");
+  report({label, "float", std::to_string(n), ours_ms, plain_ms, elements, bytes, 0, agree});
+  if (o.wants("convolve-variants") && radius <= detail::Convolve1dLanesTuning::kMaxRadius) {
+    auto variant = [&](const std::string& name, const std::function<void()>& run) {
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(out_base, 0xff, static_cast<std::size_t>(n + 8) * sizeof(float), stream_of(q)));
+      run();
+      const bool agree_variant = agrees();
+      report({label + " " + name, "float", std::to_string(n), median_ms(q, o.warmup, o.reps, run), plain_ms, elements, bytes, 0,
+              agree_variant});
+    };
+    variant("(3 vectors/lane)", [&] { lanes_convolve<LanesThreeVectors>(q, source, n, weights, out); });
+  }
+  for (float* p : {in, out_base, plain_base, device_weights}) tessera::kernels::deallocate(q, p);
 }
 
 void write_json(const std::string& path, const std::string& device) {
@@ -420,6 +458,12 @@ int main(int argc, char** argv) {
   if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
   if (o.wants("convolve"))
     for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
+  if (o.wants("convolve-skew"))
+    for (index_t radius : {1, 8}) {
+      bench_convolve(q, o, o.n * o.n, radius, 1, 1);
+      bench_convolve(q, o, o.n * o.n, radius, 1, 0);
+      bench_convolve(q, o, o.n * o.n, radius, 3, 1);
+    }
   if (!o.json.empty()) write_json(o.json, device);
   bool all_agree = true;
   for (const Row& r : g_rows) all_agree = all_agree && r.agree;

@@ -175,6 +175,18 @@ TYPED_TEST(StencilGpu, ConvolveIsBitIdenticalToCpu) {
     }
 }
 
+// The kernel by lanes (radius <= 8) at every pair of input and output offsets within a 16-byte
+// vector, at sizes around a warp's tile (32 lanes x 2 vectors), and radii that reach one and two
+// lanes away for 8-byte elements.
+TYPED_TEST(StencilGpu, ConvolveByLanesAtEveryMisalignment) {
+  using T = TypeParam;
+  std::uint64_t seed = test_seed() + 2000;
+  for (index_t n : {1, 7, 127, 128, 129, 255, 256, 257, 1031})
+    for (index_t radius : {1, 3, 4, 7, 8})
+      for (index_t in_offset = 0; in_offset < 4; ++in_offset)
+        for (index_t out_offset = 0; out_offset < 4; ++out_offset) check_convolve<T>(n, radius, in_offset, out_offset, ++seed);
+}
+
 // ---- pack / unpack -------------------------------------------------------------------------------------
 
 template <int kBytes>

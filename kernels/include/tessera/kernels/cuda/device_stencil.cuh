@@ -9,12 +9,14 @@
 //                walks the tiles (a warp-wide strip of columns by a segment of rows) in row-major
 //                order, so that the thread blocks resident at one time share the rows at their
 //                segments' edges through L2.
-//   convolve_1d  tiles of kTile outputs: the tile's input and halo are copied to shared memory with
-//                16-byte loads, each thread computes kItems consecutive outputs from a window of
-//                inputs in registers (an odd kItems puts the reads of a warp on 32 banks), and the
-//                tile leaves through shared memory with 16-byte stores. Radius <= kMaxRadius: the
-//                weights travel in the kernel's parameters and the loop over them is unrolled.
-//                Wider kernels: the same tiles, the weights from global memory in chunks.
+//   convolve_1d  radius <= 8, by lanes: each lane owns two 16-byte vectors of consecutive outputs,
+//                loads its inputs as whole aligned vectors (realigned to the outputs by one shuffle
+//                where the input and output are off by part of a vector) and takes the radius's
+//                inputs on either side from the neighbouring lanes by shuffles; one kernel per
+//                radius, the weights in its parameters, so that only that radius's taps are issued.
+//                Wider kernels: tiles of kTile outputs through shared memory, each thread computing
+//                kItems consecutive outputs (an odd kItems puts a warp's reads on 32 banks), the
+//                weights from global memory in chunks.
 //   pack / unpack of rectangles: one launch for up to kMaxRectangles rectangles (grid y = rectangle).
 //
 // Every product and sum is rounded on its own (__fmul_rn / __fadd_rn, which nvcc never contracts into
@@ -26,6 +28,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
@@ -33,6 +36,7 @@
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/stencil.hpp"
 
@@ -51,12 +55,22 @@ struct Stencil2dTuning {
   // blocks per SM 0.875 ms (81.9% of the copy rate), 1 vector and 8 blocks 0.931 ms (77.0%).
 };
 
+// The 1-D convolution up to kMaxRadius: each lane owns kVectorsPerLane consecutive 16-byte vectors of
+// outputs; the inputs beside them come from the neighbouring lanes by shuffles.
+struct Convolve1dLanesTuning {
+  static constexpr int kThreads = 256;
+  static constexpr int kVectorsPerLane = 2;
+  static constexpr int kMaxRadius = 8;
+  static constexpr int kMinBlocksPerSm = 4;   // 4-byte elements: up to 64 registers
+  static constexpr int kMinBlocksPerSm8 = 3;  // 8-byte elements: up to 85 registers
+};
+
+// The 1-D convolution of wider kernels: tiles through shared memory.
 struct Convolve1dTuning {
   static constexpr int kThreads = 256;
   static constexpr int kItems = 9;           // consecutive outputs per thread (odd: no bank conflicts)
   static constexpr int kItems8 = 5;          // the same for 8-byte elements
-  static constexpr int kMaxRadius = 8;       // the unrolled kernel; wider ones take the chunked kernel
-  static constexpr int kTapChunk = 256;      // weights per pass of the chunked kernel
+  static constexpr int kTapChunk = 256;      // weights per pass
   static constexpr int kMinBlocksPerSm = 4;
 };
 
@@ -412,7 +426,7 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
 
 // ---- convolve_1d -------------------------------------------------------------------------------------
 
-// The weights of the unrolled kernel, centred: taps[kMaxRadius - radius + k] = weights[k], the rest
+// The weights of the kernel by lanes, centred: taps[kMaxRadius - radius + k] = weights[k], the rest
 // unused (never multiplied: a zero times an infinity would make a NaN).
 template <class T, int kMaxRadius>
 struct CentredTaps {
@@ -455,97 +469,11 @@ __device__ __forceinline__ void store_tile(T* out, index_t count, const T* resul
   for (index_t j = head + body * kV + threadIdx.x; j < count; j += kThreads) out[j] = result[j];
 }
 
-// Outputs per thread of the convolution: odd, so that a warp's reads of its windows in shared
-// memory (at a stride of kItems elements) fall on 32 different banks; fewer for 8-byte elements,
-// whose window of kItems + 2 kMaxRadius values lives in registers.
+// Outputs per thread of the chunked convolution: odd, so that a warp's reads of its windows in
+// shared memory (at a stride of kItems elements) fall on 32 different banks; fewer for 8-byte
+// elements.
 template <class T, class Tuning>
 inline constexpr int kConvolveItems = sizeof(T) > 4 ? Tuning::kItems8 : Tuning::kItems;
-
-// sm_80+ asynchronous 16-byte copy from global to shared memory, bypassing L1, and its group fences.
-__device__ __forceinline__ void stage_16(void* shared_dst, const void* global_src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(shared_dst))),
-               "l"(global_src)
-               : "memory");
-}
-__device__ __forceinline__ void stage_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void stage_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Copies inputs [base, end) (relative to `in`; in + base on a 16-byte boundary) to window[0, end -
-// base): 16-byte asynchronous copies where the whole vector lies in [lo, hi), the readable inputs;
-// element by element at the two ends (zeros outside [lo, hi), never read from memory).
-template <class T, int kThreads>
-__device__ __forceinline__ void stage_window(const T* in, index_t base, index_t end, index_t lo, index_t hi, T* window) {
-  constexpr int kV = Vector<T>::kItems;
-  for (index_t j = static_cast<index_t>(threadIdx.x) * kV; j < end - base; j += index_t(kThreads) * kV) {
-    const index_t g = base + j;
-    if (g >= lo && g + kV <= hi) {
-      stage_16(window + j, in + g);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kV; ++k) window[j + k] = g + k >= lo && g + k < hi ? in[g + k] : T(0);
-    }
-  }
-}
-
-// Radius <= kMaxRadius. Double-buffered: while a thread block computes one tile from shared memory,
-// the copies of its next tile are in flight into the other buffer.
-template <class T, class Tuning = Convolve1dTuning>
-__global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
-    convolve_1d_unrolled_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out,
-                                CentredTaps<T, Tuning::kMaxRadius> taps, int radius, index_t tiles) {
-  constexpr int kR = Tuning::kMaxRadius;
-  constexpr int kItems = kConvolveItems<T, Tuning>;
-  constexpr int kTile = Tuning::kThreads * kItems;
-  constexpr int kV = Vector<T>::kItems;
-  static_assert(kTile * sizeof(T) % kVectorBytes == 0, "tiles must keep the 16-byte alignment of the window");
-  __shared__ alignas(16) T window[2][kTile + 2 * kR + 2 * kV];
-  __shared__ alignas(16) T result[kTile];
-  // window[b][j] holds input start - kR - lead + j of the tile staged in buffer b; a tile's span is a
-  // whole number of vectors, so lead is the same for every tile.
-  const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in - kR) % kVectorBytes) / sizeof(T);
-  auto stage = [&](index_t tile, int buffer) {
-    const index_t start = tile * kTile;
-    const index_t count = std::min(index_t(kTile), n - start);
-    // Inputs outside [start - radius, start + count + radius) are never read (the caller's array may end there).
-    stage_window<T, Tuning::kThreads>(in, start - kR - lead, start + count + kR, start - radius, start + count + radius,
-                                      window[buffer]);
-  };
-  const int first = static_cast<int>(threadIdx.x) * kItems;
-  int buffer = 0;
-  if (static_cast<index_t>(blockIdx.x) < tiles) stage(blockIdx.x, 0);
-  stage_commit();
-  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, buffer ^= 1) {
-    const index_t next = tile + gridDim.x;
-    if (next < tiles) stage(next, buffer ^ 1);  // that buffer's last readers passed the barrier after their compute
-    stage_commit();
-    stage_wait<1>();  // this thread's copies of `tile` have landed ...
-    __syncthreads();  // ... and every thread's
-    const index_t start = tile * kTile;
-    const index_t count = std::min(index_t(kTile), n - start);
-    if (first < count) {
-      // x[m] = input start + first - kR + m.
-      T x[kItems + 2 * kR];
-#pragma unroll
-      for (int m = 0; m < kItems + 2 * kR; ++m) x[m] = window[buffer][lead + first + m];
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        // Output o = start + first + i takes weights[k] * in[o + radius - k]; with kk = k + kR - radius
-        // that input is x[i + 2 kR - kk]. -0 + p == p for every p: the first term enters exactly.
-        T acc = T(-0.0);
-#pragma unroll
-        for (int kk = 0; kk <= 2 * kR; ++kk)
-          if (kk >= kR - radius && kk <= kR + radius) acc = add_rn(acc, mul_rn(taps.tap[kk], x[i + 2 * kR - kk]));
-        result[first + i] = acc;
-      }
-    }
-    __syncthreads();
-    store_tile<T, Tuning::kThreads>(out + start, count, result);
-  }
-  stage_wait<0>();
-}
 
 // Any radius: the weights in global memory, kTapChunk of them per pass over the tile.
 template <class T, class Tuning = Convolve1dTuning>
@@ -594,6 +522,138 @@ __global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
   }
 }
 
+// Radius R <= kMaxRadius (a template parameter: only the taps of R are issued), by lanes: lane l of
+// warp tile w owns outputs [first, first + kI), first = w kWarpTile + l kI - out_lead, so that out +
+// first lies on a 16-byte boundary (out_lead: the elements before out's first boundary). It loads
+// the kI inputs at in + first - shift, the 16-byte boundary at or below in + first, as whole
+// vectors; takes the shift's remainder from the next lane; and the R inputs on either side from the
+// lanes beside it by shuffles (the lanes at a warp's edges read theirs from memory, where the
+// neighbouring warp's loads left them in L1/L2). Inputs outside the readable [-R, n + R) are never
+// read (zeros stand in; no tap of an output in [0, n) meets them); outputs outside [0, n) are never
+// written.
+template <class T, class Tuning, int R>
+__global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMinBlocksPerSm8 : Tuning::kMinBlocksPerSm)
+    convolve_1d_lanes_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out,
+                             CentredTaps<T, Tuning::kMaxRadius> taps, int out_lead, int shift, index_t warp_tiles) {
+  constexpr int kV = Vector<T>::kItems;
+  constexpr int kLaneVectors = Tuning::kVectorsPerLane;
+  constexpr int kI = kLaneVectors * kV;
+  constexpr index_t kWarpTile = index_t(kWarpThreads) * kI;
+  constexpr int kTap0 = Tuning::kMaxRadius - R;  // taps.tap[kTap0 + k] = weights[k]
+  const int lane = lane_id();
+  const index_t lo = -R;
+  const index_t hi = n + R;
+  auto read = [&](index_t p) { return p >= lo && p < hi ? __ldg(in + p) : T(0); };
+  const index_t warps = static_cast<index_t>(gridDim.x) * (Tuning::kThreads / kWarpThreads);
+  for (index_t w = (static_cast<index_t>(blockIdx.x) * Tuning::kThreads + threadIdx.x) / kWarpThreads; w < warp_tiles;
+       w += warps) {
+    const index_t first = w * kWarpTile + static_cast<index_t>(lane) * kI - out_lead;
+    const index_t base = first - shift;
+    T raw[kI];
+#pragma unroll
+    for (int v = 0; v < kLaneVectors; ++v) {
+      const index_t p = base + v * kV;
+      if (p >= lo && p + kV <= hi) {
+        const Vector<T> vec = load_vector_readonly(in + p);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) raw[v * kV + k] = vec.item[k];
+      } else {
+#pragma unroll
+        for (int k = 0; k < kV; ++k) raw[v * kV + k] = read(p + k);
+      }
+    }
+    // x[m] = input first - R + m; x[R + j] the lane's own inputs.
+    T x[kI + 2 * R];
+    if (shift == 0) {
+#pragma unroll
+      for (int j = 0; j < kI; ++j) x[R + j] = raw[j];
+    } else {
+      // The first kV - 1 inputs of the next lane complete this lane's kI from base + shift.
+      T next[kV > 1 ? kV - 1 : 1];
+#pragma unroll
+      for (int k = 0; k < kV - 1; ++k) {
+        const T from_next = shfl_down(raw[k], 1);
+        next[k] = lane < kWarpThreads - 1 ? from_next : read(base + kI + k);
+      }
+      auto from = [&](int m) { return m < kI ? raw[m] : next[m - kI]; };  // input base + m
+#pragma unroll
+      for (int j = 0; j < kI; ++j) {
+        T value = from(j + 1);
+#pragma unroll
+        for (int s = 2; s < kV; ++s) value = shift == s ? from(j + s) : value;
+        x[R + j] = value;
+      }
+    }
+#pragma unroll
+    for (int d = 1; d <= R; ++d) {
+      const int q = (d + kI - 1) / kI;  // input first - d is held by lane - q, input first + kI - 1 + d by lane + q
+      const T west = shfl_up(x[R + q * kI - d], q);
+      const T east = shfl_down(x[R + kI - 1 + d - q * kI], q);
+      x[R - d] = lane >= q ? west : read(first - d);
+      x[R + kI - 1 + d] = lane + q < kWarpThreads ? east : read(first + kI - 1 + d);
+    }
+    T result[kI];
+#pragma unroll
+    for (int i = 0; i < kI; ++i) {
+      // Output first + i takes weights[k] * in[first + i + R - k] = weights[k] * x[i + 2R - k]. -0 + p
+      // == p for every p: the first term enters exactly.
+      T acc = T(-0.0);
+#pragma unroll
+      for (int k = 0; k <= 2 * R; ++k) acc = add_rn(acc, mul_rn(taps.tap[kTap0 + k], x[i + 2 * R - k]));
+      result[i] = acc;
+    }
+    if (first >= 0 && first + kI <= n) {
+#pragma unroll
+      for (int v = 0; v < kLaneVectors; ++v) {
+        Vector<T> vec;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) vec.item[k] = result[v * kV + k];
+        store_vector(out + first + v * kV, vec);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kI; ++j)
+        if (first + j >= 0 && first + j < n) out[first + j] = result[j];
+    }
+  }
+}
+
+template <class T, class Tuning, int R>
+void launch_convolve_1d_lanes(const T* in, index_t n, const CentredTaps<T, Tuning::kMaxRadius>& taps, T* out,
+                              StreamHandle stream) {
+  constexpr int kI = Tuning::kVectorsPerLane * Vector<T>::kItems;
+  constexpr index_t kWarpTile = index_t(kWarpThreads) * kI;
+  const auto out_lead = static_cast<int>(reinterpret_cast<std::uintptr_t>(out) % kVectorBytes / sizeof(T));
+  const auto shift = static_cast<int>(reinterpret_cast<std::uintptr_t>(in - out_lead) % kVectorBytes / sizeof(T));
+  const index_t warp_tiles = ceil_div<index_t>(n + out_lead, kWarpTile);
+  constexpr auto kernel = convolve_1d_lanes_kernel<T, Tuning, R>;
+  constexpr int kWarpsPerBlock = Tuning::kThreads / kWarpThreads;
+  const index_t sms = current_device_info().sm_count;
+  const auto grid = static_cast<unsigned>(
+      std::min<index_t>(ceil_div<index_t>(warp_tiles, kWarpsPerBlock), sms * blocks_per_sm<kernel>(Tuning::kThreads)));
+  kernel<<<grid, Tuning::kThreads, 0, to_cuda(stream)>>>(in, n, out, taps, out_lead, shift, warp_tiles);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// The kernel by lanes for radius 0 .. kMaxRadius (taps centred as CentredTaps says).
+template <class T, class Tuning = Convolve1dLanesTuning>
+void convolve_1d_lanes(const T* in, index_t n, const CentredTaps<T, Tuning::kMaxRadius>& taps, int radius, T* out,
+                       StreamHandle stream) {
+  static_assert(Tuning::kMaxRadius == 8, "one case per radius below");
+  switch (radius) {
+    case 0: return launch_convolve_1d_lanes<T, Tuning, 0>(in, n, taps, out, stream);
+    case 1: return launch_convolve_1d_lanes<T, Tuning, 1>(in, n, taps, out, stream);
+    case 2: return launch_convolve_1d_lanes<T, Tuning, 2>(in, n, taps, out, stream);
+    case 3: return launch_convolve_1d_lanes<T, Tuning, 3>(in, n, taps, out, stream);
+    case 4: return launch_convolve_1d_lanes<T, Tuning, 4>(in, n, taps, out, stream);
+    case 5: return launch_convolve_1d_lanes<T, Tuning, 5>(in, n, taps, out, stream);
+    case 6: return launch_convolve_1d_lanes<T, Tuning, 6>(in, n, taps, out, stream);
+    case 7: return launch_convolve_1d_lanes<T, Tuning, 7>(in, n, taps, out, stream);
+    case 8: return launch_convolve_1d_lanes<T, Tuning, 8>(in, n, taps, out, stream);
+    default: throw UsageError("convolve_1d: radius " + std::to_string(radius) + " is beyond the kernel by lanes");
+  }
+}
+
 template <class T, class Tuning = Convolve1dTuning>
 void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, StreamHandle stream) {
   if (n <= 0) return;
@@ -602,13 +662,11 @@ void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, Str
   constexpr int kTile = Tuning::kThreads * kConvolveItems<T, Tuning>;
   const index_t tiles = ceil_div<index_t>(n, kTile);
   const index_t sms = current_device_info().sm_count;
-  if (radius <= Tuning::kMaxRadius) {
-    CentredTaps<T, Tuning::kMaxRadius> centred{};
-    for (index_t k = 0; k < taps; ++k) centred.tap[Tuning::kMaxRadius - radius + k] = weights[static_cast<std::size_t>(k)];
-    constexpr auto kernel = convolve_1d_unrolled_kernel<T, Tuning>;
-    const auto grid = static_cast<unsigned>(std::min<index_t>(tiles, sms * blocks_per_sm<kernel>(Tuning::kThreads)));
-    kernel<<<grid, Tuning::kThreads, 0, to_cuda(stream)>>>(in, n, out, centred, static_cast<int>(radius), tiles);
-    TESSERA_CUDA_CHECK_LAUNCH();
+  if (radius <= Convolve1dLanesTuning::kMaxRadius) {
+    CentredTaps<T, Convolve1dLanesTuning::kMaxRadius> centred{};
+    for (index_t k = 0; k < taps; ++k)
+      centred.tap[Convolve1dLanesTuning::kMaxRadius - radius + k] = weights[static_cast<std::size_t>(k)];
+    convolve_1d_lanes<T>(in, n, centred, static_cast<int>(radius), out, stream);
     return;
   }
   Queue queue;

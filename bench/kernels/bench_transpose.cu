@@ -225,15 +225,31 @@ struct ScalarVariant : detail::TransposeTuning<Bytes> {
   }
 };
 
+// Padded tiles in a two-dimensional grid.
+template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
+struct PaddedVariant {
+  static constexpr int kBytes = Bytes;
+  static constexpr bool kPadded = true;
+  static std::string name() {
+    return "padded " + std::to_string(Tile) + "x" + std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
+           (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
+  }
+  template <class E>
+  static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
+    detail::launch_transpose_padded<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
+  }
+};
+
 // Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
-template <int Bytes, int UnitRows, int UnitCols, int Threads>
+template <int Bytes, int UnitRows, int UnitCols, int Threads, int MinBlocks = 1>
 struct ShiftedVariant : detail::TransposeTuning<Bytes> {
   using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, false, true>;
   static constexpr int kThreads = Threads;
   static constexpr int kBytes = Bytes;
+  static constexpr int kMinBlocksPerSm = MinBlocks;
   static std::string name() {
     return "shifted " + std::to_string(UnitRows) + "x" + std::to_string(UnitCols) + " units, " + std::to_string(Threads) +
-           " thr";
+           " thr" + (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
   }
 };
 
@@ -253,7 +269,11 @@ void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out
                                    static_cast<std::size_t>(s.cols) * sizeof(E), static_cast<std::size_t>(s.rows) * sizeof(E),
                                    static_cast<std::size_t>(s.cols) * sizeof(E)};
   auto call = [&] {
-    detail::launch_transpose_tiles<Variant, E, typename Variant::Agent, Variant::kThreads>(args, s.rows, s.cols, b.q.stream);
+    if constexpr (requires { Variant::kPadded; }) {
+      Variant::template launch<E>(args, s.rows, s.cols, b.q.stream);
+    } else {
+      detail::launch_transpose_tiles<Variant, E, typename Variant::Agent, Variant::kThreads>(args, s.rows, s.cols, b.q.stream);
+    }
   };
   call();
   const std::size_t total = static_cast<std::size_t>(s.rows * s.cols) * bytes;
@@ -315,10 +335,27 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
       time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<ShiftedVariant<4, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<4, 16, 16, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<4, 16, 16, 256, 3>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<4, 16, 16, 128, 8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ShiftedVariant<4, 32, 16, 256, 3>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 32, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<ScalarVariant<4, 64, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<4, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<4, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<4, 64, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<4, 32, 256, 8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<4, 64, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "double" && unaligned) {
       time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<ShiftedVariant<8, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<8, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<8, 32, 256, 6>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else if (type == "b16") {
+      time_variant<PaddedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<16, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int8" && unaligned) {
       time_variant<DefaultScalar<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);

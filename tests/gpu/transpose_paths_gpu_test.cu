@@ -1,6 +1,6 @@
-// Both paths of the transpose for rows that are not on 16-byte boundaries, each forced through the
-// tuning (TransposeTuning::kShiftedTiles), against the CPU backend on the same random bytes:
-// shifted vector tiles and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte elements always
+// The paths of the transpose for rows that are not on 16-byte boundaries, each forced through the
+// tuning (TransposeTuning::kPaddedTiles, kShiftedTiles), against the CPU backend on the same random
+// bytes: padded tiles, shifted vector tiles and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte elements always
 // start their rows on 16-byte boundaries), shapes around the edges of both kinds of tiles, and
 // layouts in which every row has its own misalignment (odd leading dimensions), one block is
 // aligned and the other is not, and blocks start off a 16-byte (and, for 1- and 2-byte elements, a
@@ -26,9 +26,10 @@ namespace {
 
 namespace detail = kernels::cuda::detail;
 
-template <int Bytes, bool Shifted>
+template <int Bytes, bool Shifted, bool Padded = false>
 struct ForcedTuning : detail::TransposeTuning<Bytes> {
   static constexpr bool kShiftedTiles = Shifted;
+  static constexpr bool kPaddedTiles = Padded;
 };
 
 struct Layout {
@@ -36,8 +37,9 @@ struct Layout {
   std::size_t in_offset, out_offset;  // bytes past an aligned address
 };
 
-std::string describe(int bytes, bool shifted, index_t rows, index_t cols, const Layout& l) {
-  return std::to_string(bytes) + "-byte elements, " + (shifted ? "shifted vector tiles, " : "scalar tiles, ") +
+std::string describe(int bytes, bool shifted, bool padded, index_t rows, index_t cols, const Layout& l) {
+  return std::to_string(bytes) + "-byte elements, " +
+         (padded ? "padded tiles, " : shifted ? "shifted vector tiles, " : "scalar tiles, ") +
          std::to_string(rows) + " x " + std::to_string(cols) + ", ld_in " + std::to_string(l.ld_in) + ", ld_out " +
          std::to_string(l.ld_out) + ", offsets " + std::to_string(l.in_offset) + "/" + std::to_string(l.out_offset) +
          ", seed " + std::to_string(test_seed());
@@ -56,7 +58,7 @@ class ExactInput {
   void* base_ = nullptr;
 };
 
-template <int Bytes, bool Shifted>
+template <int Bytes, bool Shifted, bool Padded = false>
 void check_path(index_t rows, index_t cols, const Layout& l) {
   using E = detail::word_t<Bytes>;
   const std::size_t in_used = static_cast<std::size_t>((rows - 1) * l.ld_in + cols) * Bytes;
@@ -75,19 +77,19 @@ void check_path(index_t rows, index_t cols, const Layout& l) {
     return l.in_offset % a == 0 && l.out_offset % a == 0 && (l.ld_in * Bytes) % static_cast<index_t>(a) == 0 &&
            (l.ld_out * Bytes) % static_cast<index_t>(a) == 0;
   };
-  ASSERT_FALSE(rows_aligned(16) || (Bytes < 4 && rows_aligned(4))) << describe(Bytes, Shifted, rows, cols, l);
+  ASSERT_FALSE(rows_aligned(16) || (Bytes < 4 && rows_aligned(4))) << describe(Bytes, Shifted, Padded, rows, cols, l);
 
-  detail::device_transpose<ForcedTuning<Bytes, Shifted>>(reinterpret_cast<const E*>(in.data() + l.in_offset), rows,
+  detail::device_transpose<ForcedTuning<Bytes, Shifted, Padded>>(reinterpret_cast<const E*>(in.data() + l.in_offset), rows,
                                                          cols, l.ld_in, reinterpret_cast<E*>(out.data()), l.ld_out,
                                                          cuda_queue().stream);
-  ASSERT_TRUE(out.untouched_outside(out_bytes)) << describe(Bytes, Shifted, rows, cols, l);
+  ASSERT_TRUE(out.untouched_outside(out_bytes)) << describe(Bytes, Shifted, Padded, rows, cols, l);
   std::vector<unsigned char> want(static_cast<std::size_t>(out_bytes), DeviceArray<unsigned char>::poison_byte());
   kernels::transpose_bytes(cpu_queue(), host.data(), rows, cols, l.ld_in, want.data(), l.ld_out, Bytes);
   const std::vector<unsigned char> got = out.download();
   for (std::size_t b = 0; b < want.size(); ++b) {
     if (got[b] != want[b]) {
       const auto element = static_cast<index_t>(b / Bytes);
-      FAIL() << describe(Bytes, Shifted, rows, cols, l) << ": output row " << element / l.ld_out << ", column "
+      FAIL() << describe(Bytes, Shifted, Padded, rows, cols, l) << ": output row " << element / l.ld_out << ", column "
              << element % l.ld_out << ", byte " << b % Bytes << " differs";
     }
   }
@@ -125,12 +127,12 @@ std::vector<Layout> layouts(int bytes, index_t rows, index_t cols, std::mt19937_
   return l;
 }
 
-template <int Bytes, bool Shifted>
+template <int Bytes, bool Shifted, bool Padded = false>
 void check_all() {
   std::mt19937_64 gen(test_seed() + Bytes);
   for (auto [rows, cols] : shapes())
     for (const Layout& l : layouts(Bytes, rows, cols, gen)) {
-      check_path<Bytes, Shifted>(rows, cols, l);
+      check_path<Bytes, Shifted, Padded>(rows, cols, l);
       if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
     }
 }
@@ -143,6 +145,16 @@ TEST(TransposeGpu, ShiftedTilesOnUnalignedRowsMatchCpu) {
   check_all<4, true>();
   if (HasFailure()) return;
   check_all<8, true>();
+}
+
+TEST(TransposeGpu, PaddedTilesOnUnalignedRowsMatchCpu) {
+  check_all<1, false, true>();
+  if (HasFailure()) return;
+  check_all<2, false, true>();
+  if (HasFailure()) return;
+  check_all<4, false, true>();
+  if (HasFailure()) return;
+  check_all<8, false, true>();
 }
 
 TEST(TransposeGpu, ScalarTilesOnUnalignedRowsMatchCpu) {

@@ -104,12 +104,24 @@ struct TransposeTuning {
   static constexpr int kSkinnyThreads = 256;
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
+  static constexpr int kMinBlocksPerSm = 1;  // of the tile kernel (__launch_bounds__): caps its registers
   static constexpr bool kStreaming = false;  // evict-first loads and stores (ld.global.cs / st.global.cs)
   // Rows not on 16-byte boundaries (1- to 8-byte elements): shifted vector tiles (true: the vector
   // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the
   // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte
   // vector tiles).
   static constexpr bool kShiftedTiles = ElementBytes != 8;
+  // Rows not on 16-byte boundaries, 4- and 8-byte elements: padded tiles in a two-dimensional grid
+  // (transpose_padded_kernel) of kPaddedTile^2 elements, kPaddedThreads threads, at least
+  // kPaddedBlocksPerSm resident per SM, instead of the shifted or scalar tiles above. float
+  // 16383 x 16385 (ms; geam 0.994): 64^2, 256 threads, 4 blocks per SM 1.177; 64^2 1.211; 32^2
+  // and 256 threads 1.220, 128 threads 1.257; shifted tiles 1.424-1.491, scalar 128 x 64 1.311.
+  // double 16383 x 16385 (geam 1.598): 32^2 and 128 threads 1.898, 256 threads 1.966; scalar 64 x 64
+  // 2.305, shifted 2.906.
+  static constexpr bool kPaddedTiles = ElementBytes == 4 || ElementBytes == 8;
+  static constexpr int kPaddedTile = ElementBytes == 4 ? 64 : 32;
+  static constexpr int kPaddedThreads = ElementBytes == 4 ? 256 : 128;
+  static constexpr int kPaddedBlocksPerSm = ElementBytes == 4 ? 4 : 1;
 };
 
 // Where the two blocks are: byte pointers, row pitches (leading dimension x element size), and the
@@ -547,8 +559,8 @@ struct ScalarTileAgent {
 
 // Vector tiles over the full tiles of the block, scalar tiles over the two strips they leave (the
 // columns right of them over all rows, and the rows below them): one launch.
-template <class VectorAgent, class ScalarAgent, int Threads>
-__global__ void __launch_bounds__(Threads)
+template <class VectorAgent, class ScalarAgent, int Threads, int MinBlocksPerSm = 1>
+__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     transpose_tiles_kernel(TransposeArgs args, TileRegion vector_tiles, TileRegion right, TileRegion bottom) {
   __shared__ union Shared {
     typename VectorAgent::Storage vector;
@@ -564,6 +576,61 @@ __global__ void __launch_bounds__(Threads)
       ScalarAgent::run(shared.scalar, args, bottom, tile - vector_tiles.tiles - right.tiles);
     }
   }
+}
+
+// Padded tiles in a two-dimensional grid (a thread block per column of tiles, walking down the rows
+// of tiles): kTile x kTile elements, Threads / 32 warps, one element per access; the tile's place
+// comes from the block index, not a 64-bit division, and few registers let 2048 threads stay
+// resident per SM, each with kTile * kTile / Threads loads in flight.
+template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
+__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
+    transpose_padded_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
+  constexpr int kWarps = Threads / 32, kGroups = kTile / 32, kSteps = kTile / kWarps;
+  constexpr int kPad = sizeof(E) < 4 ? 4 / static_cast<int>(sizeof(E)) : 1;
+  __shared__ E tile[kTile][kTile + kPad];
+  const int x = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
+  for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x)
+    for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
+      const index_t r0 = tr * kTile, c0 = tc * kTile;
+      const bool full = r0 + kTile <= rows && c0 + kTile <= cols;
+      const unsigned char* src =
+          a.in + static_cast<std::size_t>(r0) * a.in_pitch + static_cast<std::size_t>(c0 + x) * sizeof(E);
+      E v[kGroups][kSteps];
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (int k = 0; k < kSteps; ++k) {
+          const int r = y + k * kWarps, c = x + 32 * g;
+          if (full || (r0 + r < rows && c0 + c < cols))
+            v[g][k] = load_word<E, false>(src + static_cast<std::size_t>(r) * a.in_pitch + 32 * g * sizeof(E));
+        }
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (int k = 0; k < kSteps; ++k) tile[x + 32 * g][y + k * kWarps] = v[g][k];
+      __syncthreads();
+      unsigned char* dst =
+          a.out + static_cast<std::size_t>(c0) * a.out_pitch + static_cast<std::size_t>(r0 + x) * sizeof(E);
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (int k = 0; k < kSteps; ++k) {
+          const int c = y + k * kWarps, r = x + 32 * g;
+          if (full || (c0 + c < cols && r0 + r < rows))
+            store_word<E, false>(dst + static_cast<std::size_t>(c) * a.out_pitch + 32 * g * sizeof(E), tile[c][r]);
+        }
+      __syncthreads();
+    }
+}
+
+template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
+void launch_transpose_padded(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
+  constexpr auto kernel = transpose_padded_kernel<E, kTile, Threads, MinBlocksPerSm>;
+  const index_t tiles_across = ceil_div<index_t>(cols, kTile), tile_rows = ceil_div<index_t>(rows, kTile);
+  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_across, 0x7fffffff)),
+                  static_cast<unsigned>(std::min<index_t>(tile_rows, 65535)));
+  kernel<<<grid, Threads, 0, to_cuda(stream)>>>(args, rows, cols, tiles_across, tile_rows);
+  TESSERA_CUDA_CHECK_LAUNCH();
 }
 
 // Skinny blocks. Narrow (cols < 32): a tile is all `cols` columns of (Threads / cols) * Steps rows;
@@ -734,7 +801,7 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
   constexpr bool kVectorTiles = !std::is_same_v<VectorAgent, NoVectorTiles>;
   using Scalar = ScalarTileAgent<E, kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileRows,
                                  kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileCols, Threads, Tuning::kStreaming>;
-  constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads>;
+  constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads, Tuning::kMinBlocksPerSm>;
   const index_t full_rows = rows / VectorAgent::kTileRows * VectorAgent::kTileRows;
   const index_t full_cols = cols / VectorAgent::kTileCols * VectorAgent::kTileCols;
   TileRegion vector_tiles, right, bottom;
@@ -752,11 +819,15 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
 }
 
 // Rows that no vector tiles above fit (not on 16-byte boundaries; for 1- and 2-byte elements, not
-// on 4-byte ones either): shifted vector tiles or scalar tiles, as Tuning::kShiftedTiles says.
+// on 4-byte ones either): padded tiles, shifted vector tiles or scalar tiles, as Tuning::kPaddedTiles
+// and Tuning::kShiftedTiles say.
 template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
-  if constexpr (kBytes <= 8 && Tuning::kShiftedTiles) {
+  if constexpr (Tuning::kPaddedTiles) {
+    launch_transpose_padded<E, Tuning::kPaddedTile, Tuning::kPaddedThreads, Tuning::kPaddedBlocksPerSm>(args, rows, cols,
+                                                                                                       stream);
+  } else if constexpr (kBytes <= 8 && Tuning::kShiftedTiles) {
     constexpr int kThreads = Tuning::kVectorThreads;
     using Shifted = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, Tuning::kStreaming, true>;
     launch_transpose_tiles<Tuning, E, Shifted, kThreads>(args, rows, cols, stream);

@@ -244,20 +244,21 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
 
 using tessera::kernels::cuda::detail::WarpMatch;
 
-template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match>
+template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early>
 struct Shape {
   static std::string name() {
     return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
-           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "");
+           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "");
   }
 };
 
-template <class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots>
+template <class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
+          bool Early = false>
 void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_t* keys_in, std::uint32_t* ours,
                  std::uint32_t* theirs, const std::uint32_t* values_in, std::uint32_t* ours_values,
                  std::uint32_t* their_values, void* temp, std::size_t temp_bytes) {
   using namespace tessera::kernels;
-  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch, Match>;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch, Match, Early>;
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
   const auto stream = stream_of(q);
   const int count = static_cast<int>(n);
@@ -280,7 +281,7 @@ void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_
   if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
   const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
   std::printf("study  %-6s %-24s %11lld %9.3f %9.3f %7.3f %s\n", kPairs ? "pairs" : "keys",
-              Shape<Threads, Items, MinBlocks, Batch, Match>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+              Shape<Threads, Items, MinBlocks, Batch, Match, Early>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
               cub_ms / ours_ms, agree ? "yes" : "NO");
   std::fflush(stdout);
   if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
@@ -336,6 +337,16 @@ void study(const Queue& q, const Options& o, index_t n) {
   STUDY(std::uint32_t, 384, 23, 1, 4);
   STUDY(std::uint32_t, 384, 20, 2, 4);
   STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::atomic_or);
+  STUDY(std::uint32_t, 384, 21, 2, 4);
+  STUDY(std::uint32_t, 384, 22, 2, 4);
+  STUDY(std::uint32_t, 384, 23, 2, 4);
+  STUDY(std::uint32_t, 384, 20, 2, 4, WarpMatch::atomic_or);
+  STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 20, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 23, 1, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 256, 17, 3, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 512, 13, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::atomic_or, true);
 #undef STUDY
   TESSERA_CUDA_CHECK(cudaFree(temp));
   for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),

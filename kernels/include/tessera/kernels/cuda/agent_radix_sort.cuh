@@ -234,6 +234,16 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
   for (int u = 0; u < kItems; ++u) s.keys[ranks[u]] = keys[u];
 
+  Word values[kHasValues ? kItems : 1];
+  auto load_values = [&] {
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int i = warp_first + u * kWarpThreads;
+      if (full_tile || i < tile_items) values[u] = pass.values_in[tile_base + i];
+    }
+  };
+  if constexpr (kHasValues && Tuning::kEarlyValues) load_values();
+
   if (digit < kRadixDigits) {
     // Look-back: the keys of this digit in the portion's tiles before this one, kLookbackBatch
     // predecessors per round trip (their words are read at once, then added in order up to the
@@ -267,15 +277,16 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 
   // From shared memory in tile order: runs of one digit go to consecutive global addresses. Only
   // the last place converts back to key bits.
-  unsigned sorted_digits[kItems];
+  PackedDigits<kItems> sorted_digits;
   auto store_keys = [&](auto convert, auto full) {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
       const Bits radix = s.keys[i];
-      sorted_digits[u] = pass.digit(radix);
+      const unsigned d = pass.digit(radix);
+      sorted_digits.set(u, d);
       if (decltype(full)::value || i < tile_items)
-        s.destination[sorted_digits[u]].keys[i] = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
+        s.destination[d].keys[i] = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
     }
   };
   if (pass.convert_out) {
@@ -293,12 +304,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   }
 
   if constexpr (kHasValues) {
-    Word values[kItems];
-#pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const int i = warp_first + u * kWarpThreads;
-      if (full_tile || i < tile_items) values[u] = pass.values_in[tile_base + i];
-    }
+    if constexpr (!Tuning::kEarlyValues) load_values();
     __syncthreads();  // every key is read back from shared memory, every key destination used
     if (digit < kRadixDigits) s.destination[digit].values = pass.values_out + (s.destination[digit].keys - pass.keys_out);
 #pragma unroll

@@ -72,6 +72,21 @@ struct PackedRanks {
   }
 };
 
+// A thread's 8-bit digits, four to a register (the digits of the sorted tile's elements a thread
+// stores, kept from the keys' store to the values').
+template <int Items>
+struct PackedDigits {
+  unsigned quad[(Items + 3) / 4];
+  __device__ __forceinline__ void set(int u, unsigned digit) {
+    if (u % 4 == 0) {
+      quad[u / 4] = digit;
+    } else {
+      quad[u / 4] |= digit << (8 * (u % 4));
+    }
+  }
+  __device__ __forceinline__ unsigned operator[](int u) const { return quad[u / 4] >> (8 * (u % 4)) & 0xffu; }
+};
+
 // How the lanes holding one digit find each other: eight ballots, or (CUB's ATOMIC_OR variant) a
 // shared-memory word per digit that every lane ORs its bit into.
 enum class WarpMatch { ballots, atomic_or };

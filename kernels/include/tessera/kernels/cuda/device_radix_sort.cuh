@@ -33,9 +33,12 @@ namespace tessera::kernels::cuda::detail {
 // per SM the compiler must allow, the look-back's predecessors per round trip, and how a warp's
 // lanes with one digit find each other (block_radix_rank.cuh).
 template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
-          WarpMatch Match = WarpMatch::ballots>
+          WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false>
 struct RadixSortShape {
   static constexpr WarpMatch kWarpMatch = Match;
+  // Values read from global memory as soon as the keys are ranked (their latency under the
+  // look-back and the keys' stores), rather than after the keys are stored.
+  static constexpr bool kEarlyValues = EarlyValues;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   static constexpr int kBlockThreads = BlockThreads;
   static constexpr int kItemsPerThread = ItemsPerThread;
@@ -49,16 +52,16 @@ struct RadixSortShape {
 // Tuning of the radix sort, the one place it lives (CUB's sm90 onesweep tunings as the starting
 // point: 384 threads, about 20 4-byte items per thread, fewer for wider keys or values so that a
 // tile of the widest of them fits the 48 KB of static shared memory). Two resident thread blocks
-// per SM at least (registers <= 80): 4-byte pairs took 119 registers, one block per SM, without
-// the bound.
+// per SM at least (registers <= 80, no spills on sm_90): 21 items per thread for 4-byte pairs, 14
+// for 8-byte pairs; 15 for 4-byte keys with 8-byte values (their tile fills the shared memory).
 template <class Bits, class Word>
 struct RadixSortItems {
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   static constexpr int kValueBytes = kHasValues ? static_cast<int>(sizeof(Word)) : 0;
   static constexpr int kWidestBytes = kValueBytes > static_cast<int>(sizeof(Bits)) ? kValueBytes : static_cast<int>(sizeof(Bits));
   // Items per thread for 4-byte elements; the widest element scales it down.
-  static constexpr int kNominal =
-      sizeof(Bits) == 4 ? (!kHasValues ? 24 : kValueBytes <= 4 ? 17 : 30) : (kValueBytes < 8 ? 30 : 24);
+  static constexpr int kNominal = sizeof(Bits) == 4 ? (!kHasValues ? 24 : kValueBytes <= 4 ? 21 : 30)
+                                                   : (kValueBytes < 8 ? 30 : kValueBytes == 8 ? 28 : 24);
   static constexpr int kScaled = kNominal * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes);
   static constexpr int value = kScaled < 1 ? 1 : kScaled;
 };

@@ -105,6 +105,6 @@ io::OutputAttributes output_attributes(const App& app, const Context& ctx, io::D
   return a;
 }
 
-std::string communication_path(const Context& ctx) { return to_string(device_comm_path(ctx.backend())); }
+std::string communication_path(const Context& ctx) { return to_string(device_comm_path(ctx)); }
 
 }  // namespace tessera::apps

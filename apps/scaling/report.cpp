@@ -407,7 +407,7 @@ Json mode_json(const Options& o, const ModeAnalysis& a) {
 
 void print_collectives(FILE* text, const Options& o, const Runtime& runtime, const Context& world,
                        const std::vector<sc::CollectiveSample>& samples) {
-  const char* device_path = to_string(device_comm_path(world.backend()));
+  const char* device_path = to_string(device_comm_path(world));
   std::fprintf(text, "tessera-scaling: %s, %s\ncollectives (slowest rank, per call): host MPI allreduce; DeviceComm broadcast of "
               "backend memory (%s)\n%6s %14s %14s %14s %14s %14s %14s\n",
               sc::to_string(o.op), runtime.describe().c_str(), device_path, "ranks", "host 8 B [s]", "host large [s]",
@@ -467,7 +467,7 @@ Json run_json(const Options& o, const Runtime& runtime, const Context& world,
   network["path"] = to_string(DeviceCommPath::mpi_host);
   network["device_latency_s"] = number(device_net.latency);
   network["device_bandwidth_Bps"] = number(device_net.bandwidth);
-  network["device_path"] = to_string(device_comm_path(world.backend()));
+  network["device_path"] = to_string(device_comm_path(world));
   j["network"] = network;
   for (const auto& a : analyses) j[sc::to_string(a.report->mode)] = mode_json(o, a);
   return j;

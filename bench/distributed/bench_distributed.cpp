@@ -189,7 +189,7 @@ long double host_sum(const std::vector<T>& v) {
 template <class T>
 std::vector<Result> run_arrays(const Context& ctx, const Options& o, index_t per_rank) {
   std::vector<Result> results;
-  const std::string path = to_string(device_comm_path(ctx.backend()));
+  const std::string path = to_string(device_comm_path(ctx));
   const index_t n = per_rank * ctx.size();
   const std::uint64_t seed = 20261122;
   DistArray<T> input(ctx, n);
@@ -312,7 +312,7 @@ Result run_matmul(const Context& ctx, const Options& o, index_t size) {
   Result r;
   r.algorithm = "matmul_summa";
   r.dtype = o.dtype;
-  r.path = to_string(device_comm_path(ctx.backend()));
+  r.path = to_string(device_comm_path(ctx));
   r.elements_per_rank = size;
   DistMatrix<T> c;
   MatmulOptions options;
@@ -410,7 +410,7 @@ int main(int argc, char** argv) {
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
     if (ctx.is_root()) {
       std::printf("# tessera_bench_distributed: %s\n# device path: %s, iters %d, warmup %d, check %s\n",
-                  runtime.describe().c_str(), to_string(device_comm_path(ctx.backend())), o.iters, o.warmup,
+                  runtime.describe().c_str(), to_string(device_comm_path(ctx)), o.iters, o.warmup,
                   o.check ? "on" : "off");
       print_header();
     }

@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
     const ProcessGrid grid = ProcessGrid::create(ctx, o.grid_rows, o.grid_cols);
     if (ctx.is_root()) {
       std::printf("# tessera_bench_stencil_step: %s\n# device path %s, grid %dx%d, %s %s, ghost %d, iters %d, warmup %d\n",
-                  runtime.describe().c_str(), to_string(device_comm_path(ctx.backend())), grid.rows(), grid.cols(),
+                  runtime.describe().c_str(), to_string(device_comm_path(ctx)), grid.rows(), grid.cols(),
                   to_string(o.shape), o.dtype.c_str(), o.ghost, o.iters, o.warmup);
       print_header();
     }
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     bool agree = true;
     for (const Result& r : results) agree = agree && r.agree;
     if (ctx.is_root() && !o.json.empty())
-      write_json(o.json, runtime.describe(), to_string(device_comm_path(ctx.backend())), o, grid, results);
+      write_json(o.json, runtime.describe(), to_string(device_comm_path(ctx)), o, grid, results);
     if (ctx.is_root())
       std::printf("# summary: %zu sizes, overlapped and back-to-back iterations %s\n", results.size(),
                   agree ? "agree bitwise (OK)" : "DIFFER (FAILED)");

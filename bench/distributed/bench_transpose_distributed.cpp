@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
     if (ctx.is_root()) {
       std::printf("# tessera_bench_transpose_distributed: %s, %s\n# device path: %s, iters %d, warmup %d; times in ms, "
                   "each the slowest rank's mean per call\n",
-                  runtime.describe().c_str(), o.dtype.c_str(), to_string(device_comm_path(ctx.backend())), o.iters, o.warmup);
+                  runtime.describe().c_str(), o.dtype.c_str(), to_string(device_comm_path(ctx)), o.iters, o.warmup);
       std::printf("# pack+unp: (pack + unpack) / total; alone: the same alltoallv by itself; xch/alone: exchange / alone\n");
       std::printf("%-12s %-15s %-13s %9s %9s %9s %9s %8s %7s %9s %6s %8s %6s\n", "op", "shape", "grids", "total", "pack",
                   "exchange", "unpack", "plan", "pk+unp", "alone", "ratio", "GB/s", "wrong");

@@ -36,7 +36,7 @@ ProcessGrid ProcessGrid::create(const Context& ctx, int rows, int cols) {
   ProcessGrid g;
   g.rows_ = dims[0];
   g.cols_ = dims[1];
-  g.grid_ = Context(Communicator::adopt(cart), ctx.queue());
+  g.grid_ = ctx.with_comm(Communicator::adopt(cart));
   int coords[2] = {0, 0};
   TESSERA_MPI_CHECK(MPI_Cart_coords(cart, g.grid_.rank(), 2, coords));
   g.process_row_ = coords[0];
@@ -46,8 +46,8 @@ ProcessGrid ProcessGrid::create(const Context& ctx, int rows, int cols) {
   MPI_Comm row = MPI_COMM_NULL, column = MPI_COMM_NULL;
   TESSERA_MPI_CHECK(MPI_Cart_sub(cart, keep_cols, &row));
   TESSERA_MPI_CHECK(MPI_Cart_sub(cart, keep_rows, &column));
-  g.row_ = Context(Communicator::adopt(row), ctx.queue());
-  g.column_ = Context(Communicator::adopt(column), ctx.queue());
+  g.row_ = ctx.with_comm(Communicator::adopt(row));
+  g.column_ = ctx.with_comm(Communicator::adopt(column));
   TESSERA_ASSERT(g.row_.rank() == g.process_col_ && g.column_.rank() == g.process_row_,
                  "Cartesian sub-communicators ranked other than by grid coordinate");
   return g;

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "temporary_file.hpp"
-#include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_watchdog.hpp"
@@ -181,8 +180,8 @@ Context Runtime::start(BackendChoice choice, int cpu_threads) {
   } else {
     queue_ = kernels::Queue{};
   }
-  world_ = Context(Communicator::borrow(MPI_COMM_WORLD), queue_);
   if (backend == Backend::cuda) count_gpus_in_use();
+  world_ = Context(Communicator::borrow(MPI_COMM_WORLD), queue_, backend == Backend::cuda && gpus_in_use_ < world_size_);
   return world_;
 }
 
@@ -233,7 +232,6 @@ void Runtime::count_gpus_in_use() {
   std::set<std::string> distinct;
   for (int r = 0; r < world_size_; ++r) distinct.insert(all.substr(static_cast<std::size_t>(r) * kRecord, kRecord));
   gpus_in_use_ = static_cast<int>(distinct.size());
-  detail::set_ranks_share_gpus(gpus_in_use_ < world_size_);
 }
 
 std::string Runtime::describe() const {

@@ -189,7 +189,7 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
   const kernels::Queue& q = u.context().queue();
   edge_queue_ = kernels::make_priority_queue(q);
   const HaloShape shape = weights.shape == StencilShape::five_point ? HaloShape::faces : HaloShape::box;
-  halo_ = std::make_unique<HaloExchange>(u.layout(), shape, sizeof(T), Context(u.context().comm(), edge_queue_));
+  halo_ = std::make_unique<HaloExchange>(u.layout(), shape, sizeof(T), u.context().with_queue(edge_queue_));
   change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
   exchange();  // the ghosts of the first iterate
 }

@@ -1,14 +1,16 @@
 // Moving backend buffers (device memory under cuda) between the ranks of a context. Which way they
-// travel is decided once per process, from the backend, the build and the MPI library:
+// travel is decided when a DeviceComm is made, from the backend, the build, the MPI library and the
+// context (whether ranks of the job share GPUs, which Runtime::start determines):
 //   cpu backend                 "mpi-host"        host memory straight to MPI
 //   cuda, CUDA-aware MPI        "cuda-aware-mpi"  device pointers straight to MPI (MPIX_Query_cuda_support)
-//   cuda, NCCL in the build     "nccl"            NCCL collectives and grouped send/recv, one NCCL
-//                                                 communicator per MPI communicator (bootstrapped over
+//   cuda, NCCL in the build,    "nccl"            NCCL collectives and grouped send/recv, one NCCL
+//   one GPU per rank                              communicator per MPI communicator (bootstrapped over
 //                                                 MPI, cached on it as an attribute), on its own stream
 //   cuda otherwise              "staged"          through pinned host buffers and MPI
 // TESSERA_DEVICE_COMM=auto|cuda-aware-mpi|nccl|staged overrides the choice for the cuda backend (a
-// path this build or this MPI cannot take is a UsageError). Scalars never come here: they travel as
-// plain MPI on the host (tessera::Communicator).
+// path this build, this MPI or ranks that share GPUs cannot take is a UsageError). Each path is a
+// transport of its own inside the library (framework/src/transport_*.cpp). Scalars never come here:
+// they travel as plain MPI on the host (tessera::Communicator).
 //
 // All calls are collective over the context, and stream-ordered under cuda: work queued on the
 // context's queue before a call is seen by the transfer, and work queued after a call (or after
@@ -18,23 +20,38 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "tessera/framework/context.hpp"
 
 namespace tessera {
 
+namespace detail {
+class Transport;
+}
+
 enum class DeviceCommPath { mpi_host, cuda_aware_mpi, nccl, staged };
 
 const char* to_string(DeviceCommPath path);
 
-// The path buffers of `backend` take in this process (the same on every rank of one job).
-DeviceCommPath device_comm_path(Backend backend);
+// The path buffers of ctx's backend take over ctx (the same on every rank of one job): what
+// DeviceComm(ctx).path() says, without making the DeviceComm. Reads TESSERA_DEVICE_COMM.
+DeviceCommPath device_comm_path(const Context& ctx);
 
 namespace detail {
-// Set by Runtime::start, before any transfer: whether two ranks of the job drive one GPU. NCCL
-// refuses two ranks of a communicator on one device, so "auto" then stages through the host.
-void set_ranks_share_gpus(bool shared);
+// What the path depends on, all of it.
+struct DeviceCommFacts {
+  Backend backend = Backend::cpu;
+  std::string_view requested;     // TESSERA_DEVICE_COMM: "" or "auto" (the choice below), or a path's name
+  bool mpi_cuda_aware = false;    // MPIX_Query_cuda_support() == 1
+  bool built_with_nccl = false;   // tessera::built_with_nccl()
+  bool ranks_share_gpus = false;  // Context::ranks_share_gpus(): NCCL refuses two ranks on one device
+};
+// cpu: mpi-host, whatever is requested. cuda, "auto": cuda-aware-mpi where MPI is CUDA-aware, else
+// nccl where the build has it and no two ranks share a GPU, else staged. A path requested by name
+// that cannot be taken, or an unknown name, throws UsageError.
+DeviceCommPath choose_device_comm_path(const DeviceCommFacts& facts);
 }  // namespace detail
 
 class DeviceComm {
@@ -114,12 +131,10 @@ class DeviceComm {
   Request ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
                              const Staging* staging = nullptr) const;
 
-  struct NcclState;  // private to device_comm.cpp
-
  private:
   Context ctx_;
   DeviceCommPath path_ = DeviceCommPath::mpi_host;
-  NcclState* nccl_ = nullptr;  // owned by the MPI communicator's attribute
+  const detail::Transport* transport_ = nullptr;  // the path's, kept for the process or the MPI communicator
 };
 
 namespace detail {

@@ -50,7 +50,8 @@ class Runtime {
   int visible_devices() const { return visible_devices_; }
   const std::string& hostname() const { return hostname_; }
   // Distinct GPUs driven by the job (0 under cpu). Fewer than world_size() when ranks share GPUs
-  // (more ranks than devices on a node): then NCCL, which needs one device per rank, is not used.
+  // (more ranks than devices on a node): the world context then says so (Context::ranks_share_gpus),
+  // and DeviceComm does not use NCCL, which needs one device per rank.
   int gpus_in_use() const { return gpus_in_use_; }
   // OpenMP threads of this rank after start(), and what chose them: "--threads", "OMP_NUM_THREADS",
   // "affinity mask" (the rank's mask held fewer cores than its share of the node) or "cores / ranks

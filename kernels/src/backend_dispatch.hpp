@@ -3,7 +3,7 @@
 // not a crash. Calls that name no queue (device counts, the array cache, pinned memory) take the
 // cuda call where the build has CUDA and the cpu call otherwise (TESSERA_DISPATCH_BUILD). The
 // backend halves are declared in cpu/cpu_backend.hpp, cuda/cuda_backend.hpp and the *_backends.hpp
-// beside each dispatch; a cuda half takes the Queue (its device and stream).
+// beside each dispatch; a cuda half that queues work takes the Queue (its device and stream) first.
 #pragma once
 
 #include "tessera/kernels/config.hpp"

@@ -1,5 +1,5 @@
 // The CUDA backend: the same contract as the public headers, on device memory, ordered on the
-// given stream with no device-wide synchronisation. Temporary storage comes from the stream-ordered
+// queue's stream with no device-wide synchronisation. Temporary storage comes from the stream-ordered
 // pool (cudaMallocAsync). Called through kernels/src/dispatch.cpp; not a public header.
 #pragma once
 
@@ -14,46 +14,45 @@
 
 namespace tessera::kernels::cuda {
 
-using Stream = StreamHandle;  // cudaStream_t
-
 template <class T>
-void reduce(const T* in, index_t n, ReduceOp op, T* out, Stream stream);
+void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out);
 
 // On the current device.
 template <class T>
 index_t reduce_sum_depth(index_t n);
 
 template <class T>
-void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stream stream);
+void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in);
 
 // The two-pass scan (see the public scan.hpp).
 template <class T>
 index_t scan_segment_count(index_t n);
 template <class T>
-void scan_totals(const T* in, index_t n, T* segment_prefix, T* total, Stream stream);
+void scan_totals(const Queue& queue, const T* in, index_t n, T* segment_prefix, T* total);
 template <class T>
-void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in, const T* segment_prefix, Stream stream);
+void scan_from_totals(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in,
+                      const T* segment_prefix);
 template <class T>
 ScanRounding scan_rounding();
 
 template <class T>
-void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count, Stream stream);
+void select(const Queue& queue, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count);
 
 template <class T>
-void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count, Stream stream);
+void count_if(const Queue& queue, const T* in, index_t n, Predicate<T> pred, index_t* count);
 
 // engine == tiled: our kernel; engine == vendor: cuBLAS (default math mode, no TF32).
 template <class T>
-void gemm(GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b,
-          index_t ldb, T beta, T* c, index_t ldc, Stream stream);
+void gemm(const Queue& queue, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
+          const T* b, index_t ldb, T beta, T* c, index_t ldc);
 
 template <class T>
-void fill(T* out, index_t n, T value, Stream stream);
+void fill(const Queue& queue, T* out, index_t n, T value);
 
 template <class T>
-void iota(T* out, index_t n, T start, Stream stream);
+void iota(const Queue& queue, T* out, index_t n, T start);
 
 template <class T>
-void generate(T* out, index_t n, std::uint64_t seed, index_t global_offset, Stream stream);
+void generate(const Queue& queue, T* out, index_t n, std::uint64_t seed, index_t global_offset);
 
 }  // namespace tessera::kernels::cuda

@@ -410,10 +410,10 @@ __global__ void __launch_bounds__(ExactSumTuning::kFinishThreads)
 }  // namespace
 
 template <class T>
-void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, StreamHandle stream_handle) {
+void exact_sum_partial(const Queue& queue, const T* in, index_t n, ExactAccumulator<T>* acc_out) {
   using Tuning = ExactSumTuning;
   constexpr int kFields = ExactAccumulator<T>::kFields;
-  const cudaStream_t stream = detail::to_cuda(stream_handle);
+  const cudaStream_t stream = detail::to_cuda(queue.stream);
   const detail::DeviceInfo& info = detail::current_device_info();
   const int resident = info.sm_count * detail::blocks_per_sm<exact_sum_block_kernel<T>>(Tuning::kThreads);
   const index_t needed_for_headroom = detail::ceil_div<index_t>(n, Tuning::kMaxBlockElements);
@@ -430,7 +430,8 @@ void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, Str
   const int window_bits = 127 - ExactSumFormat<T>::kPrecision - headroom;
 
   // The partials in the stream's workspace: no allocation before the launch (stream_workspace.hpp).
-  const detail::StreamScratch scratch(info.ordinal, stream, static_cast<std::size_t>(blocks) * kFields * sizeof(Fields));
+  const detail::StreamScratch scratch(queue.device, stream,
+                                      static_cast<std::size_t>(blocks) * kFields * sizeof(Fields));
   auto* const partials = static_cast<Fields*>(scratch.scratch());
   exact_sum_block_kernel<T><<<static_cast<unsigned>(blocks), Tuning::kThreads, 0, stream>>>(in, n, window_bits,
                                                                                             partials);
@@ -439,7 +440,7 @@ void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, Str
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
-template void exact_sum_partial<float>(const float*, index_t, ExactAccumulator<float>*, StreamHandle);
-template void exact_sum_partial<double>(const double*, index_t, ExactAccumulator<double>*, StreamHandle);
+template void exact_sum_partial<float>(const Queue&, const float*, index_t, ExactAccumulator<float>*);
+template void exact_sum_partial<double>(const Queue&, const double*, index_t, ExactAccumulator<double>*);
 
 }  // namespace tessera::kernels::cuda

@@ -178,9 +178,10 @@ __global__ void __launch_bounds__(256)
 }
 
 // The float tiled product with a given split (k > 0, alpha != 0: gemm handles the rest).
-void run_sgemm(const SplitKPlan& plan, index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda,
-               const float* b, index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
+void run_sgemm(const Queue& queue, const SplitKPlan& plan, index_t m, index_t n, index_t k, float alpha, const float* a,
+               index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc) {
   using Tu = SgemmTuning;
+  const StreamHandle stream = queue.stream;
   if (k / Tu::kBlockK >= 0x7fffffff)
     throw UsageError("gemm: k = " + std::to_string(k) + " exceeds the tiled float engine (k / 8 < 2^31)");
   const bool va = rows_aligned(a, lda), vb = rows_aligned(b, ldb), vc = rows_aligned(c, ldc);
@@ -200,12 +201,11 @@ void run_sgemm(const SplitKPlan& plan, index_t m, index_t n, index_t k, float al
   const index_t partial_ld = ceil_div<index_t>(n, 4) * 4;
   const index_t partial_plane = m * partial_ld;
   const DeviceInfo& device = current_device_info();
-  const ScratchBuffer workspace(Queue{Backend::cuda, device.ordinal, stream},
-                                sizeof(float) * static_cast<std::size_t>(partial_plane) * plan.splits,
+  const ScratchBuffer workspace(queue, sizeof(float) * static_cast<std::size_t>(partial_plane) * plan.splits,
                                 ScratchBuffer::OutOfMemory::leave_empty);
   float* partials = workspace.as<float>();
   if (!partials) {  // no room for the planes: the unsplit product needs none
-    run_sgemm(SplitKPlan{1, k}, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+    run_sgemm(queue, SplitKPlan{1, k}, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   const auto kernel = pick_aligned_kernel<SgemmKernel>(va, vb, true);
@@ -236,15 +236,16 @@ SplitKPlan sgemm_policy_plan(index_t m, index_t n, index_t k, bool va, bool vb, 
 // The float tiled product (k > 0, alpha != 0): B copied to aligned rows where that pays (or as
 // copy_b says: < 0 by the rule above, 0 never, > 0 always where B's rows are unaligned), then the
 // split of K that `forced_splits` asks for, or the policy's where it is 0.
-int tiled_sgemm(int forced_splits, int copy_b, index_t m, index_t n, index_t k, float alpha, const float* a,
-                index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
+int tiled_sgemm(const Queue& queue, int forced_splits, int copy_b, index_t m, index_t n, index_t k, float alpha,
+                const float* a, index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc) {
+  const StreamHandle stream = queue.stream;
   bool vb = rows_aligned(b, ldb);
   const bool worth_copy = copy_b > 0 || (copy_b < 0 && m >= kCopyBMinRows && k * n >= kCopyBMinElements);
   std::optional<ScratchBuffer> b_copy;  // where there is no room, the product reads B's rows as they are
   if (!vb && worth_copy) {
     const index_t copy_ld = ceil_div<index_t>(n, 4) * 4;
-    b_copy.emplace(Queue{Backend::cuda, current_device_info().ordinal, stream},
-                   sizeof(float) * static_cast<std::size_t>(k * copy_ld), ScratchBuffer::OutOfMemory::leave_empty);
+    b_copy.emplace(queue, sizeof(float) * static_cast<std::size_t>(k * copy_ld),
+                   ScratchBuffer::OutOfMemory::leave_empty);
     if (b_copy->data()) {
       const index_t blocks_x = ceil_div<index_t>(copy_ld / 4, 256);
       const index_t rows_per_pass = std::max<index_t>(1, 16 * current_device_info().sm_count / blocks_x);
@@ -258,18 +259,19 @@ int tiled_sgemm(int forced_splits, int copy_b, index_t m, index_t n, index_t k, 
   }
   const SplitKPlan plan = forced_splits > 0 ? split_k_chunks(k, forced_splits, SgemmTuning::kBlockK)
                                             : sgemm_policy_plan(m, n, k, rows_aligned(a, lda), vb, rows_aligned(c, ldc));
-  run_sgemm(plan, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+  run_sgemm(queue, plan, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return plan.splits;
 }
 
-void tiled_gemm(index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda, const float* b,
-                index_t ldb, float beta, float* c, index_t ldc, StreamHandle stream) {
-  tiled_sgemm(0, -1, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+void tiled_gemm(const Queue& queue, index_t m, index_t n, index_t k, float alpha, const float* a, index_t lda,
+                const float* b, index_t ldb, float beta, float* c, index_t ldc) {
+  tiled_sgemm(queue, 0, -1, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void tiled_gemm(index_t m, index_t n, index_t k, double alpha, const double* a, index_t lda, const double* b,
-                index_t ldb, double beta, double* c, index_t ldc, StreamHandle stream) {
+void tiled_gemm(const Queue& queue, index_t m, index_t n, index_t k, double alpha, const double* a, index_t lda,
+                const double* b, index_t ldb, double beta, double* c, index_t ldc) {
   using Tu = DgemmTuning;
+  const StreamHandle stream = queue.stream;
   const DeviceInfo& device = current_device_info();
   if (device.cc_major < 8)
     throw UsageError("gemm: the tiled double engine needs FP64 tensor cores (compute capability 8.0 or newer)");
@@ -300,17 +302,17 @@ void tiled_gemm(index_t m, index_t n, index_t k, double alpha, const double* a, 
 }  // namespace detail
 
 template <class T>
-void gemm(GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b,
-          index_t ldb, T beta, T* c, index_t ldc, Stream stream) {
+void gemm(const Queue& queue, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
+          const T* b, index_t ldb, T beta, T* c, index_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0 || alpha == T(0)) {
-    detail::scale_matrix(m, n, beta, c, ldc, stream);
+    detail::scale_matrix(m, n, beta, c, ldc, queue.stream);
     return;
   }
   if (engine == GemmEngine::vendor) {
-    detail::vendor_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+    detail::vendor_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, queue.stream);
   } else {
-    detail::tiled_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+    detail::tiled_gemm(queue, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 }
 
@@ -319,21 +321,21 @@ int tiled_sgemm_policy_splits(index_t m, index_t n, index_t k, bool rows_aligned
   return detail::sgemm_policy_plan(m, n, k, rows_aligned_a, rows_aligned_b, rows_aligned_c).splits;
 }
 
-int tiled_sgemm_forced_splits(int splits, int copy_b, index_t m, index_t n, index_t k, float alpha, const float* a,
-                              index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc,
-                              StreamHandle stream) {
+int tiled_sgemm_forced_splits(const Queue& queue, int splits, int copy_b, index_t m, index_t n, index_t k, float alpha,
+                              const float* a, index_t lda, const float* b, index_t ldb, float beta, float* c,
+                              index_t ldc) {
   if (splits < 1) throw UsageError("gemm: split of K into " + std::to_string(splits) + " slices (at least 1)");
   if (m == 0 || n == 0) return 1;
   if (k == 0 || alpha == 0.f) {
-    detail::scale_matrix(m, n, beta, c, ldc, stream);
+    detail::scale_matrix(m, n, beta, c, ldc, queue.stream);
     return 1;
   }
-  return detail::tiled_sgemm(splits, copy_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+  return detail::tiled_sgemm(queue, splits, copy_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template void gemm<float>(GemmEngine, index_t, index_t, index_t, float, const float*, index_t, const float*, index_t,
-                          float, float*, index_t, Stream);
-template void gemm<double>(GemmEngine, index_t, index_t, index_t, double, const double*, index_t, const double*,
-                           index_t, double, double*, index_t, Stream);
+template void gemm<float>(const Queue&, GemmEngine, index_t, index_t, index_t, float, const float*, index_t,
+                          const float*, index_t, float, float*, index_t);
+template void gemm<double>(const Queue&, GemmEngine, index_t, index_t, index_t, double, const double*, index_t,
+                           const double*, index_t, double, double*, index_t);
 
 }  // namespace tessera::kernels::cuda

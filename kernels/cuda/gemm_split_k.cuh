@@ -128,8 +128,8 @@ int tiled_sgemm_policy_splits(index_t m, index_t n, index_t k, bool rows_aligned
 // as gemm; fewer slices where K is too short). Returns the number of slices it ran. copy_b: B's
 // rows copied to 16-byte aligned ones where they are not: < 0 where the engine's rule says so, 0
 // never, > 0 always.
-int tiled_sgemm_forced_splits(int splits, int copy_b, index_t m, index_t n, index_t k, float alpha, const float* a,
-                              index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc,
-                              StreamHandle stream);
+int tiled_sgemm_forced_splits(const Queue& queue, int splits, int copy_b, index_t m, index_t n, index_t k, float alpha,
+                              const float* a, index_t lda, const float* b, index_t ldb, float beta, float* c,
+                              index_t ldc);
 
 }  // namespace tessera::kernels::cuda

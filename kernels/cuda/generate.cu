@@ -60,30 +60,31 @@ void elementwise(T* out, index_t n, ValueOf value_of, StreamHandle stream) {
 // A fill writes bits: one instance per element size serves every type of that size. An integer iota
 // wraps alike signed or unsigned: one instance per integer size.
 template <class T>
-void fill(T* out, index_t n, T value, Stream stream) {
+void fill(const Queue& queue, T* out, index_t n, T value) {
   using Bits = detail::UnsignedOfSize<sizeof(T)>;
-  detail::elementwise(reinterpret_cast<Bits*>(out), n, detail::FillValue<Bits>{std::bit_cast<Bits>(value)}, stream);
+  detail::elementwise(reinterpret_cast<Bits*>(out), n, detail::FillValue<Bits>{std::bit_cast<Bits>(value)},
+                      queue.stream);
 }
 
 template <class T>
-void iota(T* out, index_t n, T start, Stream stream) {
+void iota(const Queue& queue, T* out, index_t n, T start) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
-    detail::elementwise(reinterpret_cast<U*>(out), n, detail::IotaValue<U>{static_cast<U>(start)}, stream);
+    detail::elementwise(reinterpret_cast<U*>(out), n, detail::IotaValue<U>{static_cast<U>(start)}, queue.stream);
   } else {
-    detail::elementwise(out, n, detail::IotaValue<T>{start}, stream);
+    detail::elementwise(out, n, detail::IotaValue<T>{start}, queue.stream);
   }
 }
 
 template <class T>
-void generate(T* out, index_t n, std::uint64_t seed, index_t global_offset, Stream stream) {
-  detail::elementwise(out, n, detail::CounterValue<T>{seed, global_offset}, stream);
+void generate(const Queue& queue, T* out, index_t n, std::uint64_t seed, index_t global_offset) {
+  detail::elementwise(out, n, detail::CounterValue<T>{seed, global_offset}, queue.stream);
 }
 
 #define TESSERA_INSTANTIATE_GENERATE(T)                                     \
-  template void fill<T>(T*, index_t, T, Stream);                            \
-  template void iota<T>(T*, index_t, T, Stream);                            \
-  template void generate<T>(T*, index_t, std::uint64_t, index_t, Stream);
+  template void fill<T>(const Queue&, T*, index_t, T);                      \
+  template void iota<T>(const Queue&, T*, index_t, T);                      \
+  template void generate<T>(const Queue&, T*, index_t, std::uint64_t, index_t);
 
 TESSERA_INSTANTIATE_GENERATE(std::int8_t)
 TESSERA_INSTANTIATE_GENERATE(std::int16_t)

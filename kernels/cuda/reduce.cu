@@ -8,7 +8,8 @@
 namespace tessera::kernels::cuda {
 
 template <class T>
-void reduce(const T* in, index_t n, ReduceOp op, T* out, Stream stream) {
+void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out) {
+  const StreamHandle stream = queue.stream;
   using detail::Combine;
   using detail::Identity;
   const T identity = reduce_identity<T>(op);
@@ -27,9 +28,9 @@ index_t reduce_sum_depth(index_t n) {
 template index_t reduce_sum_depth<float>(index_t);
 template index_t reduce_sum_depth<double>(index_t);
 
-template void reduce<std::int32_t>(const std::int32_t*, index_t, ReduceOp, std::int32_t*, Stream);
-template void reduce<std::int64_t>(const std::int64_t*, index_t, ReduceOp, std::int64_t*, Stream);
-template void reduce<float>(const float*, index_t, ReduceOp, float*, Stream);
-template void reduce<double>(const double*, index_t, ReduceOp, double*, Stream);
+template void reduce<std::int32_t>(const Queue&, const std::int32_t*, index_t, ReduceOp, std::int32_t*);
+template void reduce<std::int64_t>(const Queue&, const std::int64_t*, index_t, ReduceOp, std::int64_t*);
+template void reduce<float>(const Queue&, const float*, index_t, ReduceOp, float*);
+template void reduce<double>(const Queue&, const double*, index_t, ReduceOp, double*);
 
 }  // namespace tessera::kernels::cuda

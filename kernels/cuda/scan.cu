@@ -9,8 +9,8 @@
 namespace tessera::kernels::cuda {
 
 template <class T>
-void scan(const T* in, T* out, index_t n, ScanKind kind, T carry_in, Stream stream) {
-  detail::device_scan(in, out, n, kind, tessera::plus{}, carry_in, stream);
+void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in) {
+  detail::device_scan(in, out, n, kind, tessera::plus{}, carry_in, queue.stream);
 }
 
 template <class T>
@@ -19,14 +19,14 @@ index_t scan_segment_count(index_t n) {
 }
 
 template <class T>
-void scan_totals(const T* in, index_t n, T* segment_prefix, T* total, Stream stream) {
-  detail::device_scan_totals(in, n, segment_prefix, total, stream);
+void scan_totals(const Queue& queue, const T* in, index_t n, T* segment_prefix, T* total) {
+  detail::device_scan_totals(in, n, segment_prefix, total, queue.stream);
 }
 
 template <class T>
-void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in, const T* segment_prefix,
-                      Stream stream) {
-  detail::device_scan_from_totals(in, out, n, kind, carry_in, segment_prefix, stream);
+void scan_from_totals(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in,
+                      const T* segment_prefix) {
+  detail::device_scan_from_totals(in, out, n, kind, carry_in, segment_prefix, queue.stream);
 }
 
 // The rounding structure of the two-pass scan (device_scan_two_pass.cuh), as scan.hpp describes it:
@@ -70,16 +70,16 @@ template ScanRounding scan_rounding<double>();
 
 #define TESSERA_CUDA_TWO_PASS_SCAN(T)                                                               \
   template index_t scan_segment_count<T>(index_t);                                                  \
-  template void scan_totals<T>(const T*, index_t, T*, T*, Stream);                                  \
-  template void scan_from_totals<T>(const T*, T*, index_t, ScanKind, T, const T*, Stream);
+  template void scan_totals<T>(const Queue&, const T*, index_t, T*, T*);                            \
+  template void scan_from_totals<T>(const Queue&, const T*, T*, index_t, ScanKind, T, const T*);
 TESSERA_CUDA_TWO_PASS_SCAN(std::int32_t)
 TESSERA_CUDA_TWO_PASS_SCAN(std::int64_t)
 TESSERA_CUDA_TWO_PASS_SCAN(float)
 TESSERA_CUDA_TWO_PASS_SCAN(double)
 
-template void scan<std::int32_t>(const std::int32_t*, std::int32_t*, index_t, ScanKind, std::int32_t, Stream);
-template void scan<std::int64_t>(const std::int64_t*, std::int64_t*, index_t, ScanKind, std::int64_t, Stream);
-template void scan<float>(const float*, float*, index_t, ScanKind, float, Stream);
-template void scan<double>(const double*, double*, index_t, ScanKind, double, Stream);
+template void scan<std::int32_t>(const Queue&, const std::int32_t*, std::int32_t*, index_t, ScanKind, std::int32_t);
+template void scan<std::int64_t>(const Queue&, const std::int64_t*, std::int64_t*, index_t, ScanKind, std::int64_t);
+template void scan<float>(const Queue&, const float*, float*, index_t, ScanKind, float);
+template void scan<double>(const Queue&, const double*, double*, index_t, ScanKind, double);
 
 }  // namespace tessera::kernels::cuda

@@ -10,20 +10,22 @@
 namespace tessera::kernels::cuda {
 
 template <class T>
-void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count, Stream stream) {
-  detail::with_fixed_predicate(pred, [&](auto fixed) { detail::device_select(in, n, fixed, out, kept_count, stream); });
+void select(const Queue& queue, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {
+  detail::with_fixed_predicate(pred,
+                               [&](auto fixed) { detail::device_select(in, n, fixed, out, kept_count, queue.stream); });
 }
 
 template <class T>
-void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count, Stream stream) {
+void count_if(const Queue& queue, const T* in, index_t n, Predicate<T> pred, index_t* count) {
   detail::with_fixed_predicate(pred, [&](auto fixed) {
-    detail::device_reduce(in, n, detail::KeptAsCount<decltype(fixed)>{fixed}, tessera::plus{}, index_t(0), count, stream);
+    detail::device_reduce(in, n, detail::KeptAsCount<decltype(fixed)>{fixed}, tessera::plus{}, index_t(0), count,
+                          queue.stream);
   });
 }
 
 #define TESSERA_INSTANTIATE_SELECT(T)                                                    \
-  template void select<T>(const T*, index_t, Predicate<T>, T*, index_t*, Stream);        \
-  template void count_if<T>(const T*, index_t, Predicate<T>, index_t*, Stream);
+  template void select<T>(const Queue&, const T*, index_t, Predicate<T>, T*, index_t*);  \
+  template void count_if<T>(const Queue&, const T*, index_t, Predicate<T>, index_t*);
 
 TESSERA_INSTANTIATE_SELECT(std::int32_t)
 TESSERA_INSTANTIATE_SELECT(std::int64_t)

@@ -37,8 +37,9 @@ void transpose_words(const void* in, index_t rows, index_t cols, index_t ld_in, 
 
 }  // namespace
 
-void transpose_bytes(const void* in, index_t rows, index_t cols, index_t ld_in, void* out, index_t ld_out,
-                     std::size_t element_bytes, StreamHandle stream) {
+void transpose_bytes(const Queue& queue, const void* in, index_t rows, index_t cols, index_t ld_in, void* out,
+                     index_t ld_out, std::size_t element_bytes) {
+  const StreamHandle stream = queue.stream;
   const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
   const std::size_t natural = common_alignment(16, element_bytes, in_address, out_address);
   if (natural == element_bytes) {

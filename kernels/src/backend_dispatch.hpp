@@ -1,6 +1,9 @@
 // How the precompiled local operations hand their work to the backend a queue names: the cpu call
 // on a cpu queue, the cuda call otherwise; in a build without CUDA a cuda queue is a usage error,
-// not a crash.
+// not a crash. Calls that name no queue (device counts, the array cache, pinned memory) take the
+// cuda call where the build has CUDA and the cpu call otherwise (TESSERA_DISPATCH_BUILD). The
+// backend halves are declared in cpu/cpu_backend.hpp, cuda/cuda_backend.hpp and the *_backends.hpp
+// beside each dispatch; a cuda half that queues work takes the Queue (its device and stream) first.
 #pragma once
 
 #include "tessera/kernels/config.hpp"
@@ -32,5 +35,17 @@ namespace tessera::kernels::detail {
     } else {                                             \
       ::tessera::kernels::detail::no_cuda_backend();     \
     }                                                    \
+  } while (0)
+#endif
+
+#if TESSERA_HAVE_CUDA
+#define TESSERA_DISPATCH_BUILD(cpu_call, cuda_call) \
+  do {                                              \
+    cuda_call;                                      \
+  } while (0)
+#else
+#define TESSERA_DISPATCH_BUILD(cpu_call, cuda_call) \
+  do {                                              \
+    cpu_call;                                       \
   } while (0)
 #endif

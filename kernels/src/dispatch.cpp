@@ -63,7 +63,7 @@ void fill_bytes(const Queue& q, void* out, index_t n, std::size_t element_bytes,
 template <class T>
 void reduce(const Queue& q, const T* in, index_t n, ReduceOp op, T* out) {
   TESSERA_ASSERT(n >= 0, "reduce: negative element count");
-  TESSERA_DISPATCH(q, cpu::reduce(in, n, op, out), cuda::reduce(in, n, op, out, q.stream));
+  TESSERA_DISPATCH(q, cpu::reduce(in, n, op, out), cuda::reduce(q, in, n, op, out));
 }
 
 template <class T>
@@ -89,7 +89,7 @@ template ScanRounding scan_rounding<double>(const Queue&);
 template <class T>
 void scan(const Queue& q, const T* in, T* out, index_t n, ScanKind kind, T carry_in) {
   TESSERA_ASSERT(n >= 0, "scan: negative element count");
-  TESSERA_DISPATCH(q, cpu::scan(in, out, n, kind, carry_in), cuda::scan(in, out, n, kind, carry_in, q.stream));
+  TESSERA_DISPATCH(q, cpu::scan(in, out, n, kind, carry_in), cuda::scan(q, in, out, n, kind, carry_in));
 }
 
 template <class T>
@@ -104,7 +104,7 @@ template <class T>
 void scan_totals(const Queue& q, const T* in, index_t n, T* segment_prefix, T* total) {
   TESSERA_ASSERT(n >= 0, "scan_totals: negative element count");
   TESSERA_DISPATCH(q, cpu::scan_totals(in, n, segment_prefix, total),
-                   cuda::scan_totals(in, n, segment_prefix, total, q.stream));
+                   cuda::scan_totals(q, in, n, segment_prefix, total));
 }
 
 template <class T>
@@ -112,18 +112,18 @@ void scan_from_totals(const Queue& q, const T* in, T* out, index_t n, ScanKind k
                       const T* segment_prefix) {
   TESSERA_ASSERT(n >= 0, "scan_from_totals: negative element count");
   TESSERA_DISPATCH(q, cpu::scan_from_totals(in, out, n, kind, carry_in, segment_prefix),
-                   cuda::scan_from_totals(in, out, n, kind, carry_in, segment_prefix, q.stream));
+                   cuda::scan_from_totals(q, in, out, n, kind, carry_in, segment_prefix));
 }
 
 #define TESSERA_DEFINE_SELECT(T)                                                                      \
   void select(const Queue& q, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {   \
     TESSERA_ASSERT(n >= 0, "select: negative element count");                                         \
     TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count),                                    \
-                     cuda::select(in, n, pred, out, kept_count, q.stream));                           \
+                     cuda::select(q, in, n, pred, out, kept_count));                                  \
   }                                                                                                   \
   void count_if(const Queue& q, const T* in, index_t n, Predicate<T> pred, index_t* count) {          \
     TESSERA_ASSERT(n >= 0, "count_if: negative element count");                                       \
-    TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(in, n, pred, count, q.stream)); \
+    TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(q, in, n, pred, count));    \
   }
 TESSERA_DEFINE_SELECT(std::int32_t)
 TESSERA_DEFINE_SELECT(std::int64_t)
@@ -138,23 +138,23 @@ void gemm(const Queue& q, GemmEngine engine, index_t m, index_t n, index_t k, T 
   TESSERA_ASSERT(lda >= k && ldb >= n && ldc >= n, "gemm: leading dimension smaller than the row length");
   (void)engine;  // under cpu both engines name the same blocked kernel
   TESSERA_DISPATCH(q, cpu::gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
-                   cuda::gemm(engine, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, q.stream));
+                   cuda::gemm(q, engine, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 
 template <class T>
 void fill(const Queue& q, T* out, index_t n, T value) {
-  TESSERA_DISPATCH(q, cpu::fill(out, n, value), cuda::fill(out, n, value, q.stream));
+  TESSERA_DISPATCH(q, cpu::fill(out, n, value), cuda::fill(q, out, n, value));
 }
 
 template <class T>
 void iota(const Queue& q, T* out, index_t n, T start) {
-  TESSERA_DISPATCH(q, cpu::iota(out, n, start), cuda::iota(out, n, start, q.stream));
+  TESSERA_DISPATCH(q, cpu::iota(out, n, start), cuda::iota(q, out, n, start));
 }
 
 template <class T>
 void generate(const Queue& q, T* out, index_t n, std::uint64_t seed, index_t global_offset) {
   TESSERA_DISPATCH(q, cpu::generate(out, n, seed, global_offset),
-                   cuda::generate(out, n, seed, global_offset, q.stream));
+                   cuda::generate(q, out, n, seed, global_offset));
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                           \

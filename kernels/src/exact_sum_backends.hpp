@@ -14,7 +14,7 @@ void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out);
 #if TESSERA_HAVE_CUDA
 namespace cuda {
 template <class T>
-void exact_sum_partial(const T* in, index_t n, ExactAccumulator<T>* acc_out, StreamHandle stream);
+void exact_sum_partial(const Queue& queue, const T* in, index_t n, ExactAccumulator<T>* acc_out);
 }  // namespace cuda
 #endif
 

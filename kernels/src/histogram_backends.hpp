@@ -21,13 +21,13 @@ void sample_range(const T* in, index_t n, SampleRange<T>* range);
 #if TESSERA_HAVE_CUDA
 namespace cuda {
 template <class T>
-void histogram_even(const T* in, index_t n, const EvenBins& bins, index_t* counts, StreamHandle stream);
+void histogram_even(const Queue& queue, const T* in, index_t n, const EvenBins& bins, index_t* counts);
 template <class T>
-void histogram_edges(const T* in, index_t n, const double* edges, index_t bins, index_t* counts, StreamHandle stream);
+void histogram_edges(const Queue& queue, const T* in, index_t n, const double* edges, index_t bins, index_t* counts);
 template <class T>
-void bincount(const T* in, index_t n, index_t bins, index_t* counts, StreamHandle stream);
+void bincount(const Queue& queue, const T* in, index_t n, index_t bins, index_t* counts);
 template <class T>
-void sample_range(const T* in, index_t n, SampleRange<T>* range, StreamHandle stream);
+void sample_range(const Queue& queue, const T* in, index_t n, SampleRange<T>* range);
 }  // namespace cuda
 #endif
 

@@ -81,19 +81,19 @@ std::vector<double> even_bin_edges(const EvenBins& bins) {
     TESSERA_ASSERT(n >= 0, "histogram_even: negative element count");                                     \
     check_even_bins(bins);                                                                                 \
     check_range_fits<T>(bins);                                                                             \
-    TESSERA_DISPATCH(q, cpu::histogram_even(in, n, bins, counts),                                \
-                               cuda::histogram_even(in, n, bins, counts, q.stream));                       \
+    TESSERA_DISPATCH(q, cpu::histogram_even(in, n, bins, counts),                                          \
+                     cuda::histogram_even(q, in, n, bins, counts));                                        \
   }                                                                                                        \
   void histogram_edges(const Queue& q, const T* in, index_t n, const double* edges, index_t bins,           \
                        index_t* counts) {                                                                  \
     TESSERA_ASSERT(n >= 0, "histogram_edges: negative element count");                                    \
     check_bin_count(bins, "histogram");                                                                    \
-    TESSERA_DISPATCH(q, cpu::histogram_edges(in, n, edges, bins, counts),                        \
-                               cuda::histogram_edges(in, n, edges, bins, counts, q.stream));               \
+    TESSERA_DISPATCH(q, cpu::histogram_edges(in, n, edges, bins, counts),                                  \
+                     cuda::histogram_edges(q, in, n, edges, bins, counts));                                \
   }                                                                                                        \
   void sample_range(const Queue& q, const T* in, index_t n, SampleRange<T>* range) {                       \
     TESSERA_ASSERT(n >= 0, "sample_range: negative element count");                                       \
-    TESSERA_DISPATCH(q, cpu::sample_range(in, n, range), cuda::sample_range(in, n, range, q.stream)); \
+    TESSERA_DISPATCH(q, cpu::sample_range(in, n, range), cuda::sample_range(q, in, n, range));             \
   }
 TESSERA_DEFINE_HISTOGRAM(std::int32_t)
 TESSERA_DEFINE_HISTOGRAM(std::int64_t)
@@ -105,8 +105,7 @@ TESSERA_DEFINE_HISTOGRAM(double)
   void bincount(const Queue& q, const T* in, index_t n, index_t bins, index_t* counts) {          \
     TESSERA_ASSERT(n >= 0, "bincount: negative element count");                                  \
     check_bin_count(bins, "bincount");                                                            \
-    TESSERA_DISPATCH(q, cpu::bincount(in, n, bins, counts),                             \
-                               cuda::bincount(in, n, bins, counts, q.stream));                    \
+    TESSERA_DISPATCH(q, cpu::bincount(in, n, bins, counts), cuda::bincount(q, in, n, bins, counts)); \
   }
 TESSERA_DEFINE_BINCOUNT(std::int32_t)
 TESSERA_DEFINE_BINCOUNT(std::int64_t)

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend_dispatch.hpp"
 #include "sort_backends.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/sort.hpp"
@@ -18,15 +19,8 @@ void run_sort(const Queue& q, std::uint64_t sign_mask, std::uint64_t float_mask,
   auto* bits_out = static_cast<Bits*>(keys_out);
   const auto* words_in = static_cast<const Word*>(values_in);
   auto* words_out = static_cast<Word*>(values_out);
-  if (q.backend == Backend::cpu) {
-    cpu::radix_sort(twiddle, bits_in, bits_out, words_in, words_out, n, begin_bit, end_bit);
-    return;
-  }
-#if TESSERA_HAVE_CUDA
-  cuda::radix_sort(q, twiddle, bits_in, bits_out, words_in, words_out, n, begin_bit, end_bit);
-#else
-  throw_no_cuda_backend("sort");
-#endif
+  TESSERA_DISPATCH(q, cpu::radix_sort(twiddle, bits_in, bits_out, words_in, words_out, n, begin_bit, end_bit),
+                   cuda::radix_sort(q, twiddle, bits_in, bits_out, words_in, words_out, n, begin_bit, end_bit));
 }
 
 template <class Bits>
@@ -81,15 +75,8 @@ void sorted_search_precompiled(const Queue& q, int key_bytes, std::uint64_t sign
     const RadixTwiddle<Bits> twiddle{static_cast<Bits>(sign_mask), static_cast<Bits>(float_mask)};
     const auto* sorted_bits = static_cast<const Bits*>(sorted);
     const auto* needle_bits = static_cast<const Bits*>(needles);
-    if (q.backend == Backend::cpu) {
-      cpu::sorted_search(twiddle, sorted_bits, n, needle_bits, m, upper, positions);
-      return;
-    }
-#if TESSERA_HAVE_CUDA
-    cuda::sorted_search(q, twiddle, sorted_bits, n, needle_bits, m, upper, positions);
-#else
-    throw_no_cuda_backend("sorted search");
-#endif
+    TESSERA_DISPATCH(q, cpu::sorted_search(twiddle, sorted_bits, n, needle_bits, m, upper, positions),
+                     cuda::sorted_search(q, twiddle, sorted_bits, n, needle_bits, m, upper, positions));
   };
   if (key_bytes == 4) {
     run(std::uint32_t{});

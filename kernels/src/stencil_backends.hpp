@@ -22,14 +22,14 @@ void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles
 #if TESSERA_HAVE_CUDA
 namespace cuda {
 template <class T>
-void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
-                const StencilWeights<T>& weights, T* max_change, StreamHandle stream);
+void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<T>& weights, T* max_change);
 template <class T>
-void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, StreamHandle stream);
-void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, void* packed, std::size_t element_bytes,
-                     StreamHandle stream);
-void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes,
-                       StreamHandle stream);
+void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out);
+void pack_rectangles(const Queue& queue, const void* base, std::span<const Rectangle> rectangles, void* packed,
+                     std::size_t element_bytes);
+void unpack_rectangles(const Queue& queue, const void* packed, std::span<const Rectangle> rectangles, void* base,
+                       std::size_t element_bytes);
 }  // namespace cuda
 #endif
 

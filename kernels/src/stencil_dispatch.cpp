@@ -2,6 +2,7 @@
 // the queue.
 #include <string>
 
+#include "backend_dispatch.hpp"
 #include "stencil_backends.hpp"
 #include "tessera/kernels/detail/dispatch.hpp"
 #include "tessera/kernels/error.hpp"
@@ -20,15 +21,8 @@ template <class T>
 void dispatch_stencil(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                       const StencilWeights<T>& weights, T* max_change) {
   check_stencil<T>(in_ld, out_ld, rows, cols);
-  if (q.backend == Backend::cpu) {
-    cpu::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change);
-    return;
-  }
-#if TESSERA_HAVE_CUDA
-  cuda::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change, q.stream);
-#else
-  detail::throw_no_cuda_backend("stencil_2d");
-#endif
+  TESSERA_DISPATCH(q, cpu::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change),
+                   cuda::stencil_2d(q, in, in_ld, out, out_ld, rows, cols, weights, max_change));
 }
 
 template <class T>
@@ -37,15 +31,7 @@ void dispatch_convolve(const Queue& q, const T* in, index_t n, std::span<const T
   if (weights.size() % 2 != 1)
     throw UsageError("convolve_1d: " + std::to_string(weights.size()) +
                      " weights; a kernel of radius r has 2 r + 1 weights (an odd count)");
-  if (q.backend == Backend::cpu) {
-    cpu::convolve_1d(in, n, weights, out);
-    return;
-  }
-#if TESSERA_HAVE_CUDA
-  cuda::convolve_1d(in, n, weights, out, q.stream);
-#else
-  detail::throw_no_cuda_backend("convolve_1d");
-#endif
+  TESSERA_DISPATCH(q, cpu::convolve_1d(in, n, weights, out), cuda::convolve_1d(q, in, n, weights, out));
 }
 
 void check_rectangles(std::span<const Rectangle> rectangles, const char* operation) {
@@ -76,29 +62,15 @@ void convolve_1d(const Queue& q, const double* in, index_t n, std::span<const do
 void pack_rectangles(const Queue& q, const void* base, std::span<const Rectangle> rectangles, void* packed,
                      std::size_t element_bytes) {
   check_rectangles(rectangles, "pack_rectangles");
-  if (q.backend == Backend::cpu) {
-    cpu::pack_rectangles(base, rectangles, packed, element_bytes);
-    return;
-  }
-#if TESSERA_HAVE_CUDA
-  cuda::pack_rectangles(base, rectangles, packed, element_bytes, q.stream);
-#else
-  detail::throw_no_cuda_backend("pack_rectangles");
-#endif
+  TESSERA_DISPATCH(q, cpu::pack_rectangles(base, rectangles, packed, element_bytes),
+                   cuda::pack_rectangles(q, base, rectangles, packed, element_bytes));
 }
 
 void unpack_rectangles(const Queue& q, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes) {
   check_rectangles(rectangles, "unpack_rectangles");
-  if (q.backend == Backend::cpu) {
-    cpu::unpack_rectangles(packed, rectangles, base, element_bytes);
-    return;
-  }
-#if TESSERA_HAVE_CUDA
-  cuda::unpack_rectangles(packed, rectangles, base, element_bytes, q.stream);
-#else
-  detail::throw_no_cuda_backend("unpack_rectangles");
-#endif
+  TESSERA_DISPATCH(q, cpu::unpack_rectangles(packed, rectangles, base, element_bytes),
+                   cuda::unpack_rectangles(q, packed, rectangles, base, element_bytes));
 }
 
 }  // namespace tessera::kernels

@@ -16,8 +16,8 @@ void transpose_bytes(const void* in, index_t rows, index_t cols, index_t ld_in, 
 
 #if TESSERA_HAVE_CUDA
 namespace cuda {
-void transpose_bytes(const void* in, index_t rows, index_t cols, index_t ld_in, void* out, index_t ld_out,
-                     std::size_t element_bytes, StreamHandle stream);
+void transpose_bytes(const Queue& queue, const void* in, index_t rows, index_t cols, index_t ld_in, void* out,
+                     index_t ld_out, std::size_t element_bytes);
 }  // namespace cuda
 #endif
 

@@ -1,4 +1,5 @@
 // kernels::transpose_bytes: checks the shape, then hands the work to the backend named by the queue.
+#include "backend_dispatch.hpp"
 #include "transpose_backends.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/transpose.hpp"
@@ -11,15 +12,8 @@ void transpose_bytes(const Queue& q, const void* in, index_t rows, index_t cols,
   TESSERA_ASSERT(ld_in >= cols && ld_out >= rows, "transpose: leading dimension smaller than the row length");
   TESSERA_ASSERT(element_bytes >= 1, "transpose: elements of zero bytes");
   if (rows == 0 || cols == 0) return;
-  if (q.backend == Backend::cpu) {
-    cpu::transpose_bytes(in, rows, cols, ld_in, out, ld_out, element_bytes);
-    return;
-  }
-#if TESSERA_HAVE_CUDA
-  cuda::transpose_bytes(in, rows, cols, ld_in, out, ld_out, element_bytes, q.stream);
-#else
-  throw UsageError("the cuda backend was requested, but this build of Tessera has no CUDA support");
-#endif
+  TESSERA_DISPATCH(q, cpu::transpose_bytes(in, rows, cols, ld_in, out, ld_out, element_bytes),
+                   cuda::transpose_bytes(q, in, rows, cols, ld_in, out, ld_out, element_bytes));
 }
 
 }  // namespace tessera::kernels

@@ -270,8 +270,8 @@ TEST(GemmSplitK, ForcedSplitsMatchCpu) {
       int ran = 0;
       const auto run = [&](float alpha, const float* a, index_t lda, const float* b, index_t ldb, float beta, float* c,
                            index_t ldc) {
-        ran = kernels::cuda::tiled_sgemm_forced_splits(requested, copy_b, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta,
-                                                       c, ldc, cuda_queue().stream);
+        ran = kernels::cuda::tiled_sgemm_forced_splits(cuda_queue(), requested, copy_b, s.m, s.n, s.k, alpha, a, lda, b,
+                                                       ldb, beta, c, ldc);
       };
       const std::vector<float> first = check_gemm_with<float>(s, what, run);
       if (::testing::Test::HasFailure()) return;

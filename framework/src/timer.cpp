@@ -2,6 +2,7 @@
 
 #include <map>
 #include <utility>
+#include <vector>
 
 #if TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -51,48 +52,49 @@ void* record_event(const kernels::Queue& queue) {
   return event;
 }
 
+void wait_for_event(void* event) { TESSERA_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+
+double seconds_between(void* from, void* to) {
+  float milliseconds = 0;
+  TESSERA_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)));
+  return 1e-3 * static_cast<double>(milliseconds);
+}
+
+}  // namespace
+#else
+namespace {
+// Never called: without CUDA no clock times with events.
+void* record_event(const kernels::Queue&) { return nullptr; }
+void give_back_event(int, void*) {}
+void wait_for_event(void*) {}
+double seconds_between(void*, void*) { return 0; }
 }  // namespace
 #endif
 
-PhaseClock::PhaseClock(const kernels::Queue& queue, bool timed) : queue_(queue), timed_(timed) {
-  if (!timed_) return;
-#if TESSERA_HAVE_CUDA
-  if (queue_.backend == Backend::cuda) {
-    on_device_ = true;
-    start_event_ = record_event(queue_);
-  }
-#endif
+PhaseClock::PhaseClock(const kernels::Queue& queue, bool timed)
+    : queue_(queue), timed_(timed), on_device_(timed && queue.backend == Backend::cuda) {
+  if (on_device_) start_event_ = record_event(queue_);
 }
 
 PhaseClock::~PhaseClock() { release_events(); }
 
 void PhaseClock::end_phase(double* slot) {
   if (!timed_) return;
-#if TESSERA_HAVE_CUDA
-  if (on_device_) {
-    boundaries_.push_back({slot, record_event(queue_), 0.0});
-    return;
-  }
-#endif
-  boundaries_.push_back({slot, nullptr, watch_.lap()});
+  if (on_device_) boundaries_.push_back({slot, record_event(queue_), 0.0});
+  else boundaries_.push_back({slot, nullptr, watch_.lap()});
 }
 
 void PhaseClock::finish() {
   if (!timed_) return;
-#if TESSERA_HAVE_CUDA
   if (on_device_ && !boundaries_.empty()) {
     // Events of one stream complete in the order they were recorded: the last one covers all.
-    TESSERA_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(boundaries_.back().event)));
+    wait_for_event(boundaries_.back().event);
     void* previous = start_event_;
     for (Boundary& b : boundaries_) {
-      float milliseconds = 0;
-      TESSERA_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, static_cast<cudaEvent_t>(previous),
-                                              static_cast<cudaEvent_t>(b.event)));
-      b.seconds = 1e-3 * static_cast<double>(milliseconds);
+      b.seconds = seconds_between(previous, b.event);
       previous = b.event;
     }
   }
-#endif
   for (const Boundary& b : boundaries_)
     if (b.slot) *b.slot += b.seconds;
   release_events();
@@ -100,12 +102,10 @@ void PhaseClock::finish() {
 }
 
 void PhaseClock::release_events() {
-#if TESSERA_HAVE_CUDA
   if (on_device_) {
     give_back_event(queue_.device, std::exchange(start_event_, nullptr));
     for (Boundary& b : boundaries_) give_back_event(queue_.device, std::exchange(b.event, nullptr));
   }
-#endif
   boundaries_.clear();
 }
 

@@ -1,14 +1,11 @@
 #include "two_level.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
 
 #include "pings.hpp"
-#include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/scaling_two_level.hpp"
 
 namespace tessera::apps::two_level {
@@ -85,14 +82,10 @@ constexpr int kFitNodes = 2;
 
 Layout discover_layout(const Context& world) {
   Layout layout;
-  MPI_Comm comm = world.comm().get();
-  MPI_Comm node = MPI_COMM_NULL;
-  TESSERA_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node));
-  int leader = world.rank();  // the lowest world rank on this node names it
-  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node));
-  TESSERA_MPI_CHECK(MPI_Comm_free(&node));
-  std::vector<int> node_of(static_cast<std::size_t>(world.size()));
-  TESSERA_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, node_of.data(), 1, MPI_INT, comm));
+  const Communicator& comm = world.comm();
+  // The lowest world rank on this node names it.
+  const int leader = comm.split_node(world.rank()).allreduce(world.rank(), ReduceOp::min);
+  const std::vector<int> node_of = comm.allgather(leader);
   std::map<int, int> index, count;  // node (by leader) -> order of appearance, ranks on it
   for (int r = 0; r < world.size(); ++r) {
     const int n = node_of[static_cast<std::size_t>(r)];

@@ -157,13 +157,17 @@ struct Result {
 
 // Runs `op` warmup + iters times (barrier before each timed call); fills the timing fields.
 void measure(const Context& ctx, const Options& o, Result& r, const std::function<void(PhaseTimes*)>& op) {
+  // Untimed calls leave their device work queued: it finishes before the timed calls start, and
+  // each timed call's wall time ends when its device work does.
   for (int i = 0; i < o.warmup; ++i) op(nullptr);
+  ctx.queue().synchronize();
   PhaseTimes sum;
   double elapsed = 0;
   for (int i = 0; i < o.iters; ++i) {
     ctx.comm().barrier();
     Stopwatch watch;
     op(&sum);
+    ctx.queue().synchronize();
     elapsed += watch.seconds();
   }
   const double mean = elapsed / o.iters;

@@ -81,6 +81,13 @@ Communicator Communicator::first(int ranks) const {
   return split(rank_ < ranks ? 0 : -1, rank_);
 }
 
+Communicator Communicator::split_node(int key) const {
+  TESSERA_ASSERT(!is_null(), "split_node of a null communicator");
+  MPI_Comm out = MPI_COMM_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_split_type(get(), MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, &out));
+  return adopt(out);
+}
+
 bool Communicator::congruent(const Communicator& other) const {
   if (is_null() || other.is_null()) return is_null() && other.is_null();
   int result = MPI_UNEQUAL;

@@ -107,7 +107,9 @@ void Field2D<T>::copy_from(const Field2D& other) {
   TESSERA_ASSERT(other.layout_.rows == layout_.rows && other.layout_.cols == layout_.cols &&
                      other.layout_.ghost_width == layout_.ghost_width && other.layout_.ld == layout_.ld,
                  "Field2D::copy_from: another layout");
-  kernels::copy_within(context().queue(), storage_, other.storage_, static_cast<std::size_t>(storage_elements<T>(layout_)) * sizeof(T));
+  if (other.storage_ == storage_) return;
+  kernels::copy_within_async(context().queue(), storage_, other.storage_,
+                             static_cast<std::size_t>(storage_elements<T>(layout_)) * sizeof(T));
 }
 
 template <class T>

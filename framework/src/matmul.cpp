@@ -9,6 +9,11 @@
 //   local   C_block += A_panel * B_panel with the local GEMM kernel (beta = 1)
 // Two panel buffers alternate so that the broadcast of step s+1 is posted before the product of
 // step s and travels while it runs. There is no fix-up phase: C is complete after the last step.
+// The steps are stream-ordered: the host does not wait for a product before posting the next
+// broadcast. The broadcast into a buffer is ordered after the product that last read it by the
+// device path itself (NCCL and the staged copies run in the queue's order, CUDA-aware MPI waits for
+// the queue before it posts), and a staged broadcast waits for the root's packed panel before it
+// copies it to the host.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -62,7 +67,7 @@ DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const Matmu
                      std::to_string(b.grid().cols()) + ")");
 
   const kernels::Queue& queue = grid.context().queue();
-  PhaseClock clock(queue);
+  PhaseClock clock(queue, times != nullptr);
   DistMatrix<T> c(grid, a.rows(), b.cols());
   c.fill(T(0));
   const index_t m = c.local_rows();  // == a.local_rows(): same process row, same row partition
@@ -125,6 +130,7 @@ DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const Matmu
     kernels::gemm(queue, options.engine, m, n, steps[s].width(), T(1), f.a, f.lda, f.b, n, T(1), c.local_data(), n);
     clock.end_phase(times ? &times->local : nullptr);
   }
+  clock.finish();
   return c;
 }
 

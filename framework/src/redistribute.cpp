@@ -124,7 +124,7 @@ DistMatrix<T> move_matrix(const DistMatrix<T>& a, const ProcessGrid& to, bool tr
   check_same_ranks(a.grid(), to, operation);
   const Context& ctx = a.grid().context();
   const kernels::Queue& queue = ctx.queue();
-  PhaseClock clock(queue);
+  PhaseClock clock(queue, times != nullptr);
 
   // Host: the plan, the byte counts and offsets of each peer's piece, the buffers.
   const int me = ctx.rank(), ranks = ctx.size();
@@ -209,6 +209,7 @@ DistMatrix<T> move_matrix(const DistMatrix<T>& a, const ProcessGrid& to, bool tr
       }
   }
   clock.end_phase(times ? &times->fixup : nullptr);
+  clock.finish();
   return out;
 }
 

@@ -20,7 +20,7 @@ template <class T>
 T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
   using Accumulator = kernels::ExactAccumulator<T>;
   const Context& ctx = array.context();
-  PhaseClock clock(ctx.queue());
+  PhaseClock clock(ctx.queue(), times != nullptr);
 
   // Local: the block's exact partial, normalized by the kernel (to the host: see pinned_result.hpp).
   Accumulator partial = detail::result_on_host<Accumulator>(ctx, [&](Accumulator* out) {
@@ -37,6 +37,7 @@ T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
   // Fix-up: the one rounding.
   const T result = kernels::exact_sum_round(total);
   clock.end_phase(times ? &times->fixup : nullptr);
+  clock.finish();
   return result;
 }
 

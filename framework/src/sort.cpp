@@ -173,9 +173,10 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   const Partition target = Partition::block(global_size, ranks);
   const index_t share = target.local_size(me);
   const bool has_values = value_bytes > 0;
-  PhaseClock clock(queue);
+  PhaseClock clock(queue, times != nullptr || sort_times != nullptr);
   SortPhaseTimes steps;
   auto finish = [&] {
+    clock.finish();
     if (times) {
       times->local += steps.local_sort;
       times->communication += steps.splitters + steps.exchange;

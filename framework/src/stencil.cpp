@@ -72,7 +72,7 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
   if (boundary == Boundary::periodic && radius > n && n > 0)
     throw UsageError("convolve: radius " + std::to_string(radius) + " exceeds the array's " + std::to_string(n) +
                      " elements; a periodic boundary wraps the array at most once");
-  PhaseClock clock(ctx.queue());
+  PhaseClock clock(ctx.queue(), times != nullptr);
   const kernels::Queue& q = ctx.queue();
   DistArray<T> out(ctx, a.partition());
   const index_t local = a.local_size();
@@ -130,6 +130,7 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
     kernels::convolve_1d(q, ends + radius, local, weights, result);
   }
   clock.end_phase(times ? &times->local : nullptr);
+  clock.finish();
   return out;
 }
 

@@ -43,6 +43,9 @@ class Communicator {
   Communicator split(int color, int key) const;
   // The first `ranks` ranks of this communicator (in rank order); null on the others.
   Communicator first(int ranks) const;
+  // The ranks of this communicator on this rank's node (those that can share memory:
+  // MPI_Comm_split_type with MPI_COMM_TYPE_SHARED), ordered by key.
+  Communicator split_node(int key) const;
 
   void barrier() const;
   // The same barrier, waited for without spinning: a non-blocking barrier tested every `poll`,

@@ -85,11 +85,12 @@ class DistArray {
   std::size_t local_bytes() const { return static_cast<std::size_t>(local_size_) * sizeof(T); }
   // Elements the local block has room for (>= local_size(); more after a filter, see filter()).
   index_t local_capacity() const { return capacity_; }
-  // Moves the block into storage of exactly local_size() elements, releasing the rest.
+  // Moves the block into storage of exactly local_size() elements, releasing the rest. Stream-ordered
+  // (the copy, and the old storage's release after it, in the queue's order); the host does not wait.
   void shrink_to_fit() {
     if (capacity_ == local_size_) return;
     T* exact = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
-    kernels::copy_within(ctx_.queue(), exact, data_, local_bytes());
+    kernels::copy_within_async(ctx_.queue(), exact, data_, local_bytes());
     release();
     data_ = exact;
     capacity_ = local_size_;

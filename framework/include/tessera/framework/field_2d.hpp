@@ -79,7 +79,8 @@ class Field2D {
 
   // Every cell of the block, ghosts included.
   void fill(const T& value);
-  // Every cell of other's block, ghosts included; other has this field's layout.
+  // Every cell of other's block, ghosts included; other has this field's layout. Stream-ordered:
+  // work queued after it sees the copy; the host does not wait.
   void copy_from(const Field2D& other);
   // The ghost cells outside the global domain (global row < 0 or >= rows(), or column < 0 or >=
   // cols()) become value(i, j) of their global index: the boundary condition. value runs on the

@@ -1,8 +1,9 @@
-// Wall-clock timing of phases. A phase that queued device work ends with a queue synchronisation,
-// so that its time includes the work, not only the launch.
+// Timing. Stopwatch: host wall clock. PhaseClock: the time of each phase of one distributed call,
+// taken only when the caller asks for it and without blocking the host between phases.
 #pragma once
 
 #include <chrono>
+#include <vector>
 
 #include "tessera/kernels/queue.hpp"
 
@@ -26,21 +27,45 @@ class Stopwatch {
   Clock::time_point start_;
 };
 
-// Adds the time of each phase to a slot, synchronising the queue at the phase's end first.
-// With a null slot it still synchronises (phases are ordered anyway: the global phase needs the
-// local result on the host), but records nothing.
+// The phases of one call, in order: end_phase(slot) closes the current phase and names the slot its
+// seconds are added to (none when slot is null); finish() adds them.
+//
+// Untimed (timed == false): records nothing and never waits; the call's device work stays queued
+// in stream order, and the host blocks only where a value must reach it.
+// Timed, under cuda: each phase boundary is an event recorded on the queue, so that a phase lasts
+// from the completion of the work queued before its start to the completion of the work queued
+// before its end (a host-side phase, such as a collective on the host, lasts about as long as the
+// host spends in it). finish() waits for the last event, once, and reads the elapsed times; the
+// host does not block at the boundaries.
+// Timed, under cpu (whose calls return when their work is done): host wall clock per phase.
+//
+// The slots must outlive finish(). A clock destroyed without finish() (an exception unwinding)
+// adds nothing.
 class PhaseClock {
  public:
-  explicit PhaseClock(const kernels::Queue& queue) : queue_(queue) {}
-  void end_phase(double* slot) {
-    queue_.synchronize();
-    const double s = watch_.lap();
-    if (slot) *slot += s;
-  }
+  PhaseClock(const kernels::Queue& queue, bool timed);
+  ~PhaseClock();
+  PhaseClock(const PhaseClock&) = delete;
+  PhaseClock& operator=(const PhaseClock&) = delete;
+
+  bool timed() const { return timed_; }
+  void end_phase(double* slot);
+  void finish();
 
  private:
-  const kernels::Queue& queue_;
+  struct Boundary {
+    double* slot;
+    void* event;     // cudaEvent_t under cuda
+    double seconds;  // the phase's wall time under cpu
+  };
+  void release_events();
+
+  kernels::Queue queue_;
+  bool timed_;
+  bool on_device_ = false;  // timed with events (cuda backend)
+  void* start_event_ = nullptr;
   Stopwatch watch_;
+  std::vector<Boundary> boundaries_;
 };
 
 }  // namespace tessera

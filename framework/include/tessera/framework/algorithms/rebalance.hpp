@@ -30,7 +30,7 @@ CollectivePlan rebalance_plan(const Partition& from, int rank) {
 template <class T>
 DistArray<T> rebalance(const DistArray<T>& array, PhaseTimes* times = nullptr) {
   const Context& ctx = array.context();
-  PhaseClock clock(ctx.queue());
+  PhaseClock clock(ctx.queue(), times != nullptr);
   const Partition& from = array.partition();
   DistArray<T> out(ctx, from.global_size());
   const Partition& to = out.partition();
@@ -59,6 +59,7 @@ DistArray<T> rebalance(const DistArray<T>& array, PhaseTimes* times = nullptr) {
   // Global: the one exchange.
   device_comm.alltoallv(array.local_data(), send_bytes, send_offsets, out.local_data(), recv_bytes, recv_offsets);
   clock.end_phase(times ? &times->communication : nullptr);
+  clock.finish();
   return out;
 }
 

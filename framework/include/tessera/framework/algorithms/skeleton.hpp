@@ -33,7 +33,7 @@ namespace tessera {
 
 // This rank's seconds per phase of one call (PhaseTimes* times = nullptr: not recorded).
 struct PhaseTimes {
-  double local = 0;          // local kernels (device time under cuda: the phase ends with a sync)
+  double local = 0;          // local kernels (under cuda until their work completes: PhaseClock)
   double communication = 0;  // collectives, device-buffer transfers included
   double fixup = 0;          // the second local pass (scan carry-in pass, filter scatter, ...)
   double host = 0;           // host-side serial work (set-up, bookkeeping, allocation)
@@ -67,11 +67,13 @@ auto try_local(F&& f) -> LocalOutcome<std::invoke_result_t<F&>> {
   return outcome;
 }
 
-// Runs local() -> global(partial) -> fixup(agreed), ending each phase with a queue synchronisation
-// and adding its time to `times` (when given).
+// Runs local() -> global(partial) -> fixup(agreed), timing each phase into `times` when given
+// (PhaseClock: events under cuda, read once at the end). The host waits for the device only where
+// a phase brings a value to it (the local partial, through result_on_host); the fix-up's work stays
+// queued in stream order when no times are asked for.
 template <class Local, class Global, class Fixup>
 decltype(auto) three_phases(const Context& ctx, PhaseTimes* times, Local&& local, Global&& global, Fixup&& fixup) {
-  PhaseClock clock(ctx.queue());
+  PhaseClock clock(ctx.queue(), times != nullptr);
   auto partial = local();
   clock.end_phase(times ? &times->local : nullptr);
   auto agreed = global(std::move(partial));
@@ -79,24 +81,23 @@ decltype(auto) three_phases(const Context& ctx, PhaseTimes* times, Local&& local
   if constexpr (std::is_void_v<decltype(fixup(std::move(agreed)))>) {
     fixup(std::move(agreed));
     clock.end_phase(times ? &times->fixup : nullptr);
+    clock.finish();
   } else {
     auto result = fixup(std::move(agreed));
     clock.end_phase(times ? &times->fixup : nullptr);
+    clock.finish();
     return result;
   }
 }
 
-// For local-only algorithms (transform, for_each, generate): runs f, stream-ordered. Only when times
-// are asked for does it wait for the queue, to time the phase.
+// For local-only algorithms (transform, for_each, generate): runs f, stream-ordered; timed like
+// three_phases when times are asked for.
 template <class F>
 void local_phase(const Context& ctx, PhaseTimes* times, F&& f) {
-  if (!times) {
-    f();
-    return;
-  }
-  PhaseClock clock(ctx.queue());
+  PhaseClock clock(ctx.queue(), times != nullptr);
   f();
-  clock.end_phase(&times->local);
+  clock.end_phase(times ? &times->local : nullptr);
+  clock.finish();
 }
 
 // For algorithms without a fix-up phase: hands the agreed value through.

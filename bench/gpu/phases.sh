@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Stream-ordered distributed calls on one GPU: the multi-rank tests on the cuda backend (1 rank, and
+# 3 ranks sharing the GPU: device path staged), among them the chains of calls queued back to back
+# with no host synchronisation between them (StreamOrder.*) and PhaseClock's bookkeeping;
+# compute-sanitizer memcheck on those chains at 1 and 3 ranks; then the distributed benchmarks
+# with their phase times (scan, filter, reduce and SUMMA from tessera_bench_distributed, the sort
+# from tessera_bench_sort_distributed) at 1 and 3 ranks. A summary goes to stdout; full logs and
+# JSON to ${OUT:-out}/phases/.
+#
+#   bash bench/gpu/phases.sh <build-dir> [<baseline-build-dir>]
+#
+# With a baseline build (another commit's tessera_bench_distributed and
+# tessera_bench_sort_distributed), each benchmark runs from both builds, interleaved (new, old,
+# new, old), so that the two are compared in one run on one machine.
+#   PHASES_STEPS="chains bench" bash bench/gpu/phases.sh <build-dir>    (a subset of: chains tests bench
+#                                                                        sort sanitize generic)
+set -uo pipefail
+
+BUILD_DIR="$(cd "${1:?usage: bench/gpu/phases.sh <build-dir> [<baseline-build-dir>]}" && pwd)"
+BASELINE_DIR=""
+[[ -n "${2:-}" ]] && BASELINE_DIR="$(cd "$2" && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT_DIR="${OUT:-out}/phases"
+mkdir -p "${OUT_DIR}"
+OUT_DIR="$(cd "${OUT_DIR}" && pwd)"
+STEPS="${PHASES_STEPS:-chains tests bench sort sanitize generic}"
+export PATH="${PATH}:/usr/local/cuda/bin"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
+export OMP_NUM_THREADS=4
+START=$(date +%s)
+DEADLINE=$(( START + $(cat "${ROOT}/bench/gpu/phases.limit") - 8 ))
+STATUS=0
+
+log() { echo "[phases.sh +$(( $(date +%s) - START ))s] $*"; }
+wants() { [[ " ${STEPS} " == *" $1 "* ]]; }
+
+# Runs "$@" with a time limit (at most the time left); the failure lines of its log when it fails.
+step() {
+  local name="$1" limit="$2"
+  shift 2
+  local left=$(( DEADLINE - $(date +%s) ))
+  if [[ ${left} -lt 10 ]]; then
+    log "${name}: skipped (the run's time is up)"
+    return 0
+  fi
+  [[ ${limit} -gt ${left} ]] && limit=${left}
+  log "${name}"
+  local rc=0
+  timeout "${limit}" "$@" >"${OUT_DIR}/${name}.log" 2>&1 || rc=$?
+  if [[ ${rc} -ne 0 ]]; then
+    STATUS=1
+    log "${name}: exit status ${rc}"
+    grep -E "Failure|FAILED|rror|differs|expected|Which is|Value of" "${OUT_DIR}/${name}.log" | head -30
+    tail -5 "${OUT_DIR}/${name}.log"
+  fi
+  return 0
+}
+
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
+MPI_TESTS="${BUILD_DIR}/tests/mpi/tessera_mpi_tests"
+CHAINS='StreamOrder.*:PhaseClock.*:CommunicatorNode.*'
+
+# bench NAME LIMIT RANKS BINARY ARGS...: from this build, and (interleaved) from the baseline's.
+bench() {
+  local name="$1" limit="$2" np="$3" binary="$4"
+  shift 4
+  local builds=("new:${BUILD_DIR}")
+  [[ -n "${BASELINE_DIR}" ]] && builds=("new:${BUILD_DIR}" "old:${BASELINE_DIR}" "new:${BUILD_DIR}" "old:${BASELINE_DIR}")
+  local i=0
+  for entry in "${builds[@]}"; do
+    local tag="${entry%%:*}" dir="${entry#*:}"
+    i=$((i + 1))
+    step "${name}_${tag}${i}" "${limit}" mpirun -n "${np}" "${dir}/bench/distributed/${binary}" "$@" \
+      --json "${OUT_DIR}/${name}_${tag}${i}.json"
+    echo "== ${name} (${tag}: ${dir})"
+    grep -vE "^\s*$" "${OUT_DIR}/${name}_${tag}${i}.log" | head -40
+  done
+}
+
+# mpi_tests NAME LIMIT RANKS FILTER: the multi-rank tests on the cuda backend.
+mpi_tests() {
+  step "$1" "$2" env TESSERA_TEST_BACKEND=cuda mpirun -n "$3" "${MPI_TESTS}" --gtest_filter="$4"
+  grep -E "^.{0,12}\[ +(OK|FAILED) +\] StreamOrder|PhaseClock|CommunicatorNode|PASSED|FAILED|tests ran" "${OUT_DIR}/$1.log" \
+    | grep -vE "^.{0,12}\[ +OK +\] (PhaseClock|CommunicatorNode)" | head -12
+}
+
+# memcheck RANKS: compute-sanitizer on every rank, on the chains and the matmul.
+memcheck() {
+  step "memcheck_np$1" 40 env TESSERA_TEST_BACKEND=cuda mpirun -n "$1" compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "${MPI_TESTS}" --gtest_filter='StreamOrder.*:PhaseClock.*:Matmul/1.*'
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "${OUT_DIR}/memcheck_np$1.log" | sort | uniq -c | head -6
+}
+
+# In order of what a short run must still answer: the chains at 1 and 3 ranks, every test at 1
+# rank, the benchmarks, memcheck, every test at 3 ranks, the user-functor tests.
+wants chains && mpi_tests chains_np1 40 1 "${CHAINS}"
+wants chains && mpi_tests chains_np3 40 3 "${CHAINS}"
+wants tests && mpi_tests mpi_tests_np1 60 1 "-${CHAINS}"
+
+if wants bench; then
+  # Per size: time min/avg/max over ranks, then each phase's time (local, communication, fix-up, host).
+  bench dist_np1 40 1 tessera_bench_distributed --backend cuda --algo reduce,scan,filter,matmul --min 64K --max 64M \
+    -f 32 --matmul-min 1024 --matmul-max 8192 -n 20 -w 3
+  bench dist_np3 40 3 tessera_bench_distributed --backend cuda --algo reduce,scan,filter,matmul --min 64K --max 16M \
+    -f 16 --matmul-min 1024 --matmul-max 4096 -n 10 -w 2
+fi
+
+if wants sort; then
+  # The commands of docs/PERFORMANCE.md's H100 sort rows (int64 left out at 1 rank, for time).
+  bench sort_np1 45 1 tessera_bench_sort_distributed --backend cuda --types int32,float --min 64M --max 256M -f 4 -n 5 -w 2
+  bench sort_np3 40 3 tessera_bench_sort_distributed --backend cuda --types int32,double --min 16M --max 16M -n 3 -w 1
+fi
+
+wants sanitize && memcheck 1
+wants tests && mpi_tests mpi_tests_np3 75 3 "-${CHAINS}"
+wants sanitize && memcheck 3
+
+if wants generic; then
+  # User functors compiled by nvcc (transform, scan and filter with user ops, ...) at 3 ranks.
+  step generic_np3 40 env TESSERA_TEST_BACKEND=cuda mpirun -n 3 "${BUILD_DIR}/tests/generic/tessera_generic_tests"
+  grep -E "PASSED|FAILED|tests ran" "${OUT_DIR}/generic_np3.log" | head -5
+fi
+
+log "done, status ${STATUS}"
+exit "${STATUS}"

@@ -51,14 +51,15 @@ __device__ __forceinline__ void grouped_tile(index_t id, index_t tiles_m, index_
   tn = in_group / rows;
 }
 
-// One thread block's tile (blockIdx.x: linear tile index) in `shared`, Tu::kSharedBytes of
-// dynamic shared memory, 16-byte aligned.
+// One thread block's tile (blockIdx.x: linear tile index), staged in the block's dynamic shared
+// memory (the kernel launches with Tu::kSharedBytes of it).
 template <class Tu, bool VectorA, bool VectorB, bool VectorC>
-__device__ __forceinline__ void dgemm_dmma_agent(double* shared, index_t m, index_t n, index_t k, double alpha,
+__device__ __forceinline__ void dgemm_dmma_agent(index_t m, index_t n, index_t k, double alpha,
                                                  const double* __restrict__ a, index_t lda,
                                                  const double* __restrict__ b, index_t ldb, double beta,
                                                  double* __restrict__ c, index_t ldc) {
   static_assert(Tu::kBlockK == 16 && Tu::kWarpM == 64 && Tu::kWarpN == 32, "fragment code assumes these");
+  extern __shared__ __align__(16) double shared[];
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = lane_id();
   const int warp = tid / kWarpThreads;

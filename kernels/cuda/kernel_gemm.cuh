@@ -18,16 +18,17 @@ __global__ void __launch_bounds__(SgemmTuning::kThreads, SgemmTuning::kMinBlocks
     sgemm_simt_kernel(index_t m, index_t n, index_t k, index_t k_chunk, float alpha, const float* __restrict__ a,
                       index_t lda, const float* __restrict__ b, index_t ldb, float beta, float* __restrict__ c,
                       index_t ldc, index_t c_plane) {
-  __shared__ SgemmSimtStorage storage;
-  sgemm_simt_agent<VectorA, VectorB, VectorC>(storage, m, n, k, k_chunk, alpha, a, lda, b, ldb, beta, c, ldc, c_plane);
+  __shared__ __align__(16) SgemmPanelsA a_panel;
+  __shared__ __align__(16) SgemmPanelsB b_panel;
+  sgemm_simt_agent<VectorA, VectorB, VectorC>(a_panel, b_panel, m, n, k, k_chunk, alpha, a, lda, b, ldb, beta, c, ldc,
+                                              c_plane);
 }
 
 template <class Tu, bool VectorA, bool VectorB, bool VectorC>
 __global__ void __launch_bounds__(Tu::kThreads, Tu::kMinBlocks)
     dgemm_dmma_kernel(index_t m, index_t n, index_t k, double alpha, const double* __restrict__ a, index_t lda,
                       const double* __restrict__ b, index_t ldb, double beta, double* __restrict__ c, index_t ldc) {
-  extern __shared__ __align__(16) double shared[];
-  dgemm_dmma_agent<Tu, VectorA, VectorB, VectorC>(shared, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  dgemm_dmma_agent<Tu, VectorA, VectorB, VectorC>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // C = beta * C over an m x n block (k == 0 or alpha == 0: A and B are not read, as in BLAS).

@@ -13,7 +13,7 @@ struct HistogramTuning {
   static constexpr int kLoadsInFlight = 4;
   // Issue the next trip's loads before counting this trip's samples (double-buffered registers).
   static constexpr bool kPrefetch = false;
-  // Warp-aggregated atomics (__match_any_sync) for every sample (see the top of this file).
+  // Warp-aggregated atomics (__match_any_sync) for every sample (see the top of device_histogram.cuh).
   static constexpr bool kAggregate = false;
   // Thread blocks per resident slot: every extra block adds one flush of all its counters.
   static constexpr int kWaves = 1;

@@ -13,7 +13,7 @@
 // 32- or 16-bit, copies per thread block, passes, thread blocks per SM.
 //
 // --variants times the same rows (float) with other tunings of the device pass, to choose the
-// defaults (HistogramTuning in device_histogram.cuh).
+// defaults (HistogramTuning in tuning/histogram.cuh).
 //
 // Usage: tessera_bench_histogram [--n N] [--bins 16,256,...] [--types float,int32]
 //          [--dists uniform,skewed] [--ranged] [--variants] [--reps 20] [--warmup 3] [--json FILE]

@@ -35,29 +35,10 @@
 #include "async_copy.cuh"
 #include "mma_f64.cuh"
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/tuning/gemm.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
-
-template <int Stages = 3, int GroupM = 8, int BlockN = 64>
-struct DgemmTuningT {
-  static constexpr int kBlockM = 128;
-  static constexpr int kBlockN = BlockN;
-  static constexpr int kBlockK = 16;
-  static constexpr int kStages = Stages;
-  static constexpr int kGroupM = GroupM;
-  static constexpr int kWarpM = 64;
-  static constexpr int kWarpN = 32;
-  static constexpr int kThreads = 32 * (kBlockM / kWarpM) * (kBlockN / kWarpN);
-  // Two blocks of 4 warps per SM where they fit: while one block waits at its barrier, the
-  // other's products keep the tensor pipe busy (one block of 8 warps left it idle there).
-  static constexpr int kMinBlocks = kThreads <= 128 ? 2 : 1;
-  static constexpr int kStrideA = kBlockK + 2;  // doubles per shared row of the A panel (m-major)
-  static constexpr int kStrideB = kBlockN;      // doubles per shared row of the B panel (k-major, swizzled)
-  static constexpr int kStageDoubles = kBlockM * kStrideA + kBlockK * kStrideB;
-  static constexpr std::size_t kSharedBytes = sizeof(double) * kStages * kStageDoubles;
-};
-using DgemmTuning = DgemmTuningT<>;
 
 // Tile (row, column) of linear block `id` when tiles are visited in groups of group_m tile rows.
 __device__ __forceinline__ void grouped_tile(index_t id, index_t tiles_m, index_t tiles_n, int group_m, index_t& tm,
@@ -70,10 +51,13 @@ __device__ __forceinline__ void grouped_tile(index_t id, index_t tiles_m, index_
   tn = in_group / rows;
 }
 
+// One thread block's tile (blockIdx.x: linear tile index), staged in the block's dynamic shared
+// memory (the kernel launches with Tu::kSharedBytes of it).
 template <class Tu, bool VectorA, bool VectorB, bool VectorC>
-__global__ void __launch_bounds__(Tu::kThreads, Tu::kMinBlocks)
-    dgemm_dmma_kernel(index_t m, index_t n, index_t k, double alpha, const double* __restrict__ a, index_t lda,
-                      const double* __restrict__ b, index_t ldb, double beta, double* __restrict__ c, index_t ldc) {
+__device__ __forceinline__ void dgemm_dmma_agent(index_t m, index_t n, index_t k, double alpha,
+                                                 const double* __restrict__ a, index_t lda,
+                                                 const double* __restrict__ b, index_t ldb, double beta,
+                                                 double* __restrict__ c, index_t ldc) {
   static_assert(Tu::kBlockK == 16 && Tu::kWarpM == 64 && Tu::kWarpN == 32, "fragment code assumes these");
   extern __shared__ __align__(16) double shared[];
   const int tid = static_cast<int>(threadIdx.x);

@@ -17,31 +17,27 @@
 #include <cuda_runtime.h>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/tuning/gemm.cuh"
 
 namespace tessera::kernels::cuda::detail {
 
-struct SgemmTuning {
-  static constexpr int kBlockM = 128;
-  static constexpr int kBlockN = 128;
-  static constexpr int kBlockK = 8;
-  static constexpr int kThreads = 256;
-  static constexpr int kPadA = 4;
-};
+// The shared memory of one thread block: A and B panels, two buffers each (16-byte aligned).
+using SgemmPanelsA = float[2][SgemmTuning::kBlockK][SgemmTuning::kBlockM + SgemmTuning::kPadA];
+using SgemmPanelsB = float[2][SgemmTuning::kBlockK][SgemmTuning::kBlockN];
 
+// One thread block's tile (blockIdx.x: tile column, blockIdx.y: tile row, blockIdx.z: slice of K).
 // VectorA / VectorB / VectorC: the rows of that matrix start on 16-byte boundaries (base aligned,
 // leading dimension a multiple of 4), so whole in-bounds 4-float groups move as one vector.
 template <bool VectorA, bool VectorB, bool VectorC>
-__global__ void __launch_bounds__(SgemmTuning::kThreads, 2)
-    sgemm_simt_kernel(index_t m, index_t n, index_t k, index_t k_chunk, float alpha, const float* __restrict__ a,
-                      index_t lda, const float* __restrict__ b, index_t ldb, float beta, float* __restrict__ c,
-                      index_t ldc, index_t c_plane) {
+__device__ __forceinline__ void sgemm_simt_agent(SgemmPanelsA& a_panel, SgemmPanelsB& b_panel, index_t m, index_t n,
+                                                 index_t k, index_t k_chunk, float alpha, const float* __restrict__ a,
+                                                 index_t lda, const float* __restrict__ b, index_t ldb, float beta,
+                                                 float* __restrict__ c, index_t ldc, index_t c_plane) {
   using Tu = SgemmTuning;
   // This block's slice of K starts here. The loads test against the end of the whole K (slices end
   // on K-step multiples, so only the last slice meets an edge), through k_rest = k - (first k of the
   // step): one 64-bit register and a 32-bit step count, which keeps the kernel within 128 registers.
   const index_t k_begin = blockIdx.z * k_chunk;
-  __shared__ __align__(16) float a_panel[2][Tu::kBlockK][Tu::kBlockM + Tu::kPadA];
-  __shared__ __align__(16) float b_panel[2][Tu::kBlockK][Tu::kBlockN];
 
   const int tid = static_cast<int>(threadIdx.x);
   const index_t row0 = static_cast<index_t>(blockIdx.y) * Tu::kBlockM;

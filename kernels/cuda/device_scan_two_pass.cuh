@@ -22,6 +22,7 @@
 #include "tessera/kernels/cuda/block.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/device_scan.cuh"
+#include "tessera/kernels/cuda/tuning/scan.cuh"
 #include "tessera/kernels/cuda/ops.cuh"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda_check.hpp"
@@ -29,18 +30,6 @@
 #include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
-
-template <class T>
-struct TwoPassScanTuning {
-  using Tile = ScanTuning<T>;
-  // Tiles per thread block: few enough segments per wave of blocks to keep every SM busy to the
-  // end (2^28 floats: 3277 segments of 81920), many enough that pass 1's partials stay tiny.
-  static constexpr int kTilesPerSegment = 8;
-  static constexpr index_t kSegmentItems = static_cast<index_t>(Tile::kTileItems) * kTilesPerSegment;
-  static constexpr int kReduceThreads = 256;
-  static constexpr int kReduceLoads = 4;  // 16-byte loads in flight per thread in pass 1
-  static constexpr int kPrefixThreads = 1024;
-};
 
 template <class T>
 index_t two_pass_scan_segments(index_t n) {

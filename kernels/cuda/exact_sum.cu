@@ -35,27 +35,14 @@
 #include "../src/exact_sum_backends.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/stream_workspace.hpp"
+#include "tessera/kernels/cuda/tuning/exact_sum.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 
 namespace tessera::kernels::cuda {
 namespace {
 
-// Tuning of the exact sum, in one place.
-struct ExactSumTuning {
-  static constexpr int kThreads = 256;
-  // At most this many elements per thread block: keeps every shared limb below 2^62 (each element
-  // or window flush adds at most two deposits below 2^32 to one limb).
-  static constexpr index_t kMaxBlockElements = index_t(1) << 28;
-  // 16-byte loads per trip of each thread (the next trip's are issued before this trip's work),
-  // and the resident blocks per SM the registers must allow. For double, capping registers to fit
-  // more blocks spills (64 registers: 204 bytes; 80: 156), so it keeps 116 registers, 2 blocks.
-  static constexpr int kLoadsInFlight = 2;  // per trip; the next trip's are in flight too
-  template <class T>
-  static constexpr int min_blocks_per_sm() { return sizeof(T) == 8 ? 1 : 4; }
-  static constexpr int kFinishThreads = 1024;
-};
-
+using detail::ExactSumTuning;
 using Fields = std::int64_t;
 
 template <class T>
@@ -367,7 +354,7 @@ __global__ void __launch_bounds__(ExactSumTuning::kFinishThreads)
     exact_sum_finish_kernel(const Fields* __restrict__ partials, int blocks, index_t n, ExactAccumulator<T>* out) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kRows = ExactSumTuning::kFinishThreads / kFields;
-  constexpr int kLoads = 8;
+  constexpr int kLoads = ExactSumTuning::kFinishLoads;
   static_assert(kRows >= 1, "one row of threads must cover the fields");
   __shared__ Fields row_sums[kRows][kFields];
   Fields* fields = reinterpret_cast<Fields*>(out);

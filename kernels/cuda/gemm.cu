@@ -2,6 +2,7 @@
 // (SIMT SGEMM for float, split along K where the tiles fill the device's last wave poorly, see
 // gemm_split_k.cuh; FP64 tensor-core DGEMM for double); engine == vendor runs cuBLAS in its default
 // math mode (no TF32), with the row-major product expressed as the column-major C^T = B^T A^T.
+// The kernels are in kernel_gemm.cuh, their tuning in tessera/kernels/cuda/tuning/gemm.cuh.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -13,11 +14,11 @@
 #include <string>
 #include <type_traits>
 
-#include "agent_gemm_dmma.cuh"
-#include "agent_gemm_simt.cuh"
 #include "cuda_backend.hpp"
-#include "tessera/kernels/cuda/device_info.cuh"
 #include "gemm_split_k.cuh"
+#include "kernel_gemm.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/tuning/gemm.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -31,20 +32,12 @@
 namespace tessera::kernels::cuda {
 namespace detail {
 
-// C = beta * C over an m x n block (k == 0 or alpha == 0: A and B are not read, as in BLAS).
-template <class T>
-__global__ void scale_matrix_kernel(index_t m, index_t n, T beta, T* c, index_t ldc) {
-  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-  for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < m * n; e += stride) {
-    T* p = c + (e / n) * ldc + e % n;
-    *p = beta == T(0) ? T(0) : beta * *p;
-  }
-}
-
 template <class T>
 void scale_matrix(index_t m, index_t n, T beta, T* c, index_t ldc, StreamHandle stream) {
-  const int grid = static_cast<int>(std::min<index_t>(ceil_div<index_t>(m * n, 256), 4 * current_device_info().sm_count));
-  scale_matrix_kernel<<<grid, 256, 0, to_cuda(stream)>>>(m, n, beta, c, ldc);
+  using Tu = GemmScaleTuning;
+  const int grid = static_cast<int>(
+      std::min<index_t>(ceil_div<index_t>(m * n, Tu::kThreads), index_t{Tu::kWaves} * current_device_info().sm_count));
+  scale_matrix_kernel<<<grid, Tu::kThreads, 0, to_cuda(stream)>>>(m, n, beta, c, ldc);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
@@ -110,73 +103,6 @@ dim3 gemm_grid(index_t m, index_t n, int block_m, int block_n) {
   return dim3(static_cast<unsigned>(tiles_n), static_cast<unsigned>(tiles_m));
 }
 
-// dst[r * dst_ld + c] = src[r * src_ld + c] for c < cols, 0 for cols <= c < dst_ld (dst_ld a multiple
-// of 4, dst 16-byte aligned): each thread reads 4 consecutive floats (coalesced at any alignment)
-// and writes them as one vector.
-__global__ void __launch_bounds__(256) pad_rows_kernel(const float* __restrict__ src, index_t src_ld, index_t rows,
-                                                       index_t cols, float* __restrict__ dst, index_t dst_ld) {
-  const index_t c0 = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
-  if (c0 >= dst_ld) return;
-  for (index_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const float* s = src + r * src_ld + c0;
-    const float4 v = make_float4(c0 < cols ? s[0] : 0.f, c0 + 1 < cols ? s[1] : 0.f, c0 + 2 < cols ? s[2] : 0.f,
-                                 c0 + 3 < cols ? s[3] : 0.f);
-    *reinterpret_cast<float4*>(dst + r * dst_ld + c0) = v;
-  }
-}
-
-// Rows of B that are not 16-byte aligned make every thread load its 4 B values one by one: at
-// 5000 x 3001 x 4097 (H200) that costs 11% against the same product with B's rows aligned (3.48
-// against 3.13 ms in 3 slices; A's unaligned rows cost nothing measurable there). A copy with
-// aligned rows moves B once each way (~25 us for those 49 MB), against 2 m FLOP per element of B
-// in the product: made where m >= 1024 (the copy then costs under 4% of the product at ~41 TFLOP/s
-// and 4.2 TB/s, 0.8% at m = 5000) and B is large enough for one more launch not to matter.
-constexpr index_t kCopyBMinRows = 1024;
-constexpr index_t kCopyBMinElements = index_t{1} << 20;
-
-// C = alpha * (P_0 + P_1 + ... + P_{planes-1}) + beta * C, the slices' partial planes added in plane
-// order (deterministic); beta == 0 leaves C unread. A thread owns 4 consecutive columns of a row
-// (one 16-byte load per plane); the grid strides over rows.
-template <bool VectorC>
-__global__ void __launch_bounds__(256)
-    sgemm_split_k_reduce_kernel(index_t m, index_t n, float alpha, const float* __restrict__ partials,
-                                index_t partial_ld, index_t partial_plane, int planes, float beta,
-                                float* __restrict__ c, index_t ldc) {
-  const index_t col = (static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
-  if (col >= n) return;
-  const int valid = n - col < 4 ? static_cast<int>(n - col) : 4;
-  for (index_t row = blockIdx.y; row < m; row += gridDim.y) {
-    const float* p = partials + row * partial_ld + col;
-    float sum[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int plane = 0; plane < planes; ++plane, p += partial_plane) {
-      if (valid == 4) {
-        const float4 v = __ldcs(reinterpret_cast<const float4*>(p));  // read once: stream past the caches
-        sum[0] += v.x;
-        sum[1] += v.y;
-        sum[2] += v.z;
-        sum[3] += v.w;
-      } else {
-        // Columns past n in the plane's padding were never written: leave them unread.
-        for (int j = 0; j < valid; ++j) sum[j] += p[j];
-      }
-    }
-    float* q = c + row * ldc + col;
-    if (VectorC && valid == 4) {
-      float4 v = make_float4(alpha * sum[0], alpha * sum[1], alpha * sum[2], alpha * sum[3]);
-      if (beta != 0.f) {
-        const float4 old = *reinterpret_cast<const float4*>(q);
-        v.x = fmaf(beta, old.x, v.x);
-        v.y = fmaf(beta, old.y, v.y);
-        v.z = fmaf(beta, old.z, v.z);
-        v.w = fmaf(beta, old.w, v.w);
-      }
-      *reinterpret_cast<float4*>(q) = v;
-    } else {
-      for (int j = 0; j < valid; ++j) q[j] = beta != 0.f ? fmaf(beta, q[j], alpha * sum[j]) : alpha * sum[j];
-    }
-  }
-}
-
 // The float tiled product with a given split (k > 0, alpha != 0: gemm handles the rest).
 void run_sgemm(const Queue& queue, const SplitKPlan& plan, index_t m, index_t n, index_t k, float alpha, const float* a,
                index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc) {
@@ -213,11 +139,11 @@ void run_sgemm(const Queue& queue, const SplitKPlan& plan, index_t m, index_t n,
                                                       partial_ld, partial_plane);
   TESSERA_CUDA_CHECK_LAUNCH();
 
+  using Reduce = SplitKReduceTuning;
   const index_t groups = ceil_div<index_t>(n, 4);
-  const int threads = static_cast<int>(std::min<index_t>(256, ceil_div<index_t>(groups, 32) * 32));
+  const int threads = static_cast<int>(std::min<index_t>(Reduce::kThreads, ceil_div<index_t>(groups, 32) * 32));
   const index_t blocks_x = ceil_div<index_t>(groups, threads);
-  // About 16 thread blocks per SM in all (a few waves); each strides over the rows.
-  const index_t rows_per_pass = std::max<index_t>(1, 16 * device.sm_count / blocks_x);
+  const index_t rows_per_pass = std::max<index_t>(1, index_t{Reduce::kBlocksPerSm} * device.sm_count / blocks_x);
   const dim3 reduce_grid(static_cast<unsigned>(blocks_x),
                          static_cast<unsigned>(std::min<index_t>({m, rows_per_pass, 65535})));
   const auto reduce = vc ? sgemm_split_k_reduce_kernel<true> : sgemm_split_k_reduce_kernel<false>;
@@ -239,18 +165,20 @@ SplitKPlan sgemm_policy_plan(index_t m, index_t n, index_t k, bool va, bool vb, 
 int tiled_sgemm(const Queue& queue, int forced_splits, int copy_b, index_t m, index_t n, index_t k, float alpha,
                 const float* a, index_t lda, const float* b, index_t ldb, float beta, float* c, index_t ldc) {
   const StreamHandle stream = queue.stream;
+  using Copy = GemmCopyBTuning;
   bool vb = rows_aligned(b, ldb);
-  const bool worth_copy = copy_b > 0 || (copy_b < 0 && m >= kCopyBMinRows && k * n >= kCopyBMinElements);
+  const bool worth_copy = copy_b > 0 || (copy_b < 0 && m >= Copy::kMinRows && k * n >= Copy::kMinElements);
   std::optional<ScratchBuffer> b_copy;  // where there is no room, the product reads B's rows as they are
   if (!vb && worth_copy) {
     const index_t copy_ld = ceil_div<index_t>(n, 4) * 4;
     b_copy.emplace(queue, sizeof(float) * static_cast<std::size_t>(k * copy_ld),
                    ScratchBuffer::OutOfMemory::leave_empty);
     if (b_copy->data()) {
-      const index_t blocks_x = ceil_div<index_t>(copy_ld / 4, 256);
-      const index_t rows_per_pass = std::max<index_t>(1, 16 * current_device_info().sm_count / blocks_x);
+      const index_t blocks_x = ceil_div<index_t>(copy_ld / 4, Copy::kThreads);
+      const index_t rows_per_pass =
+          std::max<index_t>(1, index_t{Copy::kBlocksPerSm} * current_device_info().sm_count / blocks_x);
       const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(std::min<index_t>({k, rows_per_pass, 65535})));
-      pad_rows_kernel<<<grid, 256, 0, to_cuda(stream)>>>(b, ldb, k, n, b_copy->as<float>(), copy_ld);
+      pad_rows_kernel<<<grid, Copy::kThreads, 0, to_cuda(stream)>>>(b, ldb, k, n, b_copy->as<float>(), copy_ld);
       TESSERA_CUDA_CHECK_LAUNCH();
       b = b_copy->as<float>();
       ldb = copy_ld;

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/tuning/gemm.cuh"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera::kernels::cuda {
@@ -39,31 +40,6 @@ struct SplitKDevice {
   index_t sms = 0;
   int blocks_per_sm = 0;
   index_t slots() const { return sms * blocks_per_sm; }
-};
-
-struct SplitKPolicy {
-  // K / S must reach this: shallower slices spend too much of their time in the pipeline's fill
-  // and in the epilogue, which every slice repeats. (At 1000^3 four slices of 256 or less were the
-  // fastest split, H200.)
-  index_t min_slice_depth = 192;
-  // Workspace of the S planes (bytes), from the stream-ordered pool.
-  double max_workspace_bytes = 512.0 * (1 << 20);
-  // Rates the predictions use, measured on H100/H200: the SIMT kernel sustains ~40 TFLOP/s over
-  // 132 SMs at 2 blocks per SM, i.e. ~7.5e10 multiply-adds per second per resident block; device
-  // copies move ~3e12 bytes/s on an H100 (4.2e12 on an H200; the lower figure keeps the split for
-  // clear gains). Only their ratio decides, so other devices get a sensible if rougher choice.
-  double slot_fma_per_second = 7.5e10;
-  double bytes_per_second = 3.0e12;
-  double launch_seconds = 5e-6;  // the extra kernel and the workspace allocation
-  // A split must be predicted this much faster than no split (the model ignores effects of a few %).
-  double required_gain = 0.03;
-  int max_splits = 4;
-  // Time of a block alone on its SM, next to one of two sharing it (H200: 1000^3 in 2 slices, 128
-  // blocks on 132 SMs, took 0.074 ms; in 3, 192 blocks so that some SMs hold two, 0.085 ms: a lone
-  // block runs 1.75x as fast, ~0.57 of the time). Without it the model saw no gain in filling a
-  // partial wave's empty SMs and chose 3 there; over 13 shapes (H200, every S timed) its choices
-  // were 35% slower in sum than the best ones, and 4% with it.
-  double lone_block_time = 0.57;
 };
 
 // Predicted seconds of the float tiled GEMM with `splits` slices: whole waves of slice blocks (a

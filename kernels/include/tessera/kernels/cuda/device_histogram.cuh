@@ -47,6 +47,7 @@
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/device_reduce.cuh"
+#include "tessera/kernels/cuda/tuning/histogram.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -58,27 +59,6 @@ namespace tessera::kernels::cuda::detail {
 using kernels::detail::BinType;
 using kernels::detail::EdgeKey;
 using kernels::detail::kSlotNone;
-
-// Tuning of the histograms, the one place it lives.
-struct HistogramTuning {
-  // Threads of the 32-bit and global-atomic passes, and of the 16-bit ones (one thread block per SM).
-  static constexpr int kBlockThreads = 512;
-  static constexpr int kBlockThreads16 = 1024;
-  // 16-byte loads per thread and loop trip.
-  static constexpr int kLoadsInFlight = 4;
-  // Issue the next trip's loads before counting this trip's samples (double-buffered registers).
-  static constexpr bool kPrefetch = false;
-  // Warp-aggregated atomics (__match_any_sync) for every sample (see the top of this file).
-  static constexpr bool kAggregate = false;
-  // Thread blocks per resident slot: every extra block adds one flush of all its counters.
-  static constexpr int kWaves = 1;
-  // 32-bit counters while one copy of them fits at this many thread blocks per SM.
-  static constexpr int kMinBlocksPerSmFor32Bit = 2;
-  // Bin-range passes (each reads the samples again) before global atomics are cheaper.
-  static constexpr int kMaxPasses = 8;
-  // __launch_bounds__'s minimum resident thread blocks per SM of the 32-bit pass (caps registers).
-  static constexpr int kMinBlocksPerSm = 1;
-};
 
 // Samples one thread block may count with 32-bit counters: every counter, and the sum of a slot
 // over the copies, stays below 2^32.

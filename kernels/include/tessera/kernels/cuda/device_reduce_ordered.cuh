@@ -25,24 +25,12 @@
 #include "tessera/kernels/cuda/block.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/stream_workspace.hpp"
+#include "tessera/kernels/cuda/tuning/reduce.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 
 namespace tessera::kernels::cuda::detail {
-
-// The one place the ordered reduction is tuned: 512 threads, 4 rows (4 16-byte loads per lane) in
-// flight per warp, one 16-byte vector per lane and row, 4 waves of thread blocks. Measured on an H100
-// against cub::DeviceReduce::Sum (2^26 / 2^28 floats): 512 threads 0.993x / 0.982x, 256 threads
-// 0.977x / 0.981x; 2 or 4 vectors per lane (fewer shuffles, but each load instruction half
-// coalesced) 0.95-0.98x, and 0.62x with 8 loads in flight; a variant with block-contiguous tiles
-// and a barrier per group of tiles 0.95-0.97x.
-struct OrderedReduceTuning {
-  static constexpr int kBlockThreads = 512;
-  static constexpr int kRowsInFlight = 4;
-  static constexpr int kVectorsPerLane = 1;
-  static constexpr int kWaves = 4;
-};
 
 // Elements of an array, mapped by f: element i is f(in[i]); loaded 16 bytes at a time, VectorsPerLane
 // consecutive vectors per lane (a lane's "vector" here is that run: one warp shuffle reduction per

@@ -24,41 +24,11 @@
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/cuda/tile_status.cuh"
+#include "tessera/kernels/cuda/tuning/scan.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
-
-// Tuning of the scan, the one place it lives. Items per thread decides most for a look-back scan:
-// fewer tiles, fewer look-backs and more bytes in flight per resident thread block. Measured on an
-// H100 at 2^30 elements (docs/KERNELS.md): with 256 threads, 4-byte types went 0.93x -> 0.99x CUB
-// from 6 to 8 vectors and ~1.0x at 10 (40 items); 8-byte types 0.72x -> 0.76x from 6 to 8, and 10
-// or 12 gave no steady gain. 128 threads (6 vectors) and 512 threads (4 vectors) were slower. Other
-// element sizes keep about 128 bytes of items per thread.
-template <class T>
-struct ScanTuning {
-  static constexpr int kVectorsPerThread =
-      sizeof(T) == 4 ? 10 : sizeof(T) == 8 ? 8
-                                           : (128 / static_cast<int>(sizeof(Vector<T>)) < 1 ? 1
-                                              : 128 / static_cast<int>(sizeof(Vector<T>)) > 8
-                                                  ? 8
-                                                  : 128 / static_cast<int>(sizeof(Vector<T>)));
-  static constexpr int kBlockThreads = 256;
-  // Resident blocks per SM the compiler must allow (registers <= 64): 8-byte inclusive scans took
-  // 80 registers (3 blocks per SM) while CUB's scan keeps 5 blocks of 56 resident (ncu, H100).
-  // Larger elements are left to the compiler (a register cap would spill them).
-  static constexpr int kMinBlocksPerSm = sizeof(T) <= 8 ? 4 : 1;
-  // Look-back sleeps (tile_status.cuh, look_back): CUB's sm90 values. On an H200 at 2^28 and 2^30
-  // they took the scan from 0.94-0.99x to 1.03-1.11x CUB.
-  static constexpr int kPartialDelayNs = sizeof(T) == 4 ? 1245 : 1290;
-  static constexpr int kPollDelayNs = sizeof(T) == 4 ? 648 : 632;
-  // Tried: tile index = blockIdx.x instead of the atomic counter (0-3% more), left out because it
-  // relies on the hardware starting thread blocks in index order, which CUDA does not promise.
-  static constexpr int kVectorItems = Vector<T>::kItems;
-  static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
-  static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
-  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
-};
 
 // Loads one warp's share of a tile: vectors where the whole tile is inside and both arrays are
 // 16-byte aligned, guarded scalars otherwise. Places past the end hold `pad` (any value of T: they
@@ -214,7 +184,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
       if (lane == 0) status.publish(0, kTileInclusive, op(carry_in, tile_aggregate));
     } else {
       if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
-      tile_prefix = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, op);
+      tile_prefix = look_back<Tuning::Device::kPartialDelayNs, Tuning::Device::kPollDelayNs>(status, tile, op);
       if (lane == 0) status.publish(tile, kTileInclusive, op(tile_prefix, tile_aggregate));
     }
     if (lane < kWarps) warp_prefixes[lane] = lane == 0 ? tile_prefix : op(tile_prefix, shifted);

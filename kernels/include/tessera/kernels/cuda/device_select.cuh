@@ -19,33 +19,11 @@
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/cuda/tile_status.cuh"
+#include "tessera/kernels/cuda/tuning/select.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 
 namespace tessera::kernels::cuda::detail {
-
-// Tuning of select: the scan's tile arrangement, with at most 32 items per thread so that a
-// thread's kept flags fit one 32-bit word (8 vectors: 32 items of 4 bytes, 16 of 8 bytes; 2 vectors
-// of 1-byte items), and at most 32 KiB of staged elements per thread block (large structs: fewer).
-template <class T>
-struct SelectTuning {
-  static_assert(sizeof(T) <= 128, "select: elements larger than 128 bytes are not supported on the cuda backend");
-  static constexpr int kBlockThreads = 256;
-  static constexpr int kFlagLimit = 32 / Vector<T>::kItems;
-  static constexpr int kStageLimit = static_cast<int>(32768 / (kBlockThreads * sizeof(Vector<T>)));
-  static constexpr int kVectorsPerThread =
-      kFlagLimit < 8 ? (kFlagLimit < kStageLimit ? kFlagLimit : kStageLimit) : (kStageLimit < 8 ? kStageLimit : 8);
-  // 4 resident blocks (<= 64 registers; 5 was 4-8% slower on an H200, 128 or 384 threads and 4
-  // vectors slower still).
-  static constexpr int kMinBlocksPerSm = 4;
-  // Look-back sleeps (tile_status.cuh): CUB's sm90 select values; 0.96x -> 1.15-1.17x CUB on an H200.
-  static constexpr int kPartialDelayNs = 1150;
-  static constexpr int kPollDelayNs = 76;
-  static constexpr int kVectorItems = Vector<T>::kItems;
-  static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
-  static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
-  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
-};
 
 template <class Tuning, class T, class Pred>
 __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
@@ -120,7 +98,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
       if (lane == 0) status.publish(0, kTileInclusive, tile_kept);
     } else {
       if (lane == 0) status.publish(tile, kTilePartial, tile_kept);
-      tile_offset = look_back<Tuning::kPartialDelayNs, Tuning::kPollDelayNs>(status, tile, sum);
+      tile_offset = look_back<Tuning::Device::kPartialDelayNs, Tuning::Device::kPollDelayNs>(status, tile, sum);
       if (lane == 0) status.publish(tile, kTileInclusive, tile_offset + tile_kept);
     }
     if (lane < kWarps) warp_offsets[lane] = tile_offset + exclusive;

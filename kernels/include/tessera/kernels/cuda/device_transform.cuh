@@ -13,19 +13,11 @@
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/tuning/transform.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 
 namespace tessera::kernels::cuda::detail {
-
-// The one place the element-wise passes are tuned: 256 threads, 2 chunks (2 16-byte loads of each
-// input) per thread: a tile of 8 KiB of 4-byte elements per thread block. Measured on an H100 at
-// 2^26 and 2^28 floats against thrust::transform: 256 x 2 1.005-1.008x, 256 x 4 0.992-0.995x,
-// 512 x 4 0.994x, 256 x 8 and 128 x 8 0.984-0.987x.
-struct TransformTuning {
-  static constexpr int kBlockThreads = 256;
-  static constexpr int kUnroll = 2;
-};
 
 template <class... Ts>
 inline constexpr bool kAllVectorizable = (kVectorizable<Ts> && ...);

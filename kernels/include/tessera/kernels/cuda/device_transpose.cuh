@@ -35,6 +35,7 @@
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/tuning/transpose.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 
 namespace tessera::kernels::cuda::detail {
@@ -54,75 +55,6 @@ template <>
 struct WordOf<16> { using type = uint4; };
 template <int Bytes>
 using word_t = typename WordOf<Bytes>::type;
-
-// The one place the transpose is tuned, per element size. Measured on an H100 with
-// tessera_bench_transpose --variants (2026-11-24; median ms of 10-15 calls):
-//   vector tiles: kUnitRows x kUnitCols units of V x V elements (V = 16 / ElementBytes),
-//     kVectorThreads threads, each moving kUnitRows * kUnitCols / kVectorThreads units. Both unit
-//     counts are at least 8 (the swizzle's period: 8 16-byte slots span the 32 banks), so that each
-//     side of a tile is a run of at least 128 bytes. float 16384^2: 16 x 16 units, 128 threads
-//     0.750; 256 threads 0.756; 8 x 8 and 64 threads 0.807; 32 x 16 and 256 threads 0.747;
-//     evict-first loads and stores (kStreaming) 0.744-0.753. double 16384 x 8192: 32 x 32 and 256
-//     threads 0.749, 16 x 16 and 128 or 256 threads 0.746-0.747. int8 32768^2: 16 x 8 and 128
-//     threads 0.781, 8 x 8 and 64 threads 0.798, 8 x 16 and 128 threads 0.789.
-//   4-byte vector tiles (1- and 2-byte elements on rows aligned to 4 bytes but not 16): 32 x 32
-//     units of 4 x 4 bytes or 2 x 2 halves.
-//   scalar tiles (rows not on 16-byte boundaries): kScalarTileRows x kScalarTileCols elements,
-//     kScalarThreads threads; more loads in flight per thread and longer runs per row pay.
-//     float 16383 x 16385: 32 x 32 and 128 threads 1.702, 64 x 32 1.478, 32 x 64 1.566, 64 x 64
-//     and 256 threads 1.545, 128 x 64 and 256 threads 1.335. double 8191 x 16385: 32 x 32 1.161,
-//     64 x 32 1.137, 64 x 64 1.088. int8 32767 x 32769: 32 x 32 3.529, 64 x 64 3.306, 64 x 128
-//     3.500. int16 32767 x 16385: 32 x 32 2.712, 64 x 64 2.291.
-//   edge tiles: the scalar tiles of the strips beside vector tiles, kEdgeTile square. Small: the
-//     launch's registers and shared memory are the larger of its two agents' (64 x 64 edge tiles
-//     took double 16384 x 8192 from 0.749 to 0.803 and float 1000^2 from 0.010 to 0.013).
-//   skinny tiles: kSkinnySteps elements per thread.
-//   kWaves: the grid is at most this many waves of resident thread blocks; each block then loops.
-//   shifted vector tiles (kShiftedTiles; rows not on 16-byte boundaries, 1- to 8-byte elements):
-//     the vector tiles' units and threads: the same DRAM bytes as the aligned tiles (the vector a
-//     tile shares with its neighbour at each end of a row is fetched once through L2) with twice
-//     the L1 loads, 15 selects and funnel shifts per 16 bytes on each side, two pieced vectors per
-//     transposed row and fewer resident blocks (sm_90, no spills: 234 registers for bytes, 188
-//     halves, 102 floats, 108 doubles). Each of float 16383 x 16385, double 8191 x 16385, int8
-//     32767 x 32769 and int16 32767 x 16385 moves 2.15 GB; the shifted tiles took 1.345 (16 x 16
-//     units, 128 threads) and 1.183 ms (32 x 16, 256 threads), 1.168, 1.890 and 1.542 ms, against
-//     the scalar tiles' 1.333, 1.085, 3.308 and 2.275 ms and geam's 0.984 (float) and 0.807 ms
-//     (double): the shifted tiles for 1-, 2- and 4-byte elements, the scalar tiles for 8-byte
-//     ones. Float vector tiles of 32 x 16 units and 256 threads on aligned rows: 0.747 ms at
-//     16384^2, as 16 x 16 and 128 threads (0.750).
-template <int ElementBytes>
-struct TransposeTuning {
-  static constexpr int kUnitRows = ElementBytes == 1 ? 16 : ElementBytes >= 4 ? 32 : 16;
-  static constexpr int kUnitCols = ElementBytes == 1 ? 8 : ElementBytes >= 8 ? 32 : 16;
-  static constexpr int kVectorThreads = ElementBytes >= 4 ? 256 : 128;
-  static constexpr int kWordUnits = 32;
-  static constexpr int kWordThreads = 256;
-  static constexpr int kScalarTileRows = ElementBytes == 16 ? 32 : ElementBytes == 4 ? 128 : 64;
-  static constexpr int kScalarTileCols = ElementBytes == 16 ? 32 : 64;
-  static constexpr int kScalarThreads = ElementBytes == 16 ? 128 : 256;
-  static constexpr int kEdgeTile = 32;
-  static constexpr int kSkinnyThreads = 256;
-  static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
-  static constexpr int kWaves = 32;
-  static constexpr int kMinBlocksPerSm = 1;  // of the tile kernel (__launch_bounds__): caps its registers
-  static constexpr bool kStreaming = false;  // evict-first loads and stores (ld.global.cs / st.global.cs)
-  // Rows not on 16-byte boundaries (1- to 8-byte elements): shifted vector tiles (true: the vector
-  // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the
-  // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte
-  // vector tiles).
-  static constexpr bool kShiftedTiles = ElementBytes != 8;
-  // Rows not on 16-byte boundaries, 4- and 8-byte elements: padded tiles in a two-dimensional grid
-  // (transpose_padded_kernel) of kPaddedTile^2 elements, kPaddedThreads threads, at least
-  // kPaddedBlocksPerSm resident per SM, instead of the shifted or scalar tiles above. float
-  // 16383 x 16385 (ms; geam 0.994): 64^2, 256 threads, 4 blocks per SM 1.177; 64^2 1.211; 32^2
-  // and 256 threads 1.220, 128 threads 1.257; shifted tiles 1.424-1.491, scalar 128 x 64 1.311.
-  // double 16383 x 16385 (geam 1.598): 32^2 and 128 threads 1.898, 256 threads 1.966; scalar 64 x 64
-  // 2.305, shifted 2.906.
-  static constexpr bool kPaddedTiles = ElementBytes == 4 || ElementBytes == 8;
-  static constexpr int kPaddedTile = ElementBytes == 4 ? 64 : 32;
-  static constexpr int kPaddedThreads = ElementBytes == 4 ? 256 : 128;
-  static constexpr int kPaddedBlocksPerSm = ElementBytes == 4 ? 4 : 1;
-};
 
 // Where the two blocks are: byte pointers, row pitches (leading dimension x element size), and the
 // bytes of one input row of the block (cols x element size: shifted vector tiles read no further).
@@ -764,14 +696,14 @@ __global__ void __launch_bounds__(Threads)
 }
 
 // Any element size as `count` words of W (the largest power of two, at most 8 bytes, that divides
-// the size and the addresses): a 32 x 32-element tile per step, one thread per word of the output,
+// the size and the addresses): a square tile of elements per step, one thread per word of the output,
 // the input read through the read-only cache (a tile's input rows are few lines, read by all its
 // threads). Bounds-tested throughout: the path of odd sizes and misaligned elements, not of speed.
 template <class W, int Threads>
 __global__ void __launch_bounds__(Threads)
     transpose_words_kernel(const W* __restrict__ in, W* __restrict__ out, index_t rows, index_t cols, index_t ld_in,
                            index_t ld_out, int count, index_t tiles_across, index_t tiles) {
-  constexpr int kTile = 32;
+  constexpr int kTile = TransposeWordsTuning::kTile;
   const int row_words = kTile * count;
   for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const index_t tile_row = tile / tiles_across, tile_col = tile - tile_row * tiles_across;
@@ -885,11 +817,12 @@ template <class W>
 void device_transpose_words(const W* in, index_t rows, index_t cols, index_t ld_in, W* out, index_t ld_out, int count,
                             StreamHandle stream) {
   if (rows == 0 || cols == 0) return;
-  constexpr int kThreads = 256;
+  using Tuning = TransposeWordsTuning;
+  constexpr int kThreads = Tuning::kThreads;
   constexpr auto kernel = transpose_words_kernel<W, kThreads>;
-  const index_t tiles_across = ceil_div<index_t>(cols, 32);
-  const index_t tiles = ceil_div<index_t>(rows, 32) * tiles_across;
-  const int grid = transpose_grid<kernel>(kThreads, tiles, 32);
+  const index_t tiles_across = ceil_div<index_t>(cols, Tuning::kTile);
+  const index_t tiles = ceil_div<index_t>(rows, Tuning::kTile) * tiles_across;
+  const int grid = transpose_grid<kernel>(kThreads, tiles, Tuning::kWaves);
   kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, out, rows, cols, ld_in, ld_out, count, tiles_across, tiles);
   TESSERA_CUDA_CHECK_LAUNCH();
 }

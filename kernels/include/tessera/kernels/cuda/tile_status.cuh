@@ -25,6 +25,7 @@
 #include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/cuda/tuning/look_back.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 
@@ -197,9 +198,8 @@ using TileStatus = std::conditional_t<sizeof(T) == 4, TileStatus64<T>,
 // Reads issued at once mostly find the predecessors still INVALID: with thousands of tiles in
 // flight the spinning warps' L2 traffic slows the other resident tiles' loads and stores. Sleeping
 // as CUB's sm90 tunings do (~1.2 us, then ~0.1-0.6 us) made the scan 3-11% and select 16% faster
-// on an H200. Grids under kLookbackSleepMinTiles tiles do not sleep: few tiles poll, and the sleep
-// would only add latency (CUB uses the same threshold).
-constexpr unsigned kLookbackSleepMinTiles = 500;
+// on an H200. The callers' tunings choose the sleeps per architecture (tuning/scan.cuh,
+// tuning/select.cuh); grids under kLookbackSleepMinTiles tiles do not sleep (tuning/look_back.cuh).
 
 // Lane i (i >= first_lane) receives value[i] op ... op value[31]; lanes below first_lane take no part
 // in any combination (their values may be anything).

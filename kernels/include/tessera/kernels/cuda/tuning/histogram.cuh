@@ -1,0 +1,28 @@
+// Tuning of the histograms (device_histogram.cuh), the one place it lives.
+// Measured on H100/H200 only: sm_80 runs the same values (one launch shape for every
+// architecture, tuning/arch.cuh; none of these was measured on an sm_80 device).
+#pragma once
+
+namespace tessera::kernels::cuda::detail {
+
+struct HistogramTuning {
+  // Threads of the 32-bit and global-atomic passes, and of the 16-bit ones (one thread block per SM).
+  static constexpr int kBlockThreads = 512;
+  static constexpr int kBlockThreads16 = 1024;
+  // 16-byte loads per thread and loop trip.
+  static constexpr int kLoadsInFlight = 4;
+  // Issue the next trip's loads before counting this trip's samples (double-buffered registers).
+  static constexpr bool kPrefetch = false;
+  // Warp-aggregated atomics (__match_any_sync) for every sample (see the top of device_histogram.cuh).
+  static constexpr bool kAggregate = false;
+  // Thread blocks per resident slot: every extra block adds one flush of all its counters.
+  static constexpr int kWaves = 1;
+  // 32-bit counters while one copy of them fits at this many thread blocks per SM.
+  static constexpr int kMinBlocksPerSmFor32Bit = 2;
+  // Bin-range passes (each reads the samples again) before global atomics are cheaper.
+  static constexpr int kMaxPasses = 8;
+  // __launch_bounds__'s minimum resident thread blocks per SM of the 32-bit pass (caps registers).
+  static constexpr int kMinBlocksPerSm = 1;
+};
+
+}  // namespace tessera::kernels::cuda::detail

@@ -1,0 +1,86 @@
+// Tuning of the scan, the one place it lives: the single-pass scan (device_scan.cuh) and the
+// two-pass scan of the distributed scan (kernels/cuda/device_scan_two_pass.cuh).
+#pragma once
+
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/tuning/arch.cuh"
+#include "tessera/kernels/cuda/tuning/look_back.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
+
+namespace tessera::kernels::cuda::detail {
+
+// The look-back's sleeps (tuning/look_back.cuh) per architecture and type.
+template <int Arch, class T>
+struct ScanLookback;
+
+// sm_90: CUB's sm90 values for 4-byte types, and its 8-byte ones for every other size (CUB's
+// float and double values, 1140/688 and 1215/576, were not tried). On an H200 at 2^28 and 2^30
+// they took the scan from 0.94-0.99x to 1.03-1.11x CUB.
+template <class T>
+struct ScanLookback<900, T> : LookbackDelays<sizeof(T) == 4 ? 1245 : 1290, sizeof(T) == 4 ? 648 : 632> {};
+
+// sm_80: CUB's sm80 values (tuned by CUB on an A100; not measured with this scan): per size for
+// 1- to 8-byte types, float's and double's own, and CUB's default for other sizes.
+template <class T>
+struct ScanLookback<800, T>
+    : std::conditional_t<
+          std::is_same_v<T, float>, LookbackDelays<1050, 724>,
+          std::conditional_t<
+              std::is_same_v<T, double>, LookbackDelays<1100, 388>,
+              std::conditional_t<
+                  sizeof(T) == 1, LookbackDelays<725, 368>,
+                  std::conditional_t<
+                      sizeof(T) == 2, LookbackDelays<1040, 488>,
+                      std::conditional_t<sizeof(T) == 4, LookbackDelays<1180, 268>,
+                                         std::conditional_t<sizeof(T) == 8, LookbackDelays<785, 716>,
+                                                            LookbackDelays<450, 0>>>>>>> {};
+
+// The single-pass scan. Items per thread decides most for a look-back scan: fewer tiles, fewer
+// look-backs and more bytes in flight per resident thread block. Measured on an H100 at 2^30
+// elements (docs/KERNELS.md): with 256 threads, 4-byte types went 0.93x -> 0.99x CUB from 6 to 8
+// vectors and ~1.0x at 10 (40 items); 8-byte types 0.72x -> 0.76x from 6 to 8, and 10 or 12 gave no
+// steady gain. 128 threads (6 vectors) and 512 threads (4 vectors) were slower. Other element sizes
+// keep about 128 bytes of items per thread. The launch shape was measured on H100/H200 only; sm_80
+// runs the same (tuning/arch.cuh: a launch shape is one for every architecture).
+template <class T>
+struct ScanTuning {
+  static constexpr int kVectorsPerThread =
+      sizeof(T) == 4 ? 10 : sizeof(T) == 8 ? 8
+                                           : (128 / static_cast<int>(sizeof(Vector<T>)) < 1 ? 1
+                                              : 128 / static_cast<int>(sizeof(Vector<T>)) > 8
+                                                  ? 8
+                                                  : 128 / static_cast<int>(sizeof(Vector<T>)));
+  static constexpr int kBlockThreads = 256;
+  // Resident blocks per SM the compiler must allow (registers <= 64): 8-byte inclusive scans took
+  // 80 registers (3 blocks per SM) while CUB's scan keeps 5 blocks of 56 resident (ncu, H100).
+  // Larger elements are left to the compiler (a register cap would spill them).
+  static constexpr int kMinBlocksPerSm = sizeof(T) <= 8 ? 4 : 1;
+  // Tried: tile index = blockIdx.x instead of the atomic counter (0-3% more), left out because it
+  // relies on the hardware starting thread blocks in index order, which CUDA does not promise.
+  static constexpr int kVectorItems = Vector<T>::kItems;
+  static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
+  static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
+  static constexpr int kTileItems = kBlockThreads * kItemsPerThread;
+  // Values only device code reads, for the architecture of the device pass (tuning/arch.cuh).
+  template <int Arch>
+  using Lookback = ScanLookback<tuned_arch(Arch), T>;
+  using Device = Lookback<kDeviceArch>;
+};
+
+// The two-pass scan: the single-pass scan's tile arrangement, segments of tiles per thread block.
+template <class T>
+struct TwoPassScanTuning {
+  using Tile = ScanTuning<T>;
+  // Tiles per thread block: few enough segments per wave of blocks to keep every SM busy to the
+  // end (2^28 floats: 3277 segments of 81920), many enough that pass 1's partials stay tiny.
+  static constexpr int kTilesPerSegment = 8;
+  static constexpr index_t kSegmentItems = static_cast<index_t>(Tile::kTileItems) * kTilesPerSegment;
+  static constexpr int kReduceThreads = 256;
+  static constexpr int kReduceLoads = 4;  // 16-byte loads in flight per thread in pass 1
+  static constexpr int kPrefixThreads = 1024;
+};
+
+}  // namespace tessera::kernels::cuda::detail

@@ -1,0 +1,43 @@
+// Tuning of the stencil passes (device_stencil.cuh), the one place each pass is tuned.
+// Measured on H100/H200 only: sm_80 runs the same values (one launch shape for every
+// architecture, tuning/arch.cuh; none of these was measured on an sm_80 device).
+#pragma once
+
+namespace tessera::kernels::cuda::detail {
+
+struct Stencil2dTuning {
+  static constexpr int kWarps = 4;           // warps of a thread block, side by side along the rows
+  static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per lane (4 floats, 2 doubles)
+  static constexpr int kPrefetchRows = 2;    // rows in flight ahead of the one computed
+  static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
+  static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
+  static constexpr int kMinBlocksPerSm = 5;  // 640 threads per SM, up to 102 registers per thread
+  // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil): 2 vectors per lane and 5
+  // blocks per SM 0.875 ms (81.9% of the copy rate), 1 vector and 8 blocks 0.931 ms (77.0%).
+};
+
+// The 1-D convolution up to kMaxRadius: each lane owns kVectorsPerLane consecutive 16-byte vectors of
+// outputs; the inputs beside them come from the neighbouring lanes by shuffles.
+struct Convolve1dLanesTuning {
+  static constexpr int kThreads = 256;
+  static constexpr int kVectorsPerLane = 2;
+  static constexpr int kMaxRadius = 8;
+  static constexpr int kMinBlocksPerSm = 4;   // 4-byte elements: up to 64 registers
+  static constexpr int kMinBlocksPerSm8 = 3;  // 8-byte elements: up to 85 registers
+};
+
+// The 1-D convolution of wider kernels: tiles through shared memory.
+struct Convolve1dTuning {
+  static constexpr int kThreads = 256;
+  static constexpr int kItems = 9;           // consecutive outputs per thread (odd: no bank conflicts)
+  static constexpr int kItems8 = 5;          // the same for 8-byte elements
+  static constexpr int kTapChunk = 256;      // weights per pass
+  static constexpr int kMinBlocksPerSm = 4;
+};
+
+struct PackTuning {
+  static constexpr int kThreads = 256;
+  static constexpr int kMaxRectangles = 32;  // per launch (the batch travels in the parameters)
+};
+
+}  // namespace tessera::kernels::cuda::detail

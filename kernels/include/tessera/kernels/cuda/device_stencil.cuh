@@ -507,17 +507,19 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
   const int lane = lane_id();
   const index_t lo = -R;
   const index_t hi = n + R;
-  auto read = [&](index_t p) { return p >= lo && p < hi ? __ldg(in + p) : T(0); };
   const index_t warps = static_cast<index_t>(gridDim.x) * (Tuning::kThreads / kWarpThreads);
-  for (index_t w = (static_cast<index_t>(blockIdx.x) * Tuning::kThreads + threadIdx.x) / kWarpThreads; w < warp_tiles;
-       w += warps) {
-    const index_t first = w * kWarpTile + static_cast<index_t>(lane) * kI - out_lead;
+
+  // One warp tile; kGuarded: some of its inputs or outputs lie outside [lo, hi) or [0, n), so every
+  // access is tested (the first and last tiles only).
+  auto tile = [&](index_t first, auto guarded) {
+    constexpr bool kGuarded = decltype(guarded)::value;
+    auto read = [&](index_t p) { return !kGuarded || (p >= lo && p < hi) ? __ldg(in + p) : T(0); };
     const index_t base = first - shift;
     T raw[kI];
 #pragma unroll
     for (int v = 0; v < kLaneVectors; ++v) {
       const index_t p = base + v * kV;
-      if (p >= lo && p + kV <= hi) {
+      if (!kGuarded || (p >= lo && p + kV <= hi)) {
         const Vector<T> vec = load_vector_readonly(in + p);
 #pragma unroll
         for (int k = 0; k < kV; ++k) raw[v * kV + k] = vec.item[k];
@@ -526,13 +528,24 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
         for (int k = 0; k < kV; ++k) raw[v * kV + k] = read(p + k);
       }
     }
+    // The lanes within kQ of a warp's edge read the inputs the shuffles cannot bring: edge[j] = input
+    // first - R + j on the first kQ lanes, input first + kI + j on the last kQ (kQ = 1 unless the
+    // radius reaches past the next lane, as for 8-byte elements beyond radius 4).
+    constexpr int kQ = (R + kI - 1) / kI;
+    T edge[R > 0 ? R : 1];
+    if (lane < kQ || lane >= kWarpThreads - kQ) {
+      const index_t from = lane < kQ ? first - R : first + kI;
+#pragma unroll
+      for (int j = 0; j < R; ++j) edge[j] = read(from + j);
+    }
     // x[m] = input first - R + m; x[R + j] the lane's own inputs.
     T x[kI + 2 * R];
     if (shift == 0) {
 #pragma unroll
       for (int j = 0; j < kI; ++j) x[R + j] = raw[j];
     } else {
-      // The first kV - 1 inputs of the next lane complete this lane's kI from base + shift.
+      // next[k] = input base + kI + k, the first kV - 1 inputs of the next lane, which complete this
+      // lane's kI from base + shift; lane 31 reads its own.
       T next[kV > 1 ? kV - 1 : 1];
 #pragma unroll
       for (int k = 0; k < kV - 1; ++k) {
@@ -553,8 +566,8 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
       const int q = (d + kI - 1) / kI;  // input first - d is held by lane - q, input first + kI - 1 + d by lane + q
       const T west = shfl_up(x[R + q * kI - d], q);
       const T east = shfl_down(x[R + kI - 1 + d - q * kI], q);
-      x[R - d] = lane >= q ? west : read(first - d);
-      x[R + kI - 1 + d] = lane + q < kWarpThreads ? east : read(first + kI - 1 + d);
+      x[R - d] = lane >= q ? west : edge[R - d];
+      x[R + kI - 1 + d] = lane + q < kWarpThreads ? east : edge[d - 1];
     }
     T result[kI];
 #pragma unroll
@@ -566,7 +579,7 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
       for (int k = 0; k <= 2 * R; ++k) acc = add_rn(acc, mul_rn(taps.tap[kTap0 + k], x[i + 2 * R - k]));
       result[i] = acc;
     }
-    if (first >= 0 && first + kI <= n) {
+    if (!kGuarded || (first >= 0 && first + kI <= n)) {
 #pragma unroll
       for (int v = 0; v < kLaneVectors; ++v) {
         Vector<T> vec;
@@ -578,6 +591,21 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
 #pragma unroll
       for (int j = 0; j < kI; ++j)
         if (first + j >= 0 && first + j < n) out[first + j] = result[j];
+    }
+  };
+
+  for (index_t w = (static_cast<index_t>(blockIdx.x) * Tuning::kThreads + threadIdx.x) / kWarpThreads; w < warp_tiles;
+       w += warps) {
+    const index_t warp_first = w * kWarpTile - out_lead;
+    const index_t first = warp_first + static_cast<index_t>(lane) * kI;
+    // The tile reads inputs [warp_first - shift - R, warp_first + kWarpTile + kV + R) at most and
+    // writes outputs [warp_first, warp_first + kWarpTile).
+    const bool inside = warp_first - shift - R >= lo && warp_first + kWarpTile + kV + R <= hi && warp_first >= 0 &&
+                        warp_first + kWarpTile <= n;
+    if (inside) {
+      tile(first, std::false_type{});
+    } else {
+      tile(first, std::true_type{});
     }
   }
 }

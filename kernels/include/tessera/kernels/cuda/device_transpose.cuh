@@ -3,7 +3,7 @@
 // interpreted, so the passes are instantiated per element size (1, 2, 4, 8, 16 bytes, as unsigned
 // words) and any other size moves as a run of smaller words.
 //
-// Three tile agents, each one thread block's work on one tile, all through shared memory:
+// Tile agents, each one thread block's work on one tile, all through shared memory:
 //  - vector tiles, where both blocks' rows start on 16-byte boundaries (or, for 1- and 2-byte
 //    elements, on 4-byte ones): every global and shared access is one whole vector. A tile is a grid
 //    of units of V x V elements (V elements fill one vector); a thread loads the V rows of a unit,
@@ -19,6 +19,10 @@
 //    thread): unaligned rows where the tuning does not take shifted vector tiles (up to 128 x 64
 //    elements, so that many loads are in flight), and the 32 x 32 edges that vector tiles leave. A
 //    full tile takes the path without bounds tests; only tiles on the edge test each element.
+//  - padded tiles in a two-dimensional grid (transpose_padded_kernel): the classic padded tile with
+//    few registers, so that a full SM of threads keeps its loads in flight; the path for 4- and
+//    8-byte rows off 16-byte boundaries, and for 16-byte elements on blocks whose sides are not
+//    multiples of 32 (tuning/transpose.cuh says which).
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -795,6 +799,12 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
   auto rows_aligned = [&](std::size_t bytes) {
     return is_aligned(in, bytes) && is_aligned(out, bytes) && args.in_pitch % bytes == 0 && args.out_pitch % bytes == 0;
   };
+  if constexpr (kBytes == 16 && Tuning::kPaddedEdgeBlocks) {
+    if (rows % Tuning::kPaddedEdgeMultiple != 0 || cols % Tuning::kPaddedEdgeMultiple != 0) {
+      launch_transpose_padded<E, 32, Tuning::kPaddedThreads>(args, rows, cols, stream);
+      return;
+    }
+  }
   if (rows_aligned(16)) {
     constexpr int kThreads = Tuning::kVectorThreads;
     using Vector = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, Tuning::kStreaming>;

@@ -70,7 +70,13 @@ struct TransposeTuning {
   // 2.305, shifted 2.906.
   static constexpr bool kPaddedTiles = ElementBytes == 4 || ElementBytes == 8;
   static constexpr int kPaddedTile = ElementBytes == 4 ? 64 : 32;
-  static constexpr int kPaddedThreads = ElementBytes == 4 ? 256 : 128;
+  static constexpr int kPaddedThreads = ElementBytes == 4 ? 256 : 128;  // 128 for 8- and 16-byte elements
+  // 16-byte elements on blocks whose sides are not multiples of kPaddedEdgeMultiple: padded tiles of
+  // 32^2 and kPaddedThreads threads instead of vector tiles with scalar edges. 16383 x 16385 (ms;
+  // geam 3.078): padded 3.231 (128 threads) and 3.240 (256), vector tiles 3.963; 8191 x 16385
+  // (geam 1.536): padded 1.623, vector tiles 1.986; 8192^2: vector tiles 0.755 (geam 0.738).
+  static constexpr bool kPaddedEdgeBlocks = ElementBytes == 16;
+  static constexpr int kPaddedEdgeMultiple = 32;
   static constexpr int kPaddedBlocksPerSm = ElementBytes == 4 ? 4 : 1;
 };
 

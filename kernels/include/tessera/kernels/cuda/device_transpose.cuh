@@ -495,8 +495,8 @@ struct ScalarTileAgent {
 
 // Vector tiles over the full tiles of the block, scalar tiles over the two strips they leave (the
 // columns right of them over all rows, and the rows below them): one launch.
-template <class VectorAgent, class ScalarAgent, int Threads, int MinBlocksPerSm = 1>
-__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
+template <class VectorAgent, class ScalarAgent, int Threads>
+__global__ void __launch_bounds__(Threads)
     transpose_tiles_kernel(TransposeArgs args, TileRegion vector_tiles, TileRegion right, TileRegion bottom) {
   __shared__ union Shared {
     typename VectorAgent::Storage vector;
@@ -737,7 +737,7 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
   constexpr bool kVectorTiles = !std::is_same_v<VectorAgent, NoVectorTiles>;
   using Scalar = ScalarTileAgent<E, kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileRows,
                                  kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileCols, Threads, Tuning::kStreaming>;
-  constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads, Tuning::kMinBlocksPerSm>;
+  constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads>;
   const index_t full_rows = rows / VectorAgent::kTileRows * VectorAgent::kTileRows;
   const index_t full_cols = cols / VectorAgent::kTileCols * VectorAgent::kTileCols;
   TileRegion vector_tiles, right, bottom;

@@ -54,7 +54,6 @@ struct TransposeTuning {
   static constexpr int kSkinnyThreads = 256;
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
-  static constexpr int kMinBlocksPerSm = 1;  // of the tile kernel (__launch_bounds__): caps its registers
   static constexpr bool kStreaming = false;  // evict-first loads and stores (ld.global.cs / st.global.cs)
   // Rows not on 16-byte boundaries (1- to 8-byte elements): shifted vector tiles (true: the vector
   // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the

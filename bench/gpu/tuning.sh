@@ -66,7 +66,7 @@ if wants bench; then
 fi
 
 if wants tests; then
-  step gpu_tests 60 env OMP_NUM_THREADS=16 "${TESTS}/tessera_gpu_tests" --gtest_color=no --gtest_filter='-*Huge*'
+  step gpu_tests 130 env OMP_NUM_THREADS=16 "${TESTS}/tessera_gpu_tests" --gtest_color=no --gtest_filter='-*Huge*'
   grep -E "PASSED|FAILED|SKIPPED|tests ran" "${OUT_DIR}/gpu_tests.log" || true
   step gpu_sort_tests 25 env OMP_NUM_THREADS=16 "${TESTS}/tessera_gpu_sort_tests" --gtest_color=no --gtest_filter='-*Large*:*Huge*'
   grep -E "PASSED|FAILED|SKIPPED|tests ran" "${OUT_DIR}/gpu_sort_tests.log" || true

@@ -3,11 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/fault.hpp"
+#include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "transport.hpp"
@@ -90,14 +92,42 @@ const detail::Transport& transport_for(DeviceCommPath path, const Context& ctx) 
 
 }  // namespace
 
-DeviceCommPath device_comm_path(const Context& ctx) {
+detail::DeviceCommFacts detail::device_comm_facts(const Context& ctx) {
   const char* env = ctx.backend() == Backend::cpu ? nullptr : std::getenv("TESSERA_DEVICE_COMM");
-  return detail::choose_device_comm_path({.backend = ctx.backend(),
-                                          .requested = env ? env : "",
-                                          .mpi_cuda_aware = ctx.backend() == Backend::cuda && mpi_is_cuda_aware(),
-                                          .built_with_nccl = built_with_nccl(),
-                                          .ranks_share_gpus = ctx.ranks_share_gpus()});
+  return {.backend = ctx.backend(),
+          .requested = env ? env : "",
+          .mpi_cuda_aware = ctx.backend() == Backend::cuda && mpi_is_cuda_aware(),
+          .built_with_nccl = built_with_nccl(),
+          .ranks_share_gpus = ctx.ranks_share_gpus()};
 }
+
+DeviceCommPath detail::agree_device_comm_path(const Context& ctx, const DeviceCommFacts& facts) {
+  DeviceCommPath path = DeviceCommPath::mpi_host;
+  std::string error;
+  try {
+    path = choose_device_comm_path(facts);
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  // The lowest rank without a path (size where none), and the smallest and largest path chosen.
+  const int size = ctx.size();
+  int agreed[3] = {error.empty() ? size : ctx.rank(), error.empty() ? static_cast<int>(path) : size,
+                   error.empty() ? -static_cast<int>(path) : 0};
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT, MPI_MIN, ctx.comm().get()));
+  if (agreed[0] < size) {
+    char text[512] = {};
+    if (ctx.rank() == agreed[0]) std::snprintf(text, sizeof text, "%s", error.c_str());
+    TESSERA_MPI_CHECK(MPI_Bcast(text, sizeof text, MPI_CHAR, agreed[0], ctx.comm().get()));
+    throw UsageError(text);
+  }
+  if (agreed[1] != -agreed[2])
+    throw UsageError(std::string("TESSERA_DEVICE_COMM: the ranks would take different paths (") +
+                     to_string(static_cast<DeviceCommPath>(agreed[1])) + " and " +
+                     to_string(static_cast<DeviceCommPath>(-agreed[2])) + "); set it alike on every rank");
+  return path;
+}
+
+DeviceCommPath device_comm_path(const Context& ctx) { return detail::choose_device_comm_path(detail::device_comm_facts(ctx)); }
 
 DeviceComm::DeviceComm(const Context& ctx) : ctx_(ctx) {
   TESSERA_ASSERT(!ctx_.is_null(), "DeviceComm on a null context");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "temporary_file.hpp"
+#include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_watchdog.hpp"
@@ -181,7 +182,11 @@ Context Runtime::start(BackendChoice choice, int cpu_threads) {
     queue_ = kernels::Queue{};
   }
   if (backend == Backend::cuda) count_gpus_in_use();
-  world_ = Context(Communicator::borrow(MPI_COMM_WORLD), queue_, backend == Backend::cuda && gpus_in_use_ < world_size_);
+  Context world(Communicator::borrow(MPI_COMM_WORLD), queue_, backend == Backend::cuda && gpus_in_use_ < world_size_);
+  // A TESSERA_DEVICE_COMM that cannot be taken fails here, on every rank at once, rather than in
+  // the first DeviceComm of each rank, between collectives.
+  detail::agree_device_comm_path(world, detail::device_comm_facts(world));
+  world_ = world;
   return world_;
 }
 

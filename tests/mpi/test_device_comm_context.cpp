@@ -1,7 +1,8 @@
 // What DeviceComm's choice of path reads from the context: whether ranks of the job share GPUs,
 // which the world context carries from Runtime::start, checked here against the job's own count of
 // distinct (host, device UUID) pairs; and the contexts made from the world (first, split, another
-// queue, a process grid's) carry it on and choose the same path.
+// queue, a process grid's) carry it on and choose the same path; and the ranks agree on a path, or
+// all refuse it together.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,6 +13,7 @@
 #include "algo_test_util.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/kernels/error.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera {
@@ -63,6 +65,48 @@ TEST(DeviceCommContext, ContextsMadeFromTheWorldKeepItsFacts) {
   expect_same_facts(grid.context(), world, "process grid");
   expect_same_facts(grid.row(), world, "process row");
   expect_same_facts(grid.column(), world, "process column");
+}
+
+// agree_device_comm_path, with facts made up here (the cpu backend's own facts always give
+// mpi-host): where the facts give no path, or not the same path, every rank gets the UsageError and
+// none is left waiting in a collective (a hang would end at ctest's timeout).
+std::string agreement_error(const Context& ctx, const detail::DeviceCommFacts& facts) {
+  try {
+    const DeviceCommPath path = detail::agree_device_comm_path(ctx, facts);
+    return std::string("no error; path ") + to_string(path);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+}
+
+TEST(DeviceCommContext, AgreedPathOrTheSameErrorOnEveryRank) {
+  const Context& world = test::world();
+  const int last = world.size() - 1;
+  using detail::DeviceCommFacts;
+  const DeviceCommFacts staged{.backend = Backend::cuda, .requested = "staged"};
+  EXPECT_EQ(detail::agree_device_comm_path(world, staged), DeviceCommPath::staged);
+  const DeviceCommFacts host{.backend = Backend::cpu, .requested = "nccl", .ranks_share_gpus = true};
+  EXPECT_EQ(detail::agree_device_comm_path(world, host), DeviceCommPath::mpi_host);
+
+  // Every rank refused.
+  const DeviceCommFacts shared{.backend = Backend::cuda, .requested = "nccl", .built_with_nccl = true, .ranks_share_gpus = true};
+  EXPECT_EQ(agreement_error(world, shared),
+            "TESSERA_DEVICE_COMM=nccl, but ranks share GPUs (more ranks than devices); NCCL needs one GPU per rank");
+
+  // Only the last rank refused: every rank reports its message.
+  DeviceCommFacts one = staged;
+  if (world.rank() == last) one.requested = "bogus";
+  EXPECT_EQ(agreement_error(world, one), "TESSERA_DEVICE_COMM='bogus': expected auto, cuda-aware-mpi, nccl or staged");
+
+  // Rank 0 would stage, the others use NCCL.
+  DeviceCommFacts split{.backend = Backend::cuda, .requested = "auto", .built_with_nccl = true};
+  if (world.rank() == 0) split.requested = "staged";
+  if (world.size() == 1) {
+    EXPECT_EQ(agreement_error(world, split), "no error; path staged");
+  } else {
+    EXPECT_EQ(agreement_error(world, split),
+              "TESSERA_DEVICE_COMM: the ranks would take different paths (nccl and staged); set it alike on every rank");
+  }
 }
 
 }  // namespace

@@ -52,6 +52,13 @@ struct DeviceCommFacts {
 // nccl where the build has it and no two ranks share a GPU, else staged. A path requested by name
 // that cannot be taken, or an unknown name, throws UsageError.
 DeviceCommPath choose_device_comm_path(const DeviceCommFacts& facts);
+// This process's facts for ctx: TESSERA_DEVICE_COMM, the MPI library, the build, the context.
+DeviceCommFacts device_comm_facts(const Context& ctx);
+// Collective over ctx: the path of `facts` where every rank's facts give one and the same path;
+// otherwise a UsageError on every rank (the message of the lowest rank whose facts give no path, or
+// one naming the paths that differ), never on some ranks only, which would leave the others waiting
+// in their next collective. Runtime::start checks the world context with it.
+DeviceCommPath agree_device_comm_path(const Context& ctx, const DeviceCommFacts& facts);
 }  // namespace detail
 
 class DeviceComm {

@@ -3,8 +3,8 @@
 // bytes, or --min/--max in elements; multiplied by the step factor, 2 by default):
 // warm-up calls outside the timing; then --iters timed calls, each after a barrier; per size the
 // time (the per-rank mean over the iterations) as min / avg / max over ranks, the bandwidth, each
-// phase's time, a count of wrong results against an independent host computation, and the path
-// device buffers take between ranks; a closing summary line (results, wrong values, mean bandwidth).
+// phase's time (the mean over --iters further calls that ask for phase times), a count of wrong
+// results against an independent host computation, and the path device buffers take between ranks; a closing summary line (results, wrong values, mean bandwidth).
 // One rank per GPU under mpirun; the cpu backend works too.
 //
 //   mpirun -np 2 tessera_bench_distributed --backend cuda -b 4M -e 1G -f 2 -n 20 --json out.json
@@ -155,20 +155,25 @@ struct Result {
   long long wrong = 0;
 };
 
-// Runs `op` warmup + iters times (barrier before each timed call); fills the timing fields.
+// Runs `op` warmup times, then iters timed calls without phase times (barrier before each; the time
+// ends when the call's queued device work does), then iters calls with phase times for the phases.
+// The time is the call's as a program makes it: a call asked for its phase times also waits for
+// their events at its end (PhaseClock), which costs a round trip to the device.
 void measure(const Context& ctx, const Options& o, Result& r, const std::function<void(PhaseTimes*)>& op) {
-  // Untimed calls leave their device work queued: it finishes before the timed calls start, and
-  // each timed call's wall time ends when its device work does.
   for (int i = 0; i < o.warmup; ++i) op(nullptr);
   ctx.queue().synchronize();
-  PhaseTimes sum;
   double elapsed = 0;
   for (int i = 0; i < o.iters; ++i) {
     ctx.comm().barrier();
     Stopwatch watch;
-    op(&sum);
+    op(nullptr);
     ctx.queue().synchronize();
     elapsed += watch.seconds();
+  }
+  PhaseTimes sum;
+  for (int i = 0; i < o.iters; ++i) {
+    ctx.comm().barrier();
+    op(&sum);
   }
   const double mean = elapsed / o.iters;
   const auto& comm = ctx.comm();

@@ -11,7 +11,9 @@
 #
 # With a baseline build (another commit's tessera_bench_distributed and
 # tessera_bench_sort_distributed), each benchmark runs from both builds, interleaved (new, old,
-# new, old), so that the two are compared in one run on one machine.
+# new, old), so that the two are compared in one run on one machine. tessera_bench_distributed's
+# time is that of calls asking for no phase times in this tree; a baseline from before that measured
+# calls asking for them, which then synchronised at every phase boundary whether timed or not.
 #   PHASES_STEPS="chains bench" bash bench/gpu/phases.sh <build-dir>    (a subset of: chains tests bench
 #                                                                        sort sanitize generic)
 set -uo pipefail

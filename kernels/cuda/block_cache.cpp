@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "../src/memory_backends.hpp"
-#include "device_guard.hpp"
+#include "tessera/kernels/cuda/device_guard.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/error.hpp"
 

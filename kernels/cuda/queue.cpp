@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "../src/queue_backends.hpp"
-#include "device_guard.hpp"
+#include "tessera/kernels/cuda/device_guard.hpp"
 #include "tessera/kernels/cuda/stream_workspace.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/error.hpp"

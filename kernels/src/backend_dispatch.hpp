@@ -3,7 +3,8 @@
 // not a crash. Calls that name no queue (device counts, the array cache, pinned memory) take the
 // cuda call where the build has CUDA and the cpu call otherwise (TESSERA_DISPATCH_BUILD). The
 // backend halves are declared in cpu/cpu_backend.hpp, cuda/cuda_backend.hpp and the *_backends.hpp
-// beside each dispatch; a cuda half that queues work takes the Queue (its device and stream) first.
+// beside each dispatch; a cuda half that queues work takes the Queue (its device and stream) first,
+// and runs with the queue's device current.
 #pragma once
 
 #include "tessera/kernels/config.hpp"
@@ -19,13 +20,17 @@ namespace tessera::kernels::detail {
 }  // namespace tessera::kernels::detail
 
 #if TESSERA_HAVE_CUDA
-#define TESSERA_DISPATCH(queue, cpu_call, cuda_call) \
-  do {                                               \
-    if ((queue).backend == Backend::cpu) {           \
-      cpu_call;                                      \
-    } else {                                         \
-      cuda_call;                                     \
-    }                                                \
+#include "tessera/kernels/cuda/device_guard.hpp"
+
+// The cuda call runs with the queue's device current (and the thread's own restored after it).
+#define TESSERA_DISPATCH(queue, cpu_call, cuda_call)                                    \
+  do {                                                                                  \
+    if ((queue).backend == Backend::cpu) {                                              \
+      cpu_call;                                                                         \
+    } else {                                                                            \
+      const ::tessera::kernels::cuda::detail::ScopedDevice on_queue_device_((queue).device); \
+      cuda_call;                                                                        \
+    }                                                                                   \
   } while (0)
 #else
 #define TESSERA_DISPATCH(queue, cpu_call, cuda_call)     \

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/device_guard.hpp"
 #include "tessera/kernels/cuda/device_reduce.cuh"
 #include "tessera/kernels/cuda/device_reduce_ordered.cuh"
 #include "tessera/kernels/cuda/device_scan.cuh"
@@ -22,6 +23,7 @@ namespace tessera::kernels::cuda {
 // that keeps index order (device_reduce_ordered.cuh).
 template <class In, class F, class Op, class Acc>
 void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, Acc identity, Acc* out) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   if constexpr (is_commutative_v<Op>) {
     detail::device_reduce(in, n, f, op, identity, out, queue.stream);
   } else {
@@ -33,12 +35,14 @@ void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, A
 
 template <class F, class Op, class Acc>
 void transform_reduce_index(const Queue& queue, index_t first, index_t n, F f, Op op, Acc identity, Acc* out) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   const detail::IndexSource<F, Acc> source{first, n, f};
   detail::device_reduce_ordered(source, op, identity, out, queue.stream);
 }
 
 template <class T, class Op>
 void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, Op op, T init) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_scan(in, out, n, kind, op, init, queue.stream);
 }
 
@@ -55,31 +59,37 @@ struct KeptAsCount {
 
 template <class T, class Pred>
 void select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept_count) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_select(in, n, pred, out, kept_count, queue.stream);
 }
 
 template <class T, class Pred>
 void count_if(const Queue& queue, const T* in, index_t n, Pred pred, index_t* count) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_reduce(in, n, detail::KeptAsCount<Pred>{pred}, tessera::plus{}, index_t(0), count, queue.stream);
 }
 
 template <class In, class Out, class F>
 void transform(const Queue& queue, const In* in, index_t n, Out* out, F f) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_transform(in, n, out, f, queue.stream);
 }
 
 template <class A, class B, class Out, class F>
 void transform(const Queue& queue, const A* a, const B* b, index_t n, Out* out, F f) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_transform(a, b, n, out, f, queue.stream);
 }
 
 template <class Out, class F>
 void transform_index(const Queue& queue, index_t first, index_t n, Out* out, F f) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_transform_index(first, n, out, f, queue.stream);
 }
 
 template <class F>
 void for_each_index(const Queue& queue, index_t first, index_t n, F f) {
+  const detail::ScopedDevice on_queue_device(queue.device);
   detail::device_for_each_index(first, n, f, queue.stream);
 }
 

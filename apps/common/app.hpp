@@ -179,6 +179,11 @@ std::string version_text();
 // JSON cannot be written (a full disk), every rank throws the same UsageError.
 void publish(const App& app, const Context& ctx, const Report& report);
 
+// Collective: rank 0 writes `report` (dump(2) and a newline) to `path` whole or not at all
+// (write_whole_file); the other ranks' `report` is not read. When it cannot be written, every rank
+// throws the same UsageError: "--json: cannot ...".
+void write_json_report(const Context& ctx, const std::string& path, const Json& report);
+
 // Collective, before any work: the --json destination can be written (io::check_output_file) and is
 // not a file that an HDF5 flag of this run names (same device and inode, or the same resolved path).
 void check_report_path(const Context& ctx, const App& app);

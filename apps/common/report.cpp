@@ -16,6 +16,7 @@
 #include "tessera/build_config.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
+#include "whole_file.hpp"
 
 namespace tessera::apps {
 
@@ -206,30 +207,9 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
   throughput["basis"] = r.throughput_basis;
   j["throughput"] = throughput;
   if (o.output) j["output"] = o.output->str();
-  const std::string text = j.dump(2) + "\n";
   // The directory was checked at start-up; a failure now (a full disk) still ends the run non-zero.
-  // A new or regular file is written under a temporary name and renamed, so that a job killed
-  // meanwhile leaves no report that looks complete; anything else at the path (a symlink, a FIFO,
-  // a device) is written through, never replaced.
-  struct stat existing {};
-  const bool through = lstat(o.json.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode);
-  const std::string partial = through ? o.json : o.json + ".partial";
-  FILE* f = std::fopen(partial.c_str(), "w");
-  if (!f) return "--json: cannot create '" + partial + "': " + std::strerror(errno);
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
-  const int write_error = errno;
-  const bool closed = std::fclose(f) == 0;
-  const int close_error = errno;
-  if (!written || !closed) {
-    if (!through) std::remove(partial.c_str());
-    return "--json: cannot write '" + o.json + "': " + std::strerror(written ? close_error : write_error);
-  }
-  if (!through && std::rename(partial.c_str(), o.json.c_str()) != 0) {
-    const int rename_error = errno;
-    std::remove(partial.c_str());
-    return "--json: cannot replace '" + o.json + "': " + std::strerror(rename_error);
-  }
-  return "";
+  const std::string problem = write_whole_file(o.json, j.dump(2) + "\n");
+  return problem.empty() ? "" : "--json: " + problem;
 }
 
 // Whether two paths name the same file: the same device and inode where both exist, else the same
@@ -254,6 +234,16 @@ bool same_file(const std::string& a, const std::string& b) {
 void publish(const App& app, const Context& ctx, const Report& r) {
   char error[1024] = {};
   if (ctx.is_root()) std::snprintf(error, sizeof error, "%s", publish_on_root(app, ctx, r).c_str());
+  ctx.comm().bcast(error, sizeof error, 0);
+  if (error[0]) throw UsageError(error);
+}
+
+void write_json_report(const Context& ctx, const std::string& path, const Json& report) {
+  char error[1024] = {};
+  if (ctx.is_root()) {
+    const std::string problem = write_whole_file(path, report.dump(2) + "\n");
+    if (!problem.empty()) std::snprintf(error, sizeof error, "--json: %s", problem.c_str());
+  }
   ctx.comm().bcast(error, sizeof error, 0);
   if (error[0]) throw UsageError(error);
 }

@@ -29,6 +29,7 @@
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "two_level.hpp"
+#include "whole_file.hpp"
 
 namespace apps = tessera::apps;
 namespace study = tessera::apps::scaling_study;
@@ -90,14 +91,15 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   std::fflush(stdout);
 
   int status = 0;
-  if (!o.json.empty() && !study::write_file(o.json, j.dump(2) + "\n")) {
-    std::fprintf(stderr, "tessera-scaling: error: --json: cannot write '%s'\n", o.json.c_str());
+  const auto write = [&](const char* flag, const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    const std::string problem = apps::write_whole_file(path, text);
+    if (problem.empty()) return;
+    std::fprintf(stderr, "tessera-scaling: error: %s: %s\n", flag, problem.c_str());
     status = 1;
-  }
-  if (!o.csv.empty() && !study::write_file(o.csv, study::run_csv(o, reports))) {
-    std::fprintf(stderr, "tessera-scaling: error: --csv: cannot write '%s'\n", o.csv.c_str());
-    status = 1;
-  }
+  };
+  write("--json", o.json, j.dump(2) + "\n");
+  write("--csv", o.csv, study::run_csv(o, reports));
   return status;
 }
 

@@ -488,17 +488,6 @@ std::string run_csv(const Options& o, const std::vector<ModeReport>& reports) {
   return csv.str();
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << text;
-    if (!out.flush()) return false;
-  }
-  return std::rename(partial.c_str(), path.c_str()) == 0;
-}
-
 void check_outputs_writable(const Options& o, const Communicator& world) {
   for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}}) {
     if (path.empty()) continue;

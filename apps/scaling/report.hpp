@@ -81,9 +81,6 @@ std::string run_csv(const Options& o, const std::vector<ModeReport>& reports);
 // Per point: the median time, and the median round's phases with the rest of the median as host work.
 std::vector<scaling::Measurement> measurements(const ModeReport& r);
 
-// Output files appear complete or not at all: written to FILE.partial, renamed at the end.
-bool write_file(const std::string& path, const std::string& text);
-
 // Collective over world, before any measurement: every rank learns whether rank 0 could create each
 // output file (--json, --csv); UsageError naming the flag otherwise.
 void check_outputs_writable(const Options& o, const Communicator& world);

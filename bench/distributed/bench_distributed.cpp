@@ -16,17 +16,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "app.hpp"
 #include "cli.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/timer.hpp"
@@ -366,25 +367,37 @@ void print(const Result& r) {
   std::fflush(stdout);
 }
 
-void write_json(const std::string& file, const std::string& device, int ranks, const Options& o,
-                const std::vector<Result>& results) {
-  std::ofstream out(file);
-  if (!out) throw UsageError("--json: cannot write '" + file + "'");
-  out << "{\n  \"benchmark\": \"tessera_bench_distributed\",\n  \"ranks\": " << ranks << ",\n  \"device\": \""
-      << device << "\",\n  \"iters\": " << o.iters << ",\n  \"warmup\": " << o.warmup << ",\n  \"results\": [\n";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const Result& r = results[i];
-    out << "    {\"algorithm\": \"" << r.algorithm << "\", \"dtype\": \"" << r.dtype << "\", \"path\": \"" << r.path
-        << "\", \"elements_per_rank\": " << r.elements_per_rank << ", \"size_bytes\": " << r.size_bytes
-        << ", \"bytes_per_rank\": " << r.bytes
-        << ", \"time_min_s\": " << r.time_min << ", \"time_avg_s\": " << r.time_avg << ", \"time_max_s\": " << r.time_max
-        << ", \"algbw_GBps\": " << r.algbw << ", \"busbw_GBps\": " << r.busbw << ", \"gflops\": " << r.gflops
-        << ", \"phase_local_s\": " << r.phases.local << ", \"phase_communication_s\": " << r.phases.communication
-        << ", \"phase_fixup_s\": " << r.phases.fixup << ", \"phase_host_s\": " << r.phases.host
-        << ", \"wrong\": " << r.wrong << "}" << (i + 1 < results.size() ? "," : "") << "\n";
+apps::Json results_json(const std::string& device, int ranks, const Options& o, const std::vector<Result>& results) {
+  apps::Json rows = apps::Json::array();
+  for (const Result& r : results) {
+    apps::Json row = apps::Json::object();
+    row["algorithm"] = r.algorithm;
+    row["dtype"] = r.dtype;
+    row["path"] = r.path;
+    row["elements_per_rank"] = r.elements_per_rank;
+    row["size_bytes"] = r.size_bytes;
+    row["bytes_per_rank"] = r.bytes;
+    row["time_min_s"] = r.time_min;
+    row["time_avg_s"] = r.time_avg;
+    row["time_max_s"] = r.time_max;
+    row["algbw_GBps"] = r.algbw;
+    row["busbw_GBps"] = r.busbw;
+    row["gflops"] = r.gflops;
+    row["phase_local_s"] = r.phases.local;
+    row["phase_communication_s"] = r.phases.communication;
+    row["phase_fixup_s"] = r.phases.fixup;
+    row["phase_host_s"] = r.phases.host;
+    row["wrong"] = r.wrong;
+    rows.push_back(row);
   }
-  out << "  ]\n}\n";
-  if (!out) throw UsageError("--json: failed writing '" + file + "'");
+  apps::Json j = apps::Json::object();
+  j["benchmark"] = "tessera_bench_distributed";
+  j["ranks"] = ranks;
+  j["device"] = device;
+  j["iters"] = o.iters;
+  j["warmup"] = o.warmup;
+  j["results"] = rows;
+  return j;
 }
 
 template <class T>
@@ -417,6 +430,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
+    if (!o.json.empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, o.json); });
     if (ctx.is_root()) {
       std::printf("# tessera_bench_distributed: %s\n# device path: %s, iters %d, warmup %d, check %s\n",
                   runtime.describe().c_str(), to_string(device_comm_path(ctx)), o.iters, o.warmup,
@@ -424,7 +438,7 @@ int main(int argc, char** argv) {
       print_header();
     }
     const std::vector<Result> results = o.dtype == "float" ? run_all<float>(ctx, o) : run_all<double>(ctx, o);
-    if (ctx.is_root() && !o.json.empty()) write_json(o.json, runtime.describe(), ctx.size(), o, results);
+    if (!o.json.empty()) apps::write_json_report(ctx, o.json, results_json(runtime.describe(), ctx.size(), o, results));
     long long wrong = 0;
     double bandwidth = 0;
     int with_bandwidth = 0;

@@ -25,9 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "app.hpp"
 #include "cli.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/counter_rng.hpp"
@@ -267,25 +269,33 @@ void bench_type(const Context& ctx, const Options& o, const std::string& type, s
   }
 }
 
-void write_json(const std::string& path, const std::string& device, int ranks, const std::vector<Row>& rows) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw UsageError("--json: cannot write '" + path + "'");
-  std::fprintf(f, "{\n  \"benchmark\": \"tessera_bench_sort_distributed\",\n  \"ranks\": %d,\n  \"device\": \"%s\",\n  \"rows\": [\n",
-               ranks, device.c_str());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    std::fprintf(f,
-                 "    {\"type\": \"%s\", \"op\": \"%s\", \"per_rank\": %lld, \"global\": %lld, \"total_s\": %.6e, "
-                 "\"gkeys_per_s\": %.4f, \"local_sort_s\": %.6e, \"splitters_s\": %.6e, \"exchange_s\": %.6e, "
-                 "\"merge_s\": %.6e, \"local_alone_s\": %.6e, \"exchange_gbs\": %.3f, \"alltoall_alone_gbs\": %.3f, "
-                 "\"wrong\": %d, \"path\": \"%s\"}%s\n",
-                 r.type.c_str(), r.op.c_str(), static_cast<long long>(r.per_rank), static_cast<long long>(r.global),
-                 r.total, r.global / r.total / 1e9, r.steps.local_sort, r.steps.splitters, r.steps.exchange,
-                 r.steps.merge, r.local_alone, r.exchange_gbs, r.alltoall_gbs, r.wrong, r.path.c_str(),
-                 i + 1 < rows.size() ? "," : "");
+apps::Json rows_json(const std::string& device, int ranks, const std::vector<Row>& rows) {
+  apps::Json list = apps::Json::array();
+  for (const Row& r : rows) {
+    apps::Json row = apps::Json::object();
+    row["type"] = r.type;
+    row["op"] = r.op;
+    row["per_rank"] = r.per_rank;
+    row["global"] = r.global;
+    row["total_s"] = r.total;
+    row["gkeys_per_s"] = r.global / r.total / 1e9;
+    row["local_sort_s"] = r.steps.local_sort;
+    row["splitters_s"] = r.steps.splitters;
+    row["exchange_s"] = r.steps.exchange;
+    row["merge_s"] = r.steps.merge;
+    row["local_alone_s"] = r.local_alone;
+    row["exchange_gbs"] = r.exchange_gbs;
+    row["alltoall_alone_gbs"] = r.alltoall_gbs;
+    row["wrong"] = r.wrong;
+    row["path"] = r.path;
+    list.push_back(row);
   }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  apps::Json j = apps::Json::object();
+  j["benchmark"] = "tessera_bench_sort_distributed";
+  j["ranks"] = ranks;
+  j["device"] = device;
+  j["rows"] = list;
+  return j;
 }
 
 int run(int argc, char** argv) {
@@ -300,6 +310,7 @@ int run(int argc, char** argv) {
       return 0;
     }
     ctx = runtime.start(parse_backend_choice(o.backend));
+    if (!o.json.empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, o.json); });
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_sort_distributed: %s\n", e.what());
     return 2;
@@ -324,9 +335,14 @@ int run(int argc, char** argv) {
   }
   int wrong = 0;
   for (const Row& r : rows) wrong += r.wrong;
-  if (ctx.rank() == 0) {
-    std::printf("# %zu results, %d with ranks out of order\n", rows.size(), wrong);
-    if (!o.json.empty()) write_json(o.json, device, ctx.size(), rows);
+  if (ctx.rank() == 0) std::printf("# %zu results, %d with ranks out of order\n", rows.size(), wrong);
+  if (!o.json.empty()) {
+    try {
+      apps::write_json_report(ctx, o.json, rows_json(device, ctx.size(), rows));
+    } catch (const UsageError& e) {
+      if (ctx.rank() == 0) std::fprintf(stderr, "tessera_bench_sort_distributed: %s\n", e.what());
+      return 2;
+    }
   }
   return wrong ? 1 : 0;
 }

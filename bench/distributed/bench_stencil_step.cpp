@@ -20,10 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "app.hpp"
+#include "cli.hpp"
 #include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/field_2d.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/timer.hpp"
 
@@ -177,24 +180,33 @@ void print_row(const Result& r, int ranks) {
   std::fflush(stdout);
 }
 
-void write_json(const std::string& path, const std::string& describe, const std::string& device_path, const Options& o,
-                const ProcessGrid& grid, const std::vector<Result>& results) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw UsageError("--json: cannot open '" + path + "' for writing");
-  std::fprintf(f, "{\n  \"runtime\": \"%s\",\n  \"device_path\": \"%s\",\n  \"grid\": \"%dx%d\",\n  \"stencil\": \"%s\",\n",
-               describe.c_str(), device_path.c_str(), grid.rows(), grid.cols(), to_string(o.shape));
-  std::fprintf(f, "  \"dtype\": \"%s\",\n  \"ghost\": %d,\n  \"iters\": %d,\n  \"results\": [\n", o.dtype.c_str(), o.ghost, o.iters);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const Result& r = results[i];
-    std::fprintf(f,
-                 "    {\"block\": %lld, \"rows\": %lld, \"cols\": %lld, \"sweep_s\": %.9f, \"exchange_s\": %.9f, "
-                 "\"back_to_back_s\": %.9f, \"overlapped_s\": %.9f, \"halo_bytes\": %.0f, \"peers\": %d, \"agree\": %s}%s\n",
-                 static_cast<long long>(r.block), static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.sweep,
-                 r.exchange, r.back_to_back, r.overlapped, r.halo_bytes, r.peers, r.agree ? "true" : "false",
-                 i + 1 < results.size() ? "," : "");
+apps::Json results_json(const std::string& describe, const std::string& device_path, const Options& o,
+                        const ProcessGrid& grid, const std::vector<Result>& results) {
+  apps::Json rows = apps::Json::array();
+  for (const Result& r : results) {
+    apps::Json row = apps::Json::object();
+    row["block"] = r.block;
+    row["rows"] = r.rows;
+    row["cols"] = r.cols;
+    row["sweep_s"] = r.sweep;
+    row["exchange_s"] = r.exchange;
+    row["back_to_back_s"] = r.back_to_back;
+    row["overlapped_s"] = r.overlapped;
+    row["halo_bytes"] = r.halo_bytes;
+    row["peers"] = r.peers;
+    row["agree"] = r.agree;
+    rows.push_back(row);
   }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  apps::Json j = apps::Json::object();
+  j["runtime"] = describe;
+  j["device_path"] = device_path;
+  j["grid"] = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
+  j["stencil"] = to_string(o.shape);
+  j["dtype"] = o.dtype;
+  j["ghost"] = o.ghost;
+  j["iters"] = o.iters;
+  j["results"] = rows;
+  return j;
 }
 
 }  // namespace
@@ -211,6 +223,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
+    if (!o.json.empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, o.json); });
     if (o.sizes.empty())
       o.sizes = ctx.backend() == Backend::cuda ? std::vector<index_t>{1024, 4096, 8192} : std::vector<index_t>{256, 1024};
     const ProcessGrid grid = ProcessGrid::create(ctx, o.grid_rows, o.grid_cols);
@@ -227,8 +240,8 @@ int main(int argc, char** argv) {
     }
     bool agree = true;
     for (const Result& r : results) agree = agree && r.agree;
-    if (ctx.is_root() && !o.json.empty())
-      write_json(o.json, runtime.describe(), to_string(device_comm_path(ctx)), o, grid, results);
+    if (!o.json.empty())
+      apps::write_json_report(ctx, o.json, results_json(runtime.describe(), to_string(device_comm_path(ctx)), o, grid, results));
     if (ctx.is_root())
       std::printf("# summary: %zu sizes, overlapped and back-to-back iterations %s\n", results.size(),
                   agree ? "agree bitwise (OK)" : "DIFFER (FAILED)");

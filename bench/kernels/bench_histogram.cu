@@ -32,9 +32,11 @@
 
 #include "bench_cli.hpp"
 #include "bench_timing.cuh"
+#include "json.hpp"
 #include "tessera/kernels/cuda/device_histogram.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/kernels.hpp"
+#include "whole_file.hpp"
 
 namespace {
 
@@ -42,6 +44,7 @@ using tessera::index_t;
 using tessera::kernels::EvenBins;
 using tessera::kernels::Queue;
 using namespace tessera::bench;
+namespace apps = tessera::apps;
 namespace kd = tessera::kernels::cuda::detail;
 
 struct Options {
@@ -351,22 +354,29 @@ void bench_type(Bench& b, bool variants) {
 }
 
 void write_json(const std::string& path, const std::string& device, double copy_gbs, index_t n) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) usage_error("--json: cannot write '" + path + "'");
-  std::fprintf(f, "{\"device\": \"%s\", \"copy_gbs\": %.1f, \"n\": %lld, \"rows\": [\n", device.c_str(), copy_gbs,
-               static_cast<long long>(n));
-  for (std::size_t i = 0; i < g_rows.size(); ++i) {
-    const Row& r = g_rows[i];
-    std::fprintf(f,
-                 "  {\"op\": \"%s\", \"type\": \"%s\", \"dist\": \"%s\", \"variant\": \"%s\", \"bins\": %d, "
-                 "\"ours_ms\": %.6f, \"cub_ms\": %.6f, \"speedup\": %.4f, \"percent_copy\": %.2f, \"agree\": %s, "
-                 "\"plan\": \"%s\"}%s\n",
-                 r.op.c_str(), r.type.c_str(), r.dist.c_str(), r.variant.c_str(), r.bins, r.ours_ms, r.cub_ms,
-                 r.speedup, r.percent_copy, r.agree ? "true" : "false", r.plan.c_str(),
-                 i + 1 < g_rows.size() ? "," : "");
+  apps::Json rows = apps::Json::array();
+  for (const Row& r : g_rows) {
+    apps::Json row = apps::Json::object();
+    row["op"] = r.op;
+    row["type"] = r.type;
+    row["dist"] = r.dist;
+    row["variant"] = r.variant;
+    row["bins"] = r.bins;
+    row["ours_ms"] = r.ours_ms;
+    row["cub_ms"] = r.cub_ms;
+    row["speedup"] = r.speedup;
+    row["percent_copy"] = r.percent_copy;
+    row["agree"] = r.agree;
+    row["plan"] = r.plan;
+    rows.push_back(row);
   }
-  std::fprintf(f, "]}\n");
-  std::fclose(f);
+  apps::Json j = apps::Json::object();
+  j["device"] = device;
+  j["copy_gbs"] = copy_gbs;
+  j["n"] = n;
+  j["rows"] = rows;
+  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
+  if (!problem.empty()) usage_error("--json: " + problem);
 }
 
 }  // namespace

@@ -32,9 +32,11 @@
 
 #include "bench_cli.hpp"
 #include "bench_timing.cuh"
+#include "json.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/kernels.hpp"
+#include "whole_file.hpp"
 
 namespace {
 
@@ -45,6 +47,7 @@ using tessera::ReduceOp;
 using tessera::ScanKind;
 using tessera::kernels::Queue;
 using namespace tessera::bench;
+namespace apps = tessera::apps;
 
 #define BENCH_CUBLAS_CHECK(call)                                                                   \
   do {                                                                                             \
@@ -489,22 +492,30 @@ void bench_gemm(Context& ctx, index_t m, index_t n, index_t k) {
 }
 
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) usage_error("--json: cannot open '" + path + "' for writing");
-  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n", device.c_str(), copy_gbs);
-  std::fprintf(f, "  \"speedup_means\": \"vendor time / our time; > 1: ours is faster\",\n  \"rows\": [\n");
-  for (std::size_t i = 0; i < g_rows.size(); ++i) {
-    const Row& r = g_rows[i];
-    std::fprintf(f,
-                 "    {\"op\": \"%s\", \"type\": \"%s\", \"size\": \"%s\", \"unit\": \"%s\", \"ours_ms\": %.5f, "
-                 "\"vendor_ms\": %.5f, \"ours_rate\": %.2f, \"vendor_rate\": %.2f, \"speedup\": %.4f, "
-                 "\"percent_floor\": %.2f, \"agree\": %s, \"note\": \"%s\"}%s\n",
-                 r.op.c_str(), r.type.c_str(), r.size.c_str(), r.unit.c_str(), r.ours_ms, r.vendor_ms, r.ours_rate,
-                 r.vendor_rate, r.speedup, r.percent_floor, r.agree ? "true" : "false", r.note.c_str(),
-                 i + 1 < g_rows.size() ? "," : "");
+  apps::Json rows = apps::Json::array();
+  for (const Row& r : g_rows) {
+    apps::Json row = apps::Json::object();
+    row["op"] = r.op;
+    row["type"] = r.type;
+    row["size"] = r.size;
+    row["unit"] = r.unit;
+    row["ours_ms"] = r.ours_ms;
+    row["vendor_ms"] = r.vendor_ms;
+    row["ours_rate"] = r.ours_rate;
+    row["vendor_rate"] = r.vendor_rate;
+    row["speedup"] = r.speedup;
+    row["percent_floor"] = r.percent_floor;
+    row["agree"] = r.agree;
+    row["note"] = r.note;
+    rows.push_back(row);
   }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  apps::Json j = apps::Json::object();
+  j["device"] = device;
+  j["copy_gbs"] = copy_gbs;
+  j["speedup_means"] = "vendor time / our time; > 1: ours is faster";
+  j["rows"] = rows;
+  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
+  if (!problem.empty()) usage_error("--json: " + problem);
 }
 
 }  // namespace

@@ -24,15 +24,18 @@
 
 #include "bench_cli.hpp"
 #include "bench_timing.cuh"
+#include "json.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/kernels.hpp"
+#include "whole_file.hpp"
 
 namespace {
 
 using tessera::index_t;
 using tessera::kernels::Queue;
 using namespace tessera::bench;
+namespace apps = tessera::apps;
 
 struct Options {
   std::vector<index_t> sizes = {index_t(1) << 26, index_t(1) << 28};
@@ -355,20 +358,26 @@ void study(const Queue& q, const Options& o, index_t n) {
 }
 
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) usage_error("--json: cannot write '" + path + "'");
-  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"rows\": [\n", device.c_str(), copy_gbs);
-  for (std::size_t i = 0; i < g_rows.size(); ++i) {
-    const Row& r = g_rows[i];
-    std::fprintf(f,
-                 "    {\"op\": \"%s\", \"keys\": \"%s\", \"values\": \"%s\", \"n\": %lld, \"ours_ms\": %.4f, "
-                 "\"cub_ms\": %.4f, \"speedup\": %.4f, \"percent_floor\": %.2f, \"agree\": %s}%s\n",
-                 r.op.c_str(), r.keys.c_str(), r.values.c_str(), static_cast<long long>(r.n), r.ours_ms, r.cub_ms,
-                 r.cub_ms / r.ours_ms, 100.0 * r.floor_ms / r.ours_ms, r.agree ? "true" : "false",
-                 i + 1 < g_rows.size() ? "," : "");
+  apps::Json rows = apps::Json::array();
+  for (const Row& r : g_rows) {
+    apps::Json row = apps::Json::object();
+    row["op"] = r.op;
+    row["keys"] = r.keys;
+    row["values"] = r.values;
+    row["n"] = r.n;
+    row["ours_ms"] = r.ours_ms;
+    row["cub_ms"] = r.cub_ms;
+    row["speedup"] = r.cub_ms / r.ours_ms;
+    row["percent_floor"] = 100.0 * r.floor_ms / r.ours_ms;
+    row["agree"] = r.agree;
+    rows.push_back(row);
   }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  apps::Json j = apps::Json::object();
+  j["device"] = device;
+  j["copy_gbs"] = copy_gbs;
+  j["rows"] = rows;
+  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
+  if (!problem.empty()) usage_error("--json: " + problem);
 }
 
 }  // namespace

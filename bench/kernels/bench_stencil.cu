@@ -29,9 +29,11 @@
 
 #include "bench_cli.hpp"
 #include "bench_timing.cuh"
+#include "json.hpp"
 #include "tessera/kernels/cuda/device_stencil.cuh"
 #include "tessera/kernels/kernels.hpp"
 #include "tessera/kernels/stencil.hpp"
+#include "whole_file.hpp"
 
 namespace {
 
@@ -40,6 +42,7 @@ using tessera::StencilShape;
 using tessera::StencilWeights;
 using tessera::kernels::Queue;
 using namespace tessera::bench;
+namespace apps = tessera::apps;
 namespace detail = tessera::kernels::cuda::detail;
 
 struct Options {
@@ -423,19 +426,25 @@ void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius,
 }
 
 void write_json(const std::string& path, const std::string& device) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) usage_error("--json: cannot open '" + path + "' for writing");
-  std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_gbs\": %.1f,\n  \"rows\": [\n", device.c_str(), g_copy_gbs);
-  for (std::size_t i = 0; i < g_rows.size(); ++i) {
-    const Row& r = g_rows[i];
-    std::fprintf(f,
-                 "    {\"op\": \"%s\", \"type\": \"%s\", \"size\": \"%s\", \"ours_ms\": %.5f, \"plain_ms\": %.5f, "
-                 "\"gcells_per_s\": %.2f, \"percent_copy\": %.2f, \"agree\": %s}%s\n",
-                 r.op.c_str(), r.type.c_str(), r.size.c_str(), r.ours_ms, r.plain_ms, r.cells / (r.ours_ms * 1e6),
-                 r.percent_copy, r.agree ? "true" : "false", i + 1 < g_rows.size() ? "," : "");
+  apps::Json rows = apps::Json::array();
+  for (const Row& r : g_rows) {
+    apps::Json row = apps::Json::object();
+    row["op"] = r.op;
+    row["type"] = r.type;
+    row["size"] = r.size;
+    row["ours_ms"] = r.ours_ms;
+    row["plain_ms"] = r.plain_ms;
+    row["gcells_per_s"] = r.cells / (r.ours_ms * 1e6);
+    row["percent_copy"] = r.percent_copy;
+    row["agree"] = r.agree;
+    rows.push_back(row);
   }
-  std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  apps::Json j = apps::Json::object();
+  j["device"] = device;
+  j["copy_gbs"] = g_copy_gbs;
+  j["rows"] = rows;
+  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
+  if (!problem.empty()) usage_error("--json: " + problem);
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The --json reports of the distributed sort and stencil benchmarks on the cpu backend, 3 ranks:
+the keys of the report and of each row, one row per size (and type and op), the sizes and the grid
+against the command line, the checks passed, the times positive and the rates consistent with them;
+an existing report replaced whole with no temporary file left; a --json destination that cannot be
+written refused with one line naming --json and exit status 2, before the work (a missing
+directory, a directory) or after it (a device that refuses the bytes), leaving no file behind.
+
+usage: test_bench_json.py SORT_BENCH STENCIL_BENCH MPIEXEC NP_FLAG [MPIEXEC_FLAGS...]
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sort_bench, stencil_bench, mpiexec, np_flag, *mpiexec_flags = sys.argv[1:]
+RANKS = 3
+failures = []
+work = tempfile.mkdtemp(prefix="tessera-bench-json-")
+
+
+def run(bench, args):
+    cmd = [mpiexec, np_flag, str(RANKS), *mpiexec_flags, bench, "--backend", "cpu", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr, " ".join(cmd)
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+def positive(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+# The sort: 33, 132 and 528 keys per rank (by 4 up to 600), two key types, keys and argsort.
+report = os.path.join(work, "sort.json")
+with open(report, "w") as f:
+    f.write("an older report")
+status, out, err, cmd = run(sort_bench, ["--min", "33", "--max", "600", "-f", "4", "-n", "2", "-w", "1",
+                                         "--types", "int32,double", "--json", report])
+if check(status == 0, f"status {status}: {cmd}\n{out}\n{err}"):
+    with open(report) as f:
+        j = json.load(f)
+    check(list(j) == ["benchmark", "ranks", "device", "rows"], f"sort: top-level keys {list(j)}")
+    check(j["benchmark"] == "tessera_bench_sort_distributed" and j["ranks"] == RANKS and j["device"] == "cpu",
+          f"sort: {j['benchmark']!r}, ranks {j['ranks']}, device {j['device']!r}")
+    expected = [(t, op, n) for t in ("int32", "double") for n in (33, 132, 528) for op in ("keys", "argsort")]
+    got = [(r["type"], r["op"], r["per_rank"]) for r in j["rows"]]
+    check(got == expected, f"sort: rows {got}, expected {expected}")
+    keys = ["type", "op", "per_rank", "global", "total_s", "gkeys_per_s", "local_sort_s", "splitters_s",
+            "exchange_s", "merge_s", "local_alone_s", "exchange_gbs", "alltoall_alone_gbs", "wrong", "path"]
+    for r in j["rows"]:
+        check(list(r) == keys, f"sort: row keys {list(r)}")
+        check(r["global"] == RANKS * r["per_rank"] and r["wrong"] == 0 and r["path"] == "mpi-host", f"sort: row {r}")
+        check(positive(r["total_s"]) and positive(r["local_alone_s"]) and positive(r["alltoall_alone_gbs"]),
+              f"sort: times and rates {r}")
+        check(close(r["gkeys_per_s"], r["global"] / r["total_s"] / 1e9), f"sort: gkeys_per_s {r}")
+    check(os.listdir(work) == ["sort.json"], f"sort: files left beside the report: {os.listdir(work)}")
+
+# The stencil step: blocks of 31 and 33 cells a side on a grid of the 3 ranks.
+report = os.path.join(work, "stencil.json")
+status, out, err, cmd = run(stencil_bench, ["--sizes", "31,33", "--iters", "2", "--warmup", "1", "--dtype", "double",
+                                            "--json", report])
+if check(status == 0, f"status {status}: {cmd}\n{out}\n{err}"):
+    with open(report) as f:
+        j = json.load(f)
+    check(list(j) == ["runtime", "device_path", "grid", "stencil", "dtype", "ghost", "iters", "results"],
+          f"stencil: top-level keys {list(j)}")
+    grid_rows, grid_cols = (int(x) for x in j["grid"].split("x"))
+    check(grid_rows * grid_cols == RANKS and j["device_path"] == "mpi-host" and j["stencil"] == "5-point" and
+          j["dtype"] == "double" and j["ghost"] == 1 and j["iters"] == 2, f"stencil: report {j}")
+    check([r["block"] for r in j["results"]] == [31, 33], f"stencil: blocks {[r['block'] for r in j['results']]}")
+    keys = ["block", "rows", "cols", "sweep_s", "exchange_s", "back_to_back_s", "overlapped_s", "halo_bytes", "peers",
+            "agree"]
+    for r in j["results"]:
+        check(list(r) == keys, f"stencil: row keys {list(r)}")
+        check(r["rows"] == r["block"] * grid_rows and r["cols"] == r["block"] * grid_cols and r["agree"] is True and
+              r["peers"] == 2, f"stencil: row {r}")
+        # A ghost row or column of `block` doubles to each of the middle rank's two neighbours.
+        check(r["halo_bytes"] == 2 * r["block"] * 8, f"stencil: halo_bytes {r['halo_bytes']}, block {r['block']}")
+        check(all(positive(r[k]) for k in ("sweep_s", "exchange_s", "back_to_back_s", "overlapped_s")),
+              f"stencil: times {r}")
+
+# Destinations that cannot be written: one line naming --json, exit status 2, no file left.
+for bench, path, args in ((sort_bench, os.path.join(work, "missing", "r.json"), ["--min", "33", "--max", "33"]),
+                          (stencil_bench, work, ["--sizes", "31"]),
+                          (stencil_bench, "/dev/full", ["--sizes", "31", "--iters", "1", "--warmup", "0"])):
+    before = sorted(os.listdir(work))
+    status, out, err, cmd = run(bench, [*args, "--json", path])
+    name = os.path.basename(bench) + ":"
+    lines = [line for line in err.splitlines() if line.startswith(name)]
+    check(status == 2 and len(lines) == 1 and lines[0].startswith(name + " --json: ") and path in lines[0],
+          f"{cmd}: status {status}, {err!r}")
+    check(sorted(os.listdir(work)) == before, f"{cmd}: files {sorted(os.listdir(work))}, before {before}")
+
+if failures:
+    print(f"{len(failures)} checks failed (work in {work})")
+    sys.exit(1)
+shutil.rmtree(work, ignore_errors=True)
+print("all checks passed")

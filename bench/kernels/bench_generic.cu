@@ -146,7 +146,7 @@ void ordered_reduce_with(const Queue& q, const float* x, index_t n, float* out) 
   using Source = tessera::kernels::cuda::detail::PointerSource<float, tessera::identity_fn, float, Tuning::kVectorsPerLane>;
   const Source source{x, n, tessera::identity_fn{}, tessera::kernels::cuda::detail::unaligned_head(x, n),
                       tessera::kernels::cuda::detail::vector_aligned(x)};
-  tessera::kernels::cuda::detail::device_reduce_ordered<Tuning>(source, Plus{}, 0.0f, out, q.stream);
+  tessera::kernels::cuda::detail::device_reduce_ordered<Tuning>(q, source, Plus{}, 0.0f, out);
 }
 
 void run(const Queue& q, const Options& o, index_t n, const Printer& print) {

@@ -30,7 +30,7 @@ void bincount(const Queue& queue, const T* in, index_t n, index_t bins, index_t*
 
 template <class T>
 void sample_range(const Queue& queue, const T* in, index_t n, SampleRange<T>* range) {
-  detail::device_sample_range(in, n, range, queue.stream);
+  detail::device_sample_range(queue, in, n, range);
 }
 
 #define TESSERA_CUDA_HISTOGRAM(T)                                                                     \

@@ -9,14 +9,13 @@ namespace tessera::kernels::cuda {
 
 template <class T>
 void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out) {
-  const StreamHandle stream = queue.stream;
   using detail::Combine;
   using detail::Identity;
   const T identity = reduce_identity<T>(op);
   switch (op) {
-    case ReduceOp::sum: detail::device_reduce(in, n, Identity{}, Combine<ReduceOp::sum>{}, identity, out, stream); break;
-    case ReduceOp::min: detail::device_reduce(in, n, Identity{}, Combine<ReduceOp::min>{}, identity, out, stream); break;
-    case ReduceOp::max: detail::device_reduce(in, n, Identity{}, Combine<ReduceOp::max>{}, identity, out, stream); break;
+    case ReduceOp::sum: detail::device_reduce(queue, in, n, Identity{}, Combine<ReduceOp::sum>{}, identity, out); break;
+    case ReduceOp::min: detail::device_reduce(queue, in, n, Identity{}, Combine<ReduceOp::min>{}, identity, out); break;
+    case ReduceOp::max: detail::device_reduce(queue, in, n, Identity{}, Combine<ReduceOp::max>{}, identity, out); break;
   }
 }
 

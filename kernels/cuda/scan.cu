@@ -10,7 +10,7 @@ namespace tessera::kernels::cuda {
 
 template <class T>
 void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, T carry_in) {
-  detail::device_scan(in, out, n, kind, tessera::plus{}, carry_in, queue.stream);
+  detail::device_scan(queue, in, out, n, kind, tessera::plus{}, carry_in);
 }
 
 template <class T>

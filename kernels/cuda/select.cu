@@ -12,14 +12,13 @@ namespace tessera::kernels::cuda {
 template <class T>
 void select(const Queue& queue, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {
   detail::with_fixed_predicate(pred,
-                               [&](auto fixed) { detail::device_select(in, n, fixed, out, kept_count, queue.stream); });
+                               [&](auto fixed) { detail::device_select(queue, in, n, fixed, out, kept_count); });
 }
 
 template <class T>
 void count_if(const Queue& queue, const T* in, index_t n, Predicate<T> pred, index_t* count) {
   detail::with_fixed_predicate(pred, [&](auto fixed) {
-    detail::device_reduce(in, n, detail::KeptAsCount<decltype(fixed)>{fixed}, tessera::plus{}, index_t(0), count,
-                          queue.stream);
+    detail::device_reduce(queue, in, n, detail::KeptAsCount<decltype(fixed)>{fixed}, tessera::plus{}, index_t(0), count);
   });
 }
 

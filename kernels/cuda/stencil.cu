@@ -12,7 +12,7 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
 
 template <class T>
 void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out) {
-  detail::convolve_1d(in, n, weights, out, queue.stream);
+  detail::convolve_1d(queue, in, n, weights, out);
 }
 
 void pack_rectangles(const Queue& queue, const void* base, std::span<const Rectangle> rectangles, void* packed,

@@ -25,11 +25,11 @@ template <class In, class F, class Op, class Acc>
 void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, Acc identity, Acc* out) {
   const detail::ScopedDevice on_queue_device(queue.device);
   if constexpr (is_commutative_v<Op>) {
-    detail::device_reduce(in, n, f, op, identity, out, queue.stream);
+    detail::device_reduce(queue, in, n, f, op, identity, out);
   } else {
     const detail::PointerSource<In, F, Acc, detail::OrderedReduceTuning::kVectorsPerLane> source{
         in, n, f, detail::unaligned_head(in, n), detail::vector_aligned(in)};
-    detail::device_reduce_ordered(source, op, identity, out, queue.stream);
+    detail::device_reduce_ordered(queue, source, op, identity, out);
   }
 }
 
@@ -37,13 +37,13 @@ template <class F, class Op, class Acc>
 void transform_reduce_index(const Queue& queue, index_t first, index_t n, F f, Op op, Acc identity, Acc* out) {
   const detail::ScopedDevice on_queue_device(queue.device);
   const detail::IndexSource<F, Acc> source{first, n, f};
-  detail::device_reduce_ordered(source, op, identity, out, queue.stream);
+  detail::device_reduce_ordered(queue, source, op, identity, out);
 }
 
 template <class T, class Op>
 void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, Op op, T init) {
   const detail::ScopedDevice on_queue_device(queue.device);
-  detail::device_scan(in, out, n, kind, op, init, queue.stream);
+  detail::device_scan(queue, in, out, n, kind, op, init);
 }
 
 namespace detail {
@@ -60,13 +60,13 @@ struct KeptAsCount {
 template <class T, class Pred>
 void select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept_count) {
   const detail::ScopedDevice on_queue_device(queue.device);
-  detail::device_select(in, n, pred, out, kept_count, queue.stream);
+  detail::device_select(queue, in, n, pred, out, kept_count);
 }
 
 template <class T, class Pred>
 void count_if(const Queue& queue, const T* in, index_t n, Pred pred, index_t* count) {
   const detail::ScopedDevice on_queue_device(queue.device);
-  detail::device_reduce(in, n, detail::KeptAsCount<Pred>{pred}, tessera::plus{}, index_t(0), count, queue.stream);
+  detail::device_reduce(queue, in, n, detail::KeptAsCount<Pred>{pred}, tessera::plus{}, index_t(0), count);
 }
 
 template <class In, class Out, class F>

@@ -552,9 +552,9 @@ void device_histogram(const T* in, index_t n, Binning binning, int bins, index_t
 
 // The range of in[0, n) into *range (device or pinned host memory): one reduction pass.
 template <class T>
-void device_sample_range(const T* in, index_t n, SampleRange<T>* range, StreamHandle stream) {
-  device_reduce(in, n, kernels::detail::SampleRangeOf<T>{}, kernels::detail::CombineSampleRanges<T>{},
-                kernels::detail::SampleRangeOf<T>::empty(), range, stream);
+void device_sample_range(const Queue& queue, const T* in, index_t n, SampleRange<T>* range) {
+  device_reduce(queue, in, n, kernels::detail::SampleRangeOf<T>{}, kernels::detail::CombineSampleRanges<T>{},
+                kernels::detail::SampleRangeOf<T>::empty(), range);
 }
 
 }  // namespace tessera::kernels::cuda::detail

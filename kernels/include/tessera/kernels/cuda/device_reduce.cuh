@@ -142,14 +142,14 @@ int device_reduce_grid(index_t n) {
 
 // Dispatch. Tuning: ReduceTuning, or another with its members (for tuning experiments).
 template <class Tuning = ReduceTuning, class In, class Acc, class Transform, class Op>
-void device_reduce(const In* in, index_t n, Transform transform, Op op, Acc identity, Acc* out, StreamHandle stream) {
+void device_reduce(const Queue& queue, const In* in, index_t n, Transform transform, Op op, Acc identity, Acc* out) {
+  const StreamHandle stream = queue.stream;
   constexpr auto kernel =
       reduce_single_pass_kernel<Tuning::kBlockThreads, Tuning::kLoadsInFlight, In, Acc, Transform, Op>;
-  const DeviceInfo& device = current_device_info();
   const int grid = device_reduce_grid<Tuning, In, Acc, Transform, Op>(n);
 
   // The per-block partials and the completion counter (zero before and after the kernel).
-  const StreamScratch scratch(device.ordinal, to_cuda(stream), sizeof(Acc) * static_cast<std::size_t>(grid));
+  const StreamScratch scratch(queue.device, to_cuda(stream), sizeof(Acc) * static_cast<std::size_t>(grid));
   auto* partials = static_cast<Acc*>(scratch.scratch());
   auto* blocks_done = scratch.counter();
   kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(in, n, transform, op, identity, partials, blocks_done,

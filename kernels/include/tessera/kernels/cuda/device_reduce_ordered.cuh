@@ -166,7 +166,8 @@ __global__ void __launch_bounds__(BlockThreads)
 
 // Dispatch: enough thread blocks for a few rows per warp, at most kWaves full waves of the device.
 template <class Tuning = OrderedReduceTuning, class Source, class Acc, class Op>
-void device_reduce_ordered(const Source& source, Op op, Acc identity, Acc* out, StreamHandle stream) {
+void device_reduce_ordered(const Queue& queue, const Source& source, Op op, Acc identity, Acc* out) {
+  const StreamHandle stream = queue.stream;
   constexpr auto kernel = reduce_ordered_kernel<Tuning::kBlockThreads, Tuning::kRowsInFlight, Source, Acc, Op>;
   const DeviceInfo& device = current_device_info();
   constexpr index_t kWarps = Tuning::kBlockThreads / kWarpThreads;
@@ -174,7 +175,7 @@ void device_reduce_ordered(const Source& source, Op op, Acc identity, Acc* out, 
   const index_t wave = static_cast<index_t>(device.sm_count) * blocks_per_sm<kernel>(Tuning::kBlockThreads);
   const index_t wanted = ceil_div<index_t>(rows, kWarps * Tuning::kRowsInFlight);
   const int grid = static_cast<int>(std::clamp<index_t>(wanted, 1, wave * Tuning::kWaves));
-  const StreamScratch scratch(device.ordinal, to_cuda(stream), sizeof(Acc) * static_cast<std::size_t>(grid));
+  const StreamScratch scratch(queue.device, to_cuda(stream), sizeof(Acc) * static_cast<std::size_t>(grid));
   kernel<<<grid, Tuning::kBlockThreads, 0, to_cuda(stream)>>>(source, op, identity, static_cast<Acc*>(scratch.scratch()),
                                                               scratch.counter(), out);
   TESSERA_CUDA_CHECK_LAUNCH();

@@ -194,15 +194,15 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp], op);
 }
 
-// The scan of in[0, n) into out (in place allowed), seeded with init, in stream order.
+// The scan of in[0, n) into out (in place allowed), seeded with init, in the queue's order (its
+// device current: the caller's ScopedDevice).
 template <class T, class Op>
-void device_scan(const T* in, T* out, index_t n, ScanKind kind, Op op, T init, StreamHandle stream) {
+void device_scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, Op op, T init) {
+  const StreamHandle stream = queue.stream;
   if (n == 0) return;
   using Tuning = ScanTuning<T>;
   const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
   TESSERA_ASSERT(tiles <= 0x7fffffff, "scan: more tiles than one grid can hold");
-  const DeviceInfo& device = current_device_info();
-  Queue queue{Backend::cuda, device.ordinal, stream};
   const LookbackScratch<TileStatus<T>> scratch(queue, tiles);
   const auto status = scratch.status;
   unsigned int* const tile_counter = scratch.tile_counter;

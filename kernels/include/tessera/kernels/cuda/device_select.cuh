@@ -111,7 +111,8 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
 }
 
 template <class T, class Pred>
-void device_select(const T* in, index_t n, Pred pred, T* out, index_t* kept_count, StreamHandle stream) {
+void device_select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept_count) {
+  const StreamHandle stream = queue.stream;
   if (n == 0) {
     TESSERA_CUDA_CHECK(cudaMemsetAsync(kept_count, 0, sizeof(index_t), to_cuda(stream)));
     return;
@@ -119,8 +120,6 @@ void device_select(const T* in, index_t n, Pred pred, T* out, index_t* kept_coun
   using Tuning = SelectTuning<T>;
   const index_t tiles = ceil_div<index_t>(n, Tuning::kTileItems);
   TESSERA_ASSERT(tiles <= 0x7fffffff, "select: more tiles than one grid can hold");
-  const DeviceInfo& device = current_device_info();
-  Queue queue{Backend::cuda, device.ordinal, stream};
   const LookbackScratch<TileCountStatus> scratch(queue, tiles);
   const auto status = scratch.status;
   unsigned int* const tile_counter = scratch.tile_counter;

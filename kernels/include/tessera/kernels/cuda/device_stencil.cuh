@@ -647,13 +647,11 @@ void convolve_1d_lanes(const T* in, index_t n, const CentredTaps<T, Tuning::kMax
 }
 
 template <class T, class Tuning = Convolve1dTuning>
-void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, StreamHandle stream) {
+void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out) {
+  const StreamHandle stream = queue.stream;
   if (n <= 0) return;
   const auto taps = static_cast<index_t>(weights.size());
   const index_t radius = (taps - 1) / 2;
-  constexpr int kTile = Tuning::kThreads * kConvolveItems<T, Tuning>;
-  const index_t tiles = ceil_div<index_t>(n, kTile);
-  const index_t sms = current_device_info().sm_count;
   if (radius <= Convolve1dLanesTuning::kMaxRadius) {
     CentredTaps<T, Convolve1dLanesTuning::kMaxRadius> centred{};
     for (index_t k = 0; k < taps; ++k)
@@ -661,10 +659,9 @@ void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out, Str
     convolve_1d_lanes<T>(in, n, centred, static_cast<int>(radius), out, stream);
     return;
   }
-  Queue queue;
-  queue.backend = Backend::cuda;
-  queue.device = current_device_info().ordinal;
-  queue.stream = stream;
+  constexpr int kTile = Tuning::kThreads * kConvolveItems<T, Tuning>;
+  const index_t tiles = ceil_div<index_t>(n, kTile);
+  const index_t sms = current_device_info().sm_count;
   ScratchBuffer device_weights(queue, static_cast<std::size_t>(taps) * sizeof(T));
   TESSERA_CUDA_CHECK(cudaMemcpyAsync(device_weights.data(), weights.data(), static_cast<std::size_t>(taps) * sizeof(T),
                                      cudaMemcpyHostToDevice, to_cuda(stream)));

@@ -20,9 +20,11 @@
 //    elements, so that many loads are in flight), and the 32 x 32 edges that vector tiles leave. A
 //    full tile takes the path without bounds tests; only tiles on the edge test each element.
 //  - padded tiles in a two-dimensional grid (transpose_padded_kernel): the classic padded tile
-//    without the tile-index division or a second agent's registers; the path for 4- and
-//    8-byte rows off 16-byte boundaries, and for 16-byte elements on blocks whose sides are not
-//    multiples of 32 (tuning/transpose.cuh says which).
+//    without the tile-index division or a second agent's registers.
+//  - skewed tiles in a two-dimensional grid (transpose_skewed_kernel): the padded tiles with each
+//    output row cut on 32-byte sector boundaries, so that no sector inside an output row is written
+//    in part by two thread blocks; the path for 4- and 8-byte rows off 16-byte boundaries, and for
+//    16-byte elements on blocks whose sides are not multiples of 32 (tuning/transpose.cuh says which).
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -570,6 +572,86 @@ void launch_transpose_padded(const TransposeArgs& args, index_t rows, index_t co
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// Skewed tiles in a two-dimensional grid: padded tiles whose output rows are cut on 32-byte sector
+// boundaries. Where a block's rows are not on sector boundaries, the tile (tr, tc) of the padded
+// kernel above writes the sector at each end of each output row only in part, and the tile above or
+// below it writes the rest of that sector much later; such sectors cost the writes their rate (geam
+// pays the same on these layouts). Here output row C of the tile takes the input rows
+// [r0 - t_C, r0 + kTile - t_C), where t_C counts the elements between the sector boundary at or
+// below (C, r0) in the output and (C, r0): every whole sector inside an output row is written by one
+// thread block, in aligned runs. The tile reads the kSkew = 32 / sizeof(E) rows above it as well
+// (kTile + kSkew rows, the extra ones from L2: the tile above read them), and there is one more
+// tile row than rows / kTile rounded up, so that the last rows are covered for every t_C. One
+// element per access, all of a thread's loads in flight before the barrier (sm_90: 64 registers
+// for 64 x 64 floats at 4 blocks of 256 threads per SM and for 32 x 32 doubles at 256 threads).
+template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
+__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
+    transpose_skewed_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
+  constexpr int kSector = 32;
+  static_assert(kTile * sizeof(E) % kSector == 0, "a tile's side spans whole sectors");
+  constexpr int kSkew = kSector / static_cast<int>(sizeof(E));
+  constexpr int kWarps = Threads / 32, kGroups = kTile / 32, kSteps = kTile / kWarps;
+  constexpr int kInRows = kTile + kSkew, kReadSteps = ceil_div(kInRows, kWarps);
+  constexpr bool kEvenRead = kInRows % kWarps == 0;
+  constexpr int kPad = sizeof(E) < 4 ? 4 / static_cast<int>(sizeof(E)) : 1;
+  __shared__ E tile[kTile][kInRows + kPad];
+  const int x = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
+  const auto out_address = reinterpret_cast<std::uintptr_t>(a.out);
+  for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x)
+    for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
+      const index_t r0 = tr * kTile, c0 = tc * kTile, first = r0 - kSkew;  // first: the first row read
+      const bool full = first >= 0 && r0 + kTile <= rows && c0 + kTile <= cols;
+      // Byte offset of this thread's first element from a.in: negative in the first row of tiles,
+      // where those rows are not read. Pointers are formed only for elements that are read.
+      const index_t pitch = static_cast<index_t>(a.in_pitch);
+      const index_t offset = (first + y) * pitch + (c0 + x) * static_cast<index_t>(sizeof(E));
+      E v[kGroups][kReadSteps];
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (int k = 0; k < kReadSteps; ++k) {
+          const int r = y + k * kWarps, c = x + 32 * g;
+          const index_t row = first + r;
+          if ((kEvenRead || r < kInRows) && (full || (row >= 0 && row < rows && c0 + c < cols)))
+            v[g][k] = load_word<E, false>(a.in + (offset + k * kWarps * pitch + 32 * g * static_cast<index_t>(sizeof(E))));
+        }
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (int k = 0; k < kReadSteps; ++k)
+          if (kEvenRead || y + k * kWarps < kInRows) tile[x + 32 * g][y + k * kWarps] = v[g][k];
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kSteps; ++k) {
+        const int c = y + k * kWarps;
+        if (full || c0 + c < cols) {
+          const std::size_t at = static_cast<std::size_t>(c0 + c) * a.out_pitch + static_cast<std::size_t>(r0) * sizeof(E);
+          const int t = static_cast<int>((out_address + at) % kSector) / static_cast<int>(sizeof(E));
+          unsigned char* dst = a.out + at - static_cast<std::size_t>(t) * sizeof(E);
+#pragma unroll
+          for (int g = 0; g < kGroups; ++g) {
+            const int j = x + 32 * g;
+            const index_t r = r0 - t + j;
+            if (full || (r >= 0 && r < rows))
+              store_word<E, false>(dst + static_cast<std::size_t>(j) * sizeof(E), tile[c][kSkew - t + j]);
+          }
+        }
+      }
+      __syncthreads();
+    }
+}
+
+template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
+void launch_transpose_skewed(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
+  constexpr auto kernel = transpose_skewed_kernel<E, kTile, Threads, MinBlocksPerSm>;
+  constexpr index_t kSkew = 32 / static_cast<index_t>(sizeof(E));
+  const index_t tiles_across = ceil_div<index_t>(cols, kTile), tile_rows = ceil_div<index_t>(rows + kSkew - 1, kTile);
+  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_across, 0x7fffffff)),
+                  static_cast<unsigned>(std::min<index_t>(tile_rows, 65535)));
+  kernel<<<grid, Threads, 0, to_cuda(stream)>>>(args, rows, cols, tiles_across, tile_rows);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
 // Skinny blocks. Narrow (cols < 32): a tile is all `cols` columns of (Threads / cols) * Steps rows;
 // thread t < (Threads / cols) * cols reads column t % cols of rows t / cols + k * (Threads / cols),
 // which for a contiguous block is one run of the whole tile; the transposed tile is written out row
@@ -756,13 +838,17 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
 }
 
 // Rows that no vector tiles above fit (not on 16-byte boundaries; for 1- and 2-byte elements, not
-// on 4-byte ones either): padded tiles, shifted vector tiles or scalar tiles, as Tuning::kPaddedTiles
-// and Tuning::kShiftedTiles say.
+// on 4-byte ones either): skewed tiles, padded tiles, shifted vector tiles or scalar tiles, as
+// Tuning::kSkewedTiles, kPaddedTiles and kShiftedTiles say (in that order).
 template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
   constexpr bool kShifted = kBytes <= 8 && Tuning::kShiftedTiles;
-  if constexpr (Tuning::kPaddedTiles) {
+  constexpr bool kSkewed = Tuning::kSkewedTiles, kPadded = Tuning::kPaddedTiles;  // each choice read once
+  if constexpr (kSkewed) {
+    launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm>(args, rows, cols,
+                                                                                                       stream);
+  } else if constexpr (kPadded) {
     launch_transpose_padded<E, Tuning::kPaddedTile, Tuning::kPaddedThreads, Tuning::kPaddedBlocksPerSm>(args, rows, cols,
                                                                                                        stream);
   } else if constexpr (kShifted) {
@@ -801,9 +887,9 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
   auto rows_aligned = [&](std::size_t bytes) {
     return is_aligned(in, bytes) && is_aligned(out, bytes) && args.in_pitch % bytes == 0 && args.out_pitch % bytes == 0;
   };
-  if constexpr (kBytes == 16 && Tuning::kPaddedEdgeBlocks) {
-    if (rows % Tuning::kPaddedEdgeMultiple != 0 || cols % Tuning::kPaddedEdgeMultiple != 0) {
-      launch_transpose_padded<E, 32, Tuning::kPaddedThreads>(args, rows, cols, stream);
+  if constexpr (kBytes == 16 && Tuning::kGridEdgeBlocks) {
+    if (rows % Tuning::kGridEdgeMultiple != 0 || cols % Tuning::kGridEdgeMultiple != 0) {
+      launch_transpose_skewed<E, 32, Tuning::kSkewedThreads>(args, rows, cols, stream);
       return;
     }
   }

@@ -1,6 +1,7 @@
 // The paths of the transpose for rows that are not on 16-byte boundaries, each forced through the
-// tuning (TransposeTuning::kPaddedTiles, kShiftedTiles), against the CPU backend on the same random
-// bytes: padded tiles, shifted vector tiles and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte elements always
+// tuning (TransposeTuning::kSkewedTiles, kPaddedTiles, kShiftedTiles), against the CPU backend on the
+// same random bytes: skewed tiles, padded tiles, shifted vector tiles and scalar tiles, 1-, 2-, 4- and
+// 8-byte elements (skewed tiles: 4 and 8, the sizes the tuning gives them; 16-byte elements always
 // start their rows on 16-byte boundaries), shapes around the edges of both kinds of tiles, and
 // layouts in which every row has its own misalignment (odd leading dimensions), one block is
 // aligned and the other is not, and blocks start off a 16-byte (and, for 1- and 2-byte elements, a
@@ -26,21 +27,32 @@ namespace {
 
 namespace detail = kernels::cuda::detail;
 
-template <int Bytes, bool Shifted, bool Padded = false>
+enum class Path { scalar, shifted, padded, skewed };
+
+template <int Bytes, Path P>
 struct ForcedTuning : detail::TransposeTuning<Bytes> {
-  static constexpr bool kShiftedTiles = Shifted;
-  static constexpr bool kPaddedTiles = Padded;
+  static constexpr bool kShiftedTiles = P == Path::shifted;
+  static constexpr bool kPaddedTiles = P == Path::padded;
+  static constexpr bool kSkewedTiles = P == Path::skewed;
 };
+
+const char* path_name(Path p) {
+  switch (p) {
+    case Path::shifted: return "shifted vector tiles";
+    case Path::padded: return "padded tiles";
+    case Path::skewed: return "skewed tiles";
+    case Path::scalar: break;
+  }
+  return "scalar tiles";
+}
 
 struct Layout {
   index_t ld_in, ld_out;
   std::size_t in_offset, out_offset;  // bytes past an aligned address
 };
 
-std::string describe(int bytes, bool shifted, bool padded, index_t rows, index_t cols, const Layout& l) {
-  return std::to_string(bytes) + "-byte elements, " +
-         (padded ? "padded tiles, " : shifted ? "shifted vector tiles, " : "scalar tiles, ") +
-         std::to_string(rows) + " x " + std::to_string(cols) + ", ld_in " + std::to_string(l.ld_in) + ", ld_out " +
+std::string describe(int bytes, Path path, index_t rows, index_t cols, const Layout& l) {
+  return std::to_string(bytes) + "-byte elements, " + path_name(path) + ", " + std::to_string(rows) + " x " + std::to_string(cols) + ", ld_in " + std::to_string(l.ld_in) + ", ld_out " +
          std::to_string(l.ld_out) + ", offsets " + std::to_string(l.in_offset) + "/" + std::to_string(l.out_offset) +
          ", seed " + std::to_string(test_seed());
 }
@@ -58,7 +70,7 @@ class ExactInput {
   void* base_ = nullptr;
 };
 
-template <int Bytes, bool Shifted, bool Padded = false>
+template <int Bytes, Path P>
 void check_path(index_t rows, index_t cols, const Layout& l) {
   using E = detail::word_t<Bytes>;
   const std::size_t in_used = static_cast<std::size_t>((rows - 1) * l.ld_in + cols) * Bytes;
@@ -77,19 +89,19 @@ void check_path(index_t rows, index_t cols, const Layout& l) {
     return l.in_offset % a == 0 && l.out_offset % a == 0 && (l.ld_in * Bytes) % static_cast<index_t>(a) == 0 &&
            (l.ld_out * Bytes) % static_cast<index_t>(a) == 0;
   };
-  ASSERT_FALSE(rows_aligned(16) || (Bytes < 4 && rows_aligned(4))) << describe(Bytes, Shifted, Padded, rows, cols, l);
+  ASSERT_FALSE(rows_aligned(16) || (Bytes < 4 && rows_aligned(4))) << describe(Bytes, P, rows, cols, l);
 
-  detail::device_transpose<ForcedTuning<Bytes, Shifted, Padded>>(reinterpret_cast<const E*>(in.data() + l.in_offset), rows,
+  detail::device_transpose<ForcedTuning<Bytes, P>>(reinterpret_cast<const E*>(in.data() + l.in_offset), rows,
                                                          cols, l.ld_in, reinterpret_cast<E*>(out.data()), l.ld_out,
                                                          cuda_queue().stream);
-  ASSERT_TRUE(out.untouched_outside(out_bytes)) << describe(Bytes, Shifted, Padded, rows, cols, l);
+  ASSERT_TRUE(out.untouched_outside(out_bytes)) << describe(Bytes, P, rows, cols, l);
   std::vector<unsigned char> want(static_cast<std::size_t>(out_bytes), DeviceArray<unsigned char>::poison_byte());
   kernels::transpose_bytes(cpu_queue(), host.data(), rows, cols, l.ld_in, want.data(), l.ld_out, Bytes);
   const std::vector<unsigned char> got = out.download();
   for (std::size_t b = 0; b < want.size(); ++b) {
     if (got[b] != want[b]) {
       const auto element = static_cast<index_t>(b / Bytes);
-      FAIL() << describe(Bytes, Shifted, Padded, rows, cols, l) << ": output row " << element / l.ld_out << ", column "
+      FAIL() << describe(Bytes, P, rows, cols, l) << ": output row " << element / l.ld_out << ", column "
              << element % l.ld_out << ", byte " << b % Bytes << " differs";
     }
   }
@@ -127,44 +139,50 @@ std::vector<Layout> layouts(int bytes, index_t rows, index_t cols, std::mt19937_
   return l;
 }
 
-template <int Bytes, bool Shifted, bool Padded = false>
+template <int Bytes, Path P>
 void check_all() {
   std::mt19937_64 gen(test_seed() + Bytes);
   for (auto [rows, cols] : shapes())
     for (const Layout& l : layouts(Bytes, rows, cols, gen)) {
-      check_path<Bytes, Shifted, Padded>(rows, cols, l);
+      check_path<Bytes, P>(rows, cols, l);
       if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) return;
     }
 }
 
+TEST(TransposeGpu, SkewedTilesOnUnalignedRowsMatchCpu) {
+  check_all<4, Path::skewed>();
+  if (HasFailure()) return;
+  check_all<8, Path::skewed>();
+}
+
 TEST(TransposeGpu, ShiftedTilesOnUnalignedRowsMatchCpu) {
-  check_all<1, true>();
+  check_all<1, Path::shifted>();
   if (HasFailure()) return;
-  check_all<2, true>();
+  check_all<2, Path::shifted>();
   if (HasFailure()) return;
-  check_all<4, true>();
+  check_all<4, Path::shifted>();
   if (HasFailure()) return;
-  check_all<8, true>();
+  check_all<8, Path::shifted>();
 }
 
 TEST(TransposeGpu, PaddedTilesOnUnalignedRowsMatchCpu) {
-  check_all<1, false, true>();
+  check_all<1, Path::padded>();
   if (HasFailure()) return;
-  check_all<2, false, true>();
+  check_all<2, Path::padded>();
   if (HasFailure()) return;
-  check_all<4, false, true>();
+  check_all<4, Path::padded>();
   if (HasFailure()) return;
-  check_all<8, false, true>();
+  check_all<8, Path::padded>();
 }
 
 TEST(TransposeGpu, ScalarTilesOnUnalignedRowsMatchCpu) {
-  check_all<1, false>();
+  check_all<1, Path::scalar>();
   if (HasFailure()) return;
-  check_all<2, false>();
+  check_all<2, Path::scalar>();
   if (HasFailure()) return;
-  check_all<4, false>();
+  check_all<4, Path::scalar>();
   if (HasFailure()) return;
-  check_all<8, false>();
+  check_all<8, Path::scalar>();
 }
 
 }  // namespace

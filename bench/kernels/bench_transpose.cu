@@ -12,8 +12,8 @@
 // --variants also times tuning alternatives: evict-first vector tiles (aligned float), and on rows
 // off 16-byte boundaries both paths of TransposeTuning::kShiftedTiles with the default tuning
 // (scalar tiles and shifted vector tiles), then other unit shapes of the shifted tiles (float,
-// double, int8, int16) and other shapes of the padded tiles (float, double, 16-byte elements), for
-// the record of how the default tuning was chosen.
+// double, int8, int16) and other shapes of the padded and skewed tiles (float, double, 16-byte
+// elements), for the record of how the default tuning was chosen.
 //
 // Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]
 //          [--reps 20] [--warmup 3] [--variants]
@@ -241,6 +241,21 @@ struct PaddedVariant {
   }
 };
 
+// Skewed tiles in a two-dimensional grid (TransposeTuning::kSkewedTiles's path).
+template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
+struct SkewedVariant {
+  static constexpr int kBytes = Bytes;
+  using Padded = void;  // marks the variants that launch themselves
+  static std::string name() {
+    return "skewed " + std::to_string(Tile) + "x" + std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
+           (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
+  }
+  template <class E>
+  static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
+    detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
+  }
+};
+
 // Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
 template <int Bytes, int UnitRows, int UnitCols, int Threads>
 struct ShiftedVariant : detail::TransposeTuning<Bytes> {
@@ -340,6 +355,7 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
       time_variant<PaddedVariant<4, 64, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<4, 32, 256, 8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<4, 64, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<4, 32, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "double" && unaligned) {
       time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
@@ -347,9 +363,12 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
       time_variant<PaddedVariant<8, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<8, 32, 256, 6>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<PaddedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "b16") {
       time_variant<PaddedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<16, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<16, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int8" && unaligned) {
       time_variant<DefaultScalar<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);

@@ -12,8 +12,20 @@ struct Stencil2dTuning {
   static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
   static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
   static constexpr int kMinBlocksPerSm = 5;  // 640 threads per SM, up to 102 registers per thread
+  static constexpr bool kBulk = true;        // aligned regions on sm_90: the ring of Stencil2dBulkTuning
   // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil): 2 vectors per lane and 5
   // blocks per SM 0.875 ms (81.9% of the copy rate), 1 vector and 8 blocks 0.931 ms (77.0%).
+};
+
+// The sweep through a ring of rows in shared memory that bulk copies fill (sm_90, aligned regions):
+// a thread block of kWarps warps takes a strip of kWarps x 32 x kVectorsPerLane 16-byte vectors
+// (1024 floats, 512 doubles) and keeps kDepth rows of it in flight.
+struct Stencil2dBulkTuning {
+  static constexpr int kWarps = 4;
+  static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per thread, kWarps x 32 vectors apart
+  static constexpr int kDepth = 8;           // row slots of the ring (33 KB with the strip's halo)
+  static constexpr int kMinSegmentRows = 4;
+  static constexpr int kMinBlocksPerSm = 4;
 };
 
 // The 1-D convolution up to kMaxRadius: each lane owns kVectorsPerLane consecutive 16-byte vectors of

@@ -181,19 +181,13 @@ void tuned_sweep(const Queue& q, const T* in, index_t ld, T* out, index_t rows, 
 }
 
 // Other tunings of the ring filled by bulk copies (the library's own is Stencil2dBulkTuning).
-struct BulkSixSlots : detail::Stencil2dBulkTuning {
-  static constexpr int kDepth = 6;
-};
-struct BulkTwelveSlots : detail::Stencil2dBulkTuning {
-  static constexpr int kDepth = 12;
-};
-struct BulkNarrowStrip : detail::Stencil2dBulkTuning {  // 512 floats, 12 slots
-  static constexpr int kVectorsPerLane = 1;
-  static constexpr int kDepth = 12;
-};
-struct BulkWideStrip : detail::Stencil2dBulkTuning {  // 8 warps, 2048 floats, 6 slots
-  static constexpr int kWarps = 8;
-  static constexpr int kDepth = 6;
+template <int kWarpsPerBlock, int kVectors, int kSlots, bool kEmpty>
+struct BulkTuning : detail::Stencil2dBulkTuning {
+  static constexpr int kWarps = kWarpsPerBlock;
+  static constexpr int kVectorsPerLane = kVectors;
+  static constexpr int kDepth = kSlots;
+  static constexpr bool kEmptyBarriers = kEmpty;
+  static constexpr int kMinBlocksPerSm = kWarpsPerBlock >= 16 ? 2 : 4;  // up to 64 registers from 8 warps on
 };
 
 // The blocked sweep (every load of a tile at once) for an aligned 5-point float sweep.
@@ -372,10 +366,14 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       });
     };
     if (shape == StencilShape::five_point) {
-      bulk.template operator()<BulkSixSlots>("(bulk ring, 6 slots)");
-      bulk.template operator()<BulkTwelveSlots>("(bulk ring, 12 slots)");
-      bulk.template operator()<BulkNarrowStrip>("(bulk ring, 512-col, 12)");
-      bulk.template operator()<BulkWideStrip>("(bulk ring, 8 warps, 6)");
+      bulk.template operator()<BulkTuning<4, 2, 8, false>>("(bulk ring, 4 warps, 8)");
+      bulk.template operator()<BulkTuning<4, 2, 12, false>>("(bulk ring, 4 warps, 12)");
+      bulk.template operator()<BulkTuning<4, 1, 12, false>>("(bulk ring, 512-col, 12)");
+      bulk.template operator()<BulkTuning<8, 2, 4, false>>("(bulk ring, 8 warps, 4)");
+      bulk.template operator()<BulkTuning<8, 2, 8, false>>("(bulk ring, 8 warps, 8)");
+      bulk.template operator()<BulkTuning<16, 2, 3, false>>("(bulk ring, 16 warps, 3)");
+      bulk.template operator()<BulkTuning<8, 2, 6, true>>("(bulk ring, 8 warps, 6, empty mb)");
+      bulk.template operator()<BulkTuning<4, 2, 12, true>>("(bulk ring, 4 warps, 12, empty mb)");
     }
   }
   if constexpr (std::is_same_v<T, float>) {

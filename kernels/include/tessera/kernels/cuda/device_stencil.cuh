@@ -5,10 +5,13 @@
 //                keeping the north, centre and south vectors in registers, so that every row is read
 //                from memory once per segment; the neighbours in x come from the next lanes by
 //                shuffles (the two lanes at a warp's edges load one element each). Rows are loaded
-//                kPrefetchRows ahead of the one computed. The grid is sized from the SM count and
-//                walks the tiles (a warp-wide strip of columns by a segment of rows) in row-major
-//                order, so that the thread blocks resident at one time share the rows at their
-//                segments' edges through L2.
+//                kPrefetchRows ahead of the one computed. Aligned regions on sm_90 take the same
+//                march with the rows in a ring of shared-memory slots instead: one thread of a block
+//                fills each slot with a bulk copy of the block's strip of the row and its halo, so
+//                kDepth rows per block are in flight at no register cost. The strips of columns are
+//                cut into segments of near-equal length that make one wave of the resident thread
+//                blocks, walked in row-major order, so that the blocks resident at one time share
+//                the rows at their segments' edges through L2.
 //   convolve_1d  radius <= 8, by lanes: each lane owns two 16-byte vectors of consecutive outputs,
 //                loads its inputs as whole aligned vectors (realigned to the outputs by one shuffle
 //                where the input and output are off by part of a vector) and takes the radius's
@@ -350,6 +353,9 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 __device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
+__device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
@@ -387,7 +393,7 @@ template <class T, class Tuning>
 inline constexpr int kBulkSlot = kBulkStrip<T, Tuning> + 2 * Vector<T>::kItems;
 template <class T, class Tuning>
 inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kBulkSlot<T, Tuning> * sizeof(T) +
-                                                std::size_t(Tuning::kDepth) * sizeof(unsigned long long);
+                                                2 * std::size_t(Tuning::kDepth) * sizeof(unsigned long long);
 
 // The column march with the rows in shared memory. Each thread block walks down a strip of
 // kBulkStrip columns (x0 = tile_x * kBulkStrip, on a 16-byte boundary: in and out are aligned at
@@ -398,7 +404,8 @@ inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kB
 // its row has landed. Thread t computes vectors t, t + kThreads, ... of the strip (a warp's reads
 // of a slot are consecutive 16-byte vectors), reading each row once from the ring into registers,
 // its west and east neighbours beside it in the slot. A barrier per row frees the slot just read,
-// which thread 0 refills kDepth rows ahead. sm_90 only: the dispatch checks the kernel was
+// which thread 0 refills kDepth rows ahead; with kEmptyBarriers, each warp arrives on the slot's
+// "empty" mbarrier instead, and thread 0 waits on it before refilling the slot of the row before. sm_90 only: the dispatch checks the kernel was
 // compiled for it (the body is empty below).
 template <class T, bool kNine, class Tuning = Stencil2dBulkTuning>
 __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
@@ -415,9 +422,13 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
   extern __shared__ __align__(16) unsigned char bulk_shared[];
   T* ring = reinterpret_cast<T*>(bulk_shared);
   auto* full = reinterpret_cast<unsigned long long*>(bulk_shared + std::size_t(kDepth) * kSlot * sizeof(T));
+  unsigned long long* empty = full + kDepth;  // kEmptyBarriers: a phase per row read by every warp
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
-    for (int s = 0; s < kDepth; ++s) mbarrier_init(shared_address(full + s), 1);
+    for (int s = 0; s < kDepth; ++s) {
+      mbarrier_init(shared_address(full + s), 1);
+      mbarrier_init(shared_address(empty + s), Tuning::kWarps);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -442,6 +453,8 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
 
     auto fill = [&](int k) {  // row row_begin - 1 + k into its slot (thread 0)
       const unsigned g = fills + static_cast<unsigned>(k);
+      if (Tuning::kEmptyBarriers && g >= kDepth)  // every warp has read the slot's previous row
+        mbarrier_wait(shared_address(empty + g % kDepth), ((g - kDepth) / kDepth) & 1u);
       T* slot = ring + (g % kDepth) * kSlot;
       const unsigned bar = shared_address(full + g % kDepth);
       const T* row = in + (row_begin - 1 + k) * in_ld;
@@ -483,8 +496,14 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
           south[j].east = at[kV];
         }
       }
-      __syncthreads();  // every thread has read row k: its slot may be refilled
-      if (tid == 0 && k + kDepth < loads) fill(k + kDepth);
+      if constexpr (Tuning::kEmptyBarriers) {
+        __syncwarp();
+        if (lane_id() == 0) mbarrier_arrive(shared_address(empty + g % kDepth));
+        if (tid == 0 && k >= 1 && k - 1 + kDepth < loads) fill(k - 1 + kDepth);  // the slot of row k - 1
+      } else {
+        __syncthreads();  // every thread has read row k: its slot may be refilled
+        if (tid == 0 && k + kDepth < loads) fill(k + kDepth);
+      }
       if (k >= 2) {
 #pragma unroll
         for (int j = 0; j < kLaneVectors; ++j) {

@@ -19,11 +19,12 @@ struct Stencil2dTuning {
 
 // The sweep through a ring of rows in shared memory that bulk copies fill (sm_90, aligned regions):
 // a thread block of kWarps warps takes a strip of kWarps x 32 x kVectorsPerLane 16-byte vectors
-// (1024 floats, 512 doubles) and keeps kDepth rows of it in flight.
+// (2048 floats, 1024 doubles) and keeps kDepth rows of it in flight.
 struct Stencil2dBulkTuning {
-  static constexpr int kWarps = 4;
+  static constexpr int kWarps = 8;
   static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per thread, kWarps x 32 vectors apart
-  static constexpr int kDepth = 8;           // row slots of the ring (33 KB with the strip's halo)
+  static constexpr int kDepth = 6;           // row slots of the ring (48 KiB with the strip's halo: 4 blocks per SM)
+  static constexpr bool kEmptyBarriers = false;  // a block barrier per row frees the slot read
   static constexpr int kMinSegmentRows = 4;
   static constexpr int kMinBlocksPerSm = 4;
 };

@@ -181,12 +181,11 @@ void tuned_sweep(const Queue& q, const T* in, index_t ld, T* out, index_t rows, 
 }
 
 // Other tunings of the ring filled by bulk copies (the library's own is Stencil2dBulkTuning).
-template <int kWarpsPerBlock, int kVectors, int kSlots, bool kEmpty>
+template <int kWarpsPerBlock, int kVectors, int kSlots>
 struct BulkTuning : detail::Stencil2dBulkTuning {
   static constexpr int kWarps = kWarpsPerBlock;
   static constexpr int kVectorsPerLane = kVectors;
   static constexpr int kDepth = kSlots;
-  static constexpr bool kEmptyBarriers = kEmpty;
   static constexpr int kMinBlocksPerSm = kWarpsPerBlock >= 16 ? 2 : 4;  // up to 64 registers from 8 warps on
 };
 
@@ -366,14 +365,12 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       });
     };
     if (shape == StencilShape::five_point) {
-      bulk.template operator()<BulkTuning<4, 2, 8, false>>("(bulk ring, 4 warps, 8)");
-      bulk.template operator()<BulkTuning<4, 2, 12, false>>("(bulk ring, 4 warps, 12)");
-      bulk.template operator()<BulkTuning<4, 1, 12, false>>("(bulk ring, 512-col, 12)");
-      bulk.template operator()<BulkTuning<8, 2, 4, false>>("(bulk ring, 8 warps, 4)");
-      bulk.template operator()<BulkTuning<8, 2, 8, false>>("(bulk ring, 8 warps, 8)");
-      bulk.template operator()<BulkTuning<16, 2, 3, false>>("(bulk ring, 16 warps, 3)");
-      bulk.template operator()<BulkTuning<8, 2, 6, true>>("(bulk ring, 8 warps, 6, empty mb)");
-      bulk.template operator()<BulkTuning<4, 2, 12, true>>("(bulk ring, 4 warps, 12, empty mb)");
+      bulk.template operator()<BulkTuning<4, 2, 8>>("(bulk ring, 4 warps, 8)");
+      bulk.template operator()<BulkTuning<4, 2, 12>>("(bulk ring, 4 warps, 12)");
+      bulk.template operator()<BulkTuning<4, 1, 12>>("(bulk ring, 512-col, 12)");
+      bulk.template operator()<BulkTuning<8, 2, 4>>("(bulk ring, 8 warps, 4)");
+      bulk.template operator()<BulkTuning<8, 2, 8>>("(bulk ring, 8 warps, 8)");
+      bulk.template operator()<BulkTuning<16, 2, 3>>("(bulk ring, 16 warps, 3)");
     }
   }
   if constexpr (std::is_same_v<T, float>) {

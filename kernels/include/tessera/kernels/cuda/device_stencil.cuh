@@ -353,9 +353,6 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 __device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
-__device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
@@ -384,6 +381,28 @@ __device__ __forceinline__ void element_copy_to_shared(unsigned dst, const void*
 __device__ __forceinline__ void mbarrier_track_copies(unsigned bar) {
   asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Orders this thread's (and, after a barrier, the block's) generic-proxy accesses to shared memory
+// before the bulk copies it issues next.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Loads from a ring slot that the compiler may neither repeat nor move: a slot's contents change
+// under the bulk copies, which it does not see.
+__device__ __forceinline__ void load_shared(float& v, unsigned a) {
+  asm volatile("ld.volatile.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+}
+__device__ __forceinline__ void load_shared(double& v, unsigned a) {
+  asm volatile("ld.volatile.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(a) : "memory");
+}
+__device__ __forceinline__ void load_shared_vector(float (&v)[4], unsigned a) {
+  asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "r"(a)
+               : "memory");
+}
+__device__ __forceinline__ void load_shared_vector(double (&v)[2], unsigned a) {
+  asm volatile("ld.volatile.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v[0]), "=d"(v[1]) : "r"(a) : "memory");
+}
 #endif
 
 // Elements of a ring slot: the strip's row, with one 16-byte vector of halo on either side.
@@ -393,7 +412,7 @@ template <class T, class Tuning>
 inline constexpr int kBulkSlot = kBulkStrip<T, Tuning> + 2 * Vector<T>::kItems;
 template <class T, class Tuning>
 inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kBulkSlot<T, Tuning> * sizeof(T) +
-                                                2 * std::size_t(Tuning::kDepth) * sizeof(unsigned long long);
+                                                std::size_t(Tuning::kDepth) * sizeof(unsigned long long);
 
 // The column march with the rows in shared memory. Each thread block walks down a strip of
 // kBulkStrip columns (x0 = tile_x * kBulkStrip, on a 16-byte boundary: in and out are aligned at
@@ -404,8 +423,9 @@ inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kB
 // its row has landed. Thread t computes vectors t, t + kThreads, ... of the strip (a warp's reads
 // of a slot are consecutive 16-byte vectors), reading each row once from the ring into registers,
 // its west and east neighbours beside it in the slot. A barrier per row frees the slot just read,
-// which thread 0 refills kDepth rows ahead; with kEmptyBarriers, each warp arrives on the slot's
-// "empty" mbarrier instead, and thread 0 waits on it before refilling the slot of the row before. sm_90 only: the dispatch checks the kernel was
+// which thread 0 refills kDepth rows ahead (after a proxy fence: the reads were the generic
+// proxy's, the copy is the async proxy's). The slot reads are volatile, so that the compiler never
+// reads a slot again after the barrier in place of keeping the values. sm_90 only: the dispatch checks the kernel was
 // compiled for it (the body is empty below).
 template <class T, bool kNine, class Tuning = Stencil2dBulkTuning>
 __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
@@ -422,13 +442,9 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
   extern __shared__ __align__(16) unsigned char bulk_shared[];
   T* ring = reinterpret_cast<T*>(bulk_shared);
   auto* full = reinterpret_cast<unsigned long long*>(bulk_shared + std::size_t(kDepth) * kSlot * sizeof(T));
-  unsigned long long* empty = full + kDepth;  // kEmptyBarriers: a phase per row read by every warp
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
-    for (int s = 0; s < kDepth; ++s) {
-      mbarrier_init(shared_address(full + s), 1);
-      mbarrier_init(shared_address(empty + s), Tuning::kWarps);
-    }
+    for (int s = 0; s < kDepth; ++s) mbarrier_init(shared_address(full + s), 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -453,8 +469,6 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
 
     auto fill = [&](int k) {  // row row_begin - 1 + k into its slot (thread 0)
       const unsigned g = fills + static_cast<unsigned>(k);
-      if (Tuning::kEmptyBarriers && g >= kDepth)  // every warp has read the slot's previous row
-        mbarrier_wait(shared_address(empty + g % kDepth), ((g - kDepth) / kDepth) & 1u);
       T* slot = ring + (g % kDepth) * kSlot;
       const unsigned bar = shared_address(full + g % kDepth);
       const T* row = in + (row_begin - 1 + k) * in_ld;
@@ -488,21 +502,16 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
         north[j] = centre[j];
         centre[j] = south[j];
         if (active[j]) {
-          const T* at = slot + kV + (tid + j * kThreads) * kV;
-          const Vector<T> v = *reinterpret_cast<const Vector<T>*>(at);
-#pragma unroll
-          for (int e = 0; e < kV; ++e) south[j].item[e] = v.item[e];
-          south[j].west = at[-1];
-          south[j].east = at[kV];
+          const unsigned at = shared_address(slot + kV + (tid + j * kThreads) * kV);
+          load_shared_vector(south[j].item, at);
+          load_shared(south[j].west, at - unsigned(sizeof(T)));
+          load_shared(south[j].east, at + unsigned(kV * sizeof(T)));
         }
       }
-      if constexpr (Tuning::kEmptyBarriers) {
-        __syncwarp();
-        if (lane_id() == 0) mbarrier_arrive(shared_address(empty + g % kDepth));
-        if (tid == 0 && k >= 1 && k - 1 + kDepth < loads) fill(k - 1 + kDepth);  // the slot of row k - 1
-      } else {
-        __syncthreads();  // every thread has read row k: its slot may be refilled
-        if (tid == 0 && k + kDepth < loads) fill(k + kDepth);
+      __syncthreads();  // every thread has read row k: its slot may be refilled
+      if (tid == 0 && k + kDepth < loads) {
+        fence_proxy_async_shared();
+        fill(k + kDepth);
       }
       if (k >= 2) {
 #pragma unroll
@@ -625,13 +634,18 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
   };
   const bool nine = w.shape == StencilShape::nine_point;
   if constexpr ((sizeof(T) == 4 || sizeof(T) == 8) && Tuning::kBulk) {
-    // The ring of rows filled by bulk copies: aligned regions on sm_90.
+    // The ring of rows filled by bulk copies: aligned regions on sm_90, the 5-point sweep and the
+    // 9-point sweep of 4-byte elements (the 9-point sweep of doubles through the ring differed from
+    // the cpu backend's on an H100 at columns 514 .. of 1030- and 2051-wide regions, the cause not
+    // found; it takes the column march).
     using Bulk = Stencil2dBulkTuning;
     if (vector && in_shift == 0) {
-      if (nine && bulk_sweep_available<T, true, Bulk>())
-        return launch_stencil_2d_bulk<T, true, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
       if (!nine && bulk_sweep_available<T, false, Bulk>())
         return launch_stencil_2d_bulk<T, false, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
+      if constexpr (sizeof(T) == 4) {
+        if (nine && bulk_sweep_available<T, true, Bulk>())
+          return launch_stencil_2d_bulk<T, true, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
+      }
     }
   }
   if constexpr (Tuning::kBlockedRows > 0) {

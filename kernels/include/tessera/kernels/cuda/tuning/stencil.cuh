@@ -24,7 +24,6 @@ struct Stencil2dBulkTuning {
   static constexpr int kWarps = 8;
   static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per thread, kWarps x 32 vectors apart
   static constexpr int kDepth = 6;           // row slots of the ring (48 KiB with the strip's halo: 4 blocks per SM)
-  static constexpr bool kEmptyBarriers = false;  // a block barrier per row frees the slot read
   static constexpr int kMinSegmentRows = 4;
   static constexpr int kMinBlocksPerSm = 4;
 };

@@ -4,8 +4,8 @@
 // caches), in one process on one GPU:
 //   sweep5 / sweep9   the 5- and 9-point sweep of an N x N float field (N = 16384 by default) and an
 //                     N x N/2 double field: one read and one write per cell at the floor. Also the
-//                     sweep that takes the residual (max |out - in|), and two other tunings of the
-//                     5-point column march (longer segments; more rows in flight).
+//                     sweep that takes the residual (max |out - in|); with `variants`, the column
+//                     march of each, and other tunings of the 5-point bulk ring and column march.
 //   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the unrolled kernel) and 16,
 //                     64 (the chunked one): one read and one write per element at the floor.
 // "%copy" is the floor's time over ours; "x plain" the plain kernel's time over ours. Every result is

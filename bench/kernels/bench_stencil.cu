@@ -4,8 +4,8 @@
 // caches), in one process on one GPU:
 //   sweep5 / sweep9   the 5- and 9-point sweep of an N x N float field (N = 16384 by default) and an
 //                     N x N/2 double field: one read and one write per cell at the floor. Also the
-//                     sweep that takes the residual (max |out - in|), and two other tunings of the
-//                     5-point column march (longer segments; more rows in flight).
+//                     sweep that takes the residual (max |out - in|); with `variants`, the column
+//                     march of each, and other tunings of the 5-point bulk ring and column march.
 //   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the unrolled kernel) and 16,
 //                     64 (the chunked one): one read and one write per element at the floor.
 // "%copy" is the floor's time over ours; "x plain" the plain kernel's time over ours. Every result is
@@ -161,23 +161,33 @@ struct TwoVectorsOneAhead : detail::Stencil2dTuning {
   static constexpr int kPrefetchRows = 1;
 };
 
-// The library's dispatch for an aligned 5-point float sweep, with another tuning; segment_rows > 0
-// replaces the segments the library would choose (one per resident thread block).
-template <class Tuning>
-void tuned_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
-                 const StencilWeights<float>& w, index_t segment_rows = 0) {
-  constexpr auto kernel = detail::stencil_2d_kernel<float, false, true, Tuning>;
+// The column march (stencil_2d_kernel) on an aligned region, with a tuning; segment_rows > 0
+// replaces the segments the library would choose (one wave of the resident thread blocks) by
+// segments of about that many rows.
+template <class Tuning, class T = float, bool kNine = false>
+void tuned_sweep(const Queue& q, const T* in, index_t ld, T* out, index_t rows, index_t cols, const StencilWeights<T>& w,
+                 index_t segment_rows = 0) {
+  constexpr auto kernel = detail::stencil_2d_kernel<T, kNine, true, Tuning>;
   constexpr int kThreads = Tuning::kWarps * 32;
   const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
-  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
+  detail::Stencil2dShape shape = detail::stencil_2d_shape<T, true, Tuning>(rows, cols, 0, resident);
   if (segment_rows > 0) {
-    shape.segment_rows = segment_rows;
-    shape.tiles = shape.tiles_x * ((rows + segment_rows - 1) / segment_rows);
+    shape.segments = (rows + segment_rows - 1) / segment_rows;
+    shape.tiles = shape.tiles_x * shape.segments;
   }
   kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape, w,
                                                                                                  nullptr);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
+
+// Other tunings of the ring filled by bulk copies (the library's own is Stencil2dBulkTuning).
+template <int kWarpsPerBlock, int kVectors, int kSlots>
+struct BulkTuning : detail::Stencil2dBulkTuning {
+  static constexpr int kWarps = kWarpsPerBlock;
+  static constexpr int kVectorsPerLane = kVectors;
+  static constexpr int kDepth = kSlots;
+  static constexpr int kMinBlocksPerSm = kWarpsPerBlock >= 16 ? 2 : 4;  // up to 64 registers from 8 warps on
+};
 
 // The blocked sweep (every load of a tile at once) for an aligned 5-point float sweep.
 template <int kRows, class Tuning = detail::Stencil2dTuning>
@@ -187,8 +197,8 @@ void blocked_sweep(const Queue& q, const float* in, index_t ld, float* out, inde
   constexpr int kThreads = Tuning::kWarps * 32;
   const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
   detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
-  shape.segment_rows = kRows;
-  shape.tiles = shape.tiles_x * ((rows + kRows - 1) / kRows);
+  shape.segments = (rows + kRows - 1) / kRows;
+  shape.tiles = shape.tiles_x * shape.segments;
   kernel<<<static_cast<unsigned>(std::min(shape.tiles, 4 * resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape,
                                                                                                      w, nullptr);
   TESSERA_CUDA_CHECK_LAUNCH();
@@ -217,8 +227,8 @@ __global__ void __launch_bounds__(128, 8) march_smem_kernel(const float* __restr
     const bool active = x0 < shape.cols;
     const int edge = lane == 0 ? -1 : 4;
     const bool edge_lane = (lane == 0 || lane == 31) && x0 + edge >= -1 && x0 + edge <= shape.cols;
-    const index_t row_begin = tile_y * shape.segment_rows;
-    const int rows_here = static_cast<int>(std::min(shape.segment_rows, shape.rows - row_begin));
+    const index_t row_begin = detail::segment_begin(shape, tile_y);
+    const int rows_here = static_cast<int>(detail::segment_begin(shape, tile_y + 1) - row_begin);
     const float* src = in + (row_begin - 1) * ld + x0;
     // Rows row_begin - 1 .. row_begin + rows_here are read: rows_here + 2 of them.
     auto issue = [&](int k) {  // row row_begin - 1 + k into slot k % kDepth
@@ -331,10 +341,41 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
   report({std::string(name) + " +residual", type, size, residual_ms, plain_ms, cells, bytes, 0, same(q, out, plain_out)});
   tessera::kernels::deallocate(q, change);
 
+  if (o.wants("variants")) {
+    auto variant = [&](const std::string& label, const std::function<void()>& sweep) {
+      // The check sees only what this variant wrote: the result of the one before is wiped.
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(out.base, 0xff, static_cast<std::size_t>((rows + 2) * out.ld) * sizeof(T), stream_of(q)));
+      sweep();
+      const bool agree_variant = same(q, out, plain_out);
+      report({label, type, size, median_ms(q, o.warmup, o.reps, sweep), plain_ms, cells, bytes, 0, agree_variant});
+    };
+    // The column march (the path of regions off 16-byte boundaries and of devices before sm_90).
+    auto march = [&]<bool kNine>() {
+      variant(std::string(name) + " (column march)",
+              [&] { tuned_sweep<detail::Stencil2dTuning, T, kNine>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
+    };
+    if (shape == StencilShape::five_point) march.template operator()<false>();
+    else march.template operator()<true>();
+    // The ring filled by bulk copies at other tunings, where the device runs it.
+    auto bulk = [&]<class Tuning>(const std::string& label) {
+      if (!detail::bulk_sweep_available<T, false, Tuning>()) return;
+      variant(std::string(name) + " " + label, [&] {
+        detail::launch_stencil_2d_bulk<T, false, Tuning>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, nullptr,
+                                                         q.stream);
+      });
+    };
+    if (shape == StencilShape::five_point) {
+      bulk.template operator()<BulkTuning<4, 2, 8>>("(bulk ring, 4 warps, 8)");
+      bulk.template operator()<BulkTuning<4, 2, 12>>("(bulk ring, 4 warps, 12)");
+      bulk.template operator()<BulkTuning<4, 1, 12>>("(bulk ring, 512-col, 12)");
+      bulk.template operator()<BulkTuning<8, 2, 4>>("(bulk ring, 8 warps, 4)");
+      bulk.template operator()<BulkTuning<8, 2, 8>>("(bulk ring, 8 warps, 8)");
+      bulk.template operator()<BulkTuning<16, 2, 3>>("(bulk ring, 16 warps, 3)");
+    }
+  }
   if constexpr (std::is_same_v<T, float>) {
     if (shape == StencilShape::five_point && o.wants("variants")) {
       auto variant = [&](const std::string& label, const std::function<void()>& sweep) {
-        // The check sees only what this variant wrote: the result of the one before is wiped.
         TESSERA_CUDA_CHECK(cudaMemsetAsync(out.base, 0xff, static_cast<std::size_t>((rows + 2) * out.ld) * sizeof(T), stream_of(q)));
         sweep();
         const bool agree_variant = same(q, out, plain_out);

@@ -12,8 +12,28 @@ struct Stencil2dTuning {
   static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
   static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
   static constexpr int kMinBlocksPerSm = 5;  // 640 threads per SM, up to 102 registers per thread
+  static constexpr bool kBulk = true;        // aligned regions on sm_90: the ring of Stencil2dBulkTuning
   // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil): 2 vectors per lane and 5
-  // blocks per SM 0.875 ms (81.9% of the copy rate), 1 vector and 8 blocks 0.931 ms (77.0%).
+  // blocks per SM 0.875 ms (81.9% of the copy rate), 1 vector and 8 blocks 0.931 ms (77.0%). With
+  // segments making one wave (`--only variants --reps 15`, 2026-11-24): 0.880 ms (81.5%).
+};
+
+// The sweep through a ring of rows in shared memory that bulk copies fill (sm_90, aligned regions):
+// a thread block of kWarps warps takes a strip of kWarps x 32 x kVectorsPerLane 16-byte vectors
+// (2048 floats, 1024 doubles) and keeps kDepth rows of it in flight.
+struct Stencil2dBulkTuning {
+  static constexpr int kWarps = 8;
+  static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per thread, kWarps x 32 vectors apart
+  static constexpr int kDepth = 6;           // row slots of the ring (48 KiB with the strip's halo: 4 blocks per SM)
+  static constexpr int kMinSegmentRows = 4;
+  static constexpr int kMinBlocksPerSm = 4;  // up to 64 registers (48 used by the float 5-point sweep)
+  // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil --only sweep5,sweep9,double,variants
+  // --reps 15, 2026-11-24; copy rate 2994 GB/s): 8 warps and 6 slots 0.787 ms (91.1%), 8 warps and
+  // 8 slots 0.793, 8 warps and 4 slots 0.805, 16 warps and 3 slots 0.781, 4 warps and 8 / 12
+  // slots 0.813 / 0.823 (0.802 / 0.794 in another run), 4 warps of one vector per thread and 12
+  // slots 0.842. Doubles, 16384 x 8192: 8 warps and 6 slots 0.793, 8 slots 0.787. The library's
+  // rows with this tuning (bash bench/gpu/sweep.sh, --reps 10, 2026-11-24): 5-point float 0.792 ms
+  // (90.7%), 9-point float 0.788 (91.1%), 5-point double 0.780 (92.1%).
 };
 
 // The 1-D convolution up to kMaxRadius: each lane owns kVectorsPerLane consecutive 16-byte vectors of

@@ -635,9 +635,10 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
   const bool nine = w.shape == StencilShape::nine_point;
   if constexpr ((sizeof(T) == 4 || sizeof(T) == 8) && Tuning::kBulk) {
     // The ring of rows filled by bulk copies: aligned regions on sm_90, the 5-point sweep and the
-    // 9-point sweep of 4-byte elements (the 9-point sweep of doubles through the ring differed from
-    // the cpu backend's on an H100 at columns 514 .. of 1030- and 2051-wide regions, the cause not
-    // found; it takes the column march).
+    // 9-point sweep of 4-byte elements (the 9-point sweep of doubles through the ring differs from
+    // the cpu backend's on an H100 from column 514 of 1030-, 2051- and 8192-wide regions, with the
+    // volatile slot reads and the proxy fence too, for every seed tried, racecheck clean; the cause
+    // is not found, so it takes the column march).
     using Bulk = Stencil2dBulkTuning;
     if (vector && in_shift == 0) {
       if (!nine && bulk_sweep_available<T, false, Bulk>())

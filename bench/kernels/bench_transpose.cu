@@ -226,35 +226,31 @@ struct ScalarVariant : detail::TransposeTuning<Bytes> {
   }
 };
 
-// Padded tiles in a two-dimensional grid.
-template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
-struct PaddedVariant {
-  static constexpr int kBytes = Bytes;
-  using Padded = void;  // marks the variants that launch themselves
-  static std::string name() {
-    return "padded " + std::to_string(Tile) + "x" + std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
-           (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
-  }
-  template <class E>
-  static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
-    detail::launch_transpose_padded<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
-  }
-};
+// Padded or skewed tiles in a two-dimensional grid (the skewed ones: TransposeTuning::kSkewedTiles's path).
+enum class GridTiles { padded, skewed };
 
-// Skewed tiles in a two-dimensional grid (TransposeTuning::kSkewedTiles's path).
-template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
-struct SkewedVariant {
+template <GridTiles Kind, int Bytes, int Tile, int Threads, int MinBlocks = 1>
+struct GridVariant {
   static constexpr int kBytes = Bytes;
   using Padded = void;  // marks the variants that launch themselves
   static std::string name() {
-    return "skewed " + std::to_string(Tile) + "x" + std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
+    return std::string(Kind == GridTiles::padded ? "padded " : "skewed ") + std::to_string(Tile) + "x" +
+           std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
            (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
   }
   template <class E>
   static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
-    detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
+    if constexpr (Kind == GridTiles::padded) {
+      detail::launch_transpose_padded<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
+    } else {
+      detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
+    }
   }
 };
+template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
+using PaddedVariant = GridVariant<GridTiles::padded, Bytes, Tile, Threads, MinBlocks>;
+template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
+using SkewedVariant = GridVariant<GridTiles::skewed, Bytes, Tile, Threads, MinBlocks>;
 
 // Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
 template <int Bytes, int UnitRows, int UnitCols, int Threads>
@@ -363,7 +359,6 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
       time_variant<PaddedVariant<8, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<PaddedVariant<8, 32, 256, 6>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "b16") {
       time_variant<PaddedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);

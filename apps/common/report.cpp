@@ -9,12 +9,9 @@
 #include <ctime>
 #include <string>
 
-#include <mpi.h>
-
 #include "app.hpp"
 #include "source_revision.hpp"
 #include "tessera/build_config.hpp"
-#include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "whole_file.hpp"
 
@@ -29,7 +26,7 @@ double median(std::vector<double> values) {
 
 TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, const std::vector<PhaseTimes>& phases,
                         int warmup) {
-  MPI_Comm comm = ctx.comm().get();
+  const Communicator& comm = ctx.comm();
   TimingSummary s;
   s.repeats = static_cast<int>(wall.size());
   s.warmup = warmup;
@@ -38,13 +35,9 @@ TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, con
   // A repeat lasts as long as its slowest rank (a barrier starts each one): find it, lowest rank on a tie.
   std::vector<int> slowest_rank;
   for (double mine : wall) {
-    struct {
-      double seconds;
-      int rank;
-    } pair{mine, ctx.rank()};
-    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &pair, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
-    s.slowest.push_back(pair.seconds);
-    slowest_rank.push_back(pair.rank);
+    const double slowest = comm.allreduce(mine, ReduceOp::max);
+    s.slowest.push_back(slowest);
+    slowest_rank.push_back(comm.allreduce(mine == slowest ? ctx.rank() : ctx.size(), ReduceOp::min));
   }
   s.total = median(s.slowest);
   s.repeat_min = *std::min_element(s.slowest.begin(), s.slowest.end());
@@ -57,16 +50,16 @@ TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, con
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s.slowest[a] < s.slowest[b]; });
   const std::size_t middle = order[(order.size() - 1) / 2];
   double mine[4] = {phases[middle].local, phases[middle].communication, phases[middle].fixup, phases[middle].host};
-  TESSERA_MPI_CHECK(MPI_Bcast(mine, 4, MPI_DOUBLE, slowest_rank[middle], comm));
+  comm.bcast(mine, 4, slowest_rank[middle]);
   s.phases.local = mine[0];
   s.phases.communication = mine[1];
   s.phases.fixup = mine[2];
   s.phases.host = mine[3];
 
   const double rank_median = median(wall);
-  s.rank_min = ctx.comm().allreduce(rank_median, ReduceOp::min);
-  s.rank_max = ctx.comm().allreduce(rank_median, ReduceOp::max);
-  s.rank_avg = ctx.comm().allreduce(rank_median, ReduceOp::sum) / ctx.size();
+  s.rank_min = comm.allreduce(rank_median, ReduceOp::min);
+  s.rank_max = comm.allreduce(rank_median, ReduceOp::max);
+  s.rank_avg = comm.allreduce(rank_median, ReduceOp::sum) / ctx.size();
   return s;
 }
 

@@ -12,8 +12,8 @@
 // --variants also times tuning alternatives: evict-first vector tiles (aligned float), and on rows
 // off 16-byte boundaries both paths of TransposeTuning::kShiftedTiles with the default tuning
 // (scalar tiles and shifted vector tiles), then other unit shapes of the shifted tiles (float,
-// double, int8, int16) and other shapes of the padded and skewed tiles (float, double, 16-byte
-// elements), for the record of how the default tuning was chosen.
+// double, int8, int16) and other shapes of the skewed tiles (float, double, 16-byte elements), for
+// the record of how the default tuning was chosen.
 //
 // Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]
 //          [--reps 20] [--warmup 3] [--variants]
@@ -226,31 +226,20 @@ struct ScalarVariant : detail::TransposeTuning<Bytes> {
   }
 };
 
-// Padded or skewed tiles in a two-dimensional grid (the skewed ones: TransposeTuning::kSkewedTiles's path).
-enum class GridTiles { padded, skewed };
-
-template <GridTiles Kind, int Bytes, int Tile, int Threads, int MinBlocks = 1>
-struct GridVariant {
+// Skewed tiles in a two-dimensional grid (TransposeTuning::kSkewedTiles's path).
+template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
+struct SkewedVariant {
   static constexpr int kBytes = Bytes;
-  using Padded = void;  // marks the variants that launch themselves
+  using LaunchesItself = void;  // marks the variants that launch their own kernel
   static std::string name() {
-    return std::string(Kind == GridTiles::padded ? "padded " : "skewed ") + std::to_string(Tile) + "x" +
-           std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
+    return "skewed " + std::to_string(Tile) + "x" + std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
            (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
   }
   template <class E>
   static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
-    if constexpr (Kind == GridTiles::padded) {
-      detail::launch_transpose_padded<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
-    } else {
-      detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
-    }
+    detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
   }
 };
-template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
-using PaddedVariant = GridVariant<GridTiles::padded, Bytes, Tile, Threads, MinBlocks>;
-template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
-using SkewedVariant = GridVariant<GridTiles::skewed, Bytes, Tile, Threads, MinBlocks>;
 
 // Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
 template <int Bytes, int UnitRows, int UnitCols, int Threads>
@@ -280,7 +269,7 @@ void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out
                                    static_cast<std::size_t>(s.cols) * sizeof(E), static_cast<std::size_t>(s.rows) * sizeof(E),
                                    static_cast<std::size_t>(s.cols) * sizeof(E)};
   auto call = [&] {
-    if constexpr (requires { typename Variant::Padded; }) {
+    if constexpr (requires { typename Variant::LaunchesItself; }) {
       Variant::template launch<E>(args, s.rows, s.cols, b.q.stream);
     } else {
       detail::launch_transpose_tiles<Variant, E, typename Variant::Agent, Variant::kThreads>(args, s.rows, s.cols, b.q.stream);
@@ -346,24 +335,14 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
       time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<ShiftedVariant<4, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<4, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<4, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<4, 64, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<4, 32, 256, 8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<4, 64, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<4, 32, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "double" && unaligned) {
       time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<ShiftedVariant<8, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<8, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<8, 32, 256, 6>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "b16") {
-      time_variant<PaddedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<PaddedVariant<16, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedVariant<16, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int8" && unaligned) {
       time_variant<DefaultScalar<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);

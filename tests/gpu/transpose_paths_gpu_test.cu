@@ -1,7 +1,7 @@
 // The paths of the transpose for rows that are not on 16-byte boundaries, each forced through the
-// tuning (TransposeTuning::kSkewedTiles, kPaddedTiles, kShiftedTiles), against the CPU backend on the
-// same random bytes: skewed tiles, padded tiles, shifted vector tiles and scalar tiles, 1-, 2-, 4- and
-// 8-byte elements (skewed tiles: 4 and 8, the sizes the tuning gives them; 16-byte elements always
+// tuning (TransposeTuning::kSkewedTiles, kShiftedTiles), against the CPU backend on the same random
+// bytes: skewed tiles, shifted vector tiles and scalar tiles, 1-, 2-, 4- and 8-byte elements (skewed
+// tiles: 4 and 8, the sizes the tuning gives them; 16-byte elements always
 // start their rows on 16-byte boundaries), shapes around the edges of both kinds of tiles, and
 // layouts in which every row has its own misalignment (odd leading dimensions), one block is
 // aligned and the other is not, and blocks start off a 16-byte (and, for 1- and 2-byte elements, a
@@ -27,19 +27,17 @@ namespace {
 
 namespace detail = kernels::cuda::detail;
 
-enum class Path { scalar, shifted, padded, skewed };
+enum class Path { scalar, shifted, skewed };
 
 template <int Bytes, Path P>
 struct ForcedTuning : detail::TransposeTuning<Bytes> {
   static constexpr bool kShiftedTiles = P == Path::shifted;
-  static constexpr bool kPaddedTiles = P == Path::padded;
   static constexpr bool kSkewedTiles = P == Path::skewed;
 };
 
 const char* path_name(Path p) {
   switch (p) {
     case Path::shifted: return "shifted vector tiles";
-    case Path::padded: return "padded tiles";
     case Path::skewed: return "skewed tiles";
     case Path::scalar: break;
   }
@@ -163,16 +161,6 @@ TEST(TransposeGpu, ShiftedTilesOnUnalignedRowsMatchCpu) {
   check_all<4, Path::shifted>();
   if (HasFailure()) return;
   check_all<8, Path::shifted>();
-}
-
-TEST(TransposeGpu, PaddedTilesOnUnalignedRowsMatchCpu) {
-  check_all<1, Path::padded>();
-  if (HasFailure()) return;
-  check_all<2, Path::padded>();
-  if (HasFailure()) return;
-  check_all<4, Path::padded>();
-  if (HasFailure()) return;
-  check_all<8, Path::padded>();
 }
 
 TEST(TransposeGpu, ScalarTilesOnUnalignedRowsMatchCpu) {

@@ -19,9 +19,8 @@
 //    thread): unaligned rows where the tuning does not take shifted vector tiles (up to 128 x 64
 //    elements, so that many loads are in flight), and the 32 x 32 edges that vector tiles leave. A
 //    full tile takes the path without bounds tests; only tiles on the edge test each element.
-//  - padded tiles in a two-dimensional grid (transpose_padded_kernel): the classic padded tile
-//    without the tile-index division or a second agent's registers.
-//  - skewed tiles in a two-dimensional grid (transpose_skewed_kernel): the padded tiles with each
+//  - skewed tiles in a two-dimensional grid (transpose_skewed_kernel): padded tiles, the tile's
+//    place from the block index (no tile-index division, no second agent's registers), with each
 //    output row cut on 32-byte sector boundaries, so that no sector inside an output row is written
 //    in part by two thread blocks; the path for 4- and 8-byte rows off 16-byte boundaries, and for
 //    16-byte elements on blocks whose sides are not multiples of 32 (tuning/transpose.cuh says which).
@@ -516,67 +515,12 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
-// Padded tiles in a two-dimensional grid (a thread block per column of tiles, walking down the rows
-// of tiles): kTile x kTile elements, Threads / 32 warps, one element per access; the tile's place
-// comes from the block index, not a 64-bit division. Each thread has kTile * kTile / Threads loads
-// in flight (sm_90: 64 registers for 64 x 64 floats at 4 blocks of 256 threads per SM, 87 for 32 x 32
-// doubles and 110 for 32 x 32 16-byte elements at 128 threads).
-template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
-__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
-    transpose_padded_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
-  constexpr int kWarps = Threads / 32, kGroups = kTile / 32, kSteps = kTile / kWarps;
-  constexpr int kPad = sizeof(E) < 4 ? 4 / static_cast<int>(sizeof(E)) : 1;
-  __shared__ E tile[kTile][kTile + kPad];
-  const int x = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
-  for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x)
-    for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
-      const index_t r0 = tr * kTile, c0 = tc * kTile;
-      const bool full = r0 + kTile <= rows && c0 + kTile <= cols;
-      const unsigned char* src =
-          a.in + static_cast<std::size_t>(r0) * a.in_pitch + static_cast<std::size_t>(c0 + x) * sizeof(E);
-      E v[kGroups][kSteps];
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g)
-#pragma unroll
-        for (int k = 0; k < kSteps; ++k) {
-          const int r = y + k * kWarps, c = x + 32 * g;
-          if (full || (r0 + r < rows && c0 + c < cols))
-            v[g][k] = load_word<E, false>(src + static_cast<std::size_t>(r) * a.in_pitch + 32 * g * sizeof(E));
-        }
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g)
-#pragma unroll
-        for (int k = 0; k < kSteps; ++k) tile[x + 32 * g][y + k * kWarps] = v[g][k];
-      __syncthreads();
-      unsigned char* dst =
-          a.out + static_cast<std::size_t>(c0) * a.out_pitch + static_cast<std::size_t>(r0 + x) * sizeof(E);
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g)
-#pragma unroll
-        for (int k = 0; k < kSteps; ++k) {
-          const int c = y + k * kWarps, r = x + 32 * g;
-          if (full || (c0 + c < cols && r0 + r < rows))
-            store_word<E, false>(dst + static_cast<std::size_t>(c) * a.out_pitch + 32 * g * sizeof(E), tile[c][r]);
-        }
-      __syncthreads();
-    }
-}
-
-template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
-void launch_transpose_padded(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  constexpr auto kernel = transpose_padded_kernel<E, kTile, Threads, MinBlocksPerSm>;
-  const index_t tiles_across = ceil_div<index_t>(cols, kTile), tile_rows = ceil_div<index_t>(rows, kTile);
-  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_across, 0x7fffffff)),
-                  static_cast<unsigned>(std::min<index_t>(tile_rows, 65535)));
-  kernel<<<grid, Threads, 0, to_cuda(stream)>>>(args, rows, cols, tiles_across, tile_rows);
-  TESSERA_CUDA_CHECK_LAUNCH();
-}
-
-// Skewed tiles in a two-dimensional grid: padded tiles whose output rows are cut on 32-byte sector
-// boundaries. Where a block's rows are not on sector boundaries, the tile (tr, tc) of the padded
-// kernel above writes the sector at each end of each output row only in part, and the tile above or
-// below it writes the rest of that sector much later; such sectors cost the writes their rate (geam
-// pays the same on these layouts). Here output row C of the tile takes the input rows
+// Skewed tiles in a two-dimensional grid (a thread block per column of tiles, walking down the rows
+// of tiles; the tile's place from the block index, not a 64-bit division): padded tiles whose output
+// rows are cut on 32-byte sector boundaries. Where a block's rows are not on sector boundaries, a
+// plain padded tile (tr, tc) writes the sector at each end of each output row only in part, and the
+// tile above or below it writes the rest of that sector much later; such sectors cost the writes
+// their rate (geam pays the same on these layouts). Here output row C of the tile takes the input rows
 // [r0 - t_C, r0 + kTile - t_C), where t_C counts the elements between the sector boundary at or
 // below (C, r0) in the output and (C, r0): every whole sector inside an output row is written by one
 // thread block, in aligned runs. The tile reads the kSkew = 32 / sizeof(E) rows above it as well
@@ -838,18 +782,14 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
 }
 
 // Rows that no vector tiles above fit (not on 16-byte boundaries; for 1- and 2-byte elements, not
-// on 4-byte ones either): skewed tiles, padded tiles, shifted vector tiles or scalar tiles, as
-// Tuning::kSkewedTiles, kPaddedTiles and kShiftedTiles say (in that order).
+// on 4-byte ones either): skewed tiles, shifted vector tiles or scalar tiles, as Tuning::kSkewedTiles
+// and kShiftedTiles say (in that order).
 template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
   constexpr bool kShifted = kBytes <= 8 && Tuning::kShiftedTiles;
-  constexpr bool kSkewed = Tuning::kSkewedTiles, kPadded = Tuning::kPaddedTiles;  // each choice read once
-  if constexpr (kSkewed) {
+  if constexpr (Tuning::kSkewedTiles) {
     launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm>(args, rows, cols,
-                                                                                                       stream);
-  } else if constexpr (kPadded) {
-    launch_transpose_padded<E, Tuning::kPaddedTile, Tuning::kPaddedThreads, Tuning::kPaddedBlocksPerSm>(args, rows, cols,
                                                                                                        stream);
   } else if constexpr (kShifted) {
     constexpr int kThreads = Tuning::kVectorThreads;

@@ -60,26 +60,17 @@ struct TransposeTuning {
   // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte
   // vector tiles).
   static constexpr bool kShiftedTiles = ElementBytes != 8;
-  // Rows not on 16-byte boundaries, 4- and 8-byte elements, where kSkewedTiles (below) is false:
-  // padded tiles in a two-dimensional grid (transpose_padded_kernel) of kPaddedTile^2 elements,
-  // kPaddedThreads threads, at least kPaddedBlocksPerSm resident per SM, instead of the shifted or
-  // scalar tiles above. float 16383 x 16385 (ms; geam 0.994): 64^2, 256 threads, 4 blocks per SM
-  // 1.177; 64^2 1.211; 32^2 and 256 threads 1.220, 128 threads 1.257; shifted tiles 1.424-1.491,
-  // scalar 128 x 64 1.311. double 16383 x 16385 (geam 1.598): 32^2 and 128 threads 1.898, 256
-  // threads 1.966; scalar 64 x 64 2.305, shifted 2.906.
-  static constexpr bool kPaddedTiles = ElementBytes == 4 || ElementBytes == 8;
-  static constexpr int kPaddedTile = ElementBytes == 4 ? 64 : 32;
-  static constexpr int kPaddedThreads = ElementBytes == 4 ? 256 : 128;
-  static constexpr int kPaddedBlocksPerSm = ElementBytes == 4 ? 4 : 1;
   // Rows not on 16-byte boundaries, 4- and 8-byte elements: skewed tiles (transpose_skewed_kernel:
-  // the padded tiles with each output row cut on 32-byte sector boundaries, so that no sector inside
-  // an output row is written in part by two thread blocks) of kSkewedTile^2 elements, kSkewedThreads
-  // threads. tessera_bench_transpose --variants, H100, 2026-11-24 (ms, median of 10; skewed / padded
-  // 64^2 / geam): float 16383 x 16385 0.796 / 1.176 / 0.982 (90.4% of the copy rate), 8191 x 8193
+  // padded tiles in a two-dimensional grid with each output row cut on 32-byte sector boundaries, so
+  // that no sector inside an output row is written in part by two thread blocks) of kSkewedTile^2
+  // elements, kSkewedThreads threads, at least kSkewedBlocksPerSm resident per SM, instead of the
+  // shifted or scalar tiles above. tessera_bench_transpose --variants, H100, 2026-11-24 (ms, median
+  // of 10; skewed / the same padded tiles without the cut (64^2 floats, 32^2 doubles at 128 threads)
+  // / geam): float 16383 x 16385 0.796 / 1.176 / 0.982 (90.4% of the copy rate), 8191 x 8193
   // 0.202 / 0.284 / 0.241, 8191 x 16385 0.403 / 0.589 / 0.489; skewed 32^2 and 256 threads 0.925,
-  // 0.234, 0.472. double, 32^2 and 256 threads (64 registers) 1.600 / 1.900 (padded, 128 threads) /
+  // 0.234, 0.472. double, 32^2 and 256 threads (64 registers) 1.600 / 1.900 /
   // 1.610, 8191 x 8193 0.401 / 0.452 / 0.406; 128 threads (118 registers) 1.603 and 0.403. ncu on a
-  // standalone copy of both float kernels: L2 write sectors 33.6M against the padded tiles' 40.9M,
+  // standalone copy of both float kernels: L2 write sectors 33.6M against the uncut tiles' 40.9M,
   // DRAM reads 1.07 against 1.13 GB.
   static constexpr bool kSkewedTiles = ElementBytes == 4 || ElementBytes == 8;
   static constexpr int kSkewedTile = ElementBytes == 4 ? 64 : 32;
@@ -87,8 +78,8 @@ struct TransposeTuning {
   static constexpr int kSkewedBlocksPerSm = ElementBytes == 4 ? 4 : 1;
   // 16-byte elements on blocks whose sides are not multiples of kGridEdgeMultiple: skewed tiles of
   // 32^2 and kSkewedThreads threads instead of vector tiles with scalar edges. 16383 x 16385 (ms;
-  // geam 3.086): skewed 3.103, padded tiles 3.246 (128 threads) and 3.247 (256), vector tiles 3.963;
-  // 8191 x 8193 (geam 0.768): skewed 0.770, padded 0.787; 8191 x 16385 (geam 1.536): padded 1.623,
+  // geam 3.086): skewed 3.103, uncut padded tiles 3.246 (128 threads) and 3.247 (256), vector tiles
+  // 3.963; 8191 x 8193 (geam 0.768): skewed 0.770, uncut 0.787; 8191 x 16385 (geam 1.536): uncut 1.623,
   // vector tiles 1.986; 8192^2: vector tiles 0.755 (geam 0.738).
   static constexpr bool kGridEdgeBlocks = ElementBytes == 16;
   static constexpr int kGridEdgeMultiple = 32;

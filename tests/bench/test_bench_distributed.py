@@ -8,27 +8,18 @@ usage: test_bench_distributed.py BENCH MPIEXEC NP_FLAG [MPIEXEC_FLAGS...]
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchtest import BenchTest  # noqa: E402
 
 bench, mpiexec, np_flag, *mpiexec_flags = sys.argv[1:]
-failures = []
-work = tempfile.mkdtemp(prefix="tessera-bench-")
+test = BenchTest(mpiexec, np_flag, mpiexec_flags, "tessera-bench-")
+work, check = test.work, test.check
 
 
 def run(ranks, args):
-    cmd = [mpiexec, np_flag, str(ranks), *mpiexec_flags, bench, "--backend", "cpu", *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    return p.returncode, p.stdout, p.stderr, " ".join(cmd)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
+    return test.run(ranks, bench, args, timeout=240)
 
 
 def sizes_run(ranks, args, expected, dtype_bytes):
@@ -72,8 +63,5 @@ for bad in (["-f", "1"], ["-b", "1x"], ["-b", "64K", "-e", "1K"], ["--min", "-4"
     status, out, err, cmd = run(1, bad)
     check(status == 2 and "tessera_bench_distributed:" in err, f"{' '.join(bad)}: status {status}, {err!r}")
 
-if failures:
-    print(f"{len(failures)} checks failed (work in {work})")
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
+test.finish()
 print("all checks passed")

@@ -11,28 +11,19 @@ usage: test_bench_json.py SORT_BENCH STENCIL_BENCH MPIEXEC NP_FLAG [MPIEXEC_FLAG
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchtest import BenchTest  # noqa: E402
 
 sort_bench, stencil_bench, mpiexec, np_flag, *mpiexec_flags = sys.argv[1:]
 RANKS = 3
-failures = []
-work = tempfile.mkdtemp(prefix="tessera-bench-json-")
+test = BenchTest(mpiexec, np_flag, mpiexec_flags, "tessera-bench-json-")
+work, check = test.work, test.check
 
 
 def run(bench, args):
-    cmd = [mpiexec, np_flag, str(RANKS), *mpiexec_flags, bench, "--backend", "cpu", *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout, p.stderr, " ".join(cmd)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
+    return test.run(RANKS, bench, args, timeout=120)
 
 
 def positive(x):
@@ -104,8 +95,5 @@ for bench, path, args in ((sort_bench, os.path.join(work, "missing", "r.json"), 
           f"{cmd}: status {status}, {err!r}")
     check(sorted(os.listdir(work)) == before, f"{cmd}: files {sorted(os.listdir(work))}, before {before}")
 
-if failures:
-    print(f"{len(failures)} checks failed (work in {work})")
-    sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
+test.finish()
 print("all checks passed")

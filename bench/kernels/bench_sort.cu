@@ -247,22 +247,26 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
 
 using tessera::kernels::cuda::detail::WarpMatch;
 
-template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early>
+template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage>
 struct Shape {
   static std::string name() {
     return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
-           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "");
+           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "") + (Stage ? " stage" : "");
   }
 };
 
 template <class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
-          bool Early = false>
+          bool Early = false, bool Stage = false>
 void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_t* keys_in, std::uint32_t* ours,
-                 std::uint32_t* theirs, const std::uint32_t* values_in, std::uint32_t* ours_values,
-                 std::uint32_t* their_values, void* temp, std::size_t temp_bytes) {
+                 std::uint32_t* theirs, const void* values_in_bytes, void* ours_values_bytes, void* their_values_bytes,
+                 void* temp, std::size_t temp_bytes) {
   using namespace tessera::kernels;
-  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch, Match, Early>;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch, Match, Early, Stage>;
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
+  using V = std::conditional_t<kPairs, Word, std::uint32_t>;
+  const auto* values_in = static_cast<const V*>(values_in_bytes);
+  auto* ours_values = static_cast<V*>(ours_values_bytes);
+  auto* their_values = static_cast<V*>(their_values_bytes);
   const auto stream = stream_of(q);
   const int count = static_cast<int>(n);
   auto mine = [&] {
@@ -281,10 +285,10 @@ void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_
   mine();
   vendor();
   bool agree = same_bytes(q, ours, theirs, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
-  if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
+  if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(V) * static_cast<std::size_t>(n));
   const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
-  std::printf("study  %-6s %-24s %11lld %9.3f %9.3f %7.3f %s\n", kPairs ? "pairs" : "keys",
-              Shape<Threads, Items, MinBlocks, Batch, Match, Early>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+  std::printf("study  %-6s %-24s %11lld %9.3f %9.3f %7.3f %s\n", kPairs ? (sizeof(V) == 4 ? "pairs" : "pairs8") : "keys",
+              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
               cub_ms / ours_ms, agree ? "yes" : "NO");
   std::fflush(stdout);
   if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
@@ -297,18 +301,23 @@ void study(const Queue& q, const Options& o, index_t n) {
   auto* keys_in = device_array<std::uint32_t>(n);
   auto* ours = device_array<std::uint32_t>(n);
   auto* theirs = device_array<std::uint32_t>(n);
-  auto* values_in = device_array<std::uint32_t>(n);
-  auto* ours_values = device_array<std::uint32_t>(n);
-  auto* their_values = device_array<std::uint32_t>(n);
+  // Values of 8 bytes, read as 4-byte values by the 4-byte studies.
+  auto* values_in = device_array<std::uint64_t>(n);
+  auto* ours_values = device_array<std::uint64_t>(n);
+  auto* their_values = device_array<std::uint64_t>(n);
   fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + 4);
   TESSERA_CUDA_CHECK_LAUNCH();
   iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
   TESSERA_CUDA_CHECK_LAUNCH();
-  std::size_t temp_bytes = 0, pair_bytes = 0;
+  std::size_t temp_bytes = 0, pair_bytes = 0, wide_bytes = 0;
   TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 32, stream));
-  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs, values_in, their_values,
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs,
+                                                     reinterpret_cast<const std::uint32_t*>(values_in),
+                                                     reinterpret_cast<std::uint32_t*>(their_values),
                                                      static_cast<int>(n), 0, 32, stream));
-  temp_bytes = std::max(temp_bytes, pair_bytes);
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, wide_bytes, keys_in, theirs, values_in, their_values,
+                                                     static_cast<int>(n), 0, 32, stream));
+  temp_bytes = std::max({temp_bytes, pair_bytes, wide_bytes});
   void* temp = nullptr;
   TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
   std::printf("\n%-6s %-6s %-24s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
@@ -343,6 +352,18 @@ void study(const Queue& q, const Options& o, index_t n) {
   STUDY(std::uint32_t, 384, 21, 2, 4);
   STUDY(std::uint32_t, 384, 22, 2, 4);
   STUDY(std::uint32_t, 384, 23, 2, 4);
+  STUDY(std::uint32_t, 384, 24, 2, 4);
+  STUDY(std::uint32_t, 384, 21, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 23, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 24, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 26, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 28, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 30, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint64_t, 384, 15, 2, 4);
+  STUDY(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint64_t, 384, 20, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 23, 2, 4, WarpMatch::atomic_or);
   STUDY(std::uint32_t, 384, 20, 2, 4, WarpMatch::atomic_or);
   STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::ballots, true);
   STUDY(std::uint32_t, 384, 20, 2, 4, WarpMatch::ballots, true);

@@ -9,7 +9,9 @@
 //              it how many keys of each digit precede the tile (decoupled look-back, one thread per
 //              digit), put the keys in sorted order in shared memory, and write them from there to
 //              their global positions, so that consecutive threads write consecutive addresses
-//              wherever the digit is the same. Values follow the keys through shared memory.
+//              wherever the digit is the same. Values follow the keys through shared memory; those
+//              of 4, 8 or 16 bytes are copied there (cp.async) as soon as the tile starts, so that
+//              their loads overlap the keys' work and no register holds them meanwhile.
 //
 // The look-back word of (tile, digit) is 32 bits: a flag in the top two bits (a tile's own count,
 // or the inclusive count of the tile and all tiles before it) over a 30-bit count; 0 means nothing
@@ -19,6 +21,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -42,6 +45,24 @@ __device__ __forceinline__ std::uint32_t load_relaxed_gpu_u32(const std::uint32_
 __device__ __forceinline__ void store_relaxed_gpu_u32(std::uint32_t* p, std::uint32_t v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+
+// Copies from global to shared memory that no register waits for (cp.async, sm_80 and later):
+// issued, committed as one group, and waited for by the issuing thread (then a barrier makes them
+// visible to the block).
+__device__ __forceinline__ void async_copy_16(const void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(shared))),
+               "l"(global)
+               : "memory");
+}
+template <int Bytes>
+__device__ __forceinline__ void async_copy_element(const void* shared, const void* global) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(shared))),
+               "l"(global), "n"(Bytes)
+               : "memory");
+}
+__device__ __forceinline__ void async_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void async_copy_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // Where one pass takes its digit: bits [shift, shift + bits) of the radix bits.
 struct RadixDigit {
@@ -150,9 +171,12 @@ template <class Tuning, class Bits, class Word>
 struct OnesweepStorage {
   using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread, Tuning::kWarpMatch>;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
+  // Staged values wider than the keys are put in sorted order within the stage itself, so that
+  // this storage stays the size of a tile of keys; otherwise they go where the keys were.
+  static constexpr bool kSortValuesInStage = Tuning::kStageValues && sizeof(Word) > sizeof(Bits);
   union {
     Bits keys[Tuning::kTileItems];
-    Word values[kHasValues ? Tuning::kTileItems : 1];
+    Word values[kHasValues && !kSortValuesInStage ? Tuning::kTileItems : 1];
     typename Rank::Storage rank;
   };
   // Where the sorted tile's element i of each digit goes: destination[digit] + i (global memory),
@@ -182,8 +206,10 @@ struct OnesweepPass {
   bool convert_out;  // keys_out gets key bits (the last place), else radix bits
 };
 
+// stage: shared memory for a tile of values (Tuning::kStageValues), else unused.
 template <class Tuning, class Bits, class Word>
-__device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Word>& s, const OnesweepPass<Bits, Word>& pass) {
+__device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Word>& s, Word* stage,
+                                               const OnesweepPass<Bits, Word>& pass) {
   constexpr int kThreads = Tuning::kBlockThreads;
   constexpr int kItems = Tuning::kItemsPerThread;
   constexpr int kTileItems = Tuning::kTileItems;
@@ -215,6 +241,21 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
     for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? warp_in[u * kWarpThreads] : pad;
   }
+  if constexpr (kHasValues && Tuning::kStageValues) {
+    // The tile's values, in tile order, copied to `stage` while the keys are ranked and stored:
+    // whole 16-byte pieces where the values start on 16 bytes, element by element otherwise.
+    const Word* const first = pass.values_in + tile_base;
+    int copied = 0;
+    if ((reinterpret_cast<std::uintptr_t>(first) & 15u) == 0) {
+      const int pieces = tile_items * static_cast<int>(sizeof(Word)) / 16;
+      for (int c = static_cast<int>(threadIdx.x); c < pieces; c += kThreads)
+        async_copy_16(reinterpret_cast<char*>(stage) + 16 * c, reinterpret_cast<const char*>(first) + 16 * c);
+      copied = pieces * 16 / static_cast<int>(sizeof(Word));
+    }
+    for (int i = copied + static_cast<int>(threadIdx.x); i < tile_items; i += kThreads)
+      async_copy_element<sizeof(Word)>(stage + i, first + i);
+    async_copy_commit();
+  }
   if (pass.convert_in) {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) keys[u] = pass.twiddle.to_radix(keys[u]);
@@ -234,7 +275,8 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
   for (int u = 0; u < kItems; ++u) s.keys[ranks[u]] = keys[u];
 
-  Word values[kHasValues ? kItems : 1];
+  constexpr bool kValuesInRegisters = kHasValues && !Tuning::kStageValues;
+  Word values[kValuesInRegisters ? kItems : 1];
   auto load_values = [&] {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
@@ -242,7 +284,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       if (full_tile || i < tile_items) values[u] = pass.values_in[tile_base + i];
     }
   };
-  if constexpr (kHasValues && Tuning::kEarlyValues) load_values();
+  if constexpr (kValuesInRegisters && Tuning::kEarlyValues) load_values();
 
   if (digit < kRadixDigits) {
     // Look-back: the keys of this digit in the portion's tiles before this one, kLookbackBatch
@@ -304,19 +346,45 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   }
 
   if constexpr (kHasValues) {
-    if constexpr (!Tuning::kEarlyValues) load_values();
-    __syncthreads();  // every key is read back from shared memory, every key destination used
+    if constexpr (kValuesInRegisters && !Tuning::kEarlyValues) load_values();
+    if constexpr (Tuning::kStageValues) async_copy_wait_all();
+    // Every key is read back from shared memory, every key destination used; the staged values
+    // are visible to every thread.
+    __syncthreads();
     if (digit < kRadixDigits) s.destination[digit].values = pass.values_out + (s.destination[digit].keys - pass.keys_out);
 #pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const int i = warp_first + u * kWarpThreads;
-      if (full_tile || i < tile_items) s.values[ranks[u]] = values[u];
+    for (auto& pair : ranks.pair) register_barrier(pair);
+    Word* sorted_values = s.values;
+    if constexpr (OnesweepStorage<Tuning, Bits, Word>::kSortValuesInStage) {
+      Word staged[kItems];
+#pragma unroll
+      for (int u = 0; u < kItems; ++u) {
+        const int i = warp_first + u * kWarpThreads;
+        if (full_tile || i < tile_items) staged[u] = stage[i];
+      }
+      __syncthreads();  // every staged value is read
+#pragma unroll
+      for (int u = 0; u < kItems; ++u) {
+        const int i = warp_first + u * kWarpThreads;
+        if (full_tile || i < tile_items) stage[ranks[u]] = staged[u];
+      }
+      sorted_values = stage;
+    } else {
+#pragma unroll
+      for (int u = 0; u < kItems; ++u) {
+        const int i = warp_first + u * kWarpThreads;
+        if constexpr (Tuning::kStageValues) {
+          if (full_tile || i < tile_items) s.values[ranks[u]] = stage[i];
+        } else {
+          if (full_tile || i < tile_items) s.values[ranks[u]] = values[u];
+        }
+      }
     }
     __syncthreads();
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-      if (full_tile || i < tile_items) s.destination[sorted_digits[u]].values[i] = s.values[i];
+      if (full_tile || i < tile_items) s.destination[sorted_digits[u]].values[i] = sorted_values[i];
     }
   }
 }

@@ -49,6 +49,18 @@ __device__ __forceinline__ unsigned warp_match_label(unsigned label) {
   return peers;
 }
 
+// Hides a register's value from the compiler (an empty asm that may change it): what is computed
+// from it after this point is computed again rather than kept live from before.
+template <class T>
+__device__ __forceinline__ void register_barrier(T& value) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4- or 8-byte registers");
+  if constexpr (sizeof(T) == 4) {
+    asm volatile("" : "+r"(value));
+  } else {
+    asm volatile("" : "+l"(value));
+  }
+}
+
 __device__ __forceinline__ unsigned lanemask_le() {
   unsigned mask;
   asm("mov.u32 %0, %%lanemask_le;" : "=r"(mask));
@@ -111,11 +123,13 @@ struct BlockRadixRank {
   // once the counts are known, before the ranking. Contains barriers: every thread calls it.
   // The storage may be reused after a barrier that follows the call.
   // digit_of(keys[u]) is item u's digit, taken again where needed rather than held in registers
-  // (20 more live registers cost a resident thread block per SM).
+  // (one more live register per item costs a resident thread block per SM): a register barrier on
+  // the keys after the counts keeps the compiler from holding the counts' digit addresses until
+  // the ranking. The keys pass through that barrier, hence the non-const reference.
   // A whole tile whose keys all have one digit (common in the upper places of sorted or narrow
   // data) skips the ranking: its order is the tile order.
   template <class Key, class DigitOf, class CountsCallback>
-  __device__ __forceinline__ static void rank(Storage& s, const Key (&keys)[ItemsPerThread], DigitOf digit_of,
+  __device__ __forceinline__ static void rank(Storage& s, Key (&keys)[ItemsPerThread], DigitOf digit_of,
                                               bool whole_tile, PackedRanks<ItemsPerThread>& ranks, int& digit_count,
                                               int& digit_start, CountsCallback&& on_counts) {
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
@@ -130,6 +144,8 @@ struct BlockRadixRank {
     __syncwarp();
 #pragma unroll
     for (int u = 0; u < ItemsPerThread; ++u) atomicAdd(row + digit_of(keys[u]), 1);
+#pragma unroll
+    for (int u = 0; u < ItemsPerThread; ++u) register_barrier(keys[u]);
     __syncthreads();
 
     // Per digit: each warp's exclusive start among the warps, and the tile's count.

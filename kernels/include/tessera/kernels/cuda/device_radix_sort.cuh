@@ -41,7 +41,8 @@ __global__ void __launch_bounds__(Tuning::kHistogramThreads)
 template <class Tuning, class Bits, class Word>
 __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm) onesweep_kernel(const OnesweepPass<Bits, Word> pass) {
   __shared__ OnesweepStorage<Tuning, Bits, Word> storage;
-  onesweep_agent<Tuning>(storage, pass);
+  extern __shared__ __align__(16) unsigned char onesweep_stage[];  // Tuning::kStageBytes
+  onesweep_agent<Tuning>(storage, reinterpret_cast<Word*>(onesweep_stage), pass);
 }
 
 template <class Bits>
@@ -141,7 +142,15 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
 
   // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
   // last place keys_out), or, with copy_back, the spare array first.
-  Bits* const key_buffers[2] = {keys_out, spare_keys};
+  if constexpr (Tuning::kStageBytes > 0) {
+    // The staged values take dynamic shared memory beyond the static storage; the carveout that
+    // holds the most of it keeps every resident block of the tuning.
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(onesweep_kernel<Tuning, Bits, Word>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, Tuning::kStageBytes));
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(onesweep_kernel<Tuning, Bits, Word>,
+                                            cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  }
+    Bits* const key_buffers[2] = {keys_out, spare_keys};
   Word* const value_buffers[2] = {values_out, spare_values};
   const Bits* keys_from = keys_in;
   const Word* values_from = values_in;
@@ -172,7 +181,8 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
       pass.twiddle = twiddle;
       pass.convert_in = place == 0;
       pass.convert_out = place == places - 1;
-      onesweep_kernel<Tuning, Bits, Word><<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, 0, stream>>>(pass);
+      onesweep_kernel<Tuning, Bits, Word>
+          <<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, Tuning::kStageBytes, stream>>>(pass);
       TESSERA_CUDA_CHECK_LAUNCH();
     }
     keys_from = key_buffers[destination];

@@ -14,13 +14,19 @@ namespace tessera::kernels::cuda::detail {
 // per SM the compiler must allow, the look-back's predecessors per round trip, and how a warp's
 // lanes with one digit find each other (block_radix_rank.cuh).
 template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
-          WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false>
+          WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false, bool StageValues = false>
 struct RadixSortShape {
   static constexpr WarpMatch kWarpMatch = Match;
+  static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
+  // Values copied to shared memory (dynamic, a tile of them) by cp.async as soon as the tile's
+  // keys are loaded, rather than read into registers after the keys are stored: their loads
+  // overlap the ranking and no register holds them. 4-, 8- and 16-byte values.
+  static constexpr bool kStageValues = StageValues && kHasValues;
+  static_assert(!kStageValues || sizeof(Word) == 4 || sizeof(Word) == 8 || sizeof(Word) == 16,
+                "staged values are copied 4, 8 or 16 bytes at a time");
   // Values read from global memory as soon as the keys are ranked (their latency under the
   // look-back and the keys' stores), rather than after the keys are stored.
   static constexpr bool kEarlyValues = EarlyValues;
-  static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   static constexpr int kBlockThreads = BlockThreads;
   static constexpr int kItemsPerThread = ItemsPerThread;
   static constexpr int kMinBlocksPerSm = MinBlocksPerSm;
@@ -28,33 +34,49 @@ struct RadixSortShape {
   static constexpr int kLookbackBatch = LookbackBatch;
   // A portion's look-back counts must fit in 30 bits.
   static constexpr int kPortionItems = ((1 << 29) / kTileItems) * kTileItems;
+  static constexpr int kStageBytes = kStageValues ? kTileItems * static_cast<int>(sizeof(Word)) : 0;
 };
 
-// Tuning of the radix sort, the one place it lives (CUB's sm90 onesweep tunings as the starting
-// point: 384 threads, about 20 4-byte items per thread, fewer for wider keys or values so that a
-// tile of the widest of them fits the 48 KB of static shared memory). Two resident thread blocks
-// per SM at least (registers <= 80, no spills on sm_90): 21 items per thread for 4-byte pairs, 14
-// for 8-byte pairs; 15 for 4-byte keys with 8-byte values (their tile fills the shared memory).
+// Values of 4, 8 or 16 bytes (naturally aligned) are staged in shared memory (kStageValues).
+template <class Word>
+inline constexpr bool kRadixSortStageValues =
+    !std::is_same_v<Word, RadixNoValue> && (sizeof(Word) == 4 || sizeof(Word) == 8 || sizeof(Word) == 16) &&
+    alignof(Word) == sizeof(Word);
+
+// Items per thread: two resident thread blocks of 384 threads per SM (registers <= 80, no spills on
+// sm_90; the static shared memory, a tile of keys or of values sorted where the keys were, within
+// 48 KB; the staged values, dynamic, within the rest of the SM's 228 KB). Measured on an H100 with
+// bench_sort --study (2^26 and 2^28 uint32 keys, 2026-11-24), each against CUB in the same run:
+//   4-byte keys alone          24 (5.22 ms at 2^28 against 5.65 for 20)
+//   4-byte keys, 4-byte values 30, staged (8.75 ms; 23 staged 9.11, 23 in registers 9.05)
+//   4-byte keys, 8-byte values 20, staged (12.78 ms; 15, the most that fit unstaged, 13.08)
+//   8-byte keys                15 (a tile of 8-byte keys fills the 48 KB)
+// Values that are not staged (1, 2 bytes; odd sizes) are held in registers: 23 for 4-byte keys,
+// fewer for wider values so that their tile fits the static shared memory. The same shapes build
+// for sm_80 (one launch shape for every architecture), where 4-byte keys with 8-byte values spill
+// 40 bytes; none was measured on an sm_80 device.
 template <class Bits, class Word>
 struct RadixSortItems {
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
   static constexpr int kValueBytes = kHasValues ? static_cast<int>(sizeof(Word)) : 0;
+  static constexpr bool kStaged = kRadixSortStageValues<Word>;
   static constexpr int kWidestBytes = kValueBytes > static_cast<int>(sizeof(Bits)) ? kValueBytes : static_cast<int>(sizeof(Bits));
-  // Items per thread for 4-byte elements; the widest element scales it down.
-  static constexpr int kNominal = sizeof(Bits) == 4 ? (!kHasValues ? 24 : kValueBytes <= 4 ? 21 : 30)
-                                                   : (kValueBytes < 8 ? 30 : kValueBytes == 8 ? 28 : 24);
-  static constexpr int kScaled = kNominal * 4 / (kWidestBytes < 4 ? 4 : kWidestBytes);
-  static constexpr int value = kScaled < 1 ? 1 : kScaled;
+  static constexpr int kScaled = (sizeof(Bits) == 4 ? (kValueBytes <= 4 ? 23 : 30) : (kValueBytes <= 8 ? 30 : 24)) * 4 /
+                                 (kWidestBytes < 4 ? 4 : kWidestBytes);
+  static constexpr int value = sizeof(Bits) == 4 && !kHasValues               ? 24
+                               : sizeof(Bits) == 4 && kStaged && kValueBytes == 4 ? 30
+                               : sizeof(Bits) == 4 && kStaged && kValueBytes == 8 ? 20
+                               : kScaled < 1                                   ? 1
+                                                                               : kScaled;
 };
-// 4-byte keys alone: 24 keys per thread and the atomic-or warp match (the fastest of the shapes
-// bench_sort --study tries on an H100 at 2^28 keys: 5.22 ms against 5.65 ms for 20 keys per thread
-// with ballots); pairs and 8-byte keys keep the ballots.
+// 4-byte keys alone: the atomic-or warp match (5.22 ms against 5.65 ms with ballots, same study);
+// pairs and 8-byte keys keep the ballots.
 template <class Bits, class Word>
 inline constexpr WarpMatch kRadixSortWarpMatch =
     sizeof(Bits) == 4 && std::is_same_v<Word, RadixNoValue> ? WarpMatch::atomic_or : WarpMatch::ballots;
 template <class Bits, class Word>
-struct RadixSortTuning
-    : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4, kRadixSortWarpMatch<Bits, Word>> {};
+struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4,
+                                        kRadixSortWarpMatch<Bits, Word>, false, kRadixSortStageValues<Word>> {};
 
 // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
 template <class Bits>

@@ -506,6 +506,7 @@ int main(int argc, char** argv) {
   if (o.wants("sweep5") || o.wants("variants")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
   if (o.wants("sweep9")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
   if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
+  if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::nine_point, "double");
   if (o.wants("convolve"))
     for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
   if (o.wants("convolve-skew"))

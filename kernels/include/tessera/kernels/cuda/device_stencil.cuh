@@ -428,7 +428,8 @@ inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kB
 // reads a slot again after the barrier in place of keeping the values. sm_90 only: the dispatch checks the kernel was
 // compiled for it (the body is empty below).
 template <class T, bool kNine, class Tuning = Stencil2dBulkTuning>
-__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
+                                  sizeof(T) == 8 && kNine ? Tuning::kMinBlocksPerSmNineDouble : Tuning::kMinBlocksPerSm)
     stencil_2d_bulk_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
                            Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -634,19 +635,14 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
   };
   const bool nine = w.shape == StencilShape::nine_point;
   if constexpr ((sizeof(T) == 4 || sizeof(T) == 8) && Tuning::kBulk) {
-    // The ring of rows filled by bulk copies: aligned regions on sm_90, the 5-point sweep and the
-    // 9-point sweep of 4-byte elements (the 9-point sweep of doubles through the ring differs from
-    // the cpu backend's on an H100 from column 514 of 1030-, 2051- and 8192-wide regions, with the
-    // volatile slot reads and the proxy fence too, for every seed tried, racecheck clean; the cause
-    // is not found, so it takes the column march).
+    // The ring of rows filled by bulk copies: aligned regions on sm_90, 5- and 9-point sweeps (the
+    // 9-point sweep of doubles with a looser register bound: kMinBlocksPerSmNineDouble).
     using Bulk = Stencil2dBulkTuning;
     if (vector && in_shift == 0) {
       if (!nine && bulk_sweep_available<T, false, Bulk>())
         return launch_stencil_2d_bulk<T, false, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
-      if constexpr (sizeof(T) == 4) {
-        if (nine && bulk_sweep_available<T, true, Bulk>())
-          return launch_stencil_2d_bulk<T, true, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
-      }
+      if (nine && bulk_sweep_available<T, true, Bulk>())
+        return launch_stencil_2d_bulk<T, true, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
     }
   }
   if constexpr (Tuning::kBlockedRows > 0) {

@@ -27,6 +27,12 @@ struct Stencil2dBulkTuning {
   static constexpr int kDepth = 6;           // row slots of the ring (48 KiB with the strip's halo: 4 blocks per SM)
   static constexpr int kMinSegmentRows = 4;
   static constexpr int kMinBlocksPerSm = 4;  // up to 64 registers (48 used by the float 5-point sweep)
+  // The 9-point sweep of doubles: 3 per SM (up to 85 registers; it uses 72). Built under the 64-register
+  // cap of 4 blocks per SM, its results differed from the cpu backend's on an H100 from column 514
+  // of 1030-, 2051- and 8192-wide regions (every seed tried, racecheck clean, PTX read correct);
+  // with 3 they match (three seeds, memcheck and racecheck clean) at 0.778 ms for 16384 x 8192, 91.9%
+  // of the copy rate (tessera_bench_stencil --only double, 2026-11-24).
+  static constexpr int kMinBlocksPerSmNineDouble = 3;
   // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil --only sweep5,sweep9,double,variants
   // --reps 15, 2026-11-24; copy rate 2994 GB/s): 8 warps and 6 slots 0.787 ms (91.1%), 8 warps and
   // 8 slots 0.793, 8 warps and 4 slots 0.805, 16 warps and 3 slots 0.781, 4 warps and 8 / 12

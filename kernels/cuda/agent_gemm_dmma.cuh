@@ -32,7 +32,7 @@
 
 #include <cuda_runtime.h>
 
-#include "async_copy.cuh"
+#include "tessera/kernels/cuda/async_copy.cuh"
 #include "mma_f64.cuh"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/tuning/gemm.cuh"

@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/block_radix_rank.cuh"
 #include "tessera/kernels/cuda/tile_status.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
@@ -45,24 +46,6 @@ __device__ __forceinline__ std::uint32_t load_relaxed_gpu_u32(const std::uint32_
 __device__ __forceinline__ void store_relaxed_gpu_u32(std::uint32_t* p, std::uint32_t v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-
-// Copies from global to shared memory that no register waits for (cp.async, sm_80 and later):
-// issued, committed as one group, and waited for by the issuing thread (then a barrier makes them
-// visible to the block).
-__device__ __forceinline__ void async_copy_16(const void* shared, const void* global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(shared))),
-               "l"(global)
-               : "memory");
-}
-template <int Bytes>
-__device__ __forceinline__ void async_copy_element(const void* shared, const void* global) {
-  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(shared))),
-               "l"(global), "n"(Bytes)
-               : "memory");
-}
-__device__ __forceinline__ void async_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void async_copy_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // Where one pass takes its digit: bits [shift, shift + bits) of the radix bits.
 struct RadixDigit {
@@ -249,12 +232,12 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     if ((reinterpret_cast<std::uintptr_t>(first) & 15u) == 0) {
       const int pieces = tile_items * static_cast<int>(sizeof(Word)) / 16;
       for (int c = static_cast<int>(threadIdx.x); c < pieces; c += kThreads)
-        async_copy_16(reinterpret_cast<char*>(stage) + 16 * c, reinterpret_cast<const char*>(first) + 16 * c);
+        copy_async_16(reinterpret_cast<char*>(stage) + 16 * c, reinterpret_cast<const char*>(first) + 16 * c, 16);
       copied = pieces * 16 / static_cast<int>(sizeof(Word));
     }
     for (int i = copied + static_cast<int>(threadIdx.x); i < tile_items; i += kThreads)
-      async_copy_element<sizeof(Word)>(stage + i, first + i);
-    async_copy_commit();
+      copy_async<sizeof(Word)>(stage + i, first + i);
+    copy_async_commit();
   }
   if (pass.convert_in) {
 #pragma unroll
@@ -347,7 +330,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 
   if constexpr (kHasValues) {
     if constexpr (kValuesInRegisters && !Tuning::kEarlyValues) load_values();
-    if constexpr (Tuning::kStageValues) async_copy_wait_all();
+    if constexpr (Tuning::kStageValues) copy_async_wait<0>();
     // Every key is read back from shared memory, every key destination used; the staged values
     // are visible to every thread.
     __syncthreads();

@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/tuning/stencil.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
@@ -344,10 +345,7 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
 
 // ---- the sweep through a ring of rows filled by bulk copies (sm_90) ------------------------------------
 
-// Shared-memory addresses and the mbarrier / bulk-copy instructions the ring uses.
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
+// The mbarrier / bulk-copy instructions the ring uses (shared_address, copy_async: async_copy.cuh).
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
@@ -373,11 +371,7 @@ __device__ __forceinline__ void bulk_copy_to_shared(unsigned dst, const void* sr
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
 }
-// One element of 4 or 8 bytes, by cp.async; mbarrier_track_copies makes bar's phase wait for it.
-template <int kBytes>
-__device__ __forceinline__ void element_copy_to_shared(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(kBytes) : "memory");
-}
+// Makes bar's phase wait for this thread's cp.async copies (copy_async) issued so far.
 __device__ __forceinline__ void mbarrier_track_copies(unsigned bar) {
   asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
@@ -475,11 +469,11 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
       const T* row = in + (row_begin - 1 + k) * in_ld;
       bool singles = false;
       if (west_single) {
-        element_copy_to_shared<sizeof(T)>(shared_address(slot + kV - 1), row - 1);
+        copy_async<sizeof(T)>(slot + kV - 1, row - 1);
         singles = true;
       }
       for (index_t c = east_single; c <= last; ++c) {
-        element_copy_to_shared<sizeof(T)>(shared_address(slot + (c - x0 + kV)), row + c);
+        copy_async<sizeof(T)>(slot + (c - x0 + kV), row + c);
         singles = true;
       }
       if (singles) mbarrier_track_copies(bar);

@@ -1,6 +1,7 @@
-// sm_80+ asynchronous global -> shared copies (cp.async) with zero fill: a copy of fewer source
-// bytes than its size fills the rest with zeros, which is how the GEMM tiles handle matrix edges
-// without a separate code path.
+// sm_80+ asynchronous global -> shared copies (cp.async), which no register waits for: issued,
+// committed as a group, and waited for by the issuing thread (a barrier then makes them visible
+// to the block). The sized forms zero-fill: a copy of fewer source bytes than its size fills the
+// rest with zeros, which is how the GEMM tiles handle matrix edges without a separate code path.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,15 @@ __device__ __forceinline__ void copy_async_16(void* shared_dst, const void* glob
 __device__ __forceinline__ void copy_async_8(void* shared_dst, const void* global_src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(shared_address(shared_dst)), "l"(global_src),
                "r"(src_bytes)
+               : "memory");
+}
+
+// One whole element of 4, 8 or 16 bytes (source and destination aligned to it), through L1.
+template <int Bytes>
+__device__ __forceinline__ void copy_async(void* shared_dst, const void* global_src) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(shared_address(shared_dst)), "l"(global_src),
+               "n"(Bytes)
                : "memory");
 }
 

@@ -11,48 +11,10 @@
 set -uo pipefail
 
 BUILD_DIR="$(cd "${1:?usage: bench/gpu/queue.sh <build-dir>}" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-OUT_DIR="${OUT:-out}/queue"
-mkdir -p "${OUT_DIR}"
-OUT_DIR="$(cd "${OUT_DIR}" && pwd)"
-STEPS="${QUEUE_STEPS:-tests sanitize mpi bench}"
-export PATH="${PATH}:/usr/local/cuda/bin"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
-START=$(date +%s)
-DEADLINE=$(( START + $(cat "${ROOT}/bench/gpu/queue.limit") - 8 ))
-STATUS=0
-
-log() { echo "[queue.sh +$(( $(date +%s) - START ))s] $*"; }
-wants() { [[ " ${STEPS} " == *" $1 "* ]]; }
-
-# step NAME LIMIT COMMAND...: runs the command with a time limit (at most the run's time left),
-# its log in ${OUT_DIR}/NAME.log; on failure, the failure lines and the log's end.
-step() {
-  local name="$1" limit="$2"
-  shift 2
-  local left=$(( DEADLINE - $(date +%s) ))
-  if [[ ${left} -lt 10 ]]; then
-    log "${name}: SKIPPED (the run's time is up)"
-    STATUS=1
-    return 0
-  fi
-  [[ ${limit} -gt ${left} ]] && limit=${left}
-  local t0 rc=0
-  t0=$(date +%s)
-  timeout "${limit}" "$@" >"${OUT_DIR}/${name}.log" 2>&1 || rc=$?
-  if [[ ${rc} -ne 0 ]]; then
-    STATUS=1
-    log "${name}: FAILED, exit status ${rc} after $(( $(date +%s) - t0 ))s"
-    grep -E "Failure|FAILED|rror|differs|expected|Which is|Value of" "${OUT_DIR}/${name}.log" | head -30
-    tail -5 "${OUT_DIR}/${name}.log"
-  else
-    local summary
-    summary="$(grep -E '^\[  PASSED  \]|^\[  SKIPPED \]|ERROR SUMMARY' "${OUT_DIR}/${name}.log" | tr '\n' ' ')"
-    log "${name}: ok in $(( $(date +%s) - t0 ))s; ${summary}"
-  fi
-  return 0
-}
+DEFAULT_STEPS="tests sanitize mpi bench"
+# shellcheck source=bench/gpu/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_run_init queue
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
 GPU_TESTS="${BUILD_DIR}/tests/gpu/tessera_gpu_tests"

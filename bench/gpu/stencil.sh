@@ -11,41 +11,27 @@ set -uo pipefail
 
 BUILD="${1:?usage: bash bench/gpu/stencil.sh BUILD_DIR}"
 BUILD="$(cd "${BUILD}" && pwd)"
-OUT_DIR="${OUT:-out}/stencil"
-mkdir -p "${OUT_DIR}"
-export PATH="${PATH}:/usr/local/cuda/bin"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
-STATUS=0
-log() { echo "[stencil.sh $(date +%H:%M:%S)] $*"; }
-run_step() {  # name, timeout seconds, command...
-  local name="$1" limit="$2"
-  shift 2
-  local start rc=0
-  start=$(date +%s)
-  timeout "${limit}" "$@" >"${OUT_DIR}/${name}.log" 2>&1 || rc=$?
-  log "${name}: exit ${rc} in $(( $(date +%s) - start )) s"
-  [[ ${rc} -eq 0 ]] || STATUS=1
-  return ${rc}
-}
+# shellcheck source=bench/gpu/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_run_init stencil
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 TESTS="${BUILD}/tests/gpu/tessera_gpu_stencil_tests"
-run_step gpu_tests 60 "${TESTS}"
+step gpu_tests 60 "${TESTS}"
 grep -E "^\[  (PASSED|FAILED) |Failure|tests ran" -A3 "${OUT_DIR}/gpu_tests.log" | head -30
 
 SAN="$(command -v compute-sanitizer || true)"
 if [[ -n "${SAN}" ]]; then
   for tool in memcheck racecheck; do
-    TESSERA_GPU_TEST_SMALL=1 run_step "sanitize_${tool}" 60 "${SAN}" --tool "${tool}" --error-exitcode 9 "${TESTS}"
+    TESSERA_GPU_TEST_SMALL=1 step "sanitize_${tool}" 60 "${SAN}" --tool "${tool}" --error-exitcode 9 "${TESTS}"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Hazard|Invalid" "${OUT_DIR}/sanitize_${tool}.log" | head -8
   done
 else
   log "compute-sanitizer not found"
 fi
 
-run_step bench_stencil 70 "${BUILD}/bench/kernels/tessera_bench_stencil" --reps 10 --json "${OUT_DIR}/bench_stencil.json"
+step bench_stencil 70 "${BUILD}/bench/kernels/tessera_bench_stencil" --reps 10 --json "${OUT_DIR}/bench_stencil.json"
 cat "${OUT_DIR}/bench_stencil.log"
 
 # What limits the kernels: Nsight Compute on one launch each of the library's 5-point sweep, the
@@ -54,7 +40,7 @@ NCU="$(command -v ncu || true)"
 if [[ -n "${NCU}" ]]; then
   for spec in "stencil_2d_kernel:0:sweep5" "plain_sweep_kernel:0:sweep5" "convolve_1d_unrolled:6:convolve"; do
     IFS=: read -r kernel skip cases <<<"${spec}"
-    run_step "ncu_${kernel}" 40 "${NCU}" -k "regex:${kernel}" --launch-skip "${skip}" --launch-count 1 \
+    step "ncu_${kernel}" 40 "${NCU}" -k "regex:${kernel}" --launch-skip "${skip}" --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
       --section LaunchStats --section SchedulerStats \
       "${BUILD}/bench/kernels/tessera_bench_stencil" --n 8192 --reps 1 --warmup 0 --only "${cases}"
@@ -66,13 +52,13 @@ fi
 
 FILTER='Field2D.*:JacobiTest*:Jacobi.*:ConvolveTest*:Convolve.*'
 for np in 1 3; do
-  TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=2 run_step "mpi_cuda_np${np}" 60 \
+  TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=2 step "mpi_cuda_np${np}" 60 \
     mpirun -n "${np}" "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_filter="${FILTER}"
   grep -E "tessera tests:|PASSED|FAILED|Failure|differs|rank [0-9]" "${OUT_DIR}/mpi_cuda_np${np}.log" | head -12
 done
 
 # The app end to end on the cuda backend (1 rank: numpy comparisons, kill and restart).
-TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=2 run_step app_cuda_np1 90 python3 tests/apps/test_stencil.py \
+TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=2 step app_cuda_np1 90 python3 tests/apps/test_stencil.py \
   --bin "${BUILD}/bin" --ranks 1 --mpiexec mpirun --mpiexec-flags=--oversubscribe --workdir "${OUT_DIR}/app_np1"
 grep -E "checks|FAIL" "${OUT_DIR}/app_cuda_np1.log" | head -12
 
@@ -80,12 +66,12 @@ grep -E "checks|FAIL" "${OUT_DIR}/app_cuda_np1.log" | head -12
 # staged path): that measures the path, not the overlap; with 2 GPUs each rank has its own.
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 STEP="${BUILD}/bench/distributed/tessera_bench_stencil_step"
-run_step step_np1 40 mpirun -n 1 "${STEP}" --backend cuda --sizes 1024,4096,8192,16384 --json "${OUT_DIR}/step_np1.json"
+step step_np1 40 mpirun -n 1 "${STEP}" --backend cuda --sizes 1024,4096,8192,16384 --json "${OUT_DIR}/step_np1.json"
 cat "${OUT_DIR}/step_np1.log"
-run_step step_np1_9pt 40 mpirun -n 1 "${STEP}" --backend cuda --stencil 9 --sizes 4096,16384 --json "${OUT_DIR}/step_np1_9pt.json"
+step step_np1_9pt 40 mpirun -n 1 "${STEP}" --backend cuda --stencil 9 --sizes 4096,16384 --json "${OUT_DIR}/step_np1_9pt.json"
 cat "${OUT_DIR}/step_np1_9pt.log"
 for grid in 2x1 1x2; do
-  run_step "step_np2_${grid}" 40 mpirun -n 2 "${STEP}" --backend cuda --grid "${grid}" --sizes 1024,8192 --iters 10 \
+  step "step_np2_${grid}" 40 mpirun -n 2 "${STEP}" --backend cuda --grid "${grid}" --sizes 1024,8192 --iters 10 \
     --json "${OUT_DIR}/step_np2_${grid}.json"
   echo "(${GPUS} GPU(s) for 2 ranks)"
   cat "${OUT_DIR}/step_np2_${grid}.log"

@@ -12,34 +12,9 @@
 set -uo pipefail
 
 BUILD="$(cd "${1:?usage: bash bench/gpu/sweep.sh BUILD_DIR}" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-OUT_DIR="${OUT:-out}/sweep"
-mkdir -p "${OUT_DIR}"
-export PATH="${PATH}:/usr/local/cuda/bin"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
-START=$(date +%s)
-DEADLINE=$(( START + $(cat "${ROOT}/bench/gpu/sweep.limit") - 4 ))
-STATUS=0
-log() { echo "[sweep.sh +$(( $(date +%s) - START ))s] $*"; }
-
-# step NAME LIMIT COMMAND...: at most LIMIT seconds (less where the run's time is nearly up,
-# skipped when it is up); the log in OUT_DIR/NAME.log.
-step() {
-  local name="$1" limit="$2"
-  shift 2
-  local left=$(( DEADLINE - $(date +%s) ))
-  if [[ ${left} -lt 5 ]]; then
-    log "${name}: skipped (the run's time is up)"
-    STATUS=1
-    return 0
-  fi
-  [[ ${limit} -gt ${left} ]] && limit=${left}
-  local rc=0
-  timeout "${limit}" "$@" >"${OUT_DIR}/${name}.log" 2>&1 || rc=$?
-  log "${name}: exit ${rc}"
-  [[ ${rc} -eq 0 ]] || STATUS=1
-}
+# shellcheck source=bench/gpu/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_run_init sweep
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 BENCH="${BUILD}/bench/kernels/tessera_bench_stencil"

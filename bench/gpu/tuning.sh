@@ -16,44 +16,10 @@
 set -uo pipefail
 
 BUILD_DIR="$(cd "${1:?usage: bench/gpu/tuning.sh <build-dir>}" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-OUT_DIR="${OUT:-out}/tuning"
-mkdir -p "${OUT_DIR}"
-OUT_DIR="$(cd "${OUT_DIR}" && pwd)"
-STEPS="${TUNING_STEPS:-bench tests sanitize mpi}"
-export PATH="${PATH}:/usr/local/cuda/bin"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_NVLS_ENABLE=0
-START=$(date +%s)
-DEADLINE=$(( START + $(cat "${ROOT}/bench/gpu/tuning.limit") - 8 ))
-STATUS=0
-
-log() { echo "[tuning.sh +$(( $(date +%s) - START ))s] $*"; }
-wants() { [[ " ${STEPS} " == *" $1 "* ]]; }
-
-# step NAME LIMIT COMMAND...: runs the command with at most LIMIT seconds (less where the run's time
-# is nearly up; skipped when it is), its log in OUT_DIR/NAME.log, the failure lines on stdout.
-step() {
-  local name="$1" limit="$2"
-  shift 2
-  local left=$(( DEADLINE - $(date +%s) ))
-  if [[ ${left} -lt 10 ]]; then
-    log "${name}: skipped (the run's time is up)"
-    STATUS=1
-    return 0
-  fi
-  [[ ${limit} -gt ${left} ]] && limit=${left}
-  log "${name}"
-  local rc=0
-  timeout "${limit}" "$@" >"${OUT_DIR}/${name}.log" 2>&1 || rc=$?
-  if [[ ${rc} -ne 0 ]]; then
-    STATUS=1
-    log "${name}: exit status ${rc}"
-    grep -E "Failure|FAILED|rror|differs|expected|Which is|Value of" "${OUT_DIR}/${name}.log" | head -40
-    tail -5 "${OUT_DIR}/${name}.log"
-  fi
-  return 0
-}
+DEFAULT_STEPS="bench tests sanitize mpi"
+# shellcheck source=bench/gpu/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gpu_run_init tuning
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
 TESTS="${BUILD_DIR}/tests/gpu"

@@ -11,6 +11,12 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
 }
 
 template <class T>
+void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change) {
+  detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, queue.stream);
+}
+
+template <class T>
 void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out) {
   detail::convolve_1d(queue, in, n, weights, out);
 }
@@ -29,6 +35,10 @@ template void stencil_2d<float>(const Queue&, const float*, index_t, float*, ind
                                 const StencilWeights<float>&, float*);
 template void stencil_2d<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
                                  const StencilWeights<double>&, double*);
+template void stencil_2d_frame<float>(const Queue&, const float*, index_t, float*, index_t, index_t, index_t,
+                                      const StencilFrame&, const StencilWeights<float>&, float*);
+template void stencil_2d_frame<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
+                                       const StencilFrame&, const StencilWeights<double>&, double*);
 template void convolve_1d<float>(const Queue&, const float*, index_t, std::span<const float>, float*);
 template void convolve_1d<double>(const Queue&, const double*, index_t, std::span<const double>, double*);
 

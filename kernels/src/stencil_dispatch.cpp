@@ -1,5 +1,6 @@
 // The stencil operations (tessera/kernels/stencil.hpp): argument checks, then the backend named by
 // the queue.
+#include <algorithm>
 #include <string>
 
 #include "backend_dispatch.hpp"
@@ -23,6 +24,35 @@ void dispatch_stencil(const Queue& q, const T* in, index_t in_ld, T* out, index_
   check_stencil<T>(in_ld, out_ld, rows, cols);
   TESSERA_DISPATCH(q, cpu::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change),
                    cuda::stencil_2d(q, in, in_ld, out, out_ld, rows, cols, weights, max_change));
+}
+
+// The frame's rectangles clipped to the region as stencil_2d_frame's contract says: top rows, then
+// bottom rows of what is left, then the left and right columns of the rows between.
+template <class T>
+void cpu_stencil_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                       const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change) {
+  if (rows <= 0 || cols <= 0) return;
+  const index_t top = std::min(frame.top, rows), bottom = std::min(frame.bottom, rows - top);
+  const index_t middle = rows - top - bottom;
+  const index_t left = std::min(frame.left, cols), right = std::min(frame.right, cols - left);
+  auto region = [&](index_t r, index_t c, index_t nr, index_t nc) {
+    if (nr > 0 && nc > 0)
+      cpu::stencil_2d(in + r * in_ld + c, in_ld, out + r * out_ld + c, out_ld, nr, nc, weights, max_change);
+  };
+  region(0, 0, top, cols);
+  region(rows - bottom, 0, bottom, cols);
+  region(top, 0, middle, left);
+  region(top, cols - right, middle, right);
+}
+
+template <class T>
+void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
+                            index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change) {
+  check_stencil<T>(in_ld, out_ld, rows, cols);
+  TESSERA_ASSERT(frame.top >= 0 && frame.bottom >= 0 && frame.left >= 0 && frame.right >= 0,
+                 "stencil_2d_frame: negative frame width");
+  TESSERA_DISPATCH(q, cpu_stencil_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change),
+                   cuda::stencil_2d_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change));
 }
 
 template <class T>
@@ -49,6 +79,17 @@ void stencil_2d(const Queue& q, const float* in, index_t in_ld, float* out, inde
 void stencil_2d(const Queue& q, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
                 index_t cols, const StencilWeights<double>& weights, double* max_change) {
   dispatch_stencil(q, in, in_ld, out, out_ld, rows, cols, weights, max_change);
+}
+
+void stencil_2d_frame(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights, float* max_change) {
+  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change);
+}
+
+void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
+                      double* max_change) {
+  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change);
 }
 
 void convolve_1d(const Queue& q, const float* in, index_t n, std::span<const float> weights, float* out) {

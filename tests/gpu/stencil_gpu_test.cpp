@@ -3,8 +3,8 @@
 // shapes, at every misalignment of the input and output rows (the 16-byte path and the element
 // path), with the residual (max |out - in|); the 1-D convolution at radii on both sides of the
 // unrolled kernel's limit and beyond its tap chunk, at tile edges and misaligned pointers; the
-// packing of rectangles (more than one launch's worth, elements of 2, 4, 8 and 12 bytes). Outputs
-// are poisoned first: cells outside the region must keep the poison.
+// packing of rectangles (more than one launch's worth, elements of 2, 4, 8 and 12 bytes); the frame
+// of a region alone. Outputs are poisoned first: cells outside the region must keep the poison.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +100,8 @@ void check_sweep(index_t rows, index_t cols, index_t in_ld, index_t out_ld, inde
 }
 
 std::vector<std::pair<index_t, index_t>> regions() {
-  std::vector<std::pair<index_t, index_t>> r = {{1, 1}, {1, 33}, {2, 130}, {37, 1}, {33, 129}, {64, 64}, {65, 511}, {31, 1030}};
+  std::vector<std::pair<index_t, index_t>> r = {{1, 1}, {1, 33}, {2, 130}, {37, 1}, {300, 16}, {300, 17},
+                                                {33, 129}, {64, 64}, {65, 511}, {31, 1030}};
   if (!small_mode()) {
     r.push_back({1025, 2051});
     r.push_back({3001, 700});
@@ -126,6 +127,55 @@ TYPED_TEST(StencilGpu, SweepIsBitIdenticalToCpuAtEveryAlignment) {
       check_sweep<T>(rows, cols, cols + 2, cols + 3, 0, 0, random, ++seed);
       check_sweep<T>(rows, cols, aligned_ld, aligned_ld, 0, 1, laplace, ++seed);
     }
+}
+
+// The frame of a region (stencil_2d_frame): on the device as on the cpu, bit for bit, every frame
+// cell as the whole region's sweep computes it, every other cell of the output untouched.
+TYPED_TEST(StencilGpu, FrameSweepsTheFrameCellsOnly) {
+  using T = TypeParam;
+  const std::vector<std::pair<index_t, index_t>> shapes = {{1, 1}, {2, 9}, {9, 2}, {40, 70}, {301, 517}};
+  const std::vector<kernels::StencilFrame> frames = {{1, 1, 1, 1}, {1, 1, 4, 1}, {3, 2, 1, 5}, {0, 0, 2, 0}, {1, 0, 0, 0}, {50, 50, 50, 50}};
+  std::uint64_t seed = test_seed();
+  for (auto [rows, cols] : shapes)
+    for (const kernels::StencilFrame& f : frames)
+      for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
+        const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " frame " +
+                                  std::to_string(f.top) + "/" + std::to_string(f.bottom) + "/" + std::to_string(f.left) + "/" +
+                                  std::to_string(f.right) + " " + to_string(shape) + " seed=" + std::to_string(seed + 1);
+        const StencilWeights<T> w = random_weights<T>(shape, ++seed);
+        const index_t ld = cols + 5;
+        const auto input = host_generate<T>((rows + 2) * ld, ++seed);
+        const index_t origin = ld + 1;
+        // The whole region's sweep on the cpu, and which cells of it the frame holds.
+        std::vector<T> whole = poisoned<T>(input.size());
+        kernels::stencil_2d(cpu_queue(), input.data() + origin, ld, whole.data() + origin, ld, rows, cols, w);
+        std::vector<T> want = poisoned<T>(input.size());
+        T want_change = T(0);
+        for (index_t r = 0; r < rows; ++r)
+          for (index_t c = 0; c < cols; ++c) {
+            const bool in_frame = r < f.top || r >= rows - f.bottom || c < f.left || c >= cols - f.right;
+            if (!in_frame) continue;
+            const auto at = static_cast<std::size_t>(origin + r * ld + c);
+            want[at] = whole[at];
+            const T d = whole[at] > input[at] ? whole[at] - input[at] : input[at] - whole[at];
+            want_change = std::max(want_change, d);
+          }
+        std::vector<T> cpu_out = poisoned<T>(input.size());
+        T cpu_change = T(0);
+        kernels::stencil_2d_frame(cpu_queue(), input.data() + origin, ld, cpu_out.data() + origin, ld, rows, cols, f, w,
+                                  &cpu_change);
+        ASSERT_EQ(first_difference(cpu_out, want), -1) << where << " (cpu)";
+        EXPECT_EQ(cpu_change, want_change) << where << " (cpu)";
+        Mirrored<T> in(input);
+        Mirrored<T> out(poisoned<T>(input.size()));
+        Mirrored<T> change(std::vector<T>{T(0)});
+        kernels::stencil_2d_frame(cuda_queue(), in.device + origin, ld, out.device + origin, ld, rows, cols, f, w,
+                                  change.device);
+        const index_t differs = first_difference(out.device_to_host(), want);
+        ASSERT_EQ(differs, -1) << where << ": element " << differs << " (row " << differs / ld - 1 << ", col "
+                               << differs % ld - 1 << " of the region)";
+        EXPECT_EQ(change.device_to_host()[0], want_change) << where;
+      }
 }
 
 TYPED_TEST(StencilGpu, ResidualAddsToTheValueGiven) {

@@ -66,6 +66,22 @@ void stencil_2d(const Queue& queue, const float* in, index_t in_ld, float* out, 
 void stencil_2d(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
                 index_t cols, const StencilWeights<double>& weights, double* max_change = nullptr);
 
+// The frame of a region of stencil_2d: the cells within `top` rows of its first row, `bottom` rows of
+// its last, `left` columns of its first column and `right` columns of its last (a frame at least as
+// wide as the region is the whole region).
+struct StencilFrame {
+  index_t top = 0, bottom = 0, left = 0, right = 0;
+};
+
+// stencil_2d over the frame of the region only, as one launch under cuda: the cells a halo exchange
+// sends, swept before the interior so that their exchange can run beside it.
+void stencil_2d_frame(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights,
+                      float* max_change = nullptr);
+void stencil_2d_frame(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
+                      double* max_change = nullptr);
+
 // The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
 //   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
 // summed left to right, for 0 <= i < n. `in` is read on [-radius, n + radius); out does not overlap

@@ -291,6 +291,97 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBloc
   }
 }
 
+// Up to four rectangles of one region, swept by one launch of the cells kernel: rectangle k holds
+// cells [first_cell[k], first_cell[k + 1]) of the launch, row-major.
+struct CellRegions {
+  static constexpr int kMax = 4;
+  int count = 0;
+  index_t row[kMax]{}, col[kMax]{}, cols[kMax]{};
+  index_t first_cell[kMax + 1]{};
+
+  void add(index_t r, index_t c, index_t rows, index_t columns) {
+    if (rows <= 0 || columns <= 0) return;
+    row[count] = r;
+    col[count] = c;
+    cols[count] = columns;
+    first_cell[count + 1] = first_cell[count] + rows * columns;
+    ++count;
+  }
+  __host__ __device__ index_t cells() const { return first_cell[count]; }
+};
+
+// Thin regions (a block's edge rows and columns, a few cells wide): one thread per cell, consecutive
+// threads along a row and on to the next, so that every cell is in flight at once rather than
+// marched down by a few lanes. The same arithmetic as apply_stencil.
+template <class T, bool kNine, class Tuning = Stencil2dTuning>
+__global__ void __launch_bounds__(Tuning::kNarrowThreads)
+    stencil_2d_cells_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                            CellRegions regions, StencilWeights<T> w, T* max_change) {
+  ChangeBits<T> largest = 0;
+  const index_t cells = regions.cells();
+  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cells; i += stride) {
+    int k = 0;
+#pragma unroll
+    for (int j = 1; j < CellRegions::kMax; ++j)
+      if (j < regions.count && i >= regions.first_cell[j]) k = j;
+    const index_t at = i - regions.first_cell[k];
+    const index_t r = regions.row[k] + at / regions.cols[k];
+    const index_t c = regions.col[k] + at % regions.cols[k];
+    const T* p = in + r * in_ld + c;
+    const T centre = p[0];
+    T acc = mul_rn(w.centre, centre);
+    acc = add_rn(acc, mul_rn(w.north, p[-in_ld]));
+    acc = add_rn(acc, mul_rn(w.south, p[in_ld]));
+    acc = add_rn(acc, mul_rn(w.west, p[-1]));
+    acc = add_rn(acc, mul_rn(w.east, p[1]));
+    if constexpr (kNine) {
+      acc = add_rn(acc, mul_rn(w.north_west, p[-in_ld - 1]));
+      acc = add_rn(acc, mul_rn(w.north_east, p[-in_ld + 1]));
+      acc = add_rn(acc, mul_rn(w.south_west, p[in_ld - 1]));
+      acc = add_rn(acc, mul_rn(w.south_east, p[in_ld + 1]));
+    }
+    out[r * out_ld + c] = acc;
+    if (max_change) largest = std::max(largest, change_bits(acc, centre));
+  }
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane_id() == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+}
+
+template <class T, class Tuning = Stencil2dTuning>
+void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld, const CellRegions& regions,
+                             const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
+  if (regions.cells() == 0) return;
+  constexpr int kThreads = Tuning::kNarrowThreads;
+  auto launch = [&]<auto kKernel>() {
+    const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kKernel>(kThreads);
+    const auto grid = static_cast<unsigned>(std::clamp<index_t>(ceil_div<index_t>(regions.cells(), kThreads), 1, resident));
+    kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, regions, w, max_change);
+    TESSERA_CUDA_CHECK_LAUNCH();
+  };
+  if (w.shape == StencilShape::nine_point) launch.template operator()<stencil_2d_cells_kernel<T, true, Tuning>>();
+  else launch.template operator()<stencil_2d_cells_kernel<T, false, Tuning>>();
+}
+
+// The frame of a region: the cells within `top` rows of its first row, `bottom` of its last, `left`
+// columns of its first column and `right` of its last; one launch.
+template <class T, class Tuning = Stencil2dTuning>
+void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                      const StencilFrame& frame, const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
+  if (rows <= 0 || cols <= 0) return;
+  const index_t top = std::min(frame.top, rows), bottom = std::min(frame.bottom, rows - top);
+  const index_t middle = rows - top - bottom;
+  const index_t left = std::min(frame.left, cols), right = std::min(frame.right, cols - left);
+  CellRegions regions;
+  regions.add(0, 0, top, cols);
+  regions.add(rows - bottom, 0, bottom, cols);
+  regions.add(top, 0, middle, left);
+  regions.add(top, cols - right, middle, right);
+  launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, regions, w, max_change, stream);
+}
+
 // The other way to sweep: tiles of kRows rows, each lane loading its kRows + 2 slices at once
 // (no chain of dependent loads: every load of a tile is in flight together) and writing kRows
 // outputs; the rows at a tile's edges are read again by the tiles above and below (through L2).
@@ -628,6 +719,11 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
     TESSERA_CUDA_CHECK_LAUNCH();
   };
   const bool nine = w.shape == StencilShape::nine_point;
+  if (cols <= Tuning::kNarrowCols) {
+    CellRegions whole;
+    whole.add(0, 0, rows, cols);
+    return launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, whole, w, max_change, stream);
+  }
   if constexpr ((sizeof(T) == 4 || sizeof(T) == 8) && Tuning::kBulk) {
     // The ring of rows filled by bulk copies: aligned regions on sm_90, 5- and 9-point sweeps (the
     // 9-point sweep of doubles with a looser register bound: kMinBlocksPerSmNineDouble).

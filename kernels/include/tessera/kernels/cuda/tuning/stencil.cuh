@@ -13,6 +13,8 @@ struct Stencil2dTuning {
   static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
   static constexpr int kMinBlocksPerSm = 5;  // 640 threads per SM, up to 102 registers per thread
   static constexpr bool kBulk = true;        // aligned regions on sm_90: the ring of Stencil2dBulkTuning
+  static constexpr int kNarrowCols = 16;     // regions this narrow or narrower: one thread per cell
+  static constexpr int kNarrowThreads = 256;
   // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil): 2 vectors per lane and 5
   // blocks per SM 0.875 ms (81.9% of the copy rate), 1 vector and 8 blocks 0.931 ms (77.0%). With
   // segments making one wave (`--only variants --reps 15`, 2026-11-24): 0.880 ms (81.5%).

@@ -98,6 +98,7 @@ class Jacobi {
 
  private:
   void iterate(bool check);
+  index_t interior_left_column() const;
   double finish_check();
 
   Field2D<T>& u_;

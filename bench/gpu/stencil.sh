@@ -2,7 +2,8 @@
 # The stencils on one GPU: the GPU tests against the CPU backend (full sizes, then compute-sanitizer
 # memcheck and racecheck at small sizes), the local kernels against the copy rate and plain kernels,
 # the multi-rank stencil tests on the cuda backend (1 and 3 ranks sharing the GPU), and one Jacobi
-# iteration in its parts (sweep, exchange, back to back, overlapped) at 1 and 2 ranks.
+# iteration in its parts (sweep, exchange, back to back, overlapped) at 1 and 2 ranks, and the
+# overlapped step's device timeline on one GPU.
 #
 #   bash bench/gpu/stencil.sh BUILD_DIR        (from the source tree's root; BUILD_DIR has the
 #                                               targets of bench/gpu/stencil.targets built)
@@ -76,6 +77,14 @@ for grid in 2x1 1x2; do
   echo "(${GPUS} GPU(s) for 2 ranks)"
   cat "${OUT_DIR}/step_np2_${grid}.log"
 done
+
+# Where an overlapped step's time goes on one GPU: events on the parts (interior; frame, pack, NCCL
+# to the same rank, unpack) for each order of queuing them, next to the whole sweep alone.
+OVERLAP="${BUILD}/bench/kernels/tessera_bench_stencil_overlap"
+if [[ -x "${OVERLAP}" ]]; then
+  step overlap 40 "${OVERLAP}"
+  cat "${OUT_DIR}/overlap.log"
+fi
 
 log "done, status ${STATUS}"
 exit ${STATUS}

@@ -166,24 +166,36 @@ __device__ __forceinline__ T east_of(const RowNeighbourhood<T, kItems>& r, int k
   return k == kItems - 1 ? r.east : r.item[k + 1];
 }
 
+// One cell: each product and sum rounded on its own, in the order of the weights (the cpu
+// backend's order); the corners for nine_point only. Every sweep computes its cells here.
+template <class T, bool kNine>
+__device__ __forceinline__ T stencil_point(const StencilWeights<T>& w, T centre, T north, T south, T west, T east,
+                                           T north_west, T north_east, T south_west, T south_east) {
+  T acc = mul_rn(w.centre, centre);
+  acc = add_rn(acc, mul_rn(w.north, north));
+  acc = add_rn(acc, mul_rn(w.south, south));
+  acc = add_rn(acc, mul_rn(w.west, west));
+  acc = add_rn(acc, mul_rn(w.east, east));
+  if constexpr (kNine) {
+    acc = add_rn(acc, mul_rn(w.north_west, north_west));
+    acc = add_rn(acc, mul_rn(w.north_east, north_east));
+    acc = add_rn(acc, mul_rn(w.south_west, south_west));
+    acc = add_rn(acc, mul_rn(w.south_east, south_east));
+  }
+  return acc;
+}
+
 template <class T, int kItems, bool kNine>
 __device__ __forceinline__ void apply_stencil(const RowNeighbourhood<T, kItems>& n, const RowNeighbourhood<T, kItems>& c,
                                               const RowNeighbourhood<T, kItems>& s, const StencilWeights<T>& w,
                                               T (&result)[kItems]) {
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
-    T acc = mul_rn(w.centre, c.item[k]);
-    acc = add_rn(acc, mul_rn(w.north, n.item[k]));
-    acc = add_rn(acc, mul_rn(w.south, s.item[k]));
-    acc = add_rn(acc, mul_rn(w.west, west_of(c, k)));
-    acc = add_rn(acc, mul_rn(w.east, east_of(c, k)));
-    if constexpr (kNine) {
-      acc = add_rn(acc, mul_rn(w.north_west, west_of(n, k)));
-      acc = add_rn(acc, mul_rn(w.north_east, east_of(n, k)));
-      acc = add_rn(acc, mul_rn(w.south_west, west_of(s, k)));
-      acc = add_rn(acc, mul_rn(w.south_east, east_of(s, k)));
-    }
-    result[k] = acc;
+    if constexpr (kNine)
+      result[k] = stencil_point<T, true>(w, c.item[k], n.item[k], s.item[k], west_of(c, k), east_of(c, k), west_of(n, k),
+                                         east_of(n, k), west_of(s, k), east_of(s, k));
+    else
+      result[k] = stencil_point<T, false>(w, c.item[k], n.item[k], s.item[k], west_of(c, k), east_of(c, k), T{}, T{}, T{}, T{});
   }
 }
 
@@ -312,7 +324,7 @@ struct CellRegions {
 
 // Thin regions (a block's edge rows and columns, a few cells wide): one thread per cell, consecutive
 // threads along a row and on to the next, so that every cell is in flight at once rather than
-// marched down by a few lanes. The same arithmetic as apply_stencil.
+// marched down by a few lanes.
 template <class T, bool kNine, class Tuning = Stencil2dTuning>
 __global__ void __launch_bounds__(Tuning::kNarrowThreads)
     stencil_2d_cells_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
@@ -330,17 +342,12 @@ __global__ void __launch_bounds__(Tuning::kNarrowThreads)
     const index_t c = regions.col[k] + at % regions.cols[k];
     const T* p = in + r * in_ld + c;
     const T centre = p[0];
-    T acc = mul_rn(w.centre, centre);
-    acc = add_rn(acc, mul_rn(w.north, p[-in_ld]));
-    acc = add_rn(acc, mul_rn(w.south, p[in_ld]));
-    acc = add_rn(acc, mul_rn(w.west, p[-1]));
-    acc = add_rn(acc, mul_rn(w.east, p[1]));
-    if constexpr (kNine) {
-      acc = add_rn(acc, mul_rn(w.north_west, p[-in_ld - 1]));
-      acc = add_rn(acc, mul_rn(w.north_east, p[-in_ld + 1]));
-      acc = add_rn(acc, mul_rn(w.south_west, p[in_ld - 1]));
-      acc = add_rn(acc, mul_rn(w.south_east, p[in_ld + 1]));
-    }
+    T acc;
+    if constexpr (kNine)
+      acc = stencil_point<T, true>(w, centre, p[-in_ld], p[in_ld], p[-1], p[1], p[-in_ld - 1], p[-in_ld + 1],
+                                   p[in_ld - 1], p[in_ld + 1]);
+    else
+      acc = stencil_point<T, false>(w, centre, p[-in_ld], p[in_ld], p[-1], p[1], T{}, T{}, T{}, T{});
     out[r * out_ld + c] = acc;
     if (max_change) largest = std::max(largest, change_bits(acc, centre));
   }

@@ -43,7 +43,8 @@ struct Options {
   int warmup = 3;
   std::string json;
   std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
-  bool study = false;             // the tuning study instead of the table
+  bool study = false;             // the tuning study of 4-byte keys instead of the table
+  bool study64 = false;           // the tuning study of 8-byte keys instead of the table
 };
 
 Options parse(int argc, char** argv) {
@@ -72,6 +73,8 @@ Options parse(int argc, char** argv) {
       o.json = value();
     } else if (flag == "--study") {
       o.study = true;
+    } else if (flag == "--study64") {
+      o.study64 = true;
     } else if (flag == "--only") {
       std::string list = value();
       std::size_t start = 0;
@@ -82,9 +85,10 @@ Options parse(int argc, char** argv) {
         start = end + 1;
       }
     } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study]\n"
+      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study] [--study64]\n"
                   "  --study: other shapes of the onesweep pass (threads x keys per thread, resident blocks per SM,\n"
                   "           look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB\n"
+                  "  --study64: the same for uint64 keys and (uint64, uint64) pairs, the pass's storage static or dynamic\n"
                   "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
                   "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
       std::exit(0);
@@ -247,21 +251,24 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
 
 using tessera::kernels::cuda::detail::WarpMatch;
 
-template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage>
+template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage, bool Dynamic>
 struct Shape {
   static std::string name() {
     return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
-           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "") + (Stage ? " stage" : "");
+           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "") + (Stage ? " stage" : "") +
+           (Dynamic ? " dyn" : "");
   }
 };
 
-template <class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
-          bool Early = false, bool Stage = false>
-void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_t* keys_in, std::uint32_t* ours,
-                 std::uint32_t* theirs, const void* values_in_bytes, void* ours_values_bytes, void* their_values_bytes,
-                 void* temp, std::size_t temp_bytes) {
+template <class Key, class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
+          bool Early = false, bool Stage = false, bool Dynamic = false>
+void study_shape(const Queue& q, const Options& o, index_t n, const Key* keys_in, Key* ours, Key* theirs,
+                 const void* values_in_bytes, void* ours_values_bytes, void* their_values_bytes, void* temp,
+                 std::size_t temp_bytes) {
   using namespace tessera::kernels;
-  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<std::uint32_t, Word, Threads, Items, MinBlocks, Batch, Match, Early, Stage>;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Early,
+                                                                Stage, Dynamic>;
+  constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
   using V = std::conditional_t<kPairs, Word, std::uint32_t>;
   const auto* values_in = static_cast<const V*>(values_in_bytes);
@@ -270,25 +277,26 @@ void study_shape(const Queue& q, const Options& o, index_t n, const std::uint32_
   const auto stream = stream_of(q);
   const int count = static_cast<int>(n);
   auto mine = [&] {
-    tessera::kernels::cuda::detail::device_radix_sort<std::uint32_t, Word, Tuning>(
-        q, RadixTwiddle<std::uint32_t>{}, keys_in, ours, reinterpret_cast<const Word*>(values_in),
-        reinterpret_cast<Word*>(ours_values), n, 0, 32);
+    tessera::kernels::cuda::detail::device_radix_sort<Key, Word, Tuning>(
+        q, RadixTwiddle<Key>{}, keys_in, ours, reinterpret_cast<const Word*>(values_in),
+        reinterpret_cast<Word*>(ours_values), n, 0, kEndBit);
   };
   auto vendor = [&] {
     if constexpr (kPairs) {
       TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, theirs, values_in, their_values,
-                                                         count, 0, 32, stream));
+                                                         count, 0, kEndBit, stream));
     } else {
-      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, count, 0, 32, stream));
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, count, 0, kEndBit, stream));
     }
   };
   mine();
   vendor();
-  bool agree = same_bytes(q, ours, theirs, sizeof(std::uint32_t) * static_cast<std::size_t>(n));
+  bool agree = same_bytes(q, ours, theirs, sizeof(Key) * static_cast<std::size_t>(n));
   if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(V) * static_cast<std::size_t>(n));
   const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
-  std::printf("study  %-6s %-24s %11lld %9.3f %9.3f %7.3f %s\n", kPairs ? (sizeof(V) == 4 ? "pairs" : "pairs8") : "keys",
-              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+  const std::string op = std::string(kPairs ? (sizeof(V) == 4 ? "pairs" : "pairs8") : "keys") + (sizeof(Key) == 8 ? "64" : "");
+  std::printf("study  %-8s %-28s %11lld %9.3f %9.3f %7.3f %s\n", op.c_str(),
+              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
               cub_ms / ours_ms, agree ? "yes" : "NO");
   std::fflush(stdout);
   if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
@@ -336,7 +344,7 @@ void study(const Queue& q, const Options& o, index_t n) {
                 unsigned_ms, signed_ms);
   }
 #define STUDY(Word, T, I, M, B, ...) \
-  study_shape<Word, T, I, M, B __VA_OPT__(,) __VA_ARGS__>(q, o, n, keys_in, ours, theirs, values_in, ours_values, their_values, temp, temp_bytes)
+  study_shape<std::uint32_t, Word, T, I, M, B __VA_OPT__(,) __VA_ARGS__>(q, o, n, keys_in, ours, theirs, values_in, ours_values, their_values, temp, temp_bytes)
   STUDY(RadixNoValue, 384, 20, 2, 4);
   STUDY(RadixNoValue, 384, 20, 2, 1);
   STUDY(RadixNoValue, 384, 20, 3, 4);
@@ -372,6 +380,48 @@ void study(const Queue& q, const Options& o, index_t n) {
   STUDY(std::uint32_t, 512, 13, 2, 4, WarpMatch::ballots, true);
   STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::atomic_or, true);
 #undef STUDY
+  TESSERA_CUDA_CHECK(cudaFree(temp));
+  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
+                  static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
+    TESSERA_CUDA_CHECK(cudaFree(p));
+}
+
+// uint64 keys alone and with uint64 values (staged), the storage static (a tile of 8-byte keys
+// within 48 KB: 15 per thread) or dynamic (more), each against CUB.
+void study64(const Queue& q, const Options& o, index_t n) {
+  using tessera::kernels::RadixNoValue;
+  const auto stream = stream_of(q);
+  auto* keys_in = device_array<std::uint64_t>(n);
+  auto* ours = device_array<std::uint64_t>(n);
+  auto* theirs = device_array<std::uint64_t>(n);
+  auto* values_in = device_array<std::uint64_t>(n);
+  auto* ours_values = device_array<std::uint64_t>(n);
+  auto* their_values = device_array<std::uint64_t>(n);
+  fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + 8);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  std::size_t temp_bytes = 0, pair_bytes = 0;
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 64, stream));
+  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs, values_in, their_values,
+                                                     static_cast<int>(n), 0, 64, stream));
+  temp_bytes = std::max(temp_bytes, pair_bytes);
+  void* temp = nullptr;
+  TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  std::printf("\n%-6s %-8s %-28s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+#define STUDY64(Word, T, I, M, B, ...)                                                                                \
+  study_shape<std::uint64_t, Word, T, I, M, B __VA_OPT__(, ) __VA_ARGS__>(q, o, n, keys_in, ours, theirs, values_in, \
+                                                                         ours_values, their_values, temp, temp_bytes)
+  STUDY64(RadixNoValue, 384, 15, 2, 4);
+  STUDY64(RadixNoValue, 384, 15, 2, 4, WarpMatch::ballots, false, false, true);
+  STUDY64(RadixNoValue, 384, 18, 2, 4, WarpMatch::ballots, false, false, true);
+  STUDY64(RadixNoValue, 384, 20, 2, 4, WarpMatch::ballots, false, false, true);
+  STUDY64(RadixNoValue, 384, 22, 2, 4, WarpMatch::ballots, false, false, true);
+  STUDY64(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, false, true);
+  STUDY64(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, false, true, true);
+  STUDY64(std::uint64_t, 384, 17, 2, 4, WarpMatch::ballots, false, true, true);
+  STUDY64(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true, true);
+#undef STUDY64
   TESSERA_CUDA_CHECK(cudaFree(temp));
   for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
                   static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
@@ -419,8 +469,9 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-7s %-7s %11s %9s %9s %8s %8s %7s %7s %s\n", "op", "keys", "values", "n", "ours ms", "cub ms",
               "ours G/s", "cub G/s", "speedup", "%floor", "agree");
   for (index_t n : o.sizes) {
-    if (o.study) {
-      study(q, o, n);
+    if (o.study || o.study64) {
+      if (o.study) study(q, o, n);
+      if (o.study64) study64(q, o, n);
       continue;
     }
     bench_sort<std::uint32_t, void>(q, o, n, copy_gbs);

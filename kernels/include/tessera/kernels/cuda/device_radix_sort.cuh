@@ -38,11 +38,24 @@ __global__ void __launch_bounds__(Tuning::kHistogramThreads)
   radix_histogram_agent<Tuning>(storage, keys, n, twiddle, begin_bit, end_bit, digit_starts, blocks_done);
 }
 
+// Dynamic shared memory of a onesweep block: the storage where Tuning::kDynamicStorage (rounded up
+// to 16 bytes), then the stage of values (Tuning::kStageBytes).
+template <class Tuning, class Bits, class Word>
+inline constexpr int kOnesweepStorageBytes =
+    Tuning::kDynamicStorage ? static_cast<int>((sizeof(OnesweepStorage<Tuning, Bits, Word>) + 15) / 16 * 16) : 0;
+template <class Tuning, class Bits, class Word>
+inline constexpr int kOnesweepDynamicBytes = kOnesweepStorageBytes<Tuning, Bits, Word> + Tuning::kStageBytes;
+
 template <class Tuning, class Bits, class Word>
 __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm) onesweep_kernel(const OnesweepPass<Bits, Word> pass) {
-  __shared__ OnesweepStorage<Tuning, Bits, Word> storage;
-  extern __shared__ __align__(16) unsigned char onesweep_stage[];  // Tuning::kStageBytes
-  onesweep_agent<Tuning>(storage, reinterpret_cast<Word*>(onesweep_stage), pass);
+  extern __shared__ __align__(16) unsigned char onesweep_dynamic[];  // kOnesweepDynamicBytes
+  Word* const stage = reinterpret_cast<Word*>(onesweep_dynamic + kOnesweepStorageBytes<Tuning, Bits, Word>);
+  if constexpr (Tuning::kDynamicStorage) {
+    onesweep_agent<Tuning>(*reinterpret_cast<OnesweepStorage<Tuning, Bits, Word>*>(onesweep_dynamic), stage, pass);
+  } else {
+    __shared__ OnesweepStorage<Tuning, Bits, Word> storage;
+    onesweep_agent<Tuning>(storage, stage, pass);
+  }
 }
 
 template <class Bits>
@@ -142,11 +155,12 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
 
   // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
   // last place keys_out), or, with copy_back, the spare array first.
-  if constexpr (Tuning::kStageBytes > 0) {
-    // The staged values take dynamic shared memory beyond the static storage; the carveout that
-    // holds the most of it keeps every resident block of the tuning.
+  constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
+  if constexpr (kDynamicBytes > 0) {
+    // The staged values (and the storage, where dynamic) take dynamic shared memory; the carveout
+    // that holds the most of it keeps every resident block of the tuning.
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(onesweep_kernel<Tuning, Bits, Word>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, Tuning::kStageBytes));
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kDynamicBytes));
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(onesweep_kernel<Tuning, Bits, Word>,
                                             cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   }
@@ -182,7 +196,7 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
       pass.convert_in = place == 0;
       pass.convert_out = place == places - 1;
       onesweep_kernel<Tuning, Bits, Word>
-          <<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, Tuning::kStageBytes, stream>>>(pass);
+          <<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);
       TESSERA_CUDA_CHECK_LAUNCH();
     }
     keys_from = key_buffers[destination];

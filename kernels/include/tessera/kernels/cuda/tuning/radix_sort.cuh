@@ -14,7 +14,8 @@ namespace tessera::kernels::cuda::detail {
 // per SM the compiler must allow, the look-back's predecessors per round trip, and how a warp's
 // lanes with one digit find each other (block_radix_rank.cuh).
 template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
-          WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false, bool StageValues = false>
+          WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false, bool StageValues = false,
+          bool DynamicStorage = false>
 struct RadixSortShape {
   static constexpr WarpMatch kWarpMatch = Match;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
@@ -35,6 +36,9 @@ struct RadixSortShape {
   // A portion's look-back counts must fit in 30 bits.
   static constexpr int kPortionItems = ((1 << 29) / kTileItems) * kTileItems;
   static constexpr int kStageBytes = kStageValues ? kTileItems * static_cast<int>(sizeof(Word)) : 0;
+  // The pass's storage (a tile of keys, the ranking's counters) in dynamic shared memory before the
+  // stage, rather than static: beyond the 48 KB a static tile may take.
+  static constexpr bool kDynamicStorage = DynamicStorage;
 };
 
 // Values of 4, 8 or 16 bytes (naturally aligned) are staged in shared memory (kStageValues).
@@ -45,12 +49,17 @@ inline constexpr bool kRadixSortStageValues =
 
 // Items per thread: two resident thread blocks of 384 threads per SM (registers <= 80, no spills on
 // sm_90; the static shared memory, a tile of keys or of values sorted where the keys were, within
-// 48 KB; the staged values, dynamic, within the rest of the SM's 228 KB). Measured on an H100 with
+// 48 KB unless the storage is dynamic; the staged values, dynamic, within the rest of the SM's
+// 228 KB). Measured on an H100 with
 // bench_sort --study (2^26 and 2^28 uint32 keys, 2026-11-24), each against CUB in the same run:
 //   4-byte keys alone          24 (5.22 ms at 2^28 against 5.65 for 20)
 //   4-byte keys, 4-byte values 30, staged (8.75 ms; 23 staged 9.11, 23 in registers 9.05)
 //   4-byte keys, 8-byte values 20, staged (12.78 ms; 15, the most that fit unstaged, 13.08)
-//   8-byte keys                15 (a tile of 8-byte keys fills the 48 KB)
+//   8-byte keys                15 (a tile of 8-byte keys fills the 48 KB; 20 with the storage in
+//                              dynamic shared memory measured the same, 15.98-16.00 ms at 2^28
+//                              against 15.92-15.94, bench_sort --study64)
+//   8-byte keys, 8-byte values 18, staged, the storage in dynamic shared memory (31.59-31.61 ms at
+//                              2^28 against 32.28-32.29 for 15 static, 1.008-1.009x CUB)
 // Values that are not staged (1, 2 bytes; odd sizes) are held in registers: 23 for 4-byte keys,
 // fewer for wider values so that their tile fits the static shared memory. The same shapes build
 // for sm_80 (one launch shape for every architecture), where 4-byte keys with 8-byte values spill
@@ -63,9 +72,12 @@ struct RadixSortItems {
   static constexpr int kWidestBytes = kValueBytes > static_cast<int>(sizeof(Bits)) ? kValueBytes : static_cast<int>(sizeof(Bits));
   static constexpr int kScaled = (sizeof(Bits) == 4 ? (kValueBytes <= 4 ? 23 : 30) : (kValueBytes <= 8 ? 30 : 24)) * 4 /
                                  (kWidestBytes < 4 ? 4 : kWidestBytes);
+  // 8-byte keys with 8-byte staged values keep their storage in dynamic shared memory.
+  static constexpr bool kDynamicStorage = sizeof(Bits) == 8 && kStaged && kValueBytes == 8;
   static constexpr int value = sizeof(Bits) == 4 && !kHasValues               ? 24
                                : sizeof(Bits) == 4 && kStaged && kValueBytes == 4 ? 30
                                : sizeof(Bits) == 4 && kStaged && kValueBytes == 8 ? 20
+                               : kDynamicStorage                               ? 18
                                : kScaled < 1                                   ? 1
                                                                                : kScaled;
 };
@@ -76,7 +88,8 @@ inline constexpr WarpMatch kRadixSortWarpMatch =
     sizeof(Bits) == 4 && std::is_same_v<Word, RadixNoValue> ? WarpMatch::atomic_or : WarpMatch::ballots;
 template <class Bits, class Word>
 struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4,
-                                        kRadixSortWarpMatch<Bits, Word>, false, kRadixSortStageValues<Word>> {};
+                                        kRadixSortWarpMatch<Bits, Word>, false, kRadixSortStageValues<Word>,
+                                        RadixSortItems<Bits, Word>::kDynamicStorage> {};
 
 // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
 template <class Bits>

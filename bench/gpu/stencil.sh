@@ -35,11 +35,12 @@ fi
 step bench_stencil 70 "${BUILD}/bench/kernels/tessera_bench_stencil" --reps 10 --json "${OUT_DIR}/bench_stencil.json"
 cat "${OUT_DIR}/bench_stencil.log"
 
-# What limits the kernels: Nsight Compute on one launch each of the library's 5-point sweep, the
-# plain 5-point sweep and the radius-8 convolution (8192^2 cells; the full reports land in OUT).
+# What limits the kernels: Nsight Compute on one launch each of the library's 5-point sweep (the ring
+# of rows on sm_90), the plain 5-point sweep and the radius-8 convolution (8192^2 cells; the full
+# reports land in OUT).
 NCU="$(command -v ncu || true)"
 if [[ -n "${NCU}" ]]; then
-  for spec in "stencil_2d_kernel:0:sweep5" "plain_sweep_kernel:0:sweep5" "convolve_1d_unrolled:6:convolve"; do
+  for spec in "stencil_2d_bulk_kernel:0:sweep5" "plain_sweep_kernel:0:sweep5" "convolve_1d_lanes_kernel:6:convolve"; do
     IFS=: read -r kernel skip cases <<<"${spec}"
     step "ncu_${kernel}" 40 "${NCU}" -k "regex:${kernel}" --launch-skip "${skip}" --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \

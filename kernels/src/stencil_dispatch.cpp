@@ -1,6 +1,5 @@
 // The stencil operations (tessera/kernels/stencil.hpp): argument checks, then the backend named by
 // the queue.
-#include <algorithm>
 #include <string>
 
 #include "backend_dispatch.hpp"
@@ -26,23 +25,14 @@ void dispatch_stencil(const Queue& q, const T* in, index_t in_ld, T* out, index_
                    cuda::stencil_2d(q, in, in_ld, out, out_ld, rows, cols, weights, max_change));
 }
 
-// The frame's rectangles clipped to the region as stencil_2d_frame's contract says: top rows, then
-// bottom rows of what is left, then the left and right columns of the rows between.
+// The frame's parts one after the other (StencilFrame::parts).
 template <class T>
 void cpu_stencil_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                        const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change) {
-  if (rows <= 0 || cols <= 0) return;
-  const index_t top = std::min(frame.top, rows), bottom = std::min(frame.bottom, rows - top);
-  const index_t middle = rows - top - bottom;
-  const index_t left = std::min(frame.left, cols), right = std::min(frame.right, cols - left);
-  auto region = [&](index_t r, index_t c, index_t nr, index_t nc) {
-    if (nr > 0 && nc > 0)
-      cpu::stencil_2d(in + r * in_ld + c, in_ld, out + r * out_ld + c, out_ld, nr, nc, weights, max_change);
-  };
-  region(0, 0, top, cols);
-  region(rows - bottom, 0, bottom, cols);
-  region(top, 0, middle, left);
-  region(top, cols - right, middle, right);
+  for (const StencilFrame::Part& p : frame.parts(rows, cols))
+    if (p.rows > 0 && p.cols > 0)
+      cpu::stencil_2d(in + p.row * in_ld + p.col, in_ld, out + p.row * out_ld + p.col, out_ld, p.rows, p.cols, weights,
+                      max_change);
 }
 
 template <class T>

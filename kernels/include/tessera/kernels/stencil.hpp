@@ -10,6 +10,8 @@
 // user's compiler to instantiate). Arrays are backend memory; stream-ordered under cuda.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <span>
 
@@ -71,6 +73,19 @@ void stencil_2d(const Queue& queue, const double* in, index_t in_ld, double* out
 // wide as the region is the whole region).
 struct StencilFrame {
   index_t top = 0, bottom = 0, left = 0, right = 0;
+
+  // One part of the frame: rows x cols cells from (row, col) of the region (possibly empty).
+  struct Part {
+    index_t row = 0, col = 0, rows = 0, cols = 0;
+  };
+  // The frame of a rows x cols region as four disjoint parts, each width clipped to what is left:
+  // the top rows, the bottom rows, then the left and right columns of the rows between.
+  std::array<Part, 4> parts(index_t rows, index_t cols) const {
+    if (rows <= 0 || cols <= 0) return {};
+    const index_t t = std::min(top, rows), b = std::min(bottom, rows - t), middle = rows - t - b;
+    const index_t l = std::min(left, cols), r = std::min(right, cols - l);
+    return {Part{0, 0, t, cols}, Part{rows - b, 0, b, cols}, Part{t, 0, middle, l}, Part{t, cols - r, middle, r}};
+  }
 };
 
 // stencil_2d over the frame of the region only, as one launch under cuda: the cells a halo exchange

@@ -372,20 +372,12 @@ void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld,
   else launch.template operator()<stencil_2d_cells_kernel<T, false, Tuning>>();
 }
 
-// The frame of a region: the cells within `top` rows of its first row, `bottom` of its last, `left`
-// columns of its first column and `right` of its last; one launch.
+// The frame of a region (StencilFrame::parts), all its parts in one launch.
 template <class T, class Tuning = Stencil2dTuning>
 void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                       const StencilFrame& frame, const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
-  if (rows <= 0 || cols <= 0) return;
-  const index_t top = std::min(frame.top, rows), bottom = std::min(frame.bottom, rows - top);
-  const index_t middle = rows - top - bottom;
-  const index_t left = std::min(frame.left, cols), right = std::min(frame.right, cols - left);
   CellRegions regions;
-  regions.add(0, 0, top, cols);
-  regions.add(rows - bottom, 0, bottom, cols);
-  regions.add(top, 0, middle, left);
-  regions.add(top, cols - right, middle, right);
+  for (const StencilFrame::Part& p : frame.parts(rows, cols)) regions.add(p.row, p.col, p.rows, p.cols);
   launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, regions, w, max_change, stream);
 }
 

@@ -260,20 +260,66 @@ struct Shape {
   }
 };
 
+// The arrays of one study of Key keys: the input (random bits) and both sorts' outputs, 8-byte
+// values (the input index, read as 4-byte values by the pairs of 4-byte values), and CUB's
+// temporary storage, large enough for keys alone and for pairs with 4- or 8-byte values.
+template <class Key>
+struct StudyArrays {
+  index_t n;
+  Key* keys_in = device_array<Key>(n);
+  Key* ours = device_array<Key>(n);
+  Key* theirs = device_array<Key>(n);
+  std::uint64_t* values_in = device_array<std::uint64_t>(n);
+  std::uint64_t* ours_values = device_array<std::uint64_t>(n);
+  std::uint64_t* their_values = device_array<std::uint64_t>(n);
+  void* temp = nullptr;
+  std::size_t temp_bytes = 0;
+
+  StudyArrays(const Queue& q, index_t count) : n(count) {
+    const auto stream = stream_of(q);
+    fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + sizeof(Key));
+    TESSERA_CUDA_CHECK_LAUNCH();
+    iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
+    TESSERA_CUDA_CHECK_LAUNCH();
+    const int items = static_cast<int>(n), end_bit = 8 * static_cast<int>(sizeof(Key));
+    std::size_t keys_bytes = 0, pair_bytes = 0, wide_bytes = 0;
+    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, keys_bytes, keys_in, theirs, items, 0, end_bit, stream));
+    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs,
+                                                       reinterpret_cast<const std::uint32_t*>(values_in),
+                                                       reinterpret_cast<std::uint32_t*>(their_values), items, 0, end_bit,
+                                                       stream));
+    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, wide_bytes, keys_in, theirs, values_in, their_values, items,
+                                                       0, end_bit, stream));
+    temp_bytes = std::max({keys_bytes, pair_bytes, wide_bytes});
+    TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  }
+  ~StudyArrays() {
+    for (void* p : {temp, static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
+                    static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
+      TESSERA_CUDA_CHECK(cudaFree(p));
+  }
+  StudyArrays(const StudyArrays&) = delete;
+  StudyArrays& operator=(const StudyArrays&) = delete;
+};
+
 template <class Key, class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
           bool Early = false, bool Stage = false, bool Dynamic = false>
-void study_shape(const Queue& q, const Options& o, index_t n, const Key* keys_in, Key* ours, Key* theirs,
-                 const void* values_in_bytes, void* ours_values_bytes, void* their_values_bytes, void* temp,
-                 std::size_t temp_bytes) {
+void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   using namespace tessera::kernels;
   using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Early,
                                                                 Stage, Dynamic>;
   constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
   using V = std::conditional_t<kPairs, Word, std::uint32_t>;
-  const auto* values_in = static_cast<const V*>(values_in_bytes);
-  auto* ours_values = static_cast<V*>(ours_values_bytes);
-  auto* their_values = static_cast<V*>(their_values_bytes);
+  const index_t n = a.n;
+  const Key* keys_in = a.keys_in;
+  Key* ours = a.ours;
+  Key* theirs = a.theirs;
+  const auto* values_in = reinterpret_cast<const V*>(a.values_in);
+  auto* ours_values = reinterpret_cast<V*>(a.ours_values);
+  auto* their_values = reinterpret_cast<V*>(a.their_values);
+  void* temp = a.temp;
+  std::size_t temp_bytes = a.temp_bytes;
   const auto stream = stream_of(q);
   const int count = static_cast<int>(n);
   auto mine = [&] {
@@ -305,32 +351,15 @@ void study_shape(const Queue& q, const Options& o, index_t n, const Key* keys_in
 // uint32 keys alone and with uint32 values, in several onesweep shapes, each against CUB.
 void study(const Queue& q, const Options& o, index_t n) {
   using tessera::kernels::RadixNoValue;
-  const auto stream = stream_of(q);
-  auto* keys_in = device_array<std::uint32_t>(n);
-  auto* ours = device_array<std::uint32_t>(n);
-  auto* theirs = device_array<std::uint32_t>(n);
-  // Values of 8 bytes, read as 4-byte values by the 4-byte studies.
-  auto* values_in = device_array<std::uint64_t>(n);
-  auto* ours_values = device_array<std::uint64_t>(n);
-  auto* their_values = device_array<std::uint64_t>(n);
-  fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + 4);
-  TESSERA_CUDA_CHECK_LAUNCH();
-  iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
-  TESSERA_CUDA_CHECK_LAUNCH();
-  std::size_t temp_bytes = 0, pair_bytes = 0, wide_bytes = 0;
-  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 32, stream));
-  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs,
-                                                     reinterpret_cast<const std::uint32_t*>(values_in),
-                                                     reinterpret_cast<std::uint32_t*>(their_values),
-                                                     static_cast<int>(n), 0, 32, stream));
-  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, wide_bytes, keys_in, theirs, values_in, their_values,
-                                                     static_cast<int>(n), 0, 32, stream));
-  temp_bytes = std::max({temp_bytes, pair_bytes, wide_bytes});
-  void* temp = nullptr;
-  TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  const StudyArrays<std::uint32_t> arrays(q, n);
   std::printf("\n%-6s %-6s %-24s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
   {
     // CUB with uint32 and with int32 keys, the same bits: their times differ in the table above.
+    const auto stream = stream_of(q);
+    const std::uint32_t* keys_in = arrays.keys_in;
+    std::uint32_t* theirs = arrays.theirs;
+    void* temp = arrays.temp;
+    std::size_t temp_bytes = arrays.temp_bytes;
     auto* signed_in = reinterpret_cast<const std::int32_t*>(keys_in);
     auto* signed_out = reinterpret_cast<std::int32_t*>(theirs);
     auto cub_unsigned = [&] {
@@ -343,8 +372,7 @@ void study(const Queue& q, const Options& o, index_t n) {
     std::printf("study  cub    uint32 keys / int32 keys, same bits %11lld %9.3f %9.3f\n", static_cast<long long>(n),
                 unsigned_ms, signed_ms);
   }
-#define STUDY(Word, T, I, M, B, ...) \
-  study_shape<std::uint32_t, Word, T, I, M, B __VA_OPT__(,) __VA_ARGS__>(q, o, n, keys_in, ours, theirs, values_in, ours_values, their_values, temp, temp_bytes)
+#define STUDY(Word, T, I, M, B, ...) study_shape<std::uint32_t, Word, T, I, M, B __VA_OPT__(, ) __VA_ARGS__>(q, o, arrays)
   STUDY(RadixNoValue, 384, 20, 2, 4);
   STUDY(RadixNoValue, 384, 20, 2, 1);
   STUDY(RadixNoValue, 384, 20, 3, 4);
@@ -380,38 +408,15 @@ void study(const Queue& q, const Options& o, index_t n) {
   STUDY(std::uint32_t, 512, 13, 2, 4, WarpMatch::ballots, true);
   STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::atomic_or, true);
 #undef STUDY
-  TESSERA_CUDA_CHECK(cudaFree(temp));
-  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
-                  static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
-    TESSERA_CUDA_CHECK(cudaFree(p));
 }
 
 // uint64 keys alone and with uint64 values (staged), the storage static (a tile of 8-byte keys
 // within 48 KB: 15 per thread) or dynamic (more), each against CUB.
 void study64(const Queue& q, const Options& o, index_t n) {
   using tessera::kernels::RadixNoValue;
-  const auto stream = stream_of(q);
-  auto* keys_in = device_array<std::uint64_t>(n);
-  auto* ours = device_array<std::uint64_t>(n);
-  auto* theirs = device_array<std::uint64_t>(n);
-  auto* values_in = device_array<std::uint64_t>(n);
-  auto* ours_values = device_array<std::uint64_t>(n);
-  auto* their_values = device_array<std::uint64_t>(n);
-  fill_keys_kernel<<<1024, 256, 0, stream>>>(keys_in, n, 20240601u + 8);
-  TESSERA_CUDA_CHECK_LAUNCH();
-  iota_kernel<<<1024, 256, 0, stream>>>(values_in, n);
-  TESSERA_CUDA_CHECK_LAUNCH();
-  std::size_t temp_bytes = 0, pair_bytes = 0;
-  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys_in, theirs, static_cast<int>(n), 0, 64, stream));
-  TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, pair_bytes, keys_in, theirs, values_in, their_values,
-                                                     static_cast<int>(n), 0, 64, stream));
-  temp_bytes = std::max(temp_bytes, pair_bytes);
-  void* temp = nullptr;
-  TESSERA_CUDA_CHECK(cudaMalloc(&temp, temp_bytes));
+  const StudyArrays<std::uint64_t> arrays(q, n);
   std::printf("\n%-6s %-8s %-28s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
-#define STUDY64(Word, T, I, M, B, ...)                                                                                \
-  study_shape<std::uint64_t, Word, T, I, M, B __VA_OPT__(, ) __VA_ARGS__>(q, o, n, keys_in, ours, theirs, values_in, \
-                                                                         ours_values, their_values, temp, temp_bytes)
+#define STUDY64(Word, T, I, M, B, ...) study_shape<std::uint64_t, Word, T, I, M, B __VA_OPT__(, ) __VA_ARGS__>(q, o, arrays)
   STUDY64(RadixNoValue, 384, 15, 2, 4);
   STUDY64(RadixNoValue, 384, 15, 2, 4, WarpMatch::ballots, false, false, true);
   STUDY64(RadixNoValue, 384, 18, 2, 4, WarpMatch::ballots, false, false, true);
@@ -422,10 +427,6 @@ void study64(const Queue& q, const Options& o, index_t n) {
   STUDY64(std::uint64_t, 384, 17, 2, 4, WarpMatch::ballots, false, true, true);
   STUDY64(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true, true);
 #undef STUDY64
-  TESSERA_CUDA_CHECK(cudaFree(temp));
-  for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours), static_cast<void*>(theirs),
-                  static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(their_values)})
-    TESSERA_CUDA_CHECK(cudaFree(p));
 }
 
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {

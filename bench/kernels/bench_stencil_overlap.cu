@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -43,18 +44,6 @@ constexpr Order kOrders[] = {{"interior, frame, pack, exchange", "ifpx"},
                              {"frame, interior, pack, exchange", "fipx"},
                              {"frame, pack, interior, exchange", "fpix"},
                              {"frame, pack, exchange, interior", "fpxi"}};
-
-std::vector<index_t> parse_sizes(const std::string& v) {
-  std::vector<index_t> sizes;
-  for (std::size_t at = 0; at <= v.size();) {
-    const std::size_t comma = std::min(v.find(',', at), v.size());
-    const long long n = std::atoll(v.substr(at, comma - at).c_str());
-    if (n < 8) throw std::invalid_argument("--sizes: '" + v + "' is not a list of sizes of at least 8");
-    sizes.push_back(n);
-    at = comma + 1;
-  }
-  return sizes;
-}
 
 void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nccl_stream, const kernels::Queue& q,
               const kernels::Queue& edges) {
@@ -142,24 +131,34 @@ void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nc
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace tessera::bench;
+  program_name() = "tessera_bench_stencil_overlap";
   try {
     std::vector<index_t> sizes = {4096, 8192, 16384};
     int iters = 30, warmup = 5;
     for (int i = 1; i < argc; ++i) {
       const std::string flag = argv[i];
       auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(flag + ": missing value");
+        if (i + 1 >= argc) usage_error(flag + ": missing value");
         return argv[++i];
       };
       if (flag == "--help") {
         std::puts("usage: tessera_bench_stencil_overlap [--sizes N,N,...] [--iters I] [--warmup W]");
         return 0;
-      } else if (flag == "--sizes") sizes = parse_sizes(value());
-      else if (flag == "--iters") iters = std::atoi(value().c_str());
-      else if (flag == "--warmup") warmup = std::atoi(value().c_str());
-      else throw std::invalid_argument("unknown flag '" + flag + "' (see --help)");
+      } else if (flag == "--sizes") {
+        sizes.clear();
+        for (const std::string& part : split(value())) {
+          sizes.push_back(parse_count(part, "--sizes", 1));
+          if (sizes.back() < 8) usage_error("--sizes: blocks of at least 8 x 8, got " + part);
+        }
+      } else if (flag == "--iters") {
+        iters = static_cast<int>(parse_count(value(), "--iters", 1));
+      } else if (flag == "--warmup") {
+        warmup = static_cast<int>(parse_count(value(), "--warmup"));
+      } else {
+        usage_error("unknown flag '" + flag + "' (see --help)");
+      }
     }
-    if (iters < 1 || warmup < 0) throw std::invalid_argument("--iters: at least 1; --warmup: at least 0");
     if (kernels::cuda_device_count() == 0) {
       std::fprintf(stderr, "tessera_bench_stencil_overlap: no CUDA device\n");
       return 1;
@@ -182,9 +181,6 @@ int main(int argc, char** argv) {
     kernels::destroy_queue(edges);
     kernels::destroy_queue(q);
     return 0;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "tessera_bench_stencil_overlap: %s\n", e.what());
-    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera_bench_stencil_overlap: %s\n", e.what());
     return 1;

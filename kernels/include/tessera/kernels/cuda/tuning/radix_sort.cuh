@@ -50,14 +50,14 @@ inline constexpr bool kRadixSortStageValues =
 // Items per thread: two resident thread blocks of 384 threads per SM (registers <= 80, no spills on
 // sm_90; the static shared memory, a tile of keys or of values sorted where the keys were, within
 // 48 KB unless the storage is dynamic; the staged values, dynamic, within the rest of the SM's
-// 228 KB). Measured on an H100 with
-// bench_sort --study (2^26 and 2^28 uint32 keys, 2026-11-24), each against CUB in the same run:
+// 228 KB). Measured on an H100 with bench_sort --study (2^26 and 2^28 uint32 keys, 2026-11-24) and
+// --study64 (uint64 keys), each against CUB in the same run:
 //   4-byte keys alone          24 (5.22 ms at 2^28 against 5.65 for 20)
 //   4-byte keys, 4-byte values 30, staged (8.75 ms; 23 staged 9.11, 23 in registers 9.05)
 //   4-byte keys, 8-byte values 20, staged (12.78 ms; 15, the most that fit unstaged, 13.08)
 //   8-byte keys                15 (a tile of 8-byte keys fills the 48 KB; 20 with the storage in
 //                              dynamic shared memory measured the same, 15.98-16.00 ms at 2^28
-//                              against 15.92-15.94, bench_sort --study64)
+//                              against 15.92-15.94)
 //   8-byte keys, 8-byte values 18, staged, the storage in dynamic shared memory (31.59-31.61 ms at
 //                              2^28 against 32.28-32.29 for 15 static, 1.008-1.009x CUB)
 // Values that are not staged (1, 2 bytes; odd sizes) are held in registers: 23 for 4-byte keys,

@@ -45,6 +45,7 @@ struct Options {
   std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
   bool study = false;             // the tuning study of 4-byte keys instead of the table
   bool study64 = false;           // the tuning study of 8-byte keys instead of the table
+  bool study_carveout = false;    // the shared-memory carveout study instead of the table
 };
 
 Options parse(int argc, char** argv) {
@@ -75,6 +76,8 @@ Options parse(int argc, char** argv) {
       o.study = true;
     } else if (flag == "--study64") {
       o.study64 = true;
+    } else if (flag == "--study-carveout") {
+      o.study_carveout = true;
     } else if (flag == "--only") {
       std::string list = value();
       std::size_t start = 0;
@@ -86,9 +89,12 @@ Options parse(int argc, char** argv) {
       }
     } else if (flag == "--help" || flag == "-h") {
       std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study] [--study64]\n"
+                  "                         [--study-carveout]\n"
                   "  --study: other shapes of the onesweep pass (threads x keys per thread, resident blocks per SM,\n"
                   "           look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB\n"
                   "  --study64: the same for uint64 keys and (uint64, uint64) pairs, the pass's storage static or dynamic\n"
+                  "  --study-carveout: larger tiles (the pass's storage in dynamic shared memory), wide values sorted\n"
+                  "           part by part, and the smallest shared-memory carveout that keeps the blocks resident\n"
                   "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
                   "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
       std::exit(0);
@@ -251,12 +257,13 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
 
 using tessera::kernels::cuda::detail::WarpMatch;
 
-template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage, bool Dynamic>
+template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage, bool Dynamic, bool Fit,
+          bool Parts>
 struct Shape {
   static std::string name() {
     return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
            std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "") + (Stage ? " stage" : "") +
-           (Dynamic ? " dyn" : "");
+           (Dynamic ? " dyn" : "") + (Fit ? " fit" : "") + (Parts ? " parts" : "");
   }
 };
 
@@ -303,11 +310,11 @@ struct StudyArrays {
 };
 
 template <class Key, class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
-          bool Early = false, bool Stage = false, bool Dynamic = false>
+          bool Early = false, bool Stage = false, bool Dynamic = false, bool Fit = false, bool Parts = false>
 void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   using namespace tessera::kernels;
   using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Early,
-                                                                Stage, Dynamic>;
+                                                                Stage, Dynamic, Fit, Parts>;
   constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
   using V = std::conditional_t<kPairs, Word, std::uint32_t>;
@@ -340,10 +347,17 @@ void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   bool agree = same_bytes(q, ours, theirs, sizeof(Key) * static_cast<std::size_t>(n));
   if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(V) * static_cast<std::size_t>(n));
   const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
+  // Resident blocks per SM and the L1 left beside them, as the sort configured the kernel.
+  int resident = 0;
+  TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &resident, tessera::kernels::cuda::detail::onesweep_kernel<Tuning, Key, Word>, Threads,
+      tessera::kernels::cuda::detail::kOnesweepDynamicBytes<Tuning, Key, Word>));
+  cudaFuncAttributes attributes{};
+  TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, tessera::kernels::cuda::detail::onesweep_kernel<Tuning, Key, Word>));
   const std::string op = std::string(kPairs ? (sizeof(V) == 4 ? "pairs" : "pairs8") : "keys") + (sizeof(Key) == 8 ? "64" : "");
-  std::printf("study  %-8s %-28s %11lld %9.3f %9.3f %7.3f %s\n", op.c_str(),
-              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
-              cub_ms / ours_ms, agree ? "yes" : "NO");
+  std::printf("study  %-8s %-34s %11lld %9.3f %9.3f %7.3f %s  %d blocks/SM, carveout %d%%\n", op.c_str(),
+              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic, Fit, Parts>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+              cub_ms / ours_ms, agree ? "yes" : "NO", resident, attributes.preferredShmemCarveout);
   std::fflush(stdout);
   if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
 }
@@ -429,6 +443,49 @@ void study64(const Queue& q, const Options& o, index_t n) {
 #undef STUDY64
 }
 
+// Tiles larger than the static 48 KB holds (the pass's storage in dynamic shared memory), values
+// wider than the keys sorted part by part, and the shared-memory carveout: the smallest that keeps
+// the blocks resident (fit: the rest of the SM's memory L1) or the largest (shapes with dynamic
+// shared memory) or the driver's choice (static only); the tuning's shapes among them, each
+// against CUB.
+void study_carveout(const Queue& q, const Options& o, index_t n) {
+  using tessera::kernels::RadixNoValue;
+  std::printf("\n%-6s %-8s %-34s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+  {
+    const StudyArrays<std::uint32_t> arrays(q, n);
+#define STUDY(Word, I, Match, Stage, Dynamic, Fit, Parts) \
+  study_shape<std::uint32_t, Word, 384, I, 2, 4, Match, false, Stage, Dynamic, Fit, Parts>(q, o, arrays)
+    STUDY(RadixNoValue, 24, WarpMatch::atomic_or, false, false, false, false);
+    STUDY(RadixNoValue, 24, WarpMatch::atomic_or, false, false, true, false);
+    STUDY(RadixNoValue, 24, WarpMatch::atomic_or, false, true, true, false);
+    STUDY(RadixNoValue, 28, WarpMatch::atomic_or, false, true, true, false);
+    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false);
+    STUDY(std::uint32_t, 30, WarpMatch::ballots, true, false, false, false);
+    STUDY(std::uint32_t, 30, WarpMatch::ballots, true, false, true, false);
+    STUDY(std::uint32_t, 32, WarpMatch::ballots, true, true, false, false);
+    STUDY(std::uint32_t, 34, WarpMatch::ballots, true, true, false, false);
+    STUDY(std::uint64_t, 20, WarpMatch::ballots, true, false, false, false);
+    STUDY(std::uint64_t, 20, WarpMatch::ballots, true, false, false, true);
+    STUDY(std::uint64_t, 22, WarpMatch::ballots, true, false, false, true);
+    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true);
+    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, true, true);
+#undef STUDY
+  }
+  {
+    const StudyArrays<std::uint64_t> arrays(q, n);
+#define STUDY64(Word, I, Stage, Dynamic, Fit) \
+  study_shape<std::uint64_t, Word, 384, I, 2, 4, WarpMatch::ballots, false, Stage, Dynamic, Fit>(q, o, arrays)
+    STUDY64(RadixNoValue, 15, false, false, false);
+    STUDY64(RadixNoValue, 15, false, false, true);
+    STUDY64(RadixNoValue, 20, false, true, false);
+    STUDY64(RadixNoValue, 20, false, true, true);
+    STUDY64(RadixNoValue, 22, false, true, true);
+    STUDY64(std::uint64_t, 18, true, true, false);
+    STUDY64(std::uint64_t, 18, true, true, true);
+#undef STUDY64
+  }
+}
+
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
   apps::Json rows = apps::Json::array();
   for (const Row& r : g_rows) {
@@ -470,9 +527,10 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-7s %-7s %11s %9s %9s %8s %8s %7s %7s %s\n", "op", "keys", "values", "n", "ours ms", "cub ms",
               "ours G/s", "cub G/s", "speedup", "%floor", "agree");
   for (index_t n : o.sizes) {
-    if (o.study || o.study64) {
+    if (o.study || o.study64 || o.study_carveout) {
       if (o.study) study(q, o, n);
       if (o.study64) study64(q, o, n);
+      if (o.study_carveout) study_carveout(q, o, n);
       continue;
     }
     bench_sort<std::uint32_t, void>(q, o, n, copy_gbs);

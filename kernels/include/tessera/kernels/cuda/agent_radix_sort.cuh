@@ -154,8 +154,9 @@ template <class Tuning, class Bits, class Word>
 struct OnesweepStorage {
   using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread, Tuning::kWarpMatch>;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
-  // Staged values wider than the keys are put in sorted order within the stage itself, so that
-  // this storage stays the size of a tile of keys; otherwise they go where the keys were.
+  // Staged values wider than the keys are put in sorted order within the stage itself, or part by
+  // part in the keys' area (Tuning::kValuesInParts), so that this storage stays the size of a tile
+  // of keys; otherwise they go where the keys were.
   static constexpr bool kSortValuesInStage = Tuning::kStageValues && sizeof(Word) > sizeof(Bits);
   union {
     Bits keys[Tuning::kTileItems];
@@ -338,7 +339,33 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
     for (auto& pair : ranks.pair) register_barrier(pair);
     Word* sorted_values = s.values;
-    if constexpr (OnesweepStorage<Tuning, Bits, Word>::kSortValuesInStage) {
+    if constexpr (OnesweepStorage<Tuning, Bits, Word>::kSortValuesInStage && Tuning::kValuesInParts) {
+      // Values wider than the keys, sorted part by part into the keys' area (free once the keys
+      // are stored): each part is the sorted positions of kPartItems of each thread's items, as
+      // many values as the area holds; no register holds a tile of them.
+      constexpr int kPartItems = kItems * static_cast<int>(sizeof(Bits)) / static_cast<int>(sizeof(Word));
+      static_assert(kPartItems >= 1, "the keys' area holds at least one value per thread");
+      Word* const area = reinterpret_cast<Word*>(s.keys);
+#pragma unroll
+      for (int first = 0; first < kItems; first += kPartItems) {
+        const int last = first + kPartItems < kItems ? first + kPartItems : kItems;
+        const int low = first * kThreads, high = last * kThreads;
+        if (first > 0) __syncthreads();  // the previous part is written out
+#pragma unroll
+        for (int u = 0; u < kItems; ++u) {
+          const int i = warp_first + u * kWarpThreads;
+          const int r = ranks[u];
+          if ((full_tile || i < tile_items) && r >= low && r < high) area[r - low] = stage[i];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int u = first; u < last; ++u) {
+          const int i = static_cast<int>(threadIdx.x) + u * kThreads;
+          if (full_tile || i < tile_items) s.destination[sorted_digits[u]].values[i] = area[i - low];
+        }
+      }
+      return;
+    } else if constexpr (OnesweepStorage<Tuning, Bits, Word>::kSortValuesInStage) {
       Word staged[kItems];
 #pragma unroll
       for (int u = 0; u < kItems; ++u) {

@@ -23,6 +23,8 @@ struct DeviceInfo {
   int cc_major = 0;
   int cc_minor = 0;
   int max_smem_optin = 0;  // bytes of shared memory one thread block may opt into
+  int max_smem_per_sm = 0;  // bytes of shared memory of one SM at the largest carveout
+  int reserved_smem_per_block = 0;  // bytes the system keeps of each resident block's share
 };
 
 inline const DeviceInfo& current_device_info() {
@@ -40,6 +42,10 @@ inline const DeviceInfo& current_device_info() {
     TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&info.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
     TESSERA_CUDA_CHECK(
         cudaDeviceGetAttribute(&info.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    TESSERA_CUDA_CHECK(
+        cudaDeviceGetAttribute(&info.max_smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    TESSERA_CUDA_CHECK(
+        cudaDeviceGetAttribute(&info.reserved_smem_per_block, cudaDevAttrReservedSharedMemoryPerBlock, device));
   });
   return cache[device];
 }
@@ -69,6 +75,17 @@ int blocks_per_sm(int block_threads, std::size_t dynamic_smem = 0) {
   const std::lock_guard<std::mutex> lock(mutex);
   cache.push_back({info.ordinal, block_threads, dynamic_smem, blocks});
   return blocks;
+}
+
+// The smallest shared-memory carveout, in percent of info.max_smem_per_sm (the unit of
+// cudaFuncAttributePreferredSharedMemoryCarveout), that keeps `blocks` resident thread blocks of
+// `block_bytes` shared memory each (static + dynamic); the rest of the SM's memory stays L1, where a
+// global load's data lands (the driver rounds a carveout up to the next size the SM supports).
+inline int fitted_carveout_percent(const DeviceInfo& info, std::size_t block_bytes, int blocks) {
+  const std::size_t need = static_cast<std::size_t>(blocks) * (block_bytes + static_cast<std::size_t>(info.reserved_smem_per_block));
+  const auto max = static_cast<std::size_t>(info.max_smem_per_sm);
+  if (max == 0 || need >= max) return 100;
+  return static_cast<int>((100 * need + max - 1) / max);
 }
 
 template <class T>

@@ -16,7 +16,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
@@ -56,6 +58,34 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
     __shared__ OnesweepStorage<Tuning, Bits, Word> storage;
     onesweep_agent<Tuning>(storage, stage, pass);
   }
+}
+
+// Once per device: the onesweep kernel's dynamic shared memory (the staged values, and the storage
+// where dynamic) and its carveout: the smallest that keeps Tuning::kMinBlocksPerSm blocks resident
+// (Tuning::kFitCarveout), else the largest where there is dynamic memory and the driver's choice
+// where there is none.
+template <class Tuning, class Bits, class Word>
+void configure_onesweep_kernel() {
+  constexpr int kMaxDevices = 64;
+  static std::array<std::once_flag, kMaxDevices> once;
+  const DeviceInfo& device = current_device_info();
+  TESSERA_ASSERT(device.ordinal < kMaxDevices, "device ordinal out of the cached range");
+  std::call_once(once[device.ordinal], [&device] {
+    constexpr auto kernel = onesweep_kernel<Tuning, Bits, Word>;
+    constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
+    if constexpr (kDynamicBytes > 0)
+      TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynamicBytes));
+    int carveout = -1;
+    if constexpr (Tuning::kFitCarveout) {
+      cudaFuncAttributes attributes{};
+      TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+      carveout = fitted_carveout_percent(device, attributes.sharedSizeBytes + kDynamicBytes, Tuning::kMinBlocksPerSm);
+    } else if constexpr (kDynamicBytes > 0) {
+      carveout = cudaSharedmemCarveoutMaxShared;
+    }
+    if (carveout >= 0)
+      TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
+  });
 }
 
 template <class Bits>
@@ -156,14 +186,7 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
   // last place keys_out), or, with copy_back, the spare array first.
   constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
-  if constexpr (kDynamicBytes > 0) {
-    // The staged values (and the storage, where dynamic) take dynamic shared memory; the carveout
-    // that holds the most of it keeps every resident block of the tuning.
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(onesweep_kernel<Tuning, Bits, Word>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, kDynamicBytes));
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(onesweep_kernel<Tuning, Bits, Word>,
-                                            cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  }
+  configure_onesweep_kernel<Tuning, Bits, Word>();
     Bits* const key_buffers[2] = {keys_out, spare_keys};
   Word* const value_buffers[2] = {values_out, spare_values};
   const Bits* keys_from = keys_in;

@@ -15,7 +15,7 @@ namespace tessera::kernels::cuda::detail {
 // lanes with one digit find each other (block_radix_rank.cuh).
 template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
           WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false, bool StageValues = false,
-          bool DynamicStorage = false>
+          bool DynamicStorage = false, bool FitCarveout = false, bool ValuesInParts = false>
 struct RadixSortShape {
   static constexpr WarpMatch kWarpMatch = Match;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
@@ -39,6 +39,11 @@ struct RadixSortShape {
   // The pass's storage (a tile of keys, the ranking's counters) in dynamic shared memory before the
   // stage, rather than static: beyond the 48 KB a static tile may take.
   static constexpr bool kDynamicStorage = DynamicStorage;
+  // The SM's shared-memory carveout: the smallest that keeps kMinBlocksPerSm blocks resident, the
+  // rest left to L1 (where the tile's global loads land), rather than the largest (dynamic shared
+  // memory) or the driver's choice (static only).
+  static constexpr bool kFitCarveout = FitCarveout;
+  static constexpr bool kValuesInParts = ValuesInParts;
 };
 
 // Values of 4, 8 or 16 bytes (naturally aligned) are staged in shared memory (kStageValues).
@@ -48,22 +53,23 @@ inline constexpr bool kRadixSortStageValues =
     alignof(Word) == sizeof(Word);
 
 // Items per thread: two resident thread blocks of 384 threads per SM (registers <= 80, no spills on
-// sm_90; the static shared memory, a tile of keys or of values sorted where the keys were, within
-// 48 KB unless the storage is dynamic; the staged values, dynamic, within the rest of the SM's
-// 228 KB). Measured on an H100 with bench_sort --study (2^26 and 2^28 uint32 keys, 2026-11-24) and
-// --study64 (uint64 keys), each against CUB in the same run:
-//   4-byte keys alone          24 (5.22 ms at 2^28 against 5.65 for 20)
-//   4-byte keys, 4-byte values 30, staged (8.75 ms; 23 staged 9.11, 23 in registers 9.05)
-//   4-byte keys, 8-byte values 20, staged (12.78 ms; 15, the most that fit unstaged, 13.08)
-//   8-byte keys                15 (a tile of 8-byte keys fills the 48 KB; 20 with the storage in
-//                              dynamic shared memory measured the same, 15.98-16.00 ms at 2^28
-//                              against 15.92-15.94)
-//   8-byte keys, 8-byte values 18, staged, the storage in dynamic shared memory (31.59-31.61 ms at
-//                              2^28 against 32.28-32.29 for 15 static, 1.008-1.009x CUB)
+// sm_90; the pass's storage, a tile of keys or of values sorted where the keys were, static within
+// 48 KB or dynamic; the staged values, dynamic, within the rest of the SM's 228 KB). Measured on an
+// H100 with bench_sort --study-carveout (2^26 and 2^28 keys, 2026-11-25), each against CUB in the
+// same run (ms at 2^28):
+//   4-byte keys alone          32, storage dynamic, carveout fitted (4.88 against 5.21 for 24
+//                              static; 33 spills)
+//   4-byte keys, 4-byte values 34, staged, storage dynamic (8.85 against 9.02 for 30 static; 35
+//                              spills)
+//   4-byte keys, 8-byte values 24, staged, sorted part by part through the keys' area (12.42
+//                              against 12.66-12.71 for 20 with the sorted tile in registers)
+//   8-byte keys                20, storage dynamic, carveout fitted (15.30 against 15.98 for 15
+//                              static; 16.01 at 20 with the largest carveout)
+//   8-byte keys, 8-byte values 18, staged, storage dynamic (31.51-31.55 against 32.25-32.27 for 15)
 // Values that are not staged (1, 2 bytes; odd sizes) are held in registers: 23 for 4-byte keys,
 // fewer for wider values so that their tile fits the static shared memory. The same shapes build
-// for sm_80 (one launch shape for every architecture), where 4-byte keys with 8-byte values spill
-// 40 bytes; none was measured on an sm_80 device.
+// for sm_80 (one launch shape for every architecture), where the SM's 164 KB hold one block of the
+// staged pairs' tiles; none was measured on an sm_80 device.
 template <class Bits, class Word>
 struct RadixSortItems {
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
@@ -72,16 +78,25 @@ struct RadixSortItems {
   static constexpr int kWidestBytes = kValueBytes > static_cast<int>(sizeof(Bits)) ? kValueBytes : static_cast<int>(sizeof(Bits));
   static constexpr int kScaled = (sizeof(Bits) == 4 ? (kValueBytes <= 4 ? 23 : 30) : (kValueBytes <= 8 ? 30 : 24)) * 4 /
                                  (kWidestBytes < 4 ? 4 : kWidestBytes);
-  // 8-byte keys with 8-byte staged values keep their storage in dynamic shared memory.
-  static constexpr bool kDynamicStorage = sizeof(Bits) == 8 && kStaged && kValueBytes == 8;
-  static constexpr int value = sizeof(Bits) == 4 && !kHasValues               ? 24
-                               : sizeof(Bits) == 4 && kStaged && kValueBytes == 4 ? 30
-                               : sizeof(Bits) == 4 && kStaged && kValueBytes == 8 ? 20
-                               : kDynamicStorage                               ? 18
-                               : kScaled < 1                                   ? 1
-                                                                               : kScaled;
+  // Keys alone, and staged values as wide as the keys, keep the pass's storage in dynamic shared
+  // memory (tiles beyond the static 48 KB).
+  static constexpr bool kDynamicStorage = !kHasValues || (kStaged && kValueBytes == static_cast<int>(sizeof(Bits)));
+  // Keys alone take the smallest carveout that keeps their blocks resident (the rest L1: 8-byte
+  // keys 4% faster than at the largest); the staged pairs need nearly all of the SM's shared memory
+  // and take the largest (4-byte pairs 1% slower at the smallest that fits).
+  static constexpr bool kFitCarveout = !kHasValues;
+  // 4-byte keys with 8-byte staged values: the values sorted part by part through the keys' area.
+  static constexpr bool kValuesInParts = sizeof(Bits) == 4 && kStaged && kValueBytes == 8;
+  static constexpr int value = sizeof(Bits) == 4 && !kHasValues                   ? 32
+                               : sizeof(Bits) == 4 && kStaged && kValueBytes == 4 ? 34
+                               : kValuesInParts                                   ? 24
+                               : sizeof(Bits) == 8 && !kHasValues                 ? 20
+                               : kDynamicStorage                                  ? 18
+                               : kScaled < 1                                      ? 1
+                                                                                  : kScaled;
 };
-// 4-byte keys alone: the atomic-or warp match (5.22 ms against 5.65 ms with ballots, same study);
+// 4-byte keys alone: the atomic-or warp match (5.22 ms against 5.65 ms with ballots at 24 static,
+// bench_sort --study, 2026-11-24);
 // pairs and 8-byte keys keep the ballots.
 template <class Bits, class Word>
 inline constexpr WarpMatch kRadixSortWarpMatch =
@@ -89,7 +104,8 @@ inline constexpr WarpMatch kRadixSortWarpMatch =
 template <class Bits, class Word>
 struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4,
                                         kRadixSortWarpMatch<Bits, Word>, false, kRadixSortStageValues<Word>,
-                                        RadixSortItems<Bits, Word>::kDynamicStorage> {};
+                                        RadixSortItems<Bits, Word>::kDynamicStorage, RadixSortItems<Bits, Word>::kFitCarveout,
+                                        RadixSortItems<Bits, Word>::kValuesInParts> {};
 
 // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
 template <class Bits>

@@ -37,7 +37,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstddef>
 #include <mutex>
@@ -368,31 +367,6 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
 
 // ---- dispatch ------------------------------------------------------------------------------------------
 
-// Shared memory facts of the current device, read once.
-struct SharedMemoryInfo {
-  int per_block_optin = 0;   // what one thread block may opt into
-  int per_sm = 0;            // what an SM has for all its thread blocks
-  int reserved_per_block = 0;
-  int max_threads_per_sm = 0;
-};
-
-inline const SharedMemoryInfo& shared_memory_info() {
-  constexpr int kMaxDevices = 64;
-  static std::array<SharedMemoryInfo, kMaxDevices> cache{};
-  static std::array<std::once_flag, kMaxDevices> once;
-  const DeviceInfo& device = current_device_info();
-  std::call_once(once[device.ordinal], [&device] {
-    SharedMemoryInfo& info = cache[device.ordinal];
-    info.per_block_optin = device.max_smem_optin;
-    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&info.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device.ordinal));
-    TESSERA_CUDA_CHECK(
-        cudaDeviceGetAttribute(&info.reserved_per_block, cudaDevAttrReservedSharedMemoryPerBlock, device.ordinal));
-    TESSERA_CUDA_CHECK(
-        cudaDeviceGetAttribute(&info.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device.ordinal));
-  });
-  return cache[device.ordinal];
-}
-
 struct HistogramPlan {
   int counter_bits = 32;  // 32, 16, or 0 (global atomics)
   HistogramLayout layout{};
@@ -413,9 +387,9 @@ inline int round_up4(long long words) { return static_cast<int>((words + 3) / 4 
 // max_blocks32: the thread blocks per SM the 32-bit kernel's registers and threads allow.
 template <class Tuning>
 HistogramPlan plan_histogram(int bins, std::size_t fixed_bytes, std::size_t key_bytes, int max_blocks32) {
-  const SharedMemoryInfo& smem = shared_memory_info();
+  const DeviceInfo& device = current_device_info();
   auto budget = [&](int blocks_per_sm, long long keys) {
-    return std::min<long long>(smem.per_block_optin, smem.per_sm / blocks_per_sm - smem.reserved_per_block) - keys;
+    return std::min<long long>(device.max_smem_optin, device.max_smem_per_sm / blocks_per_sm - device.reserved_smem_per_block) - keys;
   };
   auto try_counters = [&](int bits, int max_blocks, int min_blocks, long long keys, HistogramPlan& plan) {
     const int warps = (bits == 16 ? Tuning::kBlockThreads16 : Tuning::kBlockThreads) / kWarpThreads;
@@ -439,7 +413,7 @@ HistogramPlan plan_histogram(int bins, std::size_t fixed_bytes, std::size_t key_
   HistogramPlan plan;
   const auto fixed = static_cast<long long>(round_up16(fixed_bytes));
   const auto keys = static_cast<long long>(round_up16(key_bytes));
-  if (keys > 0 && fixed + keys < smem.per_block_optin && try_single_pass(fixed + keys, plan)) {
+  if (keys > 0 && fixed + keys < device.max_smem_optin && try_single_pass(fixed + keys, plan)) {
     plan.keys_shared = true;
     return plan;
   }

@@ -16,9 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
@@ -60,32 +58,26 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   }
 }
 
-// Once per device: the onesweep kernel's dynamic shared memory (the staged values, and the storage
-// where dynamic) and its carveout: the smallest that keeps Tuning::kMinBlocksPerSm blocks resident
+// The onesweep kernel's dynamic shared memory (the staged values, and the storage where dynamic)
+// and its carveout: the smallest that keeps Tuning::kMinBlocksPerSm blocks resident
 // (Tuning::kFitCarveout), else the largest where there is dynamic memory and the driver's choice
-// where there is none.
+// where there is none. Set before every sort, as histogram_opt_in does: the same kernel instance
+// may live in more than one loaded module, and the attributes belong to the one the call reaches.
 template <class Tuning, class Bits, class Word>
 void configure_onesweep_kernel() {
-  constexpr int kMaxDevices = 64;
-  static std::array<std::once_flag, kMaxDevices> once;
-  const DeviceInfo& device = current_device_info();
-  TESSERA_ASSERT(device.ordinal < kMaxDevices, "device ordinal out of the cached range");
-  std::call_once(once[device.ordinal], [&device] {
-    constexpr auto kernel = onesweep_kernel<Tuning, Bits, Word>;
-    constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
-    if constexpr (kDynamicBytes > 0)
-      TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynamicBytes));
-    int carveout = -1;
-    if constexpr (Tuning::kFitCarveout) {
-      cudaFuncAttributes attributes{};
-      TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-      carveout = fitted_carveout_percent(device, attributes.sharedSizeBytes + kDynamicBytes, Tuning::kMinBlocksPerSm);
-    } else if constexpr (kDynamicBytes > 0) {
-      carveout = cudaSharedmemCarveoutMaxShared;
-    }
-    if (carveout >= 0)
-      TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
-  });
+  constexpr auto kernel = onesweep_kernel<Tuning, Bits, Word>;
+  constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
+  constexpr std::size_t kBlockBytes =
+      kDynamicBytes + (Tuning::kDynamicStorage ? 0 : sizeof(OnesweepStorage<Tuning, Bits, Word>));
+  if constexpr (kDynamicBytes > 0)
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynamicBytes));
+  if constexpr (Tuning::kFitCarveout) {
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            fitted_carveout_percent(current_device_info(), kBlockBytes, Tuning::kMinBlocksPerSm)));
+  } else if constexpr (kDynamicBytes > 0) {
+    TESSERA_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  }
 }
 
 template <class Bits>

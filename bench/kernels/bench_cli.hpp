@@ -1,5 +1,6 @@
 // Command-line helpers shared by the kernel benchmarks: a usage error (the program's name and the
-// message on stderr, exit status 2), a list split at a separator, and a whole-number argument.
+// message on stderr, exit status 2), a flag's value, a list split at a separator, and a
+// whole-number argument.
 #pragma once
 
 #include <cstdio>
@@ -18,6 +19,12 @@ inline std::string& program_name() {
 [[noreturn]] inline void usage_error(const std::string& what) {
   std::fprintf(stderr, "%s: %s\n", program_name().c_str(), what.c_str());
   std::exit(2);
+}
+
+// The value after the flag argv[i] (i moves onto it), or a usage error naming the flag.
+inline std::string flag_value(int argc, char** argv, int& i, const std::string& flag) {
+  if (i + 1 >= argc) usage_error(flag + ": missing value");
+  return argv[++i];
 }
 
 inline std::vector<std::string> split(const std::string& s, char sep = ',') {

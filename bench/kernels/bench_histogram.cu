@@ -63,10 +63,7 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(flag + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return flag_value(argc, argv, i, flag); };
     if (flag == "--n") {
       o.n = parse_count(value(), "--n", 1);
     } else if (flag == "--bins") {

@@ -69,10 +69,7 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(flag + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return flag_value(argc, argv, i, flag); };
     if (flag == "--sizes") {
       o.sizes.clear();
       for (const auto& s : split(value(), ',')) o.sizes.push_back(parse_count(s, "--sizes"));

@@ -52,20 +52,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(flag + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return flag_value(argc, argv, i, flag); };
     if (flag == "--sizes") {
       o.sizes.clear();
-      std::string list = value();
-      std::size_t start = 0;
-      while (start <= list.size()) {
-        const std::size_t end = list.find(',', start);
-        o.sizes.push_back(parse_count(list.substr(start, end == std::string::npos ? std::string::npos : end - start), "--sizes"));
-        if (end == std::string::npos) break;
-        start = end + 1;
-      }
+      for (const std::string& part : split(value())) o.sizes.push_back(parse_count(part, "--sizes"));
     } else if (flag == "--reps") {
       o.reps = static_cast<int>(parse_count(value(), "--reps"));
     } else if (flag == "--warmup") {
@@ -79,14 +69,7 @@ Options parse(int argc, char** argv) {
     } else if (flag == "--study-carveout") {
       o.study_carveout = true;
     } else if (flag == "--only") {
-      std::string list = value();
-      std::size_t start = 0;
-      while (start <= list.size()) {
-        const std::size_t end = list.find(',', start);
-        o.only.push_back(list.substr(start, end == std::string::npos ? std::string::npos : end - start));
-        if (end == std::string::npos) break;
-        start = end + 1;
-      }
+      o.only = split(value());
     } else if (flag == "--help" || flag == "-h") {
       std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study] [--study64]\n"
                   "                         [--study-carveout]\n"

@@ -60,10 +60,7 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(a + ": missing value");
-      return argv[++i];
-    };
+    auto value = [&] { return flag_value(argc, argv, i, a); };
     if (a == "--n") o.n = std::atoll(value().c_str());
     else if (a == "--reps") o.reps = std::atoi(value().c_str());
     else if (a == "--warmup") o.warmup = std::atoi(value().c_str());

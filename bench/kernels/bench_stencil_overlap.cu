@@ -138,10 +138,7 @@ int main(int argc, char** argv) {
     int iters = 30, warmup = 5;
     for (int i = 1; i < argc; ++i) {
       const std::string flag = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) usage_error(flag + ": missing value");
-        return argv[++i];
-      };
+      auto value = [&] { return flag_value(argc, argv, i, flag); };
       if (flag == "--help") {
         std::puts("usage: tessera_bench_stencil_overlap [--sizes N,N,...] [--iters I] [--warmup W]");
         return 0;

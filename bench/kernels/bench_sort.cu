@@ -46,6 +46,8 @@ struct Options {
   bool study = false;             // the tuning study of 4-byte keys instead of the table
   bool study64 = false;           // the tuning study of 8-byte keys instead of the table
   bool study_carveout = false;    // the shared-memory carveout study instead of the table
+  bool study_packed = false;      // 4-byte pairs staged or packed into 64-bit words, instead of the table
+  bool study_hints = false;       // the tuning's shapes with streaming cache hints, instead of the table
 };
 
 Options parse(int argc, char** argv) {
@@ -68,16 +70,24 @@ Options parse(int argc, char** argv) {
       o.study64 = true;
     } else if (flag == "--study-carveout") {
       o.study_carveout = true;
+    } else if (flag == "--study-packed") {
+      o.study_packed = true;
+    } else if (flag == "--study-hints") {
+      o.study_hints = true;
     } else if (flag == "--only") {
       o.only = split(value());
     } else if (flag == "--help" || flag == "-h") {
       std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study] [--study64]\n"
-                  "                         [--study-carveout]\n"
+                  "                         [--study-carveout] [--study-packed] [--study-hints]\n"
                   "  --study: other shapes of the onesweep pass (threads x keys per thread, resident blocks per SM,\n"
                   "           look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB\n"
                   "  --study64: the same for uint64 keys and (uint64, uint64) pairs, the pass's storage static or dynamic\n"
                   "  --study-carveout: larger tiles (the pass's storage in dynamic shared memory), wide values sorted\n"
                   "           part by part, and the smallest shared-memory carveout that keeps the blocks resident\n"
+                  "  --study-packed: (uint32, uint32) pairs staged (values beside the keys) or packed into 64-bit words\n"
+                  "           (a spare array and the output arrays, or two spare arrays, several tiles), each against CUB\n"
+                  "  --study-hints: the tuning's shapes with the streaming cache hint on the tile's loads or on the\n"
+                  "           scattered stores, each against CUB\n"
                   "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
                   "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
       std::exit(0);
@@ -240,13 +250,17 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
 
 using tessera::kernels::cuda::detail::WarpMatch;
 
+std::string hints_name(int hints) {
+  return std::string((hints & 1) ? " ld.cs" : "") + ((hints & 2) ? " st.cs" : "");
+}
+
 template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage, bool Dynamic, bool Fit,
-          bool Parts>
+          bool Parts, int Hints>
 struct Shape {
   static std::string name() {
     return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
            std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "") + (Stage ? " stage" : "") +
-           (Dynamic ? " dyn" : "") + (Fit ? " fit" : "") + (Parts ? " parts" : "");
+           (Dynamic ? " dyn" : "") + (Fit ? " fit" : "") + (Parts ? " parts" : "") + hints_name(Hints);
   }
 };
 
@@ -293,11 +307,11 @@ struct StudyArrays {
 };
 
 template <class Key, class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
-          bool Early = false, bool Stage = false, bool Dynamic = false, bool Fit = false, bool Parts = false>
+          bool Early = false, bool Stage = false, bool Dynamic = false, bool Fit = false, bool Parts = false, int Hints = 0>
 void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   using namespace tessera::kernels;
   using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Early,
-                                                                Stage, Dynamic, Fit, Parts>;
+                                                                Stage, Dynamic, Fit, Parts, false, Hints>;
   constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
   using V = std::conditional_t<kPairs, Word, std::uint32_t>;
@@ -339,7 +353,7 @@ void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, tessera::kernels::cuda::detail::onesweep_kernel<Tuning, Key, Word>));
   const std::string op = std::string(kPairs ? (sizeof(V) == 4 ? "pairs" : "pairs8") : "keys") + (sizeof(Key) == 8 ? "64" : "");
   std::printf("study  %-8s %-34s %11lld %9.3f %9.3f %7.3f %s  %d blocks/SM, carveout %d%%\n", op.c_str(),
-              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic, Fit, Parts>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
+              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic, Fit, Parts, Hints>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
               cub_ms / ours_ms, agree ? "yes" : "NO", resident, attributes.preferredShmemCarveout);
   std::fflush(stdout);
   if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
@@ -469,6 +483,102 @@ void study_carveout(const Queue& q, const Options& o, index_t n) {
   }
 }
 
+// One packed shape of (Key, Key) pairs of unsigned keys: words of twice the key's width, Items per
+// thread, the words between the places in a spare array and over the output arrays, or in two
+// spare arrays; the carveout fitted or the largest.
+template <class Key, int Items, bool Fit, int Hints = 0>
+void study_packed_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a, bool two_spares) {
+  using tessera::kernels::RadixNoValue;
+  using tessera::kernels::cuda::detail::PackedWord;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<PackedWord<Key>, RadixNoValue, 384, Items, 2, 4, WarpMatch::ballots,
+                                                                false, false, true, Fit, false, true, Hints>;
+  constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
+  const index_t n = a.n;
+  const auto* values_in = reinterpret_cast<const Key*>(a.values_in);
+  auto* ours_values = reinterpret_cast<Key*>(a.ours_values);
+  auto* their_values = reinterpret_cast<Key*>(a.their_values);
+  const auto stream = stream_of(q);
+  auto mine = [&] {
+    tessera::kernels::cuda::detail::device_radix_sort_packed<Tuning>(q, tessera::kernels::RadixTwiddle<Key>{}, a.keys_in, a.ours,
+                                                                      values_in, ours_values, n, 0, kEndBit, two_spares);
+  };
+  auto vendor = [&] {
+    std::size_t temp_bytes = a.temp_bytes;
+    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, a.keys_in, a.theirs, values_in, their_values,
+                                                       static_cast<int>(n), 0, kEndBit, stream));
+  };
+  mine();
+  vendor();
+  const bool agree = same_bytes(q, a.ours, a.theirs, sizeof(Key) * static_cast<std::size_t>(n)) &&
+                     same_bytes(q, ours_values, their_values, sizeof(Key) * static_cast<std::size_t>(n));
+  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
+  const std::string shape = "packed 384x" + std::to_string(Items) + (Fit ? " fit" : "") + (two_spares ? " two spares" : " over output") + hints_name(Hints);
+  std::printf("study  %-8s %-34s %11lld %9.3f %9.3f %7.3f %s\n", sizeof(Key) == 8 ? "pairs864" : "pairs", shape.c_str(),
+              static_cast<long long>(n), ours_ms, cub_ms, cub_ms / ours_ms, agree ? "yes" : "NO");
+  std::fflush(stdout);
+  if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
+}
+
+// (uint32, uint32) and (uint64, uint64) pairs: the staged shape (values copied beside the keys, two
+// arrays through each pass) against the pairs packed into words of twice the width (one array),
+// each against CUB.
+void study_packed(const Queue& q, const Options& o, index_t n) {
+  using tessera::kernels::RadixNoValue;
+  std::printf("\n%-6s %-8s %-34s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+  {
+    const StudyArrays<std::uint32_t> arrays(q, n);
+    study_shape<std::uint32_t, std::uint32_t, 384, 34, 2, 4, WarpMatch::ballots, false, true, true, false, false>(q, o, arrays);
+    study_packed_shape<std::uint32_t, 20, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, 20, true>(q, o, arrays, true);
+    study_packed_shape<std::uint32_t, 20, false>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, 18, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, 22, true>(q, o, arrays, false);
+  }
+  {
+    const StudyArrays<std::uint64_t> arrays(q, n);
+    study_shape<std::uint64_t, std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true, true, false, false>(q, o, arrays);
+    study_packed_shape<std::uint64_t, 12, true>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, 12, true>(q, o, arrays, true);
+    study_packed_shape<std::uint64_t, 12, false>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, 10, true>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, 14, true>(q, o, arrays, false);
+  }
+}
+
+// The tuning's shapes with the streaming hint on the tile's loads (ld.cs) or on the scattered
+// stores (st.cs), each against CUB.
+void study_hints(const Queue& q, const Options& o, index_t n) {
+  using tessera::kernels::RadixNoValue;
+  std::printf("\n%-6s %-8s %-34s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
+  {
+    const StudyArrays<std::uint32_t> arrays(q, n);
+#define STUDY(Word, I, Match, Stage, Dynamic, Fit, Parts, Hints) \
+  study_shape<std::uint32_t, Word, 384, I, 2, 4, Match, false, Stage, Dynamic, Fit, Parts, Hints>(q, o, arrays)
+    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 0);
+    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 1);
+    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 2);
+    study_packed_shape<std::uint32_t, 20, true, 0>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, 20, true, 1>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, 20, true, 2>(q, o, arrays, false);
+    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 0);
+    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 1);
+    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 2);
+#undef STUDY
+  }
+  {
+    const StudyArrays<std::uint64_t> arrays(q, n);
+#define STUDY64(Word, I, Stage, Hints) \
+  study_shape<std::uint64_t, Word, 384, I, 2, 4, WarpMatch::ballots, false, Stage, true, !Stage, false, Hints>(q, o, arrays)
+    STUDY64(RadixNoValue, 20, false, 0);
+    STUDY64(RadixNoValue, 20, false, 1);
+    STUDY64(RadixNoValue, 20, false, 2);
+    STUDY64(std::uint64_t, 18, true, 0);
+    STUDY64(std::uint64_t, 18, true, 1);
+    STUDY64(std::uint64_t, 18, true, 2);
+#undef STUDY64
+  }
+}
+
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
   apps::Json rows = apps::Json::array();
   for (const Row& r : g_rows) {
@@ -510,10 +620,12 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-7s %-7s %11s %9s %9s %8s %8s %7s %7s %s\n", "op", "keys", "values", "n", "ours ms", "cub ms",
               "ours G/s", "cub G/s", "speedup", "%floor", "agree");
   for (index_t n : o.sizes) {
-    if (o.study || o.study64 || o.study_carveout) {
+    if (o.study || o.study64 || o.study_carveout || o.study_packed || o.study_hints) {
       if (o.study) study(q, o, n);
       if (o.study64) study64(q, o, n);
       if (o.study_carveout) study_carveout(q, o, n);
+      if (o.study_packed) study_packed(q, o, n);
+      if (o.study_hints) study_hints(q, o, n);
       continue;
     }
     bench_sort<std::uint32_t, void>(q, o, n, copy_gbs);

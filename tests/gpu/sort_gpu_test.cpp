@@ -6,8 +6,10 @@
 // portions) and *Huge* (2^31 + 12345 keys) run in full-size runs only.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "sort_gpu_test_support.hpp"
@@ -21,12 +23,14 @@ using KeyTypes = ::testing::Types<std::int32_t, std::uint32_t, std::int64_t, std
 TYPED_TEST_SUITE(SortGpu, KeyTypes);
 
 // The onesweep tiles of tuning/radix_sort.cuh (384 threads): 12288 (4-byte keys), 13056 (4-byte keys
-// with 4-byte values), 9216 (4-byte keys with 8-byte values), 8832 (4-byte keys with values held in
-// registers), 7680 (8-byte keys alone), 5760 (8-byte keys with 4-byte values), 6912 (8-byte keys
-// with 8-byte values); the histogram's 2048.
+// with 4-byte values staged, one digit place), 9216 (4-byte keys with 8-byte values), 8832 (4-byte
+// keys with values held in registers), 7680 (8-byte keys alone, and 4-byte keys with 4-byte values
+// packed into 8-byte words), 5760 (8-byte keys with 4-byte values), 6912 (8-byte keys with 8-byte
+// values staged, one digit place), 4608 (8-byte keys with 8-byte values packed into 16-byte words);
+// the histogram's 2048.
 std::vector<index_t> sort_sizes() {
   std::vector<index_t> sizes = odd_sizes();
-  for (index_t tile : {index_t(2048), index_t(5760), index_t(6912), index_t(7680), index_t(8832), index_t(9216), index_t(12288),
+  for (index_t tile : {index_t(2048), index_t(4608), index_t(5760), index_t(6912), index_t(7680), index_t(8832), index_t(9216), index_t(12288),
                        index_t(13056)})
     for (index_t k : {index_t(1), index_t(2), index_t(3)})
       for (index_t d : {index_t(-1), index_t(0), index_t(1)}) sizes.push_back(k * tile + d);
@@ -35,10 +39,11 @@ std::vector<index_t> sort_sizes() {
 }
 
 // Sorts `keys` (values: their index, as Value) on both backends and compares every output bit,
-// and that nothing outside the outputs was written.
+// and that nothing outside the outputs was written. out_offset: the separate outputs start that
+// many elements past their allocation's alignment.
 template <class Key, class Value>
 void check_sort(const std::vector<Key>& keys, int begin_bit, int end_bit, bool with_values, bool in_place,
-                const std::string& what) {
+                const std::string& what, index_t out_offset = 0) {
   const auto n = static_cast<index_t>(keys.size());
   std::vector<Value> values(with_values ? keys.size() : 0);
   std::iota(values.begin(), values.end(), Value(0));
@@ -51,8 +56,8 @@ void check_sort(const std::vector<Key>& keys, int begin_bit, int end_bit, bool w
     kernels::sort_keys(cpu_queue(), keys.data(), want_keys.data(), n, begin_bit, end_bit);
   }
 
-  DeviceArray<Key> keys_in(n), keys_separate(in_place ? 0 : n);
-  DeviceArray<Value> values_in(with_values ? n : 0), values_separate(with_values && !in_place ? n : 0);
+  DeviceArray<Key> keys_in(n), keys_separate(in_place ? 0 : n, out_offset);
+  DeviceArray<Value> values_in(with_values ? n : 0), values_separate(with_values && !in_place ? n : 0, out_offset);
   DeviceArray<Key>& keys_out = in_place ? keys_in : keys_separate;
   DeviceArray<Value>& values_out = in_place ? values_in : values_separate;
   keys_in.poison();
@@ -69,6 +74,7 @@ void check_sort(const std::vector<Key>& keys, int begin_bit, int end_bit, bool w
   }
   const std::string context = what + " " + where(n) + " bits [" + std::to_string(begin_bit) + ", " +
                               std::to_string(end_bit) + ")" + (in_place ? " in place" : "") +
+                              (out_offset ? " outputs offset by " + std::to_string(out_offset) : "") +
                               (with_values ? " pairs" : " keys");
   ASSERT_TRUE(keys_out.untouched_outside(n)) << context;
   ASSERT_TRUE(same_bits(keys_out.download(), want_keys, "keys")) << context;
@@ -86,6 +92,9 @@ TYPED_TEST(SortGpu, KeysMatchTheCpuBackendAtEveryEdge) {
   for (index_t n : sort_sizes()) {
     const auto keys = make_keys<Key>(n, KeyPattern::random_bits, test_seed() + static_cast<std::uint64_t>(n));
     check_sort<Key, std::int64_t>(keys, 0, 8 * sizeof(Key), false, false, "random-bits");
+    // Pairs of values as wide as the keys, packed into words of twice the width, at the same edges.
+    using Half = std::conditional_t<sizeof(Key) == 4, std::uint32_t, std::uint64_t>;
+    check_sort<Key, Half>(keys, 0, 8 * sizeof(Key), true, false, "random-bits");
   }
 }
 
@@ -114,8 +123,25 @@ TYPED_TEST(SortGpu, BitRangesAndInPlace) {
     for (const auto& range : ranges)
       for (bool in_place : {false, true}) {
         check_sort<Key, std::int64_t>(keys, range[0], range[1], true, in_place, "specials");
+        check_sort<Key, std::uint32_t>(keys, range[0], range[1], true, in_place, "specials");
         check_sort<Key, std::int64_t>(keys, range[0], range[1], false, in_place, "specials");
       }
+  }
+}
+
+// Pairs of values as wide as their keys sort as words of twice the width laid over the output
+// arrays where those start on a word's alignment; one element further they take a second spare
+// array instead. Odd and even sizes, two, three and all places.
+TEST(SortGpuPacked, OutputsOffTheWordsAlignment) {
+  for (index_t n : {index_t(1), index_t(2), index_t(33), index_t(7681), index_t(100003), index_t(100004)}) {
+    const auto floats = make_keys<float>(n, KeyPattern::specials, test_seed() + 17 * static_cast<std::uint64_t>(n));
+    const auto doubles = make_keys<double>(n, KeyPattern::specials, test_seed() + 19 * static_cast<std::uint64_t>(n));
+    for (index_t offset : {index_t(0), index_t(1)}) {
+      for (const auto& range : {std::array<int, 2>{0, 32}, std::array<int, 2>{0, 24}, std::array<int, 2>{4, 20}})
+        check_sort<float, std::uint32_t>(floats, range[0], range[1], true, false, "specials", offset);
+      for (const auto& range : {std::array<int, 2>{0, 64}, std::array<int, 2>{8, 32}, std::array<int, 2>{4, 20}})
+        check_sort<double, std::uint64_t>(doubles, range[0], range[1], true, false, "specials", offset);
+    }
   }
 }
 

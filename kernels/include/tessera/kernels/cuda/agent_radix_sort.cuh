@@ -13,6 +13,12 @@
 //              of 4, 8 or 16 bytes are copied there (cp.async) as soon as the tile starts, so that
 //              their loads overlap the keys' work and no register holds them meanwhile.
 //
+// Pairs whose values are as wide as their keys (4 + 4, 8 + 8 bytes) are sorted as keys alone: one
+// word of twice the width per pair, the key's radix bits above the value (Tuning::kPackedPairs),
+// read from the two input arrays by the first place and written to the two output arrays by the
+// last (kRadixSplitIn / kRadixSplitOut), and between them kept in a spare array or in an array
+// laid over the two output arrays (kRadixSegmentedIn / kRadixSegmentedOut).
+//
 // The look-back word of (tile, digit) is 32 bits: a flag in the top two bits (a tile's own count,
 // or the inclusive count of the tile and all tiles before it) over a 30-bit count; 0 means nothing
 // published yet. A sort longer than a portion (< 2^30 keys) runs one onesweep pass per portion,
@@ -150,6 +156,10 @@ __device__ __forceinline__ void radix_histogram_agent(RadixHistogramStorage<Tuni
 
 // ---- onesweep pass -----------------------------------------------------------------------------
 
+// Packed pairs: a word of key and value (Bits, 8 or 16 bytes) splits into halves of this type.
+template <class Bits>
+using PackedHalf = std::conditional_t<sizeof(Bits) == 16, std::uint64_t, std::uint32_t>;
+
 template <class Tuning, class Bits, class Word>
 struct OnesweepStorage {
   using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread, Tuning::kWarpMatch>;
@@ -168,7 +178,14 @@ struct OnesweepStorage {
   union Destination {
     Bits* keys;
     Word* values;
+    PackedHalf<Bits>* key_halves;  // packed pairs written as two arrays: the keys' array
   } destination[kRadixDigits];
+  // Packed pairs written as two arrays: where the values of each digit go.
+  PackedHalf<Bits>* value_halves[Tuning::kPackedPairs ? kRadixDigits : 1];
+  // Packed pairs written to a segmented array: the position of each digit's element 0 (as
+  // destination, as a position), and whether a digit's run crosses from one segment into the next.
+  index_t positions[Tuning::kPackedPairs ? kRadixDigits : 1];
+  unsigned straddles;
   unsigned tile;
 };
 
@@ -188,12 +205,74 @@ struct OnesweepPass {
   RadixTwiddle<Bits> twiddle;
   bool convert_in;   // keys_in holds key bits (the first place), else radix bits
   bool convert_out;  // keys_out gets key bits (the last place), else radix bits
+  // Packed pairs (Tuning::kPackedPairs; Bits = std::uint64_t, the key's bits in the upper half):
+  // the input read from two arrays of halves (kRadixSplitIn: the portion's first key and value;
+  // keys_in unused), the output written to two (kRadixSplitOut: the whole output; keys_out unused).
+  const PackedHalf<Bits>* split_keys_in;
+  const PackedHalf<Bits>* split_values_in;
+  PackedHalf<Bits>* split_keys_out;
+  PackedHalf<Bits>* split_values_out;
+  // Packed pairs read from or written to an array of words laid over three pieces of memory
+  // (kRadixSegmentedIn/Out; keys_in/keys_out unused): positions [0, half) in segment[0], [half,
+  // 2 half) in segment[1], [2 half, n) in segment[2]. portion_first: the portion's first position.
+  Bits* segment[3];
+  index_t segment_half;
+  index_t portion_first;
 };
 
+// A tile's key read, and a sorted key or value written, with the streaming hint where Stream
+// (RadixSortShape::kStreamLoads / kStreamStores; 4- and 8-byte words), else plainly.
+template <bool Stream, class T>
+__device__ __forceinline__ T load_item(const T* p) {
+  if constexpr (Stream && (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>)) {
+    return __ldcs(p);
+  } else {
+    return *p;
+  }
+}
+template <bool Stream, class T>
+__device__ __forceinline__ void store_item(T* p, T value) {
+  if constexpr (Stream && (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>)) {
+    __stcs(p, value);
+  } else {
+    *p = value;
+  }
+}
+
+// Which segment of OnesweepPass::segment holds position p, and its address.
+__device__ __forceinline__ int segment_of(index_t p, index_t half) { return p < half ? 0 : (p < 2 * half ? 1 : 2); }
+template <class Bits, class Word>
+__device__ __forceinline__ Bits* segment_address(const OnesweepPass<Bits, Word>& pass, index_t p) {
+  const int k = segment_of(p, pass.segment_half);
+  return pass.segment[k] + (p - k * pass.segment_half);
+}
+// The pointer b with b + p the address of every position p of segment k (integer arithmetic: b
+// itself may point outside the segment).
+template <class Bits, class Word>
+__device__ __forceinline__ Bits* segment_origin(const OnesweepPass<Bits, Word>& pass, int k) {
+  return reinterpret_cast<Bits*>(reinterpret_cast<std::uintptr_t>(pass.segment[k]) -
+                                 static_cast<std::uintptr_t>(k * pass.segment_half) * sizeof(Bits));
+}
+
+// Where a pass of packed pairs reads and writes two arrays of halves, or a segmented array of
+// words, rather than one array of words (a compile-time choice: one kernel with the choices as
+// run-time branches exceeds the registers of two blocks per SM in ptxas's allocation).
+constexpr int kRadixSplitIn = 1;
+constexpr int kRadixSplitOut = 2;
+constexpr int kRadixSegmentedIn = 4;
+constexpr int kRadixSegmentedOut = 8;
+
 // stage: shared memory for a tile of values (Tuning::kStageValues), else unused.
-template <class Tuning, class Bits, class Word>
+// Split: kRadixSplitIn and/or kRadixSplitOut (packed pairs only), else 0.
+template <class Tuning, class Bits, class Word, int Split = 0>
 __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Word>& s, Word* stage,
                                                const OnesweepPass<Bits, Word>& pass) {
+  constexpr bool kSplitIn = (Split & kRadixSplitIn) != 0;
+  constexpr bool kSplitOut = (Split & kRadixSplitOut) != 0;
+  constexpr bool kSegmentedIn = (Split & kRadixSegmentedIn) != 0;
+  constexpr bool kSegmentedOut = (Split & kRadixSegmentedOut) != 0;
+  static_assert(Split == 0 || Tuning::kPackedPairs, "only packed pairs read or write halves or segments");
+  static_assert(!(kSplitIn && kSegmentedIn) && !(kSplitOut && kSegmentedOut), "one kind of input, one of output");
   constexpr int kThreads = Tuning::kBlockThreads;
   constexpr int kItems = Tuning::kItemsPerThread;
   constexpr int kTileItems = Tuning::kTileItems;
@@ -202,7 +281,10 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 
   // Tiles in the order thread blocks start, so that every tile's predecessors are running or done
   // and the look-back never waits on a block that cannot run.
-  if (threadIdx.x == 0) s.tile = atomicAdd(pass.tile_counter, 1u);
+  if (threadIdx.x == 0) {
+    s.tile = atomicAdd(pass.tile_counter, 1u);
+    if constexpr (kSegmentedOut) s.straddles = 0;
+  }
   __syncthreads();
   const int tile = static_cast<int>(s.tile);
   const int tile_base = tile * kTileItems;
@@ -216,14 +298,51 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // key of the tile and are never stored. Only the first place converts key bits to radix bits (a
   // branch on a launch parameter, not per key).
   const Bits pad = pass.convert_in ? pass.twiddle.from_radix(~Bits(0)) : ~Bits(0);
-  const Bits* const warp_in = pass.keys_in + tile_base + warp_first;
   Bits keys[kItems];
-  if (full_tile) {
+  auto load_keys = [&](const Bits* tile_in) {
+    const Bits* const warp_in = tile_in + warp_first;
+    if (full_tile) {
 #pragma unroll
-    for (int u = 0; u < kItems; ++u) keys[u] = warp_in[u * kWarpThreads];
+      for (int u = 0; u < kItems; ++u) keys[u] = load_item<Tuning::kStreamLoads>(warp_in + u * kWarpThreads);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kItems; ++u)
+        keys[u] = warp_first + u * kWarpThreads < tile_items ? load_item<Tuning::kStreamLoads>(warp_in + u * kWarpThreads) : pad;
+    }
+  };
+  if constexpr (kSplitIn) {
+    {
+      constexpr int kHalfBits = 8 * static_cast<int>(sizeof(PackedHalf<Bits>));
+      const PackedHalf<Bits>* const warp_keys = pass.split_keys_in + tile_base + warp_first;
+      const PackedHalf<Bits>* const warp_values = pass.split_values_in + tile_base + warp_first;
+      auto pack = [&](int u) {
+        return (Bits(load_item<Tuning::kStreamLoads>(warp_keys + u * kWarpThreads)) << kHalfBits) |
+               load_item<Tuning::kStreamLoads>(warp_values + u * kWarpThreads);
+      };
+      if (full_tile) {
+#pragma unroll
+        for (int u = 0; u < kItems; ++u) keys[u] = pack(u);
+      } else {
+#pragma unroll
+        for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? pack(u) : pad;
+      }
+    }
+  } else if constexpr (kSegmentedIn) {
+    // A tile within one segment loads as from one array; the one tile across a segment's end
+    // finds each position's segment.
+    const index_t first = pass.portion_first + tile_base;
+    const int k = segment_of(first, pass.segment_half);
+    if (k == segment_of(first + tile_items - 1, pass.segment_half)) {
+      load_keys(segment_origin(pass, k) + first);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kItems; ++u) {
+        const int i = warp_first + u * kWarpThreads;
+        keys[u] = i < tile_items ? *segment_address(pass, first + i) : pad;
+      }
+    }
   } else {
-#pragma unroll
-    for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? warp_in[u * kWarpThreads] : pad;
+    load_keys(pass.keys_in + tile_base);
   }
   if constexpr (kHasValues && Tuning::kStageValues) {
     // The tile's values, in tile order, copied to `stage` while the keys are ranked and stored:
@@ -296,7 +415,21 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     if (tile > 0) store_relaxed_gpu_u32(my_lookback, static_cast<std::uint32_t>(inclusive) | kLookbackInclusive);
     const index_t portion_start = pass.digit_starts[digit];
     const index_t offset = portion_start + (inclusive - digit_count) - digit_start;
-    s.destination[digit].keys = pass.keys_out + offset;
+    if constexpr (kSplitOut) {
+      s.destination[digit].key_halves = pass.split_keys_out + offset;
+      s.value_halves[digit] = pass.split_values_out + offset;
+    } else if constexpr (kSegmentedOut) {
+      // This tile's run of the digit, positions offset + [digit_start, digit_start + digit_count):
+      // within one segment (every run but at most one per segment boundary) it is written as to
+      // one array.
+      const index_t run_first = offset + digit_start;
+      const int k = segment_of(run_first, pass.segment_half);
+      s.destination[digit].keys = segment_origin(pass, k) + offset;
+      s.positions[digit] = offset;
+      if (digit_count > 0 && segment_of(run_first + digit_count - 1, pass.segment_half) != k) s.straddles = 1;
+    } else {
+      s.destination[digit].keys = pass.keys_out + offset;
+    }
     if (last_tile && pass.next_digit_starts) pass.next_digit_starts[digit] = portion_start + inclusive;
   }
   __syncthreads();
@@ -304,30 +437,53 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // From shared memory in tile order: runs of one digit go to consecutive global addresses. Only
   // the last place converts back to key bits.
   PackedDigits<kItems> sorted_digits;
-  auto store_keys = [&](auto convert, auto full) {
+  auto store_keys = [&](auto convert, auto full, auto split) {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
       const Bits radix = s.keys[i];
       const unsigned d = pass.digit(radix);
       sorted_digits.set(u, d);
-      if (decltype(full)::value || i < tile_items)
-        s.destination[d].keys[i] = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
+      if (decltype(full)::value || i < tile_items) {
+        const Bits out = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
+        if constexpr (decltype(split)::value) {
+          using Half = PackedHalf<Bits>;
+          store_item<Tuning::kStreamStores>(s.destination[d].key_halves + i, static_cast<Half>(out >> (8 * sizeof(Half))));
+          store_item<Tuning::kStreamStores>(s.value_halves[d] + i, static_cast<Half>(out));
+        } else {
+          store_item<Tuning::kStreamStores>(s.destination[d].keys + i, out);
+        }
+      }
     }
   };
-  if (pass.convert_out) {
-    if (full_tile) {
-      store_keys(std::true_type{}, std::true_type{});
+  auto store_keys_as = [&](auto split) {
+    if (pass.convert_out) {
+      if (full_tile) {
+        store_keys(std::true_type{}, std::true_type{}, split);
+      } else {
+        store_keys(std::true_type{}, std::false_type{}, split);
+      }
     } else {
-      store_keys(std::true_type{}, std::false_type{});
+      if (full_tile) {
+        store_keys(std::false_type{}, std::true_type{}, split);
+      } else {
+        store_keys(std::false_type{}, std::false_type{}, split);
+      }
     }
-  } else {
-    if (full_tile) {
-      store_keys(std::false_type{}, std::true_type{});
-    } else {
-      store_keys(std::false_type{}, std::false_type{});
+  };
+  if constexpr (kSegmentedOut) {
+    if (s.straddles) {
+      // A run crosses a segment boundary: every key finds its position's segment.
+#pragma unroll
+      for (int u = 0; u < kItems; ++u) {
+        const int i = static_cast<int>(threadIdx.x) + u * kThreads;
+        const Bits radix = s.keys[i];
+        if (i < tile_items) *segment_address(pass, s.positions[pass.digit(radix)] + i) = radix;
+      }
+      return;
     }
   }
+  store_keys_as(std::bool_constant<kSplitOut>{});
 
   if constexpr (kHasValues) {
     if constexpr (kValuesInRegisters && !Tuning::kEarlyValues) load_values();
@@ -361,7 +517,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
         for (int u = first; u < last; ++u) {
           const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-          if (full_tile || i < tile_items) s.destination[sorted_digits[u]].values[i] = area[i - low];
+          if (full_tile || i < tile_items) store_item<Tuning::kStreamStores>(s.destination[sorted_digits[u]].values + i, area[i - low]);
         }
       }
       return;
@@ -394,7 +550,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-      if (full_tile || i < tile_items) s.destination[sorted_digits[u]].values[i] = sorted_values[i];
+      if (full_tile || i < tile_items) store_item<Tuning::kStreamStores>(s.destination[sorted_digits[u]].values + i, sorted_values[i]);
     }
   }
 }

@@ -10,7 +10,8 @@
 // The key buffers alternate between keys_out and a spare array so that the last place lands in
 // keys_out and keys_in is only read (an in-place sort with an odd number of places copies once at
 // the end). Keys are converted to radix bits when the first place reads them and back when the
-// last place writes them; the places between move radix bits.
+// last place writes them; the places between move radix bits. Pairs of 4 + 4 and 8 + 8 bytes over
+// two or more places are sorted as packed words (device_radix_sort_packed).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -46,15 +47,16 @@ inline constexpr int kOnesweepStorageBytes =
 template <class Tuning, class Bits, class Word>
 inline constexpr int kOnesweepDynamicBytes = kOnesweepStorageBytes<Tuning, Bits, Word> + Tuning::kStageBytes;
 
-template <class Tuning, class Bits, class Word>
+template <class Tuning, class Bits, class Word, int Split = 0>
 __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm) onesweep_kernel(const OnesweepPass<Bits, Word> pass) {
   extern __shared__ __align__(16) unsigned char onesweep_dynamic[];  // kOnesweepDynamicBytes
   Word* const stage = reinterpret_cast<Word*>(onesweep_dynamic + kOnesweepStorageBytes<Tuning, Bits, Word>);
   if constexpr (Tuning::kDynamicStorage) {
-    onesweep_agent<Tuning>(*reinterpret_cast<OnesweepStorage<Tuning, Bits, Word>*>(onesweep_dynamic), stage, pass);
+    onesweep_agent<Tuning, Bits, Word, Split>(*reinterpret_cast<OnesweepStorage<Tuning, Bits, Word>*>(onesweep_dynamic),
+                                              stage, pass);
   } else {
     __shared__ OnesweepStorage<Tuning, Bits, Word> storage;
-    onesweep_agent<Tuning>(storage, stage, pass);
+    onesweep_agent<Tuning, Bits, Word, Split>(storage, stage, pass);
   }
 }
 
@@ -63,9 +65,9 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
 // (Tuning::kFitCarveout), else the largest where there is dynamic memory and the driver's choice
 // where there is none. Set before every sort, as histogram_opt_in does: the same kernel instance
 // may live in more than one loaded module, and the attributes belong to the one the call reaches.
-template <class Tuning, class Bits, class Word>
+template <class Tuning, class Bits, class Word, int Split = 0>
 void configure_onesweep_kernel() {
-  constexpr auto kernel = onesweep_kernel<Tuning, Bits, Word>;
+  constexpr auto kernel = onesweep_kernel<Tuning, Bits, Word, Split>;
   constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
   constexpr std::size_t kBlockBytes =
       kDynamicBytes + (Tuning::kDynamicStorage ? 0 : sizeof(OnesweepStorage<Tuning, Bits, Word>));
@@ -111,17 +113,164 @@ void device_sorted_search(const Queue& queue, RadixTwiddle<Bits> twiddle, const 
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// The digit counts of every place of keys[0, n) (bits [begin_bit, end_bit)), scanned into each
+// place's starting positions: digit_starts[place][digit] (zero before), blocks_done (zero before).
+template <class Bits>
+void launch_radix_histogram(cudaStream_t stream, RadixTwiddle<Bits> twiddle, const Bits* keys, index_t n, int begin_bit,
+                            int end_bit, index_t* digit_starts, unsigned* blocks_done) {
+  using HistogramTuning = RadixHistogramTuning<Bits>;
+  constexpr int kThreads = HistogramTuning::kHistogramThreads;
+  const DeviceInfo& device = current_device_info();
+  const int per_sm = blocks_per_sm<radix_histogram_kernel<HistogramTuning, Bits>>(kThreads);
+  const index_t tiles = ceil_div<index_t>(n, index_t(kThreads) * HistogramTuning::kHistogramItems);
+  // A block's shared counts stay below 2^32: at most 2^31 keys per block.
+  const index_t min_blocks = ceil_div<index_t>(n, index_t(1) << 31);
+  const index_t blocks = std::max(min_blocks, std::min<index_t>(tiles, index_t(per_sm) * device.sm_count));
+  radix_histogram_kernel<HistogramTuning, Bits><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      keys, n, twiddle, begin_bit, end_bit, digit_starts, blocks_done);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// Sorts keys_in[0, n) by radix bits [begin_bit, end_bit), at least two places, with values of the
+// keys' width (Half: 32 or 64 bits), as packed words of twice that width (key radix bits above the
+// value; kRadixSortPackPairs): the first place reads the two input arrays, the last writes the two
+// output arrays, the places between move words. The words between alternate, from the last place
+// backwards, between a spare array and an array laid over the output arrays (n / 2 words in each,
+// an odd n's last word in the scratch), so that the spare memory is one word per pair, as for
+// staged pairs:
+//   2 places  input -> spare -> output
+//   3 places  input -> over the output -> spare -> output
+//   4 places  input -> spare -> over the output -> spare -> output   (and so on, for 64-bit keys)
+// Two spare arrays (two words per pair) where the output arrays cannot take words: output arrays not
+// on a word's alignment, an odd number of places in place (its first place would scatter into its own input),
+// or two_spares (the benchmark's comparison).
+// Tuning: RadixSortPackedTuning<Half>, or another shape with kPackedPairs.
+template <class Tuning, class Half>
+void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, const Half* keys_in, Half* keys_out,
+                              const Half* values_in, Half* values_out, index_t n, int begin_bit, int end_bit,
+                              bool two_spares = false) {
+  static_assert(Tuning::kPackedPairs, "device_radix_sort_packed: a shape of packed pairs");
+  using Packed = PackedWord<Half>;
+  static_assert(std::is_same_v<PackedHalf<Packed>, Half>, "a word is two halves");
+  constexpr int kHalfBits = 8 * static_cast<int>(sizeof(Half));
+  const cudaStream_t stream = to_cuda(queue.stream);
+  if (n == 0) return;
+  const int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
+  TESSERA_ASSERT(places >= 2, "packed radix sort: at least two places");
+  const bool in_place = keys_in == keys_out || values_in == values_out;
+  const bool outputs_take_words =
+      ((reinterpret_cast<std::uintptr_t>(keys_out) | reinterpret_cast<std::uintptr_t>(values_out)) % alignof(Packed)) == 0;
+  const bool one_spare = !two_spares && outputs_take_words && !(in_place && places % 2 == 1);
+
+  const index_t portions = ceil_div<index_t>(n, Tuning::kPortionItems);
+  const index_t portion_tiles = ceil_div<index_t>(std::min<index_t>(n, Tuning::kPortionItems), Tuning::kTileItems);
+  auto align = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const std::size_t starts_bytes = sizeof(index_t) * static_cast<std::size_t>(portions * places * kRadixDigits);
+  const std::size_t counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(portions * places + 1);
+  const std::size_t control_bytes = align(starts_bytes + counters_bytes);
+  const std::size_t lookback_bytes = align(sizeof(std::uint32_t) * static_cast<std::size_t>(portion_tiles) * kRadixDigits);
+  const std::size_t spare_bytes = align(sizeof(Packed) * static_cast<std::size_t>(n));
+  const std::size_t tail_bytes = one_spare ? align(sizeof(Packed)) : 0;  // an odd n's last word over the output
+  ScratchBuffer scratch(queue, control_bytes + lookback_bytes + tail_bytes + spare_bytes * (one_spare ? 1 : 2));
+  char* const base = scratch.as<char>();
+  auto* const digit_starts = reinterpret_cast<index_t*>(base);
+  auto* const counters = reinterpret_cast<unsigned*>(base + starts_bytes);
+  auto* const lookback = reinterpret_cast<std::uint32_t*>(base + control_bytes);
+  auto* const tail = reinterpret_cast<Packed*>(base + control_bytes + lookback_bytes);
+  char* const spare_base = base + control_bytes + lookback_bytes + tail_bytes;
+  Packed* const spares[2] = {reinterpret_cast<Packed*>(spare_base), reinterpret_cast<Packed*>(spare_base + spare_bytes)};
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(base, 0, starts_bytes + counters_bytes, stream));
+
+  launch_radix_histogram(stream, twiddle, keys_in, n, begin_bit, end_bit, digit_starts, counters + portions * places);
+
+  // Stage s (0 .. places) is what pass s reads and pass s - 1 writes.
+  enum class Stage { input, output, spare0, spare1, over_output };
+  auto stage = [&](int s) {
+    if (s == 0) return Stage::input;
+    if (s == places) return Stage::output;
+    if (!one_spare) return (s - 1) % 2 == 0 ? Stage::spare0 : Stage::spare1;
+    return (places - s) % 2 == 1 ? Stage::spare0 : Stage::over_output;
+  };
+  // The twiddle of a word whose upper half is the key changes only that half.
+  const RadixTwiddle<Packed> word_twiddle{Packed(twiddle.sign_mask) << kHalfBits, Packed(twiddle.float_mask) << kHalfBits};
+  constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Packed, RadixNoValue>;
+  using Kernel = void (*)(const OnesweepPass<Packed, RadixNoValue>);
+  // The kernel of a pass from one stage to the next, configured before its first launch.
+  auto kernel_for = [&](Stage from, Stage to) -> Kernel {
+    auto configured = [](auto split) -> Kernel {
+      constexpr int kSplit = decltype(split)::value;
+      configure_onesweep_kernel<Tuning, Packed, RadixNoValue, kSplit>();
+      return onesweep_kernel<Tuning, Packed, RadixNoValue, kSplit>;
+    };
+    const bool words_in = from == Stage::spare0 || from == Stage::spare1, words_out = to == Stage::spare0 || to == Stage::spare1;
+    if (from == Stage::input && words_out) return configured(std::integral_constant<int, kRadixSplitIn>{});
+    if (from == Stage::input) return configured(std::integral_constant<int, kRadixSplitIn | kRadixSegmentedOut>{});
+    if (words_in && to == Stage::output) return configured(std::integral_constant<int, kRadixSplitOut>{});
+    if (words_in && words_out) return configured(std::integral_constant<int, 0>{});
+    if (words_in) return configured(std::integral_constant<int, kRadixSegmentedOut>{});
+    return configured(std::integral_constant<int, kRadixSegmentedIn>{});  // over the output -> spare
+  };
+  auto words_of = [&](Stage s) { return s == Stage::spare0 ? spares[0] : spares[1]; };
+  Packed* const segments[3] = {reinterpret_cast<Packed*>(keys_out), reinterpret_cast<Packed*>(values_out), tail};
+  for (int place = 0; place < places; ++place) {
+    const Stage from = stage(place), to = stage(place + 1);
+    const Kernel kernel = kernel_for(from, to);
+    const int shift = begin_bit + place * kRadixDigitBits;
+    const int bits = std::min(kRadixDigitBits, end_bit - shift);
+    for (index_t portion = 0; portion < portions; ++portion) {
+      const index_t first = portion * Tuning::kPortionItems;
+      const auto items = static_cast<int>(std::min<index_t>(Tuning::kPortionItems, n - first));
+      const index_t tiles = ceil_div<index_t>(items, Tuning::kTileItems);
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(lookback, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) * kRadixDigits, stream));
+      OnesweepPass<Packed, RadixNoValue> pass{};
+      if (from == Stage::input) {
+        pass.split_keys_in = keys_in + first;
+        pass.split_values_in = values_in + first;
+      } else if (from != Stage::over_output) {
+        pass.keys_in = words_of(from) + first;
+      }
+      if (to == Stage::output) {
+        pass.split_keys_out = keys_out;
+        pass.split_values_out = values_out;
+      } else if (to != Stage::over_output) {
+        pass.keys_out = words_of(to);
+      }
+      for (int k = 0; k < 3; ++k) pass.segment[k] = segments[k];
+      pass.segment_half = n / 2;
+      pass.portion_first = first;
+      pass.portion_items = items;
+      pass.digit_starts = digit_starts + (portion * places + place) * kRadixDigits;
+      pass.next_digit_starts =
+          portion + 1 < portions ? digit_starts + ((portion + 1) * places + place) * kRadixDigits : nullptr;
+      pass.lookback = lookback;
+      pass.tile_counter = counters + portion * places + place;
+      pass.digit = RadixDigit{kHalfBits + shift, (1u << bits) - 1};
+      pass.twiddle = word_twiddle;
+      pass.convert_in = place == 0;
+      pass.convert_out = place == places - 1;
+      kernel<<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);
+      TESSERA_CUDA_CHECK_LAUNCH();
+    }
+  }
+}
+
 // Sorts keys_in[0, n) by radix bits [begin_bit, end_bit) into keys_out, values following (Word =
 // RadixNoValue: keys only, value pointers null). See the file comment.
 // Tuning: RadixSortTuning, or another RadixSortShape (the benchmark's tuning study).
 template <class Bits, class Word, class Tuning = RadixSortTuning<Bits, Word>>
 void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bits* keys_in, Bits* keys_out,
                        const Word* values_in, Word* values_out, index_t n, int begin_bit, int end_bit) {
-  using HistogramTuning = RadixHistogramTuning<Bits>;
   constexpr bool kHasValues = Tuning::kHasValues;
   const cudaStream_t stream = to_cuda(queue.stream);
   if (n == 0) return;
   const int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
+  if constexpr (kRadixSortPackPairs<Bits, Word> && std::is_same_v<Tuning, RadixSortTuning<Bits, Word>>) {
+    if (places >= 2) {
+      device_radix_sort_packed<RadixSortPackedTuning<Bits>>(queue, twiddle, keys_in, keys_out, values_in, values_out, n,
+                                                            begin_bit, end_bit);
+      return;
+    }
+  }
   if (places == 0) {
     if (keys_out != keys_in)
       TESSERA_CUDA_CHECK(cudaMemcpyAsync(keys_out, keys_in, sizeof(Bits) * static_cast<std::size_t>(n),
@@ -162,24 +311,13 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   TESSERA_CUDA_CHECK(cudaMemsetAsync(base, 0, starts_bytes + counters_bytes, stream));
 
   // 1. The digits of every place.
-  {
-    constexpr int kThreads = HistogramTuning::kHistogramThreads;
-    const DeviceInfo& device = current_device_info();
-    const int per_sm = blocks_per_sm<radix_histogram_kernel<HistogramTuning, Bits>>(kThreads);
-    const index_t tiles = ceil_div<index_t>(n, index_t(kThreads) * HistogramTuning::kHistogramItems);
-    // A block's shared counts stay below 2^32: at most 2^31 keys per block.
-    const index_t min_blocks = ceil_div<index_t>(n, index_t(1) << 31);
-    const index_t blocks = std::max(min_blocks, std::min<index_t>(tiles, index_t(per_sm) * device.sm_count));
-    radix_histogram_kernel<HistogramTuning, Bits><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        keys_in, n, twiddle, begin_bit, end_bit, digit_starts, counters + portions * places);
-    TESSERA_CUDA_CHECK_LAUNCH();
-  }
+  launch_radix_histogram(stream, twiddle, keys_in, n, begin_bit, end_bit, digit_starts, counters + portions * places);
 
   // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
   // last place keys_out), or, with copy_back, the spare array first.
   constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Bits, Word>;
   configure_onesweep_kernel<Tuning, Bits, Word>();
-    Bits* const key_buffers[2] = {keys_out, spare_keys};
+  Bits* const key_buffers[2] = {keys_out, spare_keys};
   Word* const value_buffers[2] = {values_out, spare_values};
   const Bits* keys_from = keys_in;
   const Word* values_from = values_in;

@@ -3,6 +3,7 @@
 // architecture, tuning/arch.cuh; none of these was measured on an sm_80 device).
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "tessera/kernels/cuda/block_radix_rank.cuh"
@@ -15,7 +16,7 @@ namespace tessera::kernels::cuda::detail {
 // lanes with one digit find each other (block_radix_rank.cuh).
 template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
           WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false, bool StageValues = false,
-          bool DynamicStorage = false, bool FitCarveout = false, bool ValuesInParts = false>
+          bool DynamicStorage = false, bool FitCarveout = false, bool ValuesInParts = false, bool PackedPairs = false, int CacheHints = 0>
 struct RadixSortShape {
   static constexpr WarpMatch kWarpMatch = Match;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
@@ -44,6 +45,16 @@ struct RadixSortShape {
   // memory) or the driver's choice (static only).
   static constexpr bool kFitCarveout = FitCarveout;
   static constexpr bool kValuesInParts = ValuesInParts;
+  // 4-byte keys with 4-byte values sorted as one 64-bit word per pair, the key's radix bits above
+  // the value (Bits = std::uint64_t, no Word): a pass may read its input from, and write its output
+  // to, two arrays of 32-bit halves (OnesweepPass::split_in, split_out) rather than the words.
+  static constexpr bool kPackedPairs = PackedPairs;
+  static_assert(!kPackedPairs || ((sizeof(Bits) == 8 || sizeof(Bits) == 16) && !kHasValues),
+                "packed pairs are 64- or 128-bit words without values");
+  // The tile's keys read with the streaming hint (ld.global.cs: evict first), and the scattered
+  // keys and values written with it (st.global.cs), rather than with the default policy.
+  static constexpr bool kStreamLoads = (CacheHints & 1) != 0;
+  static constexpr bool kStreamStores = (CacheHints & 2) != 0;
 };
 
 // Values of 4, 8 or 16 bytes (naturally aligned) are staged in shared memory (kStageValues).
@@ -60,12 +71,15 @@ inline constexpr bool kRadixSortStageValues =
 //   4-byte keys alone          32, storage dynamic, carveout fitted (4.88 against 5.21 for 24
 //                              static; 33 spills)
 //   4-byte keys, 4-byte values 34, staged, storage dynamic (8.85 against 9.02 for 30 static; 35
-//                              spills)
+//                              spills), where one digit place is sorted; two or more: packed
+//                              into 64-bit words (RadixSortPackedTuning)
 //   4-byte keys, 8-byte values 24, staged, sorted part by part through the keys' area (12.42
 //                              against 12.66-12.71 for 20 with the sorted tile in registers)
 //   8-byte keys                20, storage dynamic, carveout fitted (15.30 against 15.98 for 15
 //                              static; 16.01 at 20 with the largest carveout)
-//   8-byte keys, 8-byte values 18, staged, storage dynamic (31.51-31.55 against 32.25-32.27 for 15)
+//   8-byte keys, 8-byte values 18, staged, storage dynamic (31.51-31.55 against 32.25-32.27 for
+//                              15), where one digit place is sorted; two or more: packed into
+//                              128-bit words
 // Values that are not staged (1, 2 bytes; odd sizes) are held in registers: 23 for 4-byte keys,
 // fewer for wider values so that their tile fits the static shared memory. The same shapes build
 // for sm_80 (one launch shape for every architecture), where the SM's 164 KB hold one block of the
@@ -106,6 +120,25 @@ struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Wo
                                         kRadixSortWarpMatch<Bits, Word>, false, kRadixSortStageValues<Word>,
                                         RadixSortItems<Bits, Word>::kDynamicStorage, RadixSortItems<Bits, Word>::kFitCarveout,
                                         RadixSortItems<Bits, Word>::kValuesInParts> {};
+
+// Keys with values of their width (4 + 4 or 8 + 8 bytes): each pair one word of twice the width
+// (the key's radix bits above the value), sorted as keys alone by the bits of the key. A pass then
+// moves the pair as one word through one rank, one exchange in shared memory and one scatter, where
+// the staged pairs move two arrays through two; the same bytes of memory traffic.
+template <class Bits, class Word>
+inline constexpr bool kRadixSortPackPairs = (sizeof(Bits) == 4 && std::is_same_v<Word, std::uint32_t>) ||
+                                            (sizeof(Bits) == 8 && std::is_same_v<Word, std::uint64_t>);
+// The word of a pair of halves.
+template <class Half>
+using PackedWord = std::conditional_t<sizeof(Half) == 8, unsigned __int128, std::uint64_t>;
+// The shape of the packed words (bench_sort --study-packed, H100, 2026-11-25, ms at 2^28 against
+// CUB in the same run): 64-bit words as 64-bit keys alone, 20 per thread, carveout fitted (8.10-8.14
+// against 8.51-8.61 for the staged 34; 18 and 22 8.22-8.26; the largest carveout 8.33-8.34);
+// 128-bit words 12 per thread (28.04 against 31.30 staged; 10 28.67; 14 spills, 30.63).
+template <class Half>
+using RadixSortPackedTuning =
+    RadixSortShape<PackedWord<Half>, RadixNoValue, 384, sizeof(Half) == 8 ? 12 : RadixSortItems<std::uint64_t, RadixNoValue>::value,
+                   2, 4, WarpMatch::ballots, false, false, true, true, false, true>;
 
 // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
 template <class Bits>

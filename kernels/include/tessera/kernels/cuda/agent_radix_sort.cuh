@@ -205,7 +205,7 @@ struct OnesweepPass {
   RadixTwiddle<Bits> twiddle;
   bool convert_in;   // keys_in holds key bits (the first place), else radix bits
   bool convert_out;  // keys_out gets key bits (the last place), else radix bits
-  // Packed pairs (Tuning::kPackedPairs; Bits = std::uint64_t, the key's bits in the upper half):
+  // Packed pairs (Tuning::kPackedPairs; Bits a 64- or 128-bit word, the key's bits in the upper half):
   // the input read from two arrays of halves (kRadixSplitIn: the portion's first key and value;
   // keys_in unused), the output written to two (kRadixSplitOut: the whole output; keys_out unused).
   const PackedHalf<Bits>* split_keys_in;
@@ -263,7 +263,9 @@ constexpr int kRadixSegmentedIn = 4;
 constexpr int kRadixSegmentedOut = 8;
 
 // stage: shared memory for a tile of values (Tuning::kStageValues), else unused.
-// Split: kRadixSplitIn and/or kRadixSplitOut (packed pairs only), else 0.
+// Split: one of kRadixSplitIn and kRadixSegmentedIn and/or one of kRadixSplitOut and
+// kRadixSegmentedOut (packed pairs only), else 0. Only the first place reads, and only the last
+// writes, the halves; the segmented words are radix bits (never converted).
 template <class Tuning, class Bits, class Word, int Split = 0>
 __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Word>& s, Word* stage,
                                                const OnesweepPass<Bits, Word>& pass) {
@@ -311,21 +313,19 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     }
   };
   if constexpr (kSplitIn) {
-    {
-      constexpr int kHalfBits = 8 * static_cast<int>(sizeof(PackedHalf<Bits>));
-      const PackedHalf<Bits>* const warp_keys = pass.split_keys_in + tile_base + warp_first;
-      const PackedHalf<Bits>* const warp_values = pass.split_values_in + tile_base + warp_first;
-      auto pack = [&](int u) {
-        return (Bits(load_item<Tuning::kStreamLoads>(warp_keys + u * kWarpThreads)) << kHalfBits) |
-               load_item<Tuning::kStreamLoads>(warp_values + u * kWarpThreads);
-      };
-      if (full_tile) {
+    constexpr int kHalfBits = 8 * static_cast<int>(sizeof(PackedHalf<Bits>));
+    const PackedHalf<Bits>* const warp_keys = pass.split_keys_in + tile_base + warp_first;
+    const PackedHalf<Bits>* const warp_values = pass.split_values_in + tile_base + warp_first;
+    auto pack = [&](int u) {
+      return (Bits(load_item<Tuning::kStreamLoads>(warp_keys + u * kWarpThreads)) << kHalfBits) |
+             load_item<Tuning::kStreamLoads>(warp_values + u * kWarpThreads);
+    };
+    if (full_tile) {
 #pragma unroll
-        for (int u = 0; u < kItems; ++u) keys[u] = pack(u);
-      } else {
+      for (int u = 0; u < kItems; ++u) keys[u] = pack(u);
+    } else {
 #pragma unroll
-        for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? pack(u) : pad;
-      }
+      for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? pack(u) : pad;
     }
   } else if constexpr (kSegmentedIn) {
     // A tile within one segment loads as from one array; the one tile across a segment's end

@@ -131,6 +131,55 @@ void launch_radix_histogram(cudaStream_t stream, RadixTwiddle<Bits> twiddle, con
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// The control words (digit starts per portion and place, tile counters), the look-back words and
+// the launches of one sort's places and portions. The control and look-back words lie at the front
+// of the sort's scratch (bytes()); start() zeroes the control words and counts the digits.
+template <class Tuning>
+struct OnesweepSchedule {
+  static std::size_t align(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  index_t n;
+  int places;
+  index_t portions = ceil_div<index_t>(n, Tuning::kPortionItems);
+  index_t portion_tiles = ceil_div<index_t>(std::min<index_t>(n, Tuning::kPortionItems), Tuning::kTileItems);
+  std::size_t starts_bytes = sizeof(index_t) * static_cast<std::size_t>(portions * places * kRadixDigits);
+  std::size_t counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(portions * places + 1);
+  std::size_t control_bytes = align(starts_bytes + counters_bytes);
+  std::size_t lookback_bytes = align(sizeof(std::uint32_t) * static_cast<std::size_t>(portion_tiles) * kRadixDigits);
+  index_t* digit_starts = nullptr;  // [portion][place][digit]
+  unsigned* counters = nullptr;     // [portion][place], then the histogram's blocks_done
+  std::uint32_t* lookback = nullptr;
+
+  std::size_t bytes() const { return control_bytes + lookback_bytes; }
+
+  template <class Bits>
+  void start(char* base, cudaStream_t stream, RadixTwiddle<Bits> twiddle, const Bits* keys, int begin_bit, int end_bit) {
+    digit_starts = reinterpret_cast<index_t*>(base);
+    counters = reinterpret_cast<unsigned*>(base + starts_bytes);
+    lookback = reinterpret_cast<std::uint32_t*>(base + control_bytes);
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(base, 0, starts_bytes + counters_bytes, stream));
+    launch_radix_histogram(stream, twiddle, keys, n, begin_bit, end_bit, digit_starts, counters + portions * places);
+  }
+
+  // Clears the look-back words for (place, portion) and sets the pass's schedule fields (all but
+  // the arrays and the digit); returns its tiles, one thread block each.
+  template <class Bits, class Word>
+  index_t prepare(OnesweepPass<Bits, Word>& pass, int place, index_t portion, cudaStream_t stream) const {
+    const index_t first = portion * Tuning::kPortionItems;
+    const auto items = static_cast<int>(std::min<index_t>(Tuning::kPortionItems, n - first));
+    const index_t tiles = ceil_div<index_t>(items, Tuning::kTileItems);
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(lookback, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) * kRadixDigits, stream));
+    pass.portion_items = items;
+    pass.digit_starts = digit_starts + (portion * places + place) * kRadixDigits;
+    pass.next_digit_starts = portion + 1 < portions ? digit_starts + ((portion + 1) * places + place) * kRadixDigits : nullptr;
+    pass.lookback = lookback;
+    pass.tile_counter = counters + portion * places + place;
+    pass.convert_in = place == 0;
+    pass.convert_out = place == places - 1;
+    return tiles;
+  }
+};
+
 // Sorts keys_in[0, n) by radix bits [begin_bit, end_bit), at least two places, with values of the
 // keys' width (Half: 32 or 64 bits), as packed words of twice that width (key radix bits above the
 // value; kRadixSortPackPairs): the first place reads the two input arrays, the last writes the two
@@ -162,26 +211,16 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
       ((reinterpret_cast<std::uintptr_t>(keys_out) | reinterpret_cast<std::uintptr_t>(values_out)) % alignof(Packed)) == 0;
   const bool one_spare = !two_spares && outputs_take_words && !(in_place && places % 2 == 1);
 
-  const index_t portions = ceil_div<index_t>(n, Tuning::kPortionItems);
-  const index_t portion_tiles = ceil_div<index_t>(std::min<index_t>(n, Tuning::kPortionItems), Tuning::kTileItems);
-  auto align = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::size_t starts_bytes = sizeof(index_t) * static_cast<std::size_t>(portions * places * kRadixDigits);
-  const std::size_t counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(portions * places + 1);
-  const std::size_t control_bytes = align(starts_bytes + counters_bytes);
-  const std::size_t lookback_bytes = align(sizeof(std::uint32_t) * static_cast<std::size_t>(portion_tiles) * kRadixDigits);
-  const std::size_t spare_bytes = align(sizeof(Packed) * static_cast<std::size_t>(n));
-  const std::size_t tail_bytes = one_spare ? align(sizeof(Packed)) : 0;  // an odd n's last word over the output
-  ScratchBuffer scratch(queue, control_bytes + lookback_bytes + tail_bytes + spare_bytes * (one_spare ? 1 : 2));
+  OnesweepSchedule<Tuning> schedule{n, places};
+  using Schedule = OnesweepSchedule<Tuning>;
+  const std::size_t spare_bytes = Schedule::align(sizeof(Packed) * static_cast<std::size_t>(n));
+  const std::size_t tail_bytes = one_spare ? Schedule::align(sizeof(Packed)) : 0;  // an odd n's last word over the output
+  ScratchBuffer scratch(queue, schedule.bytes() + tail_bytes + spare_bytes * (one_spare ? 1 : 2));
   char* const base = scratch.as<char>();
-  auto* const digit_starts = reinterpret_cast<index_t*>(base);
-  auto* const counters = reinterpret_cast<unsigned*>(base + starts_bytes);
-  auto* const lookback = reinterpret_cast<std::uint32_t*>(base + control_bytes);
-  auto* const tail = reinterpret_cast<Packed*>(base + control_bytes + lookback_bytes);
-  char* const spare_base = base + control_bytes + lookback_bytes + tail_bytes;
+  auto* const tail = reinterpret_cast<Packed*>(base + schedule.bytes());
+  char* const spare_base = base + schedule.bytes() + tail_bytes;
   Packed* const spares[2] = {reinterpret_cast<Packed*>(spare_base), reinterpret_cast<Packed*>(spare_base + spare_bytes)};
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(base, 0, starts_bytes + counters_bytes, stream));
-
-  launch_radix_histogram(stream, twiddle, keys_in, n, begin_bit, end_bit, digit_starts, counters + portions * places);
+  schedule.start(base, stream, twiddle, keys_in, begin_bit, end_bit);
 
   // Stage s (0 .. places) is what pass s reads and pass s - 1 writes.
   enum class Stage { input, output, spare0, spare1, over_output };
@@ -217,12 +256,10 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
     const Kernel kernel = kernel_for(from, to);
     const int shift = begin_bit + place * kRadixDigitBits;
     const int bits = std::min(kRadixDigitBits, end_bit - shift);
-    for (index_t portion = 0; portion < portions; ++portion) {
+    for (index_t portion = 0; portion < schedule.portions; ++portion) {
       const index_t first = portion * Tuning::kPortionItems;
-      const auto items = static_cast<int>(std::min<index_t>(Tuning::kPortionItems, n - first));
-      const index_t tiles = ceil_div<index_t>(items, Tuning::kTileItems);
-      TESSERA_CUDA_CHECK(cudaMemsetAsync(lookback, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) * kRadixDigits, stream));
       OnesweepPass<Packed, RadixNoValue> pass{};
+      const index_t tiles = schedule.prepare(pass, place, portion, stream);
       if (from == Stage::input) {
         pass.split_keys_in = keys_in + first;
         pass.split_values_in = values_in + first;
@@ -238,16 +275,8 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
       for (int k = 0; k < 3; ++k) pass.segment[k] = segments[k];
       pass.segment_half = n / 2;
       pass.portion_first = first;
-      pass.portion_items = items;
-      pass.digit_starts = digit_starts + (portion * places + place) * kRadixDigits;
-      pass.next_digit_starts =
-          portion + 1 < portions ? digit_starts + ((portion + 1) * places + place) * kRadixDigits : nullptr;
-      pass.lookback = lookback;
-      pass.tile_counter = counters + portion * places + place;
       pass.digit = RadixDigit{kHalfBits + shift, (1u << bits) - 1};
       pass.twiddle = word_twiddle;
-      pass.convert_in = place == 0;
-      pass.convert_out = place == places - 1;
       kernel<<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);
       TESSERA_CUDA_CHECK_LAUNCH();
     }
@@ -283,35 +312,25 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
     return;
   }
 
-  const index_t portions = ceil_div<index_t>(n, Tuning::kPortionItems);
-  const index_t portion_tiles = ceil_div<index_t>(std::min<index_t>(n, Tuning::kPortionItems), Tuning::kTileItems);
   const bool in_place = keys_in == keys_out || (kHasValues && values_in == values_out);
   // An in-place sort with an odd number of places cannot scatter its first place into its input:
   // it starts in the spare array and copies the result back.
   const bool copy_back = in_place && places % 2 == 1;
 
   // Scratch: control words (zeroed), look-back words, spare keys and values.
-  auto align = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::size_t starts_bytes = sizeof(index_t) * static_cast<std::size_t>(portions * places * kRadixDigits);
-  const std::size_t counters_bytes = sizeof(unsigned) * static_cast<std::size_t>(portions * places + 1);
-  const std::size_t control_bytes = align(starts_bytes + counters_bytes);
-  const std::size_t lookback_bytes = align(sizeof(std::uint32_t) * static_cast<std::size_t>(portion_tiles) * kRadixDigits);
+  OnesweepSchedule<Tuning> schedule{n, places};
+  using Schedule = OnesweepSchedule<Tuning>;
   const bool need_spare = places > 1 || copy_back;
-  const std::size_t spare_key_bytes = need_spare ? align(sizeof(Bits) * static_cast<std::size_t>(n)) : 0;
+  const std::size_t spare_key_bytes = need_spare ? Schedule::align(sizeof(Bits) * static_cast<std::size_t>(n)) : 0;
   const std::size_t spare_value_bytes =
-      need_spare && kHasValues ? align(sizeof(std::conditional_t<kHasValues, Word, char>) * static_cast<std::size_t>(n)) : 0;
-  ScratchBuffer scratch(queue, control_bytes + lookback_bytes + spare_key_bytes + spare_value_bytes);
+      need_spare && kHasValues ? Schedule::align(sizeof(std::conditional_t<kHasValues, Word, char>) * static_cast<std::size_t>(n)) : 0;
+  ScratchBuffer scratch(queue, schedule.bytes() + spare_key_bytes + spare_value_bytes);
   char* const base = scratch.as<char>();
-  auto* const digit_starts = reinterpret_cast<index_t*>(base);
-  auto* const counters = reinterpret_cast<unsigned*>(base + starts_bytes);  // [portion][place], then blocks_done
-  auto* const lookback = reinterpret_cast<std::uint32_t*>(base + control_bytes);
-  auto* const spare_keys = need_spare ? reinterpret_cast<Bits*>(base + control_bytes + lookback_bytes) : nullptr;
-  Word* const spare_values =
-      need_spare && kHasValues ? reinterpret_cast<Word*>(base + control_bytes + lookback_bytes + spare_key_bytes) : nullptr;
-  TESSERA_CUDA_CHECK(cudaMemsetAsync(base, 0, starts_bytes + counters_bytes, stream));
+  auto* const spare_keys = need_spare ? reinterpret_cast<Bits*>(base + schedule.bytes()) : nullptr;
+  Word* const spare_values = need_spare && kHasValues ? reinterpret_cast<Word*>(base + schedule.bytes() + spare_key_bytes) : nullptr;
 
   // 1. The digits of every place.
-  launch_radix_histogram(stream, twiddle, keys_in, n, begin_bit, end_bit, digit_starts, counters + portions * places);
+  schedule.start(base, stream, twiddle, keys_in, begin_bit, end_bit);
 
   // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
   // last place keys_out), or, with copy_back, the spare array first.
@@ -326,28 +345,18 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
     destination = copy_back ? (place % 2 == 0 ? 1 : 0) : (places - 1 - place) % 2;
     const int shift = begin_bit + place * kRadixDigitBits;
     const int bits = std::min(kRadixDigitBits, end_bit - shift);
-    for (index_t portion = 0; portion < portions; ++portion) {
+    for (index_t portion = 0; portion < schedule.portions; ++portion) {
       const index_t first = portion * Tuning::kPortionItems;
-      const auto items = static_cast<int>(std::min<index_t>(Tuning::kPortionItems, n - first));
-      const index_t tiles = ceil_div<index_t>(items, Tuning::kTileItems);
-      TESSERA_CUDA_CHECK(cudaMemsetAsync(lookback, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(tiles) * kRadixDigits, stream));
       OnesweepPass<Bits, Word> pass{};
+      const index_t tiles = schedule.prepare(pass, place, portion, stream);
       pass.keys_in = keys_from + first;
       pass.keys_out = key_buffers[destination];
       if constexpr (kHasValues) {
         pass.values_in = values_from + first;
         pass.values_out = value_buffers[destination];
       }
-      pass.portion_items = items;
-      pass.digit_starts = digit_starts + (portion * places + place) * kRadixDigits;
-      pass.next_digit_starts =
-          portion + 1 < portions ? digit_starts + ((portion + 1) * places + place) * kRadixDigits : nullptr;
-      pass.lookback = lookback;
-      pass.tile_counter = counters + portion * places + place;
       pass.digit = RadixDigit{shift, (1u << bits) - 1};
       pass.twiddle = twiddle;
-      pass.convert_in = place == 0;
-      pass.convert_out = place == places - 1;
       onesweep_kernel<Tuning, Bits, Word>
           <<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);
       TESSERA_CUDA_CHECK_LAUNCH();

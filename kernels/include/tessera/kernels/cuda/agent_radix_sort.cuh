@@ -437,7 +437,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // From shared memory in tile order: runs of one digit go to consecutive global addresses. Only
   // the last place converts back to key bits.
   PackedDigits<kItems> sorted_digits;
-  auto store_keys = [&](auto convert, auto full, auto split) {
+  auto store_keys = [&](auto convert, auto full) {
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
@@ -446,28 +446,13 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       sorted_digits.set(u, d);
       if (decltype(full)::value || i < tile_items) {
         const Bits out = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
-        if constexpr (decltype(split)::value) {
+        if constexpr (kSplitOut) {
           using Half = PackedHalf<Bits>;
           store_item<Tuning::kStreamStores>(s.destination[d].key_halves + i, static_cast<Half>(out >> (8 * sizeof(Half))));
           store_item<Tuning::kStreamStores>(s.value_halves[d] + i, static_cast<Half>(out));
         } else {
           store_item<Tuning::kStreamStores>(s.destination[d].keys + i, out);
         }
-      }
-    }
-  };
-  auto store_keys_as = [&](auto split) {
-    if (pass.convert_out) {
-      if (full_tile) {
-        store_keys(std::true_type{}, std::true_type{}, split);
-      } else {
-        store_keys(std::true_type{}, std::false_type{}, split);
-      }
-    } else {
-      if (full_tile) {
-        store_keys(std::false_type{}, std::true_type{}, split);
-      } else {
-        store_keys(std::false_type{}, std::false_type{}, split);
       }
     }
   };
@@ -483,7 +468,19 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       return;
     }
   }
-  store_keys_as(std::bool_constant<kSplitOut>{});
+  if (pass.convert_out) {
+    if (full_tile) {
+      store_keys(std::true_type{}, std::true_type{});
+    } else {
+      store_keys(std::true_type{}, std::false_type{});
+    }
+  } else {
+    if (full_tile) {
+      store_keys(std::false_type{}, std::true_type{});
+    } else {
+      store_keys(std::false_type{}, std::false_type{});
+    }
+  }
 
   if constexpr (kHasValues) {
     if constexpr (kValuesInRegisters && !Tuning::kEarlyValues) load_values();

@@ -139,7 +139,9 @@ struct OnesweepSchedule {
   static std::size_t align(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
   index_t n;
-  int places;
+  int begin_bit;
+  int end_bit;
+  int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
   index_t portions = ceil_div<index_t>(n, Tuning::kPortionItems);
   index_t portion_tiles = ceil_div<index_t>(std::min<index_t>(n, Tuning::kPortionItems), Tuning::kTileItems);
   std::size_t starts_bytes = sizeof(index_t) * static_cast<std::size_t>(portions * places * kRadixDigits);
@@ -153,7 +155,7 @@ struct OnesweepSchedule {
   std::size_t bytes() const { return control_bytes + lookback_bytes; }
 
   template <class Bits>
-  void start(char* base, cudaStream_t stream, RadixTwiddle<Bits> twiddle, const Bits* keys, int begin_bit, int end_bit) {
+  void start(char* base, cudaStream_t stream, RadixTwiddle<Bits> twiddle, const Bits* keys) {
     digit_starts = reinterpret_cast<index_t*>(base);
     counters = reinterpret_cast<unsigned*>(base + starts_bytes);
     lookback = reinterpret_cast<std::uint32_t*>(base + control_bytes);
@@ -162,9 +164,10 @@ struct OnesweepSchedule {
   }
 
   // Clears the look-back words for (place, portion) and sets the pass's schedule fields (all but
-  // the arrays and the digit); returns its tiles, one thread block each.
+  // the arrays and the twiddle; the place's digit digit_offset bits higher in the radix bits, as in
+  // a packed word); returns its tiles, one thread block each.
   template <class Bits, class Word>
-  index_t prepare(OnesweepPass<Bits, Word>& pass, int place, index_t portion, cudaStream_t stream) const {
+  index_t prepare(OnesweepPass<Bits, Word>& pass, int place, index_t portion, cudaStream_t stream, int digit_offset = 0) const {
     const index_t first = portion * Tuning::kPortionItems;
     const auto items = static_cast<int>(std::min<index_t>(Tuning::kPortionItems, n - first));
     const index_t tiles = ceil_div<index_t>(items, Tuning::kTileItems);
@@ -174,6 +177,8 @@ struct OnesweepSchedule {
     pass.next_digit_starts = portion + 1 < portions ? digit_starts + ((portion + 1) * places + place) * kRadixDigits : nullptr;
     pass.lookback = lookback;
     pass.tile_counter = counters + portion * places + place;
+    const int shift = begin_bit + place * kRadixDigitBits;
+    pass.digit = RadixDigit{digit_offset + shift, (1u << std::min(kRadixDigitBits, end_bit - shift)) - 1};
     pass.convert_in = place == 0;
     pass.convert_out = place == places - 1;
     return tiles;
@@ -204,15 +209,15 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
   constexpr int kHalfBits = 8 * static_cast<int>(sizeof(Half));
   const cudaStream_t stream = to_cuda(queue.stream);
   if (n == 0) return;
-  const int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
+  using Schedule = OnesweepSchedule<Tuning>;
+  Schedule schedule{n, begin_bit, end_bit};
+  const int places = schedule.places;
   TESSERA_ASSERT(places >= 2, "packed radix sort: at least two places");
   const bool in_place = keys_in == keys_out || values_in == values_out;
   const bool outputs_take_words =
       ((reinterpret_cast<std::uintptr_t>(keys_out) | reinterpret_cast<std::uintptr_t>(values_out)) % alignof(Packed)) == 0;
   const bool one_spare = !two_spares && outputs_take_words && !(in_place && places % 2 == 1);
 
-  OnesweepSchedule<Tuning> schedule{n, places};
-  using Schedule = OnesweepSchedule<Tuning>;
   const std::size_t spare_bytes = Schedule::align(sizeof(Packed) * static_cast<std::size_t>(n));
   const std::size_t tail_bytes = one_spare ? Schedule::align(sizeof(Packed)) : 0;  // an odd n's last word over the output
   ScratchBuffer scratch(queue, schedule.bytes() + tail_bytes + spare_bytes * (one_spare ? 1 : 2));
@@ -220,7 +225,7 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
   auto* const tail = reinterpret_cast<Packed*>(base + schedule.bytes());
   char* const spare_base = base + schedule.bytes() + tail_bytes;
   Packed* const spares[2] = {reinterpret_cast<Packed*>(spare_base), reinterpret_cast<Packed*>(spare_base + spare_bytes)};
-  schedule.start(base, stream, twiddle, keys_in, begin_bit, end_bit);
+  schedule.start(base, stream, twiddle, keys_in);
 
   // Stage s (0 .. places) is what pass s reads and pass s - 1 writes.
   enum class Stage { input, output, spare0, spare1, over_output };
@@ -234,11 +239,14 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
   const RadixTwiddle<Packed> word_twiddle{Packed(twiddle.sign_mask) << kHalfBits, Packed(twiddle.float_mask) << kHalfBits};
   constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Packed, RadixNoValue>;
   using Kernel = void (*)(const OnesweepPass<Packed, RadixNoValue>);
-  // The kernel of a pass from one stage to the next, configured before its first launch.
+  // The kernel of a pass from one stage to the next, configured before its first launch in this
+  // sort (a kind of pass recurs with more than four places).
+  unsigned configured_kinds = 0;
   auto kernel_for = [&](Stage from, Stage to) -> Kernel {
-    auto configured = [](auto split) -> Kernel {
+    auto configured = [&](auto split) -> Kernel {
       constexpr int kSplit = decltype(split)::value;
-      configure_onesweep_kernel<Tuning, Packed, RadixNoValue, kSplit>();
+      if ((configured_kinds & (1u << kSplit)) == 0) configure_onesweep_kernel<Tuning, Packed, RadixNoValue, kSplit>();
+      configured_kinds |= 1u << kSplit;
       return onesweep_kernel<Tuning, Packed, RadixNoValue, kSplit>;
     };
     const bool words_in = from == Stage::spare0 || from == Stage::spare1, words_out = to == Stage::spare0 || to == Stage::spare1;
@@ -254,12 +262,10 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
   for (int place = 0; place < places; ++place) {
     const Stage from = stage(place), to = stage(place + 1);
     const Kernel kernel = kernel_for(from, to);
-    const int shift = begin_bit + place * kRadixDigitBits;
-    const int bits = std::min(kRadixDigitBits, end_bit - shift);
     for (index_t portion = 0; portion < schedule.portions; ++portion) {
       const index_t first = portion * Tuning::kPortionItems;
       OnesweepPass<Packed, RadixNoValue> pass{};
-      const index_t tiles = schedule.prepare(pass, place, portion, stream);
+      const index_t tiles = schedule.prepare(pass, place, portion, stream, kHalfBits);
       if (from == Stage::input) {
         pass.split_keys_in = keys_in + first;
         pass.split_values_in = values_in + first;
@@ -275,7 +281,6 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
       for (int k = 0; k < 3; ++k) pass.segment[k] = segments[k];
       pass.segment_half = n / 2;
       pass.portion_first = first;
-      pass.digit = RadixDigit{kHalfBits + shift, (1u << bits) - 1};
       pass.twiddle = word_twiddle;
       kernel<<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);
       TESSERA_CUDA_CHECK_LAUNCH();
@@ -292,7 +297,9 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   constexpr bool kHasValues = Tuning::kHasValues;
   const cudaStream_t stream = to_cuda(queue.stream);
   if (n == 0) return;
-  const int places = (end_bit - begin_bit + kRadixDigitBits - 1) / kRadixDigitBits;
+  using Schedule = OnesweepSchedule<Tuning>;
+  Schedule schedule{n, begin_bit, end_bit};
+  const int places = schedule.places;
   if constexpr (kRadixSortPackPairs<Bits, Word> && std::is_same_v<Tuning, RadixSortTuning<Bits, Word>>) {
     if (places >= 2) {
       device_radix_sort_packed<RadixSortPackedTuning<Bits>>(queue, twiddle, keys_in, keys_out, values_in, values_out, n,
@@ -318,8 +325,6 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   const bool copy_back = in_place && places % 2 == 1;
 
   // Scratch: control words (zeroed), look-back words, spare keys and values.
-  OnesweepSchedule<Tuning> schedule{n, places};
-  using Schedule = OnesweepSchedule<Tuning>;
   const bool need_spare = places > 1 || copy_back;
   const std::size_t spare_key_bytes = need_spare ? Schedule::align(sizeof(Bits) * static_cast<std::size_t>(n)) : 0;
   const std::size_t spare_value_bytes =
@@ -330,7 +335,7 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   Word* const spare_values = need_spare && kHasValues ? reinterpret_cast<Word*>(base + schedule.bytes() + spare_key_bytes) : nullptr;
 
   // 1. The digits of every place.
-  schedule.start(base, stream, twiddle, keys_in, begin_bit, end_bit);
+  schedule.start(base, stream, twiddle, keys_in);
 
   // 2. One onesweep pass per place and portion. Pass p writes buffers[(places - 1 - p) % 2] (the
   // last place keys_out), or, with copy_back, the spare array first.
@@ -343,8 +348,6 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   int destination = 0;
   for (int place = 0; place < places; ++place) {
     destination = copy_back ? (place % 2 == 0 ? 1 : 0) : (places - 1 - place) % 2;
-    const int shift = begin_bit + place * kRadixDigitBits;
-    const int bits = std::min(kRadixDigitBits, end_bit - shift);
     for (index_t portion = 0; portion < schedule.portions; ++portion) {
       const index_t first = portion * Tuning::kPortionItems;
       OnesweepPass<Bits, Word> pass{};
@@ -355,7 +358,6 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
         pass.values_in = values_from + first;
         pass.values_out = value_buffers[destination];
       }
-      pass.digit = RadixDigit{shift, (1u << bits) - 1};
       pass.twiddle = twiddle;
       onesweep_kernel<Tuning, Bits, Word>
           <<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);

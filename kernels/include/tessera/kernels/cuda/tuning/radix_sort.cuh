@@ -44,10 +44,12 @@ struct RadixSortShape {
   // rest left to L1 (where the tile's global loads land), rather than the largest (dynamic shared
   // memory) or the driver's choice (static only).
   static constexpr bool kFitCarveout = FitCarveout;
+  // Staged values wider than the keys sorted part by part through the keys' area rather than in
+  // the stage itself.
   static constexpr bool kValuesInParts = ValuesInParts;
-  // 4-byte keys with 4-byte values sorted as one 64-bit word per pair, the key's radix bits above
-  // the value (Bits = std::uint64_t, no Word): a pass may read its input from, and write its output
-  // to, two arrays of 32-bit halves (OnesweepPass::split_in, split_out) rather than the words.
+  // Pairs of values as wide as their keys sorted as one word of twice the width per pair, the key's
+  // radix bits above the value (Bits = that word, no Word); the first place reads and the last
+  // writes the two arrays of halves (device_radix_sort_packed, agent_radix_sort.cuh).
   static constexpr bool kPackedPairs = PackedPairs;
   static_assert(!kPackedPairs || ((sizeof(Bits) == 8 || sizeof(Bits) == 16) && !kHasValues),
                 "packed pairs are 64- or 128-bit words without values");

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cub/cub.cuh>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -306,44 +307,62 @@ struct StudyArrays {
   StudyArrays& operator=(const StudyArrays&) = delete;
 };
 
+// One of the studies' sorts against CUB on the same arrays: `mine` sorts a.keys_in (with the input
+// index as values of type V from a.values_in; V = void: keys alone) into a.ours (a.ours_values);
+// both outputs are compared bit for bit (a disagreement is counted), then both sorts timed in
+// alternation.
+struct StudyTimes {
+  double ours_ms = 0, cub_ms = 0;
+  bool agree = false;
+};
+template <class Key, class V, class Mine>
+StudyTimes time_study(const Queue& q, const Options& o, const StudyArrays<Key>& a, const Mine& mine) {
+  constexpr bool kPairs = !std::is_void_v<V>;
+  using Value = std::conditional_t<kPairs, V, std::uint32_t>;
+  constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
+  const auto* values_in = reinterpret_cast<const Value*>(a.values_in);
+  auto* their_values = reinterpret_cast<Value*>(a.their_values);
+  const auto stream = stream_of(q);
+  const auto bytes = [&](std::size_t size) { return size * static_cast<std::size_t>(a.n); };
+  auto vendor = [&] {
+    std::size_t temp_bytes = a.temp_bytes;
+    if constexpr (kPairs) {
+      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, a.keys_in, a.theirs, values_in, their_values,
+                                                         static_cast<int>(a.n), 0, kEndBit, stream));
+    } else {
+      TESSERA_CUDA_CHECK(
+          cub::DeviceRadixSort::SortKeys(a.temp, temp_bytes, a.keys_in, a.theirs, static_cast<int>(a.n), 0, kEndBit, stream));
+    }
+  };
+  mine();
+  vendor();
+  StudyTimes t;
+  t.agree = same_bytes(q, a.ours, a.theirs, bytes(sizeof(Key))) &&
+            (!kPairs || same_bytes(q, a.ours_values, a.their_values, bytes(sizeof(Value))));
+  if (!t.agree) g_rows.push_back(Row{});  // counted as a disagreement
+  std::tie(t.ours_ms, t.cub_ms) = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
+  return t;
+}
+
+// One line of a study: op, shape, size, times, speedup, agreement and a note.
+void print_study(const std::string& op, const std::string& shape, index_t n, const StudyTimes& t, const std::string& note) {
+  std::printf("study  %-8s %-34s %11lld %9.3f %9.3f %7.3f %s%s\n", op.c_str(), shape.c_str(), static_cast<long long>(n),
+              t.ours_ms, t.cub_ms, t.cub_ms / t.ours_ms, t.agree ? "yes" : "NO", note.c_str());
+  std::fflush(stdout);
+}
+
 template <class Key, class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
           bool Early = false, bool Stage = false, bool Dynamic = false, bool Fit = false, bool Parts = false, int Hints = 0>
 void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   using namespace tessera::kernels;
   using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Early,
                                                                 Stage, Dynamic, Fit, Parts, false, Hints>;
-  constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
-  using V = std::conditional_t<kPairs, Word, std::uint32_t>;
-  const index_t n = a.n;
-  const Key* keys_in = a.keys_in;
-  Key* ours = a.ours;
-  Key* theirs = a.theirs;
-  const auto* values_in = reinterpret_cast<const V*>(a.values_in);
-  auto* ours_values = reinterpret_cast<V*>(a.ours_values);
-  auto* their_values = reinterpret_cast<V*>(a.their_values);
-  void* temp = a.temp;
-  std::size_t temp_bytes = a.temp_bytes;
-  const auto stream = stream_of(q);
-  const int count = static_cast<int>(n);
-  auto mine = [&] {
+  const StudyTimes t = time_study<Key, std::conditional_t<kPairs, Word, void>>(q, o, a, [&] {
     tessera::kernels::cuda::detail::device_radix_sort<Key, Word, Tuning>(
-        q, RadixTwiddle<Key>{}, keys_in, ours, reinterpret_cast<const Word*>(values_in),
-        reinterpret_cast<Word*>(ours_values), n, 0, kEndBit);
-  };
-  auto vendor = [&] {
-    if constexpr (kPairs) {
-      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, theirs, values_in, their_values,
-                                                         count, 0, kEndBit, stream));
-    } else {
-      TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, theirs, count, 0, kEndBit, stream));
-    }
-  };
-  mine();
-  vendor();
-  bool agree = same_bytes(q, ours, theirs, sizeof(Key) * static_cast<std::size_t>(n));
-  if (kPairs) agree = agree && same_bytes(q, ours_values, their_values, sizeof(V) * static_cast<std::size_t>(n));
-  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
+        q, RadixTwiddle<Key>{}, a.keys_in, a.ours, reinterpret_cast<const Word*>(a.values_in),
+        reinterpret_cast<Word*>(a.ours_values), a.n, 0, 8 * static_cast<int>(sizeof(Key)));
+  });
   // Resident blocks per SM and the L1 left beside them, as the sort configured the kernel.
   int resident = 0;
   TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -351,12 +370,9 @@ void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
       tessera::kernels::cuda::detail::kOnesweepDynamicBytes<Tuning, Key, Word>));
   cudaFuncAttributes attributes{};
   TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, tessera::kernels::cuda::detail::onesweep_kernel<Tuning, Key, Word>));
-  const std::string op = std::string(kPairs ? (sizeof(V) == 4 ? "pairs" : "pairs8") : "keys") + (sizeof(Key) == 8 ? "64" : "");
-  std::printf("study  %-8s %-34s %11lld %9.3f %9.3f %7.3f %s  %d blocks/SM, carveout %d%%\n", op.c_str(),
-              Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic, Fit, Parts, Hints>::name().c_str(), static_cast<long long>(n), ours_ms, cub_ms,
-              cub_ms / ours_ms, agree ? "yes" : "NO", resident, attributes.preferredShmemCarveout);
-  std::fflush(stdout);
-  if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
+  const std::string op = std::string(kPairs ? (sizeof(Word) == 4 ? "pairs" : "pairs8") : "keys") + (sizeof(Key) == 8 ? "64" : "");
+  print_study(op, Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic, Fit, Parts, Hints>::name(), a.n, t,
+              "  " + std::to_string(resident) + " blocks/SM, carveout " + std::to_string(attributes.preferredShmemCarveout) + "%");
 }
 
 // uint32 keys alone and with uint32 values, in several onesweep shapes, each against CUB.
@@ -492,31 +508,15 @@ void study_packed_shape(const Queue& q, const Options& o, const StudyArrays<Key>
   using tessera::kernels::cuda::detail::PackedWord;
   using Tuning = tessera::kernels::cuda::detail::RadixSortShape<PackedWord<Key>, RadixNoValue, 384, Items, 2, 4, WarpMatch::ballots,
                                                                 false, false, true, Fit, false, true, Hints>;
-  constexpr int kEndBit = 8 * static_cast<int>(sizeof(Key));
-  const index_t n = a.n;
-  const auto* values_in = reinterpret_cast<const Key*>(a.values_in);
-  auto* ours_values = reinterpret_cast<Key*>(a.ours_values);
-  auto* their_values = reinterpret_cast<Key*>(a.their_values);
-  const auto stream = stream_of(q);
-  auto mine = [&] {
-    tessera::kernels::cuda::detail::device_radix_sort_packed<Tuning>(q, tessera::kernels::RadixTwiddle<Key>{}, a.keys_in, a.ours,
-                                                                      values_in, ours_values, n, 0, kEndBit, two_spares);
-  };
-  auto vendor = [&] {
-    std::size_t temp_bytes = a.temp_bytes;
-    TESSERA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(a.temp, temp_bytes, a.keys_in, a.theirs, values_in, their_values,
-                                                       static_cast<int>(n), 0, kEndBit, stream));
-  };
-  mine();
-  vendor();
-  const bool agree = same_bytes(q, a.ours, a.theirs, sizeof(Key) * static_cast<std::size_t>(n)) &&
-                     same_bytes(q, ours_values, their_values, sizeof(Key) * static_cast<std::size_t>(n));
-  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
-  const std::string shape = "packed 384x" + std::to_string(Items) + (Fit ? " fit" : "") + (two_spares ? " two spares" : " over output") + hints_name(Hints);
-  std::printf("study  %-8s %-34s %11lld %9.3f %9.3f %7.3f %s\n", sizeof(Key) == 8 ? "pairs864" : "pairs", shape.c_str(),
-              static_cast<long long>(n), ours_ms, cub_ms, cub_ms / ours_ms, agree ? "yes" : "NO");
-  std::fflush(stdout);
-  if (!agree) g_rows.push_back(Row{});  // counted as a disagreement
+  const StudyTimes t = time_study<Key, Key>(q, o, a, [&] {
+    tessera::kernels::cuda::detail::device_radix_sort_packed<Tuning>(
+        q, tessera::kernels::RadixTwiddle<Key>{}, a.keys_in, a.ours, reinterpret_cast<const Key*>(a.values_in),
+        reinterpret_cast<Key*>(a.ours_values), a.n, 0, 8 * static_cast<int>(sizeof(Key)), two_spares);
+  });
+  print_study(sizeof(Key) == 8 ? "pairs864" : "pairs",
+              "packed 384x" + std::to_string(Items) + (Fit ? " fit" : "") + (two_spares ? " two spares" : " over output") +
+                  hints_name(Hints),
+              a.n, t, "");
 }
 
 // (uint32, uint32) and (uint64, uint64) pairs: the staged shape (values copied beside the keys, two

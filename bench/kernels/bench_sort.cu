@@ -47,7 +47,7 @@ struct Options {
   bool study = false;             // the tuning study of 4-byte keys instead of the table
   bool study64 = false;           // the tuning study of 8-byte keys instead of the table
   bool study_carveout = false;    // the shared-memory carveout study instead of the table
-  bool study_packed = false;      // 4-byte pairs staged or packed into 64-bit words, instead of the table
+  bool study_packed = false;      // pairs staged or packed into one word per pair, instead of the table
   bool study_hints = false;       // the tuning's shapes with streaming cache hints, instead of the table
 };
 
@@ -85,8 +85,9 @@ Options parse(int argc, char** argv) {
                   "  --study64: the same for uint64 keys and (uint64, uint64) pairs, the pass's storage static or dynamic\n"
                   "  --study-carveout: larger tiles (the pass's storage in dynamic shared memory), wide values sorted\n"
                   "           part by part, and the smallest shared-memory carveout that keeps the blocks resident\n"
-                  "  --study-packed: (uint32, uint32) pairs staged (values beside the keys) or packed into 64-bit words\n"
-                  "           (a spare array and the output arrays, or two spare arrays, several tiles), each against CUB\n"
+                  "  --study-packed: (uint32, uint32), (uint32, uint64) and (uint64, uint64) pairs staged (values beside\n"
+                  "           the keys) or packed into one word per pair (a spare array and the output arrays, or two\n"
+                  "           spare arrays, several tiles), each against CUB\n"
                   "  --study-hints: the tuning's shapes with the streaming cache hint on the tile's loads or on the\n"
                   "           scattered stores, each against CUB\n"
                   "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
@@ -499,49 +500,61 @@ void study_carveout(const Queue& q, const Options& o, index_t n) {
   }
 }
 
-// One packed shape of (Key, Key) pairs of unsigned keys: words of twice the key's width, Items per
-// thread, the words between the places in a spare array and over the output arrays, or in two
-// spare arrays; the carveout fitted or the largest.
-template <class Key, int Items, bool Fit, int Hints = 0>
+// One packed shape of (Key, Value) pairs of unsigned words (4 + 4, 8 + 8, 4 + 8 bytes): one word
+// per pair, Items per thread, the words between the places in a spare array and over the output
+// arrays, or in two spare arrays; the carveout fitted or the largest; the warp match of the ranking.
+template <class Key, class Value, int Items, bool Fit, int Hints = 0, WarpMatch Match = WarpMatch::ballots>
 void study_packed_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a, bool two_spares) {
   using tessera::kernels::RadixNoValue;
   using tessera::kernels::cuda::detail::PackedWord;
-  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<PackedWord<Key>, RadixNoValue, 384, Items, 2, 4, WarpMatch::ballots,
-                                                                false, false, true, Fit, false, true, Hints>;
-  const StudyTimes t = time_study<Key, Key>(q, o, a, [&] {
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<PackedWord<Key, Value>, RadixNoValue, 384, Items, 2, 4,
+                                                                Match, false, false, true, Fit, false, true, Hints>;
+  const StudyTimes t = time_study<Key, Value>(q, o, a, [&] {
     tessera::kernels::cuda::detail::device_radix_sort_packed<Tuning>(
-        q, tessera::kernels::RadixTwiddle<Key>{}, a.keys_in, a.ours, reinterpret_cast<const Key*>(a.values_in),
-        reinterpret_cast<Key*>(a.ours_values), a.n, 0, 8 * static_cast<int>(sizeof(Key)), two_spares);
+        q, tessera::kernels::RadixTwiddle<Key>{}, a.keys_in, a.ours, reinterpret_cast<const Value*>(a.values_in),
+        reinterpret_cast<Value*>(a.ours_values), a.n, 0, 8 * static_cast<int>(sizeof(Key)), two_spares);
   });
-  print_study(sizeof(Key) == 8 ? "pairs864" : "pairs",
-              "packed 384x" + std::to_string(Items) + (Fit ? " fit" : "") + (two_spares ? " two spares" : " over output") +
-                  hints_name(Hints),
+  const std::string op = std::string(sizeof(Value) == 4 ? "pairs" : "pairs8") + (sizeof(Key) == 8 ? "64" : "");
+  print_study(op,
+              "packed " + std::to_string(8 * sizeof(PackedWord<Key, Value>)) + "b 384x" + std::to_string(Items) + (Fit ? " fit" : "") +
+                  (two_spares ? " two spares" : " over output") + hints_name(Hints) +
+                  (Match == WarpMatch::atomic_or ? " or" : ""),
               a.n, t, "");
 }
 
-// (uint32, uint32) and (uint64, uint64) pairs: the staged shape (values copied beside the keys, two
-// arrays through each pass) against the pairs packed into words of twice the width (one array),
-// each against CUB.
+// (uint32, uint32), (uint32, uint64) and (uint64, uint64) pairs: the staged shape (values copied
+// beside the keys, two arrays through each pass) against the pairs packed into one word each (one
+// array), each against CUB.
 void study_packed(const Queue& q, const Options& o, index_t n) {
   using tessera::kernels::RadixNoValue;
   std::printf("\n%-6s %-8s %-34s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
   {
     const StudyArrays<std::uint32_t> arrays(q, n);
     study_shape<std::uint32_t, std::uint32_t, 384, 34, 2, 4, WarpMatch::ballots, false, true, true, false, false>(q, o, arrays);
-    study_packed_shape<std::uint32_t, 20, true>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, 20, true>(q, o, arrays, true);
-    study_packed_shape<std::uint32_t, 20, false>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, 18, true>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, 22, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true>(q, o, arrays, true);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, false>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 18, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 22, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
+    study_shape<std::uint32_t, std::uint64_t, 384, 24, 2, 4, WarpMatch::ballots, false, true, false, false, true>(q, o, arrays);
+    study_packed_shape<std::uint32_t, std::uint64_t, 16, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 16, true>(q, o, arrays, true);
+    study_packed_shape<std::uint32_t, std::uint64_t, 16, false>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 14, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 18, true>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 16, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 15, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
   }
   {
     const StudyArrays<std::uint64_t> arrays(q, n);
     study_shape<std::uint64_t, std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true, true, false, false>(q, o, arrays);
-    study_packed_shape<std::uint64_t, 12, true>(q, o, arrays, false);
-    study_packed_shape<std::uint64_t, 12, true>(q, o, arrays, true);
-    study_packed_shape<std::uint64_t, 12, false>(q, o, arrays, false);
-    study_packed_shape<std::uint64_t, 10, true>(q, o, arrays, false);
-    study_packed_shape<std::uint64_t, 14, true>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, std::uint64_t, 12, true>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, std::uint64_t, 12, true>(q, o, arrays, true);
+    study_packed_shape<std::uint64_t, std::uint64_t, 12, false>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, std::uint64_t, 10, true>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, std::uint64_t, 14, true>(q, o, arrays, false);
+    study_packed_shape<std::uint64_t, std::uint64_t, 12, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
   }
 }
 
@@ -557,9 +570,9 @@ void study_hints(const Queue& q, const Options& o, index_t n) {
     STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 0);
     STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 1);
     STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 2);
-    study_packed_shape<std::uint32_t, 20, true, 0>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, 20, true, 1>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, 20, true, 2>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 0>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 1>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 2>(q, o, arrays, false);
     STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 0);
     STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 1);
     STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 2);

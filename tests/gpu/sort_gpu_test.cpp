@@ -25,13 +25,13 @@ TYPED_TEST_SUITE(SortGpu, KeyTypes);
 // The onesweep tiles of tuning/radix_sort.cuh (384 threads): 12288 (4-byte keys), 13056 (4-byte keys
 // with 4-byte values staged, one digit place), 9216 (4-byte keys with 8-byte values), 8832 (4-byte
 // keys with values held in registers), 7680 (8-byte keys alone, and 4-byte keys with 4-byte values
-// packed into 8-byte words), 5760 (8-byte keys with 4-byte values), 6912 (8-byte keys with 8-byte
-// values staged, one digit place), 4608 (8-byte keys with 8-byte values packed into 16-byte words);
-// the histogram's 2048.
+// packed into 8-byte words), 6144 (4-byte keys with 8-byte values packed into 12-byte words), 5760
+// (8-byte keys with 4-byte values), 6912 (8-byte keys with 8-byte values staged, one digit place),
+// 4608 (8-byte keys with 8-byte values packed into 16-byte words); the histogram's 2048.
 std::vector<index_t> sort_sizes() {
   std::vector<index_t> sizes = odd_sizes();
-  for (index_t tile : {index_t(2048), index_t(4608), index_t(5760), index_t(6912), index_t(7680), index_t(8832), index_t(9216), index_t(12288),
-                       index_t(13056)})
+  for (index_t tile : {index_t(2048), index_t(4608), index_t(5760), index_t(6144), index_t(6912), index_t(7680), index_t(8832),
+                       index_t(9216), index_t(12288), index_t(13056)})
     for (index_t k : {index_t(1), index_t(2), index_t(3)})
       for (index_t d : {index_t(-1), index_t(0), index_t(1)}) sizes.push_back(k * tile + d);
   if (!small_mode()) sizes.push_back(index_t(300) * 7680 + 17);
@@ -92,9 +92,10 @@ TYPED_TEST(SortGpu, KeysMatchTheCpuBackendAtEveryEdge) {
   for (index_t n : sort_sizes()) {
     const auto keys = make_keys<Key>(n, KeyPattern::random_bits, test_seed() + static_cast<std::uint64_t>(n));
     check_sort<Key, std::int64_t>(keys, 0, 8 * sizeof(Key), false, false, "random-bits");
-    // Pairs of values as wide as the keys, packed into words of twice the width, at the same edges.
+    // Pairs packed into one word each (4 + 4, 4 + 8, 8 + 8 bytes), at the same edges.
     using Half = std::conditional_t<sizeof(Key) == 4, std::uint32_t, std::uint64_t>;
     check_sort<Key, Half>(keys, 0, 8 * sizeof(Key), true, false, "random-bits");
+    if constexpr (sizeof(Key) == 4) check_sort<Key, std::uint64_t>(keys, 0, 8 * sizeof(Key), true, false, "random-bits");
   }
 }
 
@@ -129,16 +130,19 @@ TYPED_TEST(SortGpu, BitRangesAndInPlace) {
   }
 }
 
-// Pairs of values as wide as their keys sort as words of twice the width laid over the output
-// arrays where those start on a word's alignment; one element further they take a second spare
-// array instead. Odd and even sizes, two, three and all places.
+// Packed pairs sort as words laid over the output arrays where those start on a word's alignment;
+// one element further they take a second spare array instead (4 + 4 and 8 + 8 bytes; 12-byte words
+// take 4-byte alignment, so 4 + 8 bytes lie over the outputs at both offsets). Sizes of every
+// remainder modulo 2 and 3 (the word left over for the scratch), two, three and all places.
 TEST(SortGpuPacked, OutputsOffTheWordsAlignment) {
   for (index_t n : {index_t(1), index_t(2), index_t(33), index_t(7681), index_t(100003), index_t(100004)}) {
     const auto floats = make_keys<float>(n, KeyPattern::specials, test_seed() + 17 * static_cast<std::uint64_t>(n));
     const auto doubles = make_keys<double>(n, KeyPattern::specials, test_seed() + 19 * static_cast<std::uint64_t>(n));
     for (index_t offset : {index_t(0), index_t(1)}) {
-      for (const auto& range : {std::array<int, 2>{0, 32}, std::array<int, 2>{0, 24}, std::array<int, 2>{4, 20}})
+      for (const auto& range : {std::array<int, 2>{0, 32}, std::array<int, 2>{0, 24}, std::array<int, 2>{4, 20}}) {
         check_sort<float, std::uint32_t>(floats, range[0], range[1], true, false, "specials", offset);
+        check_sort<float, std::uint64_t>(floats, range[0], range[1], true, false, "specials", offset);
+      }
       for (const auto& range : {std::array<int, 2>{0, 64}, std::array<int, 2>{8, 32}, std::array<int, 2>{4, 20}})
         check_sort<double, std::uint64_t>(doubles, range[0], range[1], true, false, "specials", offset);
     }
@@ -180,6 +184,7 @@ TEST(SortGpuLarge, KeysAndPairsBeyondOnePortion) {
     const index_t n = (index_t(1) << 29) + (index_t(1) << 20) + 7;
     const auto keys = make_keys<std::int32_t>(n, KeyPattern::few_unique, test_seed() + 103);
     check_sort<std::int32_t, std::uint32_t>(keys, 0, 32, true, false, "few-unique");
+    check_sort<std::int32_t, std::int64_t>(keys, 0, 32, true, false, "few-unique");
   }
 }
 

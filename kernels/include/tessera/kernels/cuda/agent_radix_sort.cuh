@@ -13,9 +13,8 @@
 //              of 4, 8 or 16 bytes are copied there (cp.async) as soon as the tile starts, so that
 //              their loads overlap the keys' work and no register holds them meanwhile.
 //
-// Pairs whose values are as wide as their keys (4 + 4, 8 + 8 bytes) are sorted as keys alone: one
-// word of twice the width per pair, the key's radix bits above the value (Tuning::kPackedPairs),
-// read from the two input arrays by the first place and written to the two output arrays by the
+// Pairs of 4 + 4, 8 + 8 and 4 + 8 bytes are sorted as keys alone: one word per pair, the key's
+// radix bits above the value (Tuning::kPackedPairs, radix_packed_pair.cuh), read from the two input arrays by the first place and written to the two output arrays by the
 // last (kRadixSplitIn / kRadixSplitOut), and between them kept in a spare array or in an array
 // laid over the two output arrays (kRadixSegmentedIn / kRadixSegmentedOut).
 //
@@ -34,6 +33,7 @@
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/block_radix_rank.cuh"
+#include "tessera/kernels/cuda/radix_packed_pair.cuh"
 #include "tessera/kernels/cuda/tile_status.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
 #include "tessera/kernels/sort_order.hpp"
@@ -62,6 +62,7 @@ struct RadixDigit {
   __device__ __forceinline__ unsigned operator()(Bits radix) const {
     return static_cast<unsigned>(radix >> shift) & mask;
   }
+  __device__ __forceinline__ unsigned operator()(const RadixWord96& radix) const { return (radix.word[2] >> shift) & mask; }
 };
 
 // ---- histogram ---------------------------------------------------------------------------------
@@ -156,10 +157,6 @@ __device__ __forceinline__ void radix_histogram_agent(RadixHistogramStorage<Tuni
 
 // ---- onesweep pass -----------------------------------------------------------------------------
 
-// Packed pairs: a word of key and value (Bits, 8 or 16 bytes) splits into halves of this type.
-template <class Bits>
-using PackedHalf = std::conditional_t<sizeof(Bits) == 16, std::uint64_t, std::uint32_t>;
-
 template <class Tuning, class Bits, class Word>
 struct OnesweepStorage {
   using Rank = BlockRadixRank<Tuning::kBlockThreads, Tuning::kItemsPerThread, Tuning::kWarpMatch>;
@@ -178,10 +175,10 @@ struct OnesweepStorage {
   union Destination {
     Bits* keys;
     Word* values;
-    PackedHalf<Bits>* key_halves;  // packed pairs written as two arrays: the keys' array
+    typename PackedPair<Bits>::Key* split_keys;  // packed pairs written as two arrays: the keys' array
   } destination[kRadixDigits];
   // Packed pairs written as two arrays: where the values of each digit go.
-  PackedHalf<Bits>* value_halves[Tuning::kPackedPairs ? kRadixDigits : 1];
+  typename PackedPair<Bits>::Value* split_values[Tuning::kPackedPairs ? kRadixDigits : 1];
   // Packed pairs written to a segmented array: the position of each digit's element 0 (as
   // destination, as a position), and whether a digit's run crosses from one segment into the next.
   index_t positions[Tuning::kPackedPairs ? kRadixDigits : 1];
@@ -205,18 +202,19 @@ struct OnesweepPass {
   RadixTwiddle<Bits> twiddle;
   bool convert_in;   // keys_in holds key bits (the first place), else radix bits
   bool convert_out;  // keys_out gets key bits (the last place), else radix bits
-  // Packed pairs (Tuning::kPackedPairs; Bits a 64- or 128-bit word, the key's bits in the upper half):
-  // the input read from two arrays of halves (kRadixSplitIn: the portion's first key and value;
-  // keys_in unused), the output written to two (kRadixSplitOut: the whole output; keys_out unused).
-  const PackedHalf<Bits>* split_keys_in;
-  const PackedHalf<Bits>* split_values_in;
-  PackedHalf<Bits>* split_keys_out;
-  PackedHalf<Bits>* split_values_out;
+  // Packed pairs (Tuning::kPackedPairs; Bits a word of PackedPair): the input read from an array of
+  // keys and one of values (kRadixSplitIn: the portion's first key and value; keys_in unused), the
+  // output written to two (kRadixSplitOut: the whole output; keys_out unused).
+  const typename PackedPair<Bits>::Key* split_keys_in;
+  const typename PackedPair<Bits>::Value* split_values_in;
+  typename PackedPair<Bits>::Key* split_keys_out;
+  typename PackedPair<Bits>::Value* split_values_out;
   // Packed pairs read from or written to an array of words laid over three pieces of memory
-  // (kRadixSegmentedIn/Out; keys_in/keys_out unused): positions [0, half) in segment[0], [half,
-  // 2 half) in segment[1], [2 half, n) in segment[2]. portion_first: the portion's first position.
+  // (kRadixSegmentedIn/Out; keys_in/keys_out unused): positions [0, segment_end[0]) in segment[0],
+  // [segment_end[0], segment_end[1]) in segment[1], [segment_end[1], n) in segment[2].
+  // portion_first: the portion's first position.
   Bits* segment[3];
-  index_t segment_half;
+  index_t segment_end[2];
   index_t portion_first;
 };
 
@@ -239,22 +237,29 @@ __device__ __forceinline__ void store_item(T* p, T value) {
   }
 }
 
-// Which segment of OnesweepPass::segment holds position p, and its address.
-__device__ __forceinline__ int segment_of(index_t p, index_t half) { return p < half ? 0 : (p < 2 * half ? 1 : 2); }
+// Which segment of OnesweepPass::segment holds position p, its first position, and p's address.
+template <class Bits, class Word>
+__device__ __forceinline__ int segment_of(const OnesweepPass<Bits, Word>& pass, index_t p) {
+  return p < pass.segment_end[0] ? 0 : (p < pass.segment_end[1] ? 1 : 2);
+}
+template <class Bits, class Word>
+__device__ __forceinline__ index_t segment_first(const OnesweepPass<Bits, Word>& pass, int k) {
+  return k == 0 ? 0 : pass.segment_end[k - 1];
+}
 template <class Bits, class Word>
 __device__ __forceinline__ Bits* segment_address(const OnesweepPass<Bits, Word>& pass, index_t p) {
-  const int k = segment_of(p, pass.segment_half);
-  return pass.segment[k] + (p - k * pass.segment_half);
+  const int k = segment_of(pass, p);
+  return pass.segment[k] + (p - segment_first(pass, k));
 }
 // The pointer b with b + p the address of every position p of segment k (integer arithmetic: b
 // itself may point outside the segment).
 template <class Bits, class Word>
 __device__ __forceinline__ Bits* segment_origin(const OnesweepPass<Bits, Word>& pass, int k) {
   return reinterpret_cast<Bits*>(reinterpret_cast<std::uintptr_t>(pass.segment[k]) -
-                                 static_cast<std::uintptr_t>(k * pass.segment_half) * sizeof(Bits));
+                                 static_cast<std::uintptr_t>(segment_first(pass, k)) * sizeof(Bits));
 }
 
-// Where a pass of packed pairs reads and writes two arrays of halves, or a segmented array of
+// Where a pass of packed pairs reads and writes two arrays (keys, values), or a segmented array of
 // words, rather than one array of words (a compile-time choice: one kernel with the choices as
 // run-time branches exceeds the registers of two blocks per SM in ptxas's allocation).
 constexpr int kRadixSplitIn = 1;
@@ -265,7 +270,7 @@ constexpr int kRadixSegmentedOut = 8;
 // stage: shared memory for a tile of values (Tuning::kStageValues), else unused.
 // Split: one of kRadixSplitIn and kRadixSegmentedIn and/or one of kRadixSplitOut and
 // kRadixSegmentedOut (packed pairs only), else 0. Only the first place reads, and only the last
-// writes, the halves; the segmented words are radix bits (never converted).
+// writes, the two arrays; the segmented words are radix bits (never converted).
 template <class Tuning, class Bits, class Word, int Split = 0>
 __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Word>& s, Word* stage,
                                                const OnesweepPass<Bits, Word>& pass) {
@@ -273,7 +278,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   constexpr bool kSplitOut = (Split & kRadixSplitOut) != 0;
   constexpr bool kSegmentedIn = (Split & kRadixSegmentedIn) != 0;
   constexpr bool kSegmentedOut = (Split & kRadixSegmentedOut) != 0;
-  static_assert(Split == 0 || Tuning::kPackedPairs, "only packed pairs read or write halves or segments");
+  static_assert(Split == 0 || Tuning::kPackedPairs, "only packed pairs read or write two arrays or segments");
   static_assert(!(kSplitIn && kSegmentedIn) && !(kSplitOut && kSegmentedOut), "one kind of input, one of output");
   constexpr int kThreads = Tuning::kBlockThreads;
   constexpr int kItems = Tuning::kItemsPerThread;
@@ -313,12 +318,11 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     }
   };
   if constexpr (kSplitIn) {
-    constexpr int kHalfBits = 8 * static_cast<int>(sizeof(PackedHalf<Bits>));
-    const PackedHalf<Bits>* const warp_keys = pass.split_keys_in + tile_base + warp_first;
-    const PackedHalf<Bits>* const warp_values = pass.split_values_in + tile_base + warp_first;
+    const auto* const warp_keys = pass.split_keys_in + tile_base + warp_first;
+    const auto* const warp_values = pass.split_values_in + tile_base + warp_first;
     auto pack = [&](int u) {
-      return (Bits(load_item<Tuning::kStreamLoads>(warp_keys + u * kWarpThreads)) << kHalfBits) |
-             load_item<Tuning::kStreamLoads>(warp_values + u * kWarpThreads);
+      return PackedPair<Bits>::pack(load_item<Tuning::kStreamLoads>(warp_keys + u * kWarpThreads),
+                                    load_item<Tuning::kStreamLoads>(warp_values + u * kWarpThreads));
     };
     if (full_tile) {
 #pragma unroll
@@ -331,8 +335,8 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     // A tile within one segment loads as from one array; the one tile across a segment's end
     // finds each position's segment.
     const index_t first = pass.portion_first + tile_base;
-    const int k = segment_of(first, pass.segment_half);
-    if (k == segment_of(first + tile_items - 1, pass.segment_half)) {
+    const int k = segment_of(pass, first);
+    if (k == segment_of(pass, first + tile_items - 1)) {
       load_keys(segment_origin(pass, k) + first);
     } else {
 #pragma unroll
@@ -416,17 +420,17 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     const index_t portion_start = pass.digit_starts[digit];
     const index_t offset = portion_start + (inclusive - digit_count) - digit_start;
     if constexpr (kSplitOut) {
-      s.destination[digit].key_halves = pass.split_keys_out + offset;
-      s.value_halves[digit] = pass.split_values_out + offset;
+      s.destination[digit].split_keys = pass.split_keys_out + offset;
+      s.split_values[digit] = pass.split_values_out + offset;
     } else if constexpr (kSegmentedOut) {
       // This tile's run of the digit, positions offset + [digit_start, digit_start + digit_count):
       // within one segment (every run but at most one per segment boundary) it is written as to
       // one array.
       const index_t run_first = offset + digit_start;
-      const int k = segment_of(run_first, pass.segment_half);
+      const int k = segment_of(pass, run_first);
       s.destination[digit].keys = segment_origin(pass, k) + offset;
       s.positions[digit] = offset;
-      if (digit_count > 0 && segment_of(run_first + digit_count - 1, pass.segment_half) != k) s.straddles = 1;
+      if (digit_count > 0 && segment_of(pass, run_first + digit_count - 1) != k) s.straddles = 1;
     } else {
       s.destination[digit].keys = pass.keys_out + offset;
     }
@@ -447,9 +451,8 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       if (decltype(full)::value || i < tile_items) {
         const Bits out = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
         if constexpr (kSplitOut) {
-          using Half = PackedHalf<Bits>;
-          store_item<Tuning::kStreamStores>(s.destination[d].key_halves + i, static_cast<Half>(out >> (8 * sizeof(Half))));
-          store_item<Tuning::kStreamStores>(s.value_halves[d] + i, static_cast<Half>(out));
+          store_item<Tuning::kStreamStores>(s.destination[d].split_keys + i, PackedPair<Bits>::key(out));
+          store_item<Tuning::kStreamStores>(s.split_values[d] + i, PackedPair<Bits>::value(out));
         } else {
           store_item<Tuning::kStreamStores>(s.destination[d].keys + i, out);
         }

@@ -53,11 +53,14 @@ __device__ __forceinline__ unsigned warp_match_label(unsigned label) {
 // from it after this point is computed again rather than kept live from before.
 template <class T>
 __device__ __forceinline__ void register_barrier(T& value) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "4-, 8- or 16-byte registers");
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 12 || sizeof(T) == 16, "4-, 8-, 12- or 16-byte registers");
   if constexpr (sizeof(T) == 4) {
     asm volatile("" : "+r"(value));
   } else if constexpr (sizeof(T) == 8) {
     asm volatile("" : "+l"(value));
+  } else if constexpr (sizeof(T) == 12) {
+    auto* words = reinterpret_cast<unsigned*>(&value);
+    asm volatile("" : "+r"(words[0]), "+r"(words[1]), "+r"(words[2]));
   } else {
     auto* halves = reinterpret_cast<unsigned long long*>(&value);
     asm volatile("" : "+l"(halves[0]), "+l"(halves[1]));

@@ -10,8 +10,8 @@
 // The key buffers alternate between keys_out and a spare array so that the last place lands in
 // keys_out and keys_in is only read (an in-place sort with an odd number of places copies once at
 // the end). Keys are converted to radix bits when the first place reads them and back when the
-// last place writes them; the places between move radix bits. Pairs of 4 + 4 and 8 + 8 bytes over
-// two or more places are sorted as packed words (device_radix_sort_packed).
+// last place writes them; the places between move radix bits. Pairs of 4 + 4, 8 + 8 and 4 + 8 bytes
+// over two or more places are sorted as packed words (device_radix_sort_packed).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -185,28 +185,30 @@ struct OnesweepSchedule {
   }
 };
 
-// Sorts keys_in[0, n) by radix bits [begin_bit, end_bit), at least two places, with values of the
-// keys' width (Half: 32 or 64 bits), as packed words of twice that width (key radix bits above the
-// value; kRadixSortPackPairs): the first place reads the two input arrays, the last writes the two
-// output arrays, the places between move words. The words between alternate, from the last place
-// backwards, between a spare array and an array laid over the output arrays (n / 2 words in each,
-// an odd n's last word in the scratch), so that the spare memory is one word per pair, as for
-// staged pairs:
+// Sorts keys_in[0, n) by radix bits [begin_bit, end_bit), at least two places, with values (Key,
+// Value: 4 + 4, 8 + 8 or 4 + 8 bytes), as packed words (key radix bits above the value;
+// kRadixSortPackPairs, radix_packed_pair.cuh): the first place reads the two input arrays, the
+// last writes the two output arrays, the places between move words. The words between alternate,
+// from the last place backwards, between a spare array and an array laid over the output arrays
+// (as many whole words as each holds: n / 2 in each for 4 + 4 and 8 + 8, n / 3 and 2n / 3 for
+// 4 + 8; the one word left over, if any, in the scratch), so that the spare memory is one word per
+// pair, as for staged pairs:
 //   2 places  input -> spare -> output
 //   3 places  input -> over the output -> spare -> output
 //   4 places  input -> spare -> over the output -> spare -> output   (and so on, for 64-bit keys)
 // Two spare arrays (two words per pair) where the output arrays cannot take words: output arrays not
 // on a word's alignment, an odd number of places in place (its first place would scatter into its own input),
 // or two_spares (the benchmark's comparison).
-// Tuning: RadixSortPackedTuning<Half>, or another shape with kPackedPairs.
-template <class Tuning, class Half>
-void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, const Half* keys_in, Half* keys_out,
-                              const Half* values_in, Half* values_out, index_t n, int begin_bit, int end_bit,
+// Tuning: RadixSortPackedTuning<Key, Value>, or another shape with kPackedPairs.
+template <class Tuning, class Key, class Value>
+void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Key> twiddle, const Key* keys_in, Key* keys_out,
+                              const Value* values_in, Value* values_out, index_t n, int begin_bit, int end_bit,
                               bool two_spares = false) {
   static_assert(Tuning::kPackedPairs, "device_radix_sort_packed: a shape of packed pairs");
-  using Packed = PackedWord<Half>;
-  static_assert(std::is_same_v<PackedHalf<Packed>, Half>, "a word is two halves");
-  constexpr int kHalfBits = 8 * static_cast<int>(sizeof(Half));
+  using Packed = PackedWord<Key, Value>;
+  using Pair = PackedPair<Packed>;
+  static_assert(std::is_same_v<typename Pair::Key, Key> && std::is_same_v<typename Pair::Value, Value>,
+                "a word of this key and value");
   const cudaStream_t stream = to_cuda(queue.stream);
   if (n == 0) return;
   using Schedule = OnesweepSchedule<Tuning>;
@@ -235,8 +237,8 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
     if (!one_spare) return (s - 1) % 2 == 0 ? Stage::spare0 : Stage::spare1;
     return (places - s) % 2 == 1 ? Stage::spare0 : Stage::over_output;
   };
-  // The twiddle of a word whose upper half is the key changes only that half.
-  const RadixTwiddle<Packed> word_twiddle{Packed(twiddle.sign_mask) << kHalfBits, Packed(twiddle.float_mask) << kHalfBits};
+  // The twiddle of a word changes only its key.
+  const RadixTwiddle<Packed> word_twiddle = Pair::twiddle(twiddle);
   constexpr int kDynamicBytes = kOnesweepDynamicBytes<Tuning, Packed, RadixNoValue>;
   using Kernel = void (*)(const OnesweepPass<Packed, RadixNoValue>);
   // The kernel of a pass from one stage to the next, configured before its first launch in this
@@ -259,13 +261,16 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
   };
   auto words_of = [&](Stage s) { return s == Stage::spare0 ? spares[0] : spares[1]; };
   Packed* const segments[3] = {reinterpret_cast<Packed*>(keys_out), reinterpret_cast<Packed*>(values_out), tail};
+  // The whole words each output array holds; at most one word is left for the tail.
+  const index_t key_words = n * index_t(sizeof(Key)) / index_t(sizeof(Packed));
+  const index_t segment_end[2] = {key_words, key_words + n * index_t(sizeof(Value)) / index_t(sizeof(Packed))};
   for (int place = 0; place < places; ++place) {
     const Stage from = stage(place), to = stage(place + 1);
     const Kernel kernel = kernel_for(from, to);
     for (index_t portion = 0; portion < schedule.portions; ++portion) {
       const index_t first = portion * Tuning::kPortionItems;
       OnesweepPass<Packed, RadixNoValue> pass{};
-      const index_t tiles = schedule.prepare(pass, place, portion, stream, kHalfBits);
+      const index_t tiles = schedule.prepare(pass, place, portion, stream, Pair::kKeyShift);
       if (from == Stage::input) {
         pass.split_keys_in = keys_in + first;
         pass.split_values_in = values_in + first;
@@ -279,7 +284,8 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Half> twiddle, co
         pass.keys_out = words_of(to);
       }
       for (int k = 0; k < 3; ++k) pass.segment[k] = segments[k];
-      pass.segment_half = n / 2;
+      pass.segment_end[0] = segment_end[0];
+      pass.segment_end[1] = segment_end[1];
       pass.portion_first = first;
       pass.twiddle = word_twiddle;
       kernel<<<static_cast<unsigned>(tiles), Tuning::kBlockThreads, kDynamicBytes, stream>>>(pass);
@@ -302,8 +308,8 @@ void device_radix_sort(const Queue& queue, RadixTwiddle<Bits> twiddle, const Bit
   const int places = schedule.places;
   if constexpr (kRadixSortPackPairs<Bits, Word> && std::is_same_v<Tuning, RadixSortTuning<Bits, Word>>) {
     if (places >= 2) {
-      device_radix_sort_packed<RadixSortPackedTuning<Bits>>(queue, twiddle, keys_in, keys_out, values_in, values_out, n,
-                                                            begin_bit, end_bit);
+      device_radix_sort_packed<RadixSortPackedTuning<Bits, Word>>(queue, twiddle, keys_in, keys_out, values_in, values_out,
+                                                                  n, begin_bit, end_bit);
       return;
     }
   }

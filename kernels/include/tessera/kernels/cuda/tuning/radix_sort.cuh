@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/cuda/block_radix_rank.cuh"
+#include "tessera/kernels/cuda/radix_packed_pair.cuh"
 #include "tessera/kernels/sort_order.hpp"
 
 namespace tessera::kernels::cuda::detail {
@@ -51,8 +52,8 @@ struct RadixSortShape {
   // radix bits above the value (Bits = that word, no Word); the first place reads and the last
   // writes the two arrays of halves (device_radix_sort_packed, agent_radix_sort.cuh).
   static constexpr bool kPackedPairs = PackedPairs;
-  static_assert(!kPackedPairs || ((sizeof(Bits) == 8 || sizeof(Bits) == 16) && !kHasValues),
-                "packed pairs are 64- or 128-bit words without values");
+  static_assert(!kPackedPairs || ((sizeof(Bits) == 8 || sizeof(Bits) == 12 || sizeof(Bits) == 16) && !kHasValues),
+                "packed pairs are 8-, 12- or 16-byte words without values");
   // The tile's keys read with the streaming hint (ld.global.cs: evict first), and the scattered
   // keys and values written with it (st.global.cs), rather than with the default policy.
   static constexpr bool kStreamLoads = (CacheHints & 1) != 0;
@@ -76,7 +77,9 @@ inline constexpr bool kRadixSortStageValues =
 //                              spills), where one digit place is sorted; two or more: packed
 //                              into 64-bit words (RadixSortPackedTuning)
 //   4-byte keys, 8-byte values 24, staged, sorted part by part through the keys' area (12.42
-//                              against 12.66-12.71 for 20 with the sorted tile in registers)
+//                              against 12.66-12.71 for 20 with the sorted tile in registers),
+//                              where one digit place is sorted; two or more: packed into 96-bit
+//                              words
 //   8-byte keys                20, storage dynamic, carveout fitted (15.30 against 15.98 for 15
 //                              static; 16.01 at 20 with the largest carveout)
 //   8-byte keys, 8-byte values 18, staged, storage dynamic (31.51-31.55 against 32.25-32.27 for
@@ -123,24 +126,28 @@ struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Wo
                                         RadixSortItems<Bits, Word>::kDynamicStorage, RadixSortItems<Bits, Word>::kFitCarveout,
                                         RadixSortItems<Bits, Word>::kValuesInParts> {};
 
-// Keys with values of their width (4 + 4 or 8 + 8 bytes): each pair one word of twice the width
-// (the key's radix bits above the value), sorted as keys alone by the bits of the key. A pass then
-// moves the pair as one word through one rank, one exchange in shared memory and one scatter, where
-// the staged pairs move two arrays through two; the same bytes of memory traffic.
+// Pairs of 4 + 4, 8 + 8 and 4 + 8 bytes: each pair one word (PackedWord, the key's radix bits above
+// the value), sorted as keys alone by the bits of the key. A pass then moves the pair as one word
+// through one rank, one exchange in shared memory and one scatter, where the staged pairs move two
+// arrays through two; the same bytes of memory traffic.
 template <class Bits, class Word>
-inline constexpr bool kRadixSortPackPairs = (sizeof(Bits) == 4 && std::is_same_v<Word, std::uint32_t>) ||
-                                            (sizeof(Bits) == 8 && std::is_same_v<Word, std::uint64_t>);
-// The word of a pair of halves.
-template <class Half>
-using PackedWord = std::conditional_t<sizeof(Half) == 8, unsigned __int128, std::uint64_t>;
+inline constexpr bool kRadixSortPackPairs =
+    (sizeof(Bits) == 4 && (std::is_same_v<Word, std::uint32_t> || std::is_same_v<Word, std::uint64_t>)) ||
+    (sizeof(Bits) == 8 && std::is_same_v<Word, std::uint64_t>);
 // The shape of the packed words (bench_sort --study-packed, H100, 2026-11-25, ms at 2^28 against
 // CUB in the same run): 64-bit words as 64-bit keys alone, 20 per thread, carveout fitted (8.10-8.14
 // against 8.51-8.61 for the staged 34; 18 and 22 8.22-8.26; the largest carveout 8.33-8.34);
-// 128-bit words 12 per thread (28.04 against 31.30 staged; 10 28.67; 14 spills, 30.63).
-template <class Half>
-using RadixSortPackedTuning =
-    RadixSortShape<PackedWord<Half>, RadixNoValue, 384, sizeof(Half) == 8 ? 12 : RadixSortItems<std::uint64_t, RadixNoValue>::value,
-                   2, 4, WarpMatch::ballots, false, false, true, true, false, true>;
+// 128-bit words 12 per thread (28.04 against 31.30 staged; 10 28.67; 14 spills, 30.63); 96-bit
+// words 16 per thread (11.88 against 12.20-12.24 for the staged 24 in parts; 14 12.14-12.21; 18
+// spills, 12.33-12.42). The atomic-or warp match measured the same as the ballots for every word
+// (within 0.5%).
+template <class Key, class Value>
+inline constexpr int kRadixSortPackedItems =
+    sizeof(PackedWord<Key, Value>) == 8 ? RadixSortItems<std::uint64_t, RadixNoValue>::value
+                                        : (sizeof(PackedWord<Key, Value>) == 12 ? 16 : 12);
+template <class Key, class Value>
+using RadixSortPackedTuning = RadixSortShape<PackedWord<Key, Value>, RadixNoValue, 384, kRadixSortPackedItems<Key, Value>, 2,
+                                             4, WarpMatch::ballots, false, false, true, true, false, true>;
 
 // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
 template <class Bits>

@@ -3,8 +3,8 @@
 // rank: warm-up calls, then --iters timed calls after a barrier each; per size
 //   total       the slowest rank's mean time of one call, and the global rate in Gkeys/s
 //   steps       local sort, splitters, exchange, merge (the slowest rank's mean of each)
-//   local       the same keys sorted by kernels::sort_keys / sort_pairs alone on each rank (the
-//               slowest rank's mean): total / local is the cost of being distributed
+//   alone       the same keys sorted by kernels::sort_keys / sort_pairs by themselves on each rank
+//               (the slowest rank's mean): x = total / alone is the cost of being distributed
 //   exchange    the bytes each rank sent and received in the exchange over the exchange's time, next
 //               to an alltoallv of the same number of bytes per rank, evenly spread over the peers,
 //               measured alone through the same DeviceComm path: the exchange's share of that rate
@@ -318,7 +318,7 @@ int run(int argc, char** argv) {
   const std::string device = kernels::describe_device(ctx.queue());
   if (ctx.rank() == 0) {
     std::printf("# tessera_bench_sort_distributed: %s\n# times in ms: the slowest rank's mean over %d calls; "
-                "local = the local sort alone; x = total / local\n",
+                "local = the local-sort step; alone = kernels::sort_keys / sort_pairs by themselves; x = total / alone\n",
                 runtime.describe().c_str(), o.iters);
     std::printf("%-7s %-8s %11s %13s %9s %8s %8s %8s %8s %8s %9s %6s %8s %8s %6s %5s  %s\n", "type", "op", "per rank",
                 "global", "total", "Gkeys/s", "local", "split", "exchange", "merge", "alone", "x", "exch GB/s",

@@ -14,9 +14,10 @@
 //              their loads overlap the keys' work and no register holds them meanwhile.
 //
 // Pairs of 4 + 4, 8 + 8 and 4 + 8 bytes are sorted as keys alone: one word per pair, the key's
-// radix bits above the value (Tuning::kPackedPairs, radix_packed_pair.cuh), read from the two input arrays by the first place and written to the two output arrays by the
-// last (kRadixSplitIn / kRadixSplitOut), and between them kept in a spare array or in an array
-// laid over the two output arrays (kRadixSegmentedIn / kRadixSegmentedOut).
+// radix bits above the value (Tuning::kPackedPairs, radix_packed_pair.cuh), read from the two
+// input arrays by the first place and written to the two output arrays by the last
+// (kRadixSplitIn / kRadixSplitOut), and between them kept in a spare array or in an array laid
+// over the two output arrays (kRadixSegmentedIn / kRadixSegmentedOut).
 //
 // The look-back word of (tile, digit) is 32 bits: a flag in the top two bits (a tile's own count,
 // or the inclusive count of the tile and all tiles before it) over a 30-bit count; 0 means nothing
@@ -305,48 +306,44 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   // key of the tile and are never stored. Only the first place converts key bits to radix bits (a
   // branch on a launch parameter, not per key).
   const Bits pad = pass.convert_in ? pass.twiddle.from_radix(~Bits(0)) : ~Bits(0);
+  // item(i): the key (or packed word) at tile position i; load_guarded tests every position.
   Bits keys[kItems];
-  auto load_keys = [&](const Bits* tile_in) {
-    const Bits* const warp_in = tile_in + warp_first;
-    if (full_tile) {
+  auto load_guarded = [&](auto item) {
 #pragma unroll
-      for (int u = 0; u < kItems; ++u) keys[u] = load_item<Tuning::kStreamLoads>(warp_in + u * kWarpThreads);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kItems; ++u)
-        keys[u] = warp_first + u * kWarpThreads < tile_items ? load_item<Tuning::kStreamLoads>(warp_in + u * kWarpThreads) : pad;
+    for (int u = 0; u < kItems; ++u) {
+      const int i = warp_first + u * kWarpThreads;
+      keys[u] = i < tile_items ? item(i) : pad;
     }
   };
-  if constexpr (kSplitIn) {
-    const auto* const warp_keys = pass.split_keys_in + tile_base + warp_first;
-    const auto* const warp_values = pass.split_values_in + tile_base + warp_first;
-    auto pack = [&](int u) {
-      return PackedPair<Bits>::pack(load_item<Tuning::kStreamLoads>(warp_keys + u * kWarpThreads),
-                                    load_item<Tuning::kStreamLoads>(warp_values + u * kWarpThreads));
-    };
+  auto load_tile = [&](auto item) {
     if (full_tile) {
 #pragma unroll
-      for (int u = 0; u < kItems; ++u) keys[u] = pack(u);
+      for (int u = 0; u < kItems; ++u) keys[u] = item(warp_first + u * kWarpThreads);
     } else {
-#pragma unroll
-      for (int u = 0; u < kItems; ++u) keys[u] = warp_first + u * kWarpThreads < tile_items ? pack(u) : pad;
+      load_guarded(item);
     }
+  };
+  auto load_array = [&](const Bits* tile_in) {
+    load_tile([&](int i) { return load_item<Tuning::kStreamLoads>(tile_in + i); });
+  };
+  if constexpr (kSplitIn) {
+    const auto* const tile_keys = pass.split_keys_in + tile_base;
+    const auto* const tile_values = pass.split_values_in + tile_base;
+    load_tile([&](int i) {
+      return PackedPair<Bits>::pack(load_item<Tuning::kStreamLoads>(tile_keys + i), load_item<Tuning::kStreamLoads>(tile_values + i));
+    });
   } else if constexpr (kSegmentedIn) {
     // A tile within one segment loads as from one array; the one tile across a segment's end
     // finds each position's segment.
     const index_t first = pass.portion_first + tile_base;
     const int k = segment_of(pass, first);
     if (k == segment_of(pass, first + tile_items - 1)) {
-      load_keys(segment_origin(pass, k) + first);
+      load_array(segment_origin(pass, k) + first);
     } else {
-#pragma unroll
-      for (int u = 0; u < kItems; ++u) {
-        const int i = warp_first + u * kWarpThreads;
-        keys[u] = i < tile_items ? *segment_address(pass, first + i) : pad;
-      }
+      load_guarded([&](int i) { return *segment_address(pass, first + i); });
     }
   } else {
-    load_keys(pass.keys_in + tile_base);
+    load_array(pass.keys_in + tile_base);
   }
   if constexpr (kHasValues && Tuning::kStageValues) {
     // The tile's values, in tile order, copied to `stage` while the keys are ranked and stored:

@@ -221,7 +221,7 @@ void device_radix_sort_packed(const Queue& queue, RadixTwiddle<Key> twiddle, con
   const bool one_spare = !two_spares && outputs_take_words && !(in_place && places % 2 == 1);
 
   const std::size_t spare_bytes = Schedule::align(sizeof(Packed) * static_cast<std::size_t>(n));
-  const std::size_t tail_bytes = one_spare ? Schedule::align(sizeof(Packed)) : 0;  // an odd n's last word over the output
+  const std::size_t tail_bytes = one_spare ? Schedule::align(sizeof(Packed)) : 0;  // the word the outputs leave over
   ScratchBuffer scratch(queue, schedule.bytes() + tail_bytes + spare_bytes * (one_spare ? 1 : 2));
   char* const base = scratch.as<char>();
   auto* const tail = reinterpret_cast<Packed*>(base + schedule.bytes());

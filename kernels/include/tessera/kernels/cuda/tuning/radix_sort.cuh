@@ -48,9 +48,9 @@ struct RadixSortShape {
   // Staged values wider than the keys sorted part by part through the keys' area rather than in
   // the stage itself.
   static constexpr bool kValuesInParts = ValuesInParts;
-  // Pairs of values as wide as their keys sorted as one word of twice the width per pair, the key's
-  // radix bits above the value (Bits = that word, no Word); the first place reads and the last
-  // writes the two arrays of halves (device_radix_sort_packed, agent_radix_sort.cuh).
+  // Pairs sorted as one word per pair (Bits = that word, PackedWord; no Word), the key's radix bits
+  // above the value; the first place reads and the last writes the arrays of keys and values
+  // (device_radix_sort_packed, agent_radix_sort.cuh).
   static constexpr bool kPackedPairs = PackedPairs;
   static_assert(!kPackedPairs || ((sizeof(Bits) == 8 || sizeof(Bits) == 12 || sizeof(Bits) == 16) && !kHasValues),
                 "packed pairs are 8-, 12- or 16-byte words without values");
@@ -130,10 +130,10 @@ struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Wo
 // the value), sorted as keys alone by the bits of the key. A pass then moves the pair as one word
 // through one rank, one exchange in shared memory and one scatter, where the staged pairs move two
 // arrays through two; the same bytes of memory traffic.
+// Values moved as unsigned words (RadixValueWord) of a width PackedWord takes.
 template <class Bits, class Word>
 inline constexpr bool kRadixSortPackPairs =
-    (sizeof(Bits) == 4 && (std::is_same_v<Word, std::uint32_t> || std::is_same_v<Word, std::uint64_t>)) ||
-    (sizeof(Bits) == 8 && std::is_same_v<Word, std::uint64_t>);
+    (std::is_same_v<Word, std::uint32_t> || std::is_same_v<Word, std::uint64_t>) && !std::is_void_v<PackedWord<Bits, Word>>;
 // The shape of the packed words (bench_sort --study-packed, H100, 2026-11-25, ms at 2^28 against
 // CUB in the same run): 64-bit words as 64-bit keys alone, 20 per thread, carveout fitted (8.10-8.14
 // against 8.51-8.61 for the staged 34; 18 and 22 8.22-8.26; the largest carveout 8.33-8.34);

@@ -153,23 +153,25 @@ double mean_max(const Context& ctx, double sum, int iters) { return ctx.comm().a
 double alltoall_alone_gbs(const Context& ctx, std::size_t bytes, const Options& o) {
   const int ranks = ctx.size();
   if (ranks == 1) return 0;
-  std::vector<std::size_t> counts(static_cast<std::size_t>(ranks)), offsets(counts.size());
   const std::size_t each = bytes / static_cast<std::size_t>(ranks);
-  for (int p = 0; p < ranks; ++p) {
-    counts[static_cast<std::size_t>(p)] = each;
-    offsets[static_cast<std::size_t>(p)] = each * static_cast<std::size_t>(p);
-  }
   // Array memory, as the sort's exchange buffers (plain device memory under cuda).
   DistArray<char> send(ctx, Partition::block(static_cast<index_t>(each * ranks) * ranks, ranks));
   DistArray<char> recv(ctx, Partition::block(static_cast<index_t>(each * ranks) * ranks, ranks));
+  // One message to and from each rank, as the sort's keys go (its values follow as a second one).
+  std::vector<DeviceComm::Message> sends, recvs;
+  for (int p = 0; p < ranks; ++p) {
+    const std::size_t at = each * static_cast<std::size_t>(p);
+    sends.push_back({p, send.local_data() + at, each});
+    recvs.push_back({p, recv.local_data() + at, each});
+  }
   const DeviceComm comm(ctx);
-  for (int i = 0; i < o.warmup; ++i) comm.alltoallv(send.local_data(), counts, offsets, recv.local_data(), counts, offsets);
+  for (int i = 0; i < o.warmup; ++i) comm.alltoallv(sends, recvs);
   ctx.queue().synchronize();
   double elapsed = 0;
   for (int i = 0; i < o.iters; ++i) {
     ctx.comm().barrier();
     Stopwatch watch;
-    comm.alltoallv(send.local_data(), counts, offsets, recv.local_data(), counts, offsets);
+    comm.alltoallv(sends, recvs);
     ctx.queue().synchronize();
     elapsed += watch.seconds();
   }

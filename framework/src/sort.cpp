@@ -90,8 +90,6 @@ void store_key(std::uint64_t radix, const SortKeyFormat& format, void* key) {
   std::memcpy(key, &bits, 8);
 }
 
-std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
-
 // Backend memory from kernels::allocate, freed unless released.
 class Block {
  public:
@@ -375,64 +373,34 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   clock.end_phase(&steps.splitters);
 
   // ---- exchange ------------------------------------------------------------------------------------
-  // Keys alone travel straight from the sorted block; with values, each peer's keys and values go
-  // packed in one segment (16-byte aligned parts), so that one exchange moves both.
-  std::vector<std::size_t> send_bytes(static_cast<std::size_t>(ranks)), send_offsets(send_bytes.size());
-  std::vector<std::size_t> recv_bytes(send_bytes.size()), recv_offsets(send_bytes.size());
-  auto packed = [&](index_t count) { return align16(count * key_bytes) + align16(count * value_bytes); };
-  std::size_t send_total = 0, recv_total = 0;
-  for (std::size_t p = 0; p < send.size(); ++p) {
-    if (p != static_cast<std::size_t>(me)) {
-      steps.exchange_bytes += static_cast<double>((send[p].count + recv[p].count) * static_cast<index_t>(key_bytes + value_bytes));
-    }
-    if (has_values) {
-      send_offsets[p] = send_total;
-      send_bytes[p] = packed(send[p].count);
-      recv_offsets[p] = recv_total;
-      recv_bytes[p] = packed(recv[p].count);
-    } else {
-      send_offsets[p] = static_cast<std::size_t>(send[p].start) * key_bytes;
-      send_bytes[p] = static_cast<std::size_t>(send[p].count) * key_bytes;
-      recv_offsets[p] = recv_total;
-      recv_bytes[p] = static_cast<std::size_t>(recv[p].count) * key_bytes;
-    }
-    send_total += send_bytes[p];
-    recv_total += recv_bytes[p];
-  }
+  // Each peer's keys, and values, go as messages straight from the sorted block to their place
+  // among the received runs (in source-rank order): one exchange, nothing packed or unpacked.
   StepMemory exchange_memory(queue);
-  char* send_buffer = has_values ? exchange_memory.add(send_total) : sorted_keys;
-  char* recv_buffer = exchange_memory.add(recv_total);
-  char* merged_keys = has_values ? exchange_memory.add(received * key_bytes) : recv_buffer;
+  char* merged_keys = exchange_memory.add(received * key_bytes);
   char* merged_values = has_values ? exchange_memory.add(received * value_bytes) : nullptr;
   char* out_keys = want_keys ? exchange_memory.add(share * key_bytes) : nullptr;
   char* out_values = has_values ? exchange_memory.add(share * value_bytes) : nullptr;
   exchange_memory.agree(comm, "the exchange");
 
-  if (has_values) {
-    for (std::size_t p = 0; p < send.size(); ++p) {
-      if (send[p].count == 0) continue;
-      const auto start = static_cast<std::size_t>(send[p].start);
-      const auto count = static_cast<std::size_t>(send[p].count);
-      char* segment = send_buffer + send_offsets[p];
-      kernels::copy_within_async(queue, segment, sorted_keys + start * key_bytes, count * key_bytes);
-      kernels::copy_within_async(queue, segment + align16(count * key_bytes), sorted_values + start * value_bytes,
-                                 count * value_bytes);
+  std::vector<DeviceComm::Message> sends, recvs;
+  index_t placed = 0;
+  for (int p = 0; p < ranks; ++p) {
+    const PeerRange& out = send[static_cast<std::size_t>(p)];
+    const PeerRange& in = recv[static_cast<std::size_t>(p)];
+    if (p != me) steps.exchange_bytes += static_cast<double>((out.count + in.count) * static_cast<index_t>(key_bytes + value_bytes));
+    if (out.count > 0) {
+      sends.push_back({p, sorted_keys + out.start * key_bytes, static_cast<std::size_t>(out.count) * key_bytes});
+      if (has_values)
+        sends.push_back({p, sorted_values + out.start * value_bytes, static_cast<std::size_t>(out.count) * value_bytes});
+    }
+    if (in.count > 0) {
+      recvs.push_back({p, merged_keys + placed * key_bytes, static_cast<std::size_t>(in.count) * key_bytes});
+      if (has_values)
+        recvs.push_back({p, merged_values + placed * value_bytes, static_cast<std::size_t>(in.count) * value_bytes});
+      placed += in.count;
     }
   }
-  const DeviceComm device_comm(ctx);
-  device_comm.alltoallv(send_buffer, send_bytes, send_offsets, recv_buffer, recv_bytes, recv_offsets);
-  if (has_values) {
-    std::size_t placed = 0;
-    for (std::size_t p = 0; p < recv.size(); ++p) {
-      if (recv[p].count == 0) continue;
-      const auto count = static_cast<std::size_t>(recv[p].count);
-      const char* segment = recv_buffer + recv_offsets[p];
-      kernels::copy_within_async(queue, merged_keys + placed * key_bytes, segment, count * key_bytes);
-      kernels::copy_within_async(queue, merged_values + placed * value_bytes, segment + align16(count * key_bytes),
-                                 count * value_bytes);
-      placed += count;
-    }
-  }
+  DeviceComm(ctx).alltoallv(sends, recvs);
   clock.end_phase(&steps.exchange);
 
   // ---- merge ---------------------------------------------------------------------------------------

@@ -100,6 +100,14 @@ class DeviceComm {
   template <class T>
   void reduce_scatter_sum(const T* send, T* recv, const std::vector<index_t>& recv_counts) const;
 
+  // One message of an exchange: `bytes` bytes of backend memory at `data`, to or from the
+  // rank `peer` of the context (this rank included: a message to itself is a copy).
+  struct Message {
+    int peer = 0;
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+
   // Personalised exchange: rank r sends send_bytes[p] bytes at send + send_offsets[p] to each rank p
   // and receives recv_bytes[p] bytes from p at recv + recv_offsets[p]. One exchange (grouped
   // send/recv or chunked point-to-point), any sizes above 2^31 bytes.
@@ -107,13 +115,14 @@ class DeviceComm {
                  const std::vector<std::size_t>& send_offsets, void* recv, const std::vector<std::size_t>& recv_bytes,
                  const std::vector<std::size_t>& recv_offsets) const;
 
-  // One message of a neighbour exchange: `bytes` bytes of backend memory at `data`, to or from the
-  // rank `peer` of the context (this rank included: a message to itself is a copy).
-  struct Message {
-    int peer = 0;
-    void* data = nullptr;
-    std::size_t bytes = 0;
-  };
+  // The same exchange as messages, for several arrays at once (keys and values straight from where
+  // they lie to where they go, with no packing): `sends` lists what this rank sends, `recvs` what
+  // it receives, any number of messages per peer (p's sends to r match r's receives from p in the
+  // order both list them, with the same sizes), a message to this rank itself a copy. Every rank
+  // calls it; one exchange (grouped send/recv or chunked point-to-point), counted as one alltoallv
+  // of every byte sent, this rank's own included. Stream-ordered with the context's queue under
+  // cuda, as alltoallv.
+  void alltoallv(const std::vector<Message>& sends, const std::vector<Message>& recvs) const;
 
   // Sends and receives the messages, with only the ranks named (not a collective: each rank lists
   // what it exchanges with its neighbours, and p's sends to r match r's receives from p in the

@@ -75,8 +75,7 @@ struct SortedPairs {
 // samples, one all-to-all of the peers' ranges (4 int64 per peer), one allreduce that agrees on the
 // exchange's memory, and the exchange of every element of this rank's block. The exchange sends a
 // few percent more than the plan says: the elements between the two samples that bracket a
-// boundary go to the ranks on both sides of it, and with values each peer's keys and values travel
-// padded to 16 bytes each.
+// boundary go to the ranks on both sides of it.
 CollectivePlan sort_plan(const Partition& partition, int rank, std::size_t key_bytes, std::size_t value_bytes = 0);
 
 namespace detail {

@@ -20,7 +20,7 @@ TESTS="${BUILD_DIR}/tests/gpu/tessera_gpu_sort_tests"
 BENCH="${BUILD_DIR}/bench/kernels/tessera_bench_sort"
 
 if wants tests; then
-  step gpu_sort_tests 100 env OMP_NUM_THREADS=16 "${TESTS}" --gtest_filter="${SORT_TEST_FILTER:--*Huge*}"
+  step gpu_sort_tests 200 env OMP_NUM_THREADS=16 "${TESTS}" --gtest_filter="${SORT_TEST_FILTER:--*Huge*}"
   grep -E "PASSED|FAILED|SKIPPED|OK .*(Large|Huge)|tests ran" "${OUT_DIR}/gpu_sort_tests.log" || true
 fi
 
@@ -28,7 +28,7 @@ if wants sanitize; then
   step memcheck 40 env TESSERA_GPU_TEST_SMALL=1 OMP_NUM_THREADS=16 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "${TESTS}" --gtest_filter='-*Large*:*Huge*'
   tail -2 "${OUT_DIR}/memcheck.log"
-  step racecheck 40 env TESSERA_GPU_TEST_SMALL=1 OMP_NUM_THREADS=16 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  step racecheck 120 env TESSERA_GPU_TEST_SMALL=1 OMP_NUM_THREADS=16 compute-sanitizer --tool racecheck --error-exitcode 9 \
     "${TESTS}" --gtest_filter='SortGpu/4.Keys*:SortGpuValues.*'
   tail -2 "${OUT_DIR}/racecheck.log"
 fi

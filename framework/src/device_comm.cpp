@@ -193,12 +193,18 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sen
   transport_->alltoallv(ctx_, send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
 }
 
+void DeviceComm::check_peers(const std::vector<Message>& sends, const std::vector<Message>& recvs,
+                             const char* operation) const {
+  for (const std::vector<Message>* list : {&sends, &recvs})
+    for (const Message& m : *list)
+      TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), std::string(operation) + ": no such rank");
+}
+
 void DeviceComm::alltoallv(const std::vector<Message>& sends, const std::vector<Message>& recvs) const {
   double sent = 0;
   for (const Message& m : sends) sent += static_cast<double>(m.bytes);
   TESSERA_COLLECTIVE(Collective::alltoallv, sent);
-  for (const Message& m : sends) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "alltoallv: no such rank");
-  for (const Message& m : recvs) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "alltoallv: no such rank");
+  check_peers(sends, recvs, "alltoallv");
   if (sends.empty() && recvs.empty()) return;
   Request request;
   request.finish_ = transport_->ineighbor_exchange(ctx_, sends, recvs, nullptr);
@@ -208,8 +214,7 @@ void DeviceComm::alltoallv(const std::vector<Message>& sends, const std::vector<
 DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
                                                    const Staging* staging) const {
   const int me = ctx_.rank();
-  for (const Message& m : sends) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
-  for (const Message& m : recvs) TESSERA_ASSERT(m.peer >= 0 && m.peer < ctx_.size(), "neighbour exchange: no such rank");
+  check_peers(sends, recvs, "neighbour exchange");
   double sent = 0;
   for (const Message& m : sends)
     if (m.peer != me) sent += static_cast<double>(m.bytes);

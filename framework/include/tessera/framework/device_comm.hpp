@@ -148,6 +148,9 @@ class DeviceComm {
                              const Staging* staging = nullptr) const;
 
  private:
+  // Asserts that every message names a rank of the context.
+  void check_peers(const std::vector<Message>& sends, const std::vector<Message>& recvs, const char* operation) const;
+
   Context ctx_;
   DeviceCommPath path_ = DeviceCommPath::mpi_host;
   const detail::Transport* transport_ = nullptr;  // the path's, kept for the process or the MPI communicator

@@ -163,7 +163,7 @@ class NcclTransport final : public Transport {
 
  private:
   ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;  // NCCL work runs here, beside the compute stream: overlap
+  cudaStream_t stream_ = nullptr;  // NCCL work runs here, beside the compute stream (overlap), at the highest priority
 };
 
 int delete_attribute(MPI_Comm, int, void* value, void*) {
@@ -190,8 +190,13 @@ const Transport& nccl_transport(const Context& ctx) {
   if (ctx.rank() == 0) TESSERA_NCCL_CHECK(ncclGetUniqueId(&id));
   TESSERA_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
   TESSERA_CUDA_CHECK(cudaSetDevice(ctx.queue().device));
+  // NCCL's kernels run on a stream of the highest priority: the block scheduler starts them on the
+  // next free SM rather than after every block of the compute the transfer overlaps (a sweep or a
+  // GEMM queued before it), which would otherwise leave the transfer until that compute's end.
+  int least = 0, greatest = 0;
+  TESSERA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t stream = nullptr;
-  TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  TESSERA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
   ncclComm_t nccl_comm = nullptr;
   TESSERA_NCCL_CHECK(ncclCommInitRank(&nccl_comm, ctx.size(), id, ctx.rank()));
   auto* transport = new NcclTransport(nccl_comm, stream);

@@ -2,10 +2,15 @@
 // of one halo exchange).
 #include "tessera/framework/field_2d.hpp"
 
+#include <mpi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
+#include "halo_peer_copy.hpp"
+#include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -38,6 +43,23 @@ index_t storage_elements(const FieldLayout& l) {
 }
 
 std::string shape_text(index_t rows, index_t cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
+
+// TESSERA_HALO, the same on every rank of ctx (collective: ranks that went different ways would
+// wait for each other in different calls).
+HaloPath requested_halo_path(const Context& ctx) {
+  const char* env = std::getenv("TESSERA_HALO");
+  const std::string text = env ? env : "";
+  int path = -1;  // unknown
+  if (text.empty() || text == "auto") path = static_cast<int>(HaloPath::automatic);
+  else if (text == "peer-copy") path = static_cast<int>(HaloPath::peer_copy);
+  else if (text == "device-comm") path = static_cast<int>(HaloPath::device_comm);
+  int range[2] = {path, -path};
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MIN, ctx.comm().get()));
+  if (path < 0) throw UsageError("TESSERA_HALO: '" + text + "' is not auto, peer-copy or device-comm");
+  if (range[0] < 0) throw UsageError("TESSERA_HALO: another rank has a value that is not auto, peer-copy or device-comm");
+  if (range[0] != -range[1]) throw UsageError("TESSERA_HALO differs between the ranks; set it alike on every rank");
+  return static_cast<HaloPath>(path);
+}
 
 }  // namespace
 
@@ -250,28 +272,59 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
   auto local = [&](const GlobalRectangle& g) {
     return kernels::Rectangle{(g.row - r0) * layout.ld + (g.col - c0), layout.ld, g.rows, g.cols};
   };
-  std::vector<std::size_t> send_at, recv_at;
+  const kernels::Queue& q = ctx_.queue();
+  const HaloPath requested = requested_halo_path(ctx_);
+  // auto takes peer-copy where the device path would stage through the host (ranks sharing a GPU,
+  // or no NCCL): there it moves a halo in half the time (measured on one H200). Where NCCL runs,
+  // NCCL's send/recv hides as well or better behind the sweep (two H200s): PERFORMANCE.md.
+  const bool try_peer_copy =
+      ctx_.size() > 1 && (requested == HaloPath::peer_copy ||
+                          (requested == HaloPath::automatic && ctx_.backend() == Backend::cuda &&
+                           comm_.path() == DeviceCommPath::staged));
+  // Off the peer-copy path, a rectangle of one row goes straight from the block and into the
+  // ghost cells (no packing, no unpacking: the edge rows of a 5-point halo); the others through the
+  // packed buffers, which the peer-copy path takes for every rectangle.
+  std::vector<std::ptrdiff_t> send_at, recv_at;  // offset in the packed buffer, or -1: straight
+  auto add = [&](const GlobalRectangle& g, int peer, std::vector<DeviceComm::Message>& messages,
+                 std::vector<kernels::Rectangle>& packed, std::vector<Straight>& straight,
+                 std::vector<std::ptrdiff_t>& at, std::size_t& packed_bytes, std::size_t& total) {
+    const kernels::Rectangle r = local(g);
+    const std::size_t bytes = static_cast<std::size_t>(g.rows * g.cols) * element_bytes;
+    if (!try_peer_copy && g.rows == 1) {
+      straight.push_back({messages.size(), r.offset});
+      at.push_back(-1);
+    } else {
+      packed.push_back(r);
+      at.push_back(static_cast<std::ptrdiff_t>(std::exchange(packed_bytes, packed_bytes + bytes)));
+    }
+    messages.push_back({peer, nullptr, bytes});
+    total += bytes;
+  };
+  std::size_t packed_send = 0, packed_recv = 0;
   for (int pr = 0; pr < layout.grid_rows; ++pr)
     for (int pc = 0; pc < layout.grid_cols; ++pc) {
       const int peer = layout.rank_of(pr, pc);
       const GlobalRectangle in = halo_piece(layout, shape, me_row, me_col, pr, pc);
-      if (!in.empty()) {
-        recv_rectangles_.push_back(local(in));
-        recvs_.push_back({peer, nullptr, static_cast<std::size_t>(in.rows * in.cols) * element_bytes});
-        recv_at.push_back(std::exchange(recv_bytes_, recv_bytes_ + recvs_.back().bytes));
-      }
+      if (!in.empty()) add(in, peer, recvs_, recv_rectangles_, straight_recvs_, recv_at, packed_recv, recv_bytes_);
       const GlobalRectangle out = halo_piece(layout, shape, pr, pc, me_row, me_col);
-      if (!out.empty()) {
-        send_rectangles_.push_back(local(out));
-        sends_.push_back({peer, nullptr, static_cast<std::size_t>(out.rows * out.cols) * element_bytes});
-        send_at.push_back(std::exchange(send_bytes_, send_bytes_ + sends_.back().bytes));
-      }
+      if (!out.empty()) add(out, peer, sends_, send_rectangles_, straight_sends_, send_at, packed_send, send_bytes_);
     }
-  const kernels::Queue& q = ctx_.queue();
-  if (send_bytes_) send_buffer_ = kernels::allocate(q, send_bytes_);
-  if (recv_bytes_) recv_buffer_ = kernels::allocate(q, recv_bytes_);
-  for (std::size_t i = 0; i < sends_.size(); ++i) sends_[i].data = static_cast<char*>(send_buffer_) + send_at[i];
-  for (std::size_t i = 0; i < recvs_.size(); ++i) recvs_[i].data = static_cast<char*>(recv_buffer_) + recv_at[i];
+  // The peer-copy path receives into two slots in turn (halo_peer_copy.hpp says why).
+  recv_slot_bytes_ = (packed_recv + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
+  if (packed_send) send_buffer_ = kernels::allocate(q, packed_send);
+  if (packed_recv) recv_buffer_ = kernels::allocate(q, try_peer_copy ? 2 * recv_slot_bytes_ : packed_recv);
+  for (std::size_t i = 0; i < sends_.size(); ++i)
+    if (send_at[i] >= 0) sends_[i].data = static_cast<char*>(send_buffer_) + send_at[i];
+  for (std::size_t i = 0; i < recvs_.size(); ++i)
+    if (recv_at[i] >= 0) recvs_[i].data = static_cast<char*>(recv_buffer_) + recv_at[i];
+  std::string why_not = "TESSERA_HALO=device-comm";
+  if (try_peer_copy) peer_ = detail::PeerCopy::make(ctx_, sends_, recvs_, recv_buffer_, recv_slot_bytes_, &why_not);
+  if (requested == HaloPath::peer_copy && ctx_.size() > 1 && !peer_) {
+    if (send_buffer_) kernels::deallocate(q, send_buffer_);
+    if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
+    throw UsageError("TESSERA_HALO=peer-copy: the halo exchange cannot copy between the ranks' GPUs: " + why_not);
+  }
+  if (peer_) return;
   if (comm_.path() == DeviceCommPath::staged) {
     staging_.send = kernels::allocate_pinned_host(send_bytes_);
     staging_.recv = kernels::allocate_pinned_host(recv_bytes_);
@@ -282,6 +335,7 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
 
 HaloExchange::~HaloExchange() {
   pending_.reset();  // waits for a transfer still in flight before its buffers go
+  peer_.reset();     // and, on the peer-copy path, for the neighbours to unmap the receive slots
   const kernels::Queue& q = ctx_.queue();
   if (send_buffer_) kernels::deallocate(q, send_buffer_);
   if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
@@ -289,13 +343,33 @@ HaloExchange::~HaloExchange() {
   kernels::deallocate_pinned_host(staging_.recv);
 }
 
-void HaloExchange::start(const void* origin) {
-  TESSERA_ASSERT(!pending_, "HaloExchange::start: the previous exchange was not finished");
+const char* HaloExchange::path() const { return peer_ ? "peer-copy" : to_string(comm_.path()); }
+
+void HaloExchange::start(void* origin) {
+  TESSERA_ASSERT(!pending_ && !peer_started_, "HaloExchange::start: the previous exchange was not finished");
   kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_buffer_, element_bytes_);
+  if (peer_) {
+    TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(send_bytes_));
+    peer_->start();
+    peer_started_ = true;
+    return;
+  }
+  char* const at = static_cast<char*>(origin);
+  for (const Straight& s : straight_sends_) sends_[s.message].data = at + s.offset * static_cast<index_t>(element_bytes_);
+  for (const Straight& s : straight_recvs_) recvs_[s.message].data = at + s.offset * static_cast<index_t>(element_bytes_);
   pending_.emplace(comm_.ineighbor_exchange(sends_, recvs_, &staging_));
 }
 
 void HaloExchange::finish(void* origin) {
+  if (peer_) {
+    TESSERA_ASSERT(peer_started_, "HaloExchange::finish without start");
+    peer_->finish();
+    kernels::unpack_rectangles(ctx_.queue(), static_cast<char*>(recv_buffer_) + peer_->slot() * recv_slot_bytes_,
+                               recv_rectangles_, origin, element_bytes_);
+    peer_->drained();
+    peer_started_ = false;
+    return;
+  }
   TESSERA_ASSERT(pending_.has_value(), "HaloExchange::finish without start");
   pending_->wait();
   pending_.reset();

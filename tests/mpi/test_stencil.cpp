@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -124,6 +125,46 @@ TEST(Field2D, HaloExchangeFillsEveryGhostCellOfItsShape) {
         }
     }
   }
+}
+
+// TESSERA_HALO chooses how a HaloExchange moves its messages: peer-copy where the ranks' GPUs can
+// copy to each other (every test job runs on one node), the DeviceComm path otherwise; auto takes
+// peer-copy where the DeviceComm path stages through the host.
+TEST(Field2D, HaloPathFollowsTesseraHalo) {
+  const Context& world = test::world();
+  const ProcessGrid grid = ProcessGrid::create(world);
+  const Field2D<float> f(grid, 8, 8, 1);
+  const char* saved = std::getenv("TESSERA_HALO");
+  const std::string saved_value = saved ? saved : "";
+  auto path_with = [&](const char* value) {
+    ::setenv("TESSERA_HALO", value, 1);
+    const HaloExchange halo(f.layout(), HaloShape::faces, sizeof(float), grid.context());
+    return std::string(halo.path());
+  };
+  const std::string device_comm = to_string(DeviceComm(grid.context()).path());
+  EXPECT_EQ(path_with("device-comm"), device_comm);
+  if (world.size() == 1) {
+    EXPECT_EQ(path_with("peer-copy"), device_comm);  // nothing to exchange
+  } else if (world.backend() == Backend::cuda) {
+    EXPECT_EQ(path_with("peer-copy"), "peer-copy");
+    EXPECT_EQ(path_with("auto"), device_comm == "staged" ? std::string("peer-copy") : device_comm);
+  } else {
+    EXPECT_EQ(path_with("auto"), device_comm);
+    try {
+      path_with("peer-copy");
+      ADD_FAILURE() << "expected a UsageError";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda backend"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    path_with("nccl");
+    ADD_FAILURE() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("TESSERA_HALO: 'nccl'"), std::string::npos) << e.what();
+  }
+  if (saved) ::setenv("TESSERA_HALO", saved_value.c_str(), 1);
+  else ::unsetenv("TESSERA_HALO");
 }
 
 TEST(Field2D, GatherAndReplicatedRoundTrip) {

@@ -103,10 +103,27 @@ class Field2D {
   T* origin_ = nullptr;
 };
 
+namespace detail {
+class PeerCopy;
+}
+
+// How a HaloExchange moves its messages, from TESSERA_HALO (auto when unset; the same on every rank):
+//   auto         peer-copy where every rank can take it, else device-comm
+//   peer-copy    under cuda, with every neighbour on the node and its GPU reachable (CUDA IPC, peer
+//                access or the same GPU): each message copied by the copy engines straight into
+//                the receiver's buffer, mapped once; no SM and no host memory carry it, so the
+//                exchange takes nothing from the sweep it overlaps. A UsageError where some rank
+//                cannot take it.
+//   device-comm  DeviceComm::ineighbor_exchange on the context's path (nccl, staged,
+//                cuda-aware-mpi, mpi-host)
+enum class HaloPath { automatic, peer_copy, device_comm };
+
 // One halo exchange of a field layout, planned once and run as often as needed: which rectangle of
 // the block goes to which rank and which ghost rectangle comes from which, the packed buffers, and
-// the device path. The exchange is ordered on the queue of the context it is made with (the
+// the path (HaloPath). The exchange is ordered on the queue of the context it is made with (the
 // grid's ranks, any queue on the same device), so that it can run beside work on another queue.
+// Made and destroyed collectively (the peer-copy path maps the neighbours' buffers, and unmaps them
+// with them).
 class HaloExchange {
  public:
   // ctx: the grid's ranks in grid order (ProcessGrid::context(), or the same communicator with
@@ -118,8 +135,10 @@ class HaloExchange {
 
   // Packs the cells of the block at `origin` that other ranks' ghosts hold and starts moving them.
   // The cells must be written by work queued on this exchange's queue before the call (or ordered
-  // before it with kernels::queue_wait).
-  void start(const void* origin);
+  // before it with kernels::queue_wait). From this call on, the ghost cells of `origin` may be
+  // written (a ghost rectangle of one row is received straight into them); work beside the
+  // exchange must not read them before finish.
+  void start(void* origin);
   // Completes the exchange started last: the ghost cells of `origin` (the same block) receive the
   // neighbours' cells, in the queue's order. Ghost cells outside the domain are never written.
   void finish(void* origin);
@@ -129,6 +148,8 @@ class HaloExchange {
   }
 
   HaloShape shape() const { return shape_; }
+  // "peer-copy", or the DeviceComm path's name.
+  const char* path() const;
   // Ranks this one receives from, and the bytes it sends and receives per exchange.
   int peers() const { return static_cast<int>(recvs_.size()); }
   std::size_t bytes_sent() const { return send_bytes_; }
@@ -141,13 +162,23 @@ class HaloExchange {
   HaloShape shape_;
   std::size_t element_bytes_;
   DeviceComm comm_;
-  std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_;
-  std::vector<DeviceComm::Message> sends_, recvs_;
-  std::size_t send_bytes_ = 0, recv_bytes_ = 0;
-  void* send_buffer_ = nullptr;  // backend memory
+  // A message that goes straight from the block or into its ghost cells: its index among sends_
+  // or recvs_, and where its rectangle starts, in elements from the block's origin.
+  struct Straight {
+    std::size_t message;
+    index_t offset;
+  };
+  std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_;  // the packed ones
+  std::vector<Straight> straight_sends_, straight_recvs_;
+  std::vector<DeviceComm::Message> sends_, recvs_;  // every message; straight ones point into the block
+  std::size_t send_bytes_ = 0, recv_bytes_ = 0;  // of every message
+  void* send_buffer_ = nullptr;  // backend memory, the packed rectangles
   void* recv_buffer_ = nullptr;
   DeviceComm::Staging staging_;  // pinned host memory, on the staged path
   std::optional<DeviceComm::Request> pending_;
+  std::unique_ptr<detail::PeerCopy> peer_;  // the peer-copy path: recv_buffer_ holds two slots
+  std::size_t recv_slot_bytes_ = 0;         // this far apart
+  bool peer_started_ = false;
 };
 
 // The global rectangle of the cells that rank `owner` (grid coordinates) sends to the ghosts of

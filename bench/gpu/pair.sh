@@ -32,10 +32,10 @@ if wants step; then
   STEP="${BUILD}/bench/distributed/tessera_bench_stencil_step"
   for grid in 2x1 1x2; do
     step "step_${grid}" 45 mpirun -n 2 "${STEP}" --backend cuda --grid "${grid}" --sizes 2048,4096,8192,16384 \
-      --iters 20 --json "${OUT_DIR}/step_${grid}.json"
+      --iters 50 --json "${OUT_DIR}/step_${grid}.json"
     cat "${OUT_DIR}/step_${grid}.log"
   done
-  step step_2x1_9pt 30 mpirun -n 2 "${STEP}" --backend cuda --grid 2x1 --stencil 9 --sizes 4096,16384 --iters 20 \
+  step step_2x1_9pt 40 mpirun -n 2 "${STEP}" --backend cuda --grid 2x1 --stencil 9 --sizes 4096,16384 --iters 50 \
     --json "${OUT_DIR}/step_2x1_9pt.json"
   cat "${OUT_DIR}/step_2x1_9pt.log"
 fi

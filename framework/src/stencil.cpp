@@ -210,53 +210,70 @@ void Jacobi<T>::iterate(bool check) {
   const kernels::Queue& q = u_.context().queue();
   if (check) kernels::fill(q, change_, 1, T(0));
   T* change = check ? change_ : nullptr;
-  const index_t lr = u_.local_rows(), lc = u_.local_cols(), w = u_.ghost_width(), ld = u_.ld();
   const T* in = u_.origin();
   T* out = v_.origin();
-  auto sweep_region = [&](const kernels::Queue& queue, index_t row, index_t col, index_t rows, index_t cols) {
-    kernels::stencil_2d(queue, in + row * ld + col, ld, out + row * ld + col, ld, rows, cols, weights_, change);
+  auto sweep_whole = [&] {
+    kernels::stencil_2d(q, in, u_.ld(), out, v_.ld(), u_.local_rows(), u_.local_cols(), weights_, change);
   };
   if (halo_->peers() == 0 && halo_->bytes_sent() == 0) {
-    sweep_region(q, 0, 0, lr, lc);  // one rank: nothing to exchange, nothing to overlap
+    sweep_whole();  // one rank: nothing to exchange, nothing to overlap
   } else if (!options_.overlap) {
-    sweep_region(q, 0, 0, lr, lc);
+    sweep_whole();
     kernels::queue_wait(edge_queue_, q);
     halo_->run(out);
     kernels::queue_wait(q, edge_queue_);
   } else {
-    // The cells the neighbours' ghosts hold lie within w of the block's edges (the frame, its left
-    // side widened to the interior's aligned first column): the frame on the edge queue, then its
-    // exchange beside the interior sweep. The edge queue waits for the last iteration's interior
-    // sweep, which read what this one overwrites.
     kernels::queue_wait(edge_queue_, q);
-    const index_t left = interior_left_column();
-    const bool has_interior = lr > 2 * w && lc > left + w;
-    const kernels::StencilFrame frame{w, w, left, w};
-    auto sweep_interior = [&] {
-      if (has_interior) sweep_region(q, w, left, lr - 2 * w, lc - left - w);
-    };
-    auto sweep_frame = [&] {
-      if (has_interior) kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change);
-      else sweep_region(edge_queue_, 0, 0, lr, lc);
-    };
-    if (q.backend == Backend::cpu) {
-      // On the host the interior runs while MPI moves the frame.
-      sweep_frame();
-      halo_->start(out);
-      sweep_interior();
-    } else {
-      // Under cuda the interior is queued first, so that the device starts it at once and sweeps it
-      // while the host queues the frame and its exchange (and, on the staged and CUDA-aware paths,
-      // waits for them).
-      sweep_interior();
-      sweep_frame();
-      halo_->start(out);
-    }
-    halo_->finish(out);
+    sweep_parts(in, out, change, true);
     kernels::queue_wait(q, edge_queue_);
   }
   std::swap(u_, v_);
   ++iteration_;
+}
+
+// The cells the neighbours' ghosts hold lie within w of the block's edges (the frame, its left side
+// widened to the interior's aligned first column): the frame on the edge queue, then (exchange) its
+// exchange beside the interior sweep. The caller has made the edge queue wait for the last
+// iteration's interior sweep, which read what this one overwrites, and makes the field's queue wait
+// for the edge queue after.
+template <class T>
+void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
+  const kernels::Queue& q = u_.context().queue();
+  const index_t lr = u_.local_rows(), lc = u_.local_cols(), w = u_.ghost_width(), ld = u_.ld();
+  const index_t left = interior_left_column();
+  const bool has_interior = lr > 2 * w && lc > left + w;
+  const kernels::StencilFrame frame{w, w, left, w};
+  auto sweep_interior = [&] {
+    if (has_interior)
+      kernels::stencil_2d(q, in + w * ld + left, ld, out + w * ld + left, ld, lr - 2 * w, lc - left - w, weights_, change);
+  };
+  auto sweep_frame = [&] {
+    if (has_interior) kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change);
+    else kernels::stencil_2d(edge_queue_, in, ld, out, ld, lr, lc, weights_, change);
+  };
+  if (q.backend == Backend::cpu) {
+    // On the host the interior runs while MPI moves the frame.
+    sweep_frame();
+    if (exchange) halo_->start(out);
+    sweep_interior();
+  } else {
+    // Under cuda the interior is queued first, so that the device starts it at once and sweeps it
+    // while the host queues the frame and its exchange (and, on the staged and CUDA-aware paths,
+    // waits for them).
+    sweep_interior();
+    sweep_frame();
+    if (exchange) halo_->start(out);
+  }
+  if (exchange) halo_->finish(out);
+}
+
+template <class T>
+void Jacobi<T>::sweep_split() {
+  const kernels::Queue& q = u_.context().queue();
+  kernels::queue_wait(edge_queue_, q);
+  sweep_parts(u_.origin(), v_.origin(), nullptr, false);
+  kernels::queue_wait(q, edge_queue_);
+  q.synchronize();
 }
 
 // The first column of the interior: the ghost width, moved right to the next 16-byte boundary of

@@ -85,10 +85,13 @@ class Jacobi {
 
   // The parts of one iteration, for measuring them: step() is one iteration without a residual
   // (overlapped or not, whatever the options say); sweep() the stencil over the whole block into the
-  // second field, without exchange or swap; exchange() the halo exchange of u alone. Each returns
-  // when its work is done.
+  // second field, without exchange or swap; sweep_split() the same cells cut as the overlapped step
+  // cuts them (the interior, then the frame on the second queue), without the exchange: the least
+  // an overlapped step can take; exchange() the halo exchange of u alone. Each returns when its
+  // work is done.
   void step(bool overlap);
   void sweep();
+  void sweep_split();
   void exchange();
   const HaloExchange& halo() const { return *halo_; }
   // The collectives of run_until(last) from the current iteration (collective_plan.hpp), unless it
@@ -98,6 +101,7 @@ class Jacobi {
 
  private:
   void iterate(bool check);
+  void sweep_parts(const T* in, T* out, T* change, bool exchange);
   index_t interior_left_column() const;
   double finish_check();
 

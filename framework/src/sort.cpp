@@ -163,9 +163,11 @@ struct PeerRange {
 };
 
 // Where the runs a rank receives (one per sender, in rank order, elements of `bytes` bytes) lie in
-// its receive buffer: each at an offset with the sender's address modulo 16 (the sender's run
-// starts start x bytes into a block that starts on 16 bytes), after a gap where the one before
-// ended elsewhere; the rank's own run, copied on the device, needs no gap.
+// its receive buffer. A run from another rank starts as far past a 16-byte boundary as it does in
+// the sender's block (start x bytes into a block that starts on 16 bytes), with the bytes from that
+// boundary on free: the message then runs from boundary to boundary's run end on both sides, its
+// first bytes the sender's elements before the run, landing in the gap. The rank's own run, copied
+// on the device, needs no gap.
 struct RunLayout {
   std::vector<std::size_t> at;  // byte offset of each sender's run
   std::vector<index_t> count;   // its elements
@@ -178,10 +180,12 @@ struct RunLayout {
     l.element_bytes = element_bytes;
     for (std::size_t p = 0; p < from.size(); ++p) {
       if (from[p].count > 0 && static_cast<int>(p) != me) {
-        const std::size_t want = static_cast<std::size_t>(from[p].start) * element_bytes % 16;
-        const std::size_t gap = (want + 16 - l.bytes % 16) % 16;
-        l.gapped = l.gapped || gap > 0;
-        l.bytes += gap;
+        // The run starts `lead` bytes past a 16-byte boundary, as the sender's does; the bytes
+        // from that boundary on are free (the sender's message starts there, element_bytes wide).
+        const std::size_t lead = static_cast<std::size_t>(from[p].start) * element_bytes % 16;
+        const std::size_t at = (l.bytes + 15) / 16 * 16 + lead;
+        l.gapped = l.gapped || at != l.bytes;
+        l.bytes = at;
       }
       l.at.push_back(l.bytes);
       l.count.push_back(from[p].count);
@@ -441,10 +445,11 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   // Each peer's keys, and values, go as messages straight from the sorted block to their place
   // among the received runs (in source-rank order): one exchange, nothing packed or unpacked.
   // NCCL moves a message at its full rate only where both ends lie on 16 bytes (about 60% of it
-  // otherwise, measured on two H200s); a run sent from the middle of a sorted block rarely does. So
-  // each run lands at the address its sender reads it from, modulo 16 (after a gap of less than 16
-  // bytes where needed), and each message to another rank goes as a head up to the sender's next
-  // 16-byte boundary and a body aligned at both ends. Gaps are closed again before the merge.
+  // otherwise, and as slowly with a short message beside the long one to split off the unaligned
+  // head: measured on two H200s). So each message to another rank starts at the 16-byte boundary
+  // at or before its run, taking along the few elements before it (up to 15 bytes), and lands at
+  // a boundary of the receiver's buffer so placed that the run itself starts as far past it
+  // (RunLayout). Gaps are closed again before the merge.
   const RunLayout key_runs = RunLayout::place(recv, me, key_bytes);
   const RunLayout value_runs = has_values ? RunLayout::place(recv, me, value_bytes) : RunLayout{};
   StepMemory exchange_memory(queue);
@@ -456,13 +461,11 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
 
   std::vector<DeviceComm::Message> sends, recvs;
   // One run: `count` elements of `bytes` bytes at `at`, which the sender reads from `first`
-  // elements into its sorted block. Both sides split it alike; the body is aligned where the
-  // sender's block starts on 16 bytes (every allocation does).
+  // elements into its sorted block. To another rank it goes from the 16-byte boundary before it
+  // (both sides alike: the receiver's RunLayout keeps the bytes before the run free).
   auto add_run = [&](int p, char* at, index_t first, index_t count, std::size_t bytes, std::vector<DeviceComm::Message>& list) {
-    const std::size_t total = static_cast<std::size_t>(count) * bytes;
-    const std::size_t head = p == me ? 0 : std::min(total, (16 - static_cast<std::size_t>(first) * bytes % 16) % 16);
-    if (head) list.push_back({p, at, head});
-    if (total > head) list.push_back({p, at + head, total - head});
+    const std::size_t lead = p == me ? 0 : static_cast<std::size_t>(first) * bytes % 16;
+    list.push_back({p, at - lead, static_cast<std::size_t>(count) * bytes + lead});
   };
   for (int p = 0; p < ranks; ++p) {
     const auto q = static_cast<std::size_t>(p);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The distributed sort and the Jacobi step on two GPUs of one host, one rank per GPU (device path
-# NCCL): the multi-rank sort and stencil tests on the cuda backend; one Jacobi iteration in its parts
-# (sweep, exchange, back to back, overlapped; 2x1 and 1x2 grids, 5- and 9-point); and the
+# NCCL): the multi-rank sort and stencil tests on the cuda backend (the stencils also with the halo's
+# peer-copy path); one Jacobi iteration in its parts (sweep, split sweep, exchange, back to back,
+# overlapped; 2x1 and 1x2 grids, 5- and 9-point; NCCL, then peer-copy); and the
 # distributed sort per step, its exchange against the same all-to-all alone. On one GPU the two ranks
-# share it (the staged path) and the numbers measure the path, not the overlap.
+# share it (the sort's exchange staged, the halo peer-copy) and the numbers measure the path, not
+# the overlap.
 #
 #   bash bench/gpu/pair.sh BUILD_DIR        (from the source tree's root; BUILD_DIR has the targets
 #                                            of bench/gpu/pair.targets built)
@@ -11,7 +13,7 @@
 set -uo pipefail
 
 BUILD="$(cd "${1:?usage: bash bench/gpu/pair.sh BUILD_DIR}" && pwd)"
-DEFAULT_STEPS="tests step sort"
+DEFAULT_STEPS="tests step peer sort"
 # shellcheck source=bench/gpu/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gpu_run_init pair
@@ -26,6 +28,9 @@ if wants tests; then
   TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=4 step mpi_cuda_np2 90 \
     mpirun -n 2 "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_filter="${FILTER}"
   grep -E "tessera tests:|PASSED|FAILED|Failure|differs" "${OUT_DIR}/mpi_cuda_np2.log" | head -12
+  TESSERA_HALO=peer-copy TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=4 step mpi_cuda_np2_peer 60 \
+    mpirun -n 2 "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_filter='Field2D.*:JacobiTest*:Jacobi.*:ConvolveTest*:Convolve.*'
+  grep -E "PASSED|FAILED|Failure|differs" "${OUT_DIR}/mpi_cuda_np2_peer.log" | head -12
 fi
 
 if wants step; then
@@ -38,6 +43,15 @@ if wants step; then
   step step_2x1_9pt 40 mpirun -n 2 "${STEP}" --backend cuda --grid 2x1 --stencil 9 --sizes 4096,16384 --iters 50 \
     --json "${OUT_DIR}/step_2x1_9pt.json"
   cat "${OUT_DIR}/step_2x1_9pt.log"
+fi
+
+if wants peer; then
+  # The same step with the halo over CUDA IPC and the copy engines (TESSERA_HALO=peer-copy).
+  for grid in 2x1 1x2; do
+    TESSERA_HALO=peer-copy step "peer_${grid}" 45 mpirun -n 2 "${BUILD}/bench/distributed/tessera_bench_stencil_step" \
+      --backend cuda --grid "${grid}" --sizes 4096,8192,16384 --iters 50 --json "${OUT_DIR}/peer_${grid}.json"
+    cat "${OUT_DIR}/peer_${grid}.log"
+  done
 fi
 
 if wants sort; then

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,12 +161,16 @@ struct PeerRange {
   std::uint64_t last_radix;
 };
 
+// How far past a 16-byte boundary the run that starts `first` elements of `bytes` bytes into a
+// sorted block lies (blocks start on 16 bytes): a message to another rank starts that many bytes
+// before its run, on the boundary, on both sides.
+std::size_t lead_bytes(index_t first, std::size_t bytes) { return static_cast<std::size_t>(first) * bytes % 16; }
+
 // Where the runs a rank receives (one per sender, in rank order, elements of `bytes` bytes) lie in
-// its receive buffer. A run from another rank starts as far past a 16-byte boundary as it does in
-// the sender's block (start x bytes into a block that starts on 16 bytes), with the bytes from that
-// boundary on free: the message then runs from boundary to boundary's run end on both sides, its
-// first bytes the sender's elements before the run, landing in the gap. The rank's own run, copied
-// on the device, needs no gap.
+// its receive buffer. placed: a run from another rank starts lead_bytes past a 16-byte boundary,
+// with the bytes from that boundary to the run free (the message's first bytes, the elements before
+// the run in the sender's block, land there); the rank's own run, copied on the device, follows the
+// one before it directly. Not placed: the runs end to end.
 struct RunLayout {
   std::vector<std::size_t> at;  // byte offset of each sender's run
   std::vector<index_t> count;   // its elements
@@ -175,33 +178,18 @@ struct RunLayout {
   std::size_t bytes = 0;  // the buffer, gaps included
   bool gapped = false;
 
-  static RunLayout place(const std::vector<PeerRange>& from, int me, std::size_t element_bytes) {
-    RunLayout l;
-    l.element_bytes = element_bytes;
+  RunLayout() = default;
+  RunLayout(const std::vector<PeerRange>& from, int me, std::size_t size, bool placed) : element_bytes(size) {
     for (std::size_t p = 0; p < from.size(); ++p) {
-      if (from[p].count > 0 && static_cast<int>(p) != me) {
-        // The run starts `lead` bytes past a 16-byte boundary, as the sender's does; the bytes
-        // from that boundary on are free (the sender's message starts there, element_bytes wide).
-        const std::size_t lead = static_cast<std::size_t>(from[p].start) * element_bytes % 16;
-        const std::size_t at = (l.bytes + 15) / 16 * 16 + lead;
-        l.gapped = l.gapped || at != l.bytes;
-        l.bytes = at;
+      if (placed && from[p].count > 0 && static_cast<int>(p) != me) {
+        const std::size_t start = (bytes + 15) / 16 * 16 + lead_bytes(from[p].start, size);
+        gapped = gapped || start != bytes;
+        bytes = start;
       }
-      l.at.push_back(l.bytes);
-      l.count.push_back(from[p].count);
-      l.bytes += static_cast<std::size_t>(from[p].count) * element_bytes;
+      at.push_back(bytes);
+      count.push_back(from[p].count);
+      bytes += static_cast<std::size_t>(from[p].count) * size;
     }
-    return l;
-  }
-  static RunLayout contiguous(const std::vector<PeerRange>& from, std::size_t element_bytes) {
-    RunLayout l;
-    l.element_bytes = element_bytes;
-    for (const PeerRange& r : from) {
-      l.at.push_back(l.bytes);
-      l.count.push_back(r.count);
-      l.bytes += static_cast<std::size_t>(r.count) * element_bytes;
-    }
-    return l;
   }
   // Copies elements [first, first + n) of the runs, end to end, from `buffer` to `out`: one copy
   // per run they touch.
@@ -444,17 +432,20 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   // ---- exchange ------------------------------------------------------------------------------------
   // Each peer's keys, and values, go as messages straight from the sorted block to their place
   // among the received runs (in source-rank order): one exchange, nothing packed or unpacked.
-  // NCCL moves a message at its full rate only where both ends lie on 16 bytes (about 60% of it
-  // otherwise, and as slowly with a short message beside the long one to split off the unaligned
-  // head: measured on two H200s). So each message to another rank starts at the 16-byte boundary
-  // at or before its run, taking along the few elements before it (up to 15 bytes), and lands at
-  // a boundary of the receiver's buffer so placed that the run itself starts as far past it
-  // (RunLayout). Gaps are closed again before the merge.
-  const RunLayout key_runs = RunLayout::place(recv, me, key_bytes);
-  const RunLayout value_runs = has_values ? RunLayout::place(recv, me, value_bytes) : RunLayout{};
+  // NCCL copies at its full rate only from and to addresses on 16 bytes (PERFORMANCE.md): each
+  // message to another rank starts at the 16-byte boundary at or before its run, taking along the
+  // few elements before it (up to 15 bytes), and lands on a boundary of the receiver's buffer
+  // placed so that the run itself starts as far past it (RunLayout).
+  const RunLayout key_runs(recv, me, key_bytes, true);
+  const RunLayout value_runs = has_values ? RunLayout(recv, me, value_bytes, true) : RunLayout{};
+  // A merge sorts the runs end to end: where there are gaps, a buffer of their own to close them in.
+  const bool close_keys = !in_order && key_runs.gapped;
+  const bool close_values = !in_order && has_values && value_runs.gapped;
   StepMemory exchange_memory(queue);
   char* merged_keys = exchange_memory.add(key_runs.bytes);
   char* merged_values = has_values ? exchange_memory.add(value_runs.bytes) : nullptr;
+  char* closed_keys = close_keys ? exchange_memory.add(received * key_bytes) : nullptr;
+  char* closed_values = close_values ? exchange_memory.add(received * value_bytes) : nullptr;
   char* out_keys = want_keys ? exchange_memory.add(share * key_bytes) : nullptr;
   char* out_values = has_values ? exchange_memory.add(share * value_bytes) : nullptr;
   exchange_memory.agree(comm, "the exchange");
@@ -464,7 +455,7 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   // elements into its sorted block. To another rank it goes from the 16-byte boundary before it
   // (both sides alike: the receiver's RunLayout keeps the bytes before the run free).
   auto add_run = [&](int p, char* at, index_t first, index_t count, std::size_t bytes, std::vector<DeviceComm::Message>& list) {
-    const std::size_t lead = p == me ? 0 : static_cast<std::size_t>(first) * bytes % 16;
+    const std::size_t lead = p == me ? 0 : lead_bytes(first, bytes);
     list.push_back({p, at - lead, static_cast<std::size_t>(count) * bytes + lead});
   };
   for (int p = 0; p < ranks; ++p) {
@@ -488,31 +479,27 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   // The runs arrive in source-rank order, each sorted; a stable sort of their concatenation orders
   // equal keys by source rank, then by position: by global position. Runs already in order (equal
   // keys across a border are: the lower rank's come first) are the sorted sequence as they stand.
-  // Before a sort, the gaps are closed: the runs, end to end, in a buffer of their own (the gapped
+  // Before a sort, the gaps are closed: the runs, end to end, in the buffer kept for it (the gapped
   // one freed at once).
-  struct Runs {
-    const RunLayout* layout;
-    char* data;
-    std::optional<Block> closed;
-    RunLayout contiguous;
-  };
-  Runs keys_in{&key_runs, merged_keys, {}, {}}, values_in{&value_runs, merged_values, {}, {}};
-  for (Runs* runs : {&keys_in, &values_in}) {
-    if (in_order || !runs->data || !runs->layout->gapped) continue;
-    const std::size_t bytes = runs->layout->element_bytes;
-    runs->closed.emplace(queue, static_cast<std::size_t>(received) * bytes);
-    runs->layout->copy(queue, runs->data, 0, received, runs->closed->data());
-    exchange_memory.free(runs->data);
-    runs->data = runs->closed->data();
-    runs->contiguous = RunLayout::contiguous(recv, bytes);
-    runs->layout = &runs->contiguous;
+  const RunLayout closed_key_runs(recv, me, key_bytes, false), closed_value_runs(recv, me, value_bytes, false);
+  const RunLayout* keys_at = &key_runs;
+  const RunLayout* values_at = &value_runs;
+  if (close_keys) {
+    key_runs.copy(queue, merged_keys, 0, received, closed_keys);
+    exchange_memory.free(merged_keys);
+    merged_keys = closed_keys;
+    keys_at = &closed_key_runs;
   }
-  merged_keys = keys_in.data;
-  merged_values = values_in.data;
+  if (close_values) {
+    value_runs.copy(queue, merged_values, 0, received, closed_values);
+    exchange_memory.free(merged_values);
+    merged_values = closed_values;
+    values_at = &closed_value_runs;
+  }
   if (!in_order) local_sort(merged_keys, merged_keys, merged_values, merged_values, received);
   if (share > 0) {
-    if (want_keys) keys_in.layout->copy(queue, merged_keys, window, share, out_keys);
-    if (has_values) values_in.layout->copy(queue, merged_values, window, share, out_values);
+    if (want_keys) keys_at->copy(queue, merged_keys, window, share, out_keys);
+    if (has_values) values_at->copy(queue, merged_values, window, share, out_values);
   }
   clock.end_phase(&steps.merge);
   if (out_keys) result.keys = exchange_memory.release(out_keys);

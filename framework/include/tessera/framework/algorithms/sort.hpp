@@ -19,7 +19,9 @@
 //             ranks agree on the two nearest samples that bracket it; each rank finds them in its
 //             block (a binary search on the device), and one all-to-all of counts tells every rank
 //             where its share starts
-//   exchange  one all-to-all of the data (DeviceComm::alltoallv; keys and values packed per peer):
+//   exchange  one all-to-all of the data (DeviceComm::alltoallv of messages: each peer's keys and
+//             values straight from the sorted block into the received runs, each message from
+//             the 16-byte boundary at or before its run, the few elements before it along):
 //             rank q receives the elements between the bracket below its first position and the
 //             bracket above its last, which holds its share exactly plus the two brackets' elements
 //             (a few percent of extra traffic; the brackets go to the ranks on both sides)
@@ -75,7 +77,8 @@ struct SortedPairs {
 // samples, one all-to-all of the peers' ranges (4 int64 per peer), one allreduce that agrees on the
 // exchange's memory, and the exchange of every element of this rank's block. The exchange sends a
 // few percent more than the plan says: the elements between the two samples that bracket a
-// boundary go to the ranks on both sides of it.
+// boundary go to the ranks on both sides of it, and each message to another rank starts up to 15
+// bytes before its run.
 CollectivePlan sort_plan(const Partition& partition, int rank, std::size_t key_bytes, std::size_t value_bytes = 0);
 
 namespace detail {

@@ -2,15 +2,13 @@
 // of one halo exchange).
 #include "tessera/framework/field_2d.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "halo_peer_copy.hpp"
-#include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -44,6 +42,9 @@ index_t storage_elements(const FieldLayout& l) {
 
 std::string shape_text(index_t rows, index_t cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
 
+// What TESSERA_HALO asks for (field_2d.hpp).
+enum class HaloPath { automatic, peer_copy, device_comm };
+
 // TESSERA_HALO, the same on every rank of ctx (collective: ranks that went different ways would
 // wait for each other in different calls).
 HaloPath requested_halo_path(const Context& ctx) {
@@ -53,11 +54,10 @@ HaloPath requested_halo_path(const Context& ctx) {
   if (text.empty() || text == "auto") path = static_cast<int>(HaloPath::automatic);
   else if (text == "peer-copy") path = static_cast<int>(HaloPath::peer_copy);
   else if (text == "device-comm") path = static_cast<int>(HaloPath::device_comm);
-  int range[2] = {path, -path};
-  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MIN, ctx.comm().get()));
+  const int lowest = ctx.comm().allreduce(path, ReduceOp::min), highest = ctx.comm().allreduce(path, ReduceOp::max);
   if (path < 0) throw UsageError("TESSERA_HALO: '" + text + "' is not auto, peer-copy or device-comm");
-  if (range[0] < 0) throw UsageError("TESSERA_HALO: another rank has a value that is not auto, peer-copy or device-comm");
-  if (range[0] != -range[1]) throw UsageError("TESSERA_HALO differs between the ranks; set it alike on every rank");
+  if (lowest < 0) throw UsageError("TESSERA_HALO: another rank has a value that is not auto, peer-copy or device-comm");
+  if (lowest != highest) throw UsageError("TESSERA_HALO differs between the ranks; set it alike on every rank");
   return static_cast<HaloPath>(path);
 }
 
@@ -274,9 +274,7 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
   };
   const kernels::Queue& q = ctx_.queue();
   const HaloPath requested = requested_halo_path(ctx_);
-  // auto takes peer-copy where the device path would stage through the host (ranks sharing a GPU,
-  // or no NCCL): there it moves a halo in half the time (measured on one H200). Where NCCL runs,
-  // NCCL's send/recv hides as well or better behind the sweep (two H200s): PERFORMANCE.md.
+  // auto: peer-copy in place of staging through the host (PERFORMANCE.md has both measured).
   const bool try_peer_copy =
       ctx_.size() > 1 && (requested == HaloPath::peer_copy ||
                           (requested == HaloPath::automatic && ctx_.backend() == Backend::cuda &&
@@ -311,8 +309,19 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
     }
   // The peer-copy path receives into two slots in turn (halo_peer_copy.hpp says why).
   recv_slot_bytes_ = (packed_recv + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
-  if (packed_send) send_buffer_ = kernels::allocate(q, packed_send);
-  if (packed_recv) recv_buffer_ = kernels::allocate(q, try_peer_copy ? 2 * recv_slot_bytes_ : packed_recv);
+  // Agreed before the collectives below, so that a rank out of memory leaves none waiting in them.
+  std::size_t missing = 0;
+  try {
+    if (packed_send) send_buffer_ = kernels::allocate(q, packed_send);
+    if (packed_recv) recv_buffer_ = kernels::allocate(q, try_peer_copy ? 2 * recv_slot_bytes_ : packed_recv);
+  } catch (const OutOfMemory& e) {
+    missing = std::clamp<std::size_t>(e.bytes(), 1, static_cast<std::size_t>(INT64_MAX));
+  }
+  if (const auto worst = ctx_.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0) {
+    if (send_buffer_) kernels::deallocate(q, send_buffer_);
+    if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
+    throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
+  }
   for (std::size_t i = 0; i < sends_.size(); ++i)
     if (send_at[i] >= 0) sends_[i].data = static_cast<char*>(send_buffer_) + send_at[i];
   for (std::size_t i = 0; i < recvs_.size(); ++i)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <set>
 
 #include "tessera/framework/mpi_check.hpp"
@@ -30,28 +31,34 @@ cudaStream_t stream_of(const Context& ctx) { return reinterpret_cast<cudaStream_
 
 // What a rank exports to each neighbour: its receive allocation and its two events.
 struct Exported {
-  cudaIpcMemHandle_t memory{};
-  cudaIpcEventHandle_t copied{};
-  cudaIpcEventHandle_t drained{};
-  std::uint64_t slot_bytes = 0;
-  std::int32_t has_memory = 0;
+  cudaIpcMemHandle_t memory;
+  cudaIpcEventHandle_t copied;
+  cudaIpcEventHandle_t drained;
+  std::uint64_t slot_bytes;
+  std::int32_t has_memory;
 };
 
 // Why a rank cannot take the path, ordered so that the largest over the ranks is the one to report.
-enum Reason : int { kOk = 0, kOtherNode = 1, kCannotMap = 2 };
+enum Reason : int { kOk = 0, kOtherNode = 1, kCannotExport = 2, kCannotMap = 3 };
 
 const char* reason_text(int reason) {
   switch (reason) {
     case kOtherNode: return "a neighbour is on another node";
+    case kCannotExport: return "this GPU's memory or events cannot be shared with another process (CUDA IPC)";
     case kCannotMap: return "a neighbour's GPU memory cannot be mapped here (CUDA IPC)";
     default: return "";
   }
 }
 
-int agree_max(const Context& ctx, int value) {
-  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, ctx.comm().get()));
-  return value;
+// A CUDA call that may fail where CUDA IPC is not available: its error cleared (not sticky), and
+// reported as false.
+bool ipc_call(cudaError_t status) {
+  if (status == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
 }
+
+int agree_max(const Context& ctx, int value) { return ctx.comm().allreduce(value, ReduceOp::max); }
 
 }  // namespace
 
@@ -121,22 +128,32 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
     return nullptr;
   }
 
-  // Export, and receive the neighbours' exports and where this rank's messages land.
+  // Export (where the platform has no CUDA IPC, every rank learns it here and takes another path),
+  // then receive the neighbours' exports and where this rank's messages land.
   TESSERA_CUDA_CHECK(cudaSetDevice(ctx.queue().device));
   pc->tokens_ = ctx.comm().split(0, me);
-  cudaEvent_t copied = nullptr, drained = nullptr;
-  TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming | cudaEventInterprocess));
-  TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&drained, cudaEventDisableTiming | cudaEventInterprocess));
-  pc->copied_ = copied;
-  pc->drained_ = drained;
   Exported mine;
-  TESSERA_CUDA_CHECK(cudaIpcGetEventHandle(&mine.copied, copied));
-  TESSERA_CUDA_CHECK(cudaIpcGetEventHandle(&mine.drained, drained));
-  if (receive) {
-    TESSERA_CUDA_CHECK(cudaIpcGetMemHandle(&mine.memory, receive));
+  std::memset(&mine, 0, sizeof mine);  // no uninitialised padding goes out
+  cudaEvent_t copied = nullptr, drained = nullptr;
+  bool exported = ipc_call(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming | cudaEventInterprocess));
+  pc->copied_ = copied;
+  exported = exported && ipc_call(cudaEventCreateWithFlags(&drained, cudaEventDisableTiming | cudaEventInterprocess));
+  pc->drained_ = drained;
+  exported = exported && ipc_call(cudaIpcGetEventHandle(&mine.copied, copied)) &&
+             ipc_call(cudaIpcGetEventHandle(&mine.drained, drained));
+  if (exported && receive) {
+    exported = ipc_call(cudaIpcGetMemHandle(&mine.memory, receive));
     mine.has_memory = 1;
   }
   mine.slot_bytes = slot_bytes;
+  if ((reason = agree_max(ctx, exported ? kOk : kCannotExport)) != kOk) {
+    *why_not = reason_text(reason);
+    return nullptr;  // the destructor destroys what was made, with the neighbours
+  }
+  // The receive slots may have served other work on this rank's queue before (the allocator
+  // reuses blocks in the order of the queue that freed them): `drained` recorded once here, before
+  // the agreement below, makes the first copies into them wait for that work.
+  TESSERA_CUDA_CHECK(cudaEventRecord(drained, stream_of(ctx)));
   const std::size_t n = pc->peers_.size();
   std::vector<Exported> theirs(n);
   std::vector<std::vector<std::uint64_t>> my_offsets(n);
@@ -200,6 +217,10 @@ PeerCopy::~PeerCopy() {
     if (p.drained) TESSERA_CUDA_CHECK(cudaEventDestroy(p.drained));
   }
   if (!tokens_.is_null()) {
+    // An exchange started and never finished: its tokens are received first, in the order sent.
+    if (awaiting_tokens_)
+      for (Peer& p : peers_)
+        TESSERA_MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), MPI_STATUS_IGNORE));
     std::vector<MPI_Request> requests;
     for (Peer& p : peers_) {
       requests.resize(requests.size() + 2);
@@ -235,10 +256,10 @@ void PeerCopy::start() {
   }
   TESSERA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(copied_), stream));
   for (Peer& p : peers_) {
-    TESSERA_MPI_CHECK(MPI_Wait(&p.token, MPI_STATUS_IGNORE));  // the last exchange's, long done
+    TESSERA_MPI_CHECK(MPI_Wait(&p.token, MPI_STATUS_IGNORE));  // the last exchange's zero bytes
     TESSERA_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), &p.token));
   }
-  started_ = true;
+  started_ = awaiting_tokens_ = true;
 }
 
 void PeerCopy::finish() {
@@ -248,6 +269,7 @@ void PeerCopy::finish() {
     TESSERA_MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), MPI_STATUS_IGNORE));
     if (p.copied) TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream, p.copied, 0));
   }
+  awaiting_tokens_ = false;
 }
 
 void PeerCopy::drained() {
@@ -261,10 +283,10 @@ void PeerCopy::drained() {
 
 struct PeerCopy::Peer {};
 
-std::unique_ptr<PeerCopy> PeerCopy::make(const Context&, const std::vector<DeviceComm::Message>&,
+std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<DeviceComm::Message>&,
                                          const std::vector<DeviceComm::Message>&, void*, std::size_t,
                                          std::string* why_not) {
-  *why_not = "this build has no CUDA";
+  *why_not = ctx.backend() != Backend::cuda ? "it needs the cuda backend" : "this build has no CUDA";
   return nullptr;
 }
 

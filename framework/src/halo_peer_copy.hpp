@@ -73,7 +73,8 @@ class PeerCopy {
   void* copied_ = nullptr;  // cudaEvent_t, interprocess
   void* drained_ = nullptr;
   long long exchanges_ = 0;
-  bool started_ = false;
+  bool started_ = false;          // from start until drained
+  bool awaiting_tokens_ = false;  // from start until finish: the neighbours' tokens not yet received
 };
 
 }  // namespace tessera::detail

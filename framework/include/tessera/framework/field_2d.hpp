@@ -107,20 +107,21 @@ namespace detail {
 class PeerCopy;
 }
 
-// How a HaloExchange moves its messages, from TESSERA_HALO (auto when unset; the same on every rank):
-//   auto         peer-copy where every rank can take it, else device-comm
+// How a HaloExchange moves its messages, HaloExchange::path(), chosen when it is made, the same on
+// every rank; TESSERA_HALO=auto|peer-copy|device-comm (auto when unset) asks for one:
 //   peer-copy    under cuda, with every neighbour on the node and its GPU reachable (CUDA IPC, peer
 //                access or the same GPU): each message copied by the copy engines straight into
-//                the receiver's buffer, mapped once; no SM and no host memory carry it, so the
-//                exchange takes nothing from the sweep it overlaps. A UsageError where some rank
-//                cannot take it.
+//                the receiver's buffer, mapped once; no SM and no host memory carry it. Asked for
+//                where some rank cannot take it: a UsageError on every rank.
 //   device-comm  DeviceComm::ineighbor_exchange on the context's path (nccl, staged,
-//                cuda-aware-mpi, mpi-host)
-enum class HaloPath { automatic, peer_copy, device_comm };
+//                cuda-aware-mpi, mpi-host); one-row rectangles go straight from the block and into
+//                the ghost cells, the others packed.
+//   auto         peer-copy where the DeviceComm path is staged (ranks sharing a GPU, no NCCL, or
+//                TESSERA_DEVICE_COMM=staged) and every rank can take it; device-comm otherwise.
 
 // One halo exchange of a field layout, planned once and run as often as needed: which rectangle of
 // the block goes to which rank and which ghost rectangle comes from which, the packed buffers, and
-// the path (HaloPath). The exchange is ordered on the queue of the context it is made with (the
+// the path (above). The exchange is ordered on the queue of the context it is made with (the
 // grid's ranks, any queue on the same device), so that it can run beside work on another queue.
 // Made and destroyed collectively (the peer-copy path maps the neighbours' buffers, and unmaps them
 // with them).

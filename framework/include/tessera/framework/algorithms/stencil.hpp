@@ -86,9 +86,9 @@ class Jacobi {
   // The parts of one iteration, for measuring them: step() is one iteration without a residual
   // (overlapped or not, whatever the options say); sweep() the stencil over the whole block into the
   // second field, without exchange or swap; sweep_split() the same cells cut as the overlapped step
-  // cuts them (the interior, then the frame on the second queue), without the exchange: the least
-  // an overlapped step can take; exchange() the halo exchange of u alone. Each returns when its
-  // work is done.
+  // cuts them (the interior, and the frame on the second queue, queued in that step's order),
+  // without the exchange: the least an overlapped step can take; exchange() the halo exchange of u
+  // alone. Each returns when its work is done.
   void step(bool overlap);
   void sweep();
   void sweep_split();

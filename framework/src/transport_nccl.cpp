@@ -14,6 +14,7 @@
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/queue.hpp"
 #include "transport.hpp"
 
 #define TESSERA_NCCL_CHECK(call)                                                                    \
@@ -193,10 +194,7 @@ const Transport& nccl_transport(const Context& ctx) {
   // NCCL's kernels run on a stream of the highest priority: the block scheduler starts them on the
   // next free SM rather than after every block of the compute the transfer overlaps (a sweep or a
   // GEMM queued before it), which would otherwise leave the transfer until that compute's end.
-  int least = 0, greatest = 0;
-  TESSERA_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  cudaStream_t stream = nullptr;
-  TESSERA_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+  const auto stream = reinterpret_cast<cudaStream_t>(kernels::make_priority_queue(ctx.queue()).stream);
   ncclComm_t nccl_comm = nullptr;
   TESSERA_NCCL_CHECK(ncclCommInitRank(&nccl_comm, ctx.size(), id, ctx.rank()));
   auto* transport = new NcclTransport(nccl_comm, stream);

@@ -231,8 +231,9 @@ void Jacobi<T>::iterate(bool check) {
   ++iteration_;
 }
 
-// The cells the neighbours' ghosts hold lie within w of the block's edges (the frame, its left side
-// widened to the interior's aligned first column): the frame on the edge queue, then (exchange) its
+// The cells the neighbours' ghosts hold lie within w of the block's edges that have a neighbour
+// (the frame; on the left widened to the interior's aligned first column; an edge on the domain's
+// boundary has none and belongs to the interior): the frame on the edge queue, then (exchange) its
 // exchange beside the interior sweep. The caller has made the edge queue wait for the last
 // iteration's interior sweep, which read what this one overwrites, and makes the field's queue wait
 // for the edge queue after.
@@ -240,12 +241,16 @@ template <class T>
 void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   const kernels::Queue& q = u_.context().queue();
   const index_t lr = u_.local_rows(), lc = u_.local_cols(), w = u_.ghost_width(), ld = u_.ld();
-  const index_t left = interior_left_column();
-  const bool has_interior = lr > 2 * w && lc > left + w;
-  const kernels::StencilFrame frame{w, w, left, w};
+  const FieldLayout& l = u_.layout();
+  const kernels::StencilFrame frame{l.process_row > 0 ? w : 0, l.process_row < l.grid_rows - 1 ? w : 0,
+                                    l.process_col > 0 ? interior_left_column() : 0,
+                                    l.process_col < l.grid_cols - 1 ? w : 0};
+  const bool has_interior = lr > frame.top + frame.bottom && lc > frame.left + frame.right;
   auto sweep_interior = [&] {
+    const index_t at = frame.top * ld + frame.left;
     if (has_interior)
-      kernels::stencil_2d(q, in + w * ld + left, ld, out + w * ld + left, ld, lr - 2 * w, lc - left - w, weights_, change);
+      kernels::stencil_2d(q, in + at, ld, out + at, ld, lr - frame.top - frame.bottom, lc - frame.left - frame.right,
+                          weights_, change);
   };
   auto sweep_frame = [&] {
     if (has_interior) kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change);

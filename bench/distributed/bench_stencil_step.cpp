@@ -2,8 +2,8 @@
 // block size per rank (weak scaling: the global field grows with the grid), the slowest rank's median
 // over --iters timed calls (each after a barrier) of
 //   sweep        the stencil over the whole block, no exchange
-//   split        the same cells cut as the overlapped step cuts them (interior, then the frame on
-//                the second queue), no exchange: the least an overlapped step can take
+//   split        the same cells cut as the overlapped step cuts them (the interior, and the frame
+//                on the second queue), no exchange: the least an overlapped step can take
 //   exchange     the halo exchange alone (pack, the halo path, unpack; TESSERA_HALO chooses it)
 //   back-to-back one iteration: the sweep, then the exchange
 //   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -127,10 +128,7 @@ double slowest_median(const Context& ctx, int warmup, int iters, Call&& call) {
     call();
     times.push_back(watch.seconds());
   }
-  std::sort(times.begin(), times.end());
-  const std::size_t m = times.size() / 2;
-  const double median = times.size() % 2 ? times[m] : (times[m - 1] + times[m]) / 2;
-  return ctx.comm().allreduce(median, ReduceOp::max);
+  return ctx.comm().allreduce(apps::median(std::move(times)), ReduceOp::max);
 }
 
 template <class T>

@@ -318,8 +318,7 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
     missing = std::clamp<std::size_t>(e.bytes(), 1, static_cast<std::size_t>(INT64_MAX));
   }
   if (const auto worst = ctx_.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0) {
-    if (send_buffer_) kernels::deallocate(q, send_buffer_);
-    if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
+    free_buffers();
     throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
   }
   for (std::size_t i = 0; i < sends_.size(); ++i)
@@ -329,8 +328,7 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
   std::string why_not = "TESSERA_HALO=device-comm";
   if (try_peer_copy) peer_ = detail::PeerCopy::make(ctx_, sends_, recvs_, recv_buffer_, recv_slot_bytes_, &why_not);
   if (requested == HaloPath::peer_copy && ctx_.size() > 1 && !peer_) {
-    if (send_buffer_) kernels::deallocate(q, send_buffer_);
-    if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
+    free_buffers();
     throw UsageError("TESSERA_HALO=peer-copy: the halo exchange cannot copy between the ranks' GPUs: " + why_not);
   }
   if (peer_) return;
@@ -345,22 +343,26 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
 HaloExchange::~HaloExchange() {
   pending_.reset();  // waits for a transfer still in flight before its buffers go
   peer_.reset();     // and, on the peer-copy path, for the neighbours to unmap the receive slots
+  free_buffers();
+  kernels::deallocate_pinned_host(staging_.send);
+  kernels::deallocate_pinned_host(staging_.recv);
+}
+
+void HaloExchange::free_buffers() {
   const kernels::Queue& q = ctx_.queue();
   if (send_buffer_) kernels::deallocate(q, send_buffer_);
   if (recv_buffer_) kernels::deallocate(q, recv_buffer_);
-  kernels::deallocate_pinned_host(staging_.send);
-  kernels::deallocate_pinned_host(staging_.recv);
+  send_buffer_ = recv_buffer_ = nullptr;
 }
 
 const char* HaloExchange::path() const { return peer_ ? "peer-copy" : to_string(comm_.path()); }
 
 void HaloExchange::start(void* origin) {
-  TESSERA_ASSERT(!pending_ && !peer_started_, "HaloExchange::start: the previous exchange was not finished");
+  TESSERA_ASSERT(!pending_, "HaloExchange::start: the previous exchange was not finished");  // PeerCopy checks its own
   kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_buffer_, element_bytes_);
   if (peer_) {
     TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(send_bytes_));
     peer_->start();
-    peer_started_ = true;
     return;
   }
   char* const at = static_cast<char*>(origin);
@@ -371,12 +373,10 @@ void HaloExchange::start(void* origin) {
 
 void HaloExchange::finish(void* origin) {
   if (peer_) {
-    TESSERA_ASSERT(peer_started_, "HaloExchange::finish without start");
-    peer_->finish();
+    peer_->finish();  // asserts that an exchange was started
     kernels::unpack_rectangles(ctx_.queue(), static_cast<char*>(recv_buffer_) + peer_->slot() * recv_slot_bytes_,
                                recv_rectangles_, origin, element_bytes_);
     peer_->drained();
-    peer_started_ = false;
     return;
   }
   TESSERA_ASSERT(pending_.has_value(), "HaloExchange::finish without start");

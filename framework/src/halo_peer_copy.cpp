@@ -97,10 +97,11 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
 
   // The neighbours, in rank order, and what goes to each.
   std::set<int> neighbours;
-  for (const DeviceComm::Message& m : sends)
-    if (m.peer != me) neighbours.insert(m.peer);
-  for (const DeviceComm::Message& m : recvs)
-    if (m.peer != me) neighbours.insert(m.peer);
+  for (const std::vector<DeviceComm::Message>* list : {&sends, &recvs})
+    for (const DeviceComm::Message& m : *list) {
+      TESSERA_ASSERT(m.peer != me, "peer copy: a message of a rank to itself");
+      neighbours.insert(m.peer);
+    }
   for (const int rank : neighbours) {
     Peer peer;
     peer.rank = rank;
@@ -109,12 +110,6 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
     peer.receives_from = std::any_of(recvs.begin(), recvs.end(), [&](const DeviceComm::Message& m) { return m.peer == rank; });
     pc->peers_.push_back(std::move(peer));
   }
-  for (const DeviceComm::Message& m : sends)
-    if (m.peer == me) pc->self_sends_.push_back(m);
-  for (const DeviceComm::Message& m : recvs)
-    if (m.peer == me) pc->self_recvs_.push_back(m);
-  TESSERA_ASSERT(pc->self_sends_.size() == pc->self_recvs_.size(),
-                 "peer copy: the messages a rank sends itself do not match the ones it receives");
 
   // Every neighbour on this node: the lowest rank of each node names it.
   const Communicator node = ctx.comm().split_node(me);
@@ -246,13 +241,6 @@ void PeerCopy::start() {
       if (p.messages[j].bytes)
         TESSERA_CUDA_CHECK(cudaMemcpyAsync(p.mapped + slot * p.slot_bytes + p.offsets[j], p.messages[j].data,
                                            p.messages[j].bytes, cudaMemcpyDeviceToDevice, stream));
-  }
-  for (std::size_t j = 0; j < self_sends_.size(); ++j) {
-    TESSERA_ASSERT(self_sends_[j].bytes == self_recvs_[j].bytes,
-                   "peer copy: the messages a rank sends itself do not match the ones it receives");
-    if (self_sends_[j].bytes)
-      TESSERA_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(self_recvs_[j].data) + slot * slot_bytes_,
-                                         self_sends_[j].data, self_sends_[j].bytes, cudaMemcpyDeviceToDevice, stream));
   }
   TESSERA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(copied_), stream));
   for (Peer& p : peers_) {

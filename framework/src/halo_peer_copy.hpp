@@ -33,7 +33,8 @@ namespace tessera::detail {
 class PeerCopy {
  public:
   // Collective over ctx (every rank calls it, in the same order as its other collectives). sends:
-  // this rank's messages, data in device memory that stays where it is; recvs: the messages it
+  // this rank's messages to other ranks (a halo has none to itself), data in device memory that
+  // stays where it is; recvs: the messages it
   // receives, data the place of each within slot 0 of `receive` (an allocation's start, from
   // kernels::allocate, of 2 x slot_bytes bytes: slot 1 follows slot 0). Returns null on every rank
   // where some rank cannot take the path (not the cuda backend, a neighbour on another node or on a
@@ -67,7 +68,6 @@ class PeerCopy {
   Context ctx_;
   Communicator tokens_;  // a communicator of its own, so that no other message matches the tokens
   std::vector<Peer> peers_;
-  std::vector<DeviceComm::Message> self_sends_, self_recvs_;  // messages of this rank to itself
   std::size_t slot_bytes_ = 0;
   char* receive_ = nullptr;
   void* copied_ = nullptr;  // cudaEvent_t, interprocess

@@ -179,7 +179,8 @@ class HaloExchange {
   std::optional<DeviceComm::Request> pending_;
   std::unique_ptr<detail::PeerCopy> peer_;  // the peer-copy path: recv_buffer_ holds two slots
   std::size_t recv_slot_bytes_ = 0;         // this far apart
-  bool peer_started_ = false;
+
+  void free_buffers();
 };
 
 // The global rectangle of the cells that rank `owner` (grid coordinates) sends to the ghosts of

@@ -12,8 +12,10 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
 
 template <class T>
 void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
-                      index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change) {
-  detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, queue.stream);
+                      index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
+                      std::span<const Rectangle> pack_to, T* packed) {
+  detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed,
+                           queue.stream);
 }
 
 template <class T>
@@ -36,9 +38,11 @@ template void stencil_2d<float>(const Queue&, const float*, index_t, float*, ind
 template void stencil_2d<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
                                  const StencilWeights<double>&, double*);
 template void stencil_2d_frame<float>(const Queue&, const float*, index_t, float*, index_t, index_t, index_t,
-                                      const StencilFrame&, const StencilWeights<float>&, float*);
+                                      const StencilFrame&, const StencilWeights<float>&, float*,
+                                      std::span<const Rectangle>, float*);
 template void stencil_2d_frame<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
-                                       const StencilFrame&, const StencilWeights<double>&, double*);
+                                       const StencilFrame&, const StencilWeights<double>&, double*,
+                                       std::span<const Rectangle>, double*);
 template void convolve_1d<float>(const Queue&, const float*, index_t, std::span<const float>, float*);
 template void convolve_1d<double>(const Queue&, const double*, index_t, std::span<const double>, double*);
 

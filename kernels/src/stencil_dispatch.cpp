@@ -1,5 +1,6 @@
 // The stencil operations (tessera/kernels/stencil.hpp): argument checks, then the backend named by
 // the queue.
+#include <algorithm>
 #include <string>
 
 #include "backend_dispatch.hpp"
@@ -35,14 +36,44 @@ void cpu_stencil_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index
                       max_change);
 }
 
+// Whether rectangle r (offset from the region's first cell, ld out_ld) lies within the region and
+// meets none of its cells inside the frame (StencilFrame::parts clips the widths the same way).
+bool within_frame(const Rectangle& r, index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame) {
+  if (r.rows <= 0 || r.cols <= 0) return true;
+  if (r.offset < 0 || r.ld != out_ld) return false;
+  const index_t row = r.offset / out_ld, col = r.offset % out_ld;
+  if (row + r.rows > rows || col + r.cols > cols) return false;
+  const index_t t = std::min(frame.top, rows), b = std::min(frame.bottom, rows - t);
+  const index_t l = std::min(frame.left, cols), right = std::min(frame.right, cols - l);
+  const bool meets_inside = row < rows - b && row + r.rows > t && col < cols - right && col + r.cols > l;
+  return !meets_inside;
+}
+
 template <class T>
 void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
-                            index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change) {
+                            index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
+                            std::span<const Rectangle> pack_to, T* packed) {
   check_stencil<T>(in_ld, out_ld, rows, cols);
   TESSERA_ASSERT(frame.top >= 0 && frame.bottom >= 0 && frame.left >= 0 && frame.right >= 0,
                  "stencil_2d_frame: negative frame width");
-  TESSERA_DISPATCH(q, cpu_stencil_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change),
-                   cuda::stencil_2d_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change));
+  TESSERA_ASSERT(pack_to.empty() || packed != nullptr, "stencil_2d_frame: rectangles to pack and no packed buffer");
+  for (const Rectangle& r : pack_to)
+    TESSERA_ASSERT(within_frame(r, out_ld, rows, cols, frame), "stencil_2d_frame: a rectangle to pack outside the frame");
+  // Under cuda the first kMaxFramePacks rectangles in the launch, the rest packed after it, behind them.
+  const std::span<const Rectangle> fused = pack_to.first(std::min(pack_to.size(), kMaxFramePacks));
+  const std::span<const Rectangle> rest = pack_to.subspan(fused.size());
+  index_t fused_cells = 0;
+  for (const Rectangle& r : fused) fused_cells += r.size();
+  TESSERA_DISPATCH(q,
+                   {
+                     cpu_stencil_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change);
+                     if (!pack_to.empty()) cpu::pack_rectangles(out, pack_to, packed, sizeof(T));
+                   },
+                   {
+                     cuda::stencil_2d_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, fused,
+                                            packed);
+                     if (!rest.empty()) cuda::pack_rectangles(q, out, rest, packed + fused_cells, sizeof(T));
+                   });
 }
 
 template <class T>
@@ -72,14 +103,15 @@ void stencil_2d(const Queue& q, const double* in, index_t in_ld, double* out, in
 }
 
 void stencil_2d_frame(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
-                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights, float* max_change) {
-  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change);
+                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights, float* max_change,
+                      std::span<const Rectangle> pack_to, float* packed) {
+  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed);
 }
 
 void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
                       index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
-                      double* max_change) {
-  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change);
+                      double* max_change, std::span<const Rectangle> pack_to, double* packed) {
+  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed);
 }
 
 void convolve_1d(const Queue& q, const float* in, index_t n, std::span<const float> weights, float* out) {

@@ -178,6 +178,53 @@ TYPED_TEST(StencilGpu, FrameSweepsTheFrameCellsOnly) {
       }
 }
 
+// The frame's cells written to a packed buffer as they are computed (stencil_2d_frame's pack_to): the
+// buffer as pack_rectangles of the whole sweep's output packs the same rectangles, on the device (in
+// the launch for up to kMaxFramePacks rectangles, packed after it for more) as on the cpu.
+TYPED_TEST(StencilGpu, FramePacksItsRectanglesAsItSweeps) {
+  using T = TypeParam;
+  const std::vector<std::pair<index_t, index_t>> shapes = {{9, 11}, {40, 70}, {301, 517}};
+  const kernels::StencilFrame f{2, 1, 4, 3};
+  std::uint64_t seed = test_seed();
+  for (auto [rows, cols] : shapes)
+    for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
+      const index_t ld = cols + 7;
+      auto rect = [&](index_t r, index_t c, index_t nr, index_t nc) { return kernels::Rectangle{r * ld + c, ld, nr, nc}; };
+      // Rectangles across two parts of the frame (the top rows and the left columns), within one,
+      // a single cell, an empty one; then more than the launch takes.
+      std::vector<kernels::Rectangle> few = {rect(0, 0, rows, 2),        rect(rows - 1, 0, 1, cols), rect(0, cols - 3, rows, 3),
+                                             rect(1, 1, 1, cols - 2),    rect(rows / 2, 3, 1, 1),    rect(0, 0, 0, 5)};
+      std::vector<kernels::Rectangle> many = few;
+      for (index_t k = 0; k < 7; ++k) many.push_back(rect(k % 2, k, 1, 1 + k % 3));
+      for (const auto& rectangles : {few, many}) {
+        const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(shape) +
+                                  " " + std::to_string(rectangles.size()) + " rectangles seed=" + std::to_string(seed + 1);
+        const StencilWeights<T> w = random_weights<T>(shape, ++seed);
+        const auto input = host_generate<T>((rows + 2) * ld, ++seed);
+        const index_t origin = ld + 1;
+        index_t cells = 0;
+        for (const kernels::Rectangle& r : rectangles) cells += r.size();
+        std::vector<T> whole = poisoned<T>(input.size());
+        kernels::stencil_2d(cpu_queue(), input.data() + origin, ld, whole.data() + origin, ld, rows, cols, w);
+        std::vector<T> want = poisoned<T>(static_cast<std::size_t>(cells));
+        kernels::pack_rectangles(cpu_queue(), whole.data() + origin, rectangles, want.data(), sizeof(T));
+
+        std::vector<T> cpu_out = poisoned<T>(input.size()), cpu_packed = poisoned<T>(static_cast<std::size_t>(cells));
+        kernels::stencil_2d_frame(cpu_queue(), input.data() + origin, ld, cpu_out.data() + origin, ld, rows, cols, f, w,
+                                  nullptr, rectangles, cpu_packed.data());
+        EXPECT_EQ(first_difference(cpu_packed, want), -1) << where << " (cpu)";
+        Mirrored<T> in(input);
+        Mirrored<T> out(poisoned<T>(input.size()));
+        Mirrored<T> packed(poisoned<T>(static_cast<std::size_t>(cells)));
+        kernels::stencil_2d_frame(cuda_queue(), in.device + origin, ld, out.device + origin, ld, rows, cols, f, w, nullptr,
+                                  rectangles, packed.device);
+        const index_t differs = first_difference(packed.device_to_host(), want);
+        EXPECT_EQ(differs, -1) << where << ": packed element " << differs;
+        EXPECT_EQ(first_difference(out.device_to_host(), cpu_out), -1) << where << ": the frame itself";
+      }
+    }
+}
+
 TYPED_TEST(StencilGpu, ResidualAddsToTheValueGiven) {
   using T = TypeParam;
   const index_t rows = 40, cols = 70, ld = 80;

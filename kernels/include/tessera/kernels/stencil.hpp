@@ -88,22 +88,6 @@ struct StencilFrame {
   }
 };
 
-// stencil_2d over the frame of the region only, as one launch under cuda: the cells a halo exchange
-// sends, swept before the interior so that their exchange can run beside it.
-void stencil_2d_frame(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
-                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights,
-                      float* max_change = nullptr);
-void stencil_2d_frame(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
-                      index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
-                      double* max_change = nullptr);
-
-// The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
-//   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
-// summed left to right, for 0 <= i < n. `in` is read on [-radius, n + radius); out does not overlap
-// it. `weights` is host memory. Any radius >= 0.
-void convolve_1d(const Queue& queue, const float* in, index_t n, std::span<const float> weights, float* out);
-void convolve_1d(const Queue& queue, const double* in, index_t n, std::span<const double> weights, double* out);
-
 // A rectangle of a row-major 2-D array: the elements at base + offset + r * ld + c for r < rows and
 // c < cols (offset may be negative: ghost cells before a block's first owned element).
 struct Rectangle {
@@ -113,6 +97,29 @@ struct Rectangle {
   index_t cols = 0;
   index_t size() const { return rows * cols; }
 };
+
+// stencil_2d over the frame of the region only, as one launch under cuda: the cells a halo exchange
+// sends, swept before the interior so that their exchange can run beside it.
+//
+// pack_to, packed: rectangles of the output region (offsets >= 0 from `out`, ld out_ld), each within
+// the frame, whose cells are also written to `packed` as they are computed: afterwards `packed`
+// holds what pack_rectangles(out, pack_to) would give (the halo's packed send buffer, with no pass
+// of its own). Under cuda in the same launch for up to kMaxFramePacks rectangles, by a pack after it
+// for more.
+inline constexpr std::size_t kMaxFramePacks = 8;
+void stencil_2d_frame(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights,
+                      float* max_change = nullptr, std::span<const Rectangle> pack_to = {}, float* packed = nullptr);
+void stencil_2d_frame(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
+                      double* max_change = nullptr, std::span<const Rectangle> pack_to = {}, double* packed = nullptr);
+
+// The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
+//   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
+// summed left to right, for 0 <= i < n. `in` is read on [-radius, n + radius); out does not overlap
+// it. `weights` is host memory. Any radius >= 0.
+void convolve_1d(const Queue& queue, const float* in, index_t n, std::span<const float> weights, float* out);
+void convolve_1d(const Queue& queue, const double* in, index_t n, std::span<const double> weights, double* out);
 
 // Copies the rectangles of the array at `base`, one after the other and each row-major, into the
 // contiguous `packed` (pack), or back (unpack). Elements of element_bytes bytes; one kernel for all

@@ -358,8 +358,12 @@ void HaloExchange::free_buffers() {
 const char* HaloExchange::path() const { return peer_ ? "peer-copy" : to_string(comm_.path()); }
 
 void HaloExchange::start(void* origin) {
-  TESSERA_ASSERT(!pending_, "HaloExchange::start: the previous exchange was not finished");  // PeerCopy checks its own
   kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_buffer_, element_bytes_);
+  start_packed(origin);
+}
+
+void HaloExchange::start_packed(void* origin) {
+  TESSERA_ASSERT(!pending_, "HaloExchange::start: the previous exchange was not finished");  // PeerCopy checks its own
   if (peer_) {
     TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(send_bytes_));
     peer_->start();

@@ -252,14 +252,25 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
       kernels::stencil_2d(q, in + at, ld, out + at, ld, lr - frame.top - frame.bottom, lc - frame.left - frame.right,
                           weights_, change);
   };
+  // The frame writes the cells the exchange packs into its send buffer as it computes them (no
+  // pass of their own: on the edge queue, beside the interior, every pass waits long for memory); a
+  // block with no interior is swept whole and packed after.
+  const bool fuse_pack = exchange && has_interior;
   auto sweep_frame = [&] {
-    if (has_interior) kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change);
+    if (has_interior)
+      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change,
+                                fuse_pack ? halo_->packed_sends() : std::span<const kernels::Rectangle>{},
+                                fuse_pack ? static_cast<T*>(halo_->send_buffer()) : nullptr);
     else kernels::stencil_2d(edge_queue_, in, ld, out, ld, lr, lc, weights_, change);
+  };
+  auto start_exchange = [&] {
+    if (fuse_pack) halo_->start_packed(out);
+    else halo_->start(out);
   };
   if (q.backend == Backend::cpu) {
     // On the host the interior runs while MPI moves the frame.
     sweep_frame();
-    if (exchange) halo_->start(out);
+    if (exchange) start_exchange();
     sweep_interior();
   } else {
     // Under cuda the interior is queued first, so that the device starts it at once and sweeps it
@@ -267,7 +278,7 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
     // waits for them).
     sweep_interior();
     sweep_frame();
-    if (exchange) halo_->start(out);
+    if (exchange) start_exchange();
   }
   if (exchange) halo_->finish(out);
 }

@@ -147,6 +147,13 @@ class HaloExchange {
     start(origin);
     finish(origin);
   }
+  // The rectangles of the block (offsets from its origin) that start() packs, one after the other
+  // in the packed send buffer, and that buffer (backend memory; null where nothing is packed); and
+  // start() for a caller whose work, ordered before the call, has written them there itself (as
+  // stencil_2d_frame's pack_to does while it computes them).
+  std::span<const kernels::Rectangle> packed_sends() const { return send_rectangles_; }
+  void* send_buffer() const { return send_buffer_; }
+  void start_packed(void* origin);
 
   HaloShape shape() const { return shape_; }
   // "peer-copy", or the DeviceComm path's name.

@@ -80,7 +80,9 @@ TEST(StreamOrder, ExactSizeFilterThenScanThenCount) {
 
     const auto x = DistArray<double>::from_replicated(world, global);
     const DistArray<double> kept = filter(x, in_range(-0.05, 0.05));
-    if (kept.local_size() * 3 < x.local_size()) EXPECT_EQ(kept.local_capacity(), kept.local_size()) << where;
+    if (kept.local_size() * 3 < x.local_size()) {
+      EXPECT_EQ(kept.local_capacity(), kept.local_size()) << where;
+    }
     PhaseTimes times;
     const DistArray<double> scanned = exclusive_scan(kept, &times);
     const index_t negative = count_if(scanned, less_than(0.0));

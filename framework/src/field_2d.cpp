@@ -363,7 +363,7 @@ void HaloExchange::start(void* origin) {
 }
 
 void HaloExchange::start_packed(void* origin) {
-  TESSERA_ASSERT(!pending_, "HaloExchange::start: the previous exchange was not finished");  // PeerCopy checks its own
+  TESSERA_ASSERT(!pending_, "HaloExchange::start_packed: the previous exchange was not finished");  // PeerCopy checks its own
   if (peer_) {
     TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(send_bytes_));
     peer_->start();

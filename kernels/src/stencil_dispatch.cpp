@@ -56,7 +56,8 @@ void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, 
   check_stencil<T>(in_ld, out_ld, rows, cols);
   TESSERA_ASSERT(frame.top >= 0 && frame.bottom >= 0 && frame.left >= 0 && frame.right >= 0,
                  "stencil_2d_frame: negative frame width");
-  TESSERA_ASSERT(pack_to.empty() || packed != nullptr, "stencil_2d_frame: rectangles to pack and no packed buffer");
+  TESSERA_ASSERT(packed != nullptr || std::all_of(pack_to.begin(), pack_to.end(), [](const Rectangle& r) { return r.size() == 0; }),
+                 "stencil_2d_frame: rectangles to pack and no packed buffer");
   for (const Rectangle& r : pack_to)
     TESSERA_ASSERT(within_frame(r, out_ld, rows, cols, frame), "stencil_2d_frame: a rectangle to pack outside the frame");
   // Under cuda the first kMaxFramePacks rectangles in the launch, the rest packed after it, behind them.

@@ -7,8 +7,11 @@
 //   exchange     the halo exchange alone (pack, the halo path, unpack; TESSERA_HALO chooses it)
 //   back-to-back one iteration: the sweep, then the exchange
 //   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep
-// and the share of the exchange the overlap hides, (sweep + exchange - overlapped) / exchange. The
-// two kinds of iteration are checked to give bitwise the same field. One rank per GPU under mpirun
+// and the share of the exchange the overlap hides, (sweep + exchange - overlapped) / exchange; then
+// the same per iteration of a run of --run K (each part queued K times back to back, as the solver's
+// run_until queues iterations: the host queues the next while the device runs the last, so its
+// launch latency leaves the iteration's time). The two kinds of iteration are checked to give
+// bitwise the same field. One rank per GPU under mpirun
 // (ranks that share a GPU measure the path, not the scaling); the cpu backend works too.
 //
 //   mpirun -np 4 tessera_bench_stencil_step --backend cuda --sizes 1024,4096,8192 --stencil 5 --json out.json
@@ -38,8 +41,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tessera_bench_stencil_step [--backend auto|cpu|cuda] [--sizes N,N,...] [--grid RxC] [--stencil 5|9]\n"
-    "         [--dtype float|double] [--ghost W] [--iters I] [--warmup W] [--json FILE]\n"
-    "  --sizes: the block of each rank, N x N cells (default 256,1024 on cpu; 1024,4096,8192 on cuda)\n";
+    "         [--dtype float|double] [--ghost W] [--iters I] [--warmup W] [--run K] [--json FILE]\n"
+    "  --sizes: the block of each rank, N x N cells (default 256,1024 on cpu; 1024,4096,8192 on cuda)\n"
+    "  --run: iterations of each timed run, whose time per iteration is reported too (default 100; 0: none)\n";
 
 struct Options {
   std::string backend = "auto";
@@ -50,6 +54,7 @@ struct Options {
   int ghost = 1;
   int iters = 20;
   int warmup = 3;
+  int run = 100;
   std::string json;
 };
 
@@ -95,6 +100,9 @@ Options parse(int argc, char** argv, bool* help) {
     } else if (a == "--iters") {
       o.iters = std::atoi(value().c_str());
       if (o.iters < 1) bad("--iters: at least 1");
+    } else if (a == "--run") {
+      o.run = std::atoi(value().c_str());
+      if (o.run < 0) bad("--run: at least 0");
     } else if (a == "--warmup") {
       o.warmup = std::atoi(value().c_str());
     } else if (a == "--json") {
@@ -109,6 +117,8 @@ Options parse(int argc, char** argv, bool* help) {
 struct Result {
   index_t block = 0, rows = 0, cols = 0;
   double sweep = 0, split = 0, exchange = 0, back_to_back = 0, overlapped = 0;  // seconds, slowest rank's median
+  // The same per iteration of a run of --run iterations (0 where not run).
+  double run_sweep = 0, run_split = 0, run_exchange = 0, run_back_to_back = 0, run_overlapped = 0;
   double halo_bytes = 0;  // sent per rank per exchange, the largest
   int peers = 0;
   std::string halo_path;  // HaloExchange::path()
@@ -153,6 +163,15 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   r.exchange = slowest_median(ctx, o.warmup, o.iters, [&] { solver.exchange(); });
   r.back_to_back = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(false); });
   r.overlapped = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(true); });
+  if (o.run > 0) {
+    const int warmup = std::min(o.warmup, 1);
+    const double k = o.run;
+    r.run_sweep = slowest_median(ctx, warmup, o.iters, [&] { solver.sweep(o.run); }) / k;
+    r.run_split = slowest_median(ctx, warmup, o.iters, [&] { solver.sweep_split(o.run); }) / k;
+    r.run_exchange = slowest_median(ctx, warmup, o.iters, [&] { solver.exchange(o.run); }) / k;
+    r.run_back_to_back = slowest_median(ctx, warmup, o.iters, [&] { solver.step(false, o.run); }) / k;
+    r.run_overlapped = slowest_median(ctx, warmup, o.iters, [&] { solver.step(true, o.run); }) / k;
+  }
   r.halo_bytes = ctx.comm().allreduce(static_cast<double>(solver.halo().bytes_sent()), ReduceOp::max);
   r.peers = ctx.comm().allreduce(solver.halo().peers(), ReduceOp::max);
   r.halo_path = solver.halo().path();
@@ -171,21 +190,25 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   return r;
 }
 
-void print_header() {
-  std::printf("%12s %14s %10s %10s %11s %11s %13s %11s %8s %11s %6s %11s %6s  %s\n", "block/rank", "global", "sweep us",
-              "split us", "exchange us", "b2b us", "overlapped us", "hidden", "Gcell/s", "halo KiB", "peers", "% of sweep", "agree",
-              "halo path");
+double hidden_share(double sweep, double exchange, double overlapped) {
+  return exchange > 0 ? (sweep + exchange - overlapped) / exchange : 0;
 }
 
-void print_row(const Result& r, int ranks) {
-  const double hidden = r.exchange > 0 ? (r.sweep + r.exchange - r.overlapped) / r.exchange : 0;
+void print_header() {
+  std::printf("%12s %14s %10s %10s %11s %11s %13s %11s %8s %11s %6s %11s | %9s %9s %9s %9s %9s %9s %6s  %s\n", "block/rank",
+              "global", "sweep us", "split us", "exchange us", "b2b us", "overlapped us", "hidden", "Gcell/s", "halo KiB",
+              "peers", "% of sweep", "run: swp", "split", "exch", "b2b", "ovl", "hidden", "agree", "halo path");
+}
+
+void print_row(const Result& r) {
   const double cells = static_cast<double>(r.rows) * static_cast<double>(r.cols);
-  std::printf("%12s %14s %10.1f %10.1f %11.1f %11.1f %13.1f %10.1f%% %8.2f %11.1f %6d %10.1f%% %6s  %s\n",
+  std::printf("%12s %14s %10.1f %10.1f %11.1f %11.1f %13.1f %10.1f%% %8.2f %11.1f %6d %10.1f%% | %9.1f %9.1f %9.1f %9.1f %9.1f %8.1f%% %6s  %s\n",
               (std::to_string(r.block) + "^2").c_str(), (std::to_string(r.rows) + "x" + std::to_string(r.cols)).c_str(),
-              r.sweep * 1e6, r.split * 1e6, r.exchange * 1e6, r.back_to_back * 1e6, r.overlapped * 1e6, 100 * hidden,
-              cells / r.overlapped / 1e9, r.halo_bytes / 1024, r.peers, 100 * r.sweep / r.overlapped,
+              r.sweep * 1e6, r.split * 1e6, r.exchange * 1e6, r.back_to_back * 1e6, r.overlapped * 1e6,
+              100 * hidden_share(r.sweep, r.exchange, r.overlapped), cells / r.overlapped / 1e9, r.halo_bytes / 1024,
+              r.peers, 100 * r.sweep / r.overlapped, r.run_sweep * 1e6, r.run_split * 1e6, r.run_exchange * 1e6, r.run_back_to_back * 1e6,
+              r.run_overlapped * 1e6, 100 * hidden_share(r.run_sweep, r.run_exchange, r.run_overlapped),
               r.agree ? "yes" : "NO", r.halo_path.c_str());
-  (void)ranks;
   std::fflush(stdout);
 }
 
@@ -202,6 +225,11 @@ apps::Json results_json(const std::string& describe, const std::string& device_p
     row["exchange_s"] = r.exchange;
     row["back_to_back_s"] = r.back_to_back;
     row["overlapped_s"] = r.overlapped;
+    row["run_sweep_s"] = r.run_sweep;
+    row["run_split_s"] = r.run_split;
+    row["run_exchange_s"] = r.run_exchange;
+    row["run_back_to_back_s"] = r.run_back_to_back;
+    row["run_overlapped_s"] = r.run_overlapped;
     row["halo_bytes"] = r.halo_bytes;
     row["peers"] = r.peers;
     row["halo_path"] = r.halo_path;
@@ -216,7 +244,8 @@ apps::Json results_json(const std::string& describe, const std::string& device_p
   j["dtype"] = o.dtype;
   j["ghost"] = o.ghost;
   j["iters"] = o.iters;
-  j["statistic"] = "the slowest rank's median over iters calls";
+  j["run"] = o.run;
+  j["statistic"] = "the slowest rank's median over iters calls (run_*: of calls of run iterations, per iteration)";
   j["results"] = rows;
   return j;
 }
@@ -240,15 +269,15 @@ int main(int argc, char** argv) {
       o.sizes = ctx.backend() == Backend::cuda ? std::vector<index_t>{1024, 4096, 8192} : std::vector<index_t>{256, 1024};
     const ProcessGrid grid = ProcessGrid::create(ctx, o.grid_rows, o.grid_cols);
     if (ctx.is_root()) {
-      std::printf("# tessera_bench_stencil_step: %s\n# device path %s, grid %dx%d, %s %s, ghost %d, iters %d, warmup %d\n",
+      std::printf("# tessera_bench_stencil_step: %s\n# device path %s, grid %dx%d, %s %s, ghost %d, iters %d, warmup %d, run %d\n",
                   runtime.describe().c_str(), to_string(device_comm_path(ctx)), grid.rows(), grid.cols(),
-                  to_string(o.shape), o.dtype.c_str(), o.ghost, o.iters, o.warmup);
+                  to_string(o.shape), o.dtype.c_str(), o.ghost, o.iters, o.warmup, o.run);
       print_header();
     }
     std::vector<Result> results;
     for (index_t block : o.sizes) {
       results.push_back(o.dtype == "float" ? run<float>(grid, o, block) : run<double>(grid, o, block));
-      if (ctx.is_root()) print_row(results.back(), ctx.size());
+      if (ctx.is_root()) print_row(results.back());
     }
     bool agree = true;
     for (const Result& r : results) agree = agree && r.agree;

@@ -284,11 +284,13 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
 }
 
 template <class T>
-void Jacobi<T>::sweep_split() {
+void Jacobi<T>::sweep_split(index_t times) {
   const kernels::Queue& q = u_.context().queue();
-  kernels::queue_wait(edge_queue_, q);
-  sweep_parts(u_.origin(), v_.origin(), nullptr, false);
-  kernels::queue_wait(q, edge_queue_);
+  for (index_t i = 0; i < times; ++i) {
+    kernels::queue_wait(edge_queue_, q);
+    sweep_parts(u_.origin(), v_.origin(), nullptr, false);
+    kernels::queue_wait(q, edge_queue_);
+  }
   q.synchronize();
 }
 
@@ -352,27 +354,28 @@ void Jacobi<T>::run_until(index_t last, PhaseTimes* times) {
 }
 
 template <class T>
-void Jacobi<T>::step(bool overlap) {
+void Jacobi<T>::step(bool overlap, index_t times) {
   const bool saved = options_.overlap;
   options_.overlap = overlap;
-  iterate(false);
+  for (index_t i = 0; i < times; ++i) iterate(false);
   options_.overlap = saved;
   u_.context().queue().synchronize();
 }
 
 template <class T>
-void Jacobi<T>::sweep() {
+void Jacobi<T>::sweep(index_t times) {
   const kernels::Queue& q = u_.context().queue();
-  kernels::stencil_2d(q, u_.origin(), u_.ld(), v_.origin(), v_.ld(), u_.local_rows(), u_.local_cols(), weights_);
+  for (index_t i = 0; i < times; ++i)
+    kernels::stencil_2d(q, u_.origin(), u_.ld(), v_.origin(), v_.ld(), u_.local_rows(), u_.local_cols(), weights_);
   q.synchronize();
 }
 
 template <class T>
-void Jacobi<T>::exchange() {
+void Jacobi<T>::exchange(index_t times) {
   const kernels::Queue& q = u_.context().queue();
   if (halo_->peers() == 0 && halo_->bytes_sent() == 0) return;
   kernels::queue_wait(edge_queue_, q);
-  halo_->run(u_.origin());
+  for (index_t i = 0; i < times; ++i) halo_->run(u_.origin());
   kernels::queue_wait(q, edge_queue_);
   q.synchronize();
 }

@@ -62,27 +62,28 @@ if check(status == 0, f"status {status}: {cmd}\n{out}\n{err}"):
 # The stencil step: blocks of 31 and 33 cells a side on a grid of the 3 ranks.
 report = os.path.join(work, "stencil.json")
 status, out, err, cmd = run(stencil_bench, ["--sizes", "31,33", "--iters", "2", "--warmup", "1", "--dtype", "double",
-                                            "--json", report])
+                                            "--run", "3", "--json", report])
 if check(status == 0, f"status {status}: {cmd}\n{out}\n{err}"):
     with open(report) as f:
         j = json.load(f)
-    check(list(j) == ["runtime", "device_path", "grid", "stencil", "dtype", "ghost", "iters", "statistic", "results"],
+    check(list(j) == ["runtime", "device_path", "grid", "stencil", "dtype", "ghost", "iters", "run", "statistic",
+                      "results"],
           f"stencil: top-level keys {list(j)}")
     check(j["statistic"].startswith("the slowest rank's median"), f"stencil: statistic {j['statistic']!r}")
     grid_rows, grid_cols = (int(x) for x in j["grid"].split("x"))
     check(grid_rows * grid_cols == RANKS and j["device_path"] == "mpi-host" and j["stencil"] == "5-point" and
-          j["dtype"] == "double" and j["ghost"] == 1 and j["iters"] == 2, f"stencil: report {j}")
+          j["dtype"] == "double" and j["ghost"] == 1 and j["iters"] == 2 and j["run"] == 3, f"stencil: report {j}")
     check([r["block"] for r in j["results"]] == [31, 33], f"stencil: blocks {[r['block'] for r in j['results']]}")
-    keys = ["block", "rows", "cols", "sweep_s", "split_s", "exchange_s", "back_to_back_s", "overlapped_s", "halo_bytes",
-            "peers", "halo_path", "agree"]
+    times = ["sweep_s", "split_s", "exchange_s", "back_to_back_s", "overlapped_s", "run_sweep_s", "run_split_s",
+             "run_exchange_s", "run_back_to_back_s", "run_overlapped_s"]
+    keys = ["block", "rows", "cols", *times, "halo_bytes", "peers", "halo_path", "agree"]
     for r in j["results"]:
         check(list(r) == keys, f"stencil: row keys {list(r)}")
         check(r["rows"] == r["block"] * grid_rows and r["cols"] == r["block"] * grid_cols and r["agree"] is True and
               r["peers"] == 2 and r["halo_path"] == "mpi-host", f"stencil: row {r}")
         # A ghost row or column of `block` doubles to each of the middle rank's two neighbours.
         check(r["halo_bytes"] == 2 * r["block"] * 8, f"stencil: halo_bytes {r['halo_bytes']}, block {r['block']}")
-        check(all(positive(r[k]) for k in ("sweep_s", "split_s", "exchange_s", "back_to_back_s", "overlapped_s")),
-              f"stencil: times {r}")
+        check(all(positive(r[k]) for k in times), f"stencil: times {r}")
 
 # Destinations that cannot be written: one line naming --json, exit status 2, no file left.
 for bench, path, args in ((sort_bench, os.path.join(work, "missing", "r.json"), ["--min", "33", "--max", "33"]),

@@ -6,6 +6,7 @@
 //   - Jacobi with 5- and 9-point weights (the Laplace ones and random ones), overlapped or not:
 //     bitwise equal to a serial loop with the same arithmetic, so bitwise equal across grids, with
 //     the same residual and the same iteration of convergence; stopped and resumed, the same again;
+//     the parts of an iteration the benchmark times, queued several times back to back, the same;
 //   - the 1-D convolution, zero and periodic, radii wider than the blocks, block and ragged
 //     partitions: bitwise equal to a serial loop adding the same terms in the same order;
 //   - the errors a user can make.
@@ -301,6 +302,40 @@ TYPED_TEST(JacobiTest, BitwiseEqualToTheSerialLoopOnEveryGrid) {
               EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
             }
         }
+    }
+  }
+}
+
+// The measuring parts queued several times back to back: the sweeps and exchanges leave u as it
+// was, and steps overlapped and not give the serial loop's iterates.
+TYPED_TEST(JacobiTest, PartsQueuedBackToBackLeaveTheSerialLoopsIterates) {
+  using T = TypeParam;
+  const Context& world = test::world();
+  const std::uint64_t seed = test::seed();
+  for (auto [gr, gc] : grids(world.size())) {
+    const ProcessGrid grid = ProcessGrid::create(world, gr, gc);
+    for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{17, 13}, {29, 70}}) {
+      const auto initial = test::random_vector<T>(rows * cols, seed + static_cast<std::uint64_t>(rows));
+      const std::function<T(index_t, index_t)> boundary = [&](index_t i, index_t j) { return hashed<T>(seed, i, j); };
+      const StencilWeights<T> w = StencilWeights<T>::jacobi9();
+      double residual = 0;
+      const std::vector<T> want = serial_jacobi<T>(rows, cols, initial, boundary, w, 7, &residual);
+      const std::string where =
+          "grid " + grid_text(grid) + " field " + std::to_string(rows) + "x" + std::to_string(cols) + " seed=" + std::to_string(seed);
+      Field2D<T> u = Field2D<T>::from_replicated(grid, rows, cols, 2, initial);
+      u.set_outer_ghosts(boundary);
+      Jacobi<T> solver(u, w, JacobiOptions{});
+      solver.sweep(3);
+      solver.sweep_split(2);
+      solver.exchange(3);
+      solver.step(true, 4);
+      solver.step(false, 3);
+      EXPECT_EQ(solver.iteration(), 7) << where;
+      const std::vector<T> got = u.gather(0);
+      if (world.rank() != 0) continue;
+      index_t c = 0;
+      while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
+      EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
     }
   }
 }

@@ -88,11 +88,12 @@ class Jacobi {
   // second field, without exchange or swap; sweep_split() the same cells cut as the overlapped step
   // cuts them (the interior, and the frame on the second queue, queued in that step's order),
   // without the exchange: the least an overlapped step can take; exchange() the halo exchange of u
-  // alone. Each returns when its work is done.
-  void step(bool overlap);
-  void sweep();
-  void sweep_split();
-  void exchange();
+  // alone. Each queues its work `times` times back to back, as run_until queues iterations (the
+  // host queues the next while the device runs the last), and returns when all of it is done.
+  void step(bool overlap, index_t times = 1);
+  void sweep(index_t times = 1);
+  void sweep_split(index_t times = 1);
+  void exchange(index_t times = 1);
   const HaloExchange& halo() const { return *halo_; }
   // The collectives of run_until(last) from the current iteration (collective_plan.hpp), unless it
   // converges first: each iteration's halo exchange (none on one rank), and an allreduce of the

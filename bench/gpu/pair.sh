@@ -36,20 +36,20 @@ fi
 if wants step; then
   STEP="${BUILD}/bench/distributed/tessera_bench_stencil_step"
   for grid in 2x1 1x2; do
-    step "step_${grid}" 45 mpirun -n 2 "${STEP}" --backend cuda --grid "${grid}" --sizes 2048,4096,8192,16384 \
-      --iters 50 --json "${OUT_DIR}/step_${grid}.json"
+    step "step_${grid}" 90 mpirun -n 2 "${STEP}" --backend cuda --grid "${grid}" --sizes 2048,4096,8192,16384 \
+      --iters 50 --run 100 --json "${OUT_DIR}/step_${grid}.json"
     cat "${OUT_DIR}/step_${grid}.log"
   done
-  step step_2x1_9pt 40 mpirun -n 2 "${STEP}" --backend cuda --grid 2x1 --stencil 9 --sizes 4096,16384 --iters 50 \
-    --json "${OUT_DIR}/step_2x1_9pt.json"
+  step step_2x1_9pt 60 mpirun -n 2 "${STEP}" --backend cuda --grid 2x1 --stencil 9 --sizes 4096,16384 --iters 50 \
+    --run 100 --json "${OUT_DIR}/step_2x1_9pt.json"
   cat "${OUT_DIR}/step_2x1_9pt.log"
 fi
 
 if wants peer; then
   # The same step with the halo over CUDA IPC and the copy engines (TESSERA_HALO=peer-copy).
   for grid in 2x1 1x2; do
-    TESSERA_HALO=peer-copy step "peer_${grid}" 45 mpirun -n 2 "${BUILD}/bench/distributed/tessera_bench_stencil_step" \
-      --backend cuda --grid "${grid}" --sizes 4096,8192,16384 --iters 50 --json "${OUT_DIR}/peer_${grid}.json"
+    TESSERA_HALO=peer-copy step "peer_${grid}" 90 mpirun -n 2 "${BUILD}/bench/distributed/tessera_bench_stencil_step" \
+      --backend cuda --grid "${grid}" --sizes 4096,8192,16384 --iters 50 --run 100 --json "${OUT_DIR}/peer_${grid}.json"
     cat "${OUT_DIR}/peer_${grid}.log"
   done
 fi

@@ -215,7 +215,7 @@ void Jacobi<T>::iterate(bool check) {
   auto sweep_whole = [&] {
     kernels::stencil_2d(q, in, u_.ld(), out, v_.ld(), u_.local_rows(), u_.local_cols(), weights_, change);
   };
-  if (halo_->peers() == 0 && halo_->bytes_sent() == 0) {
+  if (!exchanges()) {
     sweep_whole();  // one rank: nothing to exchange, nothing to overlap
   } else if (!options_.overlap) {
     sweep_whole();
@@ -311,9 +311,8 @@ index_t Jacobi<T>::interior_left_column() const {
 template <class T>
 CollectivePlan Jacobi<T>::plan(index_t last) const {
   CollectivePlan plan;
-  const bool exchanges = !(halo_->peers() == 0 && halo_->bytes_sent() == 0);
   for (index_t next = iteration_ + 1; next <= last; ++next) {
-    if (exchanges) plan.push_back(halo_->plan().front());
+    if (exchanges()) plan.push_back(halo_->plan().front());
     if (next % options_.check_every == 0 || next == last) plan.push_back({Collective::allreduce, sizeof(std::uint64_t)});
   }
   return plan;
@@ -373,7 +372,7 @@ void Jacobi<T>::sweep(index_t times) {
 template <class T>
 void Jacobi<T>::exchange(index_t times) {
   const kernels::Queue& q = u_.context().queue();
-  if (halo_->peers() == 0 && halo_->bytes_sent() == 0) return;
+  if (!exchanges()) return;
   kernels::queue_wait(edge_queue_, q);
   for (index_t i = 0; i < times; ++i) halo_->run(u_.origin());
   kernels::queue_wait(q, edge_queue_);

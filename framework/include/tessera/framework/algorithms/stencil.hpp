@@ -101,6 +101,8 @@ class Jacobi {
   CollectivePlan plan(index_t last) const;
 
  private:
+  // Whether this rank has anything to exchange (one rank alone has not).
+  bool exchanges() const { return halo_->peers() > 0 || halo_->bytes_sent() > 0; }
   void iterate(bool check);
   void sweep_parts(const T* in, T* out, T* change, bool exchange);
   index_t interior_left_column() const;

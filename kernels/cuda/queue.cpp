@@ -1,8 +1,12 @@
 // Queues of the cuda backend: a non-blocking stream on one device.
+#include <cuda.h>  // the driver's types only: its functions come from cudaGetDriverEntryPointByVersion
 #include <cuda_runtime.h>
 
 #include <array>
 #include <cstdint>
+#include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "../src/queue_backends.hpp"
 #include "tessera/kernels/cuda/device_guard.hpp"
@@ -24,7 +28,61 @@ void keep_pool_memory(int device) {
   TESSERA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
+// The driver's stream memory operations, found through the runtime (no link to libcuda, which a
+// machine without a GPU driver lacks); null where the driver has none.
+struct StreamMemoryOps {
+  CUresult (*write64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
+  CUresult (*wait64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
+  CUresult (*attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+};
+
+const StreamMemoryOps& stream_memory_ops() {
+  static StreamMemoryOps ops;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto find = [](const char* symbol, auto& fn) {
+      void* p = nullptr;
+      cudaDriverEntryPointQueryResult found{};
+      if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+          found == cudaDriverEntryPointSuccess)
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+      else
+        (void)cudaGetLastError();
+    };
+    find("cuStreamWriteValue64", ops.write64);
+    find("cuStreamWaitValue64", ops.wait64);
+    find("cuDeviceGetAttribute", ops.attribute);
+  });
+  return ops;
+}
+
+void check_driver(CUresult status, const char* call) {
+  if (status != CUDA_SUCCESS) TESSERA_FATAL(call, "CUresult " + std::to_string(static_cast<int>(status)));
+}
+
 }  // namespace
+
+bool queue_flags_available(const Queue& q) {
+  const StreamMemoryOps& ops = stream_memory_ops();
+  if (!ops.write64 || !ops.wait64 || !ops.attribute) return false;
+  int can = 0;
+  if (ops.attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, static_cast<CUdevice>(q.device)) != CUDA_SUCCESS)
+    return false;
+  return can != 0;
+}
+
+// The write's default carries a memory barrier: the stream's earlier writes are visible first.
+void write_flag(const Queue& q, std::uint64_t* flag, std::uint64_t value) {
+  check_driver(stream_memory_ops().write64(reinterpret_cast<CUstream>(q.stream), reinterpret_cast<CUdeviceptr>(flag),
+                                           value, CU_STREAM_WRITE_VALUE_DEFAULT),
+               "cuStreamWriteValue64");
+}
+
+void wait_flag(const Queue& q, const std::uint64_t* flag, std::uint64_t value) {
+  check_driver(stream_memory_ops().wait64(reinterpret_cast<CUstream>(q.stream), reinterpret_cast<CUdeviceptr>(flag),
+                                          value, CU_STREAM_WAIT_VALUE_GEQ),
+               "cuStreamWaitValue64");
+}
 
 int device_count() {
   int count = 0;

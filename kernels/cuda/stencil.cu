@@ -13,9 +13,8 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
 template <class T>
 void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                       index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
-                      std::span<const Rectangle> pack_to, T* packed) {
-  detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed,
-                           queue.stream);
+                      std::span<const FrameCopy<T>> copies) {
+  detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, queue.stream);
 }
 
 template <class T>
@@ -39,10 +38,10 @@ template void stencil_2d<double>(const Queue&, const double*, index_t, double*, 
                                  const StencilWeights<double>&, double*);
 template void stencil_2d_frame<float>(const Queue&, const float*, index_t, float*, index_t, index_t, index_t,
                                       const StencilFrame&, const StencilWeights<float>&, float*,
-                                      std::span<const Rectangle>, float*);
+                                      std::span<const FrameCopy<float>>);
 template void stencil_2d_frame<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
                                        const StencilFrame&, const StencilWeights<double>&, double*,
-                                       std::span<const Rectangle>, double*);
+                                       std::span<const FrameCopy<double>>);
 template void convolve_1d<float>(const Queue&, const float*, index_t, std::span<const float>, float*);
 template void convolve_1d<double>(const Queue&, const double*, index_t, std::span<const double>, double*);
 

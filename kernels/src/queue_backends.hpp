@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "tessera/kernels/queue.hpp"
@@ -29,6 +30,9 @@ void synchronize(const Queue& queue);
 void destroy_queue(Queue& queue);
 Queue make_priority_queue(const Queue& queue);
 void queue_wait(const Queue& waiting, const Queue& done);
+bool queue_flags_available(const Queue& queue);
+void write_flag(const Queue& queue, std::uint64_t* flag, std::uint64_t value);
+void wait_flag(const Queue& queue, const std::uint64_t* flag, std::uint64_t value);
 
 std::array<unsigned char, 16> device_uuid(const Queue& queue);
 std::string describe_device(const Queue& queue);

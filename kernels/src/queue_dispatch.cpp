@@ -1,6 +1,7 @@
 // Queues and device queries (queue.hpp): each call hands the work to the backend the queue names.
 #include "backend_dispatch.hpp"
 #include "queue_backends.hpp"
+#include "tessera/kernels/error.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera::kernels {
@@ -32,6 +33,22 @@ Queue make_priority_queue(const Queue& queue) {
 
 void queue_wait(const Queue& waiting, [[maybe_unused]] const Queue& done) {
   TESSERA_DISPATCH(waiting, cpu::queue_wait(), cuda::queue_wait(waiting, done));
+}
+
+bool queue_flags_available(const Queue& q) {
+  bool available = false;
+  TESSERA_DISPATCH(q, available = false, available = cuda::queue_flags_available(q));
+  return available;
+}
+
+void write_flag(const Queue& q, [[maybe_unused]] std::uint64_t* flag, [[maybe_unused]] std::uint64_t value) {
+  TESSERA_DISPATCH(q, TESSERA_FATAL("write_flag", "the cpu backend has no device flags"),
+                   cuda::write_flag(q, flag, value));
+}
+
+void wait_flag(const Queue& q, [[maybe_unused]] const std::uint64_t* flag, [[maybe_unused]] std::uint64_t value) {
+  TESSERA_DISPATCH(q, TESSERA_FATAL("wait_flag", "the cpu backend has no device flags"),
+                   cuda::wait_flag(q, flag, value));
 }
 
 std::array<unsigned char, 16> device_uuid(const Queue& q) {

@@ -24,11 +24,11 @@ namespace cuda {
 template <class T>
 void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                 const StencilWeights<T>& weights, T* max_change);
-// pack_to: at most kMaxFramePacks rectangles (the dispatch packs the others after it).
+// copies: at most kMaxFramePacks (the dispatch copies the others after it).
 template <class T>
 void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                       index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
-                      std::span<const Rectangle> pack_to, T* packed);
+                      std::span<const FrameCopy<T>> copies);
 template <class T>
 void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out);
 void pack_rectangles(const Queue& queue, const void* base, std::span<const Rectangle> rectangles, void* packed,

@@ -2,8 +2,10 @@
 // the queue.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backend_dispatch.hpp"
+#include "memory_backends.hpp"
 #include "stencil_backends.hpp"
 #include "tessera/kernels/detail/dispatch.hpp"
 #include "tessera/kernels/error.hpp"
@@ -52,29 +54,49 @@ bool within_frame(const Rectangle& r, index_t out_ld, index_t rows, index_t cols
 template <class T>
 void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                             index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
-                            std::span<const Rectangle> pack_to, T* packed) {
+                            std::span<const FrameCopy<T>> copies) {
   check_stencil<T>(in_ld, out_ld, rows, cols);
   TESSERA_ASSERT(frame.top >= 0 && frame.bottom >= 0 && frame.left >= 0 && frame.right >= 0,
                  "stencil_2d_frame: negative frame width");
-  TESSERA_ASSERT(packed != nullptr || std::all_of(pack_to.begin(), pack_to.end(), [](const Rectangle& r) { return r.size() == 0; }),
-                 "stencil_2d_frame: rectangles to pack and no packed buffer");
-  for (const Rectangle& r : pack_to)
-    TESSERA_ASSERT(within_frame(r, out_ld, rows, cols, frame), "stencil_2d_frame: a rectangle to pack outside the frame");
-  // Under cuda the first kMaxFramePacks rectangles in the launch, the rest packed after it, behind them.
-  const std::span<const Rectangle> fused = pack_to.first(std::min(pack_to.size(), kMaxFramePacks));
-  const std::span<const Rectangle> rest = pack_to.subspan(fused.size());
-  index_t fused_cells = 0;
-  for (const Rectangle& r : fused) fused_cells += r.size();
+  for (const FrameCopy<T>& c : copies) {
+    TESSERA_ASSERT(within_frame(c.from, out_ld, rows, cols, frame), "stencil_2d_frame: a rectangle to copy outside the frame");
+    TESSERA_ASSERT(c.from.size() == 0 || (c.to != nullptr && c.to_ld >= c.from.cols),
+                   "stencil_2d_frame: a rectangle to copy without a destination, or a destination ld below its width");
+  }
+  // Under cuda the first kMaxFramePacks rectangles in the launch, the rest copied after it, behind them.
+  const std::span<const FrameCopy<T>> fused = copies.first(std::min(copies.size(), kMaxFramePacks));
+  auto copy_after = [&](std::span<const FrameCopy<T>> rest, auto copy_2d) {
+    for (const FrameCopy<T>& c : rest)
+      if (c.from.size() > 0)
+        copy_2d(c.to, static_cast<std::size_t>(c.to_ld) * sizeof(T), out + c.from.offset,
+                static_cast<std::size_t>(out_ld) * sizeof(T), static_cast<std::size_t>(c.from.cols) * sizeof(T),
+                static_cast<std::size_t>(c.from.rows));
+  };
   TESSERA_DISPATCH(q,
                    {
                      cpu_stencil_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change);
-                     if (!pack_to.empty()) cpu::pack_rectangles(out, pack_to, packed, sizeof(T));
+                     copy_after(copies, cpu::copy_2d);
                    },
                    {
-                     cuda::stencil_2d_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, fused,
-                                            packed);
-                     if (!rest.empty()) cuda::pack_rectangles(q, out, rest, packed + fused_cells, sizeof(T));
+                     cuda::stencil_2d_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, fused);
+                     copy_after(copies.subspan(fused.size()), [&](auto... a) { cuda::copy_2d_async(q, a...); });
                    });
+}
+
+// The pack_to form: the destinations one after the other in `packed`.
+template <class T>
+void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
+                            index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
+                            std::span<const Rectangle> pack_to, T* packed) {
+  TESSERA_ASSERT(packed != nullptr || std::all_of(pack_to.begin(), pack_to.end(), [](const Rectangle& r) { return r.size() == 0; }),
+                 "stencil_2d_frame: rectangles to pack and no packed buffer");
+  std::vector<FrameCopy<T>> copies;
+  index_t at = 0;
+  for (const Rectangle& r : pack_to) {
+    copies.push_back({r, packed + at, r.cols});
+    at += std::max<index_t>(r.size(), 0);
+  }
+  dispatch_stencil_frame<T>(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies);
 }
 
 template <class T>
@@ -113,6 +135,18 @@ void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* o
                       index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
                       double* max_change, std::span<const Rectangle> pack_to, double* packed) {
   dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed);
+}
+
+void stencil_2d_frame(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights, float* max_change,
+                      std::span<const FrameCopy<float>> copies) {
+  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies);
+}
+
+void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
+                      double* max_change, std::span<const FrameCopy<double>> copies) {
+  dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies);
 }
 
 void convolve_1d(const Queue& q, const float* in, index_t n, std::span<const float> weights, float* out) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "tessera/kernels/config.hpp"
@@ -46,5 +47,15 @@ Queue make_priority_queue(const Queue& queue);
 // Work queued on `waiting` after this call starts only once all work queued on `done` so far has
 // finished (an event); neither host thread blocks. No effect under cpu or when both are one stream.
 void queue_wait(const Queue& waiting, const Queue& done);
+
+// Flags that order work across processes on one node without their hosts: a flag is a
+// std::uint64_t in memory of the queue's device, or of another GPU mapped into this process (CUDA
+// IPC). write_flag sets it to `value` once the queue's earlier work is done, that work's writes
+// (those into mapped memory too) visible before it; wait_flag holds the queue's later work until
+// the flag is at least `value`. Neither runs on an SM nor blocks the host (stream memory
+// operations). cuda only: queue_flags_available says whether the queue's device can.
+bool queue_flags_available(const Queue& queue);
+void write_flag(const Queue& queue, std::uint64_t* flag, std::uint64_t value);
+void wait_flag(const Queue& queue, const std::uint64_t* flag, std::uint64_t value);
 
 }  // namespace tessera::kernels

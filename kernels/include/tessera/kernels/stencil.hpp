@@ -114,6 +114,28 @@ void stencil_2d_frame(const Queue& queue, const double* in, index_t in_ld, doubl
                       index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
                       double* max_change = nullptr, std::span<const Rectangle> pack_to = {}, double* packed = nullptr);
 
+// A rectangle of stencil_2d_frame's output region (offset >= 0 from `out`, ld out_ld, within the
+// frame) whose cells the sweep also writes elsewhere as it computes them: cell (r, c) of the
+// rectangle to to[r * to_ld + c]. `to` is memory of the queue's backend: under cuda the queue's
+// device's, or another GPU's mapped into this process (CUDA IPC), so that the frame's cells go
+// straight into a neighbour's ghost cells. The rectangles' destinations do not overlap each other
+// or the region.
+template <class T>
+struct FrameCopy {
+  Rectangle from;
+  T* to = nullptr;
+  index_t to_ld = 0;
+};
+// stencil_2d_frame whose rectangles go to their destinations: under cuda in the same launch for up to
+// kMaxFramePacks rectangles, by copies after it for more. The pack_to form above is this with the
+// destinations one after the other in `packed`.
+void stencil_2d_frame(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights, float* max_change,
+                      std::span<const FrameCopy<float>> copies);
+void stencil_2d_frame(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
+                      double* max_change, std::span<const FrameCopy<double>> copies);
+
 // The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
 //   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
 // summed left to right, for 0 <= i < n. `in` is read on [-radius, n + radius); out does not overlap

@@ -322,13 +322,14 @@ struct CellRegions {
   __host__ __device__ index_t cells() const { return first_cell[count]; }
 };
 
-// Rectangles of the output whose cells the cells kernel also writes to a packed buffer as it computes
-// them (stencil_2d_frame's pack_to): rectangle k's cell (r, c) of the region goes to
-// packed[at[k] + (r - row[k]) * cols[k] + (c - col[k])].
+// Rectangles of the output whose cells the cells kernel also writes elsewhere as it computes them
+// (stencil_2d_frame's copies): rectangle k's cell (r, c) of the region goes to
+// to[k][(r - row[k]) * to_ld[k] + (c - col[k])].
 struct CellPacks {
   static constexpr int kMax = static_cast<int>(kMaxFramePacks);
   int count = 0;
-  index_t row[kMax]{}, col[kMax]{}, rows[kMax]{}, cols[kMax]{}, at[kMax]{};
+  index_t row[kMax]{}, col[kMax]{}, rows[kMax]{}, cols[kMax]{}, to_ld[kMax]{};
+  void* to[kMax]{};
 };
 
 // Thin regions (a block's edge rows and columns, a few cells wide): one thread per cell, consecutive
@@ -337,8 +338,7 @@ struct CellPacks {
 template <class T, bool kNine, class Tuning = Stencil2dTuning>
 __global__ void __launch_bounds__(Tuning::kNarrowThreads)
     stencil_2d_cells_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
-                            CellRegions regions, StencilWeights<T> w, T* max_change, CellPacks packs,
-                            T* __restrict__ packed) {
+                            CellRegions regions, StencilWeights<T> w, T* max_change, CellPacks packs) {
   ChangeBits<T> largest = 0;
   const index_t cells = regions.cells();
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
@@ -361,7 +361,8 @@ __global__ void __launch_bounds__(Tuning::kNarrowThreads)
     out[r * out_ld + c] = acc;
     for (int k = 0; k < packs.count; ++k) {
       const index_t dr = r - packs.row[k], dc = c - packs.col[k];
-      if (dr >= 0 && dr < packs.rows[k] && dc >= 0 && dc < packs.cols[k]) packed[packs.at[k] + dr * packs.cols[k] + dc] = acc;
+      if (dr >= 0 && dr < packs.rows[k] && dc >= 0 && dc < packs.cols[k])
+        static_cast<T*>(packs.to[k])[dr * packs.to_ld[k] + dc] = acc;
     }
     if (max_change) largest = std::max(largest, change_bits(acc, centre));
   }
@@ -374,13 +375,13 @@ __global__ void __launch_bounds__(Tuning::kNarrowThreads)
 template <class T, class Tuning = Stencil2dTuning>
 void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld, const CellRegions& regions,
                              const StencilWeights<T>& w, T* max_change, StreamHandle stream,
-                             const CellPacks& packs = {}, T* packed = nullptr) {
+                             const CellPacks& packs = {}) {
   if (regions.cells() == 0) return;
   constexpr int kThreads = Tuning::kNarrowThreads;
   auto launch = [&]<auto kKernel>() {
     const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kKernel>(kThreads);
     const auto grid = static_cast<unsigned>(std::clamp<index_t>(ceil_div<index_t>(regions.cells(), kThreads), 1, resident));
-    kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, regions, w, max_change, packs, packed);
+    kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, regions, w, max_change, packs);
     TESSERA_CUDA_CHECK_LAUNCH();
   };
   if (w.shape == StencilShape::nine_point) launch.template operator()<stencil_2d_cells_kernel<T, true, Tuning>>();
@@ -388,26 +389,26 @@ void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld,
 }
 
 // The frame of a region (StencilFrame::parts), all its parts in one launch, writing the cells of
-// pack_to (at most CellPacks::kMax rectangles, offsets >= 0 with ld out_ld) to `packed` too.
+// each copy (at most CellPacks::kMax, offsets >= 0 with ld out_ld) to its destination too.
 template <class T, class Tuning = Stencil2dTuning>
 void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                       const StencilFrame& frame, const StencilWeights<T>& w, T* max_change,
-                      std::span<const Rectangle> pack_to, T* packed, StreamHandle stream) {
+                      std::span<const FrameCopy<T>> copies, StreamHandle stream) {
   CellRegions regions;
   for (const StencilFrame::Part& p : frame.parts(rows, cols)) regions.add(p.row, p.col, p.rows, p.cols);
   CellPacks packs;
-  index_t at = 0;
-  for (const Rectangle& r : pack_to) {
+  for (const FrameCopy<T>& copy : copies) {
+    const Rectangle& r = copy.from;
     if (r.size() == 0) continue;
     packs.row[packs.count] = r.offset / out_ld;
     packs.col[packs.count] = r.offset % out_ld;
     packs.rows[packs.count] = r.rows;
     packs.cols[packs.count] = r.cols;
-    packs.at[packs.count] = at;
-    at += r.size();
+    packs.to[packs.count] = copy.to;
+    packs.to_ld[packs.count] = copy.to_ld;
     ++packs.count;
   }
-  launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, regions, w, max_change, stream, packs, packed);
+  launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, regions, w, max_change, stream, packs);
 }
 
 // The other way to sweep: tiles of kRows rows, each lane loading its kRows + 2 slices at once

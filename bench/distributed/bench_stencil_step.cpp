@@ -7,6 +7,8 @@
 //   exchange     the halo exchange alone (pack, the halo path, unpack; TESSERA_HALO chooses it)
 //   back-to-back one iteration: the sweep, then the exchange
 //   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep
+//                (TESSERA_HALO=peer-store: the edge cells' sweep stores them straight into the
+//                neighbours' ghost cells; the exchange alone and back to back keep the halo's path)
 // and the share of the exchange the overlap hides, (sweep + exchange - overlapped) / exchange; then
 // the same per iteration of a run of --run K (each part queued K times back to back, as the solver's
 // run_until queues iterations: the host queues the next while the device runs the last, so its
@@ -122,7 +124,7 @@ struct Result {
   double run_sweep = 0, run_split = 0, run_exchange = 0, run_back_to_back = 0, run_overlapped = 0;
   double halo_bytes = 0;  // sent per rank per exchange, the largest
   int peers = 0;
-  std::string halo_path;  // HaloExchange::path()
+  std::string halo_path;  // Jacobi::exchange_path(), and HaloExchange::path() where they differ
   bool agree = true;
 };
 
@@ -176,6 +178,8 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   r.halo_bytes = ctx.comm().allreduce(static_cast<double>(solver.halo().bytes_sent()), ReduceOp::max);
   r.peers = ctx.comm().allreduce(solver.halo().peers(), ReduceOp::max);
   r.halo_path = solver.halo().path();
+  if (r.halo_path != solver.exchange_path())  // peer-store: the overlapped step's own way
+    r.halo_path = std::string(solver.exchange_path()) + " (exchange alone: " + r.halo_path + ")";
   // The two kinds of iteration from the same field: bitwise the same result.
   Field2D<T> a = make(), b = make();
   {

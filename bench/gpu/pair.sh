@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The distributed sort and the Jacobi step on two GPUs of one host, one rank per GPU (device path
 # NCCL): the multi-rank sort and stencil tests on the cuda backend (the stencils also with the halo's
-# peer-copy path); one Jacobi iteration in its parts (sweep, split sweep, exchange, back to back,
-# overlapped; 2x1 and 1x2 grids, 5- and 9-point; NCCL, then peer-copy); and the
+# device-comm and peer-copy paths); one Jacobi iteration in its parts (sweep, split sweep, exchange,
+# back to back, overlapped; 2x1 and 1x2 grids, 5- and 9-point; the overlapped step on its peer-store
+# path, then on the halo's paths, NCCL and peer-copy); and the
 # distributed sort per step, its exchange against the same all-to-all alone. On one GPU the two ranks
 # share it (the sort's exchange staged, the halo peer-copy) and the numbers measure the path, not
 # the overlap.
@@ -28,9 +29,11 @@ if wants tests; then
   TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=4 step mpi_cuda_np2 90 \
     mpirun -n 2 "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_filter="${FILTER}"
   grep -E "tessera tests:|PASSED|FAILED|Failure|differs" "${OUT_DIR}/mpi_cuda_np2.log" | head -12
-  TESSERA_HALO=peer-copy TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=4 step mpi_cuda_np2_peer 60 \
-    mpirun -n 2 "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_filter='Field2D.*:JacobiTest*:Jacobi.*:ConvolveTest*:Convolve.*'
-  grep -E "PASSED|FAILED|Failure|differs" "${OUT_DIR}/mpi_cuda_np2_peer.log" | head -12
+  for path in device-comm peer-copy; do
+    TESSERA_HALO=${path} TESSERA_TEST_BACKEND=cuda OMP_NUM_THREADS=4 step "mpi_cuda_np2_${path}" 60 \
+      mpirun -n 2 "${BUILD}/tests/mpi/tessera_mpi_tests" --gtest_filter='Field2D.*:JacobiTest*:Jacobi.*:ConvolveTest*:Convolve.*'
+    grep -E "PASSED|FAILED|Failure|differs" "${OUT_DIR}/mpi_cuda_np2_${path}.log" | head -12
+  done
 fi
 
 if wants step; then
@@ -46,11 +49,14 @@ if wants step; then
 fi
 
 if wants peer; then
-  # The same step with the halo over CUDA IPC and the copy engines (TESSERA_HALO=peer-copy).
-  for grid in 2x1 1x2; do
-    TESSERA_HALO=peer-copy step "peer_${grid}" 90 mpirun -n 2 "${BUILD}/bench/distributed/tessera_bench_stencil_step" \
-      --backend cuda --grid "${grid}" --sizes 4096,8192,16384 --iters 50 --run 100 --json "${OUT_DIR}/peer_${grid}.json"
-    cat "${OUT_DIR}/peer_${grid}.log"
+  # The same step with the frame's cells moved by the halo's paths: NCCL (TESSERA_HALO=device-comm)
+  # and CUDA IPC with the copy engines (peer-copy).
+  for path in device-comm peer-copy; do
+    for grid in 2x1 1x2; do
+      TESSERA_HALO=${path} step "${path}_${grid}" 90 mpirun -n 2 "${BUILD}/bench/distributed/tessera_bench_stencil_step" \
+        --backend cuda --grid "${grid}" --sizes 4096,8192,16384 --iters 50 --run 100 --json "${OUT_DIR}/${path}_${grid}.json"
+      cat "${OUT_DIR}/${path}_${grid}.log"
+    done
   done
 fi
 

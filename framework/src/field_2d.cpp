@@ -42,11 +42,10 @@ index_t storage_elements(const FieldLayout& l) {
 
 std::string shape_text(index_t rows, index_t cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
 
-// What TESSERA_HALO asks for (field_2d.hpp).
-enum class HaloPath { automatic, peer_copy, device_comm };
+}  // namespace
 
-// TESSERA_HALO, the same on every rank of ctx (collective: ranks that went different ways would
-// wait for each other in different calls).
+namespace detail {
+
 HaloPath requested_halo_path(const Context& ctx) {
   const char* env = std::getenv("TESSERA_HALO");
   const std::string text = env ? env : "";
@@ -54,14 +53,16 @@ HaloPath requested_halo_path(const Context& ctx) {
   if (text.empty() || text == "auto") path = static_cast<int>(HaloPath::automatic);
   else if (text == "peer-copy") path = static_cast<int>(HaloPath::peer_copy);
   else if (text == "device-comm") path = static_cast<int>(HaloPath::device_comm);
+  else if (text == "peer-store") path = static_cast<int>(HaloPath::peer_store);
   const int lowest = ctx.comm().allreduce(path, ReduceOp::min), highest = ctx.comm().allreduce(path, ReduceOp::max);
-  if (path < 0) throw UsageError("TESSERA_HALO: '" + text + "' is not auto, peer-copy or device-comm");
-  if (lowest < 0) throw UsageError("TESSERA_HALO: another rank has a value that is not auto, peer-copy or device-comm");
+  constexpr const char* kValues = "auto, peer-copy, device-comm or peer-store";
+  if (path < 0) throw UsageError("TESSERA_HALO: '" + text + "' is not " + kValues);
+  if (lowest < 0) throw UsageError(std::string("TESSERA_HALO: another rank has a value that is not ") + kValues);
   if (lowest != highest) throw UsageError("TESSERA_HALO differs between the ranks; set it alike on every rank");
   return static_cast<HaloPath>(path);
 }
 
-}  // namespace
+}  // namespace detail
 
 // ---- Field2D -------------------------------------------------------------------------------------------
 
@@ -273,11 +274,13 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
     return kernels::Rectangle{(g.row - r0) * layout.ld + (g.col - c0), layout.ld, g.rows, g.cols};
   };
   const kernels::Queue& q = ctx_.queue();
-  const HaloPath requested = requested_halo_path(ctx_);
+  const detail::HaloPath requested = detail::requested_halo_path(ctx_);
+  using detail::HaloPath;
   // auto: peer-copy in place of staging through the host (PERFORMANCE.md has both measured).
   const bool try_peer_copy =
       ctx_.size() > 1 && (requested == HaloPath::peer_copy ||
-                          (requested == HaloPath::automatic && ctx_.backend() == Backend::cuda &&
+                          ((requested == HaloPath::automatic || requested == HaloPath::peer_store) &&
+                           ctx_.backend() == Backend::cuda &&
                            comm_.path() == DeviceCommPath::staged));
   // Off the peer-copy path, a rectangle of one row goes straight from the block and into the
   // ghost cells (no packing, no unpacking: the edge rows of a 5-point halo); the others through the

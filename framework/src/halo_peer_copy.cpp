@@ -11,9 +11,14 @@
 #include "tessera/kernels/error.hpp"
 
 #if TESSERA_HAVE_CUDA
+#include <cuda.h>  // the driver's types only: its functions come from cudaGetDriverEntryPointByVersion
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/queue.hpp"
 #endif
 
 namespace tessera::detail {
@@ -39,13 +44,14 @@ struct Exported {
 };
 
 // Why a rank cannot take the path, ordered so that the largest over the ranks is the one to report.
-enum Reason : int { kOk = 0, kOtherNode = 1, kCannotExport = 2, kCannotMap = 3 };
+enum Reason : int { kOk = 0, kOtherNode = 1, kCannotExport = 2, kCannotMap = 3, kNoFlags = 4 };
 
 const char* reason_text(int reason) {
   switch (reason) {
     case kOtherNode: return "a neighbour is on another node";
     case kCannotExport: return "this GPU's memory or events cannot be shared with another process (CUDA IPC)";
     case kCannotMap: return "a neighbour's GPU memory cannot be mapped here (CUDA IPC)";
+    case kNoFlags: return "a GPU cannot order work by flags in memory (stream memory operations)";
     default: return "";
   }
 }
@@ -59,6 +65,18 @@ bool ipc_call(cudaError_t status) {
 }
 
 int agree_max(const Context& ctx, int value) { return ctx.comm().allreduce(value, ReduceOp::max); }
+
+// kOk where every one of `ranks` is on this rank's node, agreed over ctx (collective).
+int agree_on_node(const Context& ctx, const std::vector<int>& ranks) {
+  const int me = ctx.rank();
+  const Communicator node = ctx.comm().split_node(me);
+  const int node_id = node.allreduce(me, ReduceOp::min);  // the lowest rank of each node names it
+  const std::vector<int> node_of = ctx.comm().allgather(node_id);
+  int reason = kOk;
+  for (const int rank : ranks)
+    if (node_of[static_cast<std::size_t>(rank)] != node_id) reason = kOtherNode;
+  return agree_max(ctx, reason);
+}
 
 }  // namespace
 
@@ -111,14 +129,8 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
     pc->peers_.push_back(std::move(peer));
   }
 
-  // Every neighbour on this node: the lowest rank of each node names it.
-  const Communicator node = ctx.comm().split_node(me);
-  const int node_id = node.allreduce(me, ReduceOp::min);
-  const std::vector<int> node_of = ctx.comm().allgather(node_id);
-  int reason = kOk;
-  for (const Peer& p : pc->peers_)
-    if (node_of[static_cast<std::size_t>(p.rank)] != node_id) reason = kOtherNode;
-  if ((reason = agree_max(ctx, reason)) != kOk) {
+  int reason = agree_on_node(ctx, std::vector<int>(neighbours.begin(), neighbours.end()));
+  if (reason != kOk) {
     *why_not = reason_text(reason);
     return nullptr;
   }
@@ -267,6 +279,203 @@ void PeerCopy::drained() {
   started_ = false;
 }
 
+
+// ---- PeerStores ---------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kStoresExportTag = 1;
+constexpr int kStoresSlotTag = 2;
+constexpr int kStoresCloseTag = 3;
+
+// What a rank exports to each neighbour: its two fields and its flags, and where in each field's
+// allocation the block's origin lies.
+struct FieldsExported {
+  cudaIpcMemHandle_t field[2];
+  cudaIpcMemHandle_t flags;
+  std::uint64_t origin_bytes[2];  // from the allocation's start
+  std::int64_t ld;
+};
+
+// The start of the allocation holding p (CUDA IPC maps whole allocations).
+const char* allocation_start(const void* p) {
+  static CUresult (*range)(CUdeviceptr*, std::size_t*, CUdeviceptr) = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      range = reinterpret_cast<decltype(range)>(fn);
+    else
+      (void)cudaGetLastError();
+  });
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0;
+  if (!range || range(&base, &bytes, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return nullptr;
+  return reinterpret_cast<const char*>(base);
+}
+
+}  // namespace
+
+struct PeerStores::Neighbour {
+  int rank = 0;
+  GlobalRectangle send;  // this rank's cells in its ghosts (global)
+  char* mapped[2] = {nullptr, nullptr};  // its fields' allocations, mapped here
+  std::uint64_t* mapped_flags = nullptr;
+  int slot = 0;  // this rank's flag among its flags
+};
+
+std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayout& layout, HaloShape shape,
+                                             std::array<const void*, 2> origins, std::size_t element_bytes,
+                                             std::string* why_not) {
+  if (ctx.backend() != Backend::cuda) {
+    *why_not = "it needs the cuda backend";
+    return nullptr;
+  }
+  if (ctx.size() == 1) {
+    *why_not = "one rank has no neighbours";
+    return nullptr;
+  }
+  const kernels::Queue& q = ctx.queue();
+  std::unique_ptr<PeerStores> ps(new PeerStores);
+  ps->ctx_ = ctx;
+  ps->origins_ = origins;
+
+  // The neighbours, in rank order: the ranks whose ghosts hold cells of this block. The halo is
+  // symmetric (a rank's ghosts hold a neighbour's cells where the neighbour's hold its own), so
+  // they are also the ranks this block's ghosts hear from.
+  for (int pr = 0; pr < layout.grid_rows; ++pr)
+    for (int pc = 0; pc < layout.grid_cols; ++pc) {
+      const int rank = layout.rank_of(pr, pc);
+      if (rank == ctx.rank()) continue;
+      const GlobalRectangle out = halo_piece(layout, shape, pr, pc, layout.process_row, layout.process_col);
+      const GlobalRectangle in = halo_piece(layout, shape, layout.process_row, layout.process_col, pr, pc);
+      TESSERA_ASSERT(out.empty() == in.empty(), "peer stores: a neighbour's ghosts and this rank's do not match");
+      if (out.empty()) continue;
+      Neighbour n;
+      n.rank = rank;
+      n.send = out;
+      ps->neighbours_.push_back(std::move(n));
+    }
+  std::vector<int> ranks;
+  for (const Neighbour& n : ps->neighbours_) ranks.push_back(n.rank);
+  int reason = agree_on_node(ctx, ranks);
+  if (reason == kOk) reason = agree_max(ctx, kernels::queue_flags_available(q) ? kOk : kNoFlags);
+  if (reason != kOk) {
+    *why_not = reason_text(reason);
+    return nullptr;
+  }
+
+  // The flags, zero, and everything queued before (the fields' contents) done before any neighbour
+  // may write into this rank's memory: it writes only after the agreement below.
+  TESSERA_CUDA_CHECK(cudaSetDevice(q.device));
+  const std::size_t n = ps->neighbours_.size();
+  ps->flags_ = static_cast<std::uint64_t*>(kernels::allocate(q, std::max<std::size_t>(n, 1) * sizeof(std::uint64_t)));
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(ps->flags_, 0, std::max<std::size_t>(n, 1) * sizeof(std::uint64_t), stream_of(ctx)));
+  q.synchronize();
+  ps->handshake_ = ctx.comm().split(0, ctx.rank());
+
+  FieldsExported mine;
+  std::memset(&mine, 0, sizeof mine);  // no uninitialised padding goes out
+  bool exported = ipc_call(cudaIpcGetMemHandle(&mine.flags, ps->flags_));
+  for (int f = 0; f < 2 && exported; ++f) {
+    const char* start = allocation_start(origins[static_cast<std::size_t>(f)]);
+    exported = start != nullptr && ipc_call(cudaIpcGetMemHandle(&mine.field[f], const_cast<char*>(start)));
+    if (exported) mine.origin_bytes[f] = static_cast<std::uint64_t>(static_cast<const char*>(origins[static_cast<std::size_t>(f)]) - start);
+  }
+  mine.ld = layout.ld;
+  if ((reason = agree_max(ctx, exported ? kOk : kCannotExport)) != kOk) {
+    *why_not = reason_text(reason);
+    return nullptr;  // the destructor frees what was made, with the neighbours
+  }
+  std::vector<FieldsExported> theirs(n);
+  std::vector<int> their_slot_of_mine(n), slot_of_theirs(n);
+  std::vector<MPI_Request> requests(4 * n);
+  const MPI_Comm comm = ps->handshake_.get();
+  for (std::size_t i = 0; i < n; ++i) {
+    const int rank = ps->neighbours_[i].rank;
+    slot_of_theirs[i] = static_cast<int>(i);  // neighbour i writes flag i here
+    TESSERA_MPI_CHECK(MPI_Isend(&mine, sizeof mine, MPI_BYTE, rank, kStoresExportTag, comm, &requests[4 * i]));
+    TESSERA_MPI_CHECK(MPI_Irecv(&theirs[i], sizeof(FieldsExported), MPI_BYTE, rank, kStoresExportTag, comm, &requests[4 * i + 1]));
+    TESSERA_MPI_CHECK(MPI_Isend(&slot_of_theirs[i], 1, MPI_INT, rank, kStoresSlotTag, comm, &requests[4 * i + 2]));
+    TESSERA_MPI_CHECK(MPI_Irecv(&their_slot_of_mine[i], 1, MPI_INT, rank, kStoresSlotTag, comm, &requests[4 * i + 3]));
+  }
+  TESSERA_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+
+  reason = kOk;
+  for (std::size_t i = 0; i < n && reason == kOk; ++i) {
+    Neighbour& nb = ps->neighbours_[i];
+    nb.slot = their_slot_of_mine[i];
+    for (int f = 0; f < 2 && reason == kOk; ++f) {
+      void* mapped = nullptr;
+      if (cudaIpcOpenMemHandle(&mapped, theirs[i].field[f], cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) reason = kCannotMap;
+      nb.mapped[f] = static_cast<char*>(mapped);
+    }
+    void* flags = nullptr;
+    if (reason == kOk && cudaIpcOpenMemHandle(&flags, theirs[i].flags, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess)
+      reason = kCannotMap;
+    nb.mapped_flags = static_cast<std::uint64_t*>(flags);
+    if (reason != kOk) (void)cudaGetLastError();  // not a sticky error: clear it for the next call
+  }
+  if ((reason = agree_max(ctx, reason)) != kOk) {
+    *why_not = reason_text(reason);
+    return nullptr;  // the destructor closes what was opened, with the neighbours
+  }
+
+  // Each neighbour's rectangles: from this block, into its field of the same index.
+  const auto bytes = static_cast<index_t>(element_bytes);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Neighbour& nb = ps->neighbours_[i];
+    const int their_row = nb.rank / layout.grid_cols, their_col = nb.rank % layout.grid_cols;
+    const index_t their_row0 = layout.row_partition.offset(their_row), their_col0 = layout.col_partition.offset(their_col);
+    const GlobalRectangle& g = nb.send;
+    const kernels::Rectangle from{(g.row - layout.row_offset()) * layout.ld + (g.col - layout.col_offset()), layout.ld,
+                                  g.rows, g.cols};
+    const index_t at = (g.row - their_row0) * theirs[i].ld + (g.col - their_col0);
+    for (int f = 0; f < 2; ++f)
+      ps->copies_[static_cast<std::size_t>(f)].push_back(
+          {from, nb.mapped[f] + static_cast<index_t>(theirs[i].origin_bytes[f]) + at * bytes, theirs[i].ld});
+  }
+  return ps;
+}
+
+PeerStores::~PeerStores() {
+  // Nothing of this rank's queue refers to a neighbour once it is idle; then each closes what it
+  // mapped and says so, and only after every neighbour has, the flags go (the fields go with
+  // their owners, after this).
+  ctx_.queue().synchronize();
+  for (Neighbour& nb : neighbours_) {
+    for (char* m : nb.mapped)
+      if (m) TESSERA_CUDA_CHECK(cudaIpcCloseMemHandle(m));
+    if (nb.mapped_flags) TESSERA_CUDA_CHECK(cudaIpcCloseMemHandle(nb.mapped_flags));
+  }
+  if (!handshake_.is_null()) {
+    std::vector<MPI_Request> requests(2 * neighbours_.size());
+    for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+      TESSERA_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, neighbours_[i].rank, kStoresCloseTag, handshake_.get(), &requests[2 * i]));
+      TESSERA_MPI_CHECK(MPI_Irecv(nullptr, 0, MPI_BYTE, neighbours_[i].rank, kStoresCloseTag, handshake_.get(), &requests[2 * i + 1]));
+    }
+    TESSERA_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  }
+  if (flags_) kernels::deallocate(ctx_.queue(), flags_);
+}
+
+const std::vector<PeerStores::Copy>& PeerStores::copies(const void* origin) const {
+  TESSERA_ASSERT(origin == origins_[0] || origin == origins_[1], "peer stores: a field that was not mapped");
+  return copies_[origin == origins_[0] ? 0 : 1];
+}
+
+void PeerStores::wait(const kernels::Queue& queue) const {
+  if (frames_ == 0) return;
+  for (std::size_t i = 0; i < neighbours_.size(); ++i) kernels::wait_flag(queue, flags_ + i, frames_);
+}
+
+void PeerStores::signal(const kernels::Queue& queue) {
+  ++frames_;
+  for (const Neighbour& nb : neighbours_) kernels::write_flag(queue, nb.mapped_flags + nb.slot, frames_);
+}
+
 #else  // no CUDA in this build: the path is never taken
 
 struct PeerCopy::Peer {};
@@ -282,6 +491,19 @@ PeerCopy::~PeerCopy() = default;
 void PeerCopy::start() {}
 void PeerCopy::finish() {}
 void PeerCopy::drained() {}
+
+struct PeerStores::Neighbour {};
+
+std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayout&, HaloShape, std::array<const void*, 2>,
+                                             std::size_t, std::string* why_not) {
+  *why_not = ctx.backend() != Backend::cuda ? "it needs the cuda backend" : "this build has no CUDA";
+  return nullptr;
+}
+
+PeerStores::~PeerStores() = default;
+const std::vector<PeerStores::Copy>& PeerStores::copies(const void*) const { return copies_[0]; }
+void PeerStores::wait(const kernels::Queue&) const {}
+void PeerStores::signal(const kernels::Queue&) {}
 
 #endif
 

@@ -19,6 +19,7 @@
 // slot, the start of k would need `drained` of k - 1, which nothing orders.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -27,8 +28,15 @@
 #include "tessera/framework/comm.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/field_2d.hpp"
 
 namespace tessera::detail {
+
+// What TESSERA_HALO asks for (field_2d.hpp; peer-store: the Jacobi step's, stencil.hpp), the same on
+// every rank of ctx: a UsageError otherwise (collective: ranks that went different ways would wait
+// for each other in different calls).
+enum class HaloPath { automatic, peer_copy, device_comm, peer_store };
+HaloPath requested_halo_path(const Context& ctx);
 
 class PeerCopy {
  public:
@@ -75,6 +83,64 @@ class PeerCopy {
   long long exchanges_ = 0;
   bool started_ = false;          // from start until drained
   bool awaiting_tokens_ = false;  // from start until finish: the neighbours' tokens not yet received
+};
+
+// The Jacobi step's peer-store path (stencil.cpp): the neighbours of a rank live on its node, and
+// the sweep of the block's frame writes each cell that a neighbour's ghosts hold straight into that
+// neighbour's field as it computes it, through memory the neighbour exported once (CUDA IPC): no
+// message, no pack or unpack, and no SM beyond the frame's own (NCCL's send/recv takes a whole SM,
+// which the interior sweep beside it leaves none of). The iteration's two fields alternate; each
+// rank maps both of each neighbour's, and writes into the one of the same index as its own output.
+// Flags in device memory (kernels::write_flag, wait_flag) order the ranks without their hosts; for
+// the frames d = 0, 1, ... that store:
+//   wait     the queue holds frame d until each neighbour's flag here is at least d: the
+//            neighbour's frame d - 1 is done, so its cells are in this rank's ghosts, and so is its
+//            reading of its own ghosts of the field that this rank's frame d writes into (frame
+//            d - 1 read them: the fields alternate);
+//   signal   after frame d, this rank's flag at each neighbour becomes d + 1.
+// Any other work that reads or writes the ghosts waits first (wait on its queue).
+class PeerStores {
+ public:
+  // A rectangle of this rank's block (offset from its origin, ld the block's) and where its cells go
+  // in a neighbour's field (mapped here) of the same index, with that field's ld; in elements.
+  struct Copy {
+    kernels::Rectangle from;
+    void* to = nullptr;
+    index_t to_ld = 0;
+  };
+
+  // Collective over ctx (the grid's ranks in grid order). origins: this rank's two fields of
+  // `layout` (the Field2D origins of Jacobi's u and v), each in an allocation of kernels::allocate.
+  // Returns null on every rank where some rank cannot take the path (not the cuda backend, one rank
+  // alone, a neighbour on another node or on a GPU this rank cannot map, no stream memory
+  // operations), with the reason in *why_not.
+  static std::unique_ptr<PeerStores> make(const Context& ctx, const FieldLayout& layout, HaloShape shape,
+                                          std::array<const void*, 2> origins, std::size_t element_bytes,
+                                          std::string* why_not);
+  // Waits until this rank's queue is idle, then for each neighbour to unmap (a handshake).
+  ~PeerStores();
+  PeerStores(const PeerStores&) = delete;
+  PeerStores& operator=(const PeerStores&) = delete;
+
+  // The copies of the frame of the field at `origin` (one of the two given to make).
+  const std::vector<Copy>& copies(const void* origin) const;
+  // Queues, on `queue`, the wait for the neighbours' last frame (nothing before the first).
+  void wait(const kernels::Queue& queue) const;
+  // Queues, on `queue` after the frame, the flag of this frame at each neighbour.
+  void signal(const kernels::Queue& queue);
+
+  struct Neighbour;
+
+ private:
+  PeerStores() = default;
+
+  Context ctx_;
+  Communicator handshake_;  // a communicator of its own for the closing handshake
+  std::array<const void*, 2> origins_{};
+  std::array<std::vector<Copy>, 2> copies_;
+  std::vector<Neighbour> neighbours_;
+  std::uint64_t* flags_ = nullptr;  // backend memory: one flag per neighbour, written by it
+  std::uint64_t frames_ = 0;        // frames signalled so far
 };
 
 }  // namespace tessera::detail

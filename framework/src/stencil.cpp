@@ -2,6 +2,8 @@
 // Jacobi (2-D, edge cells first, their exchange overlapped with the interior sweep).
 #include "tessera/framework/algorithms/stencil.hpp"
 
+#include "halo_peer_copy.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -194,12 +196,29 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
   halo_ = std::make_unique<HaloExchange>(u.layout(), shape, sizeof(T), u.context().with_queue(edge_queue_));
   change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
   exchange();  // the ghosts of the first iterate
+  // The peer-store path where every rank can take it (auto) or where asked for (PERFORMANCE.md has
+  // it measured against the halo's paths).
+  const detail::HaloPath requested = detail::requested_halo_path(u.context());
+  if ((requested == detail::HaloPath::automatic || requested == detail::HaloPath::peer_store) &&
+      u.context().size() > 1) {
+    std::string why_not;
+    origins_ = {u_.origin(), v_.origin()};
+    stores_ = detail::PeerStores::make(u.context(), u.layout(), shape, {origins_[0], origins_[1]}, sizeof(T), &why_not);
+    if (!stores_ && requested == detail::HaloPath::peer_store)
+      throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
+                       why_not);
+    for (std::size_t f = 0; f < 2 && stores_; ++f)
+      for (const detail::PeerStores::Copy& c : stores_->copies(origins_[f]))
+        copies_[f].push_back({c.from, static_cast<T*>(c.to), c.to_ld});
+  }
 }
 
 template <class T>
 Jacobi<T>::~Jacobi() {
   const kernels::Queue& q = u_.context().queue();
+  settle(q);
   q.synchronize();
+  stores_.reset();
   kernels::deallocate(q, change_);
   halo_.reset();
   if (edge_queue_.stream != q.stream) kernels::destroy_queue(edge_queue_);
@@ -218,6 +237,7 @@ void Jacobi<T>::iterate(bool check) {
   if (!exchanges()) {
     sweep_whole();  // one rank: nothing to exchange, nothing to overlap
   } else if (!options_.overlap) {
+    settle(q);
     sweep_whole();
     kernels::queue_wait(edge_queue_, q);
     halo_->run(out);
@@ -229,6 +249,16 @@ void Jacobi<T>::iterate(bool check) {
   }
   std::swap(u_, v_);
   ++iteration_;
+}
+
+template <class T>
+void Jacobi<T>::settle(const kernels::Queue& queue) const {
+  if (stores_) stores_->wait(queue);
+}
+
+template <class T>
+const char* Jacobi<T>::exchange_path() const {
+  return stores_ ? "peer-store" : halo_->path();
 }
 
 // The cells the neighbours' ghosts hold lie within w of the block's edges that have a neighbour
@@ -254,10 +284,18 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   };
   // The frame writes the cells the exchange packs into its send buffer as it computes them (no
   // pass of their own: on the edge queue, beside the interior, every pass waits long for memory); a
-  // block with no interior is swept whole and packed after.
+  // block with no interior is swept whole and packed after. On the peer-store path it writes them
+  // into the neighbours' ghost cells instead, and there is no exchange after it.
+  const bool store = exchange && stores_;
   const bool fuse_pack = exchange && has_interior;
   auto sweep_frame = [&] {
-    if (has_interior)
+    if (store) {
+      stores_->wait(edge_queue_);
+      const kernels::StencilFrame whole{lr, lr, lc, lc};  // no interior: the frame is the block
+      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, has_interior ? frame : whole, weights_, change,
+                                std::span<const kernels::FrameCopy<T>>(copies_[out == origins_[0] ? 0 : 1]));
+      stores_->signal(edge_queue_);
+    } else if (has_interior)
       kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change,
                                 fuse_pack ? halo_->packed_sends() : std::span<const kernels::Rectangle>{},
                                 fuse_pack ? static_cast<T*>(halo_->send_buffer()) : nullptr);
@@ -270,7 +308,7 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   if (q.backend == Backend::cpu) {
     // On the host the interior runs while MPI moves the frame.
     sweep_frame();
-    if (exchange) start_exchange();
+    if (exchange && !store) start_exchange();
     sweep_interior();
   } else {
     // Under cuda the interior is queued first, so that the device starts it at once and sweeps it
@@ -278,14 +316,15 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
     // waits for them).
     sweep_interior();
     sweep_frame();
-    if (exchange) start_exchange();
+    if (exchange && !store) start_exchange();
   }
-  if (exchange) halo_->finish(out);
+  if (exchange && !store) halo_->finish(out);
 }
 
 template <class T>
 void Jacobi<T>::sweep_split(index_t times) {
   const kernels::Queue& q = u_.context().queue();
+  settle(edge_queue_);
   for (index_t i = 0; i < times; ++i) {
     kernels::queue_wait(edge_queue_, q);
     sweep_parts(u_.origin(), v_.origin(), nullptr, false);
@@ -344,6 +383,7 @@ void Jacobi<T>::run_until(index_t last, PhaseTimes* times) {
       if (scheduled && residual_ < options_.tolerance) converged_ = true;
     }
   }
+  settle(q);  // u's ghosts complete when the run returns
   q.synchronize();
   if (times) {
     const double total = watch.seconds();
@@ -358,12 +398,14 @@ void Jacobi<T>::step(bool overlap, index_t times) {
   options_.overlap = overlap;
   for (index_t i = 0; i < times; ++i) iterate(false);
   options_.overlap = saved;
+  settle(u_.context().queue());
   u_.context().queue().synchronize();
 }
 
 template <class T>
 void Jacobi<T>::sweep(index_t times) {
   const kernels::Queue& q = u_.context().queue();
+  settle(q);
   for (index_t i = 0; i < times; ++i)
     kernels::stencil_2d(q, u_.origin(), u_.ld(), v_.origin(), v_.ld(), u_.local_rows(), u_.local_cols(), weights_);
   q.synchronize();
@@ -373,6 +415,7 @@ template <class T>
 void Jacobi<T>::exchange(index_t times) {
   const kernels::Queue& q = u_.context().queue();
   if (!exchanges()) return;
+  settle(edge_queue_);
   kernels::queue_wait(edge_queue_, q);
   for (index_t i = 0; i < times; ++i) halo_->run(u_.origin());
   kernels::queue_wait(q, edge_queue_);

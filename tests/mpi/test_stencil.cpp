@@ -20,7 +20,9 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algo_test_util.hpp"
@@ -77,6 +79,26 @@ template <class T>
 bool same_bits_t(T a, T b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
+
+// An environment variable set for a scope, and put back as it was after it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* saved = std::getenv(name);
+    if (saved) saved_ = saved;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (saved_) ::setenv(name_, saved_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
 
 // ---- the halo exchange ----------------------------------------------------------------------------------
 
@@ -135,13 +157,12 @@ TEST(Field2D, HaloPathFollowsTesseraHalo) {
   const Context& world = test::world();
   const ProcessGrid grid = ProcessGrid::create(world);
   const Field2D<float> f(grid, 8, 8, 1);
-  const char* saved = std::getenv("TESSERA_HALO");
-  const std::string saved_value = saved ? saved : "";
   auto path_with = [&](const char* value) {
-    ::setenv("TESSERA_HALO", value, 1);
+    const ScopedEnv halo_env("TESSERA_HALO", value);
     const HaloExchange halo(f.layout(), HaloShape::faces, sizeof(float), grid.context());
     return std::string(halo.path());
   };
+  EXPECT_EQ(path_with("peer-store"), path_with("auto"));  // the Jacobi step's; a HaloExchange takes auto's
   const std::string device_comm = to_string(DeviceComm(grid.context()).path());
   EXPECT_EQ(path_with("device-comm"), device_comm);
   if (world.size() == 1) {
@@ -164,8 +185,6 @@ TEST(Field2D, HaloPathFollowsTesseraHalo) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("TESSERA_HALO: 'nccl'"), std::string::npos) << e.what();
   }
-  if (saved) ::setenv("TESSERA_HALO", saved_value.c_str(), 1);
-  else ::unsetenv("TESSERA_HALO");
 }
 
 TEST(Field2D, GatherAndReplicatedRoundTrip) {
@@ -337,6 +356,85 @@ TYPED_TEST(JacobiTest, PartsQueuedBackToBackLeaveTheSerialLoopsIterates) {
       while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
       EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
     }
+  }
+}
+
+// TESSERA_HALO=peer-store: under cuda the overlapped step's frame writes its cells straight into the
+// neighbours' ghost cells (every test job runs on one node); mixed with the other ways of stepping
+// and the measuring parts, the iterates are the serial loop's, blocks without an interior (the
+// frame is the block) and wide ghosts included. Under cpu the solver refuses it, naming why.
+TYPED_TEST(JacobiTest, PeerStoreStepsGiveTheSerialLoopsIterates) {
+  using T = TypeParam;
+  const Context& world = test::world();
+  const std::uint64_t seed = test::seed();
+  const ScopedEnv halo("TESSERA_HALO", "peer-store");
+  for (auto [gr, gc] : grids(world.size())) {
+    const ProcessGrid grid = ProcessGrid::create(world, gr, gc);
+    for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{7, 5}, {17, 13}, {29, 70}})
+      for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point})
+        for (int ghost : {1, 2}) {
+          if (rows < grid.rows() || cols < grid.cols()) continue;
+          const auto initial = test::random_vector<T>(rows * cols, seed + static_cast<std::uint64_t>(rows));
+          const std::function<T(index_t, index_t)> boundary = [&](index_t i, index_t j) { return hashed<T>(seed, i, j); };
+          const StencilWeights<T> w = random_weights<T>(shape, seed + 9);
+          double residual = 0;
+          const std::vector<T> want = serial_jacobi<T>(rows, cols, initial, boundary, w, 8, &residual);
+          const std::string where = "grid " + grid_text(grid) + " field " + std::to_string(rows) + "x" +
+                                    std::to_string(cols) + " " + to_string(shape) + " ghost " + std::to_string(ghost) +
+                                    " seed=" + std::to_string(seed);
+          Field2D<T> u = Field2D<T>::from_replicated(grid, rows, cols, ghost, initial);
+          u.set_outer_ghosts(boundary);
+          if (world.backend() != Backend::cuda && world.size() > 1) {
+            try {
+              Jacobi<T> solver(u, w, JacobiOptions{});
+              ADD_FAILURE() << where << ": expected a UsageError";
+            } catch (const UsageError& e) {
+              EXPECT_NE(std::string(e.what()).find("TESSERA_HALO=peer-store"), std::string::npos) << e.what();
+              EXPECT_NE(std::string(e.what()).find("cuda backend"), std::string::npos) << e.what();
+            }
+            continue;
+          }
+          JacobiOptions options;
+          options.check_every = 3;
+          Jacobi<T> solver(u, w, options);
+          EXPECT_EQ(std::string(solver.exchange_path()),
+                    world.size() > 1 ? std::string("peer-store") : std::string(solver.halo().path()))
+              << where;
+          solver.step(true, 2);
+          solver.step(false, 1);
+          solver.exchange(1);
+          solver.step(true, 1);
+          solver.sweep(1);
+          solver.sweep_split(1);
+          solver.run_until(7);
+          solver.step(true, 1);
+          EXPECT_EQ(solver.iteration(), 8) << where;
+          const std::vector<T> got = u.gather(0);
+          if (world.rank() != 0) continue;
+          index_t c = 0;
+          while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
+          EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
+        }
+  }
+}
+
+// The overlapped step's path: peer-store under auto wherever it can be taken (under cuda: every test
+// job runs on one node), the halo's path where TESSERA_HALO names one, and on one rank.
+TEST(Jacobi, ExchangePathFollowsTesseraHalo) {
+  const Context& world = test::world();
+  const ProcessGrid grid = ProcessGrid::create(world);
+  Field2D<float> u(grid, 16, 16, 1);
+  u.fill(0.0f);
+  auto path_with = [&](const char* value) {
+    const ScopedEnv halo_env("TESSERA_HALO", value);
+    const Jacobi<float> solver(u, StencilWeights<float>::jacobi5(), JacobiOptions{});
+    return std::make_pair(std::string(solver.exchange_path()), std::string(solver.halo().path()));
+  };
+  const bool stores = world.backend() == Backend::cuda && world.size() > 1;
+  for (const char* value : {"auto", "device-comm", "peer-copy"}) {
+    if (std::string(value) == "peer-copy" && world.backend() != Backend::cuda && world.size() > 1) continue;
+    const auto [path, halo] = path_with(value);
+    EXPECT_EQ(path, stores && std::string(value) == "auto" ? std::string("peer-store") : halo) << value;
   }
 }
 

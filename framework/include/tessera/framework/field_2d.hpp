@@ -108,7 +108,8 @@ class PeerCopy;
 }
 
 // How a HaloExchange moves its messages, HaloExchange::path(), chosen when it is made, the same on
-// every rank; TESSERA_HALO=auto|peer-copy|device-comm (auto when unset) asks for one:
+// every rank; TESSERA_HALO=auto|peer-copy|device-comm (auto when unset) asks for one (peer-store,
+// the Jacobi step's own path, algorithms/stencil.hpp, takes auto's here):
 //   peer-copy    under cuda, with every neighbour on the node and its GPU reachable (CUDA IPC, peer
 //                access or the same GPU): each message copied by the copy engines straight into
 //                the receiver's buffer, mapped once; no SM and no host memory carry it. Asked for

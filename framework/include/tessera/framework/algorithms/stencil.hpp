@@ -19,11 +19,13 @@
 // maximum, which no order of combination changes.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "tessera/framework/algorithms/skeleton.hpp"
 #include "tessera/framework/collective_plan.hpp"
@@ -32,6 +34,10 @@
 #include "tessera/kernels/stencil.hpp"
 
 namespace tessera {
+
+namespace detail {
+class PeerStores;
+}
 
 // What lies beyond the ends of a 1-D array: zeros, or the array again (periodic).
 enum class Boundary { zero, periodic };
@@ -95,6 +101,11 @@ class Jacobi {
   void sweep_split(index_t times = 1);
   void exchange(index_t times = 1);
   const HaloExchange& halo() const { return *halo_; }
+  // How the overlapped step moves the frame's cells: "peer-store" (under cuda with every neighbour
+  // on the node and its GPU mappable: the frame's sweep writes them straight into the neighbours'
+  // ghost cells, their streams ordered by flags in device memory; auto's choice where every rank
+  // can take it, TESSERA_HALO=peer-store asks for it), or the halo's path (halo().path()).
+  const char* exchange_path() const;
   // The collectives of run_until(last) from the current iteration (collective_plan.hpp), unless it
   // converges first: each iteration's halo exchange (none on one rank), and an allreduce of the
   // residual at each check.
@@ -104,6 +115,9 @@ class Jacobi {
   // Whether this rank has anything to exchange (one rank alone has not).
   bool exchanges() const { return halo_->peers() > 0 || halo_->bytes_sent() > 0; }
   void iterate(bool check);
+  // Queues on `queue` the wait for the neighbours' stores of the last frame (peer-store path only):
+  // before other work reads or writes the ghosts.
+  void settle(const kernels::Queue& queue) const;
   void sweep_parts(const T* in, T* out, T* change, bool exchange);
   index_t interior_left_column() const;
   double finish_check();
@@ -119,6 +133,9 @@ class Jacobi {
   kernels::Queue edge_queue_;  // high priority under cuda; the field's queue under cpu
   std::unique_ptr<HaloExchange> halo_;
   T* change_ = nullptr;        // backend memory: max |u_k - u_(k-1)| of this block
+  std::unique_ptr<detail::PeerStores> stores_;  // the peer-store path, or null
+  std::array<std::vector<kernels::FrameCopy<T>>, 2> copies_;  // its copies of the frame of u's and v's origin
+  std::array<const T*, 2> origins_{};
 };
 
 extern template DistArray<float> convolve<float>(const DistArray<float>&, std::span<const float>, Boundary, PhaseTimes*);

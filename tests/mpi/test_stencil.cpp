@@ -80,6 +80,16 @@ bool same_bits_t(T a, T b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
+// Rank 0's check of a gathered rows x cols field against the serial loop's: bitwise equal, or the
+// first cell that differs named.
+template <class T>
+void expect_field_equal(const std::vector<T>& got, const std::vector<T>& want, index_t rows, index_t cols,
+                        const std::string& where) {
+  index_t c = 0;
+  while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
+  EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
+}
+
 // An environment variable set for a scope, and put back as it was after it.
 class ScopedEnv {
  public:
@@ -316,9 +326,7 @@ TYPED_TEST(JacobiTest, BitwiseEqualToTheSerialLoopOnEveryGrid) {
                   << where << ": residual " << solver.residual() << ", serial " << want_residual;
               const std::vector<T> got = u.gather(0);
               if (world.rank() != 0) continue;
-              index_t c = 0;
-              while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
-              EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
+              expect_field_equal(got, want, rows, cols, where);
             }
         }
     }
@@ -352,9 +360,7 @@ TYPED_TEST(JacobiTest, PartsQueuedBackToBackLeaveTheSerialLoopsIterates) {
       EXPECT_EQ(solver.iteration(), 7) << where;
       const std::vector<T> got = u.gather(0);
       if (world.rank() != 0) continue;
-      index_t c = 0;
-      while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
-      EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
+      expect_field_equal(got, want, rows, cols, where);
     }
   }
 }
@@ -411,9 +417,7 @@ TYPED_TEST(JacobiTest, PeerStoreStepsGiveTheSerialLoopsIterates) {
           EXPECT_EQ(solver.iteration(), 8) << where;
           const std::vector<T> got = u.gather(0);
           if (world.rank() != 0) continue;
-          index_t c = 0;
-          while (c < rows * cols && same_bits_t(got[static_cast<std::size_t>(c)], want[static_cast<std::size_t>(c)])) ++c;
-          EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
+          expect_field_equal(got, want, rows, cols, where);
         }
   }
 }

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -220,6 +222,64 @@ TYPED_TEST(StencilGpu, FramePacksItsRectanglesAsItSweeps) {
                                   rectangles, packed.device);
         const index_t differs = first_difference(packed.device_to_host(), want);
         EXPECT_EQ(differs, -1) << where << ": packed element " << differs;
+        EXPECT_EQ(first_difference(out.device_to_host(), cpu_out), -1) << where << ": the frame itself";
+      }
+    }
+}
+
+// The frame's rectangles written to destinations of their own leading dimension as they are computed
+// (stencil_2d_frame's copies: the peer-store path's writes into a neighbour's ghost cells): each
+// destination holds the whole sweep's cells of its rectangle and nothing around it changes, on the
+// device (in the launch, and by copies after it past kMaxFramePacks rectangles) as on the cpu.
+TYPED_TEST(StencilGpu, FrameCopiesReachDestinationsOfTheirOwnLeadingDimension) {
+  using T = TypeParam;
+  const kernels::StencilFrame f{2, 1, 4, 3};
+  std::uint64_t seed = test_seed();
+  for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{9, 11}, {301, 517}})
+    for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
+      const index_t ld = cols + 7, to_ld = cols + 5;
+      auto rect = [&](index_t r, index_t c, index_t nr, index_t nc) { return kernels::Rectangle{r * ld + c, ld, nr, nc}; };
+      std::vector<kernels::Rectangle> few = {rect(0, 0, rows, 2), rect(rows - 1, 0, 1, cols), rect(0, cols - 3, rows, 3),
+                                             rect(rows / 2, 3, 1, 1)};
+      std::vector<kernels::Rectangle> many = few;
+      for (index_t k = 0; k < 7; ++k) many.push_back(rect(k % 2, k, 1, 1 + k % 3));
+      for (const auto& rectangles : {few, many}) {
+        const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(shape) +
+                                  " " + std::to_string(rectangles.size()) + " rectangles seed=" + std::to_string(seed + 1);
+        const StencilWeights<T> w = random_weights<T>(shape, ++seed);
+        const auto input = host_generate<T>((rows + 2) * ld, ++seed);
+        const index_t origin = ld + 1;
+        // Each rectangle to its own rows of the destination, one row apart, from column 2.
+        std::vector<index_t> at;
+        index_t dest_rows = 1;
+        for (const kernels::Rectangle& r : rectangles) {
+          at.push_back(dest_rows * to_ld + 2);
+          dest_rows += r.rows + 1;
+        }
+        std::vector<T> whole = poisoned<T>(input.size());
+        kernels::stencil_2d(cpu_queue(), input.data() + origin, ld, whole.data() + origin, ld, rows, cols, w);
+        std::vector<T> want = poisoned<T>(static_cast<std::size_t>(dest_rows * to_ld));
+        for (std::size_t k = 0; k < rectangles.size(); ++k)
+          for (index_t r = 0; r < rectangles[k].rows; ++r)
+            for (index_t c = 0; c < rectangles[k].cols; ++c)
+              want[static_cast<std::size_t>(at[k] + r * to_ld + c)] =
+                  whole[static_cast<std::size_t>(origin + rectangles[k].offset + r * ld + c)];
+        auto copies_to = [&](T* dest) {
+          std::vector<kernels::FrameCopy<T>> copies;
+          for (std::size_t k = 0; k < rectangles.size(); ++k) copies.push_back({rectangles[k], dest + at[k], to_ld});
+          return copies;
+        };
+        std::vector<T> cpu_out = poisoned<T>(input.size()), cpu_dest = poisoned<T>(want.size());
+        kernels::stencil_2d_frame(cpu_queue(), input.data() + origin, ld, cpu_out.data() + origin, ld, rows, cols, f, w,
+                                  nullptr, std::span<const kernels::FrameCopy<T>>(copies_to(cpu_dest.data())));
+        EXPECT_EQ(first_difference(cpu_dest, want), -1) << where << " (cpu)";
+        Mirrored<T> in(input);
+        Mirrored<T> out(poisoned<T>(input.size()));
+        Mirrored<T> dest(poisoned<T>(want.size()));
+        kernels::stencil_2d_frame(cuda_queue(), in.device + origin, ld, out.device + origin, ld, rows, cols, f, w, nullptr,
+                                  std::span<const kernels::FrameCopy<T>>(copies_to(dest.device)));
+        const index_t differs = first_difference(dest.device_to_host(), want);
+        EXPECT_EQ(differs, -1) << where << ": destination element " << differs;
         EXPECT_EQ(first_difference(out.device_to_host(), cpu_out), -1) << where << ": the frame itself";
       }
     }

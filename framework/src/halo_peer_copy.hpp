@@ -122,8 +122,9 @@ class PeerStores {
   PeerStores(const PeerStores&) = delete;
   PeerStores& operator=(const PeerStores&) = delete;
 
-  // The copies of the frame of the field at `origin` (one of the two given to make).
-  const std::vector<Copy>& copies(const void* origin) const;
+  // Which of the two fields given to make `origin` is (0 or 1), and the copies of that field's frame.
+  int field(const void* origin) const;
+  const std::vector<Copy>& copies(int field) const { return copies_[static_cast<std::size_t>(field)]; }
   // Queues, on `queue`, the wait for the neighbours' last frame (nothing before the first).
   void wait(const kernels::Queue& queue) const;
   // Queues, on `queue` after the frame, the flag of this frame at each neighbour.

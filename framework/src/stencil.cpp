@@ -202,14 +202,17 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
   if ((requested == detail::HaloPath::automatic || requested == detail::HaloPath::peer_store) &&
       u.context().size() > 1) {
     std::string why_not;
-    origins_ = {u_.origin(), v_.origin()};
-    stores_ = detail::PeerStores::make(u.context(), u.layout(), shape, {origins_[0], origins_[1]}, sizeof(T), &why_not);
+    stores_ = detail::PeerStores::make(u.context(), u.layout(), shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
     if (!stores_ && requested == detail::HaloPath::peer_store)
       throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
                        why_not);
-    for (std::size_t f = 0; f < 2 && stores_; ++f)
-      for (const detail::PeerStores::Copy& c : stores_->copies(origins_[f]))
-        copies_[f].push_back({c.from, static_cast<T*>(c.to), c.to_ld});
+  }
+  for (int f = 0; f < 2; ++f) {
+    auto& copies = copies_[static_cast<std::size_t>(f)];
+    if (stores_)
+      for (const detail::PeerStores::Copy& c : stores_->copies(f)) copies.push_back({c.from, static_cast<T*>(c.to), c.to_ld});
+    else
+      copies = kernels::packed_copies(halo_->packed_sends(), static_cast<T*>(halo_->send_buffer()));
   }
 }
 
@@ -289,17 +292,17 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   const bool store = exchange && stores_;
   const bool fuse_pack = exchange && has_interior;
   auto sweep_frame = [&] {
-    if (store) {
-      stores_->wait(edge_queue_);
+    if (store) stores_->wait(edge_queue_);
+    if (store || has_interior) {
       const kernels::StencilFrame whole{lr, lr, lc, lc};  // no interior: the frame is the block
+      std::span<const kernels::FrameCopy<T>> copies;
+      if (store || fuse_pack) copies = copies_[static_cast<std::size_t>(stores_ ? stores_->field(out) : 0)];
       kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, has_interior ? frame : whole, weights_, change,
-                                std::span<const kernels::FrameCopy<T>>(copies_[out == origins_[0] ? 0 : 1]));
-      stores_->signal(edge_queue_);
-    } else if (has_interior)
-      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change,
-                                fuse_pack ? halo_->packed_sends() : std::span<const kernels::Rectangle>{},
-                                fuse_pack ? static_cast<T*>(halo_->send_buffer()) : nullptr);
-    else kernels::stencil_2d(edge_queue_, in, ld, out, ld, lr, lc, weights_, change);
+                                copies);
+    } else {
+      kernels::stencil_2d(edge_queue_, in, ld, out, ld, lr, lc, weights_, change);
+    }
+    if (store) stores_->signal(edge_queue_);
   };
   auto start_exchange = [&] {
     if (fuse_pack) halo_->start_packed(out);

@@ -2,7 +2,6 @@
 // the queue.
 #include <algorithm>
 #include <string>
-#include <vector>
 
 #include "backend_dispatch.hpp"
 #include "memory_backends.hpp"
@@ -90,13 +89,8 @@ void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, 
                             std::span<const Rectangle> pack_to, T* packed) {
   TESSERA_ASSERT(packed != nullptr || std::all_of(pack_to.begin(), pack_to.end(), [](const Rectangle& r) { return r.size() == 0; }),
                  "stencil_2d_frame: rectangles to pack and no packed buffer");
-  std::vector<FrameCopy<T>> copies;
-  index_t at = 0;
-  for (const Rectangle& r : pack_to) {
-    copies.push_back({r, packed + at, r.cols});
-    at += std::max<index_t>(r.size(), 0);
-  }
-  dispatch_stencil_frame<T>(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies);
+  dispatch_stencil_frame<T>(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change,
+                            packed_copies(pack_to, packed));
 }
 
 template <class T>

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -180,6 +181,18 @@ TYPED_TEST(StencilGpu, FrameSweepsTheFrameCellsOnly) {
       }
 }
 
+// Rectangles of a rows x cols region (ld) within the frame {2, 1, 4, 3} of the tests below: across
+// two parts of the frame (the top rows and the left columns), within one, a single cell, an empty
+// one; then the same and more than the launch takes (kMaxFramePacks).
+std::array<std::vector<kernels::Rectangle>, 2> frame_rectangles(index_t rows, index_t cols, index_t ld) {
+  auto rect = [&](index_t r, index_t c, index_t nr, index_t nc) { return kernels::Rectangle{r * ld + c, ld, nr, nc}; };
+  std::vector<kernels::Rectangle> few = {rect(0, 0, rows, 2),     rect(rows - 1, 0, 1, cols), rect(0, cols - 3, rows, 3),
+                                         rect(1, 1, 1, cols - 2), rect(rows / 2, 3, 1, 1),    rect(0, 0, 0, 5)};
+  std::vector<kernels::Rectangle> many = few;
+  for (index_t k = 0; k < 7; ++k) many.push_back(rect(k % 2, k, 1, 1 + k % 3));
+  return {few, many};
+}
+
 // The frame's cells written to a packed buffer as they are computed (stencil_2d_frame's pack_to): the
 // buffer as pack_rectangles of the whole sweep's output packs the same rectangles, on the device (in
 // the launch for up to kMaxFramePacks rectangles, packed after it for more) as on the cpu.
@@ -191,14 +204,7 @@ TYPED_TEST(StencilGpu, FramePacksItsRectanglesAsItSweeps) {
   for (auto [rows, cols] : shapes)
     for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
       const index_t ld = cols + 7;
-      auto rect = [&](index_t r, index_t c, index_t nr, index_t nc) { return kernels::Rectangle{r * ld + c, ld, nr, nc}; };
-      // Rectangles across two parts of the frame (the top rows and the left columns), within one,
-      // a single cell, an empty one; then more than the launch takes.
-      std::vector<kernels::Rectangle> few = {rect(0, 0, rows, 2),        rect(rows - 1, 0, 1, cols), rect(0, cols - 3, rows, 3),
-                                             rect(1, 1, 1, cols - 2),    rect(rows / 2, 3, 1, 1),    rect(0, 0, 0, 5)};
-      std::vector<kernels::Rectangle> many = few;
-      for (index_t k = 0; k < 7; ++k) many.push_back(rect(k % 2, k, 1, 1 + k % 3));
-      for (const auto& rectangles : {few, many}) {
+      for (const auto& rectangles : frame_rectangles(rows, cols, ld)) {
         const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(shape) +
                                   " " + std::to_string(rectangles.size()) + " rectangles seed=" + std::to_string(seed + 1);
         const StencilWeights<T> w = random_weights<T>(shape, ++seed);
@@ -238,12 +244,7 @@ TYPED_TEST(StencilGpu, FrameCopiesReachDestinationsOfTheirOwnLeadingDimension) {
   for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{9, 11}, {301, 517}})
     for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
       const index_t ld = cols + 7, to_ld = cols + 5;
-      auto rect = [&](index_t r, index_t c, index_t nr, index_t nc) { return kernels::Rectangle{r * ld + c, ld, nr, nc}; };
-      std::vector<kernels::Rectangle> few = {rect(0, 0, rows, 2), rect(rows - 1, 0, 1, cols), rect(0, cols - 3, rows, 3),
-                                             rect(rows / 2, 3, 1, 1)};
-      std::vector<kernels::Rectangle> many = few;
-      for (index_t k = 0; k < 7; ++k) many.push_back(rect(k % 2, k, 1, 1 + k % 3));
-      for (const auto& rectangles : {few, many}) {
+      for (const auto& rectangles : frame_rectangles(rows, cols, ld)) {
         const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(shape) +
                                   " " + std::to_string(rectangles.size()) + " rectangles seed=" + std::to_string(seed + 1);
         const StencilWeights<T> w = random_weights<T>(shape, ++seed);

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -126,9 +127,22 @@ struct FrameCopy {
   T* to = nullptr;
   index_t to_ld = 0;
 };
+// The rectangles with their destinations one after the other in `packed`, each row-major: the
+// pack_to form of stencil_2d_frame as copies (a caller that sweeps the same frame often makes them
+// once).
+template <class T>
+std::vector<FrameCopy<T>> packed_copies(std::span<const Rectangle> rectangles, T* packed) {
+  std::vector<FrameCopy<T>> copies;
+  index_t at = 0;
+  for (const Rectangle& r : rectangles) {
+    copies.push_back({r, packed + at, r.cols});
+    at += r.size() > 0 ? r.size() : 0;
+  }
+  return copies;
+}
 // stencil_2d_frame whose rectangles go to their destinations: under cuda in the same launch for up to
-// kMaxFramePacks rectangles, by copies after it for more. The pack_to form above is this with the
-// destinations one after the other in `packed`.
+// kMaxFramePacks rectangles, by copies after it for more. The pack_to form above is this with
+// packed_copies(pack_to, packed).
 void stencil_2d_frame(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
                       index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights, float* max_change,
                       std::span<const FrameCopy<float>> copies);

@@ -134,8 +134,10 @@ class Jacobi {
   std::unique_ptr<HaloExchange> halo_;
   T* change_ = nullptr;        // backend memory: max |u_k - u_(k-1)| of this block
   std::unique_ptr<detail::PeerStores> stores_;  // the peer-store path, or null
-  std::array<std::vector<kernels::FrameCopy<T>>, 2> copies_;  // its copies of the frame of u's and v's origin
-  std::array<const T*, 2> origins_{};
+  // The frame's cells the overlapped step writes elsewhere as it sweeps them, for the field the
+  // stores' field() names (both the same off the peer-store path): into the neighbours' ghost
+  // cells, or the halo's packed send buffer.
+  std::array<std::vector<kernels::FrameCopy<T>>, 2> copies_;
 };
 
 extern template DistArray<float> convolve<float>(const DistArray<float>&, std::span<const float>, Boundary, PhaseTimes*);

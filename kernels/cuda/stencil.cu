@@ -17,6 +17,21 @@ void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, in
   detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, queue.stream);
 }
 
+bool stencil_2d_frame_fits_beside_interior(const Queue&, StencilShape shape, std::size_t element_bytes) {
+  const bool nine = shape == StencilShape::nine_point;
+  if (element_bytes == 8)
+    return nine ? detail::frame_fits_beside_interior<double, true>() : detail::frame_fits_beside_interior<double, false>();
+  return nine ? detail::frame_fits_beside_interior<float, true>() : detail::frame_fits_beside_interior<float, false>();
+}
+
+template <class T>
+bool stencil_2d_frame_last(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
+                           index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
+                           std::span<const FrameCopy<T>> copies, const FrameFlags& flags) {
+  return detail::stencil_2d_frame_last(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, flags,
+                                       queue.stream);
+}
+
 template <class T>
 void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out) {
   detail::convolve_1d(queue, in, n, weights, out);
@@ -42,6 +57,12 @@ template void stencil_2d_frame<float>(const Queue&, const float*, index_t, float
 template void stencil_2d_frame<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
                                        const StencilFrame&, const StencilWeights<double>&, double*,
                                        std::span<const FrameCopy<double>>);
+template bool stencil_2d_frame_last<float>(const Queue&, const float*, index_t, float*, index_t, index_t, index_t,
+                                           const StencilFrame&, const StencilWeights<float>&, float*,
+                                           std::span<const FrameCopy<float>>, const FrameFlags&);
+template bool stencil_2d_frame_last<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,
+                                            const StencilFrame&, const StencilWeights<double>&, double*,
+                                            std::span<const FrameCopy<double>>, const FrameFlags&);
 template void convolve_1d<float>(const Queue&, const float*, index_t, std::span<const float>, float*);
 template void convolve_1d<double>(const Queue&, const double*, index_t, std::span<const double>, double*);
 

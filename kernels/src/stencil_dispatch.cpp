@@ -50,18 +50,27 @@ bool within_frame(const Rectangle& r, index_t out_ld, index_t rows, index_t cols
   return !meets_inside;
 }
 
+// The frame and its copies (stencil_2d_frame, stencil_2d_frame_last: `operation`).
+template <class T>
+void check_frame(const char* operation, index_t in_ld, index_t out_ld, index_t rows, index_t cols,
+                 const StencilFrame& frame, std::span<const FrameCopy<T>> copies) {
+  check_stencil<T>(in_ld, out_ld, rows, cols);
+  // The messages are made only when a check fails (TESSERA_ASSERT evaluates them there).
+  TESSERA_ASSERT(frame.top >= 0 && frame.bottom >= 0 && frame.left >= 0 && frame.right >= 0,
+                 std::string(operation) + ": negative frame width");
+  for (const FrameCopy<T>& c : copies) {
+    TESSERA_ASSERT(within_frame(c.from, out_ld, rows, cols, frame),
+                   std::string(operation) + ": a rectangle to copy outside the frame");
+    TESSERA_ASSERT(c.from.size() == 0 || (c.to != nullptr && c.to_ld >= c.from.cols),
+                   std::string(operation) + ": a rectangle to copy without a destination, or a destination ld below its width");
+  }
+}
+
 template <class T>
 void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                             index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
                             std::span<const FrameCopy<T>> copies) {
-  check_stencil<T>(in_ld, out_ld, rows, cols);
-  TESSERA_ASSERT(frame.top >= 0 && frame.bottom >= 0 && frame.left >= 0 && frame.right >= 0,
-                 "stencil_2d_frame: negative frame width");
-  for (const FrameCopy<T>& c : copies) {
-    TESSERA_ASSERT(within_frame(c.from, out_ld, rows, cols, frame), "stencil_2d_frame: a rectangle to copy outside the frame");
-    TESSERA_ASSERT(c.from.size() == 0 || (c.to != nullptr && c.to_ld >= c.from.cols),
-                   "stencil_2d_frame: a rectangle to copy without a destination, or a destination ld below its width");
-  }
+  check_frame("stencil_2d_frame", in_ld, out_ld, rows, cols, frame, copies);
   // Under cuda the first kMaxFramePacks rectangles in the launch, the rest copied after it, behind them.
   const std::span<const FrameCopy<T>> fused = copies.first(std::min(copies.size(), kMaxFramePacks));
   auto copy_after = [&](std::span<const FrameCopy<T>> rest, auto copy_2d) {
@@ -91,6 +100,19 @@ void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, 
                  "stencil_2d_frame: rectangles to pack and no packed buffer");
   dispatch_stencil_frame<T>(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change,
                             packed_copies(pack_to, packed));
+}
+
+template <class T>
+bool dispatch_stencil_frame_last(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
+                                 index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights,
+                                 T* max_change, std::span<const FrameCopy<T>> copies, const FrameFlags& flags) {
+  check_frame("stencil_2d_frame_last", in_ld, out_ld, rows, cols, frame, copies);
+  TESSERA_ASSERT(flags.waits >= 0 && flags.sets >= 0, "stencil_2d_frame_last: a negative flag count");
+  bool queued = false;
+  TESSERA_DISPATCH(q, queued = false,
+                   queued = cuda::stencil_2d_frame_last(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change,
+                                                        copies, flags));
+  return queued;
 }
 
 template <class T>
@@ -129,6 +151,25 @@ void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* o
                       index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
                       double* max_change, std::span<const Rectangle> pack_to, double* packed) {
   dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed);
+}
+
+bool stencil_2d_frame_fits_beside_interior(const Queue& q, StencilShape shape, std::size_t element_bytes) {
+  TESSERA_ASSERT(element_bytes == 4 || element_bytes == 8, "stencil_2d_frame_fits_beside_interior: 4- or 8-byte elements");
+  bool fits = false;
+  TESSERA_DISPATCH(q, fits = false, fits = cuda::stencil_2d_frame_fits_beside_interior(q, shape, element_bytes));
+  return fits;
+}
+
+bool stencil_2d_frame_last(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
+                           index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights,
+                           float* max_change, std::span<const FrameCopy<float>> copies, const FrameFlags& flags) {
+  return dispatch_stencil_frame_last(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, flags);
+}
+
+bool stencil_2d_frame_last(const Queue& q, const double* in, index_t in_ld, double* out, index_t out_ld, index_t rows,
+                           index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
+                           double* max_change, std::span<const FrameCopy<double>> copies, const FrameFlags& flags) {
+  return dispatch_stencil_frame_last(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, flags);
 }
 
 void stencil_2d_frame(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,

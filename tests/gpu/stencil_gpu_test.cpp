@@ -193,6 +193,32 @@ std::array<std::vector<kernels::Rectangle>, 2> frame_rectangles(index_t rows, in
   return {few, many};
 }
 
+// Each rectangle to its own rows of a destination of leading dimension to_ld, one row apart, from
+// column 2: where each starts, and the destination as the copies of the whole sweep's cells (`whole`,
+// the region at `origin`, ld) leave it (poison elsewhere).
+template <class T>
+struct CopyDestinations {
+  std::vector<index_t> at;
+  std::vector<T> want;
+};
+template <class T>
+CopyDestinations<T> copy_destinations(const std::vector<kernels::Rectangle>& rectangles, index_t to_ld,
+                                      const std::vector<T>& whole, index_t origin, index_t ld) {
+  CopyDestinations<T> d;
+  index_t dest_rows = 1;
+  for (const kernels::Rectangle& r : rectangles) {
+    d.at.push_back(dest_rows * to_ld + 2);
+    dest_rows += r.rows + 1;
+  }
+  d.want = poisoned<T>(static_cast<std::size_t>(dest_rows * to_ld));
+  for (std::size_t k = 0; k < rectangles.size(); ++k)
+    for (index_t r = 0; r < rectangles[k].rows; ++r)
+      for (index_t c = 0; c < rectangles[k].cols; ++c)
+        d.want[static_cast<std::size_t>(d.at[k] + r * to_ld + c)] =
+            whole[static_cast<std::size_t>(origin + rectangles[k].offset + r * ld + c)];
+  return d;
+}
+
 // The frame's cells written to a packed buffer as they are computed (stencil_2d_frame's pack_to): the
 // buffer as pack_rectangles of the whole sweep's output packs the same rectangles, on the device (in
 // the launch for up to kMaxFramePacks rectangles, packed after it for more) as on the cpu.
@@ -250,21 +276,9 @@ TYPED_TEST(StencilGpu, FrameCopiesReachDestinationsOfTheirOwnLeadingDimension) {
         const StencilWeights<T> w = random_weights<T>(shape, ++seed);
         const auto input = host_generate<T>((rows + 2) * ld, ++seed);
         const index_t origin = ld + 1;
-        // Each rectangle to its own rows of the destination, one row apart, from column 2.
-        std::vector<index_t> at;
-        index_t dest_rows = 1;
-        for (const kernels::Rectangle& r : rectangles) {
-          at.push_back(dest_rows * to_ld + 2);
-          dest_rows += r.rows + 1;
-        }
         std::vector<T> whole = poisoned<T>(input.size());
         kernels::stencil_2d(cpu_queue(), input.data() + origin, ld, whole.data() + origin, ld, rows, cols, w);
-        std::vector<T> want = poisoned<T>(static_cast<std::size_t>(dest_rows * to_ld));
-        for (std::size_t k = 0; k < rectangles.size(); ++k)
-          for (index_t r = 0; r < rectangles[k].rows; ++r)
-            for (index_t c = 0; c < rectangles[k].cols; ++c)
-              want[static_cast<std::size_t>(at[k] + r * to_ld + c)] =
-                  whole[static_cast<std::size_t>(origin + rectangles[k].offset + r * ld + c)];
+        const auto [at, want] = copy_destinations(rectangles, to_ld, whole, origin, ld);
         auto copies_to = [&](T* dest) {
           std::vector<kernels::FrameCopy<T>> copies;
           for (std::size_t k = 0; k < rectangles.size(); ++k) copies.push_back({rectangles[k], dest + at[k], to_ld});
@@ -283,6 +297,84 @@ TYPED_TEST(StencilGpu, FrameCopiesReachDestinationsOfTheirOwnLeadingDimension) {
         EXPECT_EQ(differs, -1) << where << ": destination element " << differs;
         EXPECT_EQ(first_difference(out.device_to_host(), cpu_out), -1) << where << ": the frame itself";
       }
+    }
+}
+
+// The region swept in one launch with its frame last (stencil_2d_frame_last): every cell as the
+// cpu's whole sweep gives it, the copies in their destinations, the residual; each flag to set one
+// step up once the launch is done (the shares of the frame's parts add up to it), the flags waited
+// for (already at or past their value) unchanged, over two launches. Where the launch cannot take
+// the sweep (more copies than it holds, an interior off the 16-byte boundary, a frame as large as
+// the interior's launch, the cpu backend) it queues nothing.
+TYPED_TEST(StencilGpu, FrameLastSweepsTheRegionCopiesItsFrameAndSetsItsFlags) {
+  using T = TypeParam;
+  const kernels::StencilFrame f{2, 1, 4, 3};
+  int device = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  std::uint64_t seed = test_seed();
+  for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{301, 517}, {1030, 2051}, {2051, 1030}})
+    for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point}) {
+      const index_t ld = (cols + 8 + 3) / 4 * 4, to_ld = cols + 5;
+      const index_t origin = ld + 4;  // the interior (column 4 of the region) on a 16-byte boundary
+      const auto [few, many] = frame_rectangles(rows, cols, ld);
+      const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(shape) +
+                                " seed=" + std::to_string(seed + 1);
+      const StencilWeights<T> w = random_weights<T>(shape, ++seed);
+      const auto input = host_generate<T>((rows + 2) * ld, ++seed);
+      std::vector<T> whole = poisoned<T>(input.size());
+      T want_change = T(0);
+      kernels::stencil_2d(cpu_queue(), input.data() + origin, ld, whole.data() + origin, ld, rows, cols, w, &want_change);
+      const auto [at, want] = copy_destinations(few, to_ld, whole, origin, ld);
+
+      Mirrored<T> in(input);
+      Mirrored<T> out(poisoned<T>(input.size()));
+      Mirrored<T> dest(poisoned<T>(want.size()));
+      Mirrored<T> change(std::vector<T>{T(0)});
+      // Flags 0-2 waited for (at or past 5), 3-4 set.
+      constexpr std::uint64_t step = kernels::kFrameFlagStep;
+      Mirrored<std::uint64_t> flags(std::vector<std::uint64_t>{5, 9, 5, 0, 3});
+      std::vector<kernels::FrameCopy<T>> copies;
+      for (std::size_t k = 0; k < few.size(); ++k) copies.push_back({few[k], dest.device + at[k], to_ld});
+      kernels::FrameFlags ff;
+      ff.waits = 3;
+      for (int k = 0; k < 3; ++k) ff.wait[k] = flags.device + k;
+      ff.wait_value = 5;
+      ff.sets = 2;
+      ff.set[0] = flags.device + 3;
+      ff.set[1] = flags.device + 4;
+      for (std::uint64_t launch = 0; launch < 2; ++launch) {
+        const bool queued = kernels::stencil_2d_frame_last(cuda_queue(), in.device + origin, ld, out.device + origin, ld,
+                                                           rows, cols, f, w, change.device, copies, ff);
+        ASSERT_EQ(queued, major >= 9) << where << ": the sweep takes sm_90 or later";
+        if (!queued) return;
+        const index_t differs = first_difference(out.device_to_host(), whole);
+        EXPECT_EQ(differs, -1) << where << " launch " << launch << ": output element " << differs;
+        EXPECT_EQ(first_difference(dest.device_to_host(), want), -1) << where << " launch " << launch << ": the copies";
+        EXPECT_EQ(change.device_to_host()[0], want_change) << where << " launch " << launch;
+        EXPECT_EQ(flags.device_to_host(), (std::vector<std::uint64_t>{5, 9, 5, (launch + 1) * step, 3 + (launch + 1) * step}))
+            << where << " launch " << launch << ": the flags";
+      }
+
+      // Nothing queued where the launch cannot take the sweep.
+      Mirrored<T> untouched(poisoned<T>(input.size()));
+      std::vector<kernels::FrameCopy<T>> too_many;
+      for (const kernels::Rectangle& r : many) too_many.push_back({r, dest.device, to_ld});
+      EXPECT_FALSE(kernels::stencil_2d_frame_last(cuda_queue(), in.device + origin, ld, untouched.device + origin, ld, rows,
+                                                  cols, f, w, nullptr, too_many, ff))
+          << where << ": " << many.size() << " copies";
+      EXPECT_FALSE(kernels::stencil_2d_frame_last(cuda_queue(), in.device + origin + 1, ld, untouched.device + origin + 1,
+                                                  ld, rows, cols - 1, f, w, nullptr, {}, ff))
+          << where << ": an interior off the 16-byte boundary";
+      EXPECT_FALSE(kernels::stencil_2d_frame_last(cuda_queue(), in.device + origin, ld, untouched.device + origin, ld, 9,
+                                                  30, f, w, nullptr, {}, ff))
+          << where << ": a 9 x 30 region, whose frame would take more than a quarter of the launch";
+      std::vector<T> host_out = poisoned<T>(input.size());
+      EXPECT_FALSE(kernels::stencil_2d_frame_last(cpu_queue(), input.data() + origin, ld, host_out.data() + origin, ld,
+                                                  rows, cols, f, w, nullptr, {}, kernels::FrameFlags{}))
+          << where << ": the cpu backend";
+      EXPECT_EQ(first_difference(untouched.device_to_host(), poisoned<T>(input.size())), -1) << where;
+      EXPECT_EQ(first_difference(host_out, poisoned<T>(input.size())), -1) << where;
     }
 }
 

@@ -332,6 +332,58 @@ struct CellPacks {
   void* to[kMax]{};
 };
 
+// Cell i of the regions (in the cells kernel's order) swept: to out, and to each pack that holds
+// it. kFrameLast (a cell of the frame-last sweep): its reads go to L2 (ld.cg), past a first-level
+// cache that may hold lines another GPU has written since (the ghosts), and the regions hold fewer
+// than 2^32 cells, so that the cell's row and column come from a 32-bit division (a 64-bit one is
+// a call, whose saved registers the bulk kernel around the frame-last sweep has no room for).
+template <class T, bool kNine, bool kFrameLast = false>
+__device__ __forceinline__ void stencil_cell(const T* __restrict__ in, index_t in_ld, T* __restrict__ out,
+                                             index_t out_ld, const CellRegions& regions, const StencilWeights<T>& w,
+                                             const CellPacks& packs, index_t i, bool change, ChangeBits<T>& largest) {
+  // Every array indexed by constants, so that the arguments are read where they lie (an argument
+  // indexed at run time is copied to local memory first).
+  index_t first = 0, row = regions.row[0], col = regions.col[0], cols = regions.cols[0];
+#pragma unroll
+  for (int j = 1; j < CellRegions::kMax; ++j)
+    if (j < regions.count && i >= regions.first_cell[j]) {
+      first = regions.first_cell[j];
+      row = regions.row[j];
+      col = regions.col[j];
+      cols = regions.cols[j];
+    }
+  const index_t at = i - first;
+  index_t r, c;
+  if constexpr (kFrameLast) {
+    r = row + static_cast<std::uint32_t>(at) / static_cast<std::uint32_t>(cols);
+    c = col + static_cast<std::uint32_t>(at) % static_cast<std::uint32_t>(cols);
+  } else {
+    r = row + at / cols;
+    c = col + at % cols;
+  }
+  const T* p = in + r * in_ld + c;
+  auto read = [p](index_t o) {
+    if constexpr (kFrameLast) return __ldcg(p + o);
+    else return p[o];
+  };
+  const T centre = read(0);
+  T acc;
+  if constexpr (kNine)
+    acc = stencil_point<T, true>(w, centre, read(-in_ld), read(in_ld), read(-1), read(1), read(-in_ld - 1),
+                                 read(-in_ld + 1), read(in_ld - 1), read(in_ld + 1));
+  else
+    acc = stencil_point<T, false>(w, centre, read(-in_ld), read(in_ld), read(-1), read(1), T{}, T{}, T{}, T{});
+  out[r * out_ld + c] = acc;
+#pragma unroll
+  for (int q = 0; q < CellPacks::kMax; ++q) {
+    if (q >= packs.count) break;
+    const index_t dr = r - packs.row[q], dc = c - packs.col[q];
+    if (dr >= 0 && dr < packs.rows[q] && dc >= 0 && dc < packs.cols[q])
+      static_cast<T*>(packs.to[q])[dr * packs.to_ld[q] + dc] = acc;
+  }
+  if (change) largest = std::max(largest, change_bits(acc, centre));
+}
+
 // Thin regions (a block's edge rows and columns, a few cells wide): one thread per cell, consecutive
 // threads along a row and on to the next, so that every cell is in flight at once rather than
 // marched down by a few lanes.
@@ -342,35 +394,71 @@ __global__ void __launch_bounds__(Tuning::kNarrowThreads)
   ChangeBits<T> largest = 0;
   const index_t cells = regions.cells();
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cells; i += stride) {
-    int k = 0;
-#pragma unroll
-    for (int j = 1; j < CellRegions::kMax; ++j)
-      if (j < regions.count && i >= regions.first_cell[j]) k = j;
-    const index_t at = i - regions.first_cell[k];
-    const index_t r = regions.row[k] + at / regions.cols[k];
-    const index_t c = regions.col[k] + at % regions.cols[k];
-    const T* p = in + r * in_ld + c;
-    const T centre = p[0];
-    T acc;
-    if constexpr (kNine)
-      acc = stencil_point<T, true>(w, centre, p[-in_ld], p[in_ld], p[-1], p[1], p[-in_ld - 1], p[-in_ld + 1],
-                                   p[in_ld - 1], p[in_ld + 1]);
-    else
-      acc = stencil_point<T, false>(w, centre, p[-in_ld], p[in_ld], p[-1], p[1], T{}, T{}, T{}, T{});
-    out[r * out_ld + c] = acc;
-    for (int k = 0; k < packs.count; ++k) {
-      const index_t dr = r - packs.row[k], dc = c - packs.col[k];
-      if (dr >= 0 && dr < packs.rows[k] && dc >= 0 && dc < packs.cols[k])
-        static_cast<T*>(packs.to[k])[dr * packs.to_ld[k] + dc] = acc;
-    }
-    if (max_change) largest = std::max(largest, change_bits(acc, centre));
-  }
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cells; i += stride)
+    stencil_cell<T, kNine>(in, in_ld, out, out_ld, regions, w, packs, i, max_change != nullptr, largest);
   if (max_change) {
     largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
     if (lane_id() == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
   }
 }
+
+// The frame of the frame-last sweep (stencil_2d_frame_last): the region's origin, its frame's cells,
+// their copies, and the flags around them.
+template <class T>
+struct FrameLast {
+  const T* in = nullptr;
+  index_t in_ld = 0;
+  T* out = nullptr;
+  index_t out_ld = 0;
+  index_t cells = 0;   // regions.cells(), which indexes its array at run time
+  index_t chunks = 0;  // blocks of the launch that sweep kThreads cells of the frame each
+  // Each such block's share of kFrameFlagStep, block 0's (with the remainder): a 64-bit division
+  // in the kernel is a call.
+  std::uint64_t share = 0, first_share = 0;
+  CellRegions regions;
+  CellPacks packs;
+  FrameFlags flags;
+};
+struct NoFrameLast {};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ std::uint64_t load_acquire_system(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void add_release_system(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+
+// The frame, after a thread block's share of the interior: the first `chunks` blocks take kThreads
+// cells each (the frame-last launch has at least four times as many blocks), wait, thread 0
+// polling, until every flag to wait for is at its value, sweep their cells, and add their share of
+// kFrameFlagStep to each flag to set (block 0 the remainder), with release at system scope after
+// the block's barrier: every store of the block is visible before its share.
+template <class T, bool kNine, int kThreads>
+__device__ __forceinline__ void sweep_frame_last(const FrameLast<T>& f, const StencilWeights<T>& w, bool change,
+                                                 ChangeBits<T>& largest) {
+  if (static_cast<index_t>(blockIdx.x) >= f.chunks) return;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) {
+#pragma unroll
+    for (int k = 0; k < FrameFlags::kMax; ++k)
+      if (k < f.flags.waits)
+        while (load_acquire_system(f.flags.wait[k]) < f.flags.wait_value) __nanosleep(100);
+  }
+  __syncthreads();
+  const index_t i = static_cast<index_t>(blockIdx.x) * kThreads + tid;
+  if (i < f.cells) stencil_cell<T, kNine, true>(f.in, f.in_ld, f.out, f.out_ld, f.regions, w, f.packs, i, change, largest);
+  __syncthreads();
+  if (tid == 0) {
+    const std::uint64_t share = blockIdx.x == 0 ? f.first_share : f.share;
+#pragma unroll
+    for (int k = 0; k < FrameFlags::kMax; ++k)
+      if (k < f.flags.sets) add_release_system(f.flags.set[k], share);
+  }
+}
+#endif
 
 template <class T, class Tuning = Stencil2dTuning>
 void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld, const CellRegions& regions,
@@ -388,14 +476,14 @@ void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld,
   else launch.template operator()<stencil_2d_cells_kernel<T, false, Tuning>>();
 }
 
-// The frame of a region (StencilFrame::parts), all its parts in one launch, writing the cells of
-// each copy (at most CellPacks::kMax, offsets >= 0 with ld out_ld) to its destination too.
-template <class T, class Tuning = Stencil2dTuning>
-void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
-                      const StencilFrame& frame, const StencilWeights<T>& w, T* max_change,
-                      std::span<const FrameCopy<T>> copies, StreamHandle stream) {
+// The frame's parts as cell regions, and its copies (at most CellPacks::kMax) as packs.
+inline CellRegions frame_regions(const StencilFrame& frame, index_t rows, index_t cols) {
   CellRegions regions;
   for (const StencilFrame::Part& p : frame.parts(rows, cols)) regions.add(p.row, p.col, p.rows, p.cols);
+  return regions;
+}
+template <class T>
+CellPacks frame_packs(std::span<const FrameCopy<T>> copies, index_t out_ld) {
   CellPacks packs;
   for (const FrameCopy<T>& copy : copies) {
     const Rectangle& r = copy.from;
@@ -408,7 +496,17 @@ void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_
     packs.to_ld[packs.count] = copy.to_ld;
     ++packs.count;
   }
-  launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, regions, w, max_change, stream, packs);
+  return packs;
+}
+
+// The frame of a region (StencilFrame::parts), all its parts in one launch, writing the cells of
+// each copy (at most CellPacks::kMax, offsets >= 0 with ld out_ld) to its destination too.
+template <class T, class Tuning = Stencil2dTuning>
+void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                      const StencilFrame& frame, const StencilWeights<T>& w, T* max_change,
+                      std::span<const FrameCopy<T>> copies, StreamHandle stream) {
+  launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, frame_regions(frame, rows, cols), w, max_change, stream,
+                                     frame_packs(copies, out_ld));
 }
 
 // The other way to sweep: tiles of kRows rows, each lane loading its kRows + 2 slices at once
@@ -541,11 +639,12 @@ inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kB
 // proxy's, the copy is the async proxy's). The slot reads are volatile, so that the compiler never
 // reads a slot again after the barrier in place of keeping the values. sm_90 only: the dispatch checks the kernel was
 // compiled for it (the body is empty below).
-template <class T, bool kNine, class Tuning = Stencil2dBulkTuning>
+template <class T, bool kNine, class Tuning = Stencil2dBulkTuning, bool kFrameLast = false>
 __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
                                   sizeof(T) == 8 && kNine ? Tuning::kMinBlocksPerSmNineDouble : Tuning::kMinBlocksPerSm)
     stencil_2d_bulk_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
-                           Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
+                           Stencil2dShape shape, StencilWeights<T> w, T* max_change,
+                           std::conditional_t<kFrameLast, FrameLast<T>, NoFrameLast> last) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "single elements are copied by cp.async of 4 or 8 bytes");
   constexpr int kV = Vector<T>::kItems;
@@ -657,6 +756,7 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
     }
     fills += static_cast<unsigned>(loads);
   }
+  if constexpr (kFrameLast) sweep_frame_last<T, kNine, kThreads>(last, w, max_change != nullptr, largest);
   if (max_change) {
     largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
     if (lane_id() == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
@@ -667,9 +767,9 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
 // Whether the bulk kernel runs on the current device: its code there was compiled for sm_90 or
 // later (not an sm_80 image, nor PTX of an earlier architecture compiled at load time). Once per
 // device; also lifts the kernel's dynamic shared memory limit there.
-template <class T, bool kNine, class Tuning>
+template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 bool bulk_sweep_available() {
-  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning>;
+  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
   constexpr int kMaxDevices = 64;
   static std::array<std::once_flag, kMaxDevices> once;
   static std::array<bool, kMaxDevices> available{};
@@ -709,18 +809,31 @@ Stencil2dShape stencil_2d_shape(index_t rows, index_t cols, index_t shift, index
   return shape;
 }
 
+// The bulk kernel's tiles and grid: one wave, every thread block resident at once (the frame-last
+// sweep's blocks wait for flags only other devices set, never for each other).
+template <class T, bool kNine, class Tuning, bool kFrameLast = false>
+Stencil2dShape bulk_shape(index_t rows, index_t cols, unsigned* grid) {
+  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
+  constexpr int kThreads = Tuning::kWarps * kWarpThreads;
+  const index_t resident =
+      static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kernel>(kThreads, kBulkSharedBytes<T, Tuning>);
+  const Stencil2dShape shape = stencil_2d_shape<T, true, Tuning>(rows, cols, 0, resident);
+  *grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
+  return shape;
+}
+
 // The bulk kernel on an aligned region (in and out on 16-byte boundaries at column 0, rows keeping
 // them); the caller has checked bulk_sweep_available.
-template <class T, bool kNine, class Tuning>
+template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 void launch_stencil_2d_bulk(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
-                            const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
-  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning>;
+                            const StencilWeights<T>& w, T* max_change, StreamHandle stream,
+                            const std::conditional_t<kFrameLast, FrameLast<T>, NoFrameLast>& last = {}) {
+  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   constexpr std::size_t kShared = kBulkSharedBytes<T, Tuning>;
-  const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kernel>(kThreads, kShared);
-  const Stencil2dShape shape = stencil_2d_shape<T, true, Tuning>(rows, cols, 0, resident);
-  const auto grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
-  kernel<<<grid, kThreads, kShared, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change);
+  unsigned grid = 0;
+  const Stencil2dShape shape = bulk_shape<T, kNine, Tuning, kFrameLast>(rows, cols, &grid);
+  kernel<<<grid, kThreads, kShared, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change, last);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
@@ -775,6 +888,94 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
     else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
     else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
     else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
+  }
+}
+
+// Whether a thread block of the frame launched on its own (the cells kernel) fits on an SM beside as
+// many blocks of the interior's bulk sweep as the SM holds: registers (allocated 8 to a thread)
+// and threads (it takes no shared memory). Once per device; true where the bulk sweep is not
+// available (the interior's other sweeps leave room).
+template <class T, bool kNine, class Tuning = Stencil2dTuning>
+bool frame_fits_beside_interior() {
+  if (!bulk_sweep_available<T, kNine, Stencil2dBulkTuning>()) return true;
+  using Bulk = Stencil2dBulkTuning;
+  constexpr auto bulk = stencil_2d_bulk_kernel<T, kNine, Bulk>;
+  constexpr auto cells = stencil_2d_cells_kernel<T, kNine, Tuning>;
+  constexpr int kBulkThreads = Bulk::kWarps * kWarpThreads;
+  constexpr int kMaxDevices = 64;
+  static std::array<std::once_flag, kMaxDevices> once;
+  static std::array<bool, kMaxDevices> fits{};
+  const DeviceInfo& info = current_device_info();
+  std::call_once(once[info.ordinal], [&] {
+    cudaFuncAttributes bulk_attributes{}, cells_attributes{};
+    TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&bulk_attributes, bulk));
+    TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&cells_attributes, cells));
+    int registers = 0, threads = 0;
+    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, info.ordinal));
+    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, info.ordinal));
+    const int blocks = blocks_per_sm<bulk>(kBulkThreads, kBulkSharedBytes<T, Bulk>);
+    auto block_registers = [](int per_thread, int block_threads) { return (per_thread + 7) / 8 * 8 * block_threads; };
+    fits[info.ordinal] =
+        registers - blocks * block_registers(bulk_attributes.numRegs, kBulkThreads) >=
+            block_registers(cells_attributes.numRegs, Tuning::kNarrowThreads) &&
+        threads - blocks * kBulkThreads >= Tuning::kNarrowThreads;
+  });
+  return fits[info.ordinal];
+}
+
+// The interior by the bulk kernel with the frame after it in the same launch
+// (kernels::stencil_2d_frame_last); false, and nothing queued, where the interior does not take
+// the bulk sweep (not sm_90, not aligned, no wider than kNarrowCols), the frame has no cells, more
+// than a quarter of the launch's blocks would take them, or it has more copies or flags than one
+// launch holds.
+template <class T, class Tuning = Stencil2dTuning>
+bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                           const StencilFrame& frame, const StencilWeights<T>& w, T* max_change,
+                           std::span<const FrameCopy<T>> copies, const FrameFlags& flags, StreamHandle stream) {
+  using Bulk = Stencil2dBulkTuning;
+  if constexpr (sizeof(T) != 4 && sizeof(T) != 8) {
+    return false;
+  } else {
+    const index_t interior_rows = rows - frame.top - frame.bottom, interior_cols = cols - frame.left - frame.right;
+    if (interior_rows <= 0 || interior_cols <= Tuning::kNarrowCols) return false;
+    const CellRegions regions = frame_regions(frame, rows, cols);
+    // No frame: nothing would set the flags. Past 2^32 cells: stencil_cell<T, kNine, true> divides in 32 bits.
+    if (regions.cells() == 0 || regions.cells() >= (index_t(1) << 32)) return false;
+    if (copies.size() > static_cast<std::size_t>(CellPacks::kMax) || flags.waits > FrameFlags::kMax ||
+        flags.sets > FrameFlags::kMax)
+      return false;
+    const T* interior_in = in + frame.top * in_ld + frame.left;
+    T* interior_out = out + frame.top * out_ld + frame.left;
+    constexpr auto kBytes = static_cast<std::uintptr_t>(kVectorBytes);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(interior_in) % kBytes == 0 &&
+                         reinterpret_cast<std::uintptr_t>(interior_out) % kBytes == 0 &&
+                         in_ld % Vector<T>::kItems == 0 && out_ld % Vector<T>::kItems == 0;
+    if (!aligned) return false;
+    FrameLast<T> last;
+    last.in = in;
+    last.in_ld = in_ld;
+    last.out = out;
+    last.out_ld = out_ld;
+    last.regions = regions;
+    last.cells = regions.cells();
+    last.packs = frame_packs(copies, out_ld);
+    last.flags = flags;
+    constexpr int kThreads = Bulk::kWarps * kWarpThreads;
+    last.chunks = ceil_div<index_t>(last.cells, kThreads);
+    last.share = kFrameFlagStep / static_cast<std::uint64_t>(last.chunks);
+    last.first_share = kFrameFlagStep - last.share * static_cast<std::uint64_t>(last.chunks - 1);
+    auto launch = [&]<bool kNine>() {
+      if (!bulk_sweep_available<T, kNine, Bulk, true>()) return false;
+      // The frame's cells lengthen the launch by the blocks that take them; a quarter of the
+      // blocks at most, else a frame launched on its own fills the interior's spread better.
+      unsigned grid = 0;
+      bulk_shape<T, kNine, Bulk, true>(interior_rows, interior_cols, &grid);
+      if (last.chunks > static_cast<index_t>(grid) / 4) return false;
+      launch_stencil_2d_bulk<T, kNine, Bulk, true>(interior_in, in_ld, interior_out, out_ld, interior_rows,
+                                                   interior_cols, w, max_change, stream, last);
+      return true;
+    };
+    return w.shape == StencilShape::nine_point ? launch.template operator()<true>() : launch.template operator()<false>();
   }
 }
 

@@ -8,7 +8,8 @@
 //   back-to-back one iteration: the sweep, then the exchange
 //   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep
 //                (TESSERA_HALO=peer-store: the edge cells' sweep stores them straight into the
-//                neighbours' ghost cells; the exchange alone and back to back keep the halo's path)
+//                neighbours' ghost cells, at the end of the interior's launch where the path
+//                column says "frame last"; the exchange alone and back to back keep the halo's path)
 // and the share of the exchange the overlap hides, (sweep + exchange - overlapped) / exchange; then
 // the same per iteration of a run of --run K (each part queued K times back to back, as the solver's
 // run_until queues iterations: the host queues the next while the device runs the last, so its
@@ -179,7 +180,8 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   r.peers = ctx.comm().allreduce(solver.halo().peers(), ReduceOp::max);
   r.halo_path = solver.halo().path();
   if (r.halo_path != solver.exchange_path())  // peer-store: the overlapped step's own way
-    r.halo_path = std::string(solver.exchange_path()) + " (exchange alone: " + r.halo_path + ")";
+    r.halo_path = std::string(solver.exchange_path()) + (solver.frame_last() ? ", frame last" : "") +
+                  " (exchange alone: " + r.halo_path + ")";
   // The two kinds of iteration from the same field: bitwise the same result.
   Field2D<T> a = make(), b = make();
   {

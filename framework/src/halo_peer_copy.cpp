@@ -295,6 +295,7 @@ struct FieldsExported {
   cudaIpcMemHandle_t flags;
   std::uint64_t origin_bytes[2];  // from the allocation's start
   std::int64_t ld;
+  char device[16];  // the GPU's UUID
 };
 
 // The start of the allocation holding p (CUDA IPC maps whole allocations).
@@ -385,6 +386,9 @@ std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayo
     if (exported) mine.origin_bytes[f] = static_cast<std::uint64_t>(static_cast<const char*>(origins[static_cast<std::size_t>(f)]) - start);
   }
   mine.ld = layout.ld;
+  cudaDeviceProp prop{};
+  TESSERA_CUDA_CHECK(cudaGetDeviceProperties(&prop, q.device));
+  std::memcpy(mine.device, prop.uuid.bytes, sizeof mine.device);
   if ((reason = agree_max(ctx, exported ? kOk : kCannotExport)) != kOk) {
     *why_not = reason_text(reason);
     return nullptr;  // the destructor frees what was made, with the neighbours
@@ -422,6 +426,10 @@ std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayo
     *why_not = reason_text(reason);
     return nullptr;  // the destructor closes what was opened, with the neighbours
   }
+
+  ps->others_only_ = std::none_of(theirs.begin(), theirs.end(), [&](const FieldsExported& t) {
+    return std::memcmp(t.device, mine.device, sizeof mine.device) == 0;
+  });
 
   // Each neighbour's rectangles: from this block, into its field of the same index.
   const auto bytes = static_cast<index_t>(element_bytes);
@@ -468,12 +476,25 @@ int PeerStores::field(const void* origin) const {
 
 void PeerStores::wait(const kernels::Queue& queue) const {
   if (frames_ == 0) return;
-  for (std::size_t i = 0; i < neighbours_.size(); ++i) kernels::wait_flag(queue, flags_ + i, frames_);
+  for (std::size_t i = 0; i < neighbours_.size(); ++i)
+    kernels::wait_flag(queue, flags_ + i, frames_ * kernels::kFrameFlagStep);
 }
 
 void PeerStores::signal(const kernels::Queue& queue) {
   ++frames_;
-  for (const Neighbour& nb : neighbours_) kernels::write_flag(queue, nb.mapped_flags + nb.slot, frames_);
+  for (const Neighbour& nb : neighbours_)
+    kernels::write_flag(queue, nb.mapped_flags + nb.slot, frames_ * kernels::kFrameFlagStep);
+}
+
+std::optional<kernels::FrameFlags> PeerStores::frame_flags() const {
+  if (!others_only_ || neighbours_.size() > static_cast<std::size_t>(kernels::FrameFlags::kMax)) return std::nullopt;
+  kernels::FrameFlags flags;
+  for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+    flags.wait[flags.waits++] = flags_ + i;
+    flags.set[flags.sets++] = neighbours_[i].mapped_flags + neighbours_[i].slot;
+  }
+  flags.wait_value = frames_ * kernels::kFrameFlagStep;
+  return flags;
 }
 
 #else  // no CUDA in this build: the path is never taken
@@ -504,6 +525,7 @@ PeerStores::~PeerStores() = default;
 int PeerStores::field(const void*) const { return 0; }
 void PeerStores::wait(const kernels::Queue&) const {}
 void PeerStores::signal(const kernels::Queue&) {}
+std::optional<kernels::FrameFlags> PeerStores::frame_flags() const { return std::nullopt; }
 
 #endif
 

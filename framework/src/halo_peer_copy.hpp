@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/field_2d.hpp"
+#include "tessera/kernels/stencil.hpp"
 
 namespace tessera::detail {
 
@@ -92,12 +94,13 @@ class PeerCopy {
 // which the interior sweep beside it leaves none of). The iteration's two fields alternate; each
 // rank maps both of each neighbour's, and writes into the one of the same index as its own output.
 // Flags in device memory (kernels::write_flag, wait_flag) order the ranks without their hosts; for
-// the frames d = 0, 1, ... that store:
-//   wait     the queue holds frame d until each neighbour's flag here is at least d: the
+// the frames d = 0, 1, ... that store, in steps of kernels::kFrameFlagStep (s):
+//   wait     the queue holds frame d until each neighbour's flag here is at least d s: the
 //            neighbour's frame d - 1 is done, so its cells are in this rank's ghosts, and so is its
 //            reading of its own ghosts of the field that this rank's frame d writes into (frame
 //            d - 1 read them: the fields alternate);
-//   signal   after frame d, this rank's flag at each neighbour becomes d + 1.
+//   signal   after frame d, this rank's flag at each neighbour becomes (d + 1) s (written at
+//            once by the queue, or added up by the thread blocks of a frame-last sweep).
 // Any other work that reads or writes the ghosts waits first (wait on its queue).
 class PeerStores {
  public:
@@ -129,6 +132,12 @@ class PeerStores {
   void wait(const kernels::Queue& queue) const;
   // Queues, on `queue` after the frame, the flag of this frame at each neighbour.
   void signal(const kernels::Queue& queue);
+  // The same wait and signal for the next frame, done by the frame's own thread blocks
+  // (kernels::stencil_2d_frame_last), where every neighbour's GPU is another than this rank's (a
+  // block polling a flag must not hold an SM its neighbour needs to set it); nullopt otherwise. A
+  // sweep queued with them calls signalled() after.
+  std::optional<kernels::FrameFlags> frame_flags() const;
+  void signalled() { ++frames_; }
 
   struct Neighbour;
 
@@ -142,6 +151,7 @@ class PeerStores {
   std::vector<Neighbour> neighbours_;
   std::uint64_t* flags_ = nullptr;  // backend memory: one flag per neighbour, written by it
   std::uint64_t frames_ = 0;        // frames signalled so far
+  bool others_only_ = false;        // every neighbour on a GPU other than this rank's
 };
 
 }  // namespace tessera::detail

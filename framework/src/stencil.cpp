@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -207,6 +208,10 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
       throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
                        why_not);
   }
+  // The frame at the end of the interior's launch where a frame launched on its own would wait
+  // for the interior's end anyway.
+  try_frame_last_ = stores_ && stores_->frame_flags() &&
+                    !kernels::stencil_2d_frame_fits_beside_interior(u.context().queue(), weights_.shape, sizeof(T));
   for (int f = 0; f < 2; ++f) {
     auto& copies = copies_[static_cast<std::size_t>(f)];
     if (stores_)
@@ -245,7 +250,7 @@ void Jacobi<T>::iterate(bool check) {
     kernels::queue_wait(edge_queue_, q);
     halo_->run(out);
     kernels::queue_wait(q, edge_queue_);
-  } else {
+  } else if (!sweep_frame_last(in, out, change)) {
     kernels::queue_wait(edge_queue_, q);
     sweep_parts(in, out, change, true);
     kernels::queue_wait(q, edge_queue_);
@@ -264,6 +269,39 @@ const char* Jacobi<T>::exchange_path() const {
   return stores_ ? "peer-store" : halo_->path();
 }
 
+template <class T>
+kernels::StencilFrame Jacobi<T>::frame() const {
+  const index_t w = u_.ghost_width();
+  const FieldLayout& l = u_.layout();
+  return {l.process_row > 0 ? w : 0, l.process_row < l.grid_rows - 1 ? w : 0,
+          l.process_col > 0 ? interior_left_column() : 0, l.process_col < l.grid_cols - 1 ? w : 0};
+}
+
+template <class T>
+bool Jacobi<T>::has_interior(const kernels::StencilFrame& frame) const {
+  return u_.local_rows() > frame.top + frame.bottom && u_.local_cols() > frame.left + frame.right;
+}
+
+// The overlapped step on the peer-store path in one launch on the field's queue, where every
+// neighbour is on another GPU, the frame launched on its own would find no room beside the
+// interior, and the kernels can (kernels::stencil_2d_frame_last): the interior, then the frame
+// with its stores into the neighbours' ghosts, the flags polled and set by the frame's own thread
+// blocks. No second queue, no stream memory operation, no launch of the frame's own; false, and
+// nothing queued, elsewhere.
+template <class T>
+bool Jacobi<T>::sweep_frame_last(const T* in, T* out, T* change) {
+  if (!try_frame_last_) return false;
+  const std::optional<kernels::FrameFlags> flags = stores_->frame_flags();
+  const kernels::StencilFrame f = frame();
+  if (!has_interior(f)) return false;
+  const kernels::Queue& q = u_.context().queue();
+  const std::vector<kernels::FrameCopy<T>>& copies = copies_[static_cast<std::size_t>(stores_->field(out))];
+  frame_last_ = kernels::stencil_2d_frame_last(q, in, u_.ld(), out, v_.ld(), u_.local_rows(), u_.local_cols(), f,
+                                               weights_, change, copies, *flags);
+  if (frame_last_) stores_->signalled();
+  return frame_last_;
+}
+
 // The cells the neighbours' ghosts hold lie within w of the block's edges that have a neighbour
 // (the frame; on the left widened to the interior's aligned first column; an edge on the domain's
 // boundary has none and belongs to the interior): the frame on the edge queue, then (exchange) its
@@ -273,12 +311,9 @@ const char* Jacobi<T>::exchange_path() const {
 template <class T>
 void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   const kernels::Queue& q = u_.context().queue();
-  const index_t lr = u_.local_rows(), lc = u_.local_cols(), w = u_.ghost_width(), ld = u_.ld();
-  const FieldLayout& l = u_.layout();
-  const kernels::StencilFrame frame{l.process_row > 0 ? w : 0, l.process_row < l.grid_rows - 1 ? w : 0,
-                                    l.process_col > 0 ? interior_left_column() : 0,
-                                    l.process_col < l.grid_cols - 1 ? w : 0};
-  const bool has_interior = lr > frame.top + frame.bottom && lc > frame.left + frame.right;
+  const index_t lr = u_.local_rows(), lc = u_.local_cols(), ld = u_.ld();
+  const kernels::StencilFrame frame = this->frame();
+  const bool has_interior = this->has_interior(frame);
   auto sweep_interior = [&] {
     const index_t at = frame.top * ld + frame.left;
     if (has_interior)

@@ -376,7 +376,9 @@ TYPED_TEST(JacobiTest, PeerStoreStepsGiveTheSerialLoopsIterates) {
   const ScopedEnv halo("TESSERA_HALO", "peer-store");
   for (auto [gr, gc] : grids(world.size())) {
     const ProcessGrid grid = ProcessGrid::create(world, gr, gc);
-    for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{7, 5}, {17, 13}, {29, 70}})
+    // 520 x 1100: under cuda on two GPUs the 9-point float step (and the 5-point double) sweeps its
+    // frame at the end of the interior's launch (Jacobi::frame_last).
+    for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{7, 5}, {17, 13}, {29, 70}, {520, 1100}})
       for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point})
         for (int ghost : {1, 2}) {
           if (rows < grid.rows() || cols < grid.cols()) continue;
@@ -417,7 +419,7 @@ TYPED_TEST(JacobiTest, PeerStoreStepsGiveTheSerialLoopsIterates) {
           EXPECT_EQ(solver.iteration(), 8) << where;
           const std::vector<T> got = u.gather(0);
           if (world.rank() != 0) continue;
-          expect_field_equal(got, want, rows, cols, where);
+          expect_field_equal(got, want, rows, cols, where + (solver.frame_last() ? ", frame last" : ""));
         }
   }
 }

@@ -102,10 +102,12 @@ void dispatch_stencil_frame(const Queue& q, const T* in, index_t in_ld, T* out, 
                             packed_copies(pack_to, packed));
 }
 
+// Under cpu nothing is queued (a build without CUDA reads neither the arrays nor the weights).
 template <class T>
-bool dispatch_stencil_frame_last(const Queue& q, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
-                                 index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights,
-                                 T* max_change, std::span<const FrameCopy<T>> copies, const FrameFlags& flags) {
+bool dispatch_stencil_frame_last(const Queue& q, [[maybe_unused]] const T* in, index_t in_ld, [[maybe_unused]] T* out,
+                                 index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame,
+                                 [[maybe_unused]] const StencilWeights<T>& weights, [[maybe_unused]] T* max_change,
+                                 std::span<const FrameCopy<T>> copies, const FrameFlags& flags) {
   check_frame("stencil_2d_frame_last", in_ld, out_ld, rows, cols, frame, copies);
   TESSERA_ASSERT(flags.waits >= 0 && flags.sets >= 0, "stencil_2d_frame_last: a negative flag count");
   bool queued = false;
@@ -153,7 +155,7 @@ void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* o
   dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed);
 }
 
-bool stencil_2d_frame_fits_beside_interior(const Queue& q, StencilShape shape, std::size_t element_bytes) {
+bool stencil_2d_frame_fits_beside_interior(const Queue& q, [[maybe_unused]] StencilShape shape, std::size_t element_bytes) {
   TESSERA_ASSERT(element_bytes == 4 || element_bytes == 8, "stencil_2d_frame_fits_beside_interior: 4- or 8-byte elements");
   bool fits = false;
   TESSERA_DISPATCH(q, fits = false, fits = cuda::stencil_2d_frame_fits_beside_interior(q, shape, element_bytes));

@@ -211,6 +211,18 @@ void DeviceComm::alltoallv(const std::vector<Message>& sends, const std::vector<
   request.wait();
 }
 
+bool DeviceComm::prefers_aligned_messages() const { return transport_->prefers_aligned_messages(); }
+
+DeviceComm::Request DeviceComm::start_exchange(Collective kind, double counted_bytes, const std::vector<Message>& sends,
+                                               const std::vector<Message>& recvs) const {
+  TESSERA_COLLECTIVE(kind, counted_bytes);
+  check_peers(sends, recvs, "exchange");
+  Request request;
+  if (sends.empty() && recvs.empty()) return request;
+  request.finish_ = transport_->ineighbor_exchange(ctx_, sends, recvs, nullptr);
+  return request;
+}
+
 DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
                                                    const Staging* staging) const {
   const int me = ctx_.rank();

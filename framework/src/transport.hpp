@@ -37,6 +37,8 @@ class Transport {
 
   virtual ~Transport() = default;
   virtual DeviceCommPath path() const = 0;
+  // Whether messages from and to 16-byte boundaries travel faster (DeviceComm::prefers_aligned_messages).
+  virtual bool prefers_aligned_messages() const { return false; }
 
   // The operations of DeviceComm, with its semantics (device_comm.hpp), on buffers of ctx's backend.
   // bytes > 0 and two or more ranks.

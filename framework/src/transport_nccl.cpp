@@ -68,6 +68,7 @@ class NcclTransport final : public Transport {
   }
 
   DeviceCommPath path() const override { return DeviceCommPath::nccl; }
+  bool prefers_aligned_messages() const override { return true; }
 
   Finish ibcast(const Context& ctx, void* data, std::size_t bytes, int root) const override {
     stream_wait(stream_, compute_stream(ctx));  // the root's data, and the receivers' buffer free to reuse

@@ -23,9 +23,12 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/context.hpp"
 
 namespace tessera {
+
+class Exchange;
 
 namespace detail {
 class Transport;
@@ -83,6 +86,10 @@ class DeviceComm {
 
   DeviceCommPath path() const { return path_; }
   const Context& context() const { return ctx_; }
+  // Whether this path moves a message faster from and to 16-byte boundaries (nccl: its copies into
+  // and out of its buffers take 16-byte steps only where both addresses allow). Exchange
+  // (algorithms/exchange.hpp) sends from the boundary before each run where it does.
+  bool prefers_aligned_messages() const;
 
   // Broadcasts `bytes` bytes of backend memory from root's `data` into every other rank's `data`.
   Request ibcast(void* data, std::size_t bytes, int root) const;
@@ -148,6 +155,11 @@ class DeviceComm {
                              const Staging* staging = nullptr) const;
 
  private:
+  friend class Exchange;
+  // The messages of an Exchange, in flight: counted as one collective of `kind` (alltoallv or
+  // neighbor_exchange) of `counted_bytes`, the payload its plan charges.
+  Request start_exchange(Collective kind, double counted_bytes, const std::vector<Message>& sends,
+                         const std::vector<Message>& recvs) const;
   // Asserts that every message names a rank of the context.
   void check_peers(const std::vector<Message>& sends, const std::vector<Message>& recvs, const char* operation) const;
 

@@ -71,17 +71,6 @@ IoError wrong_shape(const DatasetPath& path, const DatasetInfo& info, const std:
                  path.dataset);
 }
 
-// Reads this rank's 2-D block [start, start + count) into a host vector.
-template <class T>
-std::vector<T> read_2d_block(const Context& ctx, const DatasetPath& path, const DatasetInfo& info, const index_t* start,
-                             const index_t* count) {
-  kernels::require_host_memory(static_cast<std::size_t>(count[0] * count[1]) * sizeof(T),
-                               "a host copy of this rank's block of " + path.str());
-  std::vector<T> host(static_cast<std::size_t>(count[0] * count[1]));
-  detail::read_block(ctx, path, info.type_name, detail::h5_element<T>(), 2, start, count, host.data());
-  return host;
-}
-
 }  // namespace
 
 DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path) {
@@ -122,32 +111,6 @@ DistArray<T> read_array(const Context& ctx, const DatasetPath& path) {
   detail::read_block(ctx, path, info.type_name, detail::h5_element<T>(), 1, &start, &count, host.data());
   array.local_from_host(host);
   return std::move(array);
-}
-
-template <class T>
-DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path) {
-  detail::QuietErrors quiet;
-  const Context& ctx = grid.context();
-  const DatasetInfo info = detail::probe(ctx, path, /*need_dtype=*/true);
-  if (info.shape.size() != 2) throw wrong_shape(path, info, "a 2-D matrix is needed");
-  DistMatrix<T> matrix(grid, info.shape[0], info.shape[1]);
-  const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
-  const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  matrix.local_from_host(read_2d_block<T>(ctx, path, info, start, count));
-  return matrix;
-}
-
-template <class T>
-void read_field(Field2D<T>& field, const DatasetPath& path) {
-  detail::QuietErrors quiet;
-  const Context& ctx = field.context();
-  const DatasetInfo info = detail::probe(ctx, path, /*need_dtype=*/false);
-  if (info.shape.size() != 2 || info.shape[0] != field.rows() || info.shape[1] != field.cols())
-    throw wrong_shape(path, info,
-                      "this run's field is 2-D (" + std::to_string(field.rows()) + " x " + std::to_string(field.cols()) + ")");
-  const index_t start[2] = {field.row_offset(), field.col_offset()};
-  const index_t count[2] = {field.local_rows(), field.local_cols()};
-  field.local_from_host(read_2d_block<T>(ctx, path, info, start, count));
 }
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path) {
@@ -209,36 +172,6 @@ void write_array(const DistArray<T>& array, const DatasetPath& path, const Outpu
   detail::write_block(array.context(), path, block);
 }
 
-template <class T>
-void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::QuietErrors quiet;
-  const std::vector<T> host = matrix.local_to_host();
-  const detail::OutputBlock block{path.dataset,
-                                  detail::h5_element<T>(),
-                                  2,
-                                  {static_cast<hsize_t>(matrix.rows()), static_cast<hsize_t>(matrix.cols())},
-                                  {matrix.row_offset(), matrix.col_offset()},
-                                  {matrix.local_rows(), matrix.local_cols()},
-                                  host.data(),
-                                  &attributes};
-  detail::write_block(matrix.grid().context(), path, block);
-}
-
-template <class T>
-void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::QuietErrors quiet;
-  const std::vector<T> host = field.local_to_host();
-  const detail::OutputBlock block{path.dataset,
-                                  detail::h5_element<T>(),
-                                  2,
-                                  {static_cast<hsize_t>(field.rows()), static_cast<hsize_t>(field.cols())},
-                                  {field.row_offset(), field.col_offset()},
-                                  {field.local_rows(), field.local_cols()},
-                                  host.data(),
-                                  &attributes};
-  detail::write_block(field.context(), path, block);
-}
-
 template <class A, class B>
 void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const OutputAttributes& first_attributes,
                       const DistArray<B>& second, const std::string& second_dataset,
@@ -259,18 +192,11 @@ void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const 
 template void write_array_pair<std::int64_t, double>(const DistArray<std::int64_t>&, const DatasetPath&,
                                                     const OutputAttributes&, const DistArray<double>&,
                                                     const std::string&, const OutputAttributes&);
-template void write_field<float>(const Field2D<float>&, const DatasetPath&, const OutputAttributes&);
-template void write_field<double>(const Field2D<double>&, const DatasetPath&, const OutputAttributes&);
-template void read_field<float>(Field2D<float>&, const DatasetPath&);
-template void read_field<double>(Field2D<double>&, const DatasetPath&);
 
-// Arrays of every numeric element type; matrices of the four the matrix code has.
+// Arrays of every numeric element type (matrices and fields of any type: io_elements.cpp).
 #define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                  \
   template DistArray<T> read_array<T>(const Context&, const DatasetPath&);               \
   template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);
-#define TESSERA_IO_INSTANTIATE_MATRIX(T)                                                 \
-  template DistMatrix<T> read_matrix<T>(const ProcessGrid&, const DatasetPath&);         \
-  template void write_matrix<T>(const DistMatrix<T>&, const DatasetPath&, const OutputAttributes&);
 TESSERA_IO_INSTANTIATE_ARRAY(std::int8_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int16_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int32_t)
@@ -281,9 +207,5 @@ TESSERA_IO_INSTANTIATE_ARRAY(std::uint32_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::uint64_t)
 TESSERA_IO_INSTANTIATE_ARRAY(float)
 TESSERA_IO_INSTANTIATE_ARRAY(double)
-TESSERA_IO_INSTANTIATE_MATRIX(std::int32_t)
-TESSERA_IO_INSTANTIATE_MATRIX(std::int64_t)
-TESSERA_IO_INSTANTIATE_MATRIX(float)
-TESSERA_IO_INSTANTIATE_MATRIX(double)
 
 }  // namespace tessera::io

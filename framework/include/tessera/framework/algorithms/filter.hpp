@@ -107,12 +107,12 @@ DistArray<T> filter(const DistArray<T>& array, Pred pred, PhaseTimes* times = nu
 
 template <class T, class Pred>
 DistArray<T> copy_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return filter(array, pred, times);
+  return tessera::filter(array, pred, times);
 }
 
 template <class T, class Pred>
 DistArray<T> remove_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return filter(array, detail::Not<Pred>{pred}, times);
+  return tessera::filter(array, detail::Not<Pred>{pred}, times);
 }
 
 template <class T, class Pred>
@@ -145,17 +145,17 @@ index_t count_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullp
 
 template <class T, class Pred>
 bool any_of(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return count_if(array, pred, times) > 0;
+  return tessera::count_if(array, pred, times) > 0;
 }
 
 template <class T, class Pred>
 bool all_of(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return count_if(array, detail::Not<Pred>{pred}, times) == 0;
+  return tessera::count_if(array, detail::Not<Pred>{pred}, times) == 0;
 }
 
 template <class T, class Pred>
 bool none_of(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return count_if(array, pred, times) == 0;
+  return tessera::count_if(array, pred, times) == 0;
 }
 
 // Precompiled in the framework library.

@@ -83,7 +83,7 @@ Acc transform_reduce(const DistArray<T>& array, F f, Op op, Acc identity, PhaseT
 
 template <class T, class Op>
 T reduce(const DistArray<T>& array, Op op, T identity, PhaseTimes* times = nullptr) {
-  return transform_reduce(array, identity_fn{}, op, identity, times);
+  return tessera::transform_reduce(array, identity_fn{}, op, identity, times);
 }
 
 // The identity taken from identity_element<Op, T>() (plus, multiplies, minimum, maximum, ... on
@@ -91,7 +91,7 @@ T reduce(const DistArray<T>& array, Op op, T identity, PhaseTimes* times = nullp
 template <class T, class Op>
   requires has_identity_element<Op, T>::value
 T reduce(const DistArray<T>& array, Op op, PhaseTimes* times = nullptr) {
-  return transform_reduce(array, identity_fn{}, op, identity_element<Op, T>(), times);
+  return tessera::transform_reduce(array, identity_fn{}, op, identity_element<Op, T>(), times);
 }
 
 // The apps' entry point: sum, min or max (precompiled for int32, int64, float and double).

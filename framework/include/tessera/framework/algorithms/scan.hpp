@@ -147,18 +147,18 @@ DistArray<T> scan(const DistArray<T>& array, ScanKind kind, Op op, T init, Phase
   Stopwatch allocation;
   DistArray<T> out(array.context(), array.partition());
   if (times) times->host += allocation.seconds();
-  scan(array, out, kind, op, init, times);
+  tessera::scan(array, out, kind, op, init, times);
   return out;
 }
 
 template <class T, class Op>
 DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::inclusive, op, init, times);
+  return tessera::scan(array, ScanKind::inclusive, op, init, times);
 }
 
 template <class T, class Op>
 DistArray<T> exclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::exclusive, op, init, times);
+  return tessera::scan(array, ScanKind::exclusive, op, init, times);
 }
 
 // The prefix sum (precompiled for int32, int64, float and double; the same path as
@@ -171,11 +171,11 @@ template <class T>
 void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr);
 template <class T>
 DistArray<T> inclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::inclusive, times);
+  return tessera::scan(array, ScanKind::inclusive, times);
 }
 template <class T>
 DistArray<T> exclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::exclusive, times);
+  return tessera::scan(array, ScanKind::exclusive, times);
 }
 
 }  // namespace tessera

@@ -12,6 +12,7 @@
 #include "element_types.hpp"
 #include "generic_test_util.hpp"
 #include "tessera/framework/algorithms/exchange.hpp"
+#include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/field_2d.hpp"
 #include "tessera/framework/io.hpp"
@@ -197,6 +198,85 @@ TYPED_TEST(ElementTypes, SortByKeyMovesValuesAndRebalanceKeepsTheSequence) {
         EXPECT_EQ(sorted.values.gather(0), world.is_root() ? want : std::vector<T>{}) << at;
       }
     });
+  }
+}
+
+// ---- collectives with a user operation ----------------------------------------------------------------
+
+// data[i] over the ranks, folded in rank order by op, on every rank; each rank's data from (seed, rank).
+template <class T, class Op, class Make>
+void check_allreduce(Op op, Make make, const char* what) {
+  const Context& world = test::world();
+  const kernels::Queue& q = world.queue();
+  for (index_t n : few_sizes()) {
+    const std::uint64_t s = test::seed() * 41 + static_cast<std::uint64_t>(n);
+    std::vector<T> want;
+    for (int r = 0; r < world.size(); ++r) {
+      const std::vector<T> theirs = make(n, s + static_cast<std::uint64_t>(r) * 1000003);
+      if (r == 0) want = theirs;
+      else
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] = op(want[i], theirs[i]);
+    }
+    const std::vector<T> mine = make(n, s + static_cast<std::uint64_t>(world.rank()) * 1000003);
+    kernels::ScratchBuffer buffer(q, static_cast<std::size_t>(n) * sizeof(T) + 1);
+    if (n) kernels::copy_from_host(q, buffer.data(), mine.data(), mine.size() * sizeof(T));
+    const auto before = detail::collective_calls(Collective::allreduce);
+    DeviceComm(world).allreduce(buffer.as<T>(), n, op);
+    EXPECT_EQ(detail::collective_calls(Collective::allreduce) - before, 1u) << what;
+    std::vector<T> got(static_cast<std::size_t>(n));
+    if (n) kernels::copy_to_host(q, got.data(), buffer.data(), got.size() * sizeof(T));
+    EXPECT_EQ(got, want) << what << " " << test::where(n, s);
+  }
+}
+
+TYPED_TEST(ElementTypes, DeviceCommAllreduceWithAUserOperation) {
+  using T = TypeParam;
+  check_allreduce<T>(test::Combine{}, [](index_t n, std::uint64_t s) { return test::random_elements<T>(n, s); },
+                     "allreduce of the element type");
+}
+
+TEST(DeviceCommAllreduce, NonCommutativeOperationsFoldInRankOrderAndBuiltinsOfEveryType) {
+  check_allreduce<test::Affine>(test::ComposeAffine{}, [](index_t n, std::uint64_t s) { return test::random_affines(n, s); },
+                                "allreduce of affine maps (non-commutative)");
+  check_allreduce<std::int32_t>(minimum{}, [](index_t n, std::uint64_t s) { return test::random_vector<std::int32_t>(n, s); },
+                                "allreduce min of int32");
+  check_allreduce<std::int64_t>(maximum{}, [](index_t n, std::uint64_t s) { return test::random_vector<std::int64_t>(n, s); },
+                                "allreduce max of int64");
+  check_allreduce<double>(plus{}, [](index_t n, std::uint64_t s) {
+    std::vector<double> v = test::random_vector<double>(n, s);
+    for (double& x : v) x = std::round(x * 1024);  // exact sums in any order
+    return v;
+  }, "allreduce sum of double");
+  check_allreduce<float>(maximum{}, [](index_t n, std::uint64_t s) { return test::random_vector<float>(n, s); },
+                         "allreduce max of float");
+}
+
+// The eight comparisons of predicate.hpp as function objects: the precompiled select and count_if.
+TEST(BuiltinPredicates, EachComparisonAsAFunctionObject) {
+  const Context& world = test::world();
+  for (index_t n : few_sizes()) {
+    const std::uint64_t s = test::seed() * 43 + static_cast<std::uint64_t>(n);
+    std::vector<std::int32_t> global = test::random_vector<std::int32_t>(n, s);
+    for (auto& x : global) x %= 7;
+    const auto array = DistArray<std::int32_t>::from_replicated(world, global, test::random_partition(n, world.size(), s));
+    auto check = [&](auto pred, const char* what) {
+      std::vector<std::int32_t> want;
+      for (std::int32_t x : global)
+        if (pred(x)) want.push_back(x);
+      EXPECT_EQ(filter(array, pred).gather(0), world.is_root() ? want : std::vector<std::int32_t>{}) << what << test::where(n, s);
+      EXPECT_EQ(count_if(array, pred), static_cast<index_t>(want.size())) << what << test::where(n, s);
+      const auto before = detail::collective_calls(Collective::allreduce);
+      (void)count_if(array, pred);
+      EXPECT_EQ(detail::collective_calls(Collective::allreduce) - before, 1u) << what << ": one allreduce";
+    };
+    check(IsGreater<std::int32_t>{2}, "gt");
+    check(IsGreaterEqual<std::int32_t>{2}, "ge");
+    check(IsLess<std::int32_t>{-1}, "lt");
+    check(IsLessEqual<std::int32_t>{0}, "le");
+    check(IsEqual<std::int32_t>{3}, "eq");
+    check(IsNotEqual<std::int32_t>{3}, "ne");
+    check(IsBetween<std::int32_t>{-2, 2}, "between");
+    check(IsNonZero<std::int32_t>{}, "nonzero");
   }
 }
 

@@ -41,6 +41,8 @@ void check_range_fits(const EvenBins& bins) {
 
 }  // namespace
 
+void check_histogram_bins(index_t bins) { check_bin_count(bins, "histogram"); }
+
 void check_even_bins(const EvenBins& bins) {
   check_bin_count(bins.count, "histogram");
   if (!std::isfinite(bins.lower) || !std::isfinite(bins.upper))

@@ -94,6 +94,14 @@ struct EvenKey {
   TESSERA_HOST_DEVICE bool operator()(const Rgb& c) const { return KeyOf{}(c) % 2 == 0; }
 };
 
+// A binner on the key: keys 10 .. 89 in bins 0 .. 79, the ones below and above counted apart.
+struct BinByKey {
+  TESSERA_HOST_DEVICE int operator()(const Complex& z) const { return bin(KeyOf{}(z)); }
+  TESSERA_HOST_DEVICE int operator()(const Record24& r) const { return bin(KeyOf{}(r)); }
+  TESSERA_HOST_DEVICE int operator()(const Rgb& c) const { return bin(KeyOf{}(c)); }
+  TESSERA_HOST_DEVICE static int bin(int key) { return key < 10 ? -1 : key >= 90 ? -2 : key - 10; }
+};
+
 // A strict weak order by key.
 struct ByKey {
   template <class T>

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "element_types.hpp"
@@ -199,6 +200,127 @@ TYPED_TEST(ElementTypes, SortByKeyMovesValuesAndRebalanceKeepsTheSequence) {
       }
     });
   }
+}
+
+// ---- histograms with a binner of the caller's ------------------------------------------------------------
+
+TYPED_TEST(ElementTypes, HistogramOfABinnerOnAFieldWithAndWithoutWeights) {
+  using T = TypeParam;
+  const Context& world = test::world();
+  constexpr index_t kBins = 80;
+  for (index_t n : few_sizes()) {
+    const std::uint64_t s = test::seed() * 47 + static_cast<std::uint64_t>(n);
+    const std::vector<T> global = test::random_elements<T>(n, s);
+    std::vector<std::int32_t> weights = test::random_vector<std::int32_t>(n, s + 1);
+    std::vector<double> real_weights;
+    for (std::int32_t w : weights) real_weights.push_back(w * 0.25);  // exact sums in any order
+    std::vector<index_t> counts(kBins, 0);
+    std::vector<std::int64_t> sums(kBins, 0);
+    std::vector<double> real_sums(kBins, 0);
+    index_t below = 0, above = 0;
+    std::int64_t weight_below = 0, weight_above = 0;
+    for (std::size_t i = 0; i < global.size(); ++i) {
+      const int b = test::BinByKey{}(global[i]);
+      if (b == kernels::kBinBelow) {
+        ++below;
+        weight_below += weights[i];
+      } else if (b == kernels::kBinAbove) {
+        ++above;
+        weight_above += weights[i];
+      } else {
+        ++counts[static_cast<std::size_t>(b)];
+        sums[static_cast<std::size_t>(b)] += weights[i];
+        real_sums[static_cast<std::size_t>(b)] += real_weights[i];
+      }
+    }
+    const Partition ragged = test::random_partition(n, world.size(), s);
+    const auto samples = DistArray<T>::from_replicated(world, global, ragged);
+    const auto w = DistArray<std::int32_t>::from_replicated(world, weights, ragged);
+    const auto rw = DistArray<double>::from_replicated(world, real_weights, ragged);
+    const std::string at = test::where(n, s);
+    const Histogram h = histogram(samples, test::BinByKey{}, kBins);
+    EXPECT_EQ(h.counts, counts) << at;
+    EXPECT_EQ(h.below, below) << at;
+    EXPECT_EQ(h.above, above) << at;
+    EXPECT_EQ(h.nan, 0) << at;
+    const WeightedHistogram<std::int64_t> hw = histogram(samples, test::BinByKey{}, kBins, w);
+    EXPECT_EQ(hw.sums, sums) << at;
+    EXPECT_EQ(hw.below, weight_below) << at;
+    EXPECT_EQ(hw.above, weight_above) << at;
+    const WeightedHistogram<double> hr = histogram(samples, test::BinByKey{}, kBins, rw);
+    EXPECT_EQ(hr.sums, real_sums) << at;
+  }
+}
+
+// numpy's binning of equal bins, written as a binner of the caller's: the same counts as the
+// precompiled path (NaN aside: a binner counts it above here).
+struct NumpyEvenBinner {
+  kernels::detail::EvenBinning<float> even;
+  TESSERA_HOST_DEVICE int operator()(float x) const {
+    const int slot = even(x);
+    if (slot < even.bins) return slot;
+    return slot == even.bins + kernels::detail::kSlotBelow ? kernels::kBinBelow : kernels::kBinAbove;
+  }
+};
+
+struct BinnerAnsweringOutOfRange {
+  TESSERA_HOST_DEVICE int operator()(float x) const { return x > 0.5f ? 7 : 0; }  // 7 bins: 7 is outside
+};
+
+TEST(HistogramBy, NumpysBinningAsAUserBinnerCountsAsThePrecompiledPathAndBadAnswersAreRefused) {
+  const Context& world = test::world();
+  for (index_t n : few_sizes()) {
+    const std::uint64_t s = test::seed() * 53 + static_cast<std::uint64_t>(n);
+    std::vector<float> global = test::random_vector<float>(n, s);
+    for (std::size_t i = 0; i < global.size(); i += 7) global[i] = -global[i] * 3;  // some outside the range
+    const auto a = DistArray<float>::from_replicated(world, global, test::random_partition(n, world.size(), s));
+    for (index_t bins : {index_t(1), index_t(7), index_t(1000)}) {
+      const EvenBins even{-0.75, 0.5, bins};
+      const Histogram want = histogram(a, even);
+      const Histogram got = histogram(a, NumpyEvenBinner{kernels::detail::make_even_binning<float>(even.lower, even.upper, bins)}, bins);
+      EXPECT_EQ(got.counts, want.counts) << test::where(n, s) << " bins=" << bins;
+      EXPECT_EQ(got.below, want.below) << test::where(n, s);
+      EXPECT_EQ(got.above, want.above) << test::where(n, s);
+    }
+    // 7 bins, and an answer of 7 for the samples above 0.5: refused on every rank (where any exist).
+    bool any_above = false;
+    for (float x : global) any_above = any_above || x > 0.5f;
+    if (any_above) {
+      EXPECT_THROW((void)histogram(a, BinnerAnsweringOutOfRange{}, 7), UsageError) << test::where(n, s);
+    } else {
+      EXPECT_NO_THROW((void)histogram(a, BinnerAnsweringOutOfRange{}, 7)) << test::where(n, s);
+    }
+  }
+  EXPECT_THROW((void)histogram(DistArray<float>(world, 10), BinnerAnsweringOutOfRange{}, 0), UsageError);
+}
+
+struct BinnerThrowingOnRank {
+  int rank_to_throw;
+  int my_rank;
+  TESSERA_HOST_DEVICE int operator()(float x) const {
+#if !defined(__CUDA_ARCH__)
+    if (my_rank == rank_to_throw) throw std::runtime_error("binner failed here");
+#endif
+    return x > 0 ? 1 : 0;
+  }
+};
+
+TEST(HistogramBy, ABinnerThatThrowsOnOneRankStopsEveryRank) {
+  const Context& world = test::world();
+  if (world.backend() != Backend::cpu) GTEST_SKIP() << "device code cannot throw";
+  const auto x = test::random_vector<float>(1000, test::seed());
+  const auto a = DistArray<float>::from_replicated(world, x);
+  const int thrower = world.size() - 1;
+  const BinnerThrowingOnRank binner{thrower, world.rank()};
+  if (world.rank() == thrower) {
+    EXPECT_THROW((void)histogram(a, binner, 2), std::runtime_error);
+    EXPECT_THROW((void)histogram(a, binner, 2, a), std::runtime_error);
+  } else {
+    EXPECT_THROW((void)histogram(a, binner, 2), UsageError);
+    EXPECT_THROW((void)histogram(a, binner, 2, a), UsageError);
+  }
+  // Still in step.
+  EXPECT_EQ(histogram(a, BinnerThrowingOnRank{-1, world.rank()}, 2).counts[1], count_if(a, IsGreater<float>{0.0f}));
 }
 
 // ---- collectives with a user operation ----------------------------------------------------------------

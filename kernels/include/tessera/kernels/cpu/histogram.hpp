@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/kernels/config.hpp"
@@ -37,6 +38,45 @@ void histogram(const T* in, index_t n, Binning binning, index_t bins, index_t* c
     index_t total = 0;
     for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * static_cast<std::size_t>(slots) + static_cast<std::size_t>(s)];
     counts[s] = total;
+  });
+}
+
+// sums[0, histogram_slots(bins)) = the weights of in[0, n) summed per slot of `binning`, in Acc; the
+// NaN slot counts its samples instead.
+template <class T, class W, class Acc, class Binning>
+void weighted_histogram(const T* in, const W* weights, index_t n, Binning binning, index_t bins, Acc* sums) {
+  const index_t slots = histogram_slots(bins);
+  auto sum_range = [&](index_t begin, index_t end, Acc* out) {
+    for (index_t i = begin; i < end; ++i) {
+      const int at = binning(in[i]);
+      // The NaN slot counts samples (the invalid answers of a binner), not weights.
+      const Acc weight = at == bins + detail::kSlotNaN ? Acc(1) : static_cast<Acc>(weights[i]);
+      Acc& slot = out[at];
+      if constexpr (std::is_integral_v<Acc>) {
+        slot = static_cast<Acc>(static_cast<std::uint64_t>(slot) + static_cast<std::uint64_t>(weight));
+      } else {
+        slot += weight;
+      }
+    }
+  };
+  const int chunks = static_cast<int>(std::min<index_t>(threads_for(n), std::max<index_t>(1, n / slots)));
+  if (chunks == 1) {
+    std::fill(sums, sums + slots, Acc(0));
+    sum_range(0, n, sums);
+    return;
+  }
+  std::vector<Acc> partial(static_cast<std::size_t>(chunks) * static_cast<std::size_t>(slots), Acc(0));
+  parallel_for_chunks(n, chunks, [&](int c, Chunk chunk) {
+    sum_range(chunk.begin, chunk.end, partial.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(slots));
+  });
+  parallel_for(slots, [&](index_t s) {
+    Acc total = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const Acc part = partial[static_cast<std::size_t>(c) * static_cast<std::size_t>(slots) + static_cast<std::size_t>(s)];
+      if constexpr (std::is_integral_v<Acc>) total = static_cast<Acc>(static_cast<std::uint64_t>(total) + static_cast<std::uint64_t>(part));
+      else total += part;
+    }
+    sums[s] = total;
   });
 }
 

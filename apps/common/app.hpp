@@ -107,6 +107,7 @@ struct Verdict {
 struct Report {
   std::string input;                                // "generated (seed 42)" or FILE:/DSET
   io::DType dtype = io::DType::float32;
+  std::string dtype_name;                           // where set, the dtype's name instead (complex64)
   Json sizes = Json::object();                      // {"n": ...} or {"m":, "k":, "n":}
   Json parameters = Json::object();                 // app-specific flags (op, predicate, grid, ...)
   std::vector<std::pair<std::string, std::string>> rows;  // app-specific table rows (after the sizes)

@@ -53,7 +53,13 @@ void ArgParser::add_switch(std::string name, std::string help, bool* target) {
 
 void ArgParser::add_option(std::string name, std::string metavar, std::string help,
                            std::function<void(std::string_view)> apply) {
-  flags_.push_back(Flag{std::move(name), std::move(metavar), std::move(help), nullptr, std::move(apply)});
+  Flag flag{std::move(name), std::move(metavar), std::move(help), nullptr, std::move(apply)};
+  for (Flag& f : flags_)
+    if (f.name == flag.name) {
+      f = std::move(flag);  // an app widening a common flag (transpose's --dtype)
+      return;
+    }
+  flags_.push_back(std::move(flag));
 }
 
 const ArgParser::Flag* ArgParser::find(std::string_view name) const {

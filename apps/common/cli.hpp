@@ -22,7 +22,8 @@ class ArgParser {
 
   // A flag without a value (--verify).
   void add_switch(std::string name, std::string help, bool* target);
-  // A flag with a value (--n N or --n=N); `apply` converts it and may throw UsageError.
+  // A flag with a value (--n N or --n=N); `apply` converts it and may throw UsageError. A flag
+  // added again replaces the earlier one (an app widening a common flag), in its place in the help.
   void add_option(std::string name, std::string metavar, std::string help,
                   std::function<void(std::string_view value)> apply);
 

@@ -149,7 +149,8 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
 
   std::vector<std::pair<std::string, std::string>> rows;
   rows.emplace_back("ran on", app.runtime().describe() + ", communication " + comm_path);
-  rows.emplace_back("input", std::string(io::to_string(r.dtype)) + ", " + sizes_text(r.sizes) + ", " + r.input);
+  const std::string dtype = r.dtype_name.empty() ? io::to_string(r.dtype) : r.dtype_name;
+  rows.emplace_back("input", dtype + ", " + sizes_text(r.sizes) + ", " + r.input);
   for (const auto& row : r.rows) rows.push_back(row);
   rows.emplace_back("result", r.result_text);
   if (r.verdict)
@@ -184,7 +185,7 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
   j["backend"] = backend;
   j["threads"] = threads_json(app.runtime());
   j["communication"] = comm_path;
-  j["dtype"] = io::to_string(r.dtype);
+  j["dtype"] = r.dtype_name.empty() ? std::string(io::to_string(r.dtype)) : r.dtype_name;
   j["sizes"] = r.sizes;
   j["input"] = r.input;
   j["seed"] = static_cast<unsigned long long>(o.seed);

@@ -129,7 +129,7 @@ class DeviceComm {
 
   // Element-wise sum over the ranks, scattered: `send` holds sum(recv_counts) elements, the pieces
   // of rank 0, 1, ... in order; rank r receives the sum over all ranks of its piece, recv_counts[r]
-  // elements, in `recv`. Every rank passes the same recv_counts. T as for allreduce_sum. One
+  // elements, in `recv`. Every rank passes the same recv_counts. T: int32_t, int64_t (wrapping), float, double. One
   // MPI_Reduce_scatter (one MPI_Reduce per rank, chunked, where a piece exceeds the message limit),
   // or ncclReduceScatter (pieces of unequal size padded to the largest).
   template <class T>

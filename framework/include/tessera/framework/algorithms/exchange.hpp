@@ -11,10 +11,10 @@
 //   overlap   local work that needs nothing received (optional), queued while the exchange travels
 //   unpack    kernels that read what arrived
 //
-//   return detail::exchange_phases(ctx, times,
+//   return exchange_phases(ctx, times,
 //       [&] { Exchange x(ctx, ExchangePattern::all_to_all); ... x.send(...); x.receive(...); return x; },
 //       [&](Exchange& x) { ... pack kernels into x.send_slot(i) ... },
-//       [&] { ... local work beside the exchange ... },     // or detail::no_overlap
+//       [&] { ... local work beside the exchange ... },     // or no_overlap
 //       [&](Exchange& x) { ... unpack kernels from x.received_slot(i) ...; return result; });
 //
 // PhaseTimes (skeleton.hpp) mean what they mean for three_phases: host = the plan and the buffers,
@@ -147,12 +147,12 @@ class Exchange {
 };
 
 namespace detail {
-
 // Whether exchanges travel from 16-byte boundaries: nullopt follows the path (the default, unless
 // TESSERA_TEST_ALIGNED_EXCHANGE=1 makes it true); true or false forces it (tests run the remedy on
 // the cpu backend). Not thread-safe.
 void force_aligned_exchange(std::optional<bool> aligned);
 std::optional<bool> forced_aligned_exchange();
+}  // namespace detail
 
 // plan() -> an Exchange (host), prepared; pack(exchange) (local); the exchange started; overlap()
 // (local); the exchange finished (communication); unpack(exchange) (fixup), whose value is
@@ -200,5 +200,12 @@ inline constexpr NoUnpack no_unpack{};
 // sender_lead of a straight message sent from there.
 constexpr std::size_t lead_of(std::size_t offset) { return offset % 16; }
 
+namespace detail {
+// The library's own algorithms name them here, beside three_phases.
+using tessera::exchange_phases;
+using tessera::lead_of;
+using tessera::no_overlap;
+using tessera::no_pack;
+using tessera::no_unpack;
 }  // namespace detail
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include "io_transfer.hpp"
 #include "io_verdict.hpp"
 #include "io_write.hpp"
+#include "temporary_file.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -130,11 +131,27 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path) {
   const Context& ctx = grid.context();
   const DatasetInfo info = detail::probe(ctx, path, /*need_dtype=*/true);
   if (info.shape.size() != 2) throw wrong_shape(path, info, "a 2-D matrix is needed");
-  DistMatrix<T> matrix(grid, info.shape[0], info.shape[1]);
+  // The block and its host staging buffer, agreed on before the reads (as in read_array).
+  std::optional<DistMatrix<T>> made;
+  try {
+    made.emplace(make_collectively(
+        ctx, "dataset " + quoted_path(path) + " (" + std::to_string(info.shape[0]) + " x " + std::to_string(info.shape[1]) + ")",
+        [&] {
+          DistMatrix<T> block(grid, info.shape[0], info.shape[1]);
+          kernels::require_host_memory(kernels::array_bytes(block.local_rows() * block.local_cols(), sizeof(T)),
+                                       "a host copy of this rank's block");
+          return block;
+        }));
+  } catch (const IoError&) {
+    throw;
+  } catch (const UsageError& e) {
+    throw IoError(e.what(), path.file, path.dataset);
+  }
+  DistMatrix<T>& matrix = *made;
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
   matrix.local_from_host(read_2d_block<T>(ctx, path, info, start, count));
-  return matrix;
+  return std::move(matrix);
 }
 
 template <class T>
@@ -175,11 +192,15 @@ std::vector<std::pair<std::string, std::string>> read_attributes(const Context& 
   return out;
 }
 
-void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite, bool replace_file) {
+void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite, bool replace_file,
+                       const std::string& app) {
   detail::Verdict verdict;
   if (ctx.is_root()) {
     detail::QuietErrors quiet;
-    const detail::Destination d = detail::check_destination(path, overwrite, replace_file);
+    // The temporaries that killed writers left beside the destination go now, also when this run
+    // is refused (or ends) before it writes.
+    if (detail::output_directory_problem(path.file).empty()) tessera::detail::remove_stale_temporaries(path.file);
+    const detail::Destination d = detail::check_destination(path, overwrite, replace_file, app);
     if (!d.problem.empty()) verdict.fail(d.problem, d.kind);
   }
   detail::agree_on_verdict(ctx, verdict, 0, path.file, path.dataset);
@@ -194,83 +215,116 @@ void check_output_file(const Context& ctx, const std::string& file) {
   detail::agree_on_verdict(ctx, verdict, 0, file, "");
 }
 
+// ---- OutputFile ------------------------------------------------------------------------------------
+
+struct OutputFile::Impl {
+  Context ctx;
+  std::string file;
+  std::vector<detail::OutputBlock> parts;
+  bool committed = false;
+
+  // A part whose block (count elements of `element`, row-major) this rank copies from `host`.
+  void add(const std::string& dataset, const detail::H5Element& element, int ndims, const index_t* dims,
+           const index_t* start, const index_t* count, const void* host, const OutputAttributes& attributes) {
+    TESSERA_ASSERT(!committed, "OutputFile::add after commit");
+    if (parts.size() >= static_cast<std::size_t>(detail::kMaxOutputDatasets))
+      throw IoError("an output file takes at most " + std::to_string(detail::kMaxOutputDatasets) + " datasets", file,
+                    dataset);
+    detail::OutputBlock part{dataset, element, ndims, {0, 0}, {0, 0}, {0, 0}, {}, attributes};
+    std::size_t elements = 1;
+    for (int d = 0; d < ndims; ++d) {
+      part.dims[d] = static_cast<hsize_t>(dims[d]);
+      part.start[d] = start[d];
+      part.count[d] = count[d];
+      elements *= static_cast<std::size_t>(count[d]);
+    }
+    const auto* bytes = static_cast<const unsigned char*>(host);
+    part.host.assign(bytes, bytes + elements * element.bytes);
+    parts.push_back(std::move(part));
+  }
+};
+
+OutputFile::OutputFile(const Context& ctx, std::string file) : impl_(std::make_unique<Impl>()) {
+  impl_->ctx = ctx;
+  impl_->file = std::move(file);
+}
+OutputFile::~OutputFile() = default;
+OutputFile::OutputFile(OutputFile&&) noexcept = default;
+OutputFile& OutputFile::operator=(OutputFile&&) noexcept = default;
+
+const std::string& OutputFile::file() const { return impl_->file; }
+std::size_t OutputFile::datasets() const { return impl_->parts.size(); }
+
+template <class T>
+OutputFile& OutputFile::add(const DistArray<T>& array, const std::string& dataset, const OutputAttributes& attributes) {
+  TESSERA_ASSERT(array.context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: an array of another context");
+  const std::vector<T> host = array.local_to_host();
+  const index_t dims[1] = {array.global_size()}, start[1] = {array.global_offset()}, count[1] = {array.local_size()};
+  impl_->add(dataset, detail::h5_element<T>(), 1, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+template <class T>
+OutputFile& OutputFile::add(const DistMatrix<T>& matrix, const std::string& dataset, const OutputAttributes& attributes) {
+  TESSERA_ASSERT(matrix.grid().context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a matrix of another context");
+  const std::vector<T> host = matrix.local_to_host();
+  const index_t dims[2] = {matrix.rows(), matrix.cols()};
+  const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
+  const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
+  impl_->add(dataset, detail::h5_element<T>(), 2, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+template <class T>
+OutputFile& OutputFile::add(const Field2D<T>& field, const std::string& dataset, const OutputAttributes& attributes) {
+  TESSERA_ASSERT(field.context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a field of another context");
+  const std::vector<T> host = field.local_to_host();
+  const index_t dims[2] = {field.rows(), field.cols()};
+  const index_t start[2] = {field.row_offset(), field.col_offset()};
+  const index_t count[2] = {field.local_rows(), field.local_cols()};
+  impl_->add(dataset, detail::h5_element<T>(), 2, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+void OutputFile::commit() {
+  TESSERA_ASSERT(!impl_->committed, "OutputFile::commit twice");
+  TESSERA_ASSERT(!impl_->parts.empty(), "OutputFile::commit without datasets");
+  detail::QuietErrors quiet;
+  detail::write_parts(impl_->ctx, impl_->file, impl_->parts);
+  impl_->committed = true;
+}
+
 template <class T>
 void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::QuietErrors quiet;
-  const std::vector<T> host = array.local_to_host();
-  const detail::OutputBlock block{path.dataset,
-                                  detail::h5_element<T>(),
-                                  1,
-                                  {static_cast<hsize_t>(array.global_size()), 0},
-                                  {array.global_offset(), 0},
-                                  {array.local_size(), 0},
-                                  host.data(),
-                                  &attributes};
-  detail::write_block(array.context(), path, block);
+  OutputFile(array.context(), path.file).add(array, path.dataset, attributes).commit();
 }
 
 template <class T>
 void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::QuietErrors quiet;
-  const std::vector<T> host = matrix.local_to_host();
-  const detail::OutputBlock block{path.dataset,
-                                  detail::h5_element<T>(),
-                                  2,
-                                  {static_cast<hsize_t>(matrix.rows()), static_cast<hsize_t>(matrix.cols())},
-                                  {matrix.row_offset(), matrix.col_offset()},
-                                  {matrix.local_rows(), matrix.local_cols()},
-                                  host.data(),
-                                  &attributes};
-  detail::write_block(matrix.grid().context(), path, block);
+  OutputFile(matrix.grid().context(), path.file).add(matrix, path.dataset, attributes).commit();
 }
 
 template <class T>
 void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::QuietErrors quiet;
-  const std::vector<T> host = field.local_to_host();
-  const detail::OutputBlock block{path.dataset,
-                                  detail::h5_element<T>(),
-                                  2,
-                                  {static_cast<hsize_t>(field.rows()), static_cast<hsize_t>(field.cols())},
-                                  {field.row_offset(), field.col_offset()},
-                                  {field.local_rows(), field.local_cols()},
-                                  host.data(),
-                                  &attributes};
-  detail::write_block(field.context(), path, block);
+  OutputFile(field.context(), path.file).add(field, path.dataset, attributes).commit();
 }
 
-template <class A, class B>
-void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const OutputAttributes& first_attributes,
-                      const DistArray<B>& second, const std::string& second_dataset,
-                      const OutputAttributes& second_attributes) {
-  TESSERA_ASSERT(first.context().comm().get() == second.context().comm().get(),
-                 "write_array_pair: the arrays live on different contexts");
-  detail::QuietErrors quiet;
-  const std::vector<A> first_host = first.local_to_host();
-  const std::vector<B> second_host = second.local_to_host();
-  const detail::OutputBlock parts[2] = {
-      {path.dataset, detail::h5_element<A>(), 1, {static_cast<hsize_t>(first.global_size()), 0},
-       {first.global_offset(), 0}, {first.local_size(), 0}, first_host.data(), &first_attributes},
-      {second_dataset, detail::h5_element<B>(), 1, {static_cast<hsize_t>(second.global_size()), 0},
-       {second.global_offset(), 0}, {second.local_size(), 0}, second_host.data(), &second_attributes}};
-  detail::write_pair(first.context(), path, parts);
-}
-
-template void write_array_pair<std::int64_t, double>(const DistArray<std::int64_t>&, const DatasetPath&,
-                                                    const OutputAttributes&, const DistArray<double>&,
-                                                    const std::string&, const OutputAttributes&);
 template void write_field<float>(const Field2D<float>&, const DatasetPath&, const OutputAttributes&);
 template void write_field<double>(const Field2D<double>&, const DatasetPath&, const OutputAttributes&);
+template OutputFile& OutputFile::add<float>(const Field2D<float>&, const std::string&, const OutputAttributes&);
+template OutputFile& OutputFile::add<double>(const Field2D<double>&, const std::string&, const OutputAttributes&);
 template void read_field<float>(Field2D<float>&, const DatasetPath&);
 template void read_field<double>(Field2D<double>&, const DatasetPath&);
 
 // Arrays of every numeric element type; matrices of the four the matrix code has.
-#define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                  \
-  template DistArray<T> read_array<T>(const Context&, const DatasetPath&);               \
-  template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);
-#define TESSERA_IO_INSTANTIATE_MATRIX(T)                                                 \
-  template DistMatrix<T> read_matrix<T>(const ProcessGrid&, const DatasetPath&);         \
-  template void write_matrix<T>(const DistMatrix<T>&, const DatasetPath&, const OutputAttributes&);
+#define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                                   \
+  template DistArray<T> read_array<T>(const Context&, const DatasetPath&);                                \
+  template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);         \
+  template OutputFile& OutputFile::add<T>(const DistArray<T>&, const std::string&, const OutputAttributes&);
+#define TESSERA_IO_INSTANTIATE_MATRIX(T)                                                                  \
+  template DistMatrix<T> read_matrix<T>(const ProcessGrid&, const DatasetPath&);                          \
+  template void write_matrix<T>(const DistMatrix<T>&, const DatasetPath&, const OutputAttributes&);       \
+  template OutputFile& OutputFile::add<T>(const DistMatrix<T>&, const std::string&, const OutputAttributes&);
 TESSERA_IO_INSTANTIATE_ARRAY(std::int8_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int16_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int32_t)

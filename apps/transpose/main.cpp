@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "app.hpp"
+#include "perturb.hpp"
 #include "tessera/framework/redistribute.hpp"
 #include "verify_transpose.hpp"
 
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
   return app.run([&](const Context& ctx) -> int {
     const CommonOptions& o = app.options();
     if (o.input) throw UsageError("--input: transpose reads its matrix with --a");
+    const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::relative});
     io::DType dtype = o.dtype.value_or(io::DType::float32);
     std::string input = "generated from seed " + std::to_string(o.seed);
     if (a_path) {
@@ -137,19 +139,35 @@ int main(int argc, char** argv) {
     };
     const ProcessGrid from_grid = make_grid(ctx, from, grid_rows, grid_cols, grid_flag(from, "--from"));
     const ProcessGrid to_grid = make_grid(ctx, to, grid_rows, grid_cols, grid_flag(to, "--to"));
+    // The shape, then the memory it takes, before anything is made.
+    const std::string shape_flag = a_path ? "--a" : "--m/--n";
+    checked_elements(m, n, shape_flag + ": A (M x N)");
 
     const auto run = [&]<class T>() -> int {
+      {
+        // A's block, B's, and the exchange's packed send and receive buffers (as large as each).
+        const long double a_block = static_cast<long double>(Partition::block(m, from_grid.rows()).local_size(from_grid.process_row())) *
+                                    static_cast<long double>(Partition::block(n, from_grid.cols()).local_size(from_grid.process_col()));
+        const index_t b_rows = transposed ? n : m, b_cols = transposed ? m : n;
+        const long double b_block = static_cast<long double>(Partition::block(b_rows, to_grid.rows()).local_size(to_grid.process_row())) *
+                                    static_cast<long double>(Partition::block(b_cols, to_grid.cols()).local_size(to_grid.process_col()));
+        const long double bytes = 2 * (a_block + b_block) * sizeof(T);
+        require_memory(ctx, bytes >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(bytes),
+                       shape_flag + ": A and B (" + std::to_string(m) + " x " + std::to_string(n) + " " +
+                           io::to_string(dtype) + ") with the exchange's buffers");
+      }
       DistMatrix<T> a;
       if (a_path) {
         a = for_flag("--a", [&] { return io::read_matrix<T>(from_grid, *a_path); });
       } else {
-        a = DistMatrix<T>(from_grid, m, n);
+        a = make_collectively(ctx, shape_flag + ": the matrix A", [&] { return DistMatrix<T>(from_grid, m, n); });
         a.generate(o.seed);
       }
       DistMatrix<T> b;
       const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) {
         b = transposed ? transpose(a, to_grid, times) : redistribute(a, to_grid, times);
       });
+      if (perturbation) perturb_element(perturbation, b);
       const std::uint64_t checksum = verify::position_checksum(b, false);
 
       Report r;

@@ -61,7 +61,8 @@ DistMatrix<T>::DistMatrix(const ProcessGrid& grid, index_t rows, index_t cols)
       row_partition_(Partition::block(rows, grid.rows())),
       col_partition_(Partition::block(cols, grid.cols())) {
   TESSERA_ASSERT(!grid_.context().is_null(), "DistMatrix on a grid without a context");
-  const std::size_t bytes = static_cast<std::size_t>(local_rows()) * static_cast<std::size_t>(local_cols()) * sizeof(T);
+  checked_elements(rows, cols, "a matrix");  // element (i, j) is numbered i * cols + j
+  const std::size_t bytes = kernels::array_bytes(local_rows() * local_cols(), sizeof(T), "a matrix block");
   data_ = static_cast<T*>(kernels::allocate(grid_.context().queue(), bytes));
 }
 

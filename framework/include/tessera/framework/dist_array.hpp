@@ -230,6 +230,14 @@ auto make_collectively(const Context& ctx, const std::string& what, Make&& make)
   throw UsageError(what + ": out of memory on rank " + std::to_string(failed_rank) + ": " + message);
 }
 
+// Collective, before a run makes its arrays: `bytes`, what this rank will hold at once (its blocks,
+// buffers and copies), against the memory of its backend (kernels::memory_capacity), the ranks that
+// share that memory (one GPU, or one node's host memory under cpu) counted together. Where some
+// memory would be overcommitted, every rank throws the same UsageError, so that a run too large for the machine stops in one line before any work rather than
+// dying of a failed allocation on some rank later. The message: "<what>: out of memory: <bytes> per
+// rank; rank R's <memory> of <capacity> cannot hold it" (or "is shared by K ranks, which need ...").
+void require_memory(const Context& ctx, std::size_t bytes, const std::string& what);
+
 // Precompiled in the framework library (the apps' element types).
 extern template class DistArray<std::int32_t>;
 extern template class DistArray<std::int64_t>;

@@ -592,7 +592,7 @@ py::object export_dlpack(const DeviceBlock& b, const py::object& stream, const p
     // stream: the consumer's stream (None: the legacy default stream, 1; -1: no ordering asked).
     const long long s = stream.is_none() ? 1 : stream.cast<long long>();
     if (s != -1) {
-      const Call call(b.owner->context());
+      const Call call(*b.owner->session());
       kernels::Queue consumer = b.owner->context().queue();
       consumer.stream = reinterpret_cast<kernels::StreamHandle>(static_cast<std::uintptr_t>(s == 0 ? 1 : s));
       kernels::queue_wait(consumer, b.owner->context().queue());
@@ -899,7 +899,7 @@ void bind_array(py::module_& m) {
       .def_property_readonly("threads", [](const Session& s) { return s.runtime().cpu_threads(); })
       .def("describe", [](const Session& s) { return s.runtime().describe(); })
       .def("synchronize",
-           [](const Session& s) {
+           [](Session& s) {
              const Call call(s);
              s.context().queue().synchronize();
            })

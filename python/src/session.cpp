@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string_view>
 
+#include <omp.h>
+
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/error.hpp"
 #if TESSERA_HAVE_CUDA
@@ -13,7 +15,18 @@
 namespace tessera::python {
 namespace {
 
-std::recursive_mutex g_lock;  // one thread of the process in the framework at a time
+// Taken by every call where MPI is not MPI_THREAD_MULTIPLE (one thread of the process in MPI at a
+// time), and while a session is made.
+std::recursive_mutex g_process_lock;
+
+bool mpi_thread_multiple() {
+  static const bool multiple = [] {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    return provided == MPI_THREAD_MULTIPLE;
+  }();
+  return multiple;
+}
 
 // The first communication failure of this process ("" while there was none), and the framework's
 // own fatal handler (which prints and ends the job), for every other fatal error.
@@ -96,7 +109,7 @@ Session::Session(MPI_Comm comm, BackendChoice backend, int threads, int device) 
 
 Session::~Session() {
   {
-    const Call call(context_, /*check_failure=*/false);
+    const Call call(*this, /*check_failure=*/false);
     grids_.clear();
     context_ = Context();
     runtime_.reset();
@@ -123,12 +136,13 @@ const ProcessGrid& Session::grid(int rows, int cols) {
   return it->second;
 }
 
-Call::Call(const Context& context, bool check_failure) {
+Call::Call(Session& session, bool check_failure) {
   if (PyGILState_Check()) saved_ = PyEval_SaveThread();
   try {
-    enter(&context, check_failure);
+    enter(&session, check_failure);
   } catch (...) {
-    if (lock_.owns_lock()) lock_.unlock();
+    if (session_lock_.owns_lock()) session_lock_.unlock();
+    if (process_lock_.owns_lock()) process_lock_.unlock();
     if (saved_) PyEval_RestoreThread(saved_);
     throw;
   }
@@ -139,31 +153,41 @@ Call::Call() {
   try {
     enter(nullptr, true);
   } catch (...) {
-    if (lock_.owns_lock()) lock_.unlock();
+    if (process_lock_.owns_lock()) process_lock_.unlock();
     if (saved_) PyEval_RestoreThread(saved_);
     throw;
   }
 }
 
-void Call::enter(const Context* context, bool check_failure) {
-  lock_ = std::unique_lock<std::recursive_mutex>(g_lock);
+void Call::enter(Session* session, bool check_failure) {
+  if (!session || !mpi_thread_multiple()) process_lock_ = std::unique_lock<std::recursive_mutex>(g_process_lock);
+  if (!session) {
+    if (check_failure) check_no_communication_failure();
+    return;
+  }
+  session_lock_ = std::unique_lock<std::recursive_mutex>(session->mutex());
   if (check_failure) check_no_communication_failure();
+  const Context& context = session->context();
+  if (context.is_null()) return;  // a session being destroyed
+  // OpenMP's thread count is a per-thread setting: the runtime set it in the thread that made the
+  // session; a call from another thread takes the same.
+  const int threads = session->runtime().cpu_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
 #if TESSERA_HAVE_CUDA
   // A stream belongs to its device: a call from another Python thread makes the device current.
-  if (context && context->backend() == Backend::cuda) {
+  if (context.backend() == Backend::cuda) {
     int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess || current != context->queue().device) {
-      const cudaError_t status = cudaSetDevice(context->queue().device);
+    if (cudaGetDevice(&current) != cudaSuccess || current != context.queue().device) {
+      const cudaError_t status = cudaSetDevice(context.queue().device);
       if (status != cudaSuccess) TESSERA_FATAL("cudaSetDevice", cudaGetErrorString(status));
     }
   }
-#else
-  (void)context;
 #endif
 }
 
 Call::~Call() {
-  lock_.unlock();
+  if (session_lock_.owns_lock()) session_lock_.unlock();
+  if (process_lock_.owns_lock()) process_lock_.unlock();
   if (saved_) PyEval_RestoreThread(saved_);
 }
 

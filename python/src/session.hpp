@@ -59,8 +59,11 @@ class Session {
   // The rows x cols grid over the session's ranks (0 x 0: MPI_Dims_create's), made once.
   // Collective the first time a shape is asked for.
   const ProcessGrid& grid(int rows, int cols);
+  // Calls on this session take it (Call).
+  std::recursive_mutex& mutex() { return mutex_; }
 
  private:
+  std::recursive_mutex mutex_;
   MPI_Comm duplicate_ = MPI_COMM_NULL;
   std::unique_ptr<Runtime> runtime_;
   Context context_;
@@ -68,16 +71,19 @@ class Session {
 };
 
 // The guard of every call that enters the framework: releases the GIL where this thread holds it
-// (collectives and kernels run while other Python threads do), takes the package's lock (the
-// framework is entered by one thread of the process at a time), makes the context's GPU current for
-// this thread, and raises CommunicationError at once where an earlier call failed so. The lock is
-// recursive: a Python callback inside a call (with_gil) may free arrays, which takes it too.
+// (collectives and kernels run while other Python threads do), takes the session's lock, makes the
+// session's GPU current and its OpenMP thread count this thread's, and raises CommunicationError at
+// once where an earlier call failed so.
+//
+// Calls on one session run one at a time; calls on different sessions run at the same time where
+// MPI gives MPI_THREAD_MULTIPLE (mpi4py asks for it), else one at a time in the whole process. The
+// locks are recursive: a Python callback inside a call (with_gil) may free arrays, which takes the
+// lock again.
 class Call {
  public:
   // check_failure false: for releasing memory, which goes on after a communication failure.
-  explicit Call(const Context& context, bool check_failure = true);
-  explicit Call(const Session& session, bool check_failure = true) : Call(session.context(), check_failure) {}
-  // The lock alone (making a session).
+  explicit Call(Session& session, bool check_failure = true);
+  // The process-wide lock alone (making a session).
   Call();
   ~Call();
   Call(const Call&) = delete;
@@ -100,9 +106,10 @@ class Call {
   }
 
  private:
-  void enter(const Context* context, bool check_failure);
+  void enter(Session* session, bool check_failure);
   mutable PyThreadState* saved_ = nullptr;  // null where the thread did not hold the GIL
-  std::unique_lock<std::recursive_mutex> lock_;
+  std::unique_lock<std::recursive_mutex> process_lock_;
+  std::unique_lock<std::recursive_mutex> session_lock_;
 };
 
 // Throws CommunicationError when a communication failure was recorded (Call does this).

@@ -10,6 +10,7 @@ duplicates the communicator it is given. docs/PYTHON.md describes the whole pack
 """
 
 import atexit as _atexit
+import builtins as _builtins
 import math as _math
 import numbers as _numbers
 import sys as _sys
@@ -286,7 +287,7 @@ def arange(start, stop=None, step=1, dtype=None, comm=None):
     if integral:
         n = len(range(int(start), int(stop), int(step)))
     else:
-        n = max(0, _math.ceil((float(stop) - float(start)) / float(step)))
+        n = _builtins.max(0, _math.ceil((float(stop) - float(start)) / float(step)))
     if name.startswith("int"):
         if not all(float(v).is_integer() for v in (start, step)):
             raise ValueError("arange: an integer dtype needs an integer start and step")

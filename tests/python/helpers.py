@@ -4,12 +4,19 @@ A check records a fault on its rank and lets the test go on, so that no rank lea
 and the others wait in a collective it never reaches; when the test ends, conftest.py gathers
 every rank's faults once and fails the test on every rank where any rank found one."""
 
+import os
+from fractions import Fraction
+
 import numpy as np
+import pytest
 from mpi4py import MPI
 
 import tessera
 
 COMM = MPI.COMM_WORLD
+BACKEND = os.environ.get("TESSERA_TEST_BACKEND", "cpu")
+# For the tests of host memory: blocks viewed without a copy, .local as a NumPy array.
+host_only = pytest.mark.skipif(BACKEND != "cpu", reason="host memory (the cpu backend)")
 DTYPES = ["int32", "int64", "float32", "float64"]
 # 0, 1, sizes below the rank count, 2^k + 1, primes (4099 above 2^12), and one divided by every rank count.
 SIZES = [0, 1, 2, 33, 97, 1200, 4099]
@@ -108,11 +115,11 @@ def expect_distributed(x, expected, message="", exact=True, rtol=0.0, atol=0.0):
 
 
 def local_block(x):
-    """This rank's block as a NumPy copy, on either backend."""
+    """This rank's block as a NumPy copy, on either backend (on cuda through DLPack)."""
     if x.context.backend == "cpu":
         return np.array(x.local)
-    import cupy  # noqa: PLC0415 - the GPU tests have it, or use to_numpy
-    return cupy.asnumpy(cupy.asarray(x.local))
+    from dlpack_consumer import consume  # noqa: PLC0415
+    return consume(x.local)[0]
 
 
 def shared_directory(tmp_path_factory):
@@ -138,3 +145,16 @@ def counter_values(seed, n, dtype):
     if dtype == np.float64:
         return (bits >> np.uint64(11)).astype(np.int64).astype(np.float64) * 2.0 ** -52 - 1.0
     return ((bits % np.uint64(2001)).astype(np.int64) - 1000).astype(dtype)
+
+
+def correctly_rounded_sum(values):
+    """The exact sum of the values rounded to nearest (ties to even) in their own type."""
+    dtype = values.dtype
+    exact = sum((Fraction(float(v)) for v in values), Fraction(0))
+    guess = dtype.type(float(exact))  # double rounding can be one ulp off: look at the neighbours
+    best = guess
+    for candidate in (np.nextafter(guess, dtype.type(-np.inf)), guess, np.nextafter(guess, dtype.type(np.inf))):
+        d, b = abs(Fraction(float(candidate)) - exact), abs(Fraction(float(best)) - exact)
+        if d < b or (d == b and int(candidate.view(np.uint32 if dtype == np.float32 else np.uint64)) % 2 == 0):
+            best = candidate
+    return best

@@ -7,7 +7,7 @@ from mpi4py import MPI
 
 import tessera
 from helpers import (COMM, DTYPES, SIZES, block_of, counter_values, expect, expect_distributed, expect_equal,
-                     expect_raises, global_data)
+                     expect_raises, global_data, host_only, local_block)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -22,6 +22,7 @@ def test_from_global_every_rank_and_root(dtype):
             expect(x.local_offset == (off,) and x.local_shape == (count,), "balanced block layout")
 
 
+@host_only
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_from_local_uneven_blocks_without_copy(dtype):
     # Rank r holds 3r + 1 elements (rank 0 one, rank 3 ten): a ragged layout in rank order.
@@ -45,8 +46,8 @@ def test_from_local_uneven_blocks_without_copy(dtype):
 def test_from_local_copies_what_it_cannot_view():
     data = np.arange(40, dtype=np.float64).reshape(20, 2)[:, 0]  # strided: copied
     x = tessera.from_local(data)
-    expect(not np.shares_memory(x.local, data), "a strided block is copied")
-    expect_equal(x.local, data, "copied block")
+    expect(x.context.backend != "cpu" or not np.shares_memory(x.local, data), "a strided block is copied")
+    expect_equal(local_block(x), data, "copied block")
     y = tessera.from_local([1, 2, 3])  # a list: numpy.asarray, int64
     expect(y.dtype == np.int64 and y.global_shape == (3 * COMM.size,), "a list becomes an int64 block")
 
@@ -134,6 +135,7 @@ def test_no_implicit_conversion():
     expect_raises(TypeError, lambda: list(x))
 
 
+@host_only
 def test_local_block_is_writable_view():
     x = tessera.zeros(COMM.size * 3 + 1, "float64")
     x.local[:] = COMM.rank + 1

@@ -10,7 +10,8 @@ import pytest
 
 import tessera
 from tessera import _tessera
-from helpers import (COMM, DTYPES, expect, expect_distributed, expect_equal, expect_raises, global_data,
+from dlpack_consumer import consume
+from helpers import (COMM, DTYPES, expect, expect_distributed, expect_equal, expect_raises, global_data, host_only,
                      shared_directory)
 
 h5py = pytest.importorskip("h5py")
@@ -107,6 +108,7 @@ def test_calls_from_two_threads_are_serialised():
     expect(results.get("a") == [49995000] * 20 and results.get("b") == [49995000] * 20, "sums from two threads")
 
 
+@host_only
 def test_dlpack_export_and_import_on_the_host():
     data = global_data(37, "float32", 3)
     x = tessera.from_global(data)
@@ -115,6 +117,11 @@ def test_dlpack_export_and_import_on_the_host():
     expect(view.ctypes.data == x.local.ctypes.data or view.size == 0, "numpy takes the block without a copy")
     expect_equal(view, x.local, "the exported block")
     expect(block.__dlpack_device__() == (1, 0), "a host block is DLPack device (kDLCPU, 0)")
+    for versioned in (False, True):
+        got, device, name, pointer = consume(block, versioned=versioned)
+        expect_equal(got, x.local, "the test's own DLPack consumer, versioned=%s" % versioned)
+        expect(device == (1, 0) and name == ("dltensor_versioned" if versioned else "dltensor")
+               and (pointer == x.local.ctypes.data or got.size == 0), "capsule %s" % name)
     source = np.arange(12, dtype=np.int64).reshape(3, 4)
     tensor = _tessera._import_dlpack(source.__dlpack__())
     expect(tensor.data == source.ctypes.data and tuple(tensor.shape) == (3, 4) and tensor.dtype == "int64"

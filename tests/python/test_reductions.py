@@ -2,26 +2,12 @@
 cumsum and cumprod with their exclusive forms, for the four dtypes on sizes the ranks do not divide,
 1-D and 2-D."""
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
 import tessera
-from helpers import DTYPES, SIZES, expect, expect_close, expect_distributed, expect_equal, expect_raises, global_data
-
-
-def correctly_rounded_sum(values):
-    """The exact sum of the values rounded to nearest (ties to even) in their own type."""
-    dtype = values.dtype
-    exact = sum((Fraction(float(v)) for v in values), Fraction(0))
-    guess = dtype.type(float(exact))  # double rounding can be one ulp off: look at the neighbours
-    best = guess
-    for candidate in (np.nextafter(guess, dtype.type(-np.inf)), guess, np.nextafter(guess, dtype.type(np.inf))):
-        d, b = abs(Fraction(float(candidate)) - exact), abs(Fraction(float(best)) - exact)
-        if d < b or (d == b and int(candidate.view(np.uint32 if dtype == np.float32 else np.uint64)) % 2 == 0):
-            best = candidate
-    return best
+from helpers import (DTYPES, SIZES, correctly_rounded_sum, expect, expect_close, expect_distributed, expect_equal,
+                     expect_raises, global_data)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

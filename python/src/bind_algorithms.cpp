@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@
 
 namespace tessera::python {
 namespace {
+
+// Raised as KeyboardInterrupt.
+struct Interrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Views and layouts
@@ -406,24 +412,35 @@ py::tuple jacobi(const ArrayPtr& a, const std::vector<double>& weights, bool nin
             js.push_back(j);
             return T(0);
           });
+          // The callback runs on each rank for its own cells: an exception on one rank is agreed
+          // on, and raised on every rank, before any rank goes on to the iterations' collectives.
           std::map<std::pair<index_t, index_t>, T> values;
+          std::string error;
+          ErrorKind kind = ErrorKind::none;
           call.with_gil([&] {
-            py::array_t<index_t> i_array(static_cast<py::ssize_t>(is.size()));
-            py::array_t<index_t> j_array(static_cast<py::ssize_t>(js.size()));
-            std::copy(is.begin(), is.end(), i_array.mutable_data());
-            std::copy(js.begin(), js.end(), j_array.mutable_data());
-            const py::object result = boundary(i_array, j_array);
-            const auto got = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(result);
-            if (!got) throw py::error_already_set();
-            if (got.ndim() == 0) {
-              for (std::size_t k = 0; k < is.size(); ++k) values[{is[k], js[k]}] = *got.data();
-            } else {
-              if (static_cast<std::size_t>(got.size()) != is.size())
-                throw UsageError("jacobi: boundary(i, j) returned " + std::to_string(got.size()) + " values for " +
-                                 std::to_string(is.size()) + " cells");
-              for (std::size_t k = 0; k < is.size(); ++k) values[{is[k], js[k]}] = got.data()[k];
+            try {
+              py::array_t<index_t> i_array(static_cast<py::ssize_t>(is.size()));
+              py::array_t<index_t> j_array(static_cast<py::ssize_t>(js.size()));
+              std::copy(is.begin(), is.end(), i_array.mutable_data());
+              std::copy(js.begin(), js.end(), j_array.mutable_data());
+              const py::object result = boundary(i_array, j_array);
+              const auto got = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(result);
+              if (!got) throw py::error_already_set();
+              if (got.ndim() == 0) {
+                for (std::size_t k = 0; k < is.size(); ++k) values[{is[k], js[k]}] = *got.data();
+              } else if (static_cast<std::size_t>(got.size()) != is.size()) {
+                kind = ErrorKind::value;
+                error = "jacobi: boundary(i, j) returned " + std::to_string(got.size()) + " values for " +
+                        std::to_string(is.size()) + " cells";
+              } else {
+                for (std::size_t k = 0; k < is.size(); ++k) values[{is[k], js[k]}] = got.data()[k];
+              }
+            } catch (py::error_already_set& e) {
+              kind = e.matches(PyExc_TypeError) ? ErrorKind::type : ErrorKind::value;
+              error = std::string("jacobi: boundary(i, j) raised ") + e.what();
             }
           });
+          agree(grid.context(), kind, error);
           u.set_outer_ghosts([&](index_t i, index_t j) { return values.at({i, j}); });
         }
         JacobiOptions options;
@@ -431,13 +448,20 @@ py::tuple jacobi(const ArrayPtr& a, const std::vector<double>& weights, bool nin
         options.tolerance = tolerance;
         Jacobi<T> solver(u, w, options);
         // Runs of whole check intervals, the same on every rank (each run ends with a residual check,
-        // an allreduce, which every rank must make alike).
+        // an allreduce, which every rank must make alike). Between runs the ranks agree on whether a
+        // signal (Ctrl-C) reached any of them: then every rank stops and raises KeyboardInterrupt,
+        // together, rather than one leaving the others in the next run's collectives.
         const index_t run = ((std::max<index_t>(256, check_every) + check_every - 1) / check_every) * check_every;
         while (solver.iteration() < iterations && !solver.converged()) {
           solver.run_until(std::min(iterations, solver.iteration() + run));
-          call.with_gil([] {
-            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+          const bool interrupted = call.with_gil([] {
+            if (PyErr_CheckSignals() == 0) return false;
+            PyErr_Clear();
+            return true;
           });
+          const int first = grid.context().comm().allreduce<std::int32_t>(
+              interrupted ? grid.context().rank() : grid.context().size(), ReduceOp::min);
+          if (first < grid.context().size()) throw Interrupted("jacobi interrupted (a signal on rank " + std::to_string(first) + ")");
         }
         done = solver.iteration();
         residual = solver.residual();
@@ -455,6 +479,13 @@ py::tuple jacobi(const ArrayPtr& a, const std::vector<double>& weights, bool nin
 }  // namespace
 
 void bind_algorithms(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Interrupted& e) {
+      PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    }
+  });
   py::enum_<Reduction>(m, "_Reduction")
       .value("sum", Reduction::sum)
       .value("prod", Reduction::prod)

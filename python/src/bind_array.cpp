@@ -194,7 +194,7 @@ ArrayPtr from_local(const SessionPtr& session, const std::string& error, const s
   if (mine.error == 0 && is_device_memory(ctx, device_type) && pointer != 0) {
     cudaPointerAttributes attributes{};
     if (cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(pointer)) != cudaSuccess ||
-        attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+        (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged)) {
       cudaGetLastError();
       mine.error = static_cast<std::int32_t>(ErrorKind::value);
       why = "the block's memory is not device memory";

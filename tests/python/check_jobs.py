@@ -11,6 +11,8 @@ usage: check_jobs.py MPIEXEC PYTHON [mpiexec flags...]   (the worker is jobs_wor
   4. Two ranks summing in a loop, rank 0 sleeping in Python before each sum; SIGINT to rank 1 alone
      (a signal to one process, as a batch system may send): the KeyboardInterrupt it raises, once its
      call returns, goes uncaught and ends the whole job, rank 0 included.
+  5. Two ranks in one long Jacobi solve; SIGINT to rank 1 alone: the ranks agree between runs of
+     iterations that one was interrupted, all raise KeyboardInterrupt, and the job ends.
 """
 
 import os
@@ -109,6 +111,18 @@ rc, out = finish(job, 60)
 time.sleep(1)
 check("Ctrl-C to one rank ends the job",
       len(pids) == 2 and rc not in (0, None) and "KeyboardInterrupt" in head + out
+      and not any(alive(p) for p in pids.values()), head + out)
+
+# 5
+job = launch(2, "solve")
+pids, head = wait_ready(job, 2)
+time.sleep(2)
+if 1 in pids:
+    os.kill(pids[1], signal.SIGINT)
+rc, out = finish(job, 60)
+time.sleep(1)
+check("Ctrl-C to one rank stops a long solve on every rank",
+      len(pids) == 2 and rc not in (0, None) and "jacobi interrupted (a signal on rank 1)" in head + out
       and not any(alive(p) for p in pids.values()), head + out)
 
 sys.exit(1 if failed else 0)

@@ -8,6 +8,8 @@
                     leaving the other ranks waiting in the collective.
   wait              every rank prints "ready <rank> <pid>" and sums in a loop for a minute; rank 0
                     first sleeps in Python, so that the others wait in the collective meanwhile.
+  solve             every rank prints "ready <rank> <pid>" and starts a Jacobi solve of 10^9
+                    iterations: one call that only a signal ends.
 """
 
 import sys
@@ -47,4 +49,10 @@ elif scenario == "wait":
         if ctx.rank == 0:
             time.sleep(0.2)
         np.float32(tessera.sum(x))
+    print("finished without a signal", flush=True)
+
+elif scenario == "solve":
+    u = tessera.zeros((64, 64))
+    print("ready %d %d" % (ctx.rank, __import__("os").getpid()), flush=True)
+    tessera.jacobi(u, "jacobi5", 1.0, iterations=10 ** 9)
     print("finished without a signal", flush=True)

@@ -139,3 +139,12 @@ def test_stencil_errors():
         expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((1, 1))), match="row")
     expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=lambda i, j: np.ones(3)),
                   match="values")
+
+    def fails_on_last_rank(i, j):
+        if COMM.rank == COMM.size - 1:
+            raise ValueError("no boundary here")
+        return np.zeros(len(i))
+
+    # The callback fails on one rank: every rank raises, none is left in the iterations.
+    expect_raises(ValueError, lambda: tessera.jacobi(tessera.zeros((4, 4)), boundary=fails_on_last_rank,
+                                                     iterations=3), match="no boundary here")

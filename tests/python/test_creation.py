@@ -14,7 +14,7 @@ from helpers import (COMM, DTYPES, SIZES, block_of, counter_values, expect, expe
 def test_from_global_every_rank_and_root(dtype):
     for n in SIZES:
         data = global_data(n, dtype, seed=n)
-        expect_distributed(tessera.from_global(data), data, "from_global n=%d" % n)
+        expect_distributed(tessera.from_global(data), data, "from_global n=%d" % n, whole=True)
         for root in range(COMM.size):
             x = tessera.from_global(data if COMM.rank == root else None, root=root)
             expect_distributed(x, data, "from_global n=%d root=%d" % (n, root))
@@ -32,7 +32,7 @@ def test_from_local_uneven_blocks_without_copy(dtype):
     offset = sum(counts[:COMM.rank])
     block = data[offset:offset + counts[COMM.rank]].copy()
     x = tessera.from_local(block)
-    expect_distributed(x, data, "from_local")
+    expect_distributed(x, data, "from_local", whole=True)
     expect(list(x.counts) == counts, "counts %s, expected %s" % (x.counts, counts))
     expect(not x.owns_memory, "from_local of a contiguous host block views it")
     # The same memory: what the block holds now, the array holds, and its .local is the block.
@@ -74,7 +74,7 @@ def test_from_local_2d_blocks():
         r0, c0 = ref.local_offset
         lr, lc = ref.local_shape
         x = tessera.from_local(data[r0:r0 + lr, c0:c0 + lc])
-        expect_distributed(x, data, "from_local 2-D %dx%d" % (rows, cols))
+        expect_distributed(x, data, "from_local 2-D %dx%d" % (rows, cols), whole=True)
     # Blocks that are not the balanced layout of the grid.
     if COMM.size > 1:
         wrong = np.zeros((1 + COMM.rank, 2))

@@ -3,7 +3,8 @@
 # packages are missing where it cannot install them (not root, no apt, no network).
 #   scripts/install_deps.sh build   what building needs
 #   scripts/install_deps.sh demo    that, plus what the demo needs (matplotlib, for its scaling plot)
-#   scripts/install_deps.sh test    building, plus what the test suite needs (h5py, numpy, matplotlib, Slurm, ...)
+#   scripts/install_deps.sh test    building, plus what the test suite needs (h5py, numpy, matplotlib, Slurm,
+#                                   and the Python package's pybind11, mpi4py, pytest and Python headers)
 #   ... --dry-run                   only say what is missing and what would be installed
 # Idempotent: a machine that has everything is left alone, whatever put it there (apt, modules,
 # a toolkit in /usr/local): each need is checked by what it provides, not by package name.
@@ -44,6 +45,13 @@ python_with() {  # python_with MODULES: true if some python3 imports them all
   return 1
 }
 
+python_headers() {  # true if some python3 has its C headers (Python.h), for building the package
+  for py in ${TESSERA_DEPS_PYTHON:-/usr/bin/python3 $(command -v python3 2>/dev/null)}; do
+    [ -x "$py" ] && "$py" -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
 cmake_ok || missing_required+=(cmake)
 have g++ || missing_required+=(g++)
 { have mpicxx && have mpiexec; } || missing_required+=(libopenmpi-dev openmpi-bin)
@@ -57,6 +65,11 @@ fi
 if [ "$profile" = test ]; then
   have h5dump || missing_optional+=(hdf5-tools)
   python_with "numpy, h5py" || missing_optional+=(python3-numpy python3-h5py)
+  # The Python package (python/) and its tests: built where these are found.
+  python_with "pybind11" || missing_optional+=(python3-pybind11)
+  python_with "mpi4py" || missing_optional+=(python3-mpi4py)
+  python_with "pytest" || missing_optional+=(python3-pytest)
+  python_headers || missing_optional+=(python3-dev)
   python_with "matplotlib" || missing_optional+=(python3-matplotlib)
   { have slurmctld && have slurmd && have sbatch; } || missing_optional+=(slurmctld slurmd slurm-client)
   have munged || missing_optional+=(munge)

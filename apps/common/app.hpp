@@ -185,6 +185,11 @@ void publish(const App& app, const Context& ctx, const Report& report);
 // throws the same UsageError: "--json: cannot ...".
 void write_json_report(const Context& ctx, const std::string& path, const Json& report);
 
+// Whether two paths name the same file: the same device and inode where both exist, else the same
+// path once the directory is resolved. The second form is collective: rank 0 looks and tells all.
+bool same_file(const std::string& a, const std::string& b);
+bool same_file(const Context& ctx, const std::string& a, const std::string& b);
+
 // Collective, before any work: the --json destination can be written (io::check_output_file) and is
 // not a file that an HDF5 flag of this run names (same device and inode, or the same resolved path).
 void check_report_path(const Context& ctx, const App& app);

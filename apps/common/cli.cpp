@@ -310,6 +310,14 @@ std::int64_t parse_integer(std::string_view text, std::string_view flag, std::in
   return v;
 }
 
+index_t parse_count(std::string_view text, std::string_view flag, index_t min, index_t max) {
+  const index_t v = parse_size(text, flag);
+  if (v < min || v > max)
+    throw UsageError(std::string(flag) + ": " + quote(text) + " is out of range (expected " + std::to_string(min) +
+                     " to " + std::to_string(max) + ")");
+  return v;
+}
+
 std::uint64_t parse_unsigned(std::string_view text, std::string_view flag) {
   std::uint64_t v = 0;
   const char* end = text.data() + text.size();

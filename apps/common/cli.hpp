@@ -87,6 +87,9 @@ index_t parse_size(std::string_view text, std::string_view flag);
 
 // An integer in [min, max]; UsageError naming `flag` otherwise.
 std::int64_t parse_integer(std::string_view text, std::string_view flag, std::int64_t min, std::int64_t max);
+// A count in [min, max] (min >= 0) written as parse_size takes it (2^21, 64K, 1e6); UsageError
+// naming `flag` otherwise.
+index_t parse_count(std::string_view text, std::string_view flag, index_t min, index_t max);
 std::uint64_t parse_unsigned(std::string_view text, std::string_view flag);
 // A finite or infinite floating-point number (strtod syntax, whole text); UsageError otherwise.
 double parse_real(std::string_view text, std::string_view flag);

@@ -12,6 +12,9 @@ const char* name_of(Perturbation::Kind kind) {
   switch (kind) {
     case Perturbation::Kind::ulps: return "ulps:N";
     case Perturbation::Kind::relative: return "relative:R[@INDEX]";
+    case Perturbation::Kind::add: return "add:X[@INDEX]";
+    case Perturbation::Kind::swap: return "swap[@INDEX]";
+    case Perturbation::Kind::move: return "move[@INDEX]";
     case Perturbation::Kind::drop: return "drop[@INDEX]";
     case Perturbation::Kind::value: return "value:X";
     case Perturbation::Kind::negate: return "negate";
@@ -52,16 +55,23 @@ std::string parse(std::string_view spec, Perturbation& p) {
   } else if (word == "relative") {
     p.kind = Perturbation::Kind::relative;
     if (!parse_real(value, &p.amount) || p.amount == 0) return "R must be a finite non-zero number";
+  } else if (word == "add") {
+    p.kind = Perturbation::Kind::add;
+    if (!parse_real(value, &p.amount) || p.amount == 0) return "X must be a finite non-zero number";
   } else if (word == "value") {
     p.kind = Perturbation::Kind::value;
     if (!parse_real(value, &p.amount)) return "X must be a finite number";
-  } else if (word == "drop" || word == "negate") {
-    p.kind = word == "drop" ? Perturbation::Kind::drop : Perturbation::Kind::negate;
+  } else if (word == "drop" || word == "negate" || word == "swap" || word == "move") {
+    p.kind = word == "drop"   ? Perturbation::Kind::drop
+             : word == "swap" ? Perturbation::Kind::swap
+             : word == "move" ? Perturbation::Kind::move
+                              : Perturbation::Kind::negate;
     if (has_value) return std::string(name_of(p.kind)) + " takes no value";
   } else {
     return "unknown kind '" + std::string(word) + "'";
   }
-  if (p.index && p.kind != Perturbation::Kind::relative && p.kind != Perturbation::Kind::drop)
+  if (p.index && (p.kind == Perturbation::Kind::ulps || p.kind == Perturbation::Kind::value ||
+                  p.kind == Perturbation::Kind::negate))
     return std::string(name_of(p.kind)) + " takes no @INDEX";
   return "";
 }
@@ -110,6 +120,37 @@ index_t perturbed_index(const Context& ctx, const Perturbation& p, index_t size,
       chosen = at[r];
     }
   return chosen;
+}
+
+void perturb_move(const Context& ctx, const Perturbation& p, std::vector<index_t>& counts, index_t first_bin,
+                  index_t bins) {
+  if (bins < 2) throw UsageError("TESSERA_TEST_PERTURB='" + p.spec + "': a histogram of one bin has no other bin");
+  index_t from = 0;
+  if (p.index) {
+    from = perturbed_index(ctx, p, bins, -1, -1);
+  } else {
+    // The fullest bin: each rank's candidate, the highest count winning, the lowest bin of equals.
+    index_t best = -1, at = -1;
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      if (counts[i] > best) {
+        best = counts[i];
+        at = first_bin + static_cast<index_t>(i);
+      }
+    const std::vector<index_t> bests = ctx.comm().allgather<index_t>(best), ats = ctx.comm().allgather<index_t>(at);
+    best = -1;
+    for (std::size_t r = 0; r < bests.size(); ++r)
+      if (ats[r] >= 0 && (bests[r] > best || (bests[r] == best && ats[r] < from))) {
+        best = bests[r];
+        from = ats[r];
+      }
+  }
+  const index_t to = from + 1 < bins ? from + 1 : from - 1;
+  auto add = [&](index_t bin, index_t delta) {
+    const index_t local = bin - first_bin;
+    if (local >= 0 && local < static_cast<index_t>(counts.size())) counts[static_cast<std::size_t>(local)] += delta;
+  };
+  add(from, -1);
+  add(to, +1);
 }
 
 }  // namespace tessera::apps

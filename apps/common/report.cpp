@@ -206,23 +206,6 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
   return problem.empty() ? "" : "--json: " + problem;
 }
 
-// Whether two paths name the same file: the same device and inode where both exist, else the same
-// path once the directory is resolved.
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  const bool a_exists = stat(a.c_str(), &sa) == 0, b_exists = stat(b.c_str(), &sb) == 0;
-  if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  if (a_exists != b_exists) return false;
-  const auto resolved = [](const std::string& path) {
-    const auto slash = path.find_last_of('/');
-    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    char real[PATH_MAX] = {};
-    return realpath(directory.c_str(), real) ? std::string(real) + "/" + base : path;
-  };
-  return resolved(a) == resolved(b);
-}
-
 }  // namespace
 
 void publish(const App& app, const Context& ctx, const Report& r) {
@@ -240,6 +223,25 @@ void write_json_report(const Context& ctx, const std::string& path, const Json& 
   }
   ctx.comm().bcast(error, sizeof error, 0);
   if (error[0]) throw UsageError(error);
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  const bool a_exists = stat(a.c_str(), &sa) == 0, b_exists = stat(b.c_str(), &sb) == 0;
+  if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (a_exists != b_exists) return false;
+  const auto resolved = [](const std::string& path) {
+    const auto slash = path.find_last_of('/');
+    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    char real[PATH_MAX] = {};
+    return realpath(directory.c_str(), real) ? std::string(real) + "/" + base : path;
+  };
+  return resolved(a) == resolved(b);
+}
+
+bool same_file(const Context& ctx, const std::string& a, const std::string& b) {
+  return ctx.comm().bcast_value<std::int32_t>(ctx.is_root() && same_file(a, b) ? 1 : 0, 0) != 0;
 }
 
 void check_report_path(const Context& ctx, const App& app) {

@@ -6,13 +6,17 @@
 //     float(lower) for float samples and equal bins; for given edges, compared in double, the
 //     smallest float >= the first edge and the largest float <= the last; for integers the
 //     integers in [lower, upper] (exact for |x| < 2^53).
-//  2. A sample of bins recounted: the first, the middle and the last bin and five chosen from the
-//     seed; each rank counts its own samples x with e_b <= x < e_{b+1} (the last bin closed) in a
-//     host loop, with plain comparisons, and the counts are summed with MPI.
+//  2. Every bin recounted: each rank finds the bin of each of its samples on the host by a binary
+//     search of the edges as numpy compares them (the last edge e_i <= x; float samples with equal
+//     bins against numpy's float32 edges, everything else in double; the last bin closed), the
+//     recounts are summed over the ranks with MPI, and every bin, and the samples below, above and
+//     NaN, must match. One more pass over the samples; bins are recounted in windows of at most
+//     2^24 (one pass over the samples per window), so the check's memory stays bounded.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -21,7 +25,6 @@
 
 #include "app.hpp"
 #include "tessera/framework/algorithms.hpp"
-#include "tessera/kernels/counter_rng.hpp"
 #include "verify.hpp"
 
 namespace tessera::apps::verify {
@@ -67,14 +70,25 @@ CountBounds<T> count_bounds(double lower, double upper, bool edges_in_double) {
   return b;
 }
 
+// The bin of x among edges keys[0..bins] (keys ascending, as the comparison type C sees them):
+// bins + HistogramSlot for the samples in no bin.
+template <class C>
+index_t recount_bin(C x, const std::vector<C>& keys) {
+  const index_t bins = static_cast<index_t>(keys.size()) - 1;
+  if (x != x) return bins + 2;             // NaN
+  if (x < keys.front()) return bins;       // below
+  if (x > keys.back()) return bins + 1;    // above
+  // The last i in [0, bins) with keys[i] <= x (keys[0] <= x holds).
+  const auto it = std::upper_bound(keys.begin(), keys.end() - 1, x);
+  return static_cast<index_t>(it - keys.begin()) - 1;
+}
+
 // edges: all bins + 1 edges (double); even: equal bins (float samples then compare with the edges
 // rounded to float, as numpy does).
 template <class T>
-Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, const std::vector<double>& edges, bool even,
-                        std::uint64_t seed) {
+Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, const std::vector<double>& edges, bool even) {
   const Context& ctx = array.context();
   const bool in_double = !even || !std::is_same_v<T, float>;
-  using C = std::conditional_t<std::is_same_v<T, float>, float, double>;
   Verdict v;
 
   // 1. The totals, against count_if.
@@ -94,54 +108,70 @@ Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, con
   for (index_t c : h.counts) in_bins += c;
   if (!h.replicated) in_bins = ctx.comm().allreduce(in_bins, ReduceOp::sum);
   const index_t nan = n - in_range_count - below - above;
-
-  // 2. Sampled bins, recounted on the host.
-  std::vector<index_t> sampled = {0, h.bins / 2, h.bins - 1};
-  for (std::uint64_t k = 0; k < 5; ++k) sampled.push_back(static_cast<index_t>(counter_bits(seed ^ 0x7A11EDull, k) % static_cast<std::uint64_t>(h.bins)));
-  std::sort(sampled.begin(), sampled.end());
-  sampled.erase(std::unique(sampled.begin(), sampled.end()), sampled.end());
-  const std::vector<T> host = array.local_to_host();
-  std::vector<std::uint64_t> recount(sampled.size(), 0), reported(sampled.size(), 0);
-  for (std::size_t i = 0; i < sampled.size(); ++i) {
-    const index_t bin = sampled[i];
-    const bool last = bin == h.bins - 1;
-    std::uint64_t c = 0;
-    if (in_double) {
-      const double lo = edges[static_cast<std::size_t>(bin)], hi = edges[static_cast<std::size_t>(bin) + 1];
-      for (const T x : host) {
-        const double d = static_cast<double>(x);
-        c += d >= lo && (d < hi || (last && d == hi));
-      }
-    } else {
-      const C lo = static_cast<C>(edges[static_cast<std::size_t>(bin)]), hi = static_cast<C>(edges[static_cast<std::size_t>(bin) + 1]);
-      for (const T x : host) {
-        const C d = static_cast<C>(x);
-        c += d >= lo && (d < hi || (last && d == hi));
-      }
-    }
-    recount[i] = c;
-    const index_t local = bin - h.first_bin;
-    if (local >= 0 && local < static_cast<index_t>(h.counts.size()) && (!h.replicated || ctx.is_root()))
-      reported[i] = static_cast<std::uint64_t>(h.counts[static_cast<std::size_t>(local)]);
-  }
-  allreduce_sum(ctx, recount.data(), static_cast<index_t>(recount.size()));
-  allreduce_sum(ctx, reported.data(), static_cast<index_t>(reported.size()));
-
   std::string bad;
   if (in_bins != in_range_count)
     bad += "the bins hold " + std::to_string(in_bins) + " samples, count_if finds " + std::to_string(in_range_count) + " in range; ";
   if (h.below != below) bad += std::to_string(h.below) + " below, count_if finds " + std::to_string(below) + "; ";
   if (h.above != above) bad += std::to_string(h.above) + " above, count_if finds " + std::to_string(above) + "; ";
   if (h.nan != nan) bad += std::to_string(h.nan) + " NaN, the rest of the samples are " + std::to_string(nan) + "; ";
-  for (std::size_t i = 0; i < sampled.size(); ++i)
-    if (recount[i] != reported[i])
-      bad += "bin " + std::to_string(sampled[i]) + " holds " + std::to_string(reported[i]) + ", a recount finds " +
-             std::to_string(recount[i]) + "; ";
+
+  // 2. Every bin recounted on the host: each sample's bin once, then the counts window by window.
+  const std::vector<T> host = array.local_to_host();
+  std::vector<std::uint32_t> bin_of;  // per sample, its bin or bins + slot (bins <= 2^30)
+  bin_of.reserve(host.size());
+  if (in_double) {
+    const std::vector<double>& keys = edges;
+    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(recount_bin(static_cast<double>(x), keys)));
+  } else {
+    std::vector<float> keys(edges.size());
+    for (std::size_t i = 0; i < edges.size(); ++i) keys[i] = static_cast<float>(edges[i]);
+    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(recount_bin(static_cast<float>(x), keys)));
+  }
+  constexpr index_t kWindow = index_t(1) << 24;
+  index_t wrong_bins = 0;
+  std::string first_wrong;
+  for (index_t window = 0; window < h.bins + 3; window += kWindow) {
+    const index_t end = std::min(window + kWindow, h.bins + 3);  // the last window has the 3 outside slots
+    std::vector<std::uint64_t> recount(static_cast<std::size_t>(end - window), 0);
+    for (const std::uint32_t bin : bin_of)
+      if (bin >= window && bin < end) ++recount[static_cast<std::size_t>(bin - window)];
+    allreduce_sum(ctx, recount.data(), static_cast<index_t>(recount.size()));
+    for (index_t k = window; k < end; ++k) {
+      index_t reported = -1;  // -1: this rank does not answer for bin k (a replicated bin: rank 0 does)
+      if (k >= h.bins) {
+        if (ctx.is_root()) reported = k == h.bins ? h.below : k == h.bins + 1 ? h.above : h.nan;
+      } else if ((!h.replicated || ctx.is_root()) && k >= h.first_bin &&
+                 k - h.first_bin < static_cast<index_t>(h.counts.size()))
+        reported = h.counts[static_cast<std::size_t>(k - h.first_bin)];
+      const auto found = static_cast<index_t>(recount[static_cast<std::size_t>(k - window)]);
+      if (reported >= 0 && reported != found) {
+        if (wrong_bins++ == 0)
+          first_wrong = (k < h.bins ? "bin " + std::to_string(k) : std::string(k == h.bins ? "below" : k == h.bins + 1 ? "above" : "NaN")) +
+                        " holds " + std::to_string(reported) + ", a recount finds " + std::to_string(found);
+      }
+    }
+  }
+  // The first wrong bin on any rank, and how many ranks' bins differ.
+  const index_t wrong_anywhere = ctx.comm().allreduce(wrong_bins, ReduceOp::sum);
+  if (wrong_anywhere > 0) {
+    const int reporter = ctx.comm().allreduce(wrong_bins > 0 ? ctx.rank() : ctx.size(), ReduceOp::min);
+    char text[256] = {};
+    if (ctx.rank() == reporter) std::snprintf(text, sizeof text, "%s", first_wrong.c_str());
+    ctx.comm().bcast(text, sizeof text, reporter);
+    bad += std::string(text) + (wrong_anywhere > 1 ? " (and " + std::to_string(wrong_anywhere - 1) + " more)" : "") + "; ";
+  }
   v.ok = all_ranks(ctx, bad.empty());
-  if (!bad.empty()) bad.resize(bad.size() - 2);
+  if (!v.ok) {
+    // Rank 0's text where it saw the problem; else the first rank that did.
+    const int reporter = ctx.comm().allreduce(bad.empty() ? ctx.size() : ctx.rank(), ReduceOp::min);
+    char text[1024] = {};
+    if (ctx.rank() == reporter) std::snprintf(text, sizeof text, "%s", bad.substr(0, bad.size() - 2).c_str());
+    ctx.comm().bcast(text, sizeof text, reporter);
+    bad = text;
+  }
   v.detail = v.ok ? std::to_string(in_bins) + " in the bins, " + std::to_string(below) + " below, " + std::to_string(above) +
-                        " above, " + std::to_string(nan) + " NaN: as count_if finds; " + std::to_string(sampled.size()) +
-                        " sampled bins match a host recount"
+                        " above, " + std::to_string(nan) + " NaN: as count_if finds; all " + std::to_string(h.bins) +
+                        " bins match a host recount"
                   : bad;
   return v;
 }

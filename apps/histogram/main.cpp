@@ -18,6 +18,7 @@
 
 #include "app.hpp"
 #include "check.hpp"
+#include "perturb.hpp"
 
 namespace {
 
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   std::optional<io::DatasetPath> edges_path;
   bool distributed = false;
   app.parser().add_option("--bins", "N", "equal bins (default 10)", [&](std::string_view v) {
-    bins = parse_integer(v, "--bins", 1, kernels::kMaxHistogramBins);
+    bins = parse_count(v, "--bins", 1, kernels::kMaxHistogramBins);
   });
   app.parser().add_option("--range", "LO:HI",
                           "the bins' range; samples outside are counted apart (default: the smallest and largest sample)",
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
     const CommonOptions& o = app.options();
     if (edges_path && (app.parser().given("--bins") || given_range))
       throw UsageError("--edges: cannot be combined with --bins or --range (the edges define the bins)");
+    const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::move});
     const std::string edges_dataset = o.output ? o.output->dataset + "_edges" : std::string();
     if (o.output)
       for_flag("--output", [&] { io::check_output_path(ctx, {o.output->file, edges_dataset}, o.overwrite); });
@@ -192,7 +194,7 @@ int main(int argc, char** argv) {
                              "] lies beyond the float32 range of the samples");
         }
         try {
-          kernels::check_even_bins(even_bins);
+          kernels::check_even_bins(even_bins, std::is_same_v<T, float>);
         } catch (const UsageError& e) {
           std::string what = e.what();
           const std::string prefix = "histogram: ";
@@ -215,6 +217,7 @@ int main(int argc, char** argv) {
       });
 
       // This rank's bins (all of them, or its block), for the chart, the check and the output.
+      // TESSERA_TEST_PERTURB=move changes them as one wrong count would.
       verify::HistogramCounts h;
       h.bins = bin_count;
       h.replicated = !distributed;
@@ -230,6 +233,11 @@ int main(int argc, char** argv) {
         h.below = replicated.below;
         h.above = replicated.above;
         h.nan = replicated.nan;
+      }
+      if (perturbation) {
+        perturb_move(ctx, perturbation, h.counts, h.first_bin, h.bins);
+        if (distributed) spread.counts.local_from_host(std::vector<std::int64_t>(h.counts.begin(), h.counts.end()));
+        else replicated.counts = h.counts;
       }
       // The chart's rows: each rank sums the rows' bins it holds.
       const index_t rows = chart_row_count(bin_count);
@@ -275,7 +283,7 @@ int main(int argc, char** argv) {
       r.result = result;
       r.result_text = std::to_string(in_bins) + " of " + std::to_string(source.n) + " samples in the bins; " +
                       std::to_string(h.below) + " below, " + std::to_string(h.above) + " above, " + std::to_string(h.nan) + " NaN";
-      if (o.verify) r.verdict = verify::check_histogram(data, h, edges, even, o.seed);
+      if (o.verify) r.verdict = verify::check_histogram(data, h, edges, even);
       r.timing = timing;
       const double bytes = static_cast<double>(source.n) * sizeof(T);
       r.throughput = timing.total > 0 ? bytes / timing.total / 1e9 : 0;
@@ -304,9 +312,9 @@ int main(int argc, char** argv) {
         auto edges_attributes = output_attributes(app, ctx, source.dtype);
         edges_attributes.extra.emplace_back("content", "histogram bin edges, float64, bins + 1 (bin i is [e_i, e_i+1), the last closed)");
         edges_attributes.extra.emplace_back("counts", o.output->dataset);
-        for_flag("--output", [&] {
-          io::write_array_pair(counts_out, *o.output, counts_attributes, edges_out, edges_dataset, edges_attributes);
-        });
+        io::OutputFile out(ctx, o.output->file);
+        out.add(counts_out, o.output->dataset, counts_attributes).add(edges_out, edges_dataset, edges_attributes);
+        for_flag("--output", [&] { out.commit(); });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

@@ -92,15 +92,38 @@ int main(int argc, char** argv) {
     if (dtype == io::DType::int32 || dtype == io::DType::int64)
       throw UsageError(std::string("--dtype: matmul computes in float32 or float64, not ") + io::to_string(dtype));
     const ProcessGrid grid = ProcessGrid::create(ctx, grid_rows, grid_cols);
+    // The shapes, then the memory they take, before anything is made: one line on every rank for a
+    // product too large to number or to hold.
+    const std::string shape_flag = from_files ? "--a/--b" : parser.given("--size") ? "--size" : "--m/--k/--n";
+    checked_elements(m, k, shape_flag + ": A (M x K)");
+    checked_elements(k, n, shape_flag + ": B (K x N)");
+    checked_elements(m, n, shape_flag + ": C (M x N)");
 
     const auto run = [&]<class T>() -> int {
+      {
+        const Partition rows = Partition::block(m, grid.rows()), inner_rows = Partition::block(k, grid.rows());
+        const Partition cols = Partition::block(n, grid.cols()), inner_cols = Partition::block(k, grid.cols());
+        const long double my_rows = static_cast<long double>(rows.local_size(grid.process_row()));
+        const long double my_cols = static_cast<long double>(cols.local_size(grid.process_col()));
+        const long double panel = static_cast<long double>(std::min(matmul_options.panel_width, std::max<index_t>(k, 1)));
+        // A, B and C's blocks, and two A and two B panels (SUMMA's broadcast of the next beside the
+        // product of this one).
+        const long double elements = my_rows * static_cast<long double>(inner_cols.local_size(grid.process_col())) +
+                                     static_cast<long double>(inner_rows.local_size(grid.process_row())) * my_cols +
+                                     my_rows * my_cols + 2 * panel * (my_rows + my_cols);
+        const long double bytes = elements * sizeof(T);
+        require_memory(ctx, bytes >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(bytes),
+                       shape_flag + ": A, B and C (" + std::to_string(m) + " x " + std::to_string(k) + " x " +
+                           std::to_string(n) + ") with SUMMA's panels of " + io::to_string(dtype));
+      }
+      const std::string what = shape_flag + ": the matrices A and B of " + io::to_string(dtype);
       DistMatrix<T> a, b;
       if (from_files) {
         a = for_flag("--a", [&] { return io::read_matrix<T>(grid, *a_path); });
         b = for_flag("--b", [&] { return io::read_matrix<T>(grid, *b_path); });
       } else {
-        a = DistMatrix<T>(grid, m, k);
-        b = DistMatrix<T>(grid, k, n);
+        a = make_collectively(ctx, what, [&] { return DistMatrix<T>(grid, m, k); });
+        b = make_collectively(ctx, what, [&] { return DistMatrix<T>(grid, k, n); });
         a.generate(o.seed);
         b.generate(o.seed + 1);
       }

@@ -16,6 +16,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -52,8 +53,14 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     return apps::kExitOk;
   }
   if (o.probe_gpus) return study::probe_gpus(runtime, o.threads);
+  // Everything the study can refuse is refused here, before the first progress line: the outputs,
+  // the sizes of every point and the memory the largest one takes.
   study::check_outputs_writable(o, tessera::Communicator::borrow(MPI_COMM_WORLD));
+  std::vector<study::ModeReport> plan = study::plan_points(o);
   const tessera::Context world = runtime.start(tessera::parse_backend_choice(o.backend), o.threads);
+  tessera::require_memory(world, study::largest_point_bytes(o, plan),
+                          std::string(o.modes.size() > 1 ? "--n/--n-per-rank" : o.modes[0] == sc::Mode::strong ? "--n" : "--n-per-rank") +
+                              ": the largest point of the study");
   if (root && !o.quiet) std::fprintf(stderr, "tessera-scaling: %s\n", runtime.describe().c_str());
 
   // Progress: the pings, then every point once per round (at least --rounds rounds).
@@ -76,7 +83,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   const auto layout = apps::two_level::discover_layout(world);
   const auto level_samples = apps::two_level::measure(world, layout, o.ping_bytes);
 
-  const std::vector<study::ModeReport> reports = study::measure_modes(world, contexts, o, progress);
+  const std::vector<study::ModeReport> reports = study::measure_modes(world, contexts, o, std::move(plan), progress);
   if (!root) return 0;
 
   std::vector<study::ModeAnalysis> analyses;
@@ -95,8 +102,8 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
     if (path.empty()) return;
     const std::string problem = apps::write_whole_file(path, text);
     if (problem.empty()) return;
-    std::fprintf(stderr, "tessera-scaling: error: %s: %s\n", flag, problem.c_str());
-    status = 1;
+    std::fprintf(stderr, "tessera-scaling: %s: %s\n", flag, problem.c_str());
+    status = apps::kExitUsage;
   };
   write("--json", o.json, j.dump(2) + "\n");
   write("--csv", o.csv, study::run_csv(o, reports));

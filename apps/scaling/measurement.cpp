@@ -151,36 +151,64 @@ void run_point(const Context& ctx, const Options& o, PointResult& point) {
 
 // Backend memory (device memory under cuda) for the device pings, zeroed so that every path moves
 
+std::vector<ModeReport> plan_points(const Options& o) {
+  std::vector<ModeReport> reports;
+  for (const sc::Mode mode : o.modes) {
+    const char* flag = mode == sc::Mode::strong ? "--n" : "--n-per-rank";
+    ModeReport report{mode, mode == sc::Mode::strong ? *o.n : *o.n_per_rank, {}};
+    for (const int ranks : o.ranks) {
+      PointSeries series;
+      series.ranks = ranks;
+      index_t grown = 0;
+      if (mode == sc::Mode::weak && o.op != sc::Op::matmul && __builtin_mul_overflow(report.size_arg, ranks, &grown))
+        throw UsageError(std::string(flag) + ": " + std::to_string(report.size_arg) + " elements per rank at " +
+                         std::to_string(ranks) + " ranks pass 2^63 - 1 elements");
+      series.size = sc::problem_at(o.op, mode, report.size_arg, element_bytes(o.dtype), series.ranks).size;
+      // A block whose byte count does not fit in 64 bits is refused here, alike on every rank.
+      const long double elements = o.op == sc::Op::matmul
+                                       ? static_cast<long double>(series.size) * series.size / series.ranks
+                                       : std::ceil(static_cast<long double>(series.size) / series.ranks);
+      if (elements * element_bytes(o.dtype) >= 0x1p64L)
+        throw UsageError(std::string(flag) + ": the " + sc::to_string(mode) + "-scaling point at " +
+                         std::to_string(series.ranks) + " rank(s) needs more than 2^64 bytes per rank");
+      report.points.push_back(series);
+    }
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+std::size_t largest_point_bytes(const Options& o, const std::vector<ModeReport>& plan) {
+  long double largest = 0;
+  const long double bytes = element_bytes(o.dtype);
+  for (const ModeReport& report : plan)
+    for (const PointSeries& series : report.points) {
+      const long double n = static_cast<long double>(series.size), p = series.ranks;
+      long double elements = 0;
+      if (o.op == sc::Op::matmul) {
+        int rows = 1, cols = 1;
+        sc::grid_dims(series.ranks, rows, cols);
+        const long double block_rows = std::ceil(n / rows), block_cols = std::ceil(n / cols);
+        const long double panel = std::min<long double>(static_cast<long double>(o.panel_width), n);
+        elements = 3 * block_rows * block_cols + 2 * panel * (block_rows + block_cols);  // A, B, C, two panels each
+      } else {
+        elements = 2 * std::ceil(n / p);  // the array and the operation's output
+      }
+      largest = std::max(largest, elements * bytes);
+    }
+  return largest >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(largest);
+}
+
 std::vector<ModeReport> measure_modes(const Context& world, const std::vector<Context>& contexts, const Options& o,
-                                      Progress& progress) {
+                                      std::vector<ModeReport> reports, Progress& progress) {
   // Every point runs once per round, in an order that rotates from round to round, so that a slow
   // spell of the machine (other jobs, a descheduled rank) lands on all points alike and shows as
   // spread instead of as one point's bias. Rounds go on past --rounds, up to --max-rounds, while a
   // point's 95% interval is wider than --max-spread of its median.
   const bool root = world.is_root();
-  std::vector<ModeReport> reports;
   std::vector<std::pair<std::size_t, std::size_t>> slots;  // (mode, rank count) of each point
-  for (std::size_t m = 0; m < o.modes.size(); ++m) {
-    const sc::Mode mode = o.modes[m];
-    ModeReport report{mode, mode == sc::Mode::strong ? *o.n : *o.n_per_rank, {}};
-    for (std::size_t i = 0; i < o.ranks.size(); ++i) {
-      PointSeries series;
-      series.ranks = o.ranks[i];
-      series.size = sc::problem_at(o.op, mode, report.size_arg, element_bytes(o.dtype), series.ranks).size;
-      // A block whose byte count does not fit in 64 bits is refused here, alike on every rank (an
-      // allocation that merely fails is one line and status 2 from the failing rank, in main).
-      const long double elements = o.op == sc::Op::matmul
-                                       ? static_cast<long double>(series.size) * series.size / series.ranks
-                                       : std::ceil(static_cast<long double>(series.size) / series.ranks);
-      if (elements * element_bytes(o.dtype) >= 0x1p64L)
-        throw UsageError(std::string(mode == sc::Mode::strong ? "--n" : "--n-per-rank") + ": the " +
-                         sc::to_string(mode) + "-scaling point at " + std::to_string(series.ranks) +
-                         " rank(s) needs more than 2^64 bytes per rank");
-      report.points.push_back(series);
-      slots.emplace_back(m, i);
-    }
-    reports.push_back(std::move(report));
-  }
+  for (std::size_t m = 0; m < reports.size(); ++m)
+    for (std::size_t i = 0; i < reports[m].points.size(); ++i) slots.emplace_back(m, i);
   for (int round = 1;; ++round) {
     for (std::size_t k = 0; k < slots.size(); ++k) {
       const auto [m, i] = slots[(k + static_cast<std::size_t>(round - 1)) % slots.size()];

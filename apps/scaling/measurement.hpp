@@ -97,11 +97,20 @@ void wait_for_all(const Context& world);
 // Runs one point on ctx (every rank of ctx calls it): its timing over repeats and a checksum.
 void run_point(const Context& ctx, const Options& o, PointResult& point);
 
-// Every point of every mode once per round, in an order that rotates from round to round, until
+// The points of every mode, their sizes and no rounds yet: the study's plan. UsageError, alike on
+// every rank, for a point whose size does not fit in 64 bits (--n-per-rank times the ranks) or whose
+// blocks pass 2^64 bytes. Not collective.
+std::vector<ModeReport> plan_points(const Options& o);
+
+// The most bytes one rank holds at once in any point of the plan (its blocks, the operation's
+// output and buffers), for require_memory.
+std::size_t largest_point_bytes(const Options& o, const std::vector<ModeReport>& plan);
+
+// Every point of the plan once per round, in an order that rotates from round to round, until
 // --rounds rounds ran and no point is noisy, or --max-rounds. contexts[i]: the sub-communicator of
 // o.ranks[i] ranks (null on the ranks outside it). Collective over world; the series are complete on
 // world rank 0 only (the other ranks get the modes and sizes without rounds).
 std::vector<ModeReport> measure_modes(const Context& world, const std::vector<Context>& contexts, const Options& o,
-                                      Progress& progress);
+                                      std::vector<ModeReport> plan, Progress& progress);
 
 }  // namespace tessera::apps::scaling_study

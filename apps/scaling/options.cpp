@@ -94,13 +94,15 @@ void add_options(ArgParser& p, Options& o, int world_size) {
     o.dtype = *dtype;
   });
   p.add_option("--panel-width", "B", "matmul: SUMMA panel width (default 512)", [&o](std::string_view v) {
-    o.panel_width = parse_integer(v, "--panel-width", 1, std::numeric_limits<index_t>::max());
+    o.panel_width = parse_count(v, "--panel-width", 1, std::numeric_limits<index_t>::max());
   });
   p.add_option("--ping-bytes", "BYTES", "size of the bandwidth-bound allreduce ping (default 4M)",
                [&o](std::string_view v) {
                  o.ping_bytes = parse_size(v, "--ping-bytes");
                  if (o.ping_bytes < 8)
                    throw UsageError("--ping-bytes: '" + std::string(v) + "' is less than one double (8 bytes)");
+                 if (o.ping_bytes > kMaxPingBytes)
+                   throw UsageError("--ping-bytes: '" + std::string(v) + "' is more than 2G, the largest ping");
                });
   p.add_option("--seed", "S", "generator seed: element i depends on (S, i) only (default 42)",
                [&o](std::string_view v) { o.seed = parse_unsigned(v, "--seed"); });

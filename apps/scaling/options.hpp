@@ -16,6 +16,9 @@
 
 namespace tessera::apps::scaling_study {
 
+// The largest --ping-bytes: 2^28 doubles, the most one allreduce of the ping moves.
+inline constexpr index_t kMaxPingBytes = index_t(1) << 31;
+
 struct Options {
   scaling::Op op = scaling::Op::sum;
   std::vector<scaling::Mode> modes{scaling::Mode::strong};
@@ -31,7 +34,7 @@ struct Options {
   std::string backend = "auto";
   io::DType dtype = io::DType::float32;
   index_t panel_width = 512;
-  index_t ping_bytes = index_t(4) << 20;
+  index_t ping_bytes = index_t(4) << 20;  // at most kMaxPingBytes
   std::uint64_t seed = 42;
   bool probe_gpus = false;
   int threads = 0;  // OpenMP threads per rank; 0: OMP_NUM_THREADS, else the runtime's choice

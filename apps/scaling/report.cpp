@@ -1,7 +1,11 @@
 #include "report.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -489,19 +493,32 @@ std::string run_csv(const Options& o, const std::vector<ModeReport>& reports) {
 }
 
 void check_outputs_writable(const Options& o, const Communicator& world) {
-  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}}) {
-    if (path.empty()) continue;
-    int ok = 1;
-    if (world.rank() == 0) {
-      const std::string partial = path + ".partial";
-      std::ofstream probe(partial);
-      ok = probe ? 1 : 0;
-      probe.close();
-      std::remove(partial.c_str());
+  char error[1024] = {};
+  if (world.rank() == 0) {
+    const auto problem_of = [](const std::string& path) -> std::string {
+      const auto slash = path.find_last_of('/');
+      const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+      struct stat st {};
+      if (path.empty() || path.back() == '/') return "'" + path + "' is not a file name";
+      if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "'" + path + "' is a directory";
+      if (stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "no such directory '" + directory + "'";
+      if (access(directory.c_str(), W_OK | X_OK) != 0) return "cannot write in directory '" + directory + "' (permission denied)";
+      return "";
+    };
+    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}}) {
+      if (path.empty()) continue;
+      const std::string problem = problem_of(path);
+      if (!problem.empty()) {
+        std::snprintf(error, sizeof error, "%s: %s", flag.c_str(), problem.c_str());
+        break;
+      }
     }
-    ok = world.bcast_value(ok, 0);
-    if (!ok) throw UsageError(flag + ": cannot write '" + path + "'");
+    if (!error[0] && !o.json.empty() && !o.csv.empty() && same_file(o.json, o.csv))
+      std::snprintf(error, sizeof error, "--csv: '%s' is also the --json file; give each report a file of its own",
+                    o.csv.c_str());
   }
+  world.bcast(error, sizeof error, 0);
+  if (error[0]) throw UsageError(error);
 }
 
 }  // namespace tessera::apps::scaling_study

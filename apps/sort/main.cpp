@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "app.hpp"
+#include "perturb.hpp"
 #include "verify_sort.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 #include "tessera/kernels/sort_order.hpp"
@@ -116,6 +117,8 @@ int main(int argc, char** argv) {
     if (o.input && distribution)
       throw UsageError("--distribution: cannot be combined with --input (the data come from the dataset)");
     const Distribution chosen = distribution.value_or(Distribution::uniform);
+    const Perturbation perturbation =
+        test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::swap, Perturbation::Kind::relative});
     std::optional<io::DatasetPath> index_output;
     if (o.output && with_values) {
       index_output = io::DatasetPath{o.output->file, o.output->dataset + "_index"};
@@ -139,6 +142,9 @@ int main(int argc, char** argv) {
           sorted = sort(data, times, record);
         }
       });
+
+      if (perturbation.kind == Perturbation::Kind::swap) perturb_swap(perturbation, sorted, with_values ? &indices : nullptr);
+      else if (perturbation) perturb_element(perturbation, sorted);
 
       // The steps of the sort: per rank the mean over the timed repeats, the slowest rank shown.
       const double repeats = std::max(1, o.repeat);
@@ -186,12 +192,15 @@ int main(int argc, char** argv) {
         auto attributes = output_attributes(app, ctx, source.dtype);
         attributes.extra.emplace_back("sorted", with_values ? "keys; argsort in " + index_output->dataset : "keys");
         if (!o.input) attributes.extra.emplace_back("distribution", to_string(chosen));
-        for_flag("--output", [&] { io::write_array(sorted, *o.output, attributes); });
+        // The keys and their argsort appear together or not at all: one file, one commit.
+        io::OutputFile out(ctx, o.output->file);
+        out.add(sorted, o.output->dataset, attributes);
         if (with_values) {
           auto index_attributes = output_attributes(app, ctx, io::DType::int64);
           index_attributes.extra.emplace_back("argsort_of", o.output->dataset);
-          for_flag("--output", [&] { io::write_array(indices, *index_output, index_attributes); });
+          out.add(indices, index_output->dataset, index_attributes);
         }
+        for_flag("--output", [&] { out.commit(); });
       }
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;

@@ -43,11 +43,16 @@ struct HeatProblem {
   double h() const { return 1.0 / static_cast<double>(nx + 1); }
   double height() const { return static_cast<double>(ny + 1) * h(); }
   // The exact solution at cell (i, j); also the Dirichlet value of a ghost cell outside the field.
+  // sinh(a) / sinh(b), with a = pi (Ly - y) and b = pi Ly, is evaluated as
+  // e^(a - b) (1 - e^(-2a)) / (1 - e^(-2b)) (expm1 for the small differences), which neither
+  // overflows for tall fields (sinh(b) alone does past b = 710, Ly > 226) nor loses the value
+  // near the bottom edge. Outside [0, Ly] (ghost rows beyond the first) the formula still gives the
+  // harmonic extension.
   double exact(index_t i, index_t j) const {
     const double x = static_cast<double>(j + 1) * h(), y = static_cast<double>(i + 1) * h();
     const double pi = std::numbers::pi;
-    // Outside [0, Ly] (ghost rows beyond the first) the formula still gives the harmonic extension.
-    return std::sin(pi * x) * std::sinh(pi * (height() - y)) / std::sinh(pi * height());
+    const double a = pi * (height() - y), b = pi * height();
+    return std::sin(pi * x) * std::exp(a - b) * (std::expm1(-2 * a) / std::expm1(-2 * b));
   }
 };
 

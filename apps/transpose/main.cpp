@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "app.hpp"
+#include "perturb.hpp"
 #include "tessera/framework/redistribute.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 #include "verify_transpose.hpp"
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
   return app.run([&](const Context& ctx) -> int {
     const CommonOptions& o = app.options();
     if (o.input) throw UsageError("--input: transpose reads its matrix with --a");
+    const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::relative});
     io::DType dtype = o.dtype.value_or(io::DType::float32);
     std::string input = "generated from seed " + std::to_string(o.seed);
     if (a_path) {
@@ -168,13 +170,31 @@ int main(int argc, char** argv) {
     };
     const ProcessGrid from_grid = make_grid(ctx, from, grid_rows, grid_cols, grid_flag(from, "--from"));
     const ProcessGrid to_grid = make_grid(ctx, to, grid_rows, grid_cols, grid_flag(to, "--to"));
+    // The shape, then the memory it takes, before anything is made.
+    const std::string shape_flag = a_path ? "--a" : "--m/--n";
+    checked_elements(m, n, shape_flag + ": A (M x N)");
 
     const auto run = [&]<class T>() -> int {
+      {
+        // A's block, B's, and the exchange's packed send and receive buffers (as large as each).
+        const long double a_block = static_cast<long double>(Partition::block(m, from_grid.rows()).local_size(from_grid.process_row())) *
+                                    static_cast<long double>(Partition::block(n, from_grid.cols()).local_size(from_grid.process_col()));
+        const index_t b_rows = transposed ? n : m, b_cols = transposed ? m : n;
+        const long double b_block = static_cast<long double>(Partition::block(b_rows, to_grid.rows()).local_size(to_grid.process_row())) *
+                                    static_cast<long double>(Partition::block(b_cols, to_grid.cols()).local_size(to_grid.process_col()));
+        const long double bytes = 2 * (a_block + b_block) * sizeof(T);
+        require_memory(ctx, bytes >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(bytes),
+                       shape_flag + ": A and B (" + std::to_string(m) + " x " + std::to_string(n) + " " +
+                           (complex_bytes == 8    ? std::string("complex64")
+                            : complex_bytes == 16 ? std::string("complex128")
+                                                  : std::string(io::to_string(dtype))) +
+                           ") with the exchange's buffers");
+      }
       DistMatrix<T> a;
       if (a_path) {
         a = for_flag("--a", [&] { return io::read_matrix<T>(from_grid, *a_path); });
       } else {
-        a = DistMatrix<T>(from_grid, m, n);
+        a = make_collectively(ctx, shape_flag + ": the matrix A", [&] { return DistMatrix<T>(from_grid, m, n); });
         if constexpr (is_numeric_element_v<T>) {
           a.generate(o.seed);
         } else {
@@ -185,6 +205,23 @@ int main(int argc, char** argv) {
       const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) {
         b = transposed ? transpose(a, to_grid, times) : redistribute(a, to_grid, times);
       });
+      if (perturbation) {
+        if constexpr (is_numeric_element_v<T>) {
+          perturb_element(perturbation, b);
+        } else {
+          // A complex result: its real parts, as a matrix of their own.
+          using F = typename T::value_type;
+          DistMatrix<F> real(b.grid(), b.rows(), b.cols());
+          std::vector<T> block = b.local_to_host();
+          std::vector<F> parts;
+          for (const T& z : block) parts.push_back(z.real());
+          real.local_from_host(parts);
+          perturb_element(perturbation, real);
+          parts = real.local_to_host();
+          for (std::size_t k = 0; k < block.size(); ++k) block[k].real(parts[k]);
+          b.local_from_host(block);
+        }
+      }
       const std::uint64_t checksum = verify::position_checksum(b, false);
 
       Report r;

@@ -64,12 +64,11 @@ MatrixStorage::MatrixStorage(const ProcessGrid& grid, index_t rows, index_t cols
   if (rows < 0 || cols < 0)
     throw UsageError("a matrix of " + std::to_string(rows) + " x " + std::to_string(cols) +
                      " elements: the sizes must not be negative");
+  checked_elements(rows, cols, "a matrix");  // element (i, j) is numbered i * cols + j
   row_partition_ = Partition::block(rows, grid.rows());
   col_partition_ = Partition::block(cols, grid.cols());
-  const index_t lr = local_rows(), lc = local_cols();
-  const index_t elements = lc == 0 || lr <= INT64_MAX / lc ? lr * lc : -1;
-  if (elements < 0) throw OutOfMemory(SIZE_MAX, "a matrix block of " + std::to_string(lr) + " x " + std::to_string(lc) + " elements");
-  data_ = kernels::allocate(grid_.context().queue(), kernels::array_bytes(elements, element_bytes, "a matrix block"));
+  data_ = kernels::allocate(grid_.context().queue(),
+                            kernels::array_bytes(local_rows() * local_cols(), element_bytes, "a matrix block"));
 }
 
 MatrixStorage::~MatrixStorage() { release(); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -77,6 +78,13 @@ FieldStorage::FieldStorage(const ProcessGrid& grid, index_t rows, index_t cols, 
                      ": every rank needs at least one row and one column (at least " + std::to_string(grid.rows()) +
                      " rows and " + std::to_string(grid.cols()) + " columns)");
   if (ghost_width < 0) throw UsageError("ghost width " + std::to_string(ghost_width) + " is negative");
+  // The field with a ring of ghost cells (and a vector's padding) must be numberable: every size
+  // below is then one too.
+  constexpr index_t kMaxExtent = std::numeric_limits<index_t>::max() / 2;
+  if (rows > kMaxExtent || cols > kMaxExtent)
+    throw UsageError("a field of " + shape_text(rows, cols) + " cells: an extent passes 2^62");
+  checked_elements(rows + 2 * static_cast<index_t>(ghost_width) + vector_items(element_bytes),
+                   cols + 2 * static_cast<index_t>(ghost_width) + vector_items(element_bytes), "a field with its ghost cells");
   layout_.rows = rows;
   layout_.cols = cols;
   layout_.grid_rows = grid.rows();

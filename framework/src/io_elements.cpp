@@ -1,5 +1,5 @@
-// Element types in HDF5 files (io_elements.hpp), and the reads and writes of matrices and fields of
-// any element type that HDF5 can name (io.hpp), on bytes.
+// Element types in HDF5 files (io_elements.hpp): the HDF5 types of any element type the io layer can
+// name, and the checks of a file's type against one.
 #include "io_elements.hpp"
 
 #include <algorithm>
@@ -7,11 +7,8 @@
 #include <vector>
 
 #include "io_probe.hpp"
-#include "io_transfer.hpp"
 #include "io_verdict.hpp"
-#include "io_write.hpp"
 #include "tessera/kernels/error.hpp"
-#include "tessera/kernels/memory.hpp"
 
 namespace tessera::io {
 
@@ -129,100 +126,6 @@ bool is_complex_compound(hid_t type, std::size_t* component_bytes) {
   if (bytes != H5Tget_size(imag.get()) || (bytes != 4 && bytes != 8)) return false;
   *component_bytes = bytes;
   return true;
-}
-
-namespace {
-
-std::string shape_text(const std::vector<index_t>& shape) {
-  if (shape.empty()) return "a scalar";
-  std::string s;
-  for (std::size_t d = 0; d < shape.size(); ++d) s += (d ? " x " : "") + std::to_string(shape[d]);
-  return std::to_string(shape.size()) + "-D (" + s + ")";
-}
-
-IoError wrong_shape(const DatasetPath& path, const DatasetInfo& info, const std::string& needed) {
-  return IoError("dataset " + quoted_path(path) + " is " + shape_text(info.shape) + "; " + needed, path.file,
-                 path.dataset);
-}
-
-// This rank's 2-D block [start, start + count) of the dataset, as `element`, into `host`.
-void read_2d(const Context& ctx, const DatasetPath& path, const DatasetInfo& info, const H5Type& element,
-             const index_t* start, const index_t* count, std::vector<unsigned char>& host) {
-  const std::size_t bytes = static_cast<std::size_t>(count[0] * count[1]) * element.bytes;
-  kernels::require_host_memory(bytes, "a host copy of this rank's block of " + path.str());
-  host.resize(bytes);
-  const H5Types types = h5_types(element);
-  read_block(ctx, path, info.type_name, types.element(), 2, start, count, host.data());
-}
-
-void write_2d(const Context& ctx, const DatasetPath& path, const OutputAttributes& attributes, const H5Type& element,
-              index_t rows, index_t cols, const index_t* start, const index_t* count, const void* host) {
-  const H5Types types = h5_types(element);
-  const OutputBlock block{path.dataset,
-                          types.element(),
-                          2,
-                          {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)},
-                          {start[0], start[1]},
-                          {count[0], count[1]},
-                          host,
-                          &attributes};
-  write_block(ctx, path, block);
-}
-
-}  // namespace
-
-tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element) {
-  require_named(element, "read_matrix", path);
-  QuietErrors quiet;
-  const Context& ctx = grid.context();
-  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/element.cls == H5Type::Class::number, &element);
-  if (info.shape.size() != 2) throw wrong_shape(path, info, "a 2-D matrix is needed");
-  tessera::detail::MatrixStorage matrix(grid, info.shape[0], info.shape[1], element.bytes);
-  const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
-  const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  std::vector<unsigned char> host;
-  read_2d(ctx, path, info, element, start, count, host);
-  matrix.local_from_host(host.data());
-  return matrix;
-}
-
-void write_matrix(const tessera::detail::MatrixStorage& matrix, const DatasetPath& path,
-                  const OutputAttributes& attributes, const H5Type& element) {
-  require_named(element, "write_matrix", path);
-  QuietErrors quiet;
-  std::vector<unsigned char> host(matrix.local_bytes());
-  matrix.local_to_host(host.data());
-  const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
-  const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  write_2d(matrix.grid().context(), path, attributes, element, matrix.rows(), matrix.cols(), start, count, host.data());
-}
-
-void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element) {
-  require_named(element, "read_field", path);
-  QuietErrors quiet;
-  const Context& ctx = field.grid().context();
-  const FieldLayout& l = field.layout();
-  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/false, &element);
-  if (info.shape.size() != 2 || info.shape[0] != l.rows || info.shape[1] != l.cols)
-    throw wrong_shape(path, info,
-                      "this run's field is 2-D (" + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ")");
-  const index_t start[2] = {l.row_offset(), l.col_offset()};
-  const index_t count[2] = {l.local_rows(), l.local_cols()};
-  std::vector<unsigned char> host;
-  read_2d(ctx, path, info, element, start, count, host);
-  field.local_from_host(host.data());
-}
-
-void write_field(const tessera::detail::FieldStorage& field, const DatasetPath& path,
-                 const OutputAttributes& attributes, const H5Type& element) {
-  require_named(element, "write_field", path);
-  QuietErrors quiet;
-  const FieldLayout& l = field.layout();
-  std::vector<unsigned char> host(static_cast<std::size_t>(l.local_rows() * l.local_cols()) * element.bytes);
-  field.local_to_host(host.data());
-  const index_t start[2] = {l.row_offset(), l.col_offset()};
-  const index_t count[2] = {l.local_rows(), l.local_cols()};
-  write_2d(field.grid().context(), path, attributes, element, l.rows, l.cols, start, count, host.data());
 }
 
 }  // namespace detail

@@ -2,15 +2,18 @@
 // writes of arrays, matrices and fields on top of the probe (io_probe), the block transfers
 // (io_transfer), the output path (io_write, io_posix) and the HDF5 handles (io_hdf5_handles).
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "io_elements.hpp"
 #include "io_hdf5_handles.hpp"
 #include "io_posix.hpp"
 #include "io_probe.hpp"
 #include "io_transfer.hpp"
 #include "io_verdict.hpp"
 #include "io_write.hpp"
+#include "temporary_file.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -71,6 +74,17 @@ IoError wrong_shape(const DatasetPath& path, const DatasetInfo& info, const std:
                  path.dataset);
 }
 
+// Reads this rank's 2-D block [start, start + count) of elements of `element` into host memory.
+std::vector<unsigned char> read_2d_block(const Context& ctx, const DatasetPath& path, const DatasetInfo& info,
+                                         const H5Type& element, const index_t* start, const index_t* count) {
+  const std::size_t bytes = static_cast<std::size_t>(count[0] * count[1]) * element.bytes;
+  kernels::require_host_memory(bytes, "a host copy of this rank's block of " + path.str());
+  std::vector<unsigned char> host(bytes);
+  const detail::H5Types types = detail::h5_types(element);
+  detail::read_block(ctx, path, info.type_name, types.element(), 2, start, count, host.data());
+  return host;
+}
+
 }  // namespace
 
 DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path) {
@@ -113,6 +127,51 @@ DistArray<T> read_array(const Context& ctx, const DatasetPath& path) {
   return std::move(array);
 }
 
+namespace detail {
+
+tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element) {
+  require_named(element, "read_matrix", path);
+  QuietErrors quiet;
+  const Context& ctx = grid.context();
+  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/element.cls == H5Type::Class::number, &element);
+  if (info.shape.size() != 2) throw wrong_shape(path, info, "a 2-D matrix is needed");
+  // The block and its host staging buffer, agreed on before the reads (as in read_array).
+  std::optional<tessera::detail::MatrixStorage> made;
+  try {
+    made.emplace(make_collectively(
+        ctx, "dataset " + quoted_path(path) + " (" + std::to_string(info.shape[0]) + " x " + std::to_string(info.shape[1]) + ")",
+        [&] {
+          tessera::detail::MatrixStorage block(grid, info.shape[0], info.shape[1], element.bytes);
+          kernels::require_host_memory(block.local_bytes(), "a host copy of this rank's block");
+          return block;
+        }));
+  } catch (const IoError&) {
+    throw;
+  } catch (const UsageError& e) {
+    throw IoError(e.what(), path.file, path.dataset);
+  }
+  tessera::detail::MatrixStorage& matrix = *made;
+  const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
+  const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
+  matrix.local_from_host(read_2d_block(ctx, path, info, element, start, count).data());
+  return std::move(matrix);
+}
+
+void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element) {
+  require_named(element, "read_field", path);
+  QuietErrors quiet;
+  const Context& ctx = field.grid().context();
+  const FieldLayout& l = field.layout();
+  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/false, &element);
+  if (info.shape.size() != 2 || info.shape[0] != l.rows || info.shape[1] != l.cols)
+    throw wrong_shape(path, info, "this run's field is 2-D (" + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ")");
+  const index_t start[2] = {l.row_offset(), l.col_offset()};
+  const index_t count[2] = {l.local_rows(), l.local_cols()};
+  field.local_from_host(read_2d_block(ctx, path, info, element, start, count).data());
+}
+
+}  // namespace detail
+
 std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path) {
   detail::QuietErrors quiet;
   (void)detail::probe(ctx, path, /*need_dtype=*/false);  // a missing file or dataset: the usual message
@@ -138,11 +197,15 @@ std::vector<std::pair<std::string, std::string>> read_attributes(const Context& 
   return out;
 }
 
-void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite, bool replace_file) {
+void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite, bool replace_file,
+                       const std::string& app) {
   detail::Verdict verdict;
   if (ctx.is_root()) {
     detail::QuietErrors quiet;
-    const detail::Destination d = detail::check_destination(path, overwrite, replace_file);
+    // The temporaries that killed writers left beside the destination go now, also when this run
+    // is refused (or ends) before it writes.
+    if (detail::output_directory_problem(path.file).empty()) tessera::detail::remove_stale_temporaries(path.file);
+    const detail::Destination d = detail::check_destination(path, overwrite, replace_file, app);
     if (!d.problem.empty()) verdict.fail(d.problem, d.kind);
   }
   detail::agree_on_verdict(ctx, verdict, 0, path.file, path.dataset);
@@ -157,46 +220,104 @@ void check_output_file(const Context& ctx, const std::string& file) {
   detail::agree_on_verdict(ctx, verdict, 0, file, "");
 }
 
+// ---- OutputFile ------------------------------------------------------------------------------------
+
+struct OutputFile::Impl {
+  Context ctx;
+  std::string file;
+  std::vector<detail::OutputBlock> parts;
+  std::vector<std::unique_ptr<detail::H5Types>> types;  // the compound types the parts name, until the commit
+  bool committed = false;
+
+  // A part whose block (count elements of `element`, row-major) this rank copies from `host`.
+  void add(const std::string& dataset, const detail::H5Element& element, int ndims, const index_t* dims,
+           const index_t* start, const index_t* count, const void* host, const OutputAttributes& attributes) {
+    TESSERA_ASSERT(!committed, "OutputFile::add after commit");
+    if (parts.size() >= static_cast<std::size_t>(detail::kMaxOutputDatasets))
+      throw IoError("an output file takes at most " + std::to_string(detail::kMaxOutputDatasets) + " datasets", file,
+                    dataset);
+    detail::OutputBlock part{dataset, element, ndims, {0, 0}, {0, 0}, {0, 0}, {}, attributes};
+    std::size_t elements = 1;
+    for (int d = 0; d < ndims; ++d) {
+      part.dims[d] = static_cast<hsize_t>(dims[d]);
+      part.start[d] = start[d];
+      part.count[d] = count[d];
+      elements *= static_cast<std::size_t>(count[d]);
+    }
+    const auto* bytes = static_cast<const unsigned char*>(host);
+    part.host.assign(bytes, bytes + elements * element.bytes);
+    parts.push_back(std::move(part));
+  }
+};
+
+OutputFile::OutputFile(const Context& ctx, std::string file) : impl_(std::make_unique<Impl>()) {
+  impl_->ctx = ctx;
+  impl_->file = std::move(file);
+}
+OutputFile::~OutputFile() = default;
+OutputFile::OutputFile(OutputFile&&) noexcept = default;
+OutputFile& OutputFile::operator=(OutputFile&&) noexcept = default;
+
+const std::string& OutputFile::file() const { return impl_->file; }
+std::size_t OutputFile::datasets() const { return impl_->parts.size(); }
+
+template <class T>
+OutputFile& OutputFile::add(const DistArray<T>& array, const std::string& dataset, const OutputAttributes& attributes) {
+  TESSERA_ASSERT(array.context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: an array of another context");
+  const std::vector<T> host = array.local_to_host();
+  const index_t dims[1] = {array.global_size()}, start[1] = {array.global_offset()}, count[1] = {array.local_size()};
+  impl_->add(dataset, detail::h5_element<T>(), 1, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+OutputFile& OutputFile::add_matrix(const tessera::detail::MatrixStorage& matrix, const std::string& dataset,
+                                   const OutputAttributes& attributes, const H5Type& element) {
+  TESSERA_ASSERT(matrix.grid().context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a matrix of another context");
+  detail::require_named(element, "write_matrix", {impl_->file, dataset});
+  std::vector<unsigned char> host(matrix.local_bytes());
+  matrix.local_to_host(host.data());
+  const index_t dims[2] = {matrix.rows(), matrix.cols()};
+  const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
+  const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
+  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
+  impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+OutputFile& OutputFile::add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
+                                  const OutputAttributes& attributes, const H5Type& element) {
+  TESSERA_ASSERT(field.grid().context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a field of another context");
+  detail::require_named(element, "write_field", {impl_->file, dataset});
+  const FieldLayout& l = field.layout();
+  std::vector<unsigned char> host(static_cast<std::size_t>(l.local_rows() * l.local_cols()) * element.bytes);
+  field.local_to_host(host.data());
+  const index_t dims[2] = {l.rows, l.cols};
+  const index_t start[2] = {l.row_offset(), l.col_offset()};
+  const index_t count[2] = {l.local_rows(), l.local_cols()};
+  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
+  impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+void OutputFile::commit() {
+  TESSERA_ASSERT(!impl_->committed, "OutputFile::commit twice");
+  TESSERA_ASSERT(!impl_->parts.empty(), "OutputFile::commit without datasets");
+  detail::QuietErrors quiet;
+  detail::write_parts(impl_->ctx, impl_->file, impl_->parts);
+  impl_->committed = true;
+}
+
 template <class T>
 void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::QuietErrors quiet;
-  const std::vector<T> host = array.local_to_host();
-  const detail::OutputBlock block{path.dataset,
-                                  detail::h5_element<T>(),
-                                  1,
-                                  {static_cast<hsize_t>(array.global_size()), 0},
-                                  {array.global_offset(), 0},
-                                  {array.local_size(), 0},
-                                  host.data(),
-                                  &attributes};
-  detail::write_block(array.context(), path, block);
+  OutputFile(array.context(), path.file).add(array, path.dataset, attributes).commit();
 }
 
-template <class A, class B>
-void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const OutputAttributes& first_attributes,
-                      const DistArray<B>& second, const std::string& second_dataset,
-                      const OutputAttributes& second_attributes) {
-  TESSERA_ASSERT(first.context().comm().get() == second.context().comm().get(),
-                 "write_array_pair: the arrays live on different contexts");
-  detail::QuietErrors quiet;
-  const std::vector<A> first_host = first.local_to_host();
-  const std::vector<B> second_host = second.local_to_host();
-  const detail::OutputBlock parts[2] = {
-      {path.dataset, detail::h5_element<A>(), 1, {static_cast<hsize_t>(first.global_size()), 0},
-       {first.global_offset(), 0}, {first.local_size(), 0}, first_host.data(), &first_attributes},
-      {second_dataset, detail::h5_element<B>(), 1, {static_cast<hsize_t>(second.global_size()), 0},
-       {second.global_offset(), 0}, {second.local_size(), 0}, second_host.data(), &second_attributes}};
-  detail::write_pair(first.context(), path, parts);
-}
-
-template void write_array_pair<std::int64_t, double>(const DistArray<std::int64_t>&, const DatasetPath&,
-                                                    const OutputAttributes&, const DistArray<double>&,
-                                                    const std::string&, const OutputAttributes&);
-
-// Arrays of every numeric element type (matrices and fields of any type: io_elements.cpp).
-#define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                  \
-  template DistArray<T> read_array<T>(const Context&, const DatasetPath&);               \
-  template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);
+// Arrays of every numeric element type (matrices and fields of any type HDF5 can name: the
+// templates of io.hpp over the byte-level functions above).
+#define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                                   \
+  template DistArray<T> read_array<T>(const Context&, const DatasetPath&);                                \
+  template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);         \
+  template OutputFile& OutputFile::add<T>(const DistArray<T>&, const std::string&, const OutputAttributes&);
 TESSERA_IO_INSTANTIATE_ARRAY(std::int8_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int16_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int32_t)

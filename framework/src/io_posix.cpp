@@ -114,13 +114,36 @@ TemporaryGuard::~TemporaryGuard() {
   tessera::detail::unregister_temporary_file();
 }
 
+namespace {
+
+// fsync of the file or directory at `path`; false (errno set) when it cannot be opened or flushed.
+bool sync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return ok;
+}
+
+}  // namespace
+
 void commit_output(const Context& ctx, const OutputPlan& plan, const std::string& file, const std::string& dataset,
                    TemporaryGuard& guard) {
   // Every rank has closed the file before rank 0 gives it its final name.
   ctx.comm().barrier();
   Verdict verdict;
-  if (ctx.is_root() && std::rename(plan.temporary, file.c_str()) != 0)
-    verdict.fail("cannot rename " + in_quotes(plan.temporary) + " to " + in_quotes(file) + ": " + std::strerror(errno));
+  if (ctx.is_root()) {
+    // The data reach the disk before the name does, and the name before the call returns: a crash
+    // of the machine leaves the old file or the whole new one, never a named empty one.
+    if (!sync_path(plan.temporary, O_RDONLY))
+      verdict.fail("cannot flush " + in_quotes(plan.temporary) + " to disk: " + std::strerror(errno));
+    else if (std::rename(plan.temporary, file.c_str()) != 0)
+      verdict.fail("cannot rename " + in_quotes(plan.temporary) + " to " + in_quotes(file) + ": " + std::strerror(errno));
+    else
+      (void)sync_path(directory_of(file), O_RDONLY | O_DIRECTORY);  // some file systems cannot; the rename stands
+  }
   agree_on_verdict(ctx, verdict, 0, file, dataset);  // throws: the guard removes the temporary
   guard.commit();
 }

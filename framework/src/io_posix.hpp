@@ -27,13 +27,17 @@ std::string replaceable_file_problem(const std::string& file, bool* exists);
 // is not a directory.
 std::string plain_output_problem(const std::string& file);
 
+// The most datasets one output file takes (OutputFile).
+inline constexpr int kMaxOutputDatasets = 256;
+
 // What rank 0 decided about an output, for every rank in one broadcast.
 struct OutputPlan {
   char message[1024] = {};  // an IoError's text; empty when the write goes ahead
   int kind = 0;             // the IoError's kind
   char temporary[PATH_MAX + 1] = {};
   int copy_of_existing = 0;    // the temporary is a copy of the existing file ...
-  int replace_dataset[2] = {};  // ... whose dataset of the same name (per dataset written) is unlinked first
+  unsigned char replace_dataset[kMaxOutputDatasets] = {};  // ... whose dataset of the same name (per dataset
+                                                          // written) is unlinked first
 };
 
 // Rank 0: removes the temporaries that killed writers left in the directory of `file`, names the

@@ -6,6 +6,8 @@
 
 #include <charconv>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "io_elements.hpp"
 #include "io_hdf5_handles.hpp"
@@ -178,7 +180,56 @@ DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, 
   return info;
 }
 
-Destination check_destination(const DatasetPath& path, bool overwrite, bool replace_file) {
+namespace {
+
+// What a visit of a file's objects collects for whole_file_problem.
+struct ObjectList {
+  std::vector<std::string> datasets;  // "/a", "/g/b"
+  std::vector<std::string> others;    // objects that are neither a group nor a dataset
+  hid_t file = H5I_INVALID_HID;
+};
+
+herr_t collect_object(hid_t, const char* name, const H5L_info_t*, void* data) {
+  auto& list = *static_cast<ObjectList*>(data);
+  const std::string path = std::string("/") + name;
+  Handle object(H5Oopen(list.file, name, H5P_DEFAULT), H5Oclose);
+  const H5I_type_t type = object.valid() ? H5Iget_type(object.get()) : H5I_BADID;
+  if (type == H5I_DATASET) list.datasets.push_back(path);
+  else if (type != H5I_GROUP) list.others.push_back(path);
+  return 0;
+}
+
+// "" when the HDF5 file `file` may be replaced as a whole by an output of `app` that writes the
+// datasets `written`: everything in it is one of those datasets, made by `app` (its attribute app),
+// so that nothing is lost (a checkpoint replaced by the next one). The problem otherwise.
+std::string whole_file_problem(const std::string& file, const std::string& app, const std::vector<std::string>& written) {
+  Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!h5.valid()) return "cannot open " + in_quotes(file) + " as an HDF5 file (" + h5_error_text() + ")";
+  ObjectList list;
+  list.file = h5.get();
+  if (H5Lvisit(h5.get(), H5_INDEX_NAME, H5_ITER_INC, &collect_object, &list) < 0)
+    return "cannot list the objects of " + in_quotes(file) + " (" + h5_error_text() + ")";
+  const std::string refusal = " (the file is replaced whole by each write: only a file this app wrote so may be; it is "
+                              "left as it is: give another name)";
+  if (!list.others.empty()) return in_quotes(file) + " holds " + in_quotes(list.others.front()) + ", which" + refusal.substr(1);
+  for (const std::string& dataset : list.datasets) {
+    bool ours = false;
+    for (const std::string& w : written) ours = ours || w == dataset;
+    if (!ours) return in_quotes(file) + " holds the dataset " + in_quotes(dataset) + ", which this output would lose" + refusal;
+    std::string made_by;
+    for (const auto& [name, value] : attributes_on_root({file, dataset}))
+      if (name == "app") made_by = value;
+    if (made_by != app)
+      return in_quotes(file) + " holds " + in_quotes(dataset) + ", which " +
+             (made_by.empty() ? std::string("no Tessera app") : in_quotes(made_by)) + " made, not " + in_quotes(app) + refusal;
+  }
+  return "";
+}
+
+}  // namespace
+
+Destination check_destination(const DatasetPath& path, bool overwrite, bool replace_file, const std::string& app,
+                              const std::vector<std::string>& written) {
   Destination d;
   const std::string& file = path.file;
   bool present = false;
@@ -190,8 +241,11 @@ Destination check_destination(const DatasetPath& path, bool overwrite, bool repl
     return d;
   }
   // A file replaced as a whole (a checkpoint) keeps nothing of the old one: a new temporary, renamed
-  // over it.
-  if (replace_file) return d;
+  // over it. Only a file that holds nothing else may be replaced so.
+  if (replace_file) {
+    d.problem = whole_file_problem(file, app, written.empty() ? std::vector<std::string>{path.dataset} : written);
+    return d;
+  }
   Handle h5(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!h5.valid()) {
     d.problem = "cannot open " + in_quotes(file) + " as an HDF5 file (" + h5_error_text() + ")";

@@ -24,15 +24,18 @@ DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, 
 
 // Rank 0's check of an output destination: the problem ("" when none; `kind` says which), whether
 // the file exists (the dataset is added to a copy of it) and whether the dataset exists and
-// `overwrite` allows replacing it. With `replace_file` the file is replaced as a whole: only that it
-// is an HDF5 file (or missing) is checked.
+// `overwrite` allows replacing it. With `replace_file` the file is replaced as a whole, which is
+// allowed only for a file (or no file) that holds nothing the replacement would lose: every object
+// at its root a dataset named in `written` (the datasets of the replacement; path.dataset when
+// empty) whose `app` attribute is `app`.
 struct Destination {
   std::string problem;
   IoError::Kind kind = IoError::Kind::other;
   bool exists = false;
   bool replace_dataset = false;
 };
-Destination check_destination(const DatasetPath& path, bool overwrite, bool replace_file = false);
+Destination check_destination(const DatasetPath& path, bool overwrite, bool replace_file = false,
+                              const std::string& app = "", const std::vector<std::string>& written = {});
 
 // Rank 0: the scalar string, integer and floating-point attributes of a dataset that probe accepted,
 // as text, in name order.

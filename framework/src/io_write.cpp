@@ -2,6 +2,7 @@
 #include "io_write.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "io_posix.hpp"
@@ -45,13 +46,22 @@ void write_attributes(hid_t dset, const OutputAttributes& a) {
 
 // Rank 0: checks every destination again (it may have changed since start-up) and makes the
 // temporary.
-void plan_output(const DatasetPath& path, const OutputBlock* parts, int n, bool replace_file, OutputPlan& plan) {
-  const bool overwrite = parts[0].attributes->overwrite;
-  // The first part's destination decides whether the file is copied; the others must be writable
-  // into that file too.
+void plan_output(const std::string& file, const std::vector<OutputBlock>& parts, OutputPlan& plan) {
+  const OutputAttributes& first_attributes = parts.front().attributes;
+  const int n = static_cast<int>(parts.size());
+  for (int i = 1; i < n; ++i)
+    for (int j = 0; j < i; ++j)
+      if (parts[static_cast<std::size_t>(i)].dataset == parts[static_cast<std::size_t>(j)].dataset)
+        return set_text(plan.message, sizeof plan.message,
+                        "two datasets are named " + in_quotes(parts[static_cast<std::size_t>(i)].dataset));
+  std::vector<std::string> names;
+  for (const OutputBlock& part : parts) names.push_back(part.dataset);
+  // Every part must be writable into the file; the first one's check decides whether it exists.
   Destination first;
   for (int i = n - 1; i >= 0; --i) {
-    Destination d = check_destination({path.file, parts[i].dataset}, overwrite, replace_file);
+    const OutputBlock& part = parts[static_cast<std::size_t>(i)];
+    Destination d = check_destination({file, part.dataset}, first_attributes.overwrite, first_attributes.replace_file,
+                                      first_attributes.app, names);
     if (!d.problem.empty()) {
       set_text(plan.message, sizeof plan.message, d.problem);
       plan.kind = static_cast<int>(d.kind);
@@ -60,10 +70,7 @@ void plan_output(const DatasetPath& path, const OutputBlock* parts, int n, bool 
     plan.replace_dataset[i] = d.replace_dataset ? 1 : 0;
     if (i == 0) first = d;
   }
-  for (int i = 1; i < n; ++i)
-    if (parts[i].dataset == parts[0].dataset)
-      return set_text(plan.message, sizeof plan.message, "both datasets are named " + in_quotes(parts[0].dataset));
-  const std::string problem = prepare_temporary(path.file, first.exists, plan);
+  const std::string problem = prepare_temporary(file, first.exists, plan);
   if (!problem.empty()) set_text(plan.message, sizeof plan.message, problem);
   plan.copy_of_existing = first.exists ? 1 : 0;
 }
@@ -77,7 +84,7 @@ Handle create_dataset(hid_t f, const OutputBlock& part, bool replace) {
   Handle dset(TESSERA_H5_CHECK(H5Dcreate2(f, part.dataset.c_str(), part.element.file_type, space.get(), lcpl.get(),
                                           H5P_DEFAULT, H5P_DEFAULT)),
               H5Dclose);
-  write_attributes(dset.get(), *part.attributes);
+  write_attributes(dset.get(), part.attributes);
   return dset;
 }
 
@@ -89,24 +96,28 @@ Handle open_output(const Context& ctx, const OutputPlan& plan) {
                 H5Fclose);
 }
 
+}  // namespace
+
 // The common path of every write: rank 0 plans (and copies an existing file to the temporary name),
 // every rank writes its blocks into the temporary (collectively, or in rank order with a token),
 // then rank 0 renames it over the destination after a barrier.
-void write_parts(const Context& ctx, const DatasetPath& path, const OutputBlock* parts, int n, bool replace_file) {
+void write_parts(const Context& ctx, const std::string& file, const std::vector<OutputBlock>& parts) {
   OutputPlan plan;
-  TESSERA_ASSERT(n >= 1 && n <= 2, "write_parts: one or two datasets");
-  if (ctx.is_root()) plan_output(path, parts, n, replace_file, plan);
+  const int n = static_cast<int>(parts.size());
+  TESSERA_ASSERT(n >= 1 && n <= kMaxOutputDatasets, "write_parts: 1 to kMaxOutputDatasets datasets");
+  const std::string& first_dataset = parts.front().dataset;
+  if (ctx.is_root()) plan_output(file, parts, plan);
   ctx.comm().bcast(reinterpret_cast<unsigned char*>(&plan), static_cast<index_t>(sizeof plan), 0);
-  if (plan.message[0]) throw IoError(plan.message, path.file, path.dataset, static_cast<IoError::Kind>(plan.kind));
+  if (plan.message[0]) throw IoError(plan.message, file, first_dataset, static_cast<IoError::Kind>(plan.kind));
   TemporaryGuard guard(plan.temporary);
   // Writes part after part into the open file `f`; `create`: this rank makes the datasets.
   auto write_into = [&](hid_t f, bool create) {
     for (int i = 0; i < n; ++i) {
-      const OutputBlock& part = parts[i];
+      const OutputBlock& part = parts[static_cast<std::size_t>(i)];
       Handle dset = create ? create_dataset(f, part, plan.replace_dataset[i] != 0)
                            : Handle(TESSERA_H5_CHECK(H5Dopen2(f, part.dataset.c_str(), H5P_DEFAULT)), H5Dclose);
       transfer_block(ctx, dset.get(), part.element.memory_type, part.element.bytes, part.ndims, part.start, part.count,
-                     const_cast<void*>(part.buffer), true);
+                     const_cast<unsigned char*>(part.host.data()), true);
       // The dataset closes before the file does (an MPI-IO file does not close while objects in it
       // are open).
       dset.close_checked();
@@ -130,17 +141,7 @@ void write_parts(const Context& ctx, const DatasetPath& path, const OutputBlock*
     if (comm.rank() + 1 < comm.size()) comm.send(&token, 1, comm.rank() + 1, kTokenTag);
   }
   TESSERA_FAULT_POINT("write");
-  commit_output(ctx, plan, path.file, path.dataset, guard);
-}
-
-}  // namespace
-
-void write_block(const Context& ctx, const DatasetPath& path, const OutputBlock& block) {
-  write_parts(ctx, path, &block, 1, block.attributes->replace_file);
-}
-
-void write_pair(const Context& ctx, const DatasetPath& path, const OutputBlock (&parts)[2]) {
-  write_parts(ctx, path, parts, 2, /*replace_file=*/false);
+  commit_output(ctx, plan, file, first_dataset, guard);
 }
 
 }  // namespace tessera::io::detail

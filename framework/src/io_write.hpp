@@ -1,16 +1,19 @@
-// Writing outputs: rank 0 checks the destination again and makes the temporary, every rank writes
-// its block into it (collectively under parallel HDF5, in rank order with a token otherwise), and
-// rank 0 renames it over the destination once all have closed it.
+// Writing outputs: rank 0 checks the destinations again and makes the temporary, every rank writes
+// its block of every dataset into it (collectively under parallel HDF5, in rank order with a token
+// otherwise), and rank 0 renames it over the destination once all have closed it: one commit for
+// all the datasets of one output file (io.hpp, OutputFile).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "io_hdf5_handles.hpp"
+#include "io_posix.hpp"
 #include "tessera/framework/io.hpp"
 
 namespace tessera::io::detail {
 
-// One dataset of an output: its shape, this rank's block of it and the block's elements in memory
+// One dataset of an output: its shape, this rank's block of it and the block's elements on the host
 // (contiguous, row-major).
 struct OutputBlock {
   std::string dataset;
@@ -19,15 +22,12 @@ struct OutputBlock {
   hsize_t dims[2];
   index_t start[2];
   index_t count[2];
-  const void* buffer;
-  const OutputAttributes* attributes;
+  std::vector<unsigned char> host;  // this rank's block
+  OutputAttributes attributes;
 };
 
-// Collective: writes one dataset at `path` (path.dataset is block.dataset).
-void write_block(const Context& ctx, const DatasetPath& path, const OutputBlock& block);
-
-// Collective: writes two 1-D datasets into one file, committed together (path.dataset is
-// parts[0].dataset; both destinations checked, with parts[0].attributes->overwrite).
-void write_pair(const Context& ctx, const DatasetPath& path, const OutputBlock (&parts)[2]);
+// Collective: writes the datasets into `file`, committed together (every destination checked with
+// parts[0].attributes.overwrite and .replace_file).
+void write_parts(const Context& ctx, const std::string& file, const std::vector<OutputBlock>& parts);
 
 }  // namespace tessera::io::detail

@@ -71,4 +71,13 @@ bool Partition::operator==(const Partition& other) const {
   return true;
 }
 
+index_t checked_elements(index_t rows, index_t cols, const std::string& what) {
+  TESSERA_ASSERT(rows >= 0 && cols >= 0, "checked_elements: negative extent");
+  index_t product = 0;
+  if (__builtin_mul_overflow(rows, cols, &product))
+    throw UsageError(what + ": " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     " elements pass 2^63 - 1, the most a global index can number");
+  return product;
+}
+
 }  // namespace tessera

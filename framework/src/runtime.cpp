@@ -82,16 +82,36 @@ Runtime::Runtime(int& argc, char**& argv) {
     int provided = 0;
     TESSERA_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
   }
-  TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  join();
+}
+
+Runtime::Runtime(MPI_Comm comm) : comm_(comm), owns_mpi_(false) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) throw UsageError("tessera: MPI is not initialised (or already finalised)");
+  if (comm == MPI_COMM_NULL) throw UsageError("tessera: the null communicator has no ranks to run on");
+  set_fatal_handler(&abort_job);
+  join();
+}
+
+void Runtime::join() {
+  TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   detail::start_mpi_watchdog();
-  TESSERA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
-  TESSERA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+  TESSERA_MPI_CHECK(MPI_Comm_rank(comm_, &world_rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(comm_, &world_size_));
 
   // A malformed TESSERA_INJECT_FAULT would silently inject nothing: the job does not start.
   const std::string fault_error = detail::check_fault_injection(world_size_);
   int first_bad = fault_error.empty() ? world_size_ : world_rank_;
-  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm_));
   if (first_bad < world_size_) {
+    if (!owns_mpi_) {
+      char text[512] = {};
+      if (world_rank_ == first_bad) std::snprintf(text, sizeof text, "%s", fault_error.c_str());
+      TESSERA_MPI_CHECK(MPI_Bcast(text, sizeof text, MPI_CHAR, first_bad, comm_));
+      throw UsageError(std::string("tessera: ") + text);
+    }
     if (world_rank_ == first_bad) {
       std::fprintf(stderr, "tessera: %s\n", fault_error.c_str());
       std::fflush(stderr);
@@ -101,7 +121,7 @@ Runtime::Runtime(int& argc, char**& argv) {
   }
 
   MPI_Comm node = MPI_COMM_NULL;
-  TESSERA_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node));
+  TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node));
   TESSERA_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
   TESSERA_MPI_CHECK(MPI_Comm_size(node, &local_size_));
 
@@ -123,14 +143,14 @@ Runtime::Runtime(int& argc, char**& argv) {
   node_cores_ = std::max(1, count_cores(node_mask));
   TESSERA_MPI_CHECK(MPI_Comm_free(&node));
   int leader = local_rank_ == 0 ? 1 : 0;
-  TESSERA_MPI_CHECK(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  TESSERA_MPI_CHECK(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, comm_));
 
   constexpr int kHost = 256;
   char host[kHost] = {};
   gethostname(host, kHost - 1);
   hostname_ = host;
   std::vector<char> hosts(static_cast<std::size_t>(kHost) * static_cast<std::size_t>(world_size_), '\0');
-  TESSERA_MPI_CHECK(MPI_Allgather(host, kHost, MPI_CHAR, hosts.data(), kHost, MPI_CHAR, MPI_COMM_WORLD));
+  TESSERA_MPI_CHECK(MPI_Allgather(host, kHost, MPI_CHAR, hosts.data(), kHost, MPI_CHAR, comm_));
   for (int r = 0; r < world_size_; ++r) {
     const std::string name(hosts.data() + static_cast<std::size_t>(r) * kHost);
     if (std::find(hostnames_.begin(), hostnames_.end(), name) == hostnames_.end()) hostnames_.push_back(name);
@@ -143,21 +163,22 @@ Runtime::~Runtime() {
   kernels::release_cached_memory();  // array blocks cached by kernels::allocate
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
+  if (owns_mpi_ && !finalized) {
     // Watched too: MPI_Finalize synchronises with the other ranks and would wait for a lost one.
     const detail::MpiCallWatch watch("MPI_Finalize()", __FILE__, __LINE__);
     MPI_Finalize();
   }
-  detail::stop_mpi_watchdog();
+  // A joined runtime leaves the watchdog to whoever finalises MPI (another runtime may share it).
+  if (owns_mpi_) detail::stop_mpi_watchdog();
 }
 
-Context Runtime::start(BackendChoice choice, int cpu_threads) {
+Context Runtime::start(BackendChoice choice, int cpu_threads, int device) {
   choose_cpu_threads(cpu_threads);
   visible_devices_ = kernels::cuda_device_count();
   const int has_gpu = visible_devices_ > 0 ? 1 : 0;
   // The lowest rank without a GPU (world_size if every rank has one), agreed by all ranks.
   int first_without = has_gpu ? world_size_ : world_rank_;
-  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_without, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_without, 1, MPI_INT, MPI_MIN, comm_));
   const bool all_have_gpu = first_without == world_size_;
 
   Backend backend = Backend::cpu;
@@ -167,7 +188,7 @@ Context Runtime::start(BackendChoice choice, int cpu_threads) {
     if (!all_have_gpu) {
       char where[256] = {};
       if (world_rank_ == first_without) std::snprintf(where, sizeof where, "%s", hostname_.c_str());
-      TESSERA_MPI_CHECK(MPI_Bcast(where, sizeof where, MPI_CHAR, first_without, MPI_COMM_WORLD));
+      TESSERA_MPI_CHECK(MPI_Bcast(where, sizeof where, MPI_CHAR, first_without, comm_));
       throw UsageError("--backend cuda: no usable GPU on rank " + std::to_string(first_without) + " (host " + where +
                        "); use --backend cpu or auto");
     }
@@ -177,12 +198,21 @@ Context Runtime::start(BackendChoice choice, int cpu_threads) {
   }
 
   if (backend == Backend::cuda) {
-    queue_ = kernels::make_cuda_queue(local_rank_ % visible_devices_);
+    // The lowest rank whose requested device it cannot see, agreed by all ranks.
+    int first_bad = device < visible_devices_ ? world_size_ : world_rank_;
+    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm_));
+    if (first_bad < world_size_) {
+      int asked[2] = {device, visible_devices_};
+      TESSERA_MPI_CHECK(MPI_Bcast(asked, 2, MPI_INT, first_bad, comm_));
+      throw UsageError("device " + std::to_string(asked[0]) + " does not exist on rank " + std::to_string(first_bad) +
+                       " (it sees " + std::to_string(asked[1]) + (asked[1] == 1 ? " device)" : " devices)"));
+    }
+    queue_ = kernels::make_cuda_queue(device >= 0 ? device : local_rank_ % visible_devices_);
   } else {
     queue_ = kernels::Queue{};
   }
   if (backend == Backend::cuda) count_gpus_in_use();
-  Context world(Communicator::borrow(MPI_COMM_WORLD), queue_, backend == Backend::cuda && gpus_in_use_ < world_size_);
+  Context world(Communicator::borrow(comm_), queue_, backend == Backend::cuda && gpus_in_use_ < world_size_);
   // A TESSERA_DEVICE_COMM that cannot be taken fails here, on every rank at once, rather than in
   // the first DeviceComm of each rank, between collectives.
   detail::agree_device_comm_path(world, detail::device_comm_facts(world));
@@ -204,7 +234,7 @@ void Runtime::choose_cpu_threads(int requested) {
   cpu_threads_chosen_by_ = plan.chosen_by;
   cpu_threads_ = omp_get_max_threads();
   int range[2] = {-cpu_threads_, cpu_threads_};
-  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, comm_));
   cpu_threads_min_ = -range[0];
   cpu_threads_max_ = range[1];
 }
@@ -233,7 +263,7 @@ void Runtime::count_gpus_in_use() {
   std::copy(uuid.begin(), uuid.end(), mine.begin() + kHost);
   std::string all(kRecord * static_cast<std::size_t>(world_size_), '\0');
   TESSERA_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(kRecord), MPI_CHAR, all.data(),
-                                  static_cast<int>(kRecord), MPI_CHAR, MPI_COMM_WORLD));
+                                  static_cast<int>(kRecord), MPI_CHAR, comm_));
   std::set<std::string> distinct;
   for (int r = 0; r < world_size_; ++r) distinct.insert(all.substr(static_cast<std::size_t>(r) * kRecord, kRecord));
   gpus_in_use_ = static_cast<int>(distinct.size());

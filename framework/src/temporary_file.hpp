@@ -2,8 +2,8 @@
 // registered, every abnormal end this process can see removes it: the fatal-error handler (a failed
 // call, an injected fault, an exception that ends the job), and SIGINT, SIGTERM and SIGHUP (what
 // mpirun and srun send to the ranks when the job is interrupted or one rank dies). A SIGKILL cannot
-// be seen; the next write into the same directory removes what such a process left behind
-// (remove_stale_temporaries).
+// be seen; the next write, or check of an output, in the same directory removes what such a
+// process left behind (remove_stale_temporaries).
 #pragma once
 
 #include <string>

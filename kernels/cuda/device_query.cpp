@@ -1,9 +1,10 @@
-// What the cuda backend says about a queue's device: its UUID and a one-line description.
+// What the cuda backend says about a queue's device: its UUID, a one-line description and its memory.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "../src/memory_backends.hpp"
 #include "../src/queue_backends.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 
@@ -25,6 +26,12 @@ std::string describe_device(const Queue& q) {
                 prop.multiProcessorCount, static_cast<double>(prop.totalGlobalMem) / (1u << 30), prop.major,
                 prop.minor);
   return std::string(prop.name) + numbers;
+}
+
+std::size_t memory_capacity(const Queue& q) {
+  cudaDeviceProp prop{};
+  TESSERA_CUDA_CHECK(cudaGetDeviceProperties(&prop, q.device));
+  return prop.totalGlobalMem;
 }
 
 }  // namespace tessera::kernels::cuda

@@ -28,22 +28,11 @@ void check_bin_count(index_t bins, const char* operation) {
                      std::to_string(kMaxHistogramBins));
 }
 
-// Float samples are compared in float: the range must be one float holds.
-template <class T>
-void check_range_fits(const EvenBins& bins) {
-  if constexpr (std::is_same_v<T, float>) {
-    constexpr double kMax = std::numeric_limits<float>::max();
-    if (std::fabs(bins.lower) > kMax || std::fabs(bins.upper) > kMax)
-      throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) +
-                       "] lies outside what float32 samples can be compared with");
-  }
-}
-
 }  // namespace
 
 void check_histogram_bins(index_t bins) { check_bin_count(bins, "histogram"); }
 
-void check_even_bins(const EvenBins& bins) {
+void check_even_bins(const EvenBins& bins, bool float_samples) {
   check_bin_count(bins.count, "histogram");
   if (!std::isfinite(bins.lower) || !std::isfinite(bins.upper))
     throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) + "] is not finite");
@@ -54,6 +43,17 @@ void check_even_bins(const EvenBins& bins) {
   if (!std::isfinite(width) || !std::isfinite(static_cast<double>(bins.count) / width))
     throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) +
                      "] is too wide or too narrow for double arithmetic");
+  if (float_samples) {
+    constexpr double kMax = std::numeric_limits<float>::max();
+    if (std::fabs(bins.lower) > kMax || std::fabs(bins.upper) > kMax)
+      throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) +
+                       "] lies outside what float32 samples can be compared with");
+    if (!std::isfinite(static_cast<float>(static_cast<double>(bins.count) / width)))
+      throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) + "] is too narrow for " +
+                       std::to_string(bins.count) + " bins of float32 samples (bin width " +
+                       text(width / static_cast<double>(bins.count)) +
+                       ": float arithmetic overflows; read the samples as float64)");
+  }
 }
 
 void check_edges(std::span<const double> edges) {
@@ -81,8 +81,7 @@ std::vector<double> even_bin_edges(const EvenBins& bins) {
 #define TESSERA_DEFINE_HISTOGRAM(T)                                                                         \
   void histogram_even(const Queue& q, const T* in, index_t n, const EvenBins& bins, index_t* counts) {      \
     TESSERA_ASSERT(n >= 0, "histogram_even: negative element count");                                     \
-    check_even_bins(bins);                                                                                 \
-    check_range_fits<T>(bins);                                                                             \
+    check_even_bins(bins, std::is_same_v<T, float>);                                                       \
     TESSERA_DISPATCH(q, cpu::histogram_even(in, n, bins, counts),                                          \
                      cuda::histogram_even(q, in, n, bins, counts));                                        \
   }                                                                                                        \

@@ -9,6 +9,9 @@
 
 namespace tessera::kernels {
 
+// This machine's physical memory and swap in bytes (0 where unknown): memory_size.cpp.
+std::size_t host_memory_capacity();
+
 namespace cpu {
 // Host memory, 64-byte aligned: arrays, scratch and (in a build or on a machine without a GPU)
 // staging buffers.
@@ -28,6 +31,7 @@ void* allocate(const Queue& queue, std::size_t bytes);
 void deallocate(const Queue& queue, void* ptr);
 void release_cached_memory();
 std::size_t cached_memory_bytes();
+std::size_t memory_capacity(const Queue& queue);  // the device's total memory
 
 // Page-locked host memory (cudaMallocHost).
 void* allocate_pinned_host(std::size_t bytes);

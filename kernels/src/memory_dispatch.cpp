@@ -23,6 +23,12 @@ void deallocate(const Queue& q, void* ptr) {
   TESSERA_DISPATCH(q, cpu::deallocate(ptr), cuda::deallocate(q, ptr));
 }
 
+std::size_t memory_capacity(const Queue& q) {
+  std::size_t bytes = 0;
+  TESSERA_DISPATCH(q, bytes = host_memory_capacity(), bytes = cuda::memory_capacity(q));
+  return bytes;
+}
+
 void release_cached_memory() { TESSERA_DISPATCH_BUILD((void)0, cuda::release_cached_memory()); }
 
 std::size_t cached_memory_bytes() {

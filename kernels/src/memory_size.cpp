@@ -9,12 +9,18 @@
 
 namespace tessera::kernels {
 
-void require_host_memory(std::size_t bytes, const std::string& what) {
+std::size_t host_memory_capacity() {
   struct sysinfo info {};
-  if (sysinfo(&info) != 0) return;  // unknown: the allocation itself decides
+  if (sysinfo(&info) != 0) return 0;  // unknown
   const long double total = (static_cast<long double>(info.totalram) + static_cast<long double>(info.totalswap)) *
                             static_cast<long double>(info.mem_unit);
-  if (static_cast<long double>(bytes) > total) throw OutOfMemory(bytes, what);
+  return total >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(total);
+}
+
+void require_host_memory(std::size_t bytes, const std::string& what) {
+  const std::size_t total = host_memory_capacity();
+  if (total == 0) return;  // unknown: the allocation itself decides
+  if (bytes > total) throw OutOfMemory(bytes, what);
 }
 
 std::size_t array_bytes(index_t count, std::size_t element_bytes, const char* what) {

@@ -186,6 +186,15 @@ for app in (G, P, F, M):
 # ... and so do the scaling app's.
 status, stdout, _ = h.run("scaling", ["--help"], backend=False)
 h.check(status == 0 and stdout.count("usage:") == 1 and "--n-per-rank" in stdout, f"scaling --help: {status} {stdout!r}")
+# The scaling study's reports are checked before it measures anything: exit 2, one line, at once.
+os.makedirs(h.path("a_directory"), exist_ok=True)
+for args, words in ((["--csv", h.path("a_directory")], ["--csv", "is a directory"]),
+                    (["--csv", h.path("same.txt"), "--json", h.path("same.txt")], ["--csv", "--json file"]),
+                    (["--json", h.path("no/such/dir/r.json")], ["--json", "no such directory"])):
+    status, stdout, stderr = h.run("scaling", [*args, "--n", "1000", "--rounds", "1", "--max-rounds", "1"])
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("tessera-scaling")]
+    h.check(status == 2 and len(lines) == 1 and all(w in lines[0] for w in words),
+            f"scaling {args}: status {status}, expected 2 and one line naming {words} before any progress: {stderr!r}")
 status, stdout, _ = h.run("scaling", ["--version"], backend=False)
 h.check(status == 0 and len(stdout.strip().splitlines()) == 1 and "Tessera" in stdout, f"scaling --version: {status} {stdout!r}")
 h.finish()

@@ -139,6 +139,25 @@ for i, dtype in enumerate(["int32", "int64", "float32", "float64"]):
     run_case(f"histogram {dtype} --edges (infinite outer: {infinite}, distributed: {distributed})", x,
              ["--edges", f"{inp}:/edges"] + (["--distributed"] if distributed else []), want, want_e, want_out)
 
+# float32 samples in ranges near the narrowest that float arithmetic bins: numpy's counts where the
+# bins' norm, bins / (upper - lower), is a float (subnormal samples included); refused, with one line
+# naming --range, where it is not (the samples binned by overflow: once [0, 1, 3] for numpy's
+# [1, 0, 3], or every sample in the last two of 64 bins).
+for lo, hi, bins in ((0.0, 1e-38, 3), (0.0, 1e-37, 8), (-3e-39, 4e-39, 2)):
+    x = np.concatenate([rng.uniform(lo, hi, 997).astype(np.float32),
+                        np.array([lo, hi, np.float32(1e-45), 0.0], dtype=np.float32)])
+    write_h5(inp, "/x", x)
+    want, want_e = np.histogram(x, bins, range=(lo, hi))
+    run_case(f"histogram float32 in [{lo}, {hi}], {bins} bins", x, ["--bins", bins, "--range", f"{lo}:{hi}"], want,
+             want_e, outside(x, lo, hi))
+for x, args in ((np.array([1e-45, 1e-45, 3e-45, 0], dtype=np.float32), ["--bins", 3]),
+                (np.linspace(0, 1e-43, 1000).astype(np.float32), ["--bins", 64, "--range", "0:1e-43"])):
+    write_h5(inp, "/x", x)
+    status, stdout, stderr = h.run("histogram", ["--input", f"{inp}:/x", *args, "--verify"])
+    lines = [ln for ln in stderr.splitlines() if ln.startswith(program("histogram"))]
+    h.check(status == 2 and len(lines) == 1 and "--range" in lines[0] and "too narrow" in lines[0],
+            f"histogram float32 {args} on a range too narrow for float: status {status}, {lines}")
+
 # The same counts at another rank count (generated input: element i depends on the seed only).
 counts_at = {}
 for ranks in sorted({h.ranks, 4 if h.ranks == 1 else 2}):

@@ -341,6 +341,38 @@ for mode, env in (("parallel", None), ("serial", SERIAL)):
         check_intact(what, victim, before, "/new")
         h.check(temporaries(h.work) == [], f"{what}: temporaries left: {temporaries(h.work)}")
 
+# Every app's output goes through the one commit: a fault after its datasets are written and before
+# the rename leaves the existing file as it was, with none of the app's datasets (neither of a pair:
+# the sorted keys and their argsort, the counts and the edges), and no temporary. Without the fault
+# the datasets appear together and the rest of the file is kept.
+victim = h.path("victim_apps.h5")
+make_rich_file(victim)
+before = snapshot(victim)
+outputs = [
+    ("filter", ["--n", 1000], ["/new"]),
+    ("matmul", ["--size", 17], ["/new"]),
+    ("histogram", ["--n", 1000, "--bins", 7], ["/new", "/new_edges"]),
+    ("transpose", ["--m", 13, "--n", 7], ["/new"]),
+    ("sort", ["--n", 1000, "--values"], ["/new", "/new_index"]),
+    ("stencil", ["--nx", 9, "--ny", 7, "--iters", 3], ["/new"]),
+    ("stencil", ["--op", "convolve1d", "--n", 1000], ["/new"]),
+]
+for app, args, datasets in outputs:
+    what = f"{app} {' '.join(map(str, args))}: fault at the commit"
+    status, _, err = h.run(app, [*args, "--output", f"{victim}:/new"], env={"TESSERA_INJECT_FAULT": "0:write"})
+    h.check(status not in (0, None) and "injected fault" in err, f"{what}: status {status}\n{err}")
+    check_intact(what, victim, before, datasets[0])
+    for name in datasets[1:]:
+        h.check(name not in snapshot(victim), f"{what}: {name} appeared alone")
+    h.check(temporaries(h.work) == [], f"{what}: temporaries left: {temporaries(h.work)}")
+    if len(datasets) > 1:
+        status, _, err = h.run(app, [*args, "--output", f"{victim}:/new", "--overwrite"])
+        after = snapshot(victim)
+        h.check(status == 0 and all(name in after for name in datasets) and same_content(before, after, datasets) == [],
+                f"{app}: the datasets {datasets} did not appear together in the kept file: status {status}\n{err}")
+        make_rich_file(victim)
+        before = snapshot(victim)
+
 # Stale temporaries: only those of this naming, this host and a process that is gone are removed.
 dead = subprocess.Popen(["true"])
 dead.wait()

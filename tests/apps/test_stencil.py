@@ -33,11 +33,13 @@ grids = grids.get(h.ranks, [None])
 # ---- the numpy reference of the heat problem (apps/stencil/stencil_problem.hpp) ---------------------------
 
 def exact(i, j, nx, ny):
-    """The exact solution at cell (i, j), with Python's math (the C library's sin and sinh, as the app)."""
+    """The exact solution at cell (i, j), sin(pi x) sinh(pi (Ly - y)) / sinh(pi Ly), in the app's
+    overflow-free form with Python's math (the C library's sin, exp and expm1, as the app)."""
     hh = 1.0 / (nx + 1)
     height = (ny + 1) * hh
     x, y = (j + 1) * hh, (i + 1) * hh
-    return math.sin(math.pi * x) * math.sinh(math.pi * (height - y)) / math.sinh(math.pi * height)
+    a, b = math.pi * (height - y), math.pi * height
+    return math.sin(math.pi * x) * math.exp(a - b) * (math.expm1(-2 * a) / math.expm1(-2 * b))
 
 
 LAPLACE = {"jacobi5": [0, 0.25, 0.25, 0.25, 0.25], "jacobi9": [0, 0.2, 0.2, 0.2, 0.2, 0.05, 0.05, 0.05, 0.05]}
@@ -268,7 +270,18 @@ for k, (dtype, n, radius, boundary, from_file) in enumerate(
 # ---- bad input --------------------------------------------------------------------------------------------
 
 write_h5(h.path("other.h5"), "/field", np.zeros((5, 7), dtype=np.float32))  # not a checkpoint
+# Files a checkpoint must never replace: one with a dataset of the user's, and the run's --weights.
+precious = h.path("precious.h5")
+write_h5(precious, "/precious", np.arange(7.0))
+weights_file = h.path("weights.h5")
+write_h5(weights_file, "/w", np.array(LAPLACE["jacobi5"]))
+kept = {path: open(path, "rb").read() for path in (precious, weights_file)}
 bad_cases = [
+    (["--nx", 8, "--ny", 8, "--iters", 4, "--checkpoint", precious, "--checkpoint-every", 2],
+     ["--checkpoint", "'/precious'"]),
+    (["--nx", 8, "--ny", 8, "--iters", 4, "--weights", f"{weights_file}:/w", "--checkpoint", weights_file,
+      "--checkpoint-every", 2], ["--checkpoint", "--weights"]),
+    (common[:-4] + ["--iters", 50, "--restart", ck], ["--restart", "iteration 100", "beyond --iters 50"]),
     (["--grid", "2x2" if h.ranks != 4 else "3x1"], ["--grid"]),
     (["--grid", f"1x{h.ranks}", "--nx", h.ranks - 1, "--ny", 8], ["--nx", "cannot be cut"]),
     (["--grid", f"{h.ranks}x1", "--ny", h.ranks - 1, "--nx", 8], ["--ny", "cannot be cut"]),
@@ -293,4 +306,6 @@ for args, words in bad_cases if h.ranks > 1 else []:
     h.check(status == 2, f"{what}: status {status}, expected 2\n{err}")
     h.check(len(lines) == 1 and all(w in lines[0] for w in words), f"{what}: expected one line naming {words}, got {err!r}")
     h.check(not os.path.exists(out), f"{what}: an output file was written")
+for path, content in kept.items() if h.ranks > 1 else []:
+    h.check(open(path, "rb").read() == content, f"{path}: a refused checkpoint changed the file")
 h.finish()

@@ -2,7 +2,9 @@
 """--verify end to end: correct results pass (exit 0) on data that used to raise false alarms
 (10,000 x 0.1, constant and same-sign arrays) and on random data; results made slightly wrong by
 the test-only switch TESSERA_TEST_PERTURB fail (exit 1): a sum a few ulps off, one scan element off
-by a relative 1e-6, one filter element dropped, one element of C off by a relative 1e-4; NaN inputs
+by a relative 1e-6, one filter element dropped, one element of C off by a relative 1e-4, one
+histogram count moved to the next bin, two sorted keys swapped or one changed, one transposed element
+changed, one stencil cell or convolution output off after any number of iterations; NaN inputs
 that leave nothing to compare are reported as not checked (exit 0, "verified": null); a malformed
 switch is refused (exit 2, one line)."""
 import os
@@ -68,6 +70,35 @@ fails("matmul", ["--m", "33", "--k", "64", "--n", "17"], "relative:1e-4", "matmu
 fails("matmul", ["--m", "33", "--k", "64", "--n", "17", "--dtype", "float64"], "relative:1e-9@100",
       "matmul float64: element 100 of C x(1 + 1e-9)")
 
+# The other apps: correct results pass, one element made wrong fails, at every size and iteration.
+passes("histogram", ["--n", n, "--bins", "4096"], "histogram 4096 bins")
+passes("sort", ["--n", n, "--values"], "sort --values")
+passes("transpose", ["--m", "33", "--n", "17", "--to", "cols"], "transpose 33x17")
+passes("stencil", ["--nx", "33", "--ny", "31", "--iters", "3000", "--tol", "1e-6", "--check-every", "10"],
+       "stencil: jacobi5 converged")
+passes("stencil", ["--op", "convolve1d", "--n", n, "--radius", "2"], "stencil: convolve1d")
+# A tall field: its boundary values once overflowed to NaN, which must never verify.
+passes("stencil", ["--nx", "1", "--ny", "1000", "--iters", "400", "--tol", "1e-12", "--dtype", "float64"],
+       "stencil: a tall field (ny + 1 > 226 (nx + 1))")
+fails("histogram", ["--n", n, "--bins", "64"], "move", "histogram: one count of the fullest bin moved to the next")
+fails("histogram", ["--n", n, "--bins", "64", "--distributed"], "move@40", "histogram --distributed: bin 40's count moved")
+fails("sort", ["--n", n, "--dtype", "int32"], "add:1@5", "sort int32: key 5 plus 1")
+fails("sort", ["--n", n, "--values"], "swap", "sort --values: the middle pair swapped")
+fails("transpose", ["--m", "33", "--n", "17", "--dtype", "int32"], "add:1@5", "transpose int32: element 5 plus 1")
+fails("transpose", ["--m", "33", "--n", "17", "--to", "cols"], "relative:1e-7", "transpose: an element x(1 + 1e-7)")
+fails("stencil", ["--nx", "32", "--ny", "32", "--iters", "1"], "add:1000",
+      "stencil: a cell off by 1000 after one iteration")
+fails("stencil", ["--nx", "33", "--ny", "31", "--iters", "3000", "--tol", "1e-6", "--check-every", "10"], "add:1e-5@500",
+      "stencil: converged, cell 500 off by 1e-5")
+fails("stencil", ["--op", "convolve1d", "--n", "1000003", "--radius", "2"], "add:1e-3",
+      "stencil convolve1d float32 at n = 1e6: the largest output off by 1e-3")
+fails("stencil", ["--op", "convolve1d", "--n", "10007", "--radius", "3", "--boundary", "periodic", "--dtype", "float64"],
+      "relative:1e-9@0", "stencil convolve1d periodic float64: output 0 x(1 + 1e-9)")
+# Nothing computed: the initial field is not a result to call right.
+r = verdict("stencil", ["--nx", "16", "--ny", "16", "--iters", "0"], 0, "stencil --iters 0")
+if r:
+    h.check(r["verified"] is None, f"stencil --iters 0: verified = {r['verified']!r}: {r.get('verify_detail')}")
+
 # NaN in A: no element of C can be compared. Not "matches": not checked, exit 0, verified null.
 a = random_array(h.rng, np.dtype("float32"), (6, 5))
 a[:, 2] = np.nan
@@ -80,8 +111,10 @@ if r:
 
 # The switch is refused when malformed, and by an app that does not take its kind.
 for app, spec in (("global_sum", "ulps:0"), ("prefix_sum", "relative:"), ("filter", "relative:1e-6"),
-                  ("global_sum", "negate@3")):
-    status, out, err = h.run(app, ["--n", "10"], ranks=1, env={PERTURB: spec})
+                  ("global_sum", "negate@3"), ("sort", "drop"), ("histogram", "add:1"), ("transpose", "swap"),
+                  ("stencil", "move")):
+    args = ["--n", "10"] + (["--op", "convolve1d"] if app == "stencil" else [])
+    status, out, err = h.run(app, args, ranks=1, env={PERTURB: spec})
     lines = [line for line in err.splitlines() if line.startswith("tessera-")]
     h.check(status == 2 and len(lines) == 1 and PERTURB in lines[0],
             f"{PERTURB}={spec} for {app}: status {status}, stderr {err!r}")

@@ -179,8 +179,11 @@ def classify(cmd, have):
     _, prog = program_of(argv)
     if prog in GPU_ONLY_PROGRAMS:
         return f"{prog} is built only with CUDA"
-    if prog.startswith("tessera_bench_") and not have["bench"]:
+    if (prog.startswith("tessera_bench_") or any("/tessera_bench_" in w for w in argv)) and not have["bench"]:
         return f"{prog}: benchmarks not built (TESSERA_BUILD_BENCH=OFF)"
+    if any(re.match(r"^build/python(/|$)", part) for v in cmd.env.values() for part in v.split(":")) and \
+            not have["python_package"]:
+        return "the Python package is not built (TESSERA_BUILD_PYTHON, docs/PYTHON.md)"
     if prog.startswith("tessera-") and not have["apps"]:
         return f"{prog}: apps not built (TESSERA_BUILD_APPS=OFF)"
     if any(w.endswith(".py") for w in argv[:2]) and not have["matplotlib"] and \
@@ -213,6 +216,9 @@ def rewrite(cmd, source, build, tmp, python, base_env):
     argv = list(cmd.argv)
     env = dict(base_env)
     env.update({k: expand(v, env) for k, v in cmd.env.items()})
+    # Settings that name the build tree (PYTHONPATH=build/python) name this build's.
+    for k in cmd.env:
+        env[k] = ":".join(re.sub(r"^build(?=/|$)", build, part) for part in env[k].split(":"))
     i, prog = program_of(argv)
     caps = caps_for(prog, argv)
     # Paths: programs of the build tree, scripts of the source tree.
@@ -310,7 +316,8 @@ def main():
                               stderr=subprocess.DEVNULL).returncode == 0
     have = {"bench": a.bench.upper() in ("ON", "1", "TRUE", "YES"),
             "apps": a.apps.upper() in ("ON", "1", "TRUE", "YES"),
-            "matplotlib": importable("matplotlib"), "h5py": importable("h5py")}
+            "matplotlib": importable("matplotlib"), "h5py": importable("h5py"),
+            "python_package": os.path.isdir(os.path.join(build, "python", "tessera"))}
 
     plan = []
     for doc in a.docs or DOCS:

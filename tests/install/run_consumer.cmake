@@ -2,7 +2,7 @@
 # the licence, program names that cannot clash with system tools), then builds two projects against
 # it and runs them under mpiexec: a C++-only consumer, and the examples (as CUDA where the installed
 # Tessera and this machine have it, so that the generic headers are instantiated by nvcc).
-file(REMOVE_RECURSE "${PREFIX}" "${CONSUMER_BUILD}" "${EXAMPLES_BUILD}")
+file(REMOVE_RECURSE "${PREFIX}" "${CONSUMER_BUILD}" "${EXAMPLES_BUILD}" "${EXTENSION_BUILD}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${PREFIX}" RESULT_VARIABLE rc OUTPUT_QUIET)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
@@ -108,3 +108,41 @@ foreach(example mean_variance scan_and_filter user_kernel gather_rows)
     endif()
   endforeach()
 endforeach()
+
+# ---- the Python package ------------------------------------------------------------------------------
+# Installed under the prefix where TESSERA_PYTHON_INSTALL_DIR says, importable from there with the
+# installed libraries (the extension's RPATH), on two ranks; then an extension of a user's own,
+# built against the prefix, runs its functor on a tessera.DistArray's blocks.
+if(PYTHON)
+  set(_site "${PREFIX}/${PYTHON_DIR}")
+  file(GLOB _extension "${_site}/tessera/_tessera*.so")
+  if(NOT EXISTS "${_site}/tessera/__init__.py" OR NOT _extension)
+    message(FATAL_ERROR "the Python package is not installed in ${_site}/tessera")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${_site}"
+                          ${MPIEXEC} -n 2 ${OVERSUBSCRIBE} ${PYTHON} -c
+                          "import tessera, sys; assert tessera.__file__.startswith(sys.argv[1]), tessera.__file__; x = tessera.arange(1001); assert int(tessera.sum(x)) == 500500; print('installed package: ok')"
+                          "${_site}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${out}${err}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "installed package: ok")
+    message(FATAL_ERROR "the installed Python package did not import and run from ${_site} (status ${rc})")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -S "${EXTENSION_SRC}" -B "${EXTENSION_BUILD}" -G "${GENERATOR}"
+                          -DCMAKE_PREFIX_PATH=${PREFIX} -DPython3_EXECUTABLE=${PYTHON} ${cuda_arg}
+                          "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "configuring the Python extension example against the installed Tessera failed (${rc})")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build "${EXTENSION_BUILD}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "building the Python extension example failed (${rc})")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${EXTENSION_BUILD}:${_site}"
+                          ${MPIEXEC} -n 3 ${OVERSUBSCRIBE} ${PYTHON} ${EXTENSION_SRC}/use_huber.py
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${out}${err}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "huber_sum")
+    message(FATAL_ERROR "the Python extension example did not run correctly (status ${rc})")
+  endif()
+endif()

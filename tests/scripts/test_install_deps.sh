@@ -3,7 +3,8 @@
 # draws its plot with it), asked with --dry-run, which installs and builds nothing:
 #   - run.sh demo --dry-run names python3-matplotlib, and builds nothing;
 #   - with a Python that has matplotlib, it does not name it;
-#   - install_deps.sh test --dry-run names numpy, h5py and matplotlib for a Python without them.
+#   - install_deps.sh test --dry-run names numpy, h5py and matplotlib, and the Python package's
+#     pybind11, mpi4py, pytest and headers, for a Python without them.
 # TESSERA_DEPS_PYTHON names the Pythons the script probes (/bin/false: one that imports nothing).
 # usage: test_install_deps.sh SOURCE_DIR
 set -uo pipefail
@@ -30,7 +31,7 @@ out=$(TESSERA_DEPS_PYTHON=/bin/false timeout 120 bash "$src/scripts/install_deps
 rc=$?
 echo "$out"
 ((rc == 0)) || fail "install_deps.sh test --dry-run exited $rc"
-for p in python3-numpy python3-h5py python3-matplotlib; do
+for p in python3-numpy python3-h5py python3-matplotlib python3-pybind11 python3-mpi4py python3-pytest python3-dev; do
   grep -q "$p" <<<"$out" || fail "install_deps.sh test --dry-run does not name $p"
 done
 ((failed)) && exit 1

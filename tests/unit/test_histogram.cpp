@@ -141,6 +141,13 @@ TEST(CpuHistogramChecks, RefuseBadBinsAndEdges) {
   EXPECT_THROW(kernels::check_even_bins({-INFINITY, 1, 5}), UsageError);
   EXPECT_THROW(kernels::check_even_bins({0, NAN, 5}), UsageError);
   EXPECT_THROW(kernels::check_even_bins({-1e308, 1e308, 5}), UsageError);  // the width overflows
+  // float32 samples bin in float: numpy's norm bins / (upper - lower) must be a finite float, and
+  // the bounds floats.
+  EXPECT_NO_THROW(kernels::check_even_bins({0, 1e-38, 3}, true));
+  EXPECT_NO_THROW(kernels::check_even_bins({0, 1e-43, 64}));          // double samples: fine
+  EXPECT_THROW(kernels::check_even_bins({0, 1e-43, 64}, true), UsageError);
+  EXPECT_THROW(kernels::check_even_bins({0, 2.8e-45, 3}, true), UsageError);
+  EXPECT_THROW(kernels::check_even_bins({0, 1e39, 3}, true), UsageError);
   EXPECT_NO_THROW(kernels::check_edges(std::vector<double>{-INFINITY, 0, INFINITY}));
   EXPECT_THROW(kernels::check_edges(std::vector<double>{1}), UsageError);
   EXPECT_THROW(kernels::check_edges(std::vector<double>{0, 1, 1}), UsageError);

@@ -61,7 +61,8 @@ class DistArray {
         local_size_(std::exchange(other.local_size_, 0)),
         global_offset_(std::exchange(other.global_offset_, 0)),
         capacity_(std::exchange(other.capacity_, 0)),
-        data_(std::exchange(other.data_, nullptr)) {}
+        data_(std::exchange(other.data_, nullptr)),
+        owns_(std::exchange(other.owns_, true)) {}
   DistArray& operator=(DistArray&& other) noexcept {
     if (this != &other) {
       release();
@@ -71,6 +72,7 @@ class DistArray {
       global_offset_ = std::exchange(other.global_offset_, 0);
       capacity_ = std::exchange(other.capacity_, 0);
       data_ = std::exchange(other.data_, nullptr);
+      owns_ = std::exchange(other.owns_, true);
     }
     return *this;
   }
@@ -88,7 +90,7 @@ class DistArray {
   // Moves the block into storage of exactly local_size() elements, releasing the rest. Stream-ordered
   // (the copy, and the old storage's release after it, in the queue's order); the host does not wait.
   void shrink_to_fit() {
-    if (capacity_ == local_size_) return;
+    if (capacity_ == local_size_ || !owns_) return;
     T* exact = static_cast<T*>(kernels::allocate(ctx_.queue(), local_bytes()));
     kernels::copy_within_async(ctx_.queue(), exact, data_, local_bytes());
     release();
@@ -98,8 +100,9 @@ class DistArray {
 
   // Hands the block's storage (room for local_capacity() elements, from kernels::allocate on the
   // context's queue) to the caller, who must free it or pass it to adopt_local; the array is left
-  // empty (no storage, its partition unchanged).
+  // empty (no storage, its partition unchanged). Only for an array that owns its storage.
   T* release_storage() {
+    TESSERA_ASSERT(owns_, "DistArray::release_storage: the array views memory it does not own");
     capacity_ = 0;
     return std::exchange(data_, nullptr);
   }
@@ -195,11 +198,32 @@ class DistArray {
     out.data_ = data;
     return out;
   }
+  // Views `data` without owning it: backend memory (device memory of the context's device under
+  // cuda) holding this rank's part of `partition`, aligned to alignof(T), which the caller keeps
+  // alive, and does not free, while the array lives; the array never frees it. Hands a block made
+  // elsewhere (a NumPy, CuPy or PyTorch array) to the algorithms without a copy. An algorithm's
+  // result never views its input: results own their storage.
+  static DistArray view_local(const Context& ctx, Partition partition, T* data) {
+    TESSERA_ASSERT(!ctx.is_null(), "DistArray::view_local on a null context");
+    TESSERA_ASSERT(partition.parts() == ctx.size(), "DistArray::view_local: partition has a part count other than the ranks");
+    DistArray out;
+    out.ctx_ = ctx;
+    out.partition_ = std::move(partition);
+    out.local_size_ = out.partition_.local_size(ctx.rank());
+    out.global_offset_ = out.partition_.offset(ctx.rank());
+    out.capacity_ = out.local_size_;
+    out.data_ = data;
+    out.owns_ = false;
+    return out;
+  }
+  // False for an array made by view_local.
+  bool owns_storage() const { return owns_; }
 
  private:
   void release() {
-    if (data_) kernels::deallocate(ctx_.queue(), data_);
+    if (data_ && owns_) kernels::deallocate(ctx_.queue(), data_);
     data_ = nullptr;
+    owns_ = true;
   }
 
   Context ctx_;
@@ -208,6 +232,7 @@ class DistArray {
   index_t global_offset_ = 0;
   index_t capacity_ = 0;
   T* data_ = nullptr;
+  bool owns_ = true;
 };
 
 // Runs make() on every rank of ctx and agrees on the outcome: when some rank runs out of memory
@@ -229,6 +254,14 @@ auto make_collectively(const Context& ctx, const std::string& what, Make&& make)
   ctx.comm().bcast(message, sizeof message, failed_rank);
   throw UsageError(what + ": out of memory on rank " + std::to_string(failed_rank) + ": " + message);
 }
+
+// Collective, before a run makes its arrays: `bytes`, what this rank will hold at once (its blocks,
+// buffers and copies), against the memory of its backend (kernels::memory_capacity), the ranks that
+// share that memory (one GPU, or one node's host memory under cpu) counted together. Where some
+// memory would be overcommitted, every rank throws the same UsageError, so that a run too large for the machine stops in one line before any work rather than
+// dying of a failed allocation on some rank later. The message: "<what>: out of memory: <bytes> per
+// rank; rank R's <memory> of <capacity> cannot hold it" (or "is shared by K ranks, which need ...").
+void require_memory(const Context& ctx, std::size_t bytes, const std::string& what);
 
 // Precompiled in the framework library (the apps' element types).
 extern template class DistArray<std::int32_t>;

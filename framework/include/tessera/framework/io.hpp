@@ -27,6 +27,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -218,61 +219,11 @@ DatasetInfo probe_numeric_or_complex(const Context& ctx, const DatasetPath& path
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path);
 
-
-// Attributes stored on an output dataset. `version` is filled in with TESSERA_VERSION_STRING.
-struct OutputAttributes {
-  std::string app;
-  std::string backend;
-  int ranks = 1;
-  std::vector<std::pair<std::string, std::string>> extra;  // more string attributes (dtype, op, ...)
-  // Not stored: whether an existing dataset of the same name may be replaced (--overwrite).
-  bool overwrite = false;
-  // Not stored: the output replaces an existing HDF5 file as a whole instead of adding the dataset
-  // to it (a checkpoint, rewritten again and again: nothing of the old file is copied or kept).
-  // The replacement is still written under a temporary name and renamed when complete; a file that
-  // is not HDF5 is still refused.
-  bool replace_file = false;
-};
-
-// Collective. Checks before any work is done that an output can be made at `path`: the directory
-// exists and is writable; the path is a new file, or an HDF5 file (not a symbolic link, FIFO, device
-// or other file) in which every group on the dataset's path is a group and the dataset does not
-// exist (or is a dataset, and `overwrite`; an existing dataset otherwise is an IoError of kind
-// dataset_exists). IoError otherwise.
-void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite = false, bool replace_file = false);
-
-// Collective. The same for a plain file that rank 0 writes through (a report): the directory exists
-// and is writable, and the path is not a directory.
-void check_output_file(const Context& ctx, const std::string& file);
-
-// Writes the whole distributed array (any partition: block or ragged) as one 1-D dataset, in global
-// order, into `path.file` (created, or a copy of it with the dataset added that replaces it when
-// complete). The destination is checked again as check_output_path does, with
-// attributes.overwrite. T: as for read_array (stored as the little-endian standard type of the
-// same size).
-template <class T>
-void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
-
-// Writes two 1-D arrays as two datasets of one file, committed together (the file is replaced once,
-// after both are written: a reader sees both or neither): `first` at path.dataset with
-// first_attributes, `second` at second_dataset (an absolute path in the same file) with
-// second_attributes. Both destinations are checked as check_output_path does, with
-// first_attributes.overwrite. T: as for write_array (instantiated for int64 with double).
-template <class A, class B>
-void write_array_pair(const DistArray<A>& first, const DatasetPath& path, const OutputAttributes& first_attributes,
-                      const DistArray<B>& second, const std::string& second_dataset,
-                      const OutputAttributes& second_attributes);
-
 namespace detail {
-// The byte-level reads and writes of matrices and fields, for elements of the type `element`
-// describes (h5_type_of<T>()). An element type with no HDF5 name: IoError before any file is
-// touched.
+// The byte-level reads of matrices and fields, for elements of the type `element` describes
+// (h5_type_of<T>()). An element type with no HDF5 name: IoError before any file is touched.
 tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element);
-void write_matrix(const tessera::detail::MatrixStorage& matrix, const DatasetPath& path,
-                  const OutputAttributes& attributes, const H5Type& element);
 void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element);
-void write_field(const tessera::detail::FieldStorage& field, const DatasetPath& path,
-                 const OutputAttributes& attributes, const H5Type& element);
 }  // namespace detail
 
 // Reads a 2-D dataset (row-major, rows x cols) into the grid's 2-D blocks. IoError when the
@@ -285,17 +236,110 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path) {
   return DistMatrix<T>(detail::read_matrix(grid, path, h5_type_of<T>()));
 }
 
-// Writes the matrix as one rows x cols dataset, row-major: numbers as the little-endian standard
-// type, complex numbers and named structs as compounds of those.
+// Attributes stored on an output dataset. `version` is filled in with TESSERA_VERSION_STRING.
+struct OutputAttributes {
+  std::string app;
+  std::string backend;
+  int ranks = 1;
+  std::vector<std::pair<std::string, std::string>> extra;  // more string attributes (dtype, op, ...)
+  // Not stored: whether an existing dataset of the same name may be replaced (--overwrite).
+  bool overwrite = false;
+  // Not stored: the output replaces an existing HDF5 file as a whole instead of adding the dataset
+  // to it (a checkpoint, rewritten again and again: nothing of the old file is copied or kept).
+  // Only a file that holds nothing else may be replaced so: every object at its root a dataset
+  // that this output writes, made by the same app (the `app` attribute). Any other file (one of
+  // the user's, an input of the run) is refused, and left as it is.
+  bool replace_file = false;
+};
+
+// Collective. Checks before any work is done that an output can be made at `path`: the directory
+// exists and is writable; the path is a new file, or an HDF5 file (not a symbolic link, FIFO, device
+// or other file) in which every group on the dataset's path is a group and the dataset does not
+// exist (or is a dataset, and `overwrite`; an existing dataset otherwise is an IoError of kind
+// dataset_exists). With `replace_file`, an existing file must be one that replace_file may
+// replace (OutputAttributes::replace_file), written by `app`. IoError otherwise.
+void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite = false, bool replace_file = false,
+                       const std::string& app = "");
+
+// Collective. The same for a plain file that rank 0 writes through (a report): the directory exists
+// and is writable, and the path is not a directory.
+void check_output_file(const Context& ctx, const std::string& file);
+
+// Several datasets of one output file, committed together: the file is written once, under a
+// temporary name in its directory (a copy of the existing file with the datasets added, or a new
+// file; a new one too with replace_file), and renamed over the destination only after every rank
+// has written every dataset: a reader sees all of them or none, and a run that ends during the
+// write (a fault, a signal, a kill) leaves the destination as it was. Every output of the framework
+// goes through here; write_array, write_matrix and write_field are the one-dataset case.
+//
+//   io::OutputFile out(ctx, "sorted.h5");
+//   out.add(keys, "/x", key_attributes).add(indices, "/x_index", index_attributes);
+//   out.commit();
+//
+// add() copies this rank's block to the host at once (the arrays may change or go afterwards);
+// commit() is collective: it checks every destination again as check_output_path does (with the
+// first dataset's attributes.overwrite and replace_file), writes, and renames. Datasets are any
+// absolute paths in the file (groups on the way are made), distinct. T: as for read_array.
+class OutputFile {
+ public:
+  OutputFile(const Context& ctx, std::string file);
+  ~OutputFile();
+  OutputFile(OutputFile&&) noexcept;
+  OutputFile& operator=(OutputFile&&) noexcept;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // The whole array (any partition: block or ragged) as one 1-D dataset in global order.
+  template <class T>
+  OutputFile& add(const DistArray<T>& array, const std::string& dataset, const OutputAttributes& attributes);
+  // The matrix as one rows x cols dataset, row-major; any element type HDF5 can name (numbers as
+  // the little-endian standard type, complex numbers and named structs as compounds of those).
+  template <class T>
+  OutputFile& add(const DistMatrix<T>& matrix, const std::string& dataset, const OutputAttributes& attributes) {
+    return add_matrix(matrix.storage(), dataset, attributes, h5_type_of<T>());
+  }
+  // The field's owned cells as one rows x cols dataset, row-major; element types as for matrices.
+  template <class T>
+  OutputFile& add(const Field2D<T>& field, const std::string& dataset, const OutputAttributes& attributes) {
+    return add_field(field.storage(), dataset, attributes, h5_type_of<T>());
+  }
+  // The same on bytes, for elements of the type `element` describes (IoError where HDF5 cannot name it).
+  OutputFile& add_matrix(const tessera::detail::MatrixStorage& matrix, const std::string& dataset,
+                         const OutputAttributes& attributes, const H5Type& element);
+  OutputFile& add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
+                        const OutputAttributes& attributes, const H5Type& element);
+
+  const std::string& file() const;
+  std::size_t datasets() const;
+
+  // Collective: writes and renames (see above). IoError on every rank when a destination is refused
+  // or the file cannot be written; the destination is then untouched. At most once.
+  void commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes the whole distributed array (any partition: block or ragged) as one 1-D dataset, in global
+// order, into `path.file` (created, or a copy of it with the dataset added that replaces it when
+// complete). The destination is checked again as check_output_path does, with
+// attributes.overwrite. T: as for read_array (stored as the little-endian standard type of the
+// same size). An OutputFile of one dataset.
+template <class T>
+void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
+
+// Writes the matrix as one rows x cols dataset, row-major (any element type HDF5 can name, as
+// OutputFile::add). An OutputFile of one dataset.
 template <class T>
 void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::write_matrix(matrix.storage(), path, attributes, h5_type_of<T>());
+  OutputFile(matrix.grid().context(), path.file).add(matrix, path.dataset, attributes).commit();
 }
 
 // Writes the field's owned cells as one rows x cols dataset, row-major, as write_matrix does.
 template <class T>
 void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
-  detail::write_field(field.storage(), path, attributes, h5_type_of<T>());
+  OutputFile(field.context(), path.file).add(field, path.dataset, attributes).commit();
 }
 
 // Reads a 2-D dataset of exactly field.rows() x field.cols() into the field's owned cells (its

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tessera/kernels/config.hpp"
@@ -38,5 +39,10 @@ class Partition {
   int parts_ = 1;
   std::vector<index_t> offsets_;  // ragged only: parts + 1 entries, offsets_[parts] == global_size
 };
+
+// rows * cols as an element count. UsageError "<what>: rows x cols elements pass 2^63 - 1" where
+// the product does not fit an index_t, the most elements a global index can number: every 2-D
+// layout (DistMatrix, Field2D) checks its shape with it before anything is sized from it.
+index_t checked_elements(index_t rows, index_t cols, const std::string& what);
 
 }  // namespace tessera

@@ -27,6 +27,14 @@ class Runtime {
   // MPI_Init_thread (MPI_THREAD_FUNNELED: only the main thread calls MPI; OpenMP threads do not).
   // Installs the fatal-error handler. Does not touch any GPU yet.
   Runtime(int& argc, char**& argv);
+  // Joins an MPI that another library initialised and will finalise (mpi4py in a Python program):
+  // `comm` takes the part of MPI_COMM_WORLD (its ranks are the job: node-local ranks, GPU binding
+  // and the world context are its), and the caller keeps it alive for the runtime's lifetime. Pass
+  // a duplicate of the caller's communicator: the runtime sets MPI_ERRORS_RETURN on it, and
+  // several runtimes over different communicators may coexist. Neither initialises nor finalises
+  // MPI. A malformed TESSERA_INJECT_FAULT throws UsageError on every rank instead of ending the
+  // process. Collective over comm; UsageError where MPI is not initialised.
+  explicit Runtime(MPI_Comm comm);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -41,7 +49,10 @@ class Runtime {
   // `cpu_threads` where positive (an app's --threads), else what OMP_NUM_THREADS says where it is
   // set, else default_cpu_threads() from the affinity masks of the node's ranks. Ranks that share
   // cores would otherwise each start a thread per core and wait on each other's spinning threads.
-  Context start(BackendChoice choice, int cpu_threads = 0);
+  //
+  // device >= 0 binds that device ordinal instead of local_rank % visible_devices under cuda (a
+  // UsageError on every rank where some rank's ordinal is not one of its visible devices).
+  Context start(BackendChoice choice, int cpu_threads = 0, int device = -1);
 
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
@@ -82,8 +93,12 @@ class Runtime {
   std::string describe_cpu_threads() const;
 
  private:
+  void join();
   void count_gpus_in_use();
   void choose_cpu_threads(int requested);
+
+  MPI_Comm comm_ = MPI_COMM_WORLD;  // the job's ranks: MPI_COMM_WORLD, or the communicator joined
+  bool owns_mpi_ = true;            // initialised here, and finalised by the destructor
 
   int world_rank_ = 0;
   int world_size_ = 1;

@@ -61,8 +61,13 @@ inline constexpr index_t kMaxHistogramBins = (index_t(1) << 30);
 
 // UsageError unless 1 <= bins <= kMaxHistogramBins.
 void check_histogram_bins(index_t bins);
-// UsageError unless 1 <= bins.count <= kMaxHistogramBins and lower < upper are finite.
-void check_even_bins(const EvenBins& bins);
+// UsageError unless 1 <= bins.count <= kMaxHistogramBins and lower < upper are finite, with
+// bins.count / (upper - lower) finite in double. float_samples: the samples are float32, which are
+// compared and binned in float (numpy's arithmetic for float32 data): the bounds must then lie in
+// float's range, and numpy's norm bins.count / (upper - lower) must be finite as a float too
+// (a range narrower than that, bins thinner than about bins / 3.4e38, would bin samples by the
+// accidents of overflow; float64 samples bin such a range right).
+void check_even_bins(const EvenBins& bins, bool float_samples = false);
 // UsageError unless edges holds 2 .. kMaxHistogramBins + 1 strictly increasing values, none NaN
 // (infinite edges are allowed: a bin from -inf or to +inf). The message names the first bad index.
 void check_edges(std::span<const double> edges);

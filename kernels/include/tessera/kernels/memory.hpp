@@ -30,6 +30,11 @@ void deallocate(const Queue& queue, void* ptr);
 // memory; call it before making a std::vector of a size that comes from input.
 void require_host_memory(std::size_t bytes, const std::string& what = "host memory");
 
+// The bytes the queue's memory holds in all: under cuda the device's memory (what cudaMemGetInfo
+// calls total), under cpu this machine's physical memory and swap (0 where it cannot be read). The
+// ranks that share that memory share this much between them.
+std::size_t memory_capacity(const Queue& queue);
+
 // Returns the cached, unused blocks of allocate() to the driver (cudaFree). No effect under cpu.
 void release_cached_memory();
 // Bytes held in that cache now.

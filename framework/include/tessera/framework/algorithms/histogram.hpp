@@ -204,7 +204,7 @@ inline CollectivePlan histogram_distributed_plan(index_t bins) {
 
 template <class T>
 Histogram histogram(const DistArray<T>& array, const EvenBins& bins, PhaseTimes* times = nullptr) {
-  kernels::check_even_bins(bins);
+  kernels::check_even_bins(bins, std::is_same_v<T, float>);
   return detail::histogram_allreduce(array, {detail::HistogramBins::Kind::even, bins, nullptr, bins.count}, times);
 }
 
@@ -225,7 +225,7 @@ Histogram bincount(const DistArray<T>& array, index_t bins, PhaseTimes* times = 
 
 template <class T>
 DistributedHistogram histogram_distributed(const DistArray<T>& array, const EvenBins& bins, PhaseTimes* times = nullptr) {
-  kernels::check_even_bins(bins);
+  kernels::check_even_bins(bins, std::is_same_v<T, float>);
   return detail::histogram_reduce_scatter(array, {detail::HistogramBins::Kind::even, bins, nullptr, bins.count}, times);
 }
 

@@ -47,11 +47,13 @@ DistArray<T> rebalance(const DistArray<T>& array, PhaseTimes* times = nullptr) {
 
 // The same for an array the caller gives up: where its partition already is the balanced block
 // partition (always on one rank, and after a filter that kept the balance), its storage is the
-// result, and nothing moves; otherwise as above.
+// result, and nothing moves; otherwise, or where the array views memory it does not own
+// (DistArray::view_local), as above.
 template <class T>
 DistArray<T> rebalance(DistArray<T>&& array, PhaseTimes* times = nullptr) {
   const Partition block = Partition::block(array.global_size(), array.context().size());
-  if (array.partition().counts() != block.counts()) return rebalance(static_cast<const DistArray<T>&>(array), times);
+  if (array.partition().counts() != block.counts() || !array.owns_storage())
+    return rebalance(static_cast<const DistArray<T>&>(array), times);
   Stopwatch host;
   const Context ctx = array.context();
   const index_t capacity = array.local_capacity();

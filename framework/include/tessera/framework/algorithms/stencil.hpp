@@ -88,6 +88,10 @@ class Jacobi {
   double residual() const { return residual_; }
   index_t residual_iteration() const { return residual_iteration_; }
   const Field2D<T>& field() const { return u_; }
+  // The iterate before the latest, u_(k-1), in its owned cells (its ghost cells hold whatever the
+  // last step left there), once this solver has made an iteration: the second field, which the
+  // last step read. For checking the last step (tessera-stencil --verify).
+  const Field2D<T>& previous() const { return v_; }
 
   // The parts of one iteration, for measuring them: step() is one iteration without a residual
   // (overlapped or not, whatever the options say); sweep() the stencil over the whole block into the

@@ -1,0 +1,129 @@
+// The functors of the Python package's operations: plain __host__ __device__ structs, so that the
+// same code runs on the cpu backend and inside the CUDA kernels.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/functional.hpp"
+
+namespace tessera::python::ops {
+
+// numpy's astype. A float that is NaN or outside the integer's range becomes the integer's smallest
+// value (what numpy gives on x86, where C++ leaves the conversion undefined).
+template <class To>
+struct Convert {
+  template <class From>
+  TESSERA_HOST_DEVICE To operator()(const From& x) const {
+    if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+      // -2^(bits-1) and 2^(bits-1) are exact in every floating-point type.
+      constexpr From low = From(std::numeric_limits<To>::min());
+      constexpr From high = -low;
+      if (!(x >= low && x < high)) return std::numeric_limits<To>::min();
+      return static_cast<To>(x);
+    } else {
+      return static_cast<To>(x);
+    }
+  }
+};
+
+// a - b; integers wrap modulo 2^bits.
+struct minus {
+  template <class T>
+  TESSERA_HOST_DEVICE T operator()(const T& a, const T& b) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+    } else {
+      return a - b;
+    }
+  }
+};
+
+struct divides {
+  template <class T>
+  TESSERA_HOST_DEVICE T operator()(const T& a, const T& b) const {
+    static_assert(std::is_floating_point_v<T>, "divides: floats only (numpy's true division)");
+    return a / b;
+  }
+};
+
+// A binary operation with one operand a scalar: a op s, or s op a.
+template <class T, class Op>
+struct WithScalar {
+  Op op;
+  T scalar;
+  bool scalar_first;
+  TESSERA_HOST_DEVICE T operator()(const T& a) const { return scalar_first ? op(scalar, a) : op(a, scalar); }
+};
+
+struct negate {
+  template <class T>
+  TESSERA_HOST_DEVICE T operator()(const T& a) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(U(0) - static_cast<U>(a)));
+    } else {
+      return -a;
+    }
+  }
+};
+
+// |a|; the smallest integer stays itself (numpy's wrap).
+struct absolute {
+  template <class T>
+  TESSERA_HOST_DEVICE T operator()(const T& a) const {
+    if constexpr (std::is_integral_v<T>) {
+      return a < 0 ? negate{}(a) : a;
+    } else {
+      return a < T(0) ? -a : (a == T(0) ? T(0) : a);  // -0 -> +0, NaN stays NaN
+    }
+  }
+};
+
+// numpy.arange's values, as numpy computes them: first = T(start), second = T(start + step) (the
+// sum in double), and element i >= 2 = first + T(i) * (second - first), every operation rounded
+// in T on its own (no fused multiply-add, which nvcc would otherwise contract this into); integers
+// in wrapping int64 arithmetic.
+template <class T>
+struct Arange {
+  T first, second;
+  std::int64_t first_integer, step_integer;
+  TESSERA_HOST_DEVICE T operator()(index_t i) const {
+    if constexpr (std::is_integral_v<T>) {
+      const auto value = static_cast<std::uint64_t>(first_integer) +
+                         static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(step_integer);
+      return static_cast<T>(static_cast<std::int64_t>(value));
+    } else {
+      if (i == 0) return first;
+      if (i == 1) return second;
+      return add(first, multiply(static_cast<T>(i), subtract(second, first)));
+    }
+  }
+  static TESSERA_HOST_DEVICE T add(T a, T b) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, float>) return __fadd_rn(a, b); else return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+  }
+  static TESSERA_HOST_DEVICE T subtract(T a, T b) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, float>) return __fsub_rn(a, b); else return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+  }
+  static TESSERA_HOST_DEVICE T multiply(T a, T b) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, float>) return __fmul_rn(a, b); else return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+  }
+};
+
+}  // namespace tessera::python::ops

@@ -1,0 +1,55 @@
+// Reductions with numpy's accumulators (compiled by nvcc where the build has CUDA: see ops.hpp).
+#include <type_traits>
+
+#include "../ops.hpp"
+#include "functors.hpp"
+#include "tessera/framework/algorithms.hpp"
+
+namespace tessera::python::ops {
+
+template <class T>
+Accumulator<T> sum(const DistArray<T>& a) {
+  if constexpr (std::is_same_v<Accumulator<T>, T>) {
+    return reduce(a, ReduceOp::sum);
+  } else {
+    return transform_reduce(a, Convert<Accumulator<T>>{}, plus{}, Accumulator<T>(0));
+  }
+}
+
+template <class T>
+Accumulator<T> prod(const DistArray<T>& a) {
+  if constexpr (std::is_same_v<Accumulator<T>, T>) {
+    return reduce(a, multiplies{}, T(1));
+  } else {
+    return transform_reduce(a, Convert<Accumulator<T>>{}, multiplies{}, Accumulator<T>(1));
+  }
+}
+
+template <class T>
+Accumulator<T> exact_sum(const DistArray<T>& a) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return reproducible_sum(a);
+  } else {
+    return sum(a);
+  }
+}
+
+template <class T>
+T min(const DistArray<T>& a) {
+  return reduce(a, ReduceOp::min);
+}
+
+template <class T>
+T max(const DistArray<T>& a) {
+  return reduce(a, ReduceOp::max);
+}
+
+#define TESSERA_PYTHON_REDUCE(T)                                 \
+  template Accumulator<T> sum<T>(const DistArray<T>&);           \
+  template Accumulator<T> prod<T>(const DistArray<T>&);          \
+  template Accumulator<T> exact_sum<T>(const DistArray<T>&);     \
+  template T min<T>(const DistArray<T>&);                        \
+  template T max<T>(const DistArray<T>&);
+TESSERA_PYTHON_FOR_EACH_DTYPE(TESSERA_PYTHON_REDUCE)
+
+}  // namespace tessera::python::ops

@@ -1,0 +1,127 @@
+"""Masks from comparisons (x[x > 0], compress, counts) as NumPy evaluates them, sort and argsort, and
+numpy.histogram / numpy.bincount, count for count."""
+
+import numpy as np
+import pytest
+
+import tessera
+from helpers import COMM, DTYPES, SIZES, expect, expect_distributed, expect_equal, expect_raises, global_data
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_masks_as_numpy(dtype):
+    for n in SIZES:
+        data = global_data(n, dtype, seed=300 + n)
+        if dtype[0] == "f" and n > 3:
+            data[3] = np.nan  # NaN satisfies only !=
+        x = tessera.from_global(data)
+        s = 0.25 if dtype[0] == "f" else 17
+        cases = [
+            (x > s, data > s), (x >= s, data >= s), (x < s, data < s), (x <= s, data <= s),
+            (x == data[0] if n else x == 0, data == (data[0] if n else 0)), (x != s, data != s),
+            ((x > -s) & (x < s), (data > -s) & (data < s)),
+            ((x < -s) | (x > s), (data < -s) | (data > s)),
+            (~(x >= s), ~(data >= s)),
+            ((x > 0) ^ (x > s), (data > 0) ^ (data > s)),
+        ]
+        for k, (mask, ref) in enumerate(cases):
+            expect_distributed(x[mask], data[ref], "mask %d n=%d" % (k, n))
+            expect_equal(mask.sum(), np.count_nonzero(ref), "count %d n=%d" % (k, n))
+        expect_distributed(tessera.compress(x > s, x), np.compress(data > s, data), "compress n=%d" % n)
+        expect_equal(tessera.count_nonzero(x), np.count_nonzero(data), "count_nonzero n=%d" % n)
+        expect((x > s).any() == bool((data > s).any()) and (x < 5000).all() == bool((data < 5000).all()),
+               "any and all n=%d" % n)
+
+
+def test_integer_masks_with_float_and_out_of_range_scalars():
+    data = np.arange(-20, 21, dtype=np.int32)
+    x = tessera.from_global(data)
+    for s in [2.5, -2.5, 3.0, 1e12, -1e12, 2 ** 40, -(2 ** 40), float("inf"), float("-inf"), float("nan"),
+              np.float32(0.5), True]:
+        for name, op in [("gt", np.greater), ("ge", np.greater_equal), ("lt", np.less), ("le", np.less_equal),
+                         ("eq", np.equal), ("ne", np.not_equal)]:
+            with np.errstate(invalid="ignore"):
+                ref = op(data.astype(np.float64), float(s))
+            mask = {"gt": x > s, "ge": x >= s, "lt": x < s, "le": x <= s, "eq": x == s, "ne": x != s}[name]
+            expect_equal(mask.sum(), np.count_nonzero(ref), "x %s %r" % (name, s))
+            expect_equal(x[mask].to_numpy(), data[ref], "x[x %s %r]" % (name, s))
+
+
+def test_masks_of_2d_arrays_select_in_row_major_order():
+    data = global_data(6 * 11, "float64", 8).reshape(6, 11)
+    for layout in ["rows", "cols", "blocks"]:
+        x = tessera.from_global(data, layout=layout)
+        expect_distributed(x[x > 0.1], data[data > 0.1], "2-D mask, %s" % layout)
+        expect_equal((x < 0).sum(), np.count_nonzero(data < 0), "2-D count")
+
+
+def test_mask_errors():
+    x, y = tessera.arange(10), tessera.arange(10)
+    expect_raises(ValueError, lambda: (x > 1) & (y > 1), match="different arrays")
+    expect_raises(ValueError, lambda: y[x > 1], match="another array")
+    expect_raises(TypeError, lambda: x > y, match="scalar")
+    expect_raises(ValueError, lambda: bool(x > 1))
+    expect_raises(TypeError, lambda: np.asarray(x > 1))
+    many = x > 0
+    for _ in range(10):
+        many = many & (x > 0)
+    expect_raises(ValueError, lambda: x[many], match="more than 16")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_and_argsort(dtype):
+    for n in SIZES:
+        data = global_data(n, dtype, seed=400 + n, low=-5 if dtype[0] == "i" else None,
+                           high=5 if dtype[0] == "i" else None)  # integers: many ties
+        if dtype[0] == "f" and n > 5:
+            data[2], data[5] = np.nan, -0.0
+        x = tessera.from_global(data)
+        expect_distributed(tessera.sort(x), np.sort(data, kind="stable"), "sort n=%d" % n)
+        expect_distributed(tessera.argsort(x), np.argsort(data, kind="stable"), "argsort n=%d" % n)
+        expect_distributed(x[x > 0].argsort(), np.argsort(data[data > 0], kind="stable"), "argsort of ragged")
+    expect_raises(ValueError, lambda: tessera.sort(tessera.zeros((2, 3))), match="1-D")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_histogram_as_numpy(dtype):
+    for n in SIZES:
+        data = global_data(n, dtype, seed=500 + n)
+        x = tessera.from_global(data)
+        for bins, rng in [(10, None), (7, (-0.5, 0.5)), (1, None), (33, (-2000, 2000))]:
+            counts, edges = tessera.histogram(x, bins=bins, range=rng)
+            ref_counts, ref_edges = np.histogram(data, bins=bins, range=rng)
+            expect_equal(counts, ref_counts, "histogram counts n=%d bins=%d range=%s" % (n, bins, rng))
+            expect_equal(edges, ref_edges, "histogram edges n=%d bins=%d range=%s" % (n, bins, rng))
+            expect(edges.dtype == ref_edges.dtype, "edges' dtype %s, numpy's %s" % (edges.dtype, ref_edges.dtype))
+        given = [-1000, -0.5, 0, 0.25, 999]
+        counts, edges = tessera.histogram(x, bins=given)
+        expect_equal(counts, np.histogram(data, bins=given)[0], "histogram with edges n=%d" % n)
+        with np.errstate(invalid="ignore", divide="ignore"):  # no samples: 0 / 0, as numpy warns
+            density, _ = tessera.histogram(x, bins=5, range=(-1, 1), density=True)
+            ref_density = np.histogram(data, bins=5, range=(-1, 1), density=True)[0]
+        expect(np.allclose(density, ref_density, equal_nan=True), "density n=%d" % n)
+
+
+def test_histogram_errors_and_constant_data():
+    x = tessera.full(13, 3.0)
+    counts, edges = tessera.histogram(x, bins=4)
+    ref = np.histogram(np.full(13, 3.0), bins=4)
+    expect_equal(counts, ref[0], "constant data")
+    expect_equal(edges, ref[1], "constant data's edges")
+    with_nan = tessera.from_global(np.array([1.0, np.nan, 2.0]))
+    expect_raises(ValueError, lambda: tessera.histogram(with_nan), match="not finite")
+    expect_raises(ValueError, lambda: tessera.histogram(x, bins=0), match="positive")
+    expect_raises(ValueError, lambda: tessera.histogram(x, range=(2, 1)), match="larger")
+    expect_raises(ValueError, lambda: tessera.histogram(x, bins=[0, 2, 1]))
+    expect_raises(TypeError, lambda: tessera.histogram(x, weights=np.ones(13)), match="weights")
+
+
+def test_bincount_as_numpy():
+    for n in SIZES:
+        data = global_data(n, "int32", 600 + n, 0, 40)
+        x = tessera.from_global(data)
+        expect_equal(tessera.bincount(x), np.bincount(data), "bincount n=%d" % n)
+        expect_equal(tessera.bincount(x.astype("int64"), minlength=50), np.bincount(data, minlength=50), "minlength")
+    expect_raises(ValueError, lambda: tessera.bincount(tessera.arange(-3, 3)), match="negative")
+    expect_raises(TypeError, lambda: tessera.bincount(tessera.zeros(3)), match="integer")
+    expect(COMM.size >= 1)

@@ -97,15 +97,16 @@ void Exchange::release() {
   send_buffer_ = recv_buffer_ = nullptr;
 }
 
-void Exchange::send(int peer, const void* data, std::size_t bytes) {
+void Exchange::send(int peer, const void* data, std::size_t bytes, std::size_t lead) {
   TESSERA_ASSERT(!prepared_, "Exchange::send after prepare");
+  TESSERA_ASSERT(lead == kLeadOfAddress || lead < kBoundary, "Exchange::send: a lead of 16 bytes or more");
   TESSERA_ASSERT(peer >= 0 && peer < ctx_.size(), "Exchange::send: no such rank");
   TESSERA_ASSERT(bytes == 0 || data != nullptr, "Exchange::send: no data");
   Piece p;
   p.peer = peer;
   p.data = static_cast<char*>(const_cast<void*>(data));  // only read
   p.bytes = bytes;
-  p.lead = address_lead(data);
+  p.lead = lead == kLeadOfAddress ? address_lead(data) : lead;
   sends_.push_back(p);
   (peer == ctx_.rank() ? bytes_to_self_ : bytes_to_others_) += static_cast<double>(bytes);
 }

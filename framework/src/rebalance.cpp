@@ -31,7 +31,8 @@ void* rebalance_bytes(const Context& ctx, const Partition& from, std::size_t ele
           const index_t s0 = std::max(from0, to.offset(p)), s1 = std::min(from1, to.offset(p) + to.local_size(p));
           if (s1 > s0)
             exchange.send(p, old_block + static_cast<std::size_t>(s0 - from0) * element_bytes,
-                          static_cast<std::size_t>(s1 - s0) * element_bytes);
+                          static_cast<std::size_t>(s1 - s0) * element_bytes,
+                          lead_of(static_cast<std::size_t>(s0 - from0) * element_bytes));
           const index_t r0 = std::max(to0, from.offset(p)), r1 = std::min(to1, from.offset(p) + from.local_size(p));
           if (r1 > r0)
             exchange.receive(p, new_block + static_cast<std::size_t>(r0 - to0) * element_bytes,

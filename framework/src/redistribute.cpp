@@ -156,7 +156,9 @@ MatrixStorage move_matrix(const MatrixStorage& a, const ProcessGrid& to, bool tr
           const BlockRect& s = plan.send[q];
           if (!s.empty()) {
             const std::size_t piece = static_cast<std::size_t>(s.size()) * bytes;
-            if (sent_in_place(s, plan.old_local_cols, transposed)) exchange.send(p, old_at(s), piece);
+            if (sent_in_place(s, plan.old_local_cols, transposed))
+              exchange.send(p, old_at(s), piece,
+                            lead_of(static_cast<std::size_t>(s.row0 * plan.old_local_cols + s.col0) * bytes));
             else packed_send[q] = exchange.send_packed(p, piece);
           }
           const BlockRect& r = plan.recv[q];

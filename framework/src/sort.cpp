@@ -458,9 +458,11 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
           if (p != me)
             steps.exchange_bytes += static_cast<double>((out.count + in.count) * static_cast<index_t>(key_bytes + value_bytes));
           if (out.count > 0) {
-            exchange.send(p, sorted_keys + out.start * key_bytes, static_cast<std::size_t>(out.count) * key_bytes);
+            exchange.send(p, sorted_keys + out.start * key_bytes, static_cast<std::size_t>(out.count) * key_bytes,
+                          lead_of(static_cast<std::size_t>(out.start) * key_bytes));
             if (has_values)
-              exchange.send(p, sorted_values + out.start * value_bytes, static_cast<std::size_t>(out.count) * value_bytes);
+              exchange.send(p, sorted_values + out.start * value_bytes, static_cast<std::size_t>(out.count) * value_bytes,
+                            lead_of(static_cast<std::size_t>(out.start) * value_bytes));
           }
           if (in.count > 0) {
             key_piece[q] = exchange.receive_packed(p, static_cast<std::size_t>(in.count) * key_bytes,

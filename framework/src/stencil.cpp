@@ -105,7 +105,9 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
         for (int p = 0; p < ctx.size(); ++p)
           for (const HaloRun& run : halo_runs(a.partition(), p, radius, boundary)) {
             const std::size_t bytes = static_cast<std::size_t>(run.length) * sizeof(T);
-            if (run.owner == me) exchange.send(p, block + (run.start - a.global_offset()), bytes);
+            if (run.owner == me)
+              exchange.send(p, block + (run.start - a.global_offset()), bytes,
+                            detail::lead_of(static_cast<std::size_t>(run.start - a.global_offset()) * sizeof(T)));
             if (p == me)
               exchange.receive(run.owner, halo_slot(run.position), bytes,
                                detail::lead_of(static_cast<std::size_t>(run.start - a.partition().offset(run.owner)) *

@@ -84,13 +84,18 @@ TEST(Exchange, RunsFromAnyOffsetArriveWhole) {
         out[k].assign(static_cast<std::size_t>(s.from_offset + s.length) * kElement, 0);
         for (index_t i = 0; i < s.length * static_cast<index_t>(kElement); ++i)
           out[k][static_cast<std::size_t>(s.from_offset) * kElement + static_cast<std::size_t>(i)] = byte_of(me, p, i);
+        // The sends' buffer starts a byte past an allocation (a block viewed off a 16-byte
+        // boundary): their leads are their offsets' in it, not their addresses'.
         send_blocks.push_back(std::make_unique<kernels::ScratchBuffer>(q, out[k].size() + 1));
-        kernels::copy_from_host(q, send_blocks.back()->data(), out[k].data(), out[k].size());
+        kernels::copy_from_host(q, send_blocks.back()->as<char>() + 1, out[k].data(), out[k].size());
         recv_blocks.push_back(
             std::make_unique<kernels::ScratchBuffer>(q, static_cast<std::size_t>(r.to_offset + r.length) * kElement + 1));
-        const std::size_t sender_lead = r.packed ? 0 : detail::lead_of(static_cast<std::size_t>(r.from_offset) * kElement);
+        const std::size_t sender_lead = r.packed ? 0 : lead_of(static_cast<std::size_t>(r.from_offset) * kElement);
         if (s.packed) packed_send[k] = exchange.send_packed(p, static_cast<std::size_t>(s.length) * kElement);
-        else exchange.send(p, send_blocks.back()->as<char>() + s.from_offset * kElement, static_cast<std::size_t>(s.length) * kElement);
+        else
+          exchange.send(p, send_blocks.back()->as<char>() + 1 + s.from_offset * kElement,
+                        static_cast<std::size_t>(s.length) * kElement,
+                        lead_of(static_cast<std::size_t>(s.from_offset) * kElement));
         if (r.packed)
           packed_recv[k] = exchange.receive_packed(p, static_cast<std::size_t>(r.length) * kElement, sender_lead);
         else
@@ -102,7 +107,7 @@ TEST(Exchange, RunsFromAnyOffsetArriveWhole) {
         const auto k = static_cast<std::size_t>(p);
         const Run s = run_of(me, p);
         if (s.packed && s.length > 0)
-          kernels::copy_within_async(q, exchange.send_slot(packed_send[k]), send_blocks[k]->as<char>() + s.from_offset * kElement,
+          kernels::copy_within_async(q, exchange.send_slot(packed_send[k]), send_blocks[k]->as<char>() + 1 + s.from_offset * kElement,
                                      static_cast<std::size_t>(s.length) * kElement);
       }
       exchange.run();

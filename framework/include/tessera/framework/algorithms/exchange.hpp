@@ -62,10 +62,10 @@ enum class ExchangePattern { all_to_all, neighbours };
 // boundaries, at least 16).
 //
 // The remedy for unaligned messages (top of this file) needs a receiver to know how far past a
-// 16-byte boundary its sender's data lies: the `sender_lead` of each receive, the sender's address
-// modulo 16. For a packed send it is 0; for a straight send, its offset modulo 16 in a buffer that
-// starts on a 16-byte boundary (every block of a DistArray, DistMatrix or Field2D, and every
-// allocation of kernels::allocate, does): what the algorithm's plan, which knows both sides, gives.
+// 16-byte boundary its sender's data lies: the `sender_lead` of each receive. For a packed send it
+// is 0; for a straight send, its offset modulo 16 in the buffer it lies in (a block of a DistArray,
+// DistMatrix or Field2D, an allocation of kernels::allocate: all start on 16-byte boundaries, but
+// a block a DistArray views may not), which the algorithm's plan, knowing both sides, gives both.
 class Exchange {
  public:
   Exchange(const Context& ctx, ExchangePattern pattern, std::size_t packed_alignment = 16);
@@ -78,8 +78,13 @@ class Exchange {
   const Context& context() const { return ctx_; }
   ExchangePattern pattern() const { return pattern_; }
 
-  // Straight messages: `bytes` bytes at `data` (backend memory, untouched until finish()).
-  void send(int peer, const void* data, std::size_t bytes);
+  // Straight messages: `bytes` bytes at `data` (backend memory, untouched until finish()). A send's
+  // `lead` is the run's offset modulo 16 in the buffer it lies in, the sender_lead its receiver
+  // names (lead_of(offset)); where the remedy applies, the message starts `lead` bytes before the
+  // run, which lie in the same buffer whatever its alignment. Left out: the address's own, the same
+  // for a buffer that starts on a 16-byte boundary.
+  static constexpr std::size_t kLeadOfAddress = static_cast<std::size_t>(-1);
+  void send(int peer, const void* data, std::size_t bytes, std::size_t lead = kLeadOfAddress);
   void receive(int peer, void* data, std::size_t bytes, std::size_t sender_lead = 0);
   // Packed messages: the index of the piece (0, 1, ... in the order of the calls of each kind),
   // whose slot prepare() allocates.

@@ -45,6 +45,12 @@ template <class R, class F, class... Args>
 inline constexpr bool invocable_r_with =
     is_device_only<std::remove_cvref_t<F>>::value || std::is_invocable_r_v<R, F&, Args...>;
 
+// For a second check after invocable_with: false only where F takes Args and its result does not
+// convert to R (where F does not take Args, the first check has said so).
+template <class R, class F, class... Args>
+inline constexpr bool result_converts_to = is_device_only<std::remove_cvref_t<F>>::value ||
+                                           !std::is_invocable_v<F&, Args...> || std::is_invocable_r_v<R, F&, Args...>;
+
 // True when this translation unit can instantiate the CUDA templates.
 #if defined(__CUDACC__)
 inline constexpr bool cuda_in_this_translation_unit = true;

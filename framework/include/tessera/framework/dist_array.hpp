@@ -42,7 +42,9 @@ inline constexpr bool is_generated_type = is_numeric_element_v<T>;
 
 template <class T>
 class DistArray {
-  static_assert(std::is_trivially_copyable_v<T>, "DistArray<T>: T must be trivially copyable");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "DistArray<T>: T must be trivially copyable (blocks travel between ranks and devices as bytes): no "
+                "std::string, std::vector or class with a copy constructor, assignment or destructor of its own");
   static_assert(std::is_default_constructible_v<T>, "DistArray<T>: T must be default constructible");
 
  public:

@@ -77,9 +77,11 @@ void merge_sort(const Queue& queue, const K* keys_in, K* keys_out, index_t n, Co
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    const cuda::detail::ScopedDevice on_queue_device(queue.device);
-    cuda::detail::device_merge_sort(queue, keys_in, keys_out, static_cast<const cuda::detail::NoSortValue*>(nullptr),
-                                    static_cast<cuda::detail::NoSortValue*>(nullptr), n, comp);
+    if constexpr (detail::require_device_callable<Comp>()) {
+      const cuda::detail::ScopedDevice on_queue_device(queue.device);
+      cuda::detail::device_merge_sort(queue, keys_in, keys_out, static_cast<const cuda::detail::NoSortValue*>(nullptr),
+                                      static_cast<cuda::detail::NoSortValue*>(nullptr), n, comp);
+    }
 #else
     detail::throw_needs_cuda_compiler("merge_sort");
 #endif
@@ -101,8 +103,10 @@ void merge_sort_pairs(const Queue& queue, const K* keys_in, K* keys_out, const V
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    const cuda::detail::ScopedDevice on_queue_device(queue.device);
-    cuda::detail::device_merge_sort(queue, keys_in, keys_out, values_in, values_out, n, comp);
+    if constexpr (detail::require_device_callable<Comp>()) {
+      const cuda::detail::ScopedDevice on_queue_device(queue.device);
+      cuda::detail::device_merge_sort(queue, keys_in, keys_out, values_in, values_out, n, comp);
+    }
 #else
     detail::throw_needs_cuda_compiler("merge_sort_pairs");
 #endif

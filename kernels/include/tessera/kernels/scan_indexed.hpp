@@ -40,8 +40,10 @@ void scan_indexed(const Queue& queue, index_t n, Item item, Op op, T seed, Visit
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    const cuda::detail::ScopedDevice on_queue_device(queue.device);
-    cuda::detail::device_scan_indexed(queue, n, item, op, seed, visit, total);
+    if constexpr (detail::require_device_callable<Item, Op, Visit>()) {
+      const cuda::detail::ScopedDevice on_queue_device(queue.device);
+      cuda::detail::device_scan_indexed(queue, n, item, op, seed, visit, total);
+    }
 #else
     detail::throw_needs_cuda_compiler("scan_indexed");
 #endif

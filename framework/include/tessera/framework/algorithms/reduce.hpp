@@ -191,9 +191,19 @@ T reduce(const DistArray<T>& array, Op op, PhaseTimes* times = nullptr) {
   return transform_reduce(array, identity_fn{}, op, identity_element<Op, T>(), times);
 }
 
+namespace detail {
+template <class T>
+T reduce_precompiled(const DistArray<T>& array, ReduceOp op, PhaseTimes* times);
+}  // namespace detail
+
 // The apps' entry point: sum, min or max (precompiled for int32, int64, float and double).
 template <class T>
-T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times = nullptr);
+T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::is_precompiled_type<T>,
+                "reduce(array, ReduceOp) is precompiled for int32, int64, float and double elements only: for "
+                "another element type pass the operation, reduce(array, tessera::plus{}, identity)");
+  return detail::reduce_precompiled(array, op, times);
+}
 
 // Its collectives: plus, minimum and maximum all take the MPI operation (one allreduce).
 template <class T>

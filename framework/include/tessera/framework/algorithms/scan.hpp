@@ -208,12 +208,31 @@ DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, PhaseTimes* times 
 
 // The prefix sum (precompiled for int32, int64, float and double; the same path as
 // scan(array, kind, plus{}, T(0))).
+namespace detail {
 template <class T>
-DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times = nullptr);
+DistArray<T> prefix_sum(const DistArray<T>& array, ScanKind kind, PhaseTimes* times);
+template <class T>
+void prefix_sum(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times);
+template <class T>
+constexpr void require_precompiled_prefix_sum() {
+  static_assert(kernels::detail::is_precompiled_type<T>,
+                "the prefix sum scan(array, kind) is precompiled for int32, int64, float and double elements only: "
+                "for another element type pass the operation and init, scan(array, kind, tessera::plus{}, init)");
+}
+}  // namespace detail
+
+template <class T>
+DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times = nullptr) {
+  detail::require_precompiled_prefix_sum<T>();
+  return detail::prefix_sum(array, kind, times);
+}
 // The same into `out`, an array with the input's partition on the same context (no allocation:
 // for repeated scans, and benchmarks that time the scan rather than the allocator). In place allowed.
 template <class T>
-void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr);
+void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr) {
+  detail::require_precompiled_prefix_sum<T>();
+  detail::prefix_sum(array, out, kind, times);
+}
 template <class T>
 DistArray<T> inclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
   return scan(array, ScanKind::inclusive, times);

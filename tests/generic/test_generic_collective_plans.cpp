@@ -202,6 +202,16 @@ TEST(CollectivePlans, TheNewerAlgorithmsMakeWhatTheirPlansSay) {
       expect_plan(comparator_sort_plan<double, less, Bucket, std::int32_t>(partition, me),
                   [&] { (void)sort_by_key(a, k, less{}, Bucket{}); }, "sort_by_key(less, proj) " + at,
                   Collective::alltoallv, slack(sizeof(std::int32_t) + sizeof(KeyValue<double, std::int32_t>), 2));
+      // gather: the requests this rank receives are the indices, on every rank, that it owns.
+      std::vector<index_t> indices(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i) indices[static_cast<std::size_t>(i)] = (i * 7919) % n;
+      const auto idx = DistArray<index_t>::from_replicated(world, indices, ragged);
+      index_t requests = 0;
+      for (index_t i : indices) requests += partition.owner(i) == me ? 1 : 0;
+      expect_plan(gather_plan<double>(ragged, me, requests), [&] { (void)gather(a, idx); }, "gather " + at);
+      DistArray<double> scattered(world, partition);
+      const auto from = DistArray<double>::from_replicated(world, global, ragged);
+      expect_plan(scatter_plan<double>(ragged, me), [&] { scatter(from, idx, scattered); }, "scatter " + at);
       DistArray<Pair16> pairs(world, partition);
       transform(a, a, pairs, ZipPair{});
       expect_plan(comparator_sort_plan<Pair16, PairLess>(partition, me), [&] { (void)sort(pairs, PairLess{}); },

@@ -13,6 +13,7 @@
 
 #include "tessera/framework/algorithms/by_key.hpp"
 #include "tessera/framework/algorithms/filter.hpp"
+#include "tessera/framework/algorithms/gather.hpp"
 #include "tessera/framework/algorithms/histogram.hpp"
 #include "tessera/framework/algorithms/order.hpp"
 #include "tessera/framework/algorithms/rebalance.hpp"

@@ -46,10 +46,6 @@ void gather_by_index() {
 
 TEST(GenericGather, GatherByDistributedIndices) { gather_by_index(); }
 
-struct Key100 {
-  TESSERA_HOST_DEVICE std::int64_t operator()(std::int64_t x) const { return x; }
-};
-
 void argsort_then_gather() {
   const Context& world = test::world();
   for (index_t n : small_sizes(world.size())) {

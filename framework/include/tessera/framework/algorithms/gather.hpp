@@ -18,9 +18,11 @@
 //             replies (a value's owner cannot know who needs it before the requests arrive)
 //   unpack    scatter: each owner writes what it received into its block. gather: each owner looks
 //             up the values asked of it; the replies land in owner order and go to their positions
-// One rank: the local pass alone (no collective).
+// One rank: the local pass alone (no collective): gather checks the indices as it reads them;
+// scatter checks them in a pass of their own first, so that a bad index leaves `out` untouched.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -102,6 +104,28 @@ struct PutGlobal {  // out[index[k] - first] = from[k]
   const I* index;
   index_t first;
   TESSERA_HOST_DEVICE void operator()(index_t k) const { out[static_cast<index_t>(index[k]) - first] = from[k]; }
+};
+
+// out[j] = values[indices[j]], or T{} where the index lies outside [0, size), which raises *bad
+// (every such thread stores the same 1: no order needed).
+template <class T, class I>
+struct TakeChecked {
+  const T* values;
+  const I* indices;
+  index_t size;
+  int* bad;
+  TESSERA_HOST_DEVICE T operator()(index_t j) const {
+    const auto i = static_cast<index_t>(indices[j]);
+    if (i < 0 || i >= size) {
+#if defined(__CUDA_ARCH__)
+      *bad = 1;
+#else
+      std::atomic_ref<int>(*bad).store(1, std::memory_order_relaxed);
+#endif
+      return T{};
+    }
+    return values[i];
+  }
 };
 
 template <class I>
@@ -203,12 +227,13 @@ DistArray<T> gather(const DistArray<T>& values, const DistArray<I>& indices, Pha
   PhaseClock clock(queue, times != nullptr);
   DistArray<T> out(ctx, indices.partition());
   if (ctx.size() == 1) {
-    const index_t bad = detail::result_on_host<index_t>(ctx, [&](index_t* count) {
-      kernels::transform_reduce_index(queue, 0, n, detail::OutOfRange<I>{indices.local_data(), size}, plus{}, index_t(0),
-                                      count);
+    // One pass: the gather raises a flag where an index is outside (the result is then dropped).
+    const int bad = detail::result_on_host<int>(ctx, [&](int* flag) {
+      *flag = 0;  // host memory: the result's slot, or a local under cpu
+      kernels::transform_index(queue, 0, n, out.local_data(),
+                               detail::TakeChecked<T, I>{values.local_data(), indices.local_data(), size, flag});
     });
-    if (bad > 0) throw UsageError("gather: an index on rank 0 lies outside [0, " + std::to_string(size) + ")");
-    kernels::transform_index(queue, 0, n, out.local_data(), detail::TakeAt<T, I>{values.local_data(), indices.local_data(), 0});
+    if (bad) throw UsageError("gather: an index on rank 0 lies outside [0, " + std::to_string(size) + ")");
     clock.end_phase(times ? &times->local : nullptr);
     clock.finish();
     return out;

@@ -120,6 +120,8 @@ CollectivePlan scan_plan() {
 
 template <class T, class Op>
 void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, Op op, T init, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::invocable_r_with<T, Op, const T&, const T&>,
+                "scan: op must take two elements (const T&, const T&) and return one");
   const Context& ctx = array.context();
   detail::require_same_layout(ctx, array.partition(), out.context(), out.partition(), "scan");
   detail::require_host_callable<Op>();

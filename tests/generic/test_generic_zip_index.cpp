@@ -223,6 +223,7 @@ void copies_views_and_at() {
       expect_gathered(original.clone(), values, "clone " + at);
       // Views of several ranges: contents, an algorithm on them, and writes through to the parent.
       std::vector<std::pair<index_t, index_t>> ranges = {{0, n}, {0, 0}, {n / 3, n - n / 4}, {n / 2, n / 2 + 1}};
+      if (n > 5000) ranges = {{n / 3, n - n / 4}};  // the large size once: the run time is shared
       for (auto [first, last] : ranges) {
         if (last > n || last < first) continue;
         const std::string range = at + " view [" + std::to_string(first) + ", " + std::to_string(last) + ")";

@@ -21,6 +21,7 @@
 // (under cuda also pinned host memory). Stream-ordered under cuda.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <type_traits>
 
@@ -35,9 +36,9 @@ namespace tessera {
 
 // A number of runs and the fold of the values of the last one: what a block tells the other ranks
 // about its runs, and the item of the segmented scans below.
-template <class V>
+template <class V, class Count = index_t>
 struct RunFold {
-  index_t runs = 0;
+  Count runs = 0;
   V value{};
 };
 
@@ -59,21 +60,23 @@ struct RunHead {
 
 // (runs, fold) pairs combine as segments: the right one restarts the fold where it holds a run's
 // start. Associative whenever op is.
-template <class V, class Op>
+template <class V, class Op, class Count = index_t>
 struct CombineRuns {
   using wrapped_functor = Op;
   Op op;
-  TESSERA_HOST_DEVICE RunFold<V> operator()(const RunFold<V>& a, const RunFold<V>& b) const {
-    return RunFold<V>{a.runs + b.runs, b.runs > 0 ? b.value : op(a.value, b.value)};
+  TESSERA_HOST_DEVICE RunFold<V, Count> operator()(const RunFold<V, Count>& a, const RunFold<V, Count>& b) const {
+    return RunFold<V, Count>{static_cast<Count>(a.runs + b.runs), b.runs > 0 ? b.value : op(a.value, b.value)};
   }
 };
 
-template <class K, class V, class Pred>
+template <class K, class V, class Pred, class Count = index_t>
 struct RunItem {
   using wrapped_functor = Pred;
   RunHead<K, Pred> head;
   const V* values;
-  TESSERA_HOST_DEVICE RunFold<V> operator()(index_t i) const { return RunFold<V>{head(i) ? 1 : 0, values[i]}; }
+  TESSERA_HOST_DEVICE RunFold<V, Count> operator()(index_t i) const {
+    return RunFold<V, Count>{static_cast<Count>(head(i) ? 1 : 0), values[i]};
+  }
 };
 
 struct NoVisit {
@@ -81,18 +84,18 @@ struct NoVisit {
   TESSERA_HOST_DEVICE void operator()(index_t, const T&, const T&) const {}
 };
 
-template <class K, class V, class Pred, class Op>
+template <class K, class V, class Pred, class Op, class Count = index_t>
 struct ReduceByKeyVisit {
   using wrapped_functor = Op;
   RunHead<K, Pred> head;
-  CombineRuns<V, Op> combine;
+  CombineRuns<V, Op, Count> combine;
   const K* keys;
   index_t n;
   K* keys_out;
   V* values_out;
   index_t* runs;
-  TESSERA_HOST_DEVICE void operator()(index_t i, const RunFold<V>& prefix, const RunFold<V>& item) const {
-    const RunFold<V> inclusive = combine(prefix, item);
+  TESSERA_HOST_DEVICE void operator()(index_t i, const RunFold<V, Count>& prefix, const RunFold<V, Count>& item) const {
+    const RunFold<V, Count> inclusive = combine(prefix, item);
     if (item.runs > 0) keys_out[inclusive.runs - 1] = keys[i];
     const bool last = i + 1 == n;
     if (last || head(i + 1)) values_out[inclusive.runs - 1] = inclusive.value;
@@ -100,14 +103,14 @@ struct ReduceByKeyVisit {
   }
 };
 
-template <class V, class Op>
+template <class V, class Op, class Count = index_t>
 struct ScanByKeyVisit {
   using wrapped_functor = Op;
   Op op;
   V* out;
   V init;
   bool inclusive;
-  TESSERA_HOST_DEVICE void operator()(index_t i, const RunFold<V>& prefix, const RunFold<V>& item) const {
+  TESSERA_HOST_DEVICE void operator()(index_t i, const RunFold<V, Count>& prefix, const RunFold<V, Count>& item) const {
     if (inclusive) {
       out[i] = item.runs > 0 ? item.value : op(prefix.value, item.value);
     } else {
@@ -116,15 +119,27 @@ struct ScanByKeyVisit {
   }
 };
 
-template <class K, class Pred>
+template <class K, class Pred, class Count = index_t>
 struct HeadCount {
   using wrapped_functor = Pred;
   RunHead<K, Pred> head;
-  TESSERA_HOST_DEVICE index_t operator()(index_t i) const { return head(i) ? 1 : 0; }
+  TESSERA_HOST_DEVICE Count operator()(index_t i) const { return head(i) ? 1 : 0; }
 };
 
+// Counts of runs in 32 bits where they fit (n < 2^31), so that a (count, 4-byte value) item is
+// 8 bytes: the look-back's tile status then packs it with its state in one 16-byte word instead
+// of keeping it apart behind fences (tile_status.cuh). run(int32 or int64 zero) calls the pass.
+template <class Run>
+void with_run_count(index_t n, Run&& run) {
+  if (n < (index_t(1) << 31)) {
+    run(std::int32_t{0});
+  } else {
+    run(index_t{0});
+  }
+}
+
 // V = K and values == nullptr: unique without values.
-template <class K, class V>
+template <class K, class V, class Count = index_t>
 struct UniqueVisit {
   const K* keys;
   const V* values;
@@ -132,7 +147,7 @@ struct UniqueVisit {
   K* keys_out;
   V* values_out;
   index_t* kept;
-  TESSERA_HOST_DEVICE void operator()(index_t i, const index_t& prefix, const index_t& item) const {
+  TESSERA_HOST_DEVICE void operator()(index_t i, const Count& prefix, const Count& item) const {
     if (item > 0) {
       keys_out[prefix] = keys[i];
       if (values != nullptr) values_out[prefix] = values[i];
@@ -165,10 +180,13 @@ void reduce_by_key(const Queue& queue, const K* keys, const V* values, index_t n
     return;
   }
   const detail::RunHead<K, Pred> head{keys, pred, true};
-  const detail::CombineRuns<V, Op> combine{op};
-  scan_indexed(queue, n, detail::RunItem<K, V, Pred>{head, values}, combine, RunFold<V>{},
-               detail::ReduceByKeyVisit<K, V, Pred, Op>{head, combine, keys, n, keys_out, values_out, runs},
-               static_cast<RunFold<V>*>(nullptr));
+  detail::with_run_count(n, [&](auto zero) {
+    using C = decltype(zero);
+    const detail::CombineRuns<V, Op, C> combine{op};
+    scan_indexed(queue, n, detail::RunItem<K, V, Pred, C>{head, values}, combine, RunFold<V, C>{},
+                 detail::ReduceByKeyVisit<K, V, Pred, Op, C>{head, combine, keys, n, keys_out, values_out, runs},
+                 static_cast<RunFold<V, C>*>(nullptr));
+  });
 }
 
 template <class K, class V, class Pred, class Op>
@@ -188,10 +206,13 @@ void scan_by_key(const Queue& queue, const K* keys, const V* values, V* out, ind
   detail::require_value_op<Op, V>();
   if (n == 0) return;
   const detail::RunHead<K, Pred> head{keys, pred, !carry.has_value()};
-  scan_indexed(queue, n, detail::RunItem<K, V, Pred>{head, values}, detail::CombineRuns<V, Op>{op},
-               RunFold<V>{0, carry ? *carry : V{}},
-               detail::ScanByKeyVisit<V, Op>{op, out, init, kind == ScanKind::inclusive},
-               static_cast<RunFold<V>*>(nullptr));
+  detail::with_run_count(n, [&](auto zero) {
+    using C = decltype(zero);
+    scan_indexed(queue, n, detail::RunItem<K, V, Pred, C>{head, values}, detail::CombineRuns<V, Op, C>{op},
+                 RunFold<V, C>{0, carry ? *carry : V{}},
+                 detail::ScanByKeyVisit<V, Op, C>{op, out, init, kind == ScanKind::inclusive},
+                 static_cast<RunFold<V, C>*>(nullptr));
+  });
 }
 
 template <class K, class V, class Pred>
@@ -202,8 +223,11 @@ void unique_by_key(const Queue& queue, const K* keys, const V* values, index_t n
     fill(queue, kept, 1, index_t(0));
     return;
   }
-  scan_indexed(queue, n, detail::HeadCount<K, Pred>{{keys, pred, true}}, plus{}, index_t(0),
-               detail::UniqueVisit<K, V>{keys, values, n, keys_out, values_out, kept}, static_cast<index_t*>(nullptr));
+  detail::with_run_count(n, [&](auto zero) {
+    using C = decltype(zero);
+    scan_indexed(queue, n, detail::HeadCount<K, Pred, C>{{keys, pred, true}}, plus{}, C{0},
+                 detail::UniqueVisit<K, V, C>{keys, values, n, keys_out, values_out, kept}, static_cast<C*>(nullptr));
+  });
 }
 
 template <class T, class Pred>

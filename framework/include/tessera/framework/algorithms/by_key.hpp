@@ -375,7 +375,7 @@ template <class K, class V, class Op>
   requires detail::is_functor_argument<Op>
 DistArray<V> exclusive_scan_by_key(const DistArray<K>& keys, const DistArray<V>& values, Op op,
                                    std::type_identity_t<V> init, PhaseTimes* times = nullptr) {
-  return exclusive_scan_by_key(keys, values, op, equal_to{}, init, times);
+  return tessera::exclusive_scan_by_key(keys, values, op, equal_to{}, init, times);
 }
 
 }  // namespace tessera

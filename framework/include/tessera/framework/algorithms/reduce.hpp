@@ -169,13 +169,13 @@ Acc transform_reduce(const DistArray<A>& a, const DistArray<B>& b, Combine combi
 template <class T>
 T dot(const DistArray<T>& a, const DistArray<T>& b, PhaseTimes* times = nullptr) {
   static_assert(std::is_arithmetic_v<T>, "dot: arithmetic element types; transform_reduce(a, b, combine, op, identity) for others");
-  return transform_reduce(a, b, multiplies{}, plus{}, T(0), times);
+  return tessera::transform_reduce(a, b, multiplies{}, plus{}, T(0), times);
 }
 
 // init + the sum of a[i] * b[i], as std::inner_product with its default operations.
 template <class T>
 T inner_product(const DistArray<T>& a, const DistArray<T>& b, std::type_identity_t<T> init, PhaseTimes* times = nullptr) {
-  return plus{}(init, dot(a, b, times));
+  return plus{}(init, tessera::dot(a, b, times));
 }
 
 template <class T, class Op>

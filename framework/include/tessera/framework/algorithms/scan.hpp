@@ -174,7 +174,7 @@ DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, PhaseTimes* times 
                 "inclusive_scan: op must take two elements (const T&, const T&) and return one");
   detail::require_host_callable<Op>();
   if constexpr (std::is_same_v<Op, plus> && std::is_arithmetic_v<T>) {
-    return inclusive_scan(array, plus{}, T(0), times);  // 0 + a[0] is a[0]
+    return tessera::inclusive_scan(array, plus{}, T(0), times);  // 0 + a[0] is a[0]
   } else {
     const Context& ctx = array.context();
     const index_t n = array.local_size();

@@ -158,7 +158,7 @@ DistArray<T> sort_by_projection(const DistArray<T>& array, Proj proj, PhaseTimes
   using Key = projected_t<T, Proj>;
   const Context& ctx = array.context();
   PhaseTimes projection;
-  const DistArray<Key> keys = transform(array, proj, times ? &projection : nullptr);
+  const DistArray<Key> keys = tessera::transform(array, proj, times ? &projection : nullptr);
   if (times) times->local += projection.total();
   const SortedBlocks blocks =
       distributed_sort(ctx, array.partition(), radix_order<Key>(), keys.local_data(), sizeof(T), array.local_data(),
@@ -202,7 +202,7 @@ DistArray<T> sort(const DistArray<T>& array, Comp comp, Proj proj, PhaseTimes* t
   static_assert(kernels::detail::invocable_with<Proj, const T&>, "sort: the projection cannot take the element type");
   if constexpr (detail::sorts_by_radix<T, Comp, Proj>) {
     if constexpr (std::is_same_v<Proj, identity_fn>) {
-      return sort(array, times, sort_times);
+      return tessera::sort(array, times, sort_times);
     } else {
       return detail::sort_by_projection(array, proj, times, sort_times);
     }
@@ -223,7 +223,7 @@ template <class T, class Comp>
   requires detail::is_functor_argument<Comp>
 DistArray<T> sort(const DistArray<T>& array, Comp comp, PhaseTimes* times = nullptr,
                   SortPhaseTimes* sort_times = nullptr) {
-  return sort(array, comp, identity_fn{}, times, sort_times);
+  return tessera::sort(array, comp, identity_fn{}, times, sort_times);
 }
 
 // keys and values must have the same context and partition.
@@ -243,10 +243,10 @@ SortedPairs<Key, Value> sort_by_key(const DistArray<Key>& keys, const DistArray<
   } else if constexpr (detail::sorts_by_radix<Key, Comp, Proj>) {
     // Each key travels with its value as one element, sorted by the projection of its key.
     DistArray<KeyValue<Key, Value>> pairs(ctx, keys.partition());
-    transform(keys, values, pairs, detail::ZipKeyValue<Key, Value>{});
+    tessera::transform(keys, values, pairs, detail::ZipKeyValue<Key, Value>{});
     const DistArray<KeyValue<Key, Value>> sorted =
         detail::sort_by_projection(pairs, detail::ProjectKey<Proj>{proj}, times, sort_times);
-    return {transform(sorted, detail::KeyOf{}), transform(sorted, detail::ValueOf{})};
+    return {tessera::transform(sorted, detail::KeyOf{}), tessera::transform(sorted, detail::ValueOf{})};
   } else {
     using Projected = detail::projected_t<Key, Proj>;
     static_assert(kernels::detail::invocable_r_with<bool, Comp, const Projected&, const Projected&>,
@@ -265,7 +265,7 @@ template <class Key, class Value, class Comp>
   requires detail::is_functor_argument<Comp>
 SortedPairs<Key, Value> sort_by_key(const DistArray<Key>& keys, const DistArray<Value>& values, Comp comp,
                                     PhaseTimes* times = nullptr, SortPhaseTimes* sort_times = nullptr) {
-  return sort_by_key(keys, values, comp, identity_fn{}, times, sort_times);
+  return tessera::sort_by_key(keys, values, comp, identity_fn{}, times, sort_times);
 }
 
 }  // namespace tessera

@@ -106,7 +106,7 @@ auto transform(const DistArray<A>& a, const DistArray<B>& b, F f, PhaseTimes* ti
   Stopwatch allocation;
   DistArray<Out> out(a.context(), a.partition());
   if (times) times->host += allocation.seconds();
-  transform(a, b, out, f, times);
+  tessera::transform(a, b, out, f, times);
   return out;
 }
 
@@ -130,7 +130,7 @@ auto transform_index(const DistArray<In>& in, F f, PhaseTimes* times = nullptr) 
   Stopwatch allocation;
   DistArray<Out> out(in.context(), in.partition());
   if (times) times->host += allocation.seconds();
-  transform_index(in, out, f, times);
+  tessera::transform_index(in, out, f, times);
   return out;
 }
 

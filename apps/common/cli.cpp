@@ -203,6 +203,7 @@ void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
     o.json = std::string(v);
   });
   p.add_switch("--verify", "check the result (exit status 1 when it is wrong)", &o.verify);
+  p.add_switch("--quiet", "no progress lines on stderr (a run longer than a few seconds prints them)", &o.quiet);
   p.add_switch("--help", "print this help", &o.help);
   p.add_switch("--version", "print the version", &o.version);
 }

@@ -10,24 +10,24 @@
 
 #include "tessera/framework/algorithms/scan.hpp"
 
-namespace tessera {
+namespace tessera::detail {
 
 template <class T>
-void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times) {
+void prefix_sum(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times) {
   scan(array, out, kind, plus{}, T(0), times);
 }
 
 template <class T>
-DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times) {
+DistArray<T> prefix_sum(const DistArray<T>& array, ScanKind kind, PhaseTimes* times) {
   return scan(array, kind, plus{}, T(0), times);
 }
 
 #define TESSERA_SCAN_INSTANTIATE(T)                                                              \
-  template DistArray<T> scan<T>(const DistArray<T>&, ScanKind, PhaseTimes*);                     \
-  template void scan<T>(const DistArray<T>&, DistArray<T>&, ScanKind, PhaseTimes*);
+  template DistArray<T> prefix_sum<T>(const DistArray<T>&, ScanKind, PhaseTimes*);               \
+  template void prefix_sum<T>(const DistArray<T>&, DistArray<T>&, ScanKind, PhaseTimes*);
 TESSERA_SCAN_INSTANTIATE(std::int32_t)
 TESSERA_SCAN_INSTANTIATE(std::int64_t)
 TESSERA_SCAN_INSTANTIATE(float)
 TESSERA_SCAN_INSTANTIATE(double)
 
-}  // namespace tessera
+}  // namespace tessera::detail

@@ -1,5 +1,6 @@
 // The distributed sort on bytes (algorithms/sort.hpp explains the algorithm; the element types
-// only reach it through the local sort function and the key's radix format).
+// only reach it through the local sort function and the keys' order: a radix format, or a
+// comparator's host comparison and device search).
 #include <mpi.h>
 
 #include <algorithm>
@@ -46,18 +47,14 @@ struct SampleGrid {
   index_t position(index_t k) const { return first + k * stride; }
 };
 
-// A sample, ordered like the elements: by radix bits, then by global position, which for two
-// samples of one key is (rank, position in the rank's sorted block): blocks hold consecutive
-// global ranges in rank order, and the local sort is stable.
+// A sample: its bytes in the gathered samples (the radix bits of a radix key, the key itself with a
+// comparator), and where it came from. Ordered like the elements: by key, then by global position,
+// which for two samples of one key is (rank, position in the rank's sorted block): blocks hold
+// consecutive global ranges in rank order, and the local sort is stable.
 struct Sample {
-  std::uint64_t radix;
+  const unsigned char* key;
   int rank;
   index_t k;  // the rank's k-th sample
-  bool operator<(const Sample& o) const {
-    if (radix != o.radix) return radix < o.radix;
-    if (rank != o.rank) return rank < o.rank;
-    return k < o.k;
-  }
 };
 
 // A splitter: a sample, or one of the ends of the whole sequence.
@@ -163,8 +160,19 @@ class StepMemory {
 struct PeerRange {
   index_t start;  // the first element sent, in the sender's sorted block
   index_t count;
-  std::uint64_t first_radix;  // radix bits of the first and the last element sent (count > 0)
-  std::uint64_t last_radix;
+};
+
+// What a rank tells each peer about the range it sends it: a PeerRange, then the samples (see
+// SampleOrder) of the range's first and last element (where count > 0), in one record of
+// record_bytes(sample_bytes) bytes.
+std::size_t record_bytes(std::size_t sample_bytes) { return sizeof(PeerRange) + 2 * sample_bytes; }
+
+// The order of the sample sort on the host: a sample is a key's radix bits (8 bytes, compared as an
+// integer) or, with a comparator, the key's own bytes compared by it.
+struct SampleOrder {
+  const SortOrder& order;
+  bool radix() const { return !order.less; }
+  std::size_t sample_bytes() const { return radix() ? sizeof(std::uint64_t) : order.key_bytes; }
 };
 
 // Where the runs a rank receives lie (one per sender, in rank order, elements of `element_bytes`
@@ -220,14 +228,17 @@ struct Runs {
 
 }  // namespace
 
-SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, SortKeyFormat key, const void* keys,
+SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, const SortOrder& order, const void* keys,
                               std::size_t value_bytes, const void* values, bool index_values, bool want_keys,
                               const LocalSortFunction& local_sort, PhaseTimes* times, SortPhaseTimes* sort_times) {
   const kernels::Queue& queue = ctx.queue();
   const Communicator& comm = ctx.comm();
   const int ranks = ctx.size();
   const int me = ctx.rank();
-  const auto key_bytes = static_cast<std::size_t>(key.bytes);
+  const std::size_t key_bytes = order.key_bytes;
+  const SampleOrder samples_order{order};
+  const bool radix = samples_order.radix();
+  const std::size_t sample_bytes = samples_order.sample_bytes();
   const index_t global_size = partition.global_size();
   const index_t n = partition.local_size(me);
   const Partition target = Partition::block(global_size, ranks);
@@ -275,9 +286,29 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   clock.end_phase(&steps.local_sort);
 
   // ---- splitters ----------------------------------------------------------------------------------
-  // Every rank's samples (radix bits), after a word that says whether the rank's local sort ran.
+  // The keys at `count` positions of the sorted block as samples (bytes on the host).
+  auto samples_at = [&](const std::vector<index_t>& positions, unsigned char* out) {
+    if (positions.empty()) return;
+    kernels::ScratchBuffer picked(queue, positions.size() * key_bytes);
+    for (std::size_t j = 0; j < positions.size(); ++j)
+      kernels::copy_within_async(queue, picked.as<char>() + j * key_bytes,
+                                 sorted_keys + static_cast<std::size_t>(positions[j]) * key_bytes, key_bytes);
+    std::vector<unsigned char> host(positions.size() * key_bytes);
+    kernels::copy_to_host(queue, host.data(), picked.data(), host.size());
+    for (std::size_t j = 0; j < positions.size(); ++j) {
+      if (radix) {
+        const std::uint64_t bits = load_radix(host.data() + j * key_bytes, order.radix);
+        std::memcpy(out + j * sample_bytes, &bits, sizeof bits);
+      } else {
+        std::memcpy(out + j * sample_bytes, host.data() + j * key_bytes, key_bytes);
+      }
+    }
+  };
+  // Every rank's samples, after a word that says whether the rank's local sort ran.
   const index_t samples = samples_per_rank(ranks);
-  std::vector<std::uint64_t> mine(static_cast<std::size_t>(samples + 1), 0);
+  const std::size_t header_bytes = sizeof(std::uint64_t);
+  const std::size_t contribution = header_bytes + static_cast<std::size_t>(samples) * sample_bytes;
+  std::vector<unsigned char> mine(contribution, 0);
   mine[0] = local_failed ? 1 : 0;
   const SampleGrid my_grid(n, samples);
   if (!local_failed && my_grid.count > 0) {
@@ -286,15 +317,39 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
                      1, key_bytes);
     std::vector<unsigned char> host(static_cast<std::size_t>(my_grid.count) * key_bytes);
     kernels::copy_to_host(queue, host.data(), picked.data(), host.size());
-    for (index_t k = 0; k < my_grid.count; ++k)
-      mine[static_cast<std::size_t>(k + 1)] = load_radix(host.data() + k * key_bytes, key);
+    for (index_t k = 0; k < my_grid.count; ++k) {
+      unsigned char* sample = mine.data() + header_bytes + static_cast<std::size_t>(k) * sample_bytes;
+      if (radix) {
+        const std::uint64_t bits = load_radix(host.data() + k * key_bytes, order.radix);
+        std::memcpy(sample, &bits, sizeof bits);
+      } else {
+        std::memcpy(sample, host.data() + k * key_bytes, key_bytes);
+      }
+    }
   }
-  std::vector<std::uint64_t> gathered(static_cast<std::size_t>(ranks) * mine.size());
-  comm.allgather(mine.data(), static_cast<index_t>(mine.size()), gathered.data());
+  std::vector<unsigned char> gathered(static_cast<std::size_t>(ranks) * contribution);
+  comm.allgather(mine.data(), static_cast<index_t>(contribution), gathered.data());
   for (int r = 0; r < ranks; ++r)
-    if (gathered[static_cast<std::size_t>(r) * mine.size()]) {
+    if (gathered[static_cast<std::size_t>(r) * contribution]) {
       local_memory.agree(comm, "the local sort");  // throws OutOfMemory on every rank
     }
+
+  // Key order of two samples, and their order as elements (key, then global position).
+  auto key_less = [&](const unsigned char* a, const unsigned char* b) {
+    if (radix) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a, sizeof x);
+      std::memcpy(&y, b, sizeof y);
+      return x < y;
+    }
+    return order.less(a, b);
+  };
+  auto element_less = [&](const Sample& a, const Sample& b) {
+    if (key_less(a.key, b.key)) return true;
+    if (key_less(b.key, a.key)) return false;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.k < b.k;
+  };
 
   // Bounds on every sample's global rank G (elements before it), from the samples alone: rank r
   // with a of its samples before the sample v has between p(a - 1) + 1 and p(a) elements before v
@@ -305,9 +360,24 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
   for (int r = 0; r < ranks; ++r) {
     grids.emplace_back(partition.local_size(r), samples);
     for (index_t k = 0; k < grids.back().count; ++k)
-      all.push_back({gathered[static_cast<std::size_t>(r) * mine.size() + 1 + static_cast<std::size_t>(k)], r, k});
+      all.push_back({gathered.data() + static_cast<std::size_t>(r) * contribution + header_bytes +
+                         static_cast<std::size_t>(k) * sample_bytes,
+                     r, k});
   }
-  std::sort(all.begin(), all.end());
+  if (radix) {
+    // The radix bits once per sample, rather than once per comparison.
+    std::vector<std::pair<std::uint64_t, std::size_t>> keyed(all.size());
+    for (std::size_t j = 0; j < all.size(); ++j) {
+      std::memcpy(&keyed[j].first, all[j].key, sizeof(std::uint64_t));
+      keyed[j].second = j;
+    }
+    std::sort(keyed.begin(), keyed.end());  // ties: by index in `all`, which is (rank, k) order
+    std::vector<Sample> sorted_samples(all.size());
+    for (std::size_t j = 0; j < keyed.size(); ++j) sorted_samples[j] = all[keyed[j].second];
+    all.swap(sorted_samples);
+  } else {
+    std::stable_sort(all.begin(), all.end(), element_less);
+  }
   auto lower = [&](int r, index_t a) { return a == 0 ? index_t(0) : grids[r].position(a - 1) + 1; };
   auto upper = [&](int r, index_t a) { return a < grids[r].count ? grids[r].position(a) : partition.local_size(r); };
   std::vector<index_t> rank_lo(all.size()), rank_hi(all.size());
@@ -365,7 +435,13 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
         auto& needles = s.at.rank < me ? lower_needles : upper_needles;
         (s.at.rank < me ? lower_slots : upper_slots).push_back(i);
         needles.resize(needles.size() + key_bytes);
-        store_key(s.at.radix, key, needles.data() + needles.size() - key_bytes);
+        if (radix) {
+          std::uint64_t bits;
+          std::memcpy(&bits, s.at.key, sizeof bits);
+          store_key(bits, order.radix, needles.data() + needles.size() - key_bytes);
+        } else {
+          std::memcpy(needles.data() + needles.size() - key_bytes, s.at.key, key_bytes);
+        }
       }
     }
     for (const bool upper_bound : {false, true}) {
@@ -376,9 +452,13 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
       kernels::ScratchBuffer device_needles(queue, needles.size());
       kernels::ScratchBuffer device_positions(queue, m * sizeof(index_t));
       kernels::copy_from_host(queue, device_needles.data(), needles.data(), needles.size());
-      kernels::detail::sorted_search_precompiled(queue, key.bytes, key.sign_mask, key.float_mask, sorted_keys, n,
-                                                 device_needles.data(), m, upper_bound,
-                                                 device_positions.as<index_t>());
+      if (radix) {
+        kernels::detail::sorted_search_precompiled(queue, order.radix.bytes, order.radix.sign_mask,
+                                                   order.radix.float_mask, sorted_keys, n, device_needles.data(), m,
+                                                   upper_bound, device_positions.as<index_t>());
+      } else {
+        order.bound(sorted_keys, n, device_needles.data(), m, upper_bound, device_positions.as<index_t>());
+      }
       std::vector<index_t> found(slots.size());
       kernels::copy_to_host(queue, found.data(), device_positions.data(), found.size() * sizeof(index_t));
       for (std::size_t j = 0; j < slots.size(); ++j) position[slots[j]] = found[j];
@@ -390,44 +470,47 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
     const index_t end = position[2 * static_cast<std::size_t>(q) + 1];
     TESSERA_ASSERT(start <= end, "sort: a splitter above the next one");
     // A rank whose share is empty needs nothing.
-    send[static_cast<std::size_t>(q)] =
-        target.local_size(q) == 0 ? PeerRange{0, 0, 0, 0} : PeerRange{start, end - start, 0, 0};
+    send[static_cast<std::size_t>(q)] = target.local_size(q) == 0 ? PeerRange{0, 0} : PeerRange{start, end - start};
   }
+  // Each peer's range, with the samples of its first and last key, so that a receiver can tell
+  // whether its runs arrive in order already (sorted input, equal keys): two elements per peer.
+  const std::size_t record = record_bytes(sample_bytes);
+  std::vector<unsigned char> send_records(static_cast<std::size_t>(ranks) * record, 0);
+  std::vector<unsigned char> recv_records(send_records.size());
   {
-    // The first and last key of each range sent, so that a receiver can tell whether its runs
-    // arrive in order already (sorted input, equal keys): two elements per peer.
-    std::vector<std::size_t> ends;
+    std::vector<index_t> ends;
     for (const PeerRange& r : send)
       if (r.count > 0) {
-        ends.push_back(static_cast<std::size_t>(r.start));
-        ends.push_back(static_cast<std::size_t>(r.start + r.count - 1));
+        ends.push_back(r.start);
+        ends.push_back(r.start + r.count - 1);
       }
-    if (!ends.empty()) {
-      kernels::ScratchBuffer picked(queue, ends.size() * key_bytes);
-      for (std::size_t j = 0; j < ends.size(); ++j)
-        kernels::copy_within_async(queue, picked.as<char>() + j * key_bytes, sorted_keys + ends[j] * key_bytes, key_bytes);
-      std::vector<unsigned char> host(ends.size() * key_bytes);
-      kernels::copy_to_host(queue, host.data(), picked.data(), host.size());
-      std::size_t j = 0;
-      for (PeerRange& r : send)
-        if (r.count > 0) {
-          r.first_radix = load_radix(host.data() + j++ * key_bytes, key);
-          r.last_radix = load_radix(host.data() + j++ * key_bytes, key);
-        }
+    std::vector<unsigned char> end_samples(ends.size() * sample_bytes);
+    samples_at(ends, end_samples.data());
+    std::size_t j = 0;
+    for (std::size_t q = 0; q < send.size(); ++q) {
+      unsigned char* rec = send_records.data() + q * record;
+      std::memcpy(rec, &send[q], sizeof(PeerRange));
+      if (send[q].count > 0) {
+        std::memcpy(rec + sizeof(PeerRange), end_samples.data() + j++ * sample_bytes, sample_bytes);
+        std::memcpy(rec + sizeof(PeerRange) + sample_bytes, end_samples.data() + j++ * sample_bytes, sample_bytes);
+      }
     }
   }
-  static_assert(sizeof(PeerRange) == 4 * sizeof(std::int64_t) && std::is_trivially_copyable_v<PeerRange>);
-  comm.alltoall(send.data(), 1, recv.data());
+  static_assert(sizeof(PeerRange) == 2 * sizeof(std::int64_t) && std::is_trivially_copyable_v<PeerRange>);
+  comm.alltoall(send_records.data(), static_cast<index_t>(record), recv_records.data());
   index_t received = 0, first_rank = 0;  // elements received; global rank of the first of them
   // The received runs need a merge unless each starts at or above where the one before ended.
   bool in_order = true;
-  const PeerRange* previous = nullptr;
-  for (const PeerRange& r : recv) {
+  const unsigned char* previous_last = nullptr;
+  for (std::size_t q = 0; q < recv.size(); ++q) {
+    const unsigned char* rec = recv_records.data() + q * record;
+    std::memcpy(&recv[q], rec, sizeof(PeerRange));
+    const PeerRange& r = recv[q];
     received += r.count;
     first_rank += r.start;
     if (r.count == 0) continue;
-    if (previous && r.first_radix < previous->last_radix) in_order = false;
-    previous = &r;
+    if (previous_last && key_less(rec + sizeof(PeerRange), previous_last)) in_order = false;
+    previous_last = rec + sizeof(PeerRange) + sample_bytes;
   }
   const index_t window = target.offset(me) - first_rank;
   TESSERA_ASSERT(share == 0 || (window >= 0 && window + share <= received),
@@ -542,14 +625,23 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, So
 
 namespace tessera {
 
-CollectivePlan sort_plan(const Partition& partition, int rank, std::size_t key_bytes, std::size_t value_bytes) {
+namespace detail {
+
+CollectivePlan sample_sort_plan(const Partition& partition, int rank, std::size_t sample_bytes,
+                                std::size_t element_bytes) {
   const int ranks = partition.parts();
   if (ranks == 1 || partition.global_size() == 0) return {};
-  const auto samples = static_cast<double>(detail::samples_per_rank(ranks));
-  return {{Collective::allgather, (samples + 1) * sizeof(std::uint64_t)},
-          {Collective::alltoallv, static_cast<double>(ranks) * sizeof(detail::PeerRange)},
+  const auto samples = static_cast<double>(samples_per_rank(ranks));
+  return {{Collective::allgather, sizeof(std::uint64_t) + samples * static_cast<double>(sample_bytes)},
+          {Collective::alltoallv, static_cast<double>(ranks) * static_cast<double>(record_bytes(sample_bytes))},
           {Collective::allreduce, sizeof(std::int64_t)},
-          {Collective::alltoallv, static_cast<double>(partition.local_size(rank)) * static_cast<double>(key_bytes + value_bytes)}};
+          {Collective::alltoallv, static_cast<double>(partition.local_size(rank)) * static_cast<double>(element_bytes)}};
+}
+
+}  // namespace detail
+
+CollectivePlan sort_plan(const Partition& partition, int rank, std::size_t key_bytes, std::size_t value_bytes) {
+  return detail::sample_sort_plan(partition, rank, sizeof(std::uint64_t), key_bytes + value_bytes);
 }
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tessera/framework/context.hpp"
@@ -69,6 +70,8 @@ const Transport& cuda_aware_mpi_transport();
 const Transport& staged_transport();
 #if TESSERA_HAVE_NCCL
 const Transport& nccl_transport(const Context& ctx);
+// The NCCL library's version, "2.28.3".
+std::string nccl_version();
 #endif
 
 // The messages a rank sends itself pair with the ones it receives from itself, in order: each is a

@@ -208,4 +208,11 @@ const Transport& nccl_transport(const Context& ctx) {
   return *transport;
 }
 
+std::string nccl_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "";
+  // NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch.
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 }  // namespace tessera::detail

@@ -997,7 +997,7 @@ void bind_array(py::module_& m) {
       .def_property_readonly("layout", &layout_tuple)
       .def_property_readonly("owns_memory",
                              [](Array& a) {
-                               return a.ndim() == 2 || a.visit_vector([](auto& v) { return v.owns_storage(); });
+                               return a.ndim() == 2 || a.visit_vector([](auto& v) { return !v.is_view(); });
                              })
       .def("_local_host", &local_host)
       .def("_local_device", &device_block)

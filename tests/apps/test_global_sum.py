@@ -36,9 +36,9 @@ for i, (dtype, n, layout) in enumerate(cases):
     name = f"/x{i}"
     write_h5(inp, name, x, layout)
     what = f"global_sum {dtype} n={n} {layout} seed={h.seed}"
-    for op in ("sum", "min", "max"):
-        if op != "sum" and n == 0:
-            continue
+    # Every case sums; min and max once per kind of element (their kernels are tested in the MPI
+    # suites; here the flag, the file and the JSON).
+    for op in ("sum", "min", "max") if i in (1, 5) else ("sum",):
         res = h.run_json("global_sum", ["--input", f"{inp}:{name}", "--op", op, "--verify"])
         if not res:
             continue
@@ -57,7 +57,7 @@ for i, (dtype, n, layout) in enumerate(cases):
             u = np.finfo(dtype).eps / 2
             tol = u * (4 + math.sqrt(n)) * sum(abs(float(v)) for v in x)
             h.check(abs(float(got) - ref) <= tol, f"{what}: sum {got}, expected {ref} within {tol}")
-    if dtype.startswith("float"):
+    if dtype.startswith("float") and i in (4, 6):
         res = h.run_json("global_sum", ["--input", f"{inp}:{name}", "--reproducible", "--verify"])
         if res:
             report, _ = res

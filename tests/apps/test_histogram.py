@@ -92,14 +92,14 @@ plans = {
 for i, dtype in enumerate(["int32", "int64", "float32", "float64"]):
     dt = np.dtype(dtype)
     lo, hi = (-900.5, 1000.0) if dt.kind == "i" else (-0.8, 0.9)
-    for bins, n, layout in [(100, 4099, "contiguous")] + plans[dtype]:
+    for bins, n, layout in ([(100, 4099, "contiguous")] if i % 2 == 0 else []) + plans[dtype]:
         e = np.linspace(lo, hi, bins + 1)
         base = rng.integers(-1000, 1001, n).astype(dt) if dt.kind == "i" else rng.uniform(-1, 1, n).astype(dt)
         x = with_edges_and_specials(base, e, rng)
         write_h5(inp, "/x", x, layout)
         want, want_e = np.histogram(x, bins, range=(lo, hi))
         what = f"histogram {dtype} n={n} bins={bins} range={lo}:{hi} seed={h.seed}"
-        distributed = bins == 100 and i % 2 == 1
+        distributed = bins == 100 and i == 2
         run_case(what + (" --distributed" if distributed else ""), x,
                  ["--bins", bins, "--range", f"{lo}:{hi}"] + (["--distributed"] if distributed else []), want, want_e,
                  outside(x, lo, hi))

@@ -24,7 +24,7 @@ for i, (adtype, bdtype, m, k, n, layout, panel) in enumerate(cases):
     dtype = "float32" if adtype == bdtype == "float32" else "float64"
     ref = a.astype(np.longdouble) @ b.astype(np.longdouble)
     mag = np.abs(a).astype(np.longdouble) @ np.abs(b).astype(np.longdouble)
-    for grid in grids:
+    for grid in (grids[i % len(grids)],):  # the grids of this rank count alternate over the cases
         what = f"matmul {adtype}x{bdtype} {m}x{k}x{n} {layout} grid={grid} panel={panel} seed={h.seed}"
         out = h.path(f"c{i}_{grid}.h5")
         args = ["--a", f"{inp}:/a{i}", "--b", f"{inp}:/b{i}", "--output", f"{out}:/C", "--verify"]

@@ -284,7 +284,7 @@ for mode, env in (("parallel", None), ("serial", SERIAL)):
     before = snapshot(victim)
 
     # SIGINT and SIGTERM to mpiexec: mpiexec passes them to the ranks, which remove the temporary.
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT,) if mode == "parallel" else (signal.SIGTERM,):  # one signal per write path
         started = start_paused_write(f"{victim}:/new", h.ranks, env)
         if started:
             proc, lines, _ = started
@@ -333,7 +333,7 @@ for mode, env in (("parallel", None), ("serial", SERIAL)):
         before = snapshot(victim)
 
     # A fault after the slabs are written, before the rename: on rank 0 and on the last rank.
-    for rank in sorted({0, h.ranks - 1}):
+    for rank in (0,) if mode == "parallel" else (h.ranks - 1,):  # rank 0 on one path, the last on the other
         status, _, err = h.run(P, ["--n", "5000", "--output", f"{victim}:/new"], env={**(env or {}),
                                                                                     "TESSERA_INJECT_FAULT": f"{rank}:write"})
         what = f"{mode}: fault on rank {rank} after the write"

@@ -19,7 +19,7 @@ for i, (dtype, n, layout) in enumerate(cases):
         x = np.array([2**31 - 5, 100], dtype=np.int32)  # the scan wraps past 2^31, like the C++ sum
     name = f"/x{i}"
     write_h5(inp, name, x, layout)
-    for exclusive in (False, True):
+    for exclusive in (i % 2 == 0,):  # inclusive and exclusive alternate (the wrapping int32 case inclusive)
         kind = "exclusive" if exclusive else "inclusive"
         what = f"prefix_sum {kind} {dtype} n={n} {layout} seed={h.seed}"
         out = h.path(f"out{i}_{kind}.h5")

@@ -37,14 +37,15 @@ def refused(app, args, words, ranks=None, what=None):
 # and counts that fit in 64 bits but not in memory.
 for app in ("global_sum", "prefix_sum", "filter", "histogram", "sort"):
     refused(app, ["--n", "2^62"], ["--n"])
-    refused(app, ["--n", BIG, "--dtype", "int64"], ["--n"])
+refused("sort", ["--n", BIG, "--dtype", "int64"], ["--n"])
 refused("global_sum", ["--n", "2^45"], ["--n", "per rank", "out of memory"])
 refused("prefix_sum", ["--n", "2^44", "--dtype", "int64"], ["--n", "per rank", "out of memory"])
 refused("histogram", ["--n", "1000", "--bins", "2^31"], ["--bins", "out of range"])
 
 # Matrices: the element count of each matrix, and the memory of the whole product or exchange.
 PRODUCT = "pass 2^63 - 1"
-for ranks in sorted({1, h.ranks}):
+refused("matmul", ["--size", "2^62"], ["--size", PRODUCT], ranks=1)  # on one rank it once grew without end
+for ranks in (h.ranks,):
     refused("transpose", ["--m", "1", "--n", "2^62"], ["--m/--n", "out of memory"], ranks=ranks)
     refused("transpose", ["--m", "2^32", "--n", "2^32"], ["--m/--n", PRODUCT], ranks=ranks)
     refused("transpose", ["--m", "2^31", "--n", "2^31", "--dtype", "float64"], ["--m/--n", "out of memory"], ranks=ranks)

@@ -79,7 +79,7 @@ for k, (dtype, distribution) in enumerate((("int32", "uniform"), ("float64", "no
                                            ("int64", "zipf"))):
     what = f"generated {dtype} {distribution}"
     outs = []
-    for ranks in sorted({1, h.ranks}) if k % 3 == 0 else [h.ranks]:
+    for ranks in sorted({1, h.ranks}) if k == 0 else [h.ranks]:
         out = h.path(f"gen_{dtype}_{distribution}_{ranks}.h5")
         res = h.run_json("sort", ["--n", "20011", "--dtype", dtype, "--distribution", distribution, "--values",
                                   "--verify", "--seed", "7", "--output", f"{out}:/s"], ranks=ranks)

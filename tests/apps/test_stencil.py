@@ -85,10 +85,10 @@ def same_bits(a, b):
 cases = [("jacobi5", "float32", 37, 23, 1, False, None), ("jacobi9", "float64", 31, 17, 2, True, None),
          ("jacobi5", "float64", 9, 40, 2, False, [0.1, 0.2, 0.3, 0.15, 0.25]),
          ("jacobi9", "float32", 20, 11, 1, False, [0.04, 0.2, 0.21, 0.19, 0.2, 0.04, 0.04, 0.03, 0.05])]
-for op, dtype, nx, ny, ghost, no_overlap, weights in cases:
+for c, (op, dtype, nx, ny, ghost, no_overlap, weights) in enumerate(cases):
     iters = 41
     want, _ = numpy_jacobi(op, nx, ny, np.dtype(dtype).type, iters, weights)
-    for grid in grids:
+    for grid in (grids[c % len(grids)],):  # the grids of this rank count alternate over the cases
         what = f"{op} {dtype} {ny}x{nx} ghost {ghost} grid {grid}{' no-overlap' if no_overlap else ''} seed={h.seed}"
         out = h.path(f"jacobi_{op}_{dtype}_{nx}_{grid}.h5")
         args = ["--op", op, "--dtype", dtype, "--nx", nx, "--ny", ny, "--iters", iters, "--check-every", 7,
@@ -112,7 +112,7 @@ for op, dtype, nx, ny, ghost, no_overlap, weights in cases:
 # Stopped by --tol: the same iteration (a multiple of --check-every) and field as the numpy loop.
 nx, ny, tol, every = 16, 12, 1e-4, 10
 want, want_iters = numpy_jacobi("jacobi5", nx, ny, np.float64, 10000, check_every=every, tol=tol)
-for grid in grids:
+for grid in grids[-1:]:
     out = h.path(f"tol_{grid}.h5")
     args = ["--dtype", "float64", "--nx", nx, "--ny", ny, "--iters", 10000, "--check-every", every, "--tol", tol,
             "--output", f"{out}:/u", "--repeat", 1, "--warmup", 0] + (["--grid", grid] if grid else [])

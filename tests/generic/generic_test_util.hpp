@@ -54,6 +54,30 @@ std::vector<DistArray<T>> layouts(const std::vector<T>& global, std::uint64_t s)
   return arrays;
 }
 
+// The whole of `array` on rank 0 compared with `want` (rank 0 reports the first difference; every
+// rank takes part in the gather and none stops early, so the ranks stay in step).
+template <class T>
+void expect_gathered(const DistArray<T>& array, const std::vector<T>& want, const std::string& what) {
+  const std::vector<T> got = array.gather(0);
+  if (test::world().rank() != 0) return;
+  EXPECT_EQ(got.size(), want.size()) << what;
+  if (got.size() != want.size()) return;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(got[i] == want[i])) {
+      ADD_FAILURE() << what << ": first difference at global index " << i << " of " << got.size();
+      return;
+    }
+}
+
+// Sizes of the tests of the newer algorithms: 0, 1, primes, 2^k +- 1, and around the rank count
+// (more ranks than elements), with one that spans several device tiles.
+inline std::vector<index_t> small_sizes(int ranks) {
+  std::vector<index_t> n = {0, 1, 2, 3, 7, 31, 33, 97, 127, 257, 1023, 4093, 4099, 65537};
+  for (index_t extra : {index_t(ranks) - 1, index_t(ranks), index_t(ranks) + 1}) n.push_back(extra);
+  std::sort(n.begin(), n.end());
+  n.erase(std::unique(n.begin(), n.end()), n.end());
+  return n;
+}
 
 }  // namespace test
 }  // namespace tessera

@@ -145,6 +145,90 @@ TEST(CollectivePlans, SortMakesOneExchange) {
   }
 }
 
+struct FirstOfPair {
+  TESSERA_HOST_DEVICE bool operator()(double a, double b) const { return a < b; }
+};
+struct Product {
+  TESSERA_HOST_DEVICE double operator()(double a, double b) const { return a * b; }
+};
+struct Above {
+  TESSERA_HOST_DEVICE bool operator()(double a) const { return a > 0.9; }
+};
+struct Bucket {
+  TESSERA_HOST_DEVICE std::int32_t operator()(double a) const { return static_cast<std::int32_t>(a * 4); }
+};
+struct Pair16 {
+  double a, b;
+};
+struct ZipPair {
+  TESSERA_HOST_DEVICE Pair16 operator()(double a, double b) const { return {a, b}; }
+};
+struct PairLess {
+  TESSERA_HOST_DEVICE bool operator()(const Pair16& x, const Pair16& y) const { return x.a < y.a; }
+};
+
+TEST(CollectivePlans, TheNewerAlgorithmsMakeWhatTheirPlansSay) {
+  const Context& world = test::world();
+  const int me = world.rank();
+  for (index_t n : {index_t(0), index_t(1), index_t(world.size()) - 1, index_t(4099)}) {
+    const std::uint64_t s = test::seed() + static_cast<std::uint64_t>(n);
+    const auto global = test::random_vector<double>(n, s);
+    std::vector<std::int32_t> keys(global.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<std::int32_t>(i / 7);
+    const std::string at = "n=" + std::to_string(n);
+    const Partition ragged = test::random_partition(n, world.size(), s);
+    for (const Partition& partition : {Partition::block(n, world.size()), ragged}) {
+      const auto a = DistArray<double>::from_replicated(world, global, partition);
+      const auto k = DistArray<std::int32_t>::from_replicated(world, keys, partition);
+      expect_plan({}, [&] { (void)transform(a, a, Product{}); }, "transform(a, b, f) " + at);
+      expect_plan({}, [&] { (void)a.copy(); }, "copy " + at);
+      expect_plan(zip_reduce_plan<Product, plus, double>(), [&] { (void)transform_reduce(a, a, Product{}, plus{}, 0.0); },
+                  "transform_reduce(a, b) " + at);
+      expect_plan(zip_reduce_plan<multiplies, plus, double>(), [&] { (void)dot(a, a); }, "dot " + at);
+      expect_plan(find_if_plan<double>(), [&] { (void)find_if(a, Above{}); }, "find_if " + at);
+      expect_plan(scan_plan<double>(), [&] { (void)inclusive_scan(a, SecondOf{}); }, "inclusive_scan(a, op) " + at);
+      expect_plan(unique_plan<std::int32_t>(), [&] { (void)unique(k); }, "unique " + at);
+      expect_plan(unique_plan<std::int32_t>(), [&] { (void)unique_by_key(k, a); }, "unique_by_key " + at);
+      expect_plan(by_key_plan<std::int32_t, double>(), [&] { (void)reduce_by_key(k, a); }, "reduce_by_key " + at);
+      expect_plan(by_key_plan<std::int32_t, double>(), [&] { (void)inclusive_scan_by_key(k, a); },
+                  "inclusive_scan_by_key " + at);
+      expect_plan(by_key_plan<std::int32_t, double>(), [&] { (void)exclusive_scan_by_key(k, a, plus{}, 0.0); },
+                  "exclusive_scan_by_key " + at);
+      expect_plan(repartition_plan<double>(partition, me), [&] { (void)repartition(a, ragged); }, "repartition " + at);
+      if (n > 0) expect_plan(at_plan<double>(), [&] { (void)a.at(n - 1); }, "at " + at);
+      // The sorts: the exchange sends a few percent more than every element (see SortMakesOneExchange).
+      auto slack = [&](std::size_t element_bytes, int arrays) {
+        return 0.1 * static_cast<double>(partition.local_size(me)) * static_cast<double>(element_bytes) +
+               15.0 * arrays * (world.size() - 1);
+      };
+      expect_plan(comparator_sort_plan<double, FirstOfPair>(partition, me), [&] { (void)sort(a, FirstOfPair{}); },
+                  "sort(a, comp) " + at, Collective::alltoallv, slack(sizeof(double), 1));
+      expect_plan(comparator_sort_plan<double, less, Bucket>(partition, me), [&] { (void)sort(a, less{}, Bucket{}); },
+                  "sort(a, less, proj) " + at, Collective::alltoallv, slack(sizeof(double) + sizeof(std::int32_t), 2));
+      expect_plan(comparator_sort_plan<double, FirstOfPair, identity_fn, std::int32_t>(partition, me),
+                  [&] { (void)sort_by_key(a, k, FirstOfPair{}); }, "sort_by_key(comp) " + at, Collective::alltoallv,
+                  slack(sizeof(double) + sizeof(std::int32_t), 2));
+      expect_plan(comparator_sort_plan<double, less, Bucket, std::int32_t>(partition, me),
+                  [&] { (void)sort_by_key(a, k, less{}, Bucket{}); }, "sort_by_key(less, proj) " + at,
+                  Collective::alltoallv, slack(sizeof(std::int32_t) + sizeof(KeyValue<double, std::int32_t>), 2));
+      // gather: the requests this rank receives are the indices, on every rank, that it owns.
+      std::vector<index_t> indices(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i) indices[static_cast<std::size_t>(i)] = (i * 7919) % n;
+      const auto idx = DistArray<index_t>::from_replicated(world, indices, ragged);
+      index_t requests = 0;
+      for (index_t i : indices) requests += partition.owner(i) == me ? 1 : 0;
+      expect_plan(gather_plan<double>(ragged, me, requests), [&] { (void)gather(a, idx); }, "gather " + at);
+      DistArray<double> scattered(world, partition);
+      const auto from = DistArray<double>::from_replicated(world, global, ragged);
+      expect_plan(scatter_plan<double>(ragged, me), [&] { scatter(from, idx, scattered); }, "scatter " + at);
+      DistArray<Pair16> pairs(world, partition);
+      transform(a, a, pairs, ZipPair{});
+      expect_plan(comparator_sort_plan<Pair16, PairLess>(partition, me), [&] { (void)sort(pairs, PairLess{}); },
+                  "sort(struct, comp) " + at, Collective::alltoallv, slack(sizeof(Pair16), 1));
+    }
+  }
+}
+
 TEST(CollectivePlans, StencilsExchangeTheirHalos) {
   const Context& world = test::world();
   const int me = world.rank();

@@ -1,8 +1,9 @@
 # Installs the build tree into PREFIX, checks what a package must carry (versioned shared libraries,
-# the licence, program names that cannot clash with system tools), then builds two projects against
-# it and runs them under mpiexec: a C++-only consumer, and the examples (as CUDA where the installed
+# the licence, program names that cannot clash with system tools), then builds three projects
+# against it and runs them under mpiexec: a C++-only consumer, a CUDA consumer (where this machine
+# has nvcc; its CMakeLists.txt is docs/API.md's), and the examples (as CUDA where the installed
 # Tessera and this machine have it, so that the generic headers are instantiated by nvcc).
-file(REMOVE_RECURSE "${PREFIX}" "${CONSUMER_BUILD}" "${EXAMPLES_BUILD}" "${EXTENSION_BUILD}")
+file(REMOVE_RECURSE "${PREFIX}" "${CONSUMER_BUILD}" "${CUDA_CONSUMER_BUILD}" "${EXAMPLES_BUILD}" "${EXTENSION_BUILD}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${PREFIX}" RESULT_VARIABLE rc OUTPUT_QUIET)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
@@ -51,6 +52,57 @@ execute_process(COMMAND ${MPIEXEC} -n 3 ${OVERSUBSCRIBE} "${CONSUMER_BUILD}/cons
 message(STATUS "${out}${err}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "consumer: sum 500500, expected 500500; multiples of 3 334, expected 334; max at 1000: ok")
   message(FATAL_ERROR "the C++-only consumer did not run correctly (status ${rc})")
+endif()
+
+# ---- a CUDA consumer ---------------------------------------------------------------------------------
+# docs/API.md's CMakeLists.txt must be this project's, verbatim: the block that calls find_package.
+file(READ "${API_DOC}" _api)
+string(REGEX MATCHALL "```cmake\n[^`]*find_package\\(Tessera[^`]*```" _blocks "${_api}")
+list(LENGTH _blocks _block_count)
+file(READ "${CUDA_CONSUMER_SRC}/CMakeLists.txt" _consumer_lists)
+if(NOT _block_count EQUAL 1)
+  message(FATAL_ERROR "docs/API.md has ${_block_count} cmake blocks that call find_package(Tessera); expected one")
+endif()
+string(REGEX REPLACE "^```cmake\n" "" _api_lists "${_blocks}")
+string(REGEX REPLACE "```$" "" _api_lists "${_api_lists}")
+if(NOT _api_lists STREQUAL _consumer_lists)
+  message(FATAL_ERROR "docs/API.md's CMakeLists.txt differs from ${CUDA_CONSUMER_SRC}/CMakeLists.txt:\n${_api_lists}")
+endif()
+if(NVCC)
+  # Nothing but the CUDA compiler is given: the C++ standard and the architectures come from the package.
+  execute_process(COMMAND ${CMAKE_COMMAND} -S "${CUDA_CONSUMER_SRC}" -B "${CUDA_CONSUMER_BUILD}" -G "${GENERATOR}"
+                          -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_CUDA_COMPILER=${NVCC} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "configuring the CUDA consumer against the installed Tessera failed (${rc})")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build "${CUDA_CONSUMER_BUILD}" --verbose RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "building the CUDA consumer failed (${rc}):\n${out}${err}")
+  endif()
+  # Its compile line: nvcc with C++20, and the installed library's architectures where it has CUDA.
+  if(NOT out MATCHES "nvcc[^\n]*-std=c\\+\\+20[^\n]*app\\.cu")
+    message(FATAL_ERROR "the CUDA consumer was not compiled by nvcc with -std=c++20:\n${out}")
+  endif()
+  file(READ "${PREFIX}/lib/cmake/Tessera/TesseraConfig.cmake" _config)
+  string(REGEX MATCH "set\\(Tessera_CUDA_ARCHITECTURES \"([^\"]*)\"\\)" _ "${_config}")
+  set(_library_architectures "${CMAKE_MATCH_1}")
+  if(_config MATCHES "set\\(Tessera_HAVE_CUDA 1\\)")
+    foreach(arch IN LISTS _library_architectures)
+      if(NOT out MATCHES "arch=compute_${arch}")
+        message(FATAL_ERROR "the CUDA consumer was not compiled for the library's architecture ${arch}:\n${out}")
+      endif()
+    endforeach()
+  endif()
+  execute_process(COMMAND ${MPIEXEC} -n 2 ${OVERSUBSCRIBE} "${CUDA_CONSUMER_BUILD}/app" RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${out}${err}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "sum of y 999000.0, expected 999000.0")
+    message(FATAL_ERROR "the CUDA consumer did not run correctly (status ${rc})")
+  endif()
+else()
+  message(STATUS "no nvcc: the CUDA consumer is not built")
 endif()
 
 # ---- the examples ------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ TEST(ViewLocal, UsesTheCallersBlockInPlaceAndNeverFreesIt) {
   const double expected = static_cast<double>(total_count) * static_cast<double>(total_count + 1) / 2;
   {
     DistArray<double> view = DistArray<double>::view_local(ctx, partition, block);
-    EXPECT_FALSE(view.owns_storage());
+    EXPECT_TRUE(view.is_view());
     EXPECT_EQ(view.local_data(), block);
     EXPECT_EQ(view.partition(), partition);
     EXPECT_EQ(reduce(view, ReduceOp::sum), expected);
@@ -47,13 +47,13 @@ TEST(ViewLocal, UsesTheCallersBlockInPlaceAndNeverFreesIt) {
     EXPECT_EQ(reduce(view, ReduceOp::sum), 2 * expected);
     // Giving the view up to rebalance copies (the storage is the caller's), into the block partition.
     DistArray<double> balanced = rebalance(std::move(view));
-    EXPECT_TRUE(balanced.owns_storage());
+    EXPECT_FALSE(balanced.is_view());
     EXPECT_NE(balanced.local_data(), block);
     EXPECT_EQ(balanced.partition(), Partition::block(total_count, ctx.size()));
     EXPECT_EQ(reduce(balanced, ReduceOp::sum), 2 * expected);
     // A scan's result owns its storage.
     DistArray<double> prefix = inclusive_scan(DistArray<double>::view_local(ctx, partition, block));
-    EXPECT_TRUE(prefix.owns_storage());
+    EXPECT_FALSE(prefix.is_view());
   }
   // The views are gone and the block is still the caller's, whole.
   std::vector<double> back(static_cast<std::size_t>(n));

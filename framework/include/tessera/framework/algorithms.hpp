@@ -11,14 +11,18 @@
 
 #include <cstdint>
 
+#include "tessera/framework/algorithms/by_key.hpp"
 #include "tessera/framework/algorithms/filter.hpp"
+#include "tessera/framework/algorithms/gather.hpp"
 #include "tessera/framework/algorithms/histogram.hpp"
 #include "tessera/framework/algorithms/order.hpp"
 #include "tessera/framework/algorithms/rebalance.hpp"
+#include "tessera/framework/algorithms/repartition.hpp"
 #include "tessera/framework/algorithms/reduce.hpp"
 #include "tessera/framework/algorithms/scan.hpp"
 #include "tessera/framework/algorithms/skeleton.hpp"
 #include "tessera/framework/algorithms/sort.hpp"
+#include "tessera/framework/algorithms/sort_by.hpp"
 #include "tessera/framework/algorithms/transform.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/exact_sum.hpp"

@@ -4,8 +4,14 @@
 // T: any trivially copyable type, default constructible (int8..int64, uint8..uint64, float, double,
 // or a struct of them). Blocks travel between ranks as bytes (mpi_type.hpp); HDF5 reads and writes
 // the arithmetic types (io.hpp). iota() and generate() are for arithmetic types.
+//
+// An array owns its blocks and is moved, not copied: copy() (or clone()) makes a new array with the
+// same partition and contents. view(first, last) is an array that does not own its blocks: the
+// elements [first, last) of this one, which every algorithm takes (and writes through, where it
+// writes); it must not outlive this array. at(i) reads element i on every rank (collective).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <new>
@@ -16,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/partition.hpp"
 #include "tessera/kernels/element_traits.hpp"
@@ -35,7 +42,9 @@ inline constexpr bool is_generated_type = is_numeric_element_v<T>;
 
 template <class T>
 class DistArray {
-  static_assert(std::is_trivially_copyable_v<T>, "DistArray<T>: T must be trivially copyable");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "DistArray<T>: T must be trivially copyable (blocks travel between ranks and devices as bytes): no "
+                "std::string, std::vector or class with a copy constructor, assignment or destructor of its own");
   static_assert(std::is_default_constructible_v<T>, "DistArray<T>: T must be default constructible");
 
  public:
@@ -87,6 +96,40 @@ class DistArray {
   std::size_t local_bytes() const { return static_cast<std::size_t>(local_size_) * sizeof(T); }
   // Elements the local block has room for (>= local_size(); more after a filter, see filter()).
   index_t local_capacity() const { return capacity_; }
+  // A new array with this one's context, partition and contents (stream-ordered copies of the
+  // blocks; no collective). Where this is a view, the copy owns its blocks.
+  DistArray copy() const {
+    DistArray out(ctx_, partition_);
+    if (local_size_ > 0) kernels::copy_within_async(ctx_.queue(), out.data_, data_, local_bytes());
+    return out;
+  }
+  DistArray clone() const { return copy(); }
+
+  // The elements [first, last) of this array as an array of last - first elements, in a partition
+  // of its own (each rank's part is where its block meets the range; element i of the view is
+  // element first + i of this array): it holds no storage and writes through to this array, which
+  // must outlive it. A range outside [0, global_size()] or with last < first is a UsageError on
+  // every rank (every rank knows the sizes). No collective.
+  DistArray view(index_t first, index_t last) {
+    DistArray v = make_view(first, last);
+    return v;
+  }
+  const DistArray view(index_t first, index_t last) const { return const_cast<DistArray*>(this)->make_view(first, last); }
+  // True when this array is a view of another (it owns no storage).
+  bool is_view() const { return !owns_; }
+
+  // Element i (global index) on every rank: the owner reads it, one broadcast gives it to the
+  // others. Collective. An index outside [0, global_size()) is a UsageError on every rank.
+  T at(index_t i) const {
+    if (i < 0 || i >= global_size())
+      throw UsageError("DistArray::at: index " + std::to_string(i) + " outside [0, " + std::to_string(global_size()) + ")");
+    const int owner = partition_.owner(i);
+    T value{};
+    if (ctx_.rank() == owner) kernels::copy_to_host(ctx_.queue(), &value, data_ + (i - global_offset_), sizeof(T));
+    ctx_.comm().bcast(reinterpret_cast<unsigned char*>(&value), static_cast<index_t>(sizeof(T)), owner);
+    return value;
+  }
+
   // Moves the block into storage of exactly local_size() elements, releasing the rest. Stream-ordered
   // (the copy, and the old storage's release after it, in the queue's order); the host does not wait.
   void shrink_to_fit() {
@@ -102,7 +145,7 @@ class DistArray {
   // context's queue) to the caller, who must free it or pass it to adopt_local; the array is left
   // empty (no storage, its partition unchanged). Only for an array that owns its storage.
   T* release_storage() {
-    TESSERA_ASSERT(owns_, "DistArray::release_storage: the array views memory it does not own");
+    TESSERA_ASSERT(owns_, "DistArray::release_storage on a view (it owns no storage)");
     capacity_ = 0;
     return std::exchange(data_, nullptr);
   }
@@ -216,8 +259,6 @@ class DistArray {
     out.owns_ = false;
     return out;
   }
-  // False for an array made by view_local.
-  bool owns_storage() const { return owns_; }
 
  private:
   void release() {
@@ -226,14 +267,42 @@ class DistArray {
     owns_ = true;
   }
 
+  DistArray make_view(index_t first, index_t last) {
+    if (first < 0 || last < first || last > global_size())
+      throw UsageError("DistArray::view: range [" + std::to_string(first) + ", " + std::to_string(last) +
+                       ") outside [0, " + std::to_string(global_size()) + "]");
+    std::vector<index_t> counts(static_cast<std::size_t>(partition_.parts()));
+    for (int p = 0; p < partition_.parts(); ++p) {
+      const index_t lo = std::max(first, partition_.offset(p));
+      const index_t hi = std::min(last, partition_.offset(p) + partition_.local_size(p));
+      counts[static_cast<std::size_t>(p)] = hi > lo ? hi - lo : 0;
+    }
+    DistArray v;
+    v.ctx_ = ctx_;
+    v.partition_ = Partition::from_counts(counts);
+    v.local_size_ = v.partition_.local_size(ctx_.rank());
+    v.global_offset_ = v.partition_.offset(ctx_.rank());
+    v.capacity_ = v.local_size_;
+    v.data_ = v.local_size_ > 0 ? data_ + (std::max(first, global_offset_) - global_offset_) : nullptr;
+    v.owns_ = false;
+    return v;
+  }
+
   Context ctx_;
   Partition partition_;
   index_t local_size_ = 0;
   index_t global_offset_ = 0;
   index_t capacity_ = 0;
   T* data_ = nullptr;
-  bool owns_ = true;
+  bool owns_ = true;  // false: a view (view(), view_local()), whose storage is not this array's
 };
+
+// The collectives of one DistArray<T>::at (collective_plan.hpp): one broadcast of the element.
+// copy(), clone() and view() make none.
+template <class T>
+CollectivePlan at_plan() {
+  return {{Collective::bcast, static_cast<double>(sizeof(T))}};
+}
 
 // Runs make() on every rank of ctx and agrees on the outcome: when some rank runs out of memory
 // (OutOfMemory, or any std::bad_alloc), every rank throws UsageError("<what>: ... rank R: <its message>"), so that none is

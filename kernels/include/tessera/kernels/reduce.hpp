@@ -104,7 +104,9 @@ void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, A
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::transform_reduce(queue, in, n, f, op, identity, out);
+    if constexpr (detail::require_device_callable<F, Op>()) {
+      cuda::transform_reduce(queue, in, n, f, op, identity, out);
+    }
 #else
     detail::throw_needs_cuda_compiler("transform_reduce");
 #endif
@@ -124,7 +126,9 @@ void transform_reduce_index(const Queue& queue, index_t first, index_t n, F f, O
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::transform_reduce_index(queue, first, n, f, op, identity, out);
+    if constexpr (detail::require_device_callable<F, Op>()) {
+      cuda::transform_reduce_index(queue, first, n, f, op, identity, out);
+    }
 #else
     detail::throw_needs_cuda_compiler("transform_reduce_index");
 #endif

@@ -109,7 +109,9 @@ void scan(const Queue& queue, const T* in, T* out, index_t n, ScanKind kind, Op 
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::scan(queue, in, out, n, kind, op, init);
+    if constexpr (detail::require_device_callable<Op>()) {
+      cuda::scan(queue, in, out, n, kind, op, init);
+    }
 #else
     detail::throw_needs_cuda_compiler("scan");
 #endif

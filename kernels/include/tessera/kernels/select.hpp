@@ -59,7 +59,9 @@ void select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::select(queue, in, n, pred, out, kept_count);
+    if constexpr (detail::require_device_callable<Pred>()) {
+      cuda::select(queue, in, n, pred, out, kept_count);
+    }
 #else
     detail::throw_needs_cuda_compiler("select");
 #endif
@@ -79,7 +81,9 @@ void count_if(const Queue& queue, const T* in, index_t n, Pred pred, index_t* co
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::count_if(queue, in, n, pred, count);
+    if constexpr (detail::require_device_callable<Pred>()) {
+      cuda::count_if(queue, in, n, pred, count);
+    }
 #else
     detail::throw_needs_cuda_compiler("count_if");
 #endif

@@ -37,7 +37,9 @@ void transform(const Queue& queue, const In* in, index_t n, Out* out, F f) {
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::transform(queue, in, n, out, f);
+    if constexpr (detail::require_device_callable<F>()) {
+      cuda::transform(queue, in, n, out, f);
+    }
 #else
     detail::throw_needs_cuda_compiler("transform");
 #endif
@@ -56,7 +58,9 @@ void transform(const Queue& queue, const A* a, const B* b, index_t n, Out* out, 
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::transform(queue, a, b, n, out, f);
+    if constexpr (detail::require_device_callable<F>()) {
+      cuda::transform(queue, a, b, n, out, f);
+    }
 #else
     detail::throw_needs_cuda_compiler("transform");
 #endif
@@ -74,7 +78,9 @@ void transform_index(const Queue& queue, index_t first, index_t n, Out* out, F f
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::transform_index(queue, first, n, out, f);
+    if constexpr (detail::require_device_callable<F>()) {
+      cuda::transform_index(queue, first, n, out, f);
+    }
 #else
     detail::throw_needs_cuda_compiler("transform_index");
 #endif
@@ -92,7 +98,9 @@ void for_each_index(const Queue& queue, index_t first, index_t n, F f) {
     }
   } else {
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
-    cuda::for_each_index(queue, first, n, f);
+    if constexpr (detail::require_device_callable<F>()) {
+      cuda::for_each_index(queue, first, n, f);
+    }
 #else
     detail::throw_needs_cuda_compiler("for_each_index");
 #endif

@@ -19,6 +19,8 @@
 // count_if: local count -> MPI_Allreduce of one count (the comparisons of predicate.hpp, IsGreater<T>
 // and the others, or the run-time Predicate<T>), or an MPI_Allgather of the counts (any other
 // predicate, so that a predicate that throws on one rank stops every rank).
+//
+//   find_if(a, pred) / find(a, value)    the lowest global index of a hit, N where none
 #pragma once
 
 #include <type_traits>
@@ -29,7 +31,9 @@
 #include "tessera/framework/detail/result_on_host.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/predicate.hpp"
+#include "tessera/kernels/reduce.hpp"
 #include "tessera/kernels/select.hpp"
 
 namespace tessera {
@@ -144,6 +148,70 @@ index_t count_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullp
         }
       },
       detail::no_fixup);
+}
+
+namespace detail {
+
+// f(i) = i where pred(data[i]), else `none`: the first hit is the minimum.
+template <class T, class Pred>
+struct HitAt {
+  using wrapped_functor = Pred;
+  const T* data;
+  Pred pred;
+  index_t none;
+  TESSERA_HOST_DEVICE index_t operator()(index_t i) const { return pred(data[i]) ? i : none; }
+};
+
+template <class T>
+struct EqualTo {
+  T value;
+  TESSERA_HOST_DEVICE bool operator()(const T& x) const { return x == value; }
+};
+
+}  // namespace detail
+
+// The collectives of one find_if / find call (collective_plan.hpp): one allgather of each rank's
+// first hit.
+template <class T>
+CollectivePlan find_if_plan() {
+  return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<index_t>))}};
+}
+
+// The lowest global index i with pred(a[i]), or N (the global size) when there is none. Collective:
+// each rank's first hit in its block (a min-reduction of hit indices), then one allgather; the
+// first rank in rank order that has one gives the answer, the same on every rank.
+template <class T, class Pred>
+index_t find_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::invocable_r_with<bool, Pred, const T&>,
+                "find_if: the predicate cannot take the array's element type (const T&)");
+  const Context& ctx = array.context();
+  const index_t n = array.local_size();
+  return detail::three_phases(
+      ctx, times,
+      // Local: this block's first hit (n where none).
+      [&] {
+        return detail::try_local([&] {
+          return detail::result_on_host<index_t>(ctx, [&](index_t* out) {
+            kernels::transform_reduce_index(ctx.queue(), 0, n, detail::HitAt<T, Pred>{array.local_data(), pred, n},
+                                            minimum{}, n, out);
+          });
+        });
+      },
+      // Global: every rank's first hit; the lowest rank with one has the lowest global index.
+      [&](detail::LocalOutcome<index_t>&& mine) {
+        const std::vector<index_t> hits = detail::gather_values(ctx.comm(), mine, "find_if");
+        const Partition& part = array.partition();
+        for (int r = 0; r < ctx.size(); ++r)
+          if (hits[static_cast<std::size_t>(r)] < part.local_size(r)) return part.offset(r) + hits[static_cast<std::size_t>(r)];
+        return array.global_size();
+      },
+      detail::no_fixup);
+}
+
+// The lowest global index i with a[i] == value, or N.
+template <class T>
+index_t find(const DistArray<T>& array, const T& value, PhaseTimes* times = nullptr) {
+  return find_if(array, detail::EqualTo<T>{value}, times);
 }
 
 template <class T, class Pred>

@@ -33,6 +33,7 @@
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/histogram.hpp"
 #include "tessera/kernels/histogram_by.hpp"
+#include "tessera/kernels/reduce.hpp"
 #include "tessera/kernels/memory.hpp"
 
 namespace tessera {
@@ -202,8 +203,18 @@ inline CollectivePlan histogram_distributed_plan(index_t bins) {
           {Collective::allgather, static_cast<double>(sizeof(detail::OutsideCounts))}};
 }
 
+namespace detail {
+template <class T>
+constexpr void require_histogram_samples() {
+  static_assert(kernels::detail::is_precompiled_type<T>,
+                "histograms are precompiled for int32, int64, float and double samples only: transform the array "
+                "to one of them first (tessera::transform)");
+}
+}  // namespace detail
+
 template <class T>
 Histogram histogram(const DistArray<T>& array, const EvenBins& bins, PhaseTimes* times = nullptr) {
+  detail::require_histogram_samples<T>();
   kernels::check_even_bins(bins, std::is_same_v<T, float>);
   return detail::histogram_allreduce(array, {detail::HistogramBins::Kind::even, bins, nullptr, bins.count}, times);
 }
@@ -211,6 +222,7 @@ Histogram histogram(const DistArray<T>& array, const EvenBins& bins, PhaseTimes*
 // edges: bins + 1 strictly increasing values (kernels::check_edges), host memory, the same on every rank.
 template <class T>
 Histogram histogram(const DistArray<T>& array, std::span<const double> edges, PhaseTimes* times = nullptr) {
+  detail::require_histogram_samples<T>();
   const detail::EdgesOnBackend on_backend(array.context(), edges);
   const auto bins = static_cast<index_t>(edges.size()) - 1;
   return detail::histogram_allreduce(array, {detail::HistogramBins::Kind::edges, {}, on_backend.data(), bins}, times);
@@ -218,13 +230,15 @@ Histogram histogram(const DistArray<T>& array, std::span<const double> edges, Ph
 
 template <class T>
 Histogram bincount(const DistArray<T>& array, index_t bins, PhaseTimes* times = nullptr) {
-  static_assert(std::is_integral_v<T>, "bincount: integer samples only");
+  static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>,
+                "bincount is precompiled for int32 and int64 samples only");
   kernels::check_even_bins(EvenBins{0, 1, bins});
   return detail::histogram_allreduce(array, {detail::HistogramBins::Kind::bincount, {}, nullptr, bins}, times);
 }
 
 template <class T>
 DistributedHistogram histogram_distributed(const DistArray<T>& array, const EvenBins& bins, PhaseTimes* times = nullptr) {
+  detail::require_histogram_samples<T>();
   kernels::check_even_bins(bins, std::is_same_v<T, float>);
   return detail::histogram_reduce_scatter(array, {detail::HistogramBins::Kind::even, bins, nullptr, bins.count}, times);
 }
@@ -232,6 +246,7 @@ DistributedHistogram histogram_distributed(const DistArray<T>& array, const Even
 template <class T>
 DistributedHistogram histogram_distributed(const DistArray<T>& array, std::span<const double> edges,
                                            PhaseTimes* times = nullptr) {
+  detail::require_histogram_samples<T>();
   const detail::EdgesOnBackend on_backend(array.context(), edges);
   const auto bins = static_cast<index_t>(edges.size()) - 1;
   return detail::histogram_reduce_scatter(array, {detail::HistogramBins::Kind::edges, {}, on_backend.data(), bins}, times);
@@ -375,6 +390,7 @@ CollectivePlan sample_range_plan() {
 // NaN; min and max mean something only where it is > 0). One local reduction, one allgather.
 template <class T>
 SampleRange<T> sample_range(const DistArray<T>& array, PhaseTimes* times = nullptr) {
+  detail::require_histogram_samples<T>();
   const Context& ctx = array.context();
   return detail::three_phases(
       ctx, times,

@@ -53,6 +53,8 @@ struct BorderRecord {
 // The global index of the second element of the first pair (in global order) that hits, or -1.
 template <class T, class Pred>
 index_t first_pair(const DistArray<T>& array, Pred pred, bool swap, const char* algorithm, PhaseTimes* times) {
+  static_assert(kernels::detail::invocable_r_with<bool, Pred, const T&, const T&>,
+                "is_sorted / adjacent_find: the comparison must take two elements (const T&, const T&) and return bool");
   require_host_callable<Pred>();
   const Context& ctx = array.context();
   const index_t n = array.local_size();
@@ -124,6 +126,8 @@ struct ElementAt {
 template <class T, class Comp>
 ValueIndex<T> best_element(const DistArray<T>& array, Comp comp, bool want_max, const char* algorithm,
                            PhaseTimes* times) {
+  static_assert(kernels::detail::invocable_r_with<bool, Comp, const T&, const T&>,
+                "min_element / max_element: the comparison must take two elements (const T&, const T&) and return bool");
   require_host_callable<Comp>();
   const Context& ctx = array.context();
   const BetterOf<T, Comp> better{comp, want_max};

@@ -52,7 +52,7 @@ DistArray<T> rebalance(const DistArray<T>& array, PhaseTimes* times = nullptr) {
 template <class T>
 DistArray<T> rebalance(DistArray<T>&& array, PhaseTimes* times = nullptr) {
   const Partition block = Partition::block(array.global_size(), array.context().size());
-  if (array.partition().counts() != block.counts() || !array.owns_storage())
+  if (array.is_view() || array.partition().counts() != block.counts())
     return rebalance(static_cast<const DistArray<T>&>(array), times);
   Stopwatch host;
   const Context ctx = array.context();

@@ -57,8 +57,29 @@ CollectivePlan transform_reduce_plan() {
   }
 }
 
+namespace detail {
+template <class T>
+struct is_dist_array : std::false_type {};
+template <class T>
+struct is_dist_array<DistArray<T>> : std::true_type {};
+
+// Compile-time checks of a map-reduce's functors, with messages that name the mistake.
+template <class Op, class Acc>
+constexpr void require_reduce_op() {
+  static_assert(kernels::detail::invocable_r_with<Acc, Op, const Acc&, const Acc&>,
+                "reduce: op must take two accumulators (const Acc&, const Acc&), Acc the identity's type, and "
+                "return one");
+}
+}  // namespace detail
+
 template <class T, class F, class Op, class Acc>
+  requires(!detail::is_dist_array<F>::value)
 Acc transform_reduce(const DistArray<T>& array, F f, Op op, Acc identity, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::invocable_with<F, const T&>,
+                "transform_reduce: f cannot take the array's element type (const T&)");
+  static_assert(kernels::detail::result_converts_to<Acc, F, const T&>,
+                "transform_reduce: f's result does not convert to the accumulator type (the identity's type)");
+  detail::require_reduce_op<Op, Acc>();
   const Context& ctx = array.context();
   return detail::three_phases(
       ctx, times,
@@ -81,6 +102,82 @@ Acc transform_reduce(const DistArray<T>& array, F f, Op op, Acc identity, PhaseT
       detail::no_fixup);
 }
 
+namespace detail {
+// The zipped element f(a[i], b[i]) at local index i, as an accumulator.
+template <class A, class B, class F, class Acc>
+struct ZipAt {
+  using wrapped_functor = F;
+  const A* a;
+  const B* b;
+  F f;
+  TESSERA_HOST_DEVICE Acc operator()(index_t i) const { return static_cast<Acc>(f(a[i], b[i])); }
+};
+
+// True when a two-array map-reduce's global phase can be one MPI_Allreduce: the library's product
+// and a reduction that reduces_with_mpi_op, with nothing of the user's in the local phase.
+template <class Combine, class Op, class Acc>
+inline constexpr bool zip_reduces_with_mpi_op = std::is_same_v<Combine, multiplies> &&
+                                                reduces_with_mpi_op<identity_fn, Op, Acc>;
+}  // namespace detail
+
+// The collectives of one transform_reduce(a, b, combine, op, identity) call: one allreduce where
+// combine is tessera::multiplies and op the library's plus, minimum or maximum (dot), else one
+// allgather of every rank's partial.
+template <class Combine, class Op, class Acc>
+CollectivePlan zip_reduce_plan() {
+  if constexpr (detail::zip_reduces_with_mpi_op<Combine, Op, Acc>) {
+    return {{Collective::allreduce, static_cast<double>(sizeof(Acc))}};
+  } else {
+    return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<Acc>))}};
+  }
+}
+
+// identity op combine(a[0], b[0]) op ... op combine(a[N-1], b[N-1]): a map-reduce over two arrays of
+// one context and partition (a UsageError otherwise; repartition() aligns them). Index order kept.
+template <class A, class B, class Combine, class Op, class Acc>
+Acc transform_reduce(const DistArray<A>& a, const DistArray<B>& b, Combine combine, Op op, Acc identity,
+                     PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::invocable_with<Combine, const A&, const B&>,
+                "transform_reduce: combine must take one element of each array (const A&, const B&)");
+  static_assert(kernels::detail::result_converts_to<Acc, Combine, const A&, const B&>,
+                "transform_reduce: combine's result does not convert to the accumulator type (the identity's type)");
+  detail::require_reduce_op<Op, Acc>();
+  detail::require_same_layout(a.context(), a.partition(), b.context(), b.partition(), "transform_reduce");
+  const Context& ctx = a.context();
+  return detail::three_phases(
+      ctx, times,
+      [&] {
+        return detail::try_local([&] {
+          return detail::result_on_host<Acc>(ctx, [&](Acc* out) {
+            kernels::transform_reduce_index(ctx.queue(), 0, a.local_size(),
+                                            detail::ZipAt<A, B, Combine, Acc>{a.local_data(), b.local_data(), combine}, op,
+                                            identity, out);
+          });
+        });
+      },
+      [&](detail::LocalOutcome<Acc>&& partial) -> Acc {
+        if constexpr (detail::zip_reduces_with_mpi_op<Combine, Op, Acc>) {
+          return ctx.comm().allreduce(detail::value_or_rethrow(std::move(partial)), kernels::detail::reduce_op_of<Op>());
+        } else {
+          return detail::fold_partials(ctx.comm(), partial, op, identity, "transform_reduce");
+        }
+      },
+      detail::no_fixup);
+}
+
+// The sum of a[i] * b[i] (arithmetic T; integers wrap modulo 2^bits, as plus and multiplies).
+template <class T>
+T dot(const DistArray<T>& a, const DistArray<T>& b, PhaseTimes* times = nullptr) {
+  static_assert(std::is_arithmetic_v<T>, "dot: arithmetic element types; transform_reduce(a, b, combine, op, identity) for others");
+  return tessera::transform_reduce(a, b, multiplies{}, plus{}, T(0), times);
+}
+
+// init + the sum of a[i] * b[i], as std::inner_product with its default operations.
+template <class T>
+T inner_product(const DistArray<T>& a, const DistArray<T>& b, std::type_identity_t<T> init, PhaseTimes* times = nullptr) {
+  return plus{}(init, tessera::dot(a, b, times));
+}
+
 template <class T, class Op>
 T reduce(const DistArray<T>& array, Op op, T identity, PhaseTimes* times = nullptr) {
   return tessera::transform_reduce(array, identity_fn{}, op, identity, times);
@@ -94,9 +191,19 @@ T reduce(const DistArray<T>& array, Op op, PhaseTimes* times = nullptr) {
   return tessera::transform_reduce(array, identity_fn{}, op, identity_element<Op, T>(), times);
 }
 
+namespace detail {
+template <class T>
+T reduce_precompiled(const DistArray<T>& array, ReduceOp op, PhaseTimes* times);
+}  // namespace detail
+
 // The apps' entry point: sum, min or max (precompiled for int32, int64, float and double).
 template <class T>
-T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times = nullptr);
+T reduce(const DistArray<T>& array, ReduceOp op, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::is_precompiled_type<T>,
+                "reduce(array, ReduceOp) is precompiled for int32, int64, float and double elements only: for "
+                "another element type pass the operation, reduce(array, tessera::plus{}, identity)");
+  return detail::reduce_precompiled(array, op, times);
+}
 
 // Its collectives: plus, minimum and maximum all take the MPI operation (one allreduce).
 template <class T>

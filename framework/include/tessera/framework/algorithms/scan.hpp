@@ -120,6 +120,8 @@ CollectivePlan scan_plan() {
 
 template <class T, class Op>
 void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, Op op, T init, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::invocable_r_with<T, Op, const T&, const T&>,
+                "scan: op must take two elements (const T&, const T&) and return one");
   const Context& ctx = array.context();
   detail::require_same_layout(ctx, array.partition(), out.context(), out.partition(), "scan");
   detail::require_host_callable<Op>();
@@ -161,14 +163,78 @@ DistArray<T> exclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes
   return tessera::scan(array, ScanKind::exclusive, op, init, times);
 }
 
+// inclusive_scan(a, op): out[i] = a[0] op ... op a[i], with no init (as std::inclusive_scan without
+// one). A rank with nothing before it (the first non-empty one) seeds its scan with its own first
+// element (one element to the host); the others with the fold of the ranks before, as above.
+// (An exclusive scan needs an init: out[0] has nothing before it.)
+template <class T, class Op>
+  requires detail::is_functor_argument<Op>
+DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, PhaseTimes* times = nullptr) {
+  static_assert(kernels::detail::invocable_r_with<T, Op, const T&, const T&>,
+                "inclusive_scan: op must take two elements (const T&, const T&) and return one");
+  detail::require_host_callable<Op>();
+  if constexpr (std::is_same_v<Op, plus> && std::is_arithmetic_v<T>) {
+    return tessera::inclusive_scan(array, plus{}, T(0), times);  // 0 + a[0] is a[0]
+  } else {
+    const Context& ctx = array.context();
+    const index_t n = array.local_size();
+    Stopwatch setup;
+    DistArray<T> out(ctx, array.partition());
+    detail::LocalScan<T, Op> local_scan(ctx, array.local_data(), n, op);
+    if (times) times->host += setup.seconds();
+    detail::three_phases(
+        ctx, times,
+        [&] { return detail::try_local([&] { return local_scan.total(); }); },
+        [&](detail::LocalOutcome<std::optional<T>>&& total) {
+          const std::vector<std::optional<T>> totals = detail::gather_outcomes<T>(ctx.comm(), total, "inclusive_scan");
+          std::optional<T> carry_in;
+          for (int r = 0; r < ctx.rank(); ++r) {
+            const auto& t = totals[static_cast<std::size_t>(r)];
+            if (t) carry_in = carry_in ? op(*carry_in, *t) : *t;
+          }
+          return carry_in;
+        },
+        [&](std::optional<T> carry_in) {
+          if (carry_in) {
+            local_scan.scan(out.local_data(), ScanKind::inclusive, *carry_in);
+          } else if (n > 0) {
+            T first;
+            kernels::copy_to_host(ctx.queue(), &first, array.local_data(), sizeof(T));
+            kernels::copy_within_async(ctx.queue(), out.local_data(), array.local_data(), sizeof(T));
+            kernels::scan(ctx.queue(), array.local_data() + 1, out.local_data() + 1, n - 1, ScanKind::inclusive, op, first);
+          }
+        });
+    return out;
+  }
+}
+
 // The prefix sum (precompiled for int32, int64, float and double; the same path as
 // scan(array, kind, plus{}, T(0))).
+namespace detail {
 template <class T>
-DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times = nullptr);
+DistArray<T> prefix_sum(const DistArray<T>& array, ScanKind kind, PhaseTimes* times);
+template <class T>
+void prefix_sum(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times);
+template <class T>
+constexpr void require_precompiled_prefix_sum() {
+  static_assert(kernels::detail::is_precompiled_type<T>,
+                "the prefix sum scan(array, kind) is precompiled for int32, int64, float and double elements only: "
+                "for another element type pass the operation and init, scan(array, kind, tessera::plus{}, init)");
+}
+}  // namespace detail
+
+template <class T>
+DistArray<T> scan(const DistArray<T>& array, ScanKind kind, PhaseTimes* times = nullptr) {
+  detail::require_precompiled_prefix_sum<T>();
+  return detail::prefix_sum(array, kind, times);
+}
 // The same into `out`, an array with the input's partition on the same context (no allocation:
 // for repeated scans, and benchmarks that time the scan rather than the allocator). In place allowed.
 template <class T>
-void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr);
+void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTimes* times = nullptr) {
+  detail::require_precompiled_prefix_sum<T>();
+  detail::prefix_sum(array, out, kind, times);
+}
 template <class T>
 DistArray<T> inclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
   return tessera::scan(array, ScanKind::inclusive, times);

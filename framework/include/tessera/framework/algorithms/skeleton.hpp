@@ -183,6 +183,11 @@ T value_or_rethrow(LocalOutcome<T>&& outcome) {
 void require_same_layout(const Context& a, const Partition& pa, const Context& b, const Partition& pb,
                          const char* algorithm);
 
+// True for a functor argument, false for the PhaseTimes* that overloads without a functor take in
+// the same place (inclusive_scan(a, times) is the prefix sum, inclusive_scan(a, op) a scan by op).
+template <class F>
+inline constexpr bool is_functor_argument = !std::is_pointer_v<F> && !std::is_null_pointer_v<F>;
+
 // Checks that the global phase may call op on the host (the fold of the ranks' partials).
 template <class Op>
 constexpr void require_host_callable() {

@@ -100,6 +100,28 @@ SortKeyFormat sort_key_format() {
   return {static_cast<int>(sizeof(Key)), Traits::kSignMask, Traits::kFloatMask};
 }
 
+// How the sample sort orders keys of key_bytes bytes: by their radix bits (radix: the radix keys'
+// format), or, where `less` is set, by a comparator (sort_by.hpp): `less` compares two keys in host
+// memory, `bound` finds the lower (upper) bounds of m needles in a sorted block (backend memory
+// both; positions: backend memory of m index_t).
+struct SortOrder {
+  std::size_t key_bytes = 0;
+  SortKeyFormat radix;
+  std::function<bool(const void* a, const void* b)> less;
+  std::function<void(const void* sorted, index_t n, const void* needles, index_t m, bool upper, index_t* positions)>
+      bound;
+};
+
+template <class Key>
+SortOrder radix_order() {
+  return SortOrder{sizeof(Key), sort_key_format<Key>(), {}, {}};
+}
+
+// The collectives of the sample sort: samples of sample_bytes bytes (8: radix bits; a comparator
+// sort's keys themselves), elements of element_bytes (key and value) in the exchange.
+CollectivePlan sample_sort_plan(const Partition& partition, int rank, std::size_t sample_bytes,
+                                std::size_t element_bytes);
+
 // This rank's blocks of the result (kernels::allocate on the context's queue; null where empty or
 // not asked for), in the block partition of the input's global size.
 struct SortedBlocks {
@@ -107,10 +129,10 @@ struct SortedBlocks {
   void* values = nullptr;
 };
 
-// The distributed sort of algorithms/sort.hpp on bytes: keys of `key`'s format, values of
-// value_bytes bytes (0: none; index_values: the int64 global index of each key, made here), the
-// result's keys only if want_keys.
-SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, SortKeyFormat key, const void* keys,
+// The distributed sort of algorithms/sort.hpp on bytes: keys in `order`, values of value_bytes
+// bytes (0: none; index_values: the int64 global index of each key, made here), the result's keys
+// only if want_keys.
+SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, const SortOrder& order, const void* keys,
                               std::size_t value_bytes, const void* values, bool index_values, bool want_keys,
                               const LocalSortFunction& local_sort, PhaseTimes* times, SortPhaseTimes* sort_times);
 
@@ -140,7 +162,7 @@ DistArray<Key> sort(const DistArray<Key>& keys, PhaseTimes* times = nullptr, Sor
   kernels::detail::require_sort_key<Key>();
   const Context& ctx = keys.context();
   const detail::SortedBlocks blocks = detail::distributed_sort(
-      ctx, keys.partition(), detail::sort_key_format<Key>(), keys.local_data(), 0, nullptr, false, true,
+      ctx, keys.partition(), detail::radix_order<Key>(), keys.local_data(), 0, nullptr, false, true,
       detail::local_sort_function<Key, void>(ctx.queue()), times, sort_times);
   return detail::adopt_sorted_block<Key>(ctx, keys.global_size(), blocks.keys);
 }
@@ -154,7 +176,7 @@ SortedPairs<Key, Value> sort_by_key(const DistArray<Key>& keys, const DistArray<
   const Context& ctx = keys.context();
   detail::require_same_layout(ctx, keys.partition(), values.context(), values.partition(), "sort_by_key");
   const detail::SortedBlocks blocks = detail::distributed_sort(
-      ctx, keys.partition(), detail::sort_key_format<Key>(), keys.local_data(), sizeof(Value), values.local_data(),
+      ctx, keys.partition(), detail::radix_order<Key>(), keys.local_data(), sizeof(Value), values.local_data(),
       false, true, detail::local_sort_function<Key, Value>(ctx.queue()), times, sort_times);
   return {detail::adopt_sorted_block<Key>(ctx, keys.global_size(), blocks.keys),
           detail::adopt_sorted_block<Value>(ctx, keys.global_size(), blocks.values)};
@@ -168,7 +190,7 @@ DistArray<index_t> argsort(const DistArray<Key>& keys, PhaseTimes* times = nullp
   kernels::detail::require_sort_key<Key>();
   const Context& ctx = keys.context();
   const detail::SortedBlocks blocks = detail::distributed_sort(
-      ctx, keys.partition(), detail::sort_key_format<Key>(), keys.local_data(), sizeof(index_t), nullptr, true, false,
+      ctx, keys.partition(), detail::radix_order<Key>(), keys.local_data(), sizeof(index_t), nullptr, true, false,
       detail::local_sort_function<Key, index_t>(ctx.queue()), times, sort_times);
   return detail::adopt_sorted_block<index_t>(ctx, keys.global_size(), blocks.values);
 }
@@ -180,7 +202,7 @@ SortedPairs<Key, index_t> sort_with_indices(const DistArray<Key>& keys, PhaseTim
   kernels::detail::require_sort_key<Key>();
   const Context& ctx = keys.context();
   const detail::SortedBlocks blocks = detail::distributed_sort(
-      ctx, keys.partition(), detail::sort_key_format<Key>(), keys.local_data(), sizeof(index_t), nullptr, true, true,
+      ctx, keys.partition(), detail::radix_order<Key>(), keys.local_data(), sizeof(index_t), nullptr, true, true,
       detail::local_sort_function<Key, index_t>(ctx.queue()), times, sort_times);
   return {detail::adopt_sorted_block<Key>(ctx, keys.global_size(), blocks.keys),
           detail::adopt_sorted_block<index_t>(ctx, keys.global_size(), blocks.values)};

@@ -55,7 +55,7 @@ tessera::DistMatrix<T> gather_rows(const tessera::DistMatrix<T>& a, const tesser
   std::vector<std::size_t> request_slot(static_cast<std::size_t>(ranks)), incoming_slot(static_cast<std::size_t>(ranks));
   std::vector<std::vector<std::int64_t>> rows_to_send(static_cast<std::size_t>(ranks));
   tessera::exchange_phases(
-      ctx, times,
+      {"gather_rows: sizes", a.rows()}, ctx, times,
       [&] {
         tessera::Exchange x(ctx, tessera::ExchangePattern::all_to_all);
         for (int p = 0; p < ranks; ++p) {
@@ -86,7 +86,7 @@ tessera::DistMatrix<T> gather_rows(const tessera::DistMatrix<T>& a, const tesser
   const auto* a_block = reinterpret_cast<const unsigned char*>(a.local_data());
   auto* b_block = reinterpret_cast<unsigned char*>(b.local_data());
   tessera::exchange_phases(
-      ctx, times,
+      {"gather_rows", a.rows()}, ctx, times,
       [&] {
         tessera::Exchange x(ctx, tessera::ExchangePattern::all_to_all);
         for (int p = 0; p < ranks; ++p) {

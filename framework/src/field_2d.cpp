@@ -1,6 +1,7 @@
 // Field2D (2-D blocks with ghost layers over a process grid) and HaloExchange (the plan and the run
 // of one halo exchange).
 #include "tessera/framework/field_2d.hpp"
+#include "tessera/framework/trace.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -396,11 +397,15 @@ void HaloExchange::free_buffers() {
 const char* HaloExchange::path() const { return peer_ ? "peer-copy" : to_string(comm_.path()); }
 
 void HaloExchange::start(void* origin) {
-  kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_buffer_, element_bytes_);
+  {
+    const trace::Range range("halo: pack");
+    kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_buffer_, element_bytes_);
+  }
   start_packed(origin);
 }
 
 void HaloExchange::start_packed(void* origin) {
+  const trace::Range range("halo: send");
   TESSERA_ASSERT(!pending_, "HaloExchange::start_packed: the previous exchange was not finished");  // PeerCopy checks its own
   if (peer_) {
     TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(send_bytes_));
@@ -414,6 +419,7 @@ void HaloExchange::start_packed(void* origin) {
 }
 
 void HaloExchange::finish(void* origin) {
+  const trace::Range range("halo: receive");
   if (peer_) {
     peer_->finish();  // asserts that an exchange was started
     kernels::unpack_rectangles(ctx_.queue(), static_cast<char*>(recv_buffer_) + peer_->slot() * recv_slot_bytes_,

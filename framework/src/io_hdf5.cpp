@@ -15,6 +15,7 @@
 #include "io_write.hpp"
 #include "temporary_file.hpp"
 #include "tessera/framework/io.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -93,6 +94,7 @@ DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path) {
 
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path) {
+  const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
   detail::QuietErrors quiet;
   const DatasetInfo info = detail::probe(ctx, path, /*need_dtype=*/false);
   if (info.shape.size() != 1) throw wrong_shape(path, info, "a 1-D dataset is needed");
@@ -131,6 +133,7 @@ namespace detail {
 
 tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element) {
   require_named(element, "read_matrix", path);
+  const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
   QuietErrors quiet;
   const Context& ctx = grid.context();
   const DatasetInfo info = probe(ctx, path, /*need_dtype=*/element.cls == H5Type::Class::number, &element);
@@ -159,6 +162,7 @@ tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const Datase
 
 void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element) {
   require_named(element, "read_field", path);
+  const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
   QuietErrors quiet;
   const Context& ctx = field.grid().context();
   const FieldLayout& l = field.layout();

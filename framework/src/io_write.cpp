@@ -12,6 +12,7 @@
 #include "tessera/build_config.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/utf8.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/error.hpp"
 
 namespace tessera::io::detail {
@@ -102,6 +103,7 @@ Handle open_output(const Context& ctx, const OutputPlan& plan) {
 // every rank writes its blocks into the temporary (collectively, or in rank order with a token),
 // then rank 0 renames it over the destination after a barrier.
 void write_parts(const Context& ctx, const std::string& file, const std::vector<OutputBlock>& parts) {
+  const trace::Range range(trace::enabled() ? "write " + file : std::string());
   OutputPlan plan;
   const int n = static_cast<int>(parts.size());
   TESSERA_ASSERT(n >= 1 && n <= kMaxOutputDatasets, "write_parts: 1 to kMaxOutputDatasets datasets");

@@ -21,6 +21,7 @@
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/copy_2d.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -54,6 +55,7 @@ std::vector<Step> summa_steps(index_t k_total, index_t panel_width, const Partit
 
 template <class T>
 DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options, PhaseTimes* times) {
+  const trace::Range range({"matmul", a.rows() * b.cols()}, a.grid().context());
   if (a.cols() != b.rows())
     throw UsageError("matmul: A is " + shape(a.rows(), a.cols()) + " and B is " + shape(b.rows(), b.cols()) +
                      ": the columns of A must equal the rows of B");

@@ -18,7 +18,7 @@ void* rebalance_bytes(const Context& ctx, const Partition& from, std::size_t ele
   std::unique_ptr<void, decltype(free_block)> out(nullptr, free_block);
   const auto* old_block = static_cast<const char*>(in);
   exchange_phases(
-      ctx, times,
+      {"rebalance", from.global_size()}, ctx, times,
       // Plan: per peer, the overlap of the old and the new blocks, both ways; runs straight from
       // the old block into the new one.
       [&] {

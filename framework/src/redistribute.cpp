@@ -136,7 +136,7 @@ MatrixStorage move_matrix(const MatrixStorage& a, const ProcessGrid& to, bool tr
     }
   };
   return exchange_phases(
-      ctx, times,
+      {operation, a.rows() * a.cols()}, ctx, times,
       // Plan: which rectangle of the old block goes to which rank, and which of the new block comes
       // from which; each piece straight where it is one run of its block, packed otherwise.
       [&] {

@@ -11,6 +11,7 @@
 #include "tessera/framework/detail/result_on_host.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -20,6 +21,7 @@ template <class T>
 T reproducible_sum(const DistArray<T>& array, PhaseTimes* times) {
   using Accumulator = kernels::ExactAccumulator<T>;
   const Context& ctx = array.context();
+  const trace::Range range({"reproducible_sum", array.global_size()}, ctx);
   PhaseClock clock(ctx.queue(), times != nullptr);
 
   // Local: the block's exact partial, normalized by the kernel (to the host: see pinned_result.hpp).

@@ -16,6 +16,7 @@
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/copy_2d.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -231,6 +232,7 @@ struct Runs {
 SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, const SortOrder& order, const void* keys,
                               std::size_t value_bytes, const void* values, bool index_values, bool want_keys,
                               const LocalSortFunction& local_sort, PhaseTimes* times, SortPhaseTimes* sort_times) {
+  const trace::Range range({"sort", partition.global_size()}, ctx);
   const kernels::Queue& queue = ctx.queue();
   const Communicator& comm = ctx.comm();
   const int ranks = ctx.size();
@@ -262,6 +264,8 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
   }
 
   // ---- local sort --------------------------------------------------------------------------------
+  trace::Phases phase({"sort"});
+  phase.next("local sort");
   if (ranks == 1) {
     // One rank: the local sort is the result, straight into the result's blocks.
     Block out_keys(queue, n * key_bytes), out_values(queue, n * value_bytes);
@@ -286,6 +290,7 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
   clock.end_phase(&steps.local_sort);
 
   // ---- splitters ----------------------------------------------------------------------------------
+  phase.next("splitters");
   // The keys at `count` positions of the sorted block as samples (bytes on the host).
   auto samples_at = [&](const std::vector<index_t>& positions, unsigned char* out) {
     if (positions.empty()) return;
@@ -518,6 +523,7 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
   clock.end_phase(&steps.splitters);
 
   // ---- exchange and merge -------------------------------------------------------------------------
+  phase.close();  // the exchange's own ranges follow
   // Each peer's keys, and values, go as messages straight from the sorted block into the exchange's
   // slots, one run per sender in source-rank order (Exchange: from the 16-byte boundary before each
   // run, landing on one, where the path copies faster from there): one exchange, nothing packed.
@@ -531,7 +537,7 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
   char* closed_keys = nullptr;
   char* closed_values = nullptr;
   exchange_phases(
-      ctx, timed ? &exchanged : nullptr,
+      {"sort: exchange", target.global_size()}, ctx, timed ? &exchanged : nullptr,
       [&] {
         Exchange exchange(ctx, ExchangePattern::all_to_all);
         for (int p = 0; p < ranks; ++p) {

@@ -17,6 +17,7 @@
 #include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -96,7 +97,7 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
     return position < radius ? ends + position : ends + radius + local + (position - radius);
   };
   detail::exchange_phases(
-      ctx, times,
+      {"convolve1d", n}, ctx, times,
       // Plan: where each halo element comes from (its owner sends it straight from its block), and
       // where this rank's elements go.
       [&] {
@@ -242,6 +243,7 @@ Jacobi<T>::~Jacobi() {
 template <class T>
 void Jacobi<T>::iterate(bool check) {
   const kernels::Queue& q = u_.context().queue();
+  const trace::Range range({"jacobi: iteration", u_.rows() * u_.cols()}, u_.context());
   if (check) kernels::fill(q, change_, 1, T(0));
   T* change = check ? change_ : nullptr;
   const T* in = u_.origin();
@@ -422,6 +424,7 @@ void Jacobi<T>::run_until(index_t last, PhaseTimes* times) {
     iterate(check);
     if (check) {
       Stopwatch reduce;
+      const trace::Range range("jacobi: residual");
       residual_ = finish_check();
       communication += reduce.seconds();
       residual_iteration_ = iteration_;

@@ -134,7 +134,7 @@ std::pair<DistArray<K>, DistArray<V>> unique_blocks(const DistArray<K>& keys, co
   if (values) kept_values.emplace(ctx.queue(), n);
   if (times) times->host += setup.seconds();
   return three_phases(
-      ctx, times,
+      {"unique", keys.global_size()}, ctx, times,
       // Local: the runs' first elements, and the block's first and last key.
       [&] {
         return try_local([&] {
@@ -226,7 +226,7 @@ KeyedArrays<K, V> reduce_by_key(const DistArray<K>& keys, const DistArray<V>& va
     std::optional<V> last_run_total;  // the fold of this rank's last run with its continuation
   };
   return detail::three_phases(
-      ctx, times,
+      {"reduce_by_key", keys.global_size()}, ctx, times,
       // Local: the block's runs, and its border: first and last key, first and last run's folds.
       [&] {
         return detail::try_local([&] {
@@ -304,7 +304,7 @@ void scan_by_key(const DistArray<K>& keys, const DistArray<V>& values, DistArray
   const Context& ctx = keys.context();
   const index_t n = keys.local_size();
   three_phases(
-      ctx, times,
+      {"scan_by_key", keys.global_size()}, ctx, times,
       // Local: the block's run count and the fold of its last run; its first and last key.
       [&] {
         return try_local([&] {

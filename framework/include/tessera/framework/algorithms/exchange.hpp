@@ -44,6 +44,7 @@
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/trace.hpp"
 
 namespace tessera {
 
@@ -161,20 +162,36 @@ std::optional<bool> forced_aligned_exchange();
 
 // plan() -> an Exchange (host), prepared; pack(exchange) (local); the exchange started; overlap()
 // (local); the exchange finished (communication); unpack(exchange) (fixup), whose value is
-// returned. Timed as PhaseTimes says (skeleton.hpp).
+// returned. Timed as PhaseTimes says (skeleton.hpp). `call` names the call's NVTX range, inside
+// which "plan", "pack", "overlap", "exchange" and "unpack" are ranges of their own (trace.hpp).
 template <class Plan, class Pack, class Overlap, class Unpack>
-decltype(auto) exchange_phases(const Context& ctx, PhaseTimes* times, Plan&& plan, Pack&& pack, Overlap&& overlap,
-                               Unpack&& unpack) {
+decltype(auto) exchange_phases(const trace::Call& call, const Context& ctx, PhaseTimes* times, Plan&& plan,
+                               Pack&& pack, Overlap&& overlap, Unpack&& unpack) {
+  const trace::Range whole(call, ctx);
   PhaseClock clock(ctx.queue(), times != nullptr);
-  Exchange exchange = plan();
-  exchange.prepare();
+  Exchange exchange = [&] {
+    const trace::Range phase(call, "plan");
+    Exchange planned = plan();
+    planned.prepare();
+    return planned;
+  }();
   clock.end_phase(times ? &times->host : nullptr);
-  pack(exchange);
+  {
+    const trace::Range phase(call, "pack");
+    pack(exchange);
+  }
   exchange.start();
-  overlap();
+  {
+    const trace::Range phase(call, "overlap");
+    overlap();
+  }
   clock.end_phase(times ? &times->local : nullptr);
-  exchange.finish();
+  {
+    const trace::Range phase(call, "exchange");
+    exchange.finish();
+  }
   clock.end_phase(times ? &times->communication : nullptr);
+  const trace::Range phase(call, "unpack");
   if constexpr (std::is_void_v<decltype(unpack(exchange))>) {
     unpack(exchange);
     clock.end_phase(times ? &times->fixup : nullptr);
@@ -185,6 +202,14 @@ decltype(auto) exchange_phases(const Context& ctx, PhaseTimes* times, Plan&& pla
     clock.finish();
     return result;
   }
+}
+
+// The same, named "exchange" for profilers.
+template <class Plan, class Pack, class Overlap, class Unpack>
+decltype(auto) exchange_phases(const Context& ctx, PhaseTimes* times, Plan&& plan, Pack&& pack, Overlap&& overlap,
+                               Unpack&& unpack) {
+  return exchange_phases(trace::Call{"exchange"}, ctx, times, std::forward<Plan>(plan), std::forward<Pack>(pack),
+                         std::forward<Overlap>(overlap), std::forward<Unpack>(unpack));
 }
 
 // For exchanges with nothing to pack, overlap or unpack.

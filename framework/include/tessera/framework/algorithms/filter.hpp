@@ -89,7 +89,7 @@ DistArray<T> filter(const DistArray<T>& array, Pred pred, PhaseTimes* times = nu
   if (times) times->host += setup.seconds();
 
   return detail::three_phases(
-      ctx, times,
+      {"filter", array.global_size()}, ctx, times,
       // Local: select and count (the count to the host). An empty block keeps nothing and launches nothing.
       [&] {
         return detail::try_local([&]() -> index_t {
@@ -128,7 +128,7 @@ index_t count_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullp
                 "count_if: the predicate cannot take the array's element type");
   const Context& ctx = array.context();
   return detail::three_phases(
-      ctx, times,
+      {"count_if", array.global_size()}, ctx, times,
       // Local: this block's count (to the host).
       [&] {
         return detail::try_local([&] {
@@ -187,7 +187,7 @@ index_t find_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullpt
   const Context& ctx = array.context();
   const index_t n = array.local_size();
   return detail::three_phases(
-      ctx, times,
+      {"find_if", array.global_size()}, ctx, times,
       // Local: this block's first hit (n where none).
       [&] {
         return detail::try_local([&] {

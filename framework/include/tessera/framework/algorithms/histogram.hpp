@@ -124,7 +124,7 @@ Histogram histogram_allreduce(const DistArray<T>& array, const HistogramBins& bi
   const DeviceComm device_comm(ctx);
   if (times) times->host += setup.seconds();
   return three_phases(
-      ctx, times,
+      {"histogram", array.global_size()}, ctx, times,
       // Local: this block's counts, in backend memory.
       [&] {
         local_histogram(array, bins, device_counts);
@@ -162,7 +162,7 @@ DistributedHistogram histogram_reduce_scatter(const DistArray<T>& array, const H
   const DeviceComm device_comm(ctx);
   if (times) times->host += setup.seconds();
   const OutsideCounts outside = three_phases(
-      ctx, times,
+      {"histogram", array.global_size()}, ctx, times,
       // Local: this block's counts, and its three outside counts on the host.
       [&] {
         local_histogram(array, bins, device_counts);
@@ -307,7 +307,7 @@ std::vector<Acc> user_histogram(const Context& ctx, index_t bins, PhaseTimes* ti
   const DeviceComm device_comm(ctx);
   if (times) times->host += setup.seconds();
   return three_phases(
-      ctx, times,
+      {"histogram"}, ctx, times,
       // Local: this block's sums; where the binner threw, none, and the flag.
       [&] {
         LocalOutcome<int> outcome = try_local([&] {
@@ -393,7 +393,7 @@ SampleRange<T> sample_range(const DistArray<T>& array, PhaseTimes* times = nullp
   detail::require_histogram_samples<T>();
   const Context& ctx = array.context();
   return detail::three_phases(
-      ctx, times,
+      {"sample_range", array.global_size()}, ctx, times,
       [&] {
         return detail::result_on_host<SampleRange<T>>(ctx, [&](SampleRange<T>* out) {
           kernels::sample_range(ctx.queue(), array.local_data(), array.local_size(), out);

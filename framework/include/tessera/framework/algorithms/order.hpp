@@ -59,7 +59,7 @@ index_t first_pair(const DistArray<T>& array, Pred pred, bool swap, const char* 
   const Context& ctx = array.context();
   const index_t n = array.local_size();
   return three_phases(
-      ctx, times,
+      {algorithm, array.global_size()}, ctx, times,
       // Local: the first hit inside the block, and the block's first and last element.
       [&] {
         return try_local([&] {
@@ -133,7 +133,7 @@ ValueIndex<T> best_element(const DistArray<T>& array, Comp comp, bool want_max, 
   const BetterOf<T, Comp> better{comp, want_max};
   const ValueIndex<T> none{};
   return three_phases(
-      ctx, times,
+      {algorithm, array.global_size()}, ctx, times,
       // Local: this block's best element with its global index.
       [&] {
         return try_local([&] {

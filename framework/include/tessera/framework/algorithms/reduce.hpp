@@ -82,7 +82,7 @@ Acc transform_reduce(const DistArray<T>& array, F f, Op op, Acc identity, PhaseT
   detail::require_reduce_op<Op, Acc>();
   const Context& ctx = array.context();
   return detail::three_phases(
-      ctx, times,
+      {"transform_reduce", array.global_size()}, ctx, times,
       // Local: this block's partial, on the host (see result_on_host.hpp).
       [&] {
         return detail::try_local([&] {
@@ -145,7 +145,7 @@ Acc transform_reduce(const DistArray<A>& a, const DistArray<B>& b, Combine combi
   detail::require_same_layout(a.context(), a.partition(), b.context(), b.partition(), "transform_reduce");
   const Context& ctx = a.context();
   return detail::three_phases(
-      ctx, times,
+      {"transform_reduce", a.global_size()}, ctx, times,
       [&] {
         return detail::try_local([&] {
           return detail::result_on_host<Acc>(ctx, [&](Acc* out) {

@@ -129,7 +129,7 @@ void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, Op op, T 
   detail::LocalScan<T, Op> local_scan(ctx, array.local_data(), array.local_size(), op);
   if (times) times->host += setup.seconds();
   detail::three_phases(
-      ctx, times,
+      {"scan", array.global_size()}, ctx, times,
       // Local: this block's total (none for an empty block).
       [&] { return detail::try_local([&] { return local_scan.total(); }); },
       // Global: every rank's total; the carry-in folds init and the totals before this rank.
@@ -183,7 +183,7 @@ DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, PhaseTimes* times 
     detail::LocalScan<T, Op> local_scan(ctx, array.local_data(), n, op);
     if (times) times->host += setup.seconds();
     detail::three_phases(
-        ctx, times,
+        {"inclusive_scan", array.global_size()}, ctx, times,
         [&] { return detail::try_local([&] { return local_scan.total(); }); },
         [&](detail::LocalOutcome<std::optional<T>>&& total) {
           const std::vector<std::optional<T>> totals = detail::gather_outcomes<T>(ctx.comm(), total, "inclusive_scan");

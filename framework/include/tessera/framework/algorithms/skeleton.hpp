@@ -5,7 +5,7 @@
 //   global  MPI collectives over the context        -> the agreed value (result, offset, carry-in)
 //   fix-up  a second local pass where one is needed -> the output block
 //
-//   return detail::three_phases(ctx, times,
+//   return detail::three_phases({"name", n}, ctx, times,
 //       [&] { return detail::try_local([&] { ... local kernels, result on the host ... }); },
 //       [&](detail::LocalOutcome<P>&& partial) { ... collectives ... return agreed; },
 //       [&](A&& agreed) { ... fix-up kernels ... return result; });   // or detail::no_fixup
@@ -27,6 +27,7 @@
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/partition.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/framework/trace.hpp"
 #include "tessera/kernels/detail/dispatch.hpp"
 #include "tessera/kernels/error.hpp"
 
@@ -82,14 +83,24 @@ auto try_local(F&& f) -> LocalOutcome<std::invoke_result_t<F&>> {
 // Runs local() -> global(partial) -> fixup(agreed), timing each phase into `times` when given
 // (PhaseClock: events under cuda, read once at the end). The host waits for the device only where
 // a phase brings a value to it (the local partial, through result_on_host); the fix-up's work stays
-// queued in stream order when no times are asked for.
+// queued in stream order when no times are asked for. `call` names the call's NVTX range and its
+// phases' (trace.hpp).
 template <class Local, class Global, class Fixup>
-decltype(auto) three_phases(const Context& ctx, PhaseTimes* times, Local&& local, Global&& global, Fixup&& fixup) {
+decltype(auto) three_phases(const trace::Call& call, const Context& ctx, PhaseTimes* times, Local&& local,
+                            Global&& global, Fixup&& fixup) {
+  const trace::Range whole(call, ctx);
   PhaseClock clock(ctx.queue(), times != nullptr);
-  auto partial = local();
+  auto partial = [&] {
+    const trace::Range phase(call, "local");
+    return local();
+  }();
   clock.end_phase(times ? &times->local : nullptr);
-  auto agreed = global(std::move(partial));
+  auto agreed = [&] {
+    const trace::Range phase(call, "communication");
+    return global(std::move(partial));
+  }();
   clock.end_phase(times ? &times->communication : nullptr);
+  const trace::Range phase(call, "fix-up");
   if constexpr (std::is_void_v<decltype(fixup(std::move(agreed)))>) {
     fixup(std::move(agreed));
     clock.end_phase(times ? &times->fixup : nullptr);
@@ -105,7 +116,8 @@ decltype(auto) three_phases(const Context& ctx, PhaseTimes* times, Local&& local
 // For local-only algorithms (transform, for_each, generate): runs f, stream-ordered; timed like
 // three_phases when times are asked for.
 template <class F>
-void local_phase(const Context& ctx, PhaseTimes* times, F&& f) {
+void local_phase(const trace::Call& call, const Context& ctx, PhaseTimes* times, F&& f) {
+  const trace::Range whole(call, ctx);
   PhaseClock clock(ctx.queue(), times != nullptr);
   f();
   clock.end_phase(times ? &times->local : nullptr);

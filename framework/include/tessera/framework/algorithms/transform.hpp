@@ -70,7 +70,7 @@ void transform(const DistArray<In>& in, DistArray<Out>& out, F f, PhaseTimes* ti
   static_assert(kernels::detail::invocable_with<F, const In&>, "transform: f cannot take the array's element type");
   detail::require_same_layout(in.context(), in.partition(), out.context(), out.partition(), "transform");
   const Context& ctx = in.context();
-  detail::local_phase(ctx, times,
+  detail::local_phase({"transform", in.global_size()}, ctx, times,
                       [&] { kernels::transform(ctx.queue(), in.local_data(), in.local_size(), out.local_data(), f); });
 }
 
@@ -91,7 +91,7 @@ void transform(const DistArray<A>& a, const DistArray<B>& b, DistArray<Out>& out
   detail::require_same_layout(a.context(), a.partition(), b.context(), b.partition(), "transform");
   detail::require_same_layout(a.context(), a.partition(), out.context(), out.partition(), "transform");
   const Context& ctx = a.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"transform", a.global_size()}, ctx, times, [&] {
     kernels::transform(ctx.queue(), a.local_data(), b.local_data(), a.local_size(), out.local_data(), f);
   });
 }
@@ -116,7 +116,7 @@ void transform_index(const DistArray<In>& in, DistArray<Out>& out, F f, PhaseTim
                 "transform_index: f must take the global index and an element (index_t, const T&)");
   detail::require_same_layout(in.context(), in.partition(), out.context(), out.partition(), "transform_index");
   const Context& ctx = in.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"transform_index", in.global_size()}, ctx, times, [&] {
     kernels::transform_index(ctx.queue(), 0, in.local_size(), out.local_data(),
                              detail::ValueWithIndex<In, F>{in.local_data(), in.global_offset(), f});
   });
@@ -139,7 +139,7 @@ void for_each_index(DistArray<T>& array, F f, PhaseTimes* times = nullptr) {
   static_assert(kernels::detail::invocable_with<F, index_t, T&>,
                 "for_each_index: f must take the global index and an element (index_t, T& or const T&)");
   const Context& ctx = array.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"for_each_index", array.global_size()}, ctx, times, [&] {
     kernels::for_each_index(ctx.queue(), 0, array.local_size(),
                             detail::ApplyWithIndex<T, F>{array.local_data(), array.global_offset(), f});
   });
@@ -150,7 +150,7 @@ void for_each_index(const DistArray<T>& array, F f, PhaseTimes* times = nullptr)
   static_assert(kernels::detail::invocable_with<F, index_t, const T&>,
                 "for_each_index: f must take the global index and an element (index_t, const T&)");
   const Context& ctx = array.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"for_each_index", array.global_size()}, ctx, times, [&] {
     kernels::for_each_index(ctx.queue(), 0, array.local_size(),
                             detail::ApplyWithIndex<const T, F>{array.local_data(), array.global_offset(), f});
   });
@@ -160,7 +160,7 @@ template <class T, class F>
 void for_each(DistArray<T>& array, F f, PhaseTimes* times = nullptr) {
   static_assert(kernels::detail::invocable_with<F, T&>, "for_each: f cannot take the array's element type (T&)");
   const Context& ctx = array.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"for_each", array.global_size()}, ctx, times, [&] {
     kernels::for_each_index(ctx.queue(), 0, array.local_size(), detail::ApplyToElement<T, F>{array.local_data(), 0, f});
   });
 }
@@ -170,7 +170,7 @@ void for_each(const DistArray<T>& array, F f, PhaseTimes* times = nullptr) {
   static_assert(kernels::detail::invocable_with<F, const T&>,
                 "for_each: f cannot take the array's element type (const T&)");
   const Context& ctx = array.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"for_each", array.global_size()}, ctx, times, [&] {
     kernels::for_each_index(ctx.queue(), 0, array.local_size(),
                             detail::ApplyToElement<const T, F>{array.local_data(), 0, f});
   });
@@ -185,7 +185,7 @@ template <class T, class F>
 void generate(DistArray<T>& array, F f, PhaseTimes* times = nullptr) {
   static_assert(kernels::detail::invocable_with<F, index_t>, "generate: f must take the global index (index_t)");
   const Context& ctx = array.context();
-  detail::local_phase(ctx, times, [&] {
+  detail::local_phase({"generate", array.global_size()}, ctx, times, [&] {
     kernels::transform_index(ctx.queue(), array.global_offset(), array.local_size(), array.local_data(), f);
   });
 }

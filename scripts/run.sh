@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's two commands:
-#   scripts/run.sh demo   install what is missing, build, run the four apps and a scaling study
+#   scripts/run.sh demo   install what is missing, build, run the eight apps and a scaling study
 #   scripts/run.sh test   install what is missing, build, run the whole test suite
 #   ... --dry-run         only say what would be installed; install, build and run nothing
 # One MPI rank per GPU where there are GPUs, else 4 ranks on the CPU. Build directory: $BUILD_DIR

@@ -11,10 +11,43 @@
 #include "tessera/kernels/error.hpp"
 
 namespace tessera::apps {
+namespace {
+
+std::string& the_app_name() {
+  static std::string name = "tessera";
+  return name;
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  if (s < 100) std::snprintf(text, sizeof text, "%.1f s", s);
+  else if (s < 6000) std::snprintf(text, sizeof text, "%.0f min", s / 60);
+  else std::snprintf(text, sizeof text, "%.1f h", s / 3600);
+  return text;
+}
+
+}  // namespace
+
+const std::string& app_name() { return the_app_name(); }
+
+void Progress::update(double done) {
+  if (!show_) return;
+  const double now = elapsed_.seconds();
+  const bool last = done >= total_;
+  if (now < kQuietStart || (now - last_ < kEvery && !last) || (last && last_ == 0)) return;
+  last_ = now;
+  char numbers[64];
+  std::snprintf(numbers, sizeof numbers, "%.0f of %.0f", done, total_);
+  const std::string left = done > 0 && !last ? ", about " + seconds_text(now * (total_ - done) / done) + " left" : "";
+  std::fprintf(stderr, "%s: %s %s, %s elapsed%s\n", app_.c_str(), what_.c_str(), numbers, seconds_text(now).c_str(),
+               left.c_str());
+  std::fflush(stderr);
+}
 
 App::App(int& argc, char**& argv, std::string name, std::string summary, bool common_n)
     : runtime_(argc, argv), argc_for_parse_(argc), argv_for_parse_(argv), name_(name),
       parser_(std::move(name), std::move(summary)) {
+  the_app_name() = name_;
   add_common_options(parser_, options_, common_n);
 }
 

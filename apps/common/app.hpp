@@ -12,6 +12,7 @@
 
 #include "cli.hpp"
 #include "json.hpp"
+#include "tessera/framework/environment.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/runtime.hpp"
@@ -77,10 +78,39 @@ double median(std::vector<double> values);
 TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, const std::vector<PhaseTimes>& phases,
                         int warmup);
 
-// Runs body(PhaseTimes*) `warmup` times untimed, then `repeat` times timed between barriers.
+// A progress line on rank 0's stderr for runs longer than a few seconds: "<app>: <what> 3 of 8,
+// 12.1 s elapsed, about 20 s left", at most one every kEvery seconds and none in the first
+// kQuietStart seconds, none with --quiet. Not collective: every rank may call update, only rank 0
+// prints.
+class Progress {
+ public:
+  static constexpr double kQuietStart = 3.0;
+  static constexpr double kEvery = 5.0;
+  Progress(const Context& ctx, const CommonOptions& options, std::string app, std::string what, double total)
+      : show_(ctx.is_root() && !options.quiet), app_(std::move(app)), what_(std::move(what)), total_(total) {}
+  // `done` of the total units have been done.
+  void update(double done);
+
+ private:
+  bool show_;
+  std::string app_, what_;
+  double total_;
+  double last_ = 0;  // elapsed seconds at the last line
+  Stopwatch elapsed_;
+};
+
+// The app's name for progress lines, set by App.
+const std::string& app_name();
+
+// Runs body(PhaseTimes*) `warmup` times untimed, then `repeat` times timed between barriers, with a
+// progress line over them on long runs.
 template <class Body>
 TimingSummary measure(const Context& ctx, const CommonOptions& options, Body&& body) {
-  for (int i = 0; i < options.warmup; ++i) body(static_cast<PhaseTimes*>(nullptr));
+  Progress progress(ctx, options, app_name(), "repeat", options.warmup + options.repeat);
+  for (int i = 0; i < options.warmup; ++i) {
+    body(static_cast<PhaseTimes*>(nullptr));
+    progress.update(i + 1);
+  }
   ctx.queue().synchronize();  // the untimed calls' queued device work ends before the first timed call
   std::vector<double> wall;
   std::vector<PhaseTimes> phases;
@@ -92,6 +122,7 @@ TimingSummary measure(const Context& ctx, const CommonOptions& options, Body&& b
     ctx.queue().synchronize();
     wall.push_back(watch.seconds());
     phases.push_back(times);
+    progress.update(options.warmup + i + 1);
   }
   return summarize(ctx, wall, phases, options.warmup);
 }
@@ -107,6 +138,7 @@ struct Verdict {
 struct Report {
   std::string input;                                // "generated (seed 42)" or FILE:/DSET
   io::DType dtype = io::DType::float32;
+  std::string dtype_name;                           // where set, the dtype's name instead (complex64)
   Json sizes = Json::object();                      // {"n": ...} or {"m":, "k":, "n":}
   Json parameters = Json::object();                 // app-specific flags (op, predicate, grid, ...)
   std::vector<std::pair<std::string, std::string>> rows;  // app-specific table rows (after the sizes)
@@ -171,6 +203,10 @@ Json threads_json(const Runtime& runtime);
 // source revision at configure time, or "unknown"), "timestamp" (now, UTC, ISO 8601) and "hosts"
 // (the distinct host names of the job, in rank order).
 void add_provenance(Json& report, const Runtime& runtime);
+
+// The environment block of a report: {"tessera", "revision", "mpi", "hdf5", "cuda_runtime",
+// "cuda_driver", "nccl", "devices"} (null where the build or machine has none).
+Json environment_json(const Environment& environment);
 
 // "0.1.0, revision v0.1.0-12-gabcdef0" for tables and --version.
 std::string version_text();

@@ -53,7 +53,13 @@ void ArgParser::add_switch(std::string name, std::string help, bool* target) {
 
 void ArgParser::add_option(std::string name, std::string metavar, std::string help,
                            std::function<void(std::string_view)> apply) {
-  flags_.push_back(Flag{std::move(name), std::move(metavar), std::move(help), nullptr, std::move(apply)});
+  Flag flag{std::move(name), std::move(metavar), std::move(help), nullptr, std::move(apply)};
+  for (Flag& f : flags_)
+    if (f.name == flag.name) {
+      f = std::move(flag);  // an app widening a common flag (transpose's --dtype)
+      return;
+    }
+  flags_.push_back(std::move(flag));
 }
 
 const ArgParser::Flag* ArgParser::find(std::string_view name) const {
@@ -197,6 +203,7 @@ void add_common_options(ArgParser& p, CommonOptions& o, bool with_n) {
     o.json = std::string(v);
   });
   p.add_switch("--verify", "check the result (exit status 1 when it is wrong)", &o.verify);
+  p.add_switch("--quiet", "no progress lines on stderr (a run longer than a few seconds prints them)", &o.quiet);
   p.add_switch("--help", "print this help", &o.help);
   p.add_switch("--version", "print the version", &o.version);
 }

@@ -22,7 +22,8 @@ class ArgParser {
 
   // A flag without a value (--verify).
   void add_switch(std::string name, std::string help, bool* target);
-  // A flag with a value (--n N or --n=N); `apply` converts it and may throw UsageError.
+  // A flag with a value (--n N or --n=N); `apply` converts it and may throw UsageError. A flag
+  // added again replaces the earlier one (an app widening a common flag), in its place in the help.
   void add_option(std::string name, std::string metavar, std::string help,
                   std::function<void(std::string_view value)> apply);
 
@@ -66,12 +67,13 @@ struct CommonOptions {
   std::string json;
   bool overwrite = false;          // --output may replace an existing dataset of the same name
   bool verify = false;
+  bool quiet = false;              // no progress lines on stderr
   bool help = false;
   bool version = false;
 };
 
 // Registers --backend --threads --dtype --seed --input --output --overwrite --repeat --warmup --json
-// --verify --help --version, and --n unless with_n is false (matmul has its own --n, the column count).
+// --verify --quiet --help --version, and --n unless with_n is false (matmul has its own --n, the column count).
 void add_common_options(ArgParser& parser, CommonOptions& options, bool with_n = true);
 
 // --threads T (1 to 65536) into *threads, for programs that do not take the common flags.

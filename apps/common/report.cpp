@@ -125,6 +125,21 @@ void add_provenance(Json& j, const Runtime& runtime) {
   j["hosts"] = hosts;
 }
 
+Json environment_json(const Environment& e) {
+  Json j = Json::object();
+  j["tessera"] = e.tessera;
+  j["revision"] = TESSERA_SOURCE_REVISION;
+  j["mpi"] = e.mpi;
+  j["hdf5"] = e.hdf5;
+  j["cuda_runtime"] = e.cuda_runtime.empty() ? Json() : Json(e.cuda_runtime);
+  j["cuda_driver"] = e.cuda_driver.empty() ? Json() : Json(e.cuda_driver);
+  j["nccl"] = e.nccl.empty() ? Json() : Json(e.nccl);
+  Json devices = Json::array();
+  for (const auto& d : e.devices) devices.push_back(d);
+  j["devices"] = devices;
+  return j;
+}
+
 Json threads_json(const Runtime& runtime) {
   Json t = Json::object();
   t["per_rank"] = runtime.cpu_threads();  // rank 0's
@@ -141,7 +156,7 @@ namespace {
 
 // Rank 0's half of publish(): the table, and the JSON. Returns why the JSON could not be written,
 // or "".
-std::string publish_on_root(const App& app, const Context& ctx, const Report& r) {
+std::string publish_on_root(const App& app, const Context& ctx, const Report& r, const Environment& environment) {
   const CommonOptions& o = app.options();
   const std::string backend = to_string(ctx.backend());
   const int gpus = app.runtime().gpus_in_use();
@@ -149,7 +164,12 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
 
   std::vector<std::pair<std::string, std::string>> rows;
   rows.emplace_back("ran on", app.runtime().describe() + ", communication " + comm_path);
-  rows.emplace_back("input", std::string(io::to_string(r.dtype)) + ", " + sizes_text(r.sizes) + ", " + r.input);
+  rows.emplace_back("libraries", environment.mpi + "; HDF5 " + environment.hdf5 +
+                                     (environment.cuda_runtime.empty() ? "" : "; CUDA " + environment.cuda_runtime +
+                                                                                   " (driver " + environment.cuda_driver + ")") +
+                                     (environment.nccl.empty() ? "" : "; NCCL " + environment.nccl));
+  const std::string dtype = r.dtype_name.empty() ? io::to_string(r.dtype) : r.dtype_name;
+  rows.emplace_back("input", dtype + ", " + sizes_text(r.sizes) + ", " + r.input);
   for (const auto& row : r.rows) rows.push_back(row);
   rows.emplace_back("result", r.result_text);
   if (r.verdict)
@@ -179,12 +199,13 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
   Json j = Json::object();
   j["app"] = app.name();
   add_provenance(j, app.runtime());
+  j["environment"] = environment_json(environment);
   j["ranks"] = ctx.size();
   j["gpus"] = gpus;
   j["backend"] = backend;
   j["threads"] = threads_json(app.runtime());
   j["communication"] = comm_path;
-  j["dtype"] = io::to_string(r.dtype);
+  j["dtype"] = r.dtype_name.empty() ? std::string(io::to_string(r.dtype)) : r.dtype_name;
   j["sizes"] = r.sizes;
   j["input"] = r.input;
   j["seed"] = static_cast<unsigned long long>(o.seed);
@@ -209,7 +230,8 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r)
 
 void publish(const App& app, const Context& ctx, const Report& r) {
   char error[1024] = {};
-  if (ctx.is_root()) std::snprintf(error, sizeof error, "%s", publish_on_root(app, ctx, r).c_str());
+  const Environment environment = describe_environment(ctx);
+  if (ctx.is_root()) std::snprintf(error, sizeof error, "%s", publish_on_root(app, ctx, r, environment).c_str());
   ctx.comm().bcast(error, sizeof error, 0);
   if (error[0]) throw UsageError(error);
 }

@@ -5,7 +5,9 @@
 //   checksum(M) = sum over (i, j) of weight(i, j) * (bits(m_ij) + K)   mod 2^64
 //
 // bits(x) is the element's bytes as an unsigned little-endian integer (so floats are compared bit
-// for bit, -0 and NaN payloads included), K = 0x9E3779B97F4A7C15 (zeros count too), and
+// for bit, -0 and NaN payloads included; an element of more than 8 bytes, a complex number, is cut
+// into 8-byte words w_0, w_1, ... and bits = w_0, then bits = splitmix64(bits) ^ w_k for each
+// further word), K = 0x9E3779B97F4A7C15 (zeros count too), and
 // weight(i, j) = splitmix64(splitmix64(i) ^ j). B = A^T exactly when checksum(A) equals the same
 // sum over B with i and j swapped (up to a 2^-64 chance of a collision); B = A (redistribute) when
 // the two checksums agree as they are. Integer arithmetic: the order of summation cannot matter.
@@ -32,9 +34,21 @@ inline std::uint64_t splitmix64(std::uint64_t x) {
 
 // The position checksum of the whole matrix (collective; the same on every rank). swap: weigh
 // element (i, j) as if it stood at (j, i).
+// bits(x) above.
+template <class T>
+std::uint64_t element_bits(const T& x) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof(T) < 8 ? sizeof(T) : 8);
+  for (std::size_t at = 8; at < sizeof(T); at += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, reinterpret_cast<const unsigned char*>(&x) + at, sizeof(T) - at < 8 ? sizeof(T) - at : 8);
+    bits = splitmix64(bits) ^ word;
+  }
+  return bits;
+}
+
 template <class T>
 std::uint64_t position_checksum(const DistMatrix<T>& m, bool swap) {
-  static_assert(sizeof(T) <= 8, "position_checksum: elements of at most 8 bytes");
   const std::vector<T> block = m.local_to_host();
   std::uint64_t sum = 0;
   for (index_t r = 0; r < m.local_rows(); ++r) {
@@ -42,8 +56,7 @@ std::uint64_t position_checksum(const DistMatrix<T>& m, bool swap) {
     const std::uint64_t row_hash = splitmix64(i);
     for (index_t c = 0; c < m.local_cols(); ++c) {
       const auto j = static_cast<std::uint64_t>(m.col_offset() + c);
-      std::uint64_t bits = 0;
-      std::memcpy(&bits, &block[static_cast<std::size_t>(r * m.local_cols() + c)], sizeof(T));
+      const std::uint64_t bits = element_bits(block[static_cast<std::size_t>(r * m.local_cols() + c)]);
       const std::uint64_t weight = swap ? splitmix64(splitmix64(j) ^ i) : splitmix64(row_hash ^ j);
       sum += weight * (bits + 0x9E3779B97F4A7C15ull);
     }

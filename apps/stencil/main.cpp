@@ -265,10 +265,20 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     initialise();
     Jacobi<T>& solver = last_solver.emplace(u, weights, options, first_iteration);
     checkpoints = 0;
+    // Progress on long solves: the run is cut into pieces of whole --check-every intervals, which
+    // grow while a piece takes under a second (cutting changes no result: the checks fall where
+    // they would), and a line follows each (Progress prints one every few seconds at most).
+    Progress progress(ctx, o, app.name(), "iteration", static_cast<double>(s.iters));
+    index_t piece = o.quiet ? s.iters : s.check_every;
     while (solver.iteration() < s.iters && !solver.converged()) {
       index_t stop = s.iters;
       if (s.checkpoint_every > 0) stop = std::min(stop, (solver.iteration() / s.checkpoint_every + 1) * s.checkpoint_every);
+      if (piece < s.iters - solver.iteration()) stop = std::min(stop, (solver.iteration() / piece + 1) * piece);
+      Stopwatch piece_time;
       solver.run_until(stop, times);
+      progress.update(static_cast<double>(solver.iteration()));
+      if (piece < s.iters && ctx.comm().allreduce(piece_time.seconds(), ReduceOp::max) < 1.0)
+        piece = piece > s.iters / 2 ? s.iters : 2 * piece;
       if (s.checkpoint_every > 0 && solver.iteration() % s.checkpoint_every == 0 && solver.iteration() < s.iters &&
           !solver.converged()) {
         Stopwatch write;

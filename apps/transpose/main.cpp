@@ -1,6 +1,8 @@
 // transpose: B = A^T (or, with --op redistribute, B = A) for a distributed matrix, from one layout
 // of the ranks to another, with one all-to-all exchange: each rank packs what every other rank
-// needs with the local transpose kernel, one alltoallv moves it, each rank unpacks.
+// needs with the local transpose kernel, one alltoallv moves it, each rank unpacks. Elements of the
+// four numeric dtypes, or complex64 and complex128 (h5py's compound {r, i} in the HDF5 files).
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include "app.hpp"
 #include "perturb.hpp"
 #include "tessera/framework/redistribute.hpp"
+#include "tessera/kernels/counter_rng.hpp"
 #include "verify_transpose.hpp"
 
 namespace {
@@ -40,6 +43,19 @@ Layout parse_layout(std::string_view v, std::string_view flag) {
 }
 
 std::string grid_text(const ProcessGrid& g) { return std::to_string(g.rows()) + "x" + std::to_string(g.cols()); }
+
+// Element (i, j) of a generated complex matrix: the generator's values 2k and 2k + 1 of its
+// component type, k = i * cols + j, whatever the grid (made on the host, block by block).
+template <class F>
+void generate_complex(DistMatrix<std::complex<F>>& a, std::uint64_t seed) {
+  std::vector<std::complex<F>> block(static_cast<std::size_t>(a.local_rows() * a.local_cols()));
+  for (index_t r = 0; r < a.local_rows(); ++r)
+    for (index_t c = 0; c < a.local_cols(); ++c) {
+      const auto k = static_cast<std::uint64_t>((a.row_offset() + r) * a.cols() + a.col_offset() + c);
+      block[static_cast<std::size_t>(r * a.local_cols() + c)] = {counter_value<F>(seed, 2 * k), counter_value<F>(seed, 2 * k + 1)};
+    }
+  a.local_from_host(block);
+}
 
 std::string layout_text(const Layout& l, const ProcessGrid& g) {
   switch (l.kind) {
@@ -101,6 +117,18 @@ int main(int argc, char** argv) {
     to = parse_layout(v, "--to");
     to_text = std::string(v);
   });
+  // The common --dtype, widened to complex numbers.
+  int complex_bytes = 0;  // 8 (complex64) or 16 (complex128) where --dtype names one
+  parser.add_option("--dtype", "int32|int64|float32|float64|complex64|complex128",
+                    "element type (default float32; with --a, the file's type)", [&](std::string_view v) {
+                      complex_bytes = v == "complex64" ? 8 : v == "complex128" ? 16 : 0;
+                      app.options().dtype = complex_bytes == 8    ? io::DType::float32
+                                            : complex_bytes == 16 ? io::DType::float64
+                                                                  : io::parse_dtype(v).value_or(io::DType::float32);
+                      if (!complex_bytes && !io::parse_dtype(v))
+                        throw UsageError("--dtype: unknown dtype '" + std::string(v) +
+                                         "' (expected int32, int64, float32, float64, complex64 or complex128)");
+                    });
   parser.add_option("--op", "transpose|redistribute", "B = A^T (default), or B = A in the new layout",
                     [&](std::string_view v) {
                       if (v == "transpose") transposed = true;
@@ -115,7 +143,7 @@ int main(int argc, char** argv) {
     io::DType dtype = o.dtype.value_or(io::DType::float32);
     std::string input = "generated from seed " + std::to_string(o.seed);
     if (a_path) {
-      const io::DatasetInfo info = for_flag("--a", [&] { return io::probe_dataset(ctx, *a_path); });
+      const io::DatasetInfo info = for_flag("--a", [&] { return io::probe_numeric_or_complex(ctx, *a_path); });
       if (info.shape.size() != 2) {
         std::string dims;
         for (std::size_t d = 0; d < info.shape.size(); ++d) dims += (d ? " x " : "") + std::to_string(info.shape[d]);
@@ -130,7 +158,10 @@ int main(int argc, char** argv) {
                            "' in '" + a_path->file + "', which has " + std::to_string(actual) + " " + what);
       m = info.shape[0];
       n = info.shape[1];
-      if (!o.dtype) dtype = info.dtype;
+      if (!o.dtype) {
+        dtype = info.dtype;
+        complex_bytes = info.is_complex ? 2 * static_cast<int>(io::size_of(info.dtype)) : 0;
+      }
       input = a_path->str() + " (" + info.type_name + ")";
     }
     // A grid that does not fit the ranks: the flag that named it.
@@ -154,25 +185,49 @@ int main(int argc, char** argv) {
         const long double bytes = 2 * (a_block + b_block) * sizeof(T);
         require_memory(ctx, bytes >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<std::size_t>(bytes),
                        shape_flag + ": A and B (" + std::to_string(m) + " x " + std::to_string(n) + " " +
-                           io::to_string(dtype) + ") with the exchange's buffers");
+                           (complex_bytes == 8    ? std::string("complex64")
+                            : complex_bytes == 16 ? std::string("complex128")
+                                                  : std::string(io::to_string(dtype))) +
+                           ") with the exchange's buffers");
       }
       DistMatrix<T> a;
       if (a_path) {
         a = for_flag("--a", [&] { return io::read_matrix<T>(from_grid, *a_path); });
       } else {
         a = make_collectively(ctx, shape_flag + ": the matrix A", [&] { return DistMatrix<T>(from_grid, m, n); });
-        a.generate(o.seed);
+        if constexpr (is_numeric_element_v<T>) {
+          a.generate(o.seed);
+        } else {
+          generate_complex(a, o.seed);
+        }
       }
       DistMatrix<T> b;
       const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) {
         b = transposed ? transpose(a, to_grid, times) : redistribute(a, to_grid, times);
       });
-      if (perturbation) perturb_element(perturbation, b);
+      if (perturbation) {
+        if constexpr (is_numeric_element_v<T>) {
+          perturb_element(perturbation, b);
+        } else {
+          // A complex result: its real parts, as a matrix of their own.
+          using F = typename T::value_type;
+          DistMatrix<F> real(b.grid(), b.rows(), b.cols());
+          std::vector<T> block = b.local_to_host();
+          std::vector<F> parts;
+          for (const T& z : block) parts.push_back(z.real());
+          real.local_from_host(parts);
+          perturb_element(perturbation, real);
+          parts = real.local_to_host();
+          for (std::size_t k = 0; k < block.size(); ++k) block[k].real(parts[k]);
+          b.local_from_host(block);
+        }
+      }
       const std::uint64_t checksum = verify::position_checksum(b, false);
 
       Report r;
       r.input = input;
       r.dtype = dtype;
+      if (complex_bytes) r.dtype_name = complex_bytes == 8 ? "complex64" : "complex128";
       r.sizes["m"] = static_cast<long long>(m);
       r.sizes["n"] = static_cast<long long>(n);
       r.parameters["op"] = transposed ? "transpose" : "redistribute";
@@ -204,6 +259,8 @@ int main(int argc, char** argv) {
       const bool wrong = r.verdict && !r.verdict->ok;
       if (o.output && !wrong) {
         auto attributes = output_attributes(app, ctx, dtype);
+        for (auto& [key, value] : attributes.extra)
+          if (key == "dtype" && complex_bytes) value = r.dtype_name;
         attributes.extra.emplace_back("op", transposed ? "transpose" : "redistribute");
         attributes.extra.emplace_back("grid", grid_text(to_grid));
         for_flag("--output", [&] { io::write_matrix(b, *o.output, attributes); });
@@ -211,6 +268,8 @@ int main(int argc, char** argv) {
       publish(app, ctx, r);
       return wrong ? kExitVerifyFailed : kExitOk;
     };
+    if (complex_bytes == 8) return run.operator()<std::complex<float>>();
+    if (complex_bytes == 16) return run.operator()<std::complex<double>>();
     switch (dtype) {
       case io::DType::int32: return run.operator()<std::int32_t>();
       case io::DType::int64: return run.operator()<std::int64_t>();

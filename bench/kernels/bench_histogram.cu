@@ -15,8 +15,14 @@
 // --variants times the same rows (float) with other tunings of the device pass, to choose the
 // defaults (HistogramTuning in tuning/histogram.cuh).
 //
+// --user-binner adds, after each even-bins row, a row "binner": kernels::histogram_by with a binner
+// of the caller's that computes numpy's binning (the precompiled path's EvenBinning, its slot turned
+// into a bin or kBinBelow / kBinAbove), on the same samples and the same device pass; its note
+// gives its time over the precompiled row's.
+//
 // Usage: tessera_bench_histogram [--n N] [--bins 16,256,...] [--types float,int32]
-//          [--dists uniform,skewed] [--ranged] [--variants] [--reps 20] [--warmup 3] [--json FILE]
+//          [--dists uniform,skewed] [--ranged] [--variants] [--user-binner] [--reps 20] [--warmup 3]
+//          [--json FILE]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -35,6 +41,7 @@
 #include "json.hpp"
 #include "tessera/kernels/cuda/device_histogram.cuh"
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/histogram_by.hpp"
 #include "tessera/kernels/kernels.hpp"
 #include "whole_file.hpp"
 
@@ -54,6 +61,7 @@ struct Options {
   std::vector<std::string> dists = {"uniform", "skewed"};
   bool ranged = false;
   bool variants = false;
+  bool user_binner = false;
   int reps = 20;
   int warmup = 3;
   std::string json;
@@ -85,6 +93,8 @@ Options parse(int argc, char** argv) {
       o.ranged = true;
     } else if (flag == "--variants") {
       o.variants = true;
+    } else if (flag == "--user-binner") {
+      o.user_binner = true;
     } else if (flag == "--reps") {
       o.reps = static_cast<int>(parse_count(value(), "--reps", 1));
     } else if (flag == "--warmup") {
@@ -93,7 +103,8 @@ Options parse(int argc, char** argv) {
       o.json = value();
     } else if (flag == "--help" || flag == "-h") {
       std::printf("usage: tessera_bench_histogram [--n N] [--bins 16,256,...] [--types float,int32]\n"
-                  "         [--dists uniform,skewed] [--ranged] [--variants] [--reps R] [--warmup W] [--json FILE]\n");
+                  "         [--dists uniform,skewed] [--ranged] [--variants] [--user-binner] [--reps R] [--warmup W]\n"
+                  "         [--json FILE]\n");
       std::exit(0);
     } else {
       usage_error("unknown flag '" + flag + "' (see --help)");
@@ -211,6 +222,18 @@ struct Threads16At512 : kd::HistogramTuning { static constexpr int kBlockThreads
 struct Only16Bit : kd::HistogramTuning { static constexpr int kMinBlocksPerSmFor32Bit = 1 << 20; };
 struct TwoWaves : kd::HistogramTuning { static constexpr int kWaves = 2; };
 
+// numpy's binning of equal bins as a binner of the caller's (kernels/histogram_by.hpp).
+template <class T>
+struct NumpyBinner {
+  tessera::kernels::detail::EvenBinning<T> even;
+  __host__ __device__ int operator()(T x) const {
+    const int slot = even(x);
+    if (slot < even.bins) return slot;
+    return slot == even.bins + tessera::kernels::detail::kSlotBelow ? tessera::kernels::kBinBelow
+                                                                    : tessera::kernels::kBinAbove;
+  }
+};
+
 template <class T>
 void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, index_t* ours_counts, int* cub_counts,
                 bool variants) {
@@ -257,6 +280,19 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
   const Binning binning{tessera::kernels::detail::make_even_binning<T>(range.lower, range.upper, bins)};
   run_row("default", plan_text<kd::HistogramTuning, T, Binning>(binning, bins),
           [&] { tessera::kernels::histogram_even(q, samples, n, range, ours_counts); });
+  if (b.opt->user_binner) {
+    const double precompiled_ms = g_rows.back().ours_ms;
+    const NumpyBinner<T> binner{binning.bins};
+    using UserBinning = kd::DeviceUserBinning<NumpyBinner<T>>;
+    const UserBinning user_binning{{binner, bins}};
+    run_row("binner", plan_text<kd::HistogramTuning, T, UserBinning>(user_binning, bins),
+            [&] { tessera::kernels::histogram_by(q, samples, n, binner, bins, ours_counts); });
+    Row& row = g_rows.back();
+    char ratio[64];
+    std::snprintf(ratio, sizeof ratio, "binner / precompiled %.3f", row.ours_ms / precompiled_ms);
+    row.note += (row.note.empty() ? "" : "; ") + std::string(ratio);
+    std::printf("  %s\n", ratio);
+  }
   if (variants && std::is_same_v<T, float>) {
     auto variant = [&]<class Tuning>(const char* name) {
       run_row(name, plan_text<Tuning, T, Binning>(binning, bins), [&] {

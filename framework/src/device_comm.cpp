@@ -10,6 +10,7 @@
 #include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/fault.hpp"
 #include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/partition.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "transport.hpp"
@@ -154,11 +155,56 @@ DeviceComm::Request DeviceComm::ibcast(void* data, std::size_t bytes, int root) 
   return request;
 }
 
-template <class T>
-void DeviceComm::allreduce_sum(T* data, index_t count) const {
-  TESSERA_COLLECTIVE(Collective::allreduce, static_cast<double>(count) * sizeof(T));
-  if (count == 0 || ctx_.size() == 1) return;
-  transport_->allreduce_sum(ctx_, data, count, detail::SumType::of<T>());
+void DeviceComm::allreduce_builtin(void* data, index_t count, ElementKind kind, std::size_t bytes, ReduceOp op) const {
+  TESSERA_COLLECTIVE(Collective::allreduce, static_cast<double>(count) * static_cast<double>(bytes));
+  if (count <= 0 || ctx_.size() == 1) return;
+  transport_->allreduce(ctx_, data, count, detail::SumType{kind, bytes, op});
+}
+
+void DeviceComm::allreduce_folded(void* data, index_t count, std::size_t element_bytes, const FoldPieces& fold) const {
+  TESSERA_COLLECTIVE(Collective::allreduce, static_cast<double>(count) * static_cast<double>(element_bytes));
+  if (count <= 0 || ctx_.size() == 1) return;
+  const int ranks = ctx_.size(), me = ctx_.rank();
+  const Partition shares = Partition::block(count, ranks);
+  const index_t share = shares.local_size(me);
+  const kernels::Queue& queue = ctx_.queue();
+  // kernels::allocate, not the stream-ordered pool: CUDA-aware MPI receives into it.
+  void* pieces = kernels::allocate(queue, static_cast<std::size_t>(share) * static_cast<std::size_t>(ranks) * element_bytes);
+  auto* bytes = static_cast<char*>(data);
+  auto at = [&](index_t element) { return bytes + static_cast<std::size_t>(element) * element_bytes; };
+  auto run = [&](const std::vector<Message>& sends, const std::vector<Message>& recvs) {
+    Request request;
+    request.finish_ = transport_->ineighbor_exchange(ctx_, sends, recvs, nullptr);
+    request.wait();
+  };
+  try {
+    // Reduce-scatter: each rank's share of my elements goes to it; the ranks' pieces of my share
+    // come here, one after another in rank order, and are folded in that order.
+    std::vector<Message> sends, recvs;
+    for (int p = 0; p < ranks; ++p) {
+      const std::size_t piece = static_cast<std::size_t>(shares.local_size(p)) * element_bytes;
+      if (piece) sends.push_back({p, at(shares.offset(p)), piece});
+      if (share)
+        recvs.push_back({p, static_cast<char*>(pieces) + static_cast<std::size_t>(p) * static_cast<std::size_t>(share) * element_bytes,
+                         static_cast<std::size_t>(share) * element_bytes});
+    }
+    run(sends, recvs);
+    if (share) fold(pieces, ranks, share, at(shares.offset(me)));
+    // All-gather: my folded share to every other rank, theirs into place.
+    sends.clear();
+    recvs.clear();
+    for (int p = 0; p < ranks; ++p) {
+      if (p == me) continue;
+      if (share) sends.push_back({p, at(shares.offset(me)), static_cast<std::size_t>(share) * element_bytes});
+      const std::size_t theirs = static_cast<std::size_t>(shares.local_size(p)) * element_bytes;
+      if (theirs) recvs.push_back({p, at(shares.offset(p)), theirs});
+    }
+    run(sends, recvs);
+  } catch (...) {
+    kernels::deallocate(queue, pieces);
+    throw;
+  }
+  kernels::deallocate(queue, pieces);
 }
 
 template <class T>
@@ -211,6 +257,18 @@ void DeviceComm::alltoallv(const std::vector<Message>& sends, const std::vector<
   request.wait();
 }
 
+bool DeviceComm::prefers_aligned_messages() const { return transport_->prefers_aligned_messages(); }
+
+DeviceComm::Request DeviceComm::start_exchange(Collective kind, double counted_bytes, const std::vector<Message>& sends,
+                                               const std::vector<Message>& recvs) const {
+  TESSERA_COLLECTIVE(kind, counted_bytes);
+  check_peers(sends, recvs, "exchange");
+  Request request;
+  if (sends.empty() && recvs.empty()) return request;
+  request.finish_ = transport_->ineighbor_exchange(ctx_, sends, recvs, nullptr);
+  return request;
+}
+
 DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& sends, const std::vector<Message>& recvs,
                                                    const Staging* staging) const {
   const int me = ctx_.rank();
@@ -225,10 +283,6 @@ DeviceComm::Request DeviceComm::ineighbor_exchange(const std::vector<Message>& s
   return request;
 }
 
-template void DeviceComm::allreduce_sum<std::int32_t>(std::int32_t*, index_t) const;
-template void DeviceComm::allreduce_sum<std::int64_t>(std::int64_t*, index_t) const;
-template void DeviceComm::allreduce_sum<float>(float*, index_t) const;
-template void DeviceComm::allreduce_sum<double>(double*, index_t) const;
 
 template void DeviceComm::reduce_scatter_sum<std::int32_t>(const std::int32_t*, std::int32_t*, const std::vector<index_t>&) const;
 template void DeviceComm::reduce_scatter_sum<std::int64_t>(const std::int64_t*, std::int64_t*, const std::vector<index_t>&) const;

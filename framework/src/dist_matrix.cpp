@@ -5,12 +5,14 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tessera/framework/mpi_check.hpp"
-#include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/transform.hpp"
 
 namespace tessera {
 
@@ -53,46 +55,45 @@ ProcessGrid ProcessGrid::create(const Context& ctx, int rows, int cols) {
   return g;
 }
 
-template <class T>
-DistMatrix<T>::DistMatrix(const ProcessGrid& grid, index_t rows, index_t cols)
-    : grid_(grid),
-      rows_(rows),
-      cols_(cols),
-      row_partition_(Partition::block(rows, grid.rows())),
-      col_partition_(Partition::block(cols, grid.cols())) {
+namespace detail {
+
+MatrixStorage::MatrixStorage(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes)
+    : grid_(grid), rows_(rows), cols_(cols), element_bytes_(element_bytes) {
   TESSERA_ASSERT(!grid_.context().is_null(), "DistMatrix on a grid without a context");
+  TESSERA_ASSERT(element_bytes >= 1, "DistMatrix: elements of zero bytes");
+  if (rows < 0 || cols < 0)
+    throw UsageError("a matrix of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     " elements: the sizes must not be negative");
   checked_elements(rows, cols, "a matrix");  // element (i, j) is numbered i * cols + j
-  const std::size_t bytes = kernels::array_bytes(local_rows() * local_cols(), sizeof(T), "a matrix block");
-  data_ = static_cast<T*>(kernels::allocate(grid_.context().queue(), bytes));
+  row_partition_ = Partition::block(rows, grid.rows());
+  col_partition_ = Partition::block(cols, grid.cols());
+  data_ = kernels::allocate(grid_.context().queue(),
+                            kernels::array_bytes(local_rows() * local_cols(), element_bytes, "a matrix block"));
 }
 
-template <class T>
-DistMatrix<T>::~DistMatrix() {
-  release();
-}
+MatrixStorage::~MatrixStorage() { release(); }
 
-template <class T>
-void DistMatrix<T>::release() {
+void MatrixStorage::release() {
   if (data_) kernels::deallocate(grid_.context().queue(), data_);
   data_ = nullptr;
 }
 
-template <class T>
-DistMatrix<T>::DistMatrix(DistMatrix&& o) noexcept
+MatrixStorage::MatrixStorage(MatrixStorage&& o) noexcept
     : grid_(std::move(o.grid_)),
       rows_(std::exchange(o.rows_, 0)),
       cols_(std::exchange(o.cols_, 0)),
+      element_bytes_(std::exchange(o.element_bytes_, 0)),
       row_partition_(std::move(o.row_partition_)),
       col_partition_(std::move(o.col_partition_)),
       data_(std::exchange(o.data_, nullptr)) {}
 
-template <class T>
-DistMatrix<T>& DistMatrix<T>::operator=(DistMatrix&& o) noexcept {
+MatrixStorage& MatrixStorage::operator=(MatrixStorage&& o) noexcept {
   if (this != &o) {
     release();
     grid_ = std::move(o.grid_);
     rows_ = std::exchange(o.rows_, 0);
     cols_ = std::exchange(o.cols_, 0);
+    element_bytes_ = std::exchange(o.element_bytes_, 0);
     row_partition_ = std::move(o.row_partition_);
     col_partition_ = std::move(o.col_partition_);
     data_ = std::exchange(o.data_, nullptr);
@@ -100,100 +101,96 @@ DistMatrix<T>& DistMatrix<T>::operator=(DistMatrix&& o) noexcept {
   return *this;
 }
 
-template <class T>
-index_t DistMatrix<T>::local_rows() const {
-  return row_partition_.local_size(grid_.process_row());
-}
-template <class T>
-index_t DistMatrix<T>::local_cols() const {
-  return col_partition_.local_size(grid_.process_col());
-}
-template <class T>
-index_t DistMatrix<T>::row_offset() const {
-  return row_partition_.offset(grid_.process_row());
-}
-template <class T>
-index_t DistMatrix<T>::col_offset() const {
-  return col_partition_.offset(grid_.process_col());
+void MatrixStorage::fill(const void* value) {
+  kernels::detail::fill_bytes(grid_.context().queue(), data_, local_rows() * local_cols(), element_bytes_, value);
 }
 
-template <class T>
-void DistMatrix<T>::fill(T value) {
-  kernels::fill(grid_.context().queue(), data_, local_rows() * local_cols(), value);
+void MatrixStorage::local_to_host(void* host) const {
+  kernels::copy_to_host(grid_.context().queue(), host, data_, local_bytes());
 }
 
-template <class T>
-void DistMatrix<T>::generate(std::uint64_t seed) {
-  // Each local row is a contiguous run of the global row-major sequence; where the block spans
-  // whole rows (one process column), the whole block is one run: one launch.
-  const index_t lc = local_cols();
-  if (lc == 0) return;
-  if (lc == cols_) {
-    kernels::generate(grid_.context().queue(), data_, local_rows() * lc, seed, row_offset() * cols_);
+void MatrixStorage::local_from_host(const void* host) {
+  kernels::copy_from_host(grid_.context().queue(), data_, host, local_bytes());
+}
+
+namespace {
+
+// Rank p's block: its rows and columns, and where it starts in the global matrix.
+struct BlockOf {
+  index_t rows, cols, row0, col0;
+};
+BlockOf block_of(const MatrixStorage& m, int p) {
+  const int pr = p / m.grid().cols(), pc = p % m.grid().cols();
+  return {m.row_partition().local_size(pr), m.col_partition().local_size(pc), m.row_partition().offset(pr),
+          m.col_partition().offset(pc)};
+}
+
+// Copies a rows x cols block of row-major elements between a block (leading dimension cols) and
+// its place in the whole matrix (leading dimension whole_cols), one row at a time.
+void copy_rows(unsigned char* whole, index_t whole_cols, const BlockOf& b, unsigned char* block, std::size_t bytes,
+               bool into_whole) {
+  const std::size_t row_bytes = static_cast<std::size_t>(b.cols) * bytes;
+  for (index_t r = 0; r < b.rows; ++r) {
+    unsigned char* at = whole + (static_cast<std::size_t>(b.row0 + r) * static_cast<std::size_t>(whole_cols) +
+                                 static_cast<std::size_t>(b.col0)) * bytes;
+    unsigned char* row = block + static_cast<std::size_t>(r) * row_bytes;
+    if (into_whole) std::memcpy(at, row, row_bytes);
+    else std::memcpy(row, at, row_bytes);
+  }
+}
+
+constexpr int kGatherTag = 7301;
+constexpr int kScatterTag = 7302;
+
+}  // namespace
+
+void MatrixStorage::gather(void* all, int root) const {
+  const Communicator& comm = grid_.context().comm();
+  std::vector<unsigned char> block(local_bytes());
+  local_to_host(block.data());
+  if (comm.rank() != root) {
+    comm.send(block.data(), static_cast<index_t>(block.size()), root, kGatherTag);
     return;
   }
-  for (index_t r = 0; r < local_rows(); ++r)
-    kernels::generate(grid_.context().queue(), data_ + r * lc, lc, seed, (row_offset() + r) * cols_ + col_offset());
-}
-
-template <class T>
-std::vector<T> DistMatrix<T>::local_to_host() const {
-  std::vector<T> host(static_cast<std::size_t>(local_rows() * local_cols()));
-  kernels::copy_to_host(grid_.context().queue(), host.data(), data_, host.size() * sizeof(T));
-  return host;
-}
-
-template <class T>
-void DistMatrix<T>::local_from_host(const std::vector<T>& block) {
-  TESSERA_ASSERT(static_cast<index_t>(block.size()) == local_rows() * local_cols(),
-                 "DistMatrix::local_from_host: size differs from the block");
-  kernels::copy_from_host(grid_.context().queue(), data_, block.data(), block.size() * sizeof(T));
-}
-
-template <class T>
-std::vector<T> DistMatrix<T>::gather(int root) const {
-  const Communicator& comm = grid_.context().comm();
-  constexpr int kTag = 7301;
-  std::vector<T> block = local_to_host();
-  if (comm.rank() != root) {
-    comm.send(block.data(), static_cast<index_t>(block.size()), root, kTag);
-    return {};
-  }
-  std::vector<T> all(static_cast<std::size_t>(rows_ * cols_));
-  std::vector<T> incoming;
+  std::vector<unsigned char> incoming;
   for (int p = 0; p < comm.size(); ++p) {
-    const int pr = p / grid_.cols(), pc = p % grid_.cols();
-    const index_t lr = row_partition_.local_size(pr), lc = col_partition_.local_size(pc);
-    const index_t r0 = row_partition_.offset(pr), c0 = col_partition_.offset(pc);
-    const T* src = block.data();
+    const BlockOf b = block_of(*this, p);
+    unsigned char* src = block.data();
     if (p != root) {
-      incoming.resize(static_cast<std::size_t>(lr * lc));
-      comm.recv(incoming.data(), lr * lc, p, kTag);
+      incoming.resize(static_cast<std::size_t>(b.rows * b.cols) * element_bytes_);
+      comm.recv(incoming.data(), static_cast<index_t>(incoming.size()), p, kGatherTag);
       src = incoming.data();
     }
-    for (index_t r = 0; r < lr; ++r)
-      for (index_t c = 0; c < lc; ++c) all[static_cast<std::size_t>((r0 + r) * cols_ + c0 + c)] = src[r * lc + c];
+    copy_rows(static_cast<unsigned char*>(all), cols_, b, src, element_bytes_, true);
   }
-  return all;
 }
 
-template <class T>
-DistMatrix<T> DistMatrix<T>::from_replicated(const ProcessGrid& grid, index_t rows, index_t cols,
-                                             const std::vector<T>& global) {
-  TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols, "DistMatrix::from_replicated: size differs from rows x cols");
-  DistMatrix<T> m(grid, rows, cols);
-  std::vector<T> block(static_cast<std::size_t>(m.local_rows() * m.local_cols()));
-  for (index_t r = 0; r < m.local_rows(); ++r)
-    for (index_t c = 0; c < m.local_cols(); ++c)
-      block[static_cast<std::size_t>(r * m.local_cols() + c)] =
-          global[static_cast<std::size_t>((m.row_offset() + r) * cols + m.col_offset() + c)];
-  m.local_from_host(block);
-  return m;
+void MatrixStorage::scatter(const void* all, int root) {
+  const Communicator& comm = grid_.context().comm();
+  if (comm.rank() != root) {
+    std::vector<unsigned char> block(local_bytes());
+    comm.recv(block.data(), static_cast<index_t>(block.size()), root, kScatterTag);
+    local_from_host(block.data());
+    return;
+  }
+  std::vector<unsigned char> outgoing;
+  auto* whole = static_cast<unsigned char*>(const_cast<void*>(all));  // only read
+  for (int p = 0; p < comm.size(); ++p) {
+    const BlockOf b = block_of(*this, p);
+    outgoing.resize(static_cast<std::size_t>(b.rows * b.cols) * element_bytes_);
+    copy_rows(whole, cols_, b, outgoing.data(), element_bytes_, false);
+    if (p == root) local_from_host(outgoing.data());
+    else comm.send(outgoing.data(), static_cast<index_t>(outgoing.size()), p, kScatterTag);
+  }
 }
 
-template class DistMatrix<std::int32_t>;
-template class DistMatrix<std::int64_t>;
-template class DistMatrix<float>;
-template class DistMatrix<double>;
+void MatrixStorage::from_replicated(const void* global) {
+  std::vector<unsigned char> block(local_bytes());
+  copy_rows(static_cast<unsigned char*>(const_cast<void*>(global)), cols_, block_of(*this, grid_.context().rank()),
+            block.data(), element_bytes_, false);
+  local_from_host(block.data());
+}
+
+}  // namespace detail
 
 }  // namespace tessera

@@ -5,38 +5,36 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "halo_peer_copy.hpp"
 #include "tessera/kernels/error.hpp"
-#include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/transform.hpp"
 
 namespace tessera {
 namespace {
 
-// Elements of a 16-byte vector (1 for elements that do not divide 16 bytes).
-template <class T>
-constexpr index_t vector_items() {
-  return sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? static_cast<index_t>(16 / sizeof(T)) : 1;
+// Elements of a 16-byte vector (1 for elements whose size does not divide 16 bytes).
+index_t vector_items(std::size_t element_bytes) {
+  return element_bytes <= 16 && 16 % element_bytes == 0 ? static_cast<index_t>(16 / element_bytes) : 1;
 }
 
 index_t round_up(index_t value, index_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 // Elements before the owned block's first cell in the storage: the ghost rows and columns, and a
 // lead that puts that cell on a 16-byte boundary.
-template <class T>
-index_t origin_offset(const FieldLayout& l) {
-  const index_t v = vector_items<T>();
+index_t origin_offset(const FieldLayout& l, std::size_t element_bytes) {
+  const index_t v = vector_items(element_bytes);
   const index_t lead = (v - l.ghost_width % v) % v;
   return lead + static_cast<index_t>(l.ghost_width) * l.ld + l.ghost_width;
 }
 
-template <class T>
-index_t storage_elements(const FieldLayout& l) {
-  const index_t v = vector_items<T>();
+index_t storage_elements_of(const FieldLayout& l, std::size_t element_bytes) {
+  const index_t v = vector_items(element_bytes);
   const index_t lead = (v - l.ghost_width % v) % v;
   return lead + (l.local_rows() + 2 * static_cast<index_t>(l.ghost_width)) * l.ld;
 }
@@ -65,11 +63,15 @@ HaloPath requested_halo_path(const Context& ctx) {
 
 }  // namespace detail
 
-// ---- Field2D -------------------------------------------------------------------------------------------
+// ---- Field2D's storage ---------------------------------------------------------------------------------
 
-template <class T>
-Field2D<T>::Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width) : grid_(grid) {
+namespace detail {
+
+FieldStorage::FieldStorage(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
+                           std::size_t element_bytes)
+    : grid_(grid), element_bytes_(element_bytes) {
   TESSERA_ASSERT(!grid_.context().is_null(), "Field2D on a grid without a context");
+  TESSERA_ASSERT(element_bytes >= 1, "Field2D: cells of zero bytes");
   const std::string grid_text = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
   if (rows < grid.rows() || cols < grid.cols())
     throw UsageError("a field of " + shape_text(rows, cols) + " cells cannot be cut over the process grid " + grid_text +
@@ -81,8 +83,8 @@ Field2D<T>::Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int gho
   constexpr index_t kMaxExtent = std::numeric_limits<index_t>::max() / 2;
   if (rows > kMaxExtent || cols > kMaxExtent)
     throw UsageError("a field of " + shape_text(rows, cols) + " cells: an extent passes 2^62");
-  checked_elements(rows + 2 * static_cast<index_t>(ghost_width) + vector_items<T>(),
-                   cols + 2 * static_cast<index_t>(ghost_width) + vector_items<T>(), "a field with its ghost cells");
+  checked_elements(rows + 2 * static_cast<index_t>(ghost_width) + vector_items(element_bytes),
+                   cols + 2 * static_cast<index_t>(ghost_width) + vector_items(element_bytes), "a field with its ghost cells");
   layout_.rows = rows;
   layout_.cols = cols;
   layout_.grid_rows = grid.rows();
@@ -92,160 +94,185 @@ Field2D<T>::Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int gho
   layout_.ghost_width = ghost_width;
   layout_.row_partition = Partition::block(rows, grid.rows());
   layout_.col_partition = Partition::block(cols, grid.cols());
-  layout_.ld = round_up(layout_.local_cols() + 2 * static_cast<index_t>(ghost_width), vector_items<T>());
-  const std::size_t bytes = kernels::array_bytes(storage_elements<T>(layout_), sizeof(T), "a field block");
-  storage_ = static_cast<T*>(kernels::allocate(context().queue(), bytes));
-  origin_ = storage_ + origin_offset<T>(layout_);
+  layout_.ld = round_up(layout_.local_cols() + 2 * static_cast<index_t>(ghost_width), vector_items(element_bytes));
+  const std::size_t bytes = kernels::array_bytes(storage_elements(), element_bytes, "a field block");
+  storage_ = kernels::allocate(grid_.context().queue(), bytes);
+  origin_ = static_cast<char*>(storage_) + static_cast<std::size_t>(origin_offset(layout_, element_bytes)) * element_bytes;
 }
 
-template <class T>
-Field2D<T>::~Field2D() {
-  release();
-}
+FieldStorage::~FieldStorage() { release(); }
 
-template <class T>
-void Field2D<T>::release() {
-  if (storage_) kernels::deallocate(context().queue(), storage_);
+void FieldStorage::release() {
+  if (storage_) kernels::deallocate(grid_.context().queue(), storage_);
   storage_ = origin_ = nullptr;
 }
 
-template <class T>
-Field2D<T>::Field2D(Field2D&& o) noexcept
+FieldStorage::FieldStorage(FieldStorage&& o) noexcept
     : grid_(std::move(o.grid_)),
       layout_(std::move(o.layout_)),
+      element_bytes_(std::exchange(o.element_bytes_, 0)),
       storage_(std::exchange(o.storage_, nullptr)),
       origin_(std::exchange(o.origin_, nullptr)) {}
 
-template <class T>
-Field2D<T>& Field2D<T>::operator=(Field2D&& o) noexcept {
+FieldStorage& FieldStorage::operator=(FieldStorage&& o) noexcept {
   if (this != &o) {
     release();
     grid_ = std::move(o.grid_);
     layout_ = std::move(o.layout_);
+    element_bytes_ = std::exchange(o.element_bytes_, 0);
     storage_ = std::exchange(o.storage_, nullptr);
     origin_ = std::exchange(o.origin_, nullptr);
   }
   return *this;
 }
 
-template <class T>
-void Field2D<T>::fill(const T& value) {
-  kernels::fill(context().queue(), storage_, storage_elements<T>(layout_), value);
+index_t FieldStorage::storage_elements() const { return storage_elements_of(layout_, element_bytes_); }
+
+void FieldStorage::fill(const void* value) {
+  kernels::detail::fill_bytes(grid_.context().queue(), storage_, storage_elements(), element_bytes_, value);
 }
 
-template <class T>
-void Field2D<T>::copy_from(const Field2D& other) {
+void FieldStorage::copy_from(const FieldStorage& other) {
   TESSERA_ASSERT(other.layout_.rows == layout_.rows && other.layout_.cols == layout_.cols &&
-                     other.layout_.ghost_width == layout_.ghost_width && other.layout_.ld == layout_.ld,
+                     other.layout_.ghost_width == layout_.ghost_width && other.layout_.ld == layout_.ld &&
+                     other.element_bytes_ == element_bytes_,
                  "Field2D::copy_from: another layout");
   if (other.storage_ == storage_) return;
-  kernels::copy_within_async(context().queue(), storage_, other.storage_,
-                             static_cast<std::size_t>(storage_elements<T>(layout_)) * sizeof(T));
+  kernels::copy_within_async(grid_.context().queue(), storage_, other.storage_,
+                             static_cast<std::size_t>(storage_elements()) * element_bytes_);
 }
 
-template <class T>
-void Field2D<T>::set_outer_ghosts(const std::function<T(index_t, index_t)>& value) {
-  const index_t w = layout_.ghost_width, lr = local_rows(), lc = local_cols();
-  const index_t r0 = row_offset(), c0 = col_offset();
-  if (w == 0) return;
-  // Local rectangles {first row, first column, rows, columns} of the ghost cells outside the domain:
-  // whole frame rows above and below it, then frame columns beside it on the rows between. Where a
-  // neighbour's block is thinner than the ghost width, they reach past that neighbour.
-  const index_t above = std::max<index_t>(0, w - r0), below = std::max<index_t>(0, lr + w - (rows() - r0));
-  const index_t before = std::max<index_t>(0, w - c0), after = std::max<index_t>(0, lc + w - (cols() - c0));
-  struct Local {
-    index_t row, col, rows, cols;
-  };
-  std::vector<Local> outside;
-  if (above) outside.push_back({-w, -w, above, lc + 2 * w});
-  if (below) outside.push_back({lr + w - below, -w, below, lc + 2 * w});
-  const index_t first = -w + above, middle = lr + 2 * w - above - below;
-  if (before && middle > 0) outside.push_back({first, -w, middle, before});
-  if (after && middle > 0) outside.push_back({first, lc + w - after, middle, after});
+std::vector<kernels::Rectangle> FieldStorage::outer_ghost_rectangles(std::vector<GlobalRectangle>* global) const {
+  const FieldLayout& l = layout_;
+  const index_t w = l.ghost_width, lr = l.local_rows(), lc = l.local_cols();
+  const index_t r0 = l.row_offset(), c0 = l.col_offset();
   std::vector<kernels::Rectangle> rectangles;
-  std::vector<T> values;
-  for (const Local& l : outside) {
-    rectangles.push_back({l.row * ld() + l.col, ld(), l.rows, l.cols});
-    for (index_t i = 0; i < l.rows; ++i)
-      for (index_t j = 0; j < l.cols; ++j) values.push_back(value(r0 + l.row + i, c0 + l.col + j));
+  global->clear();
+  if (w == 0) return rectangles;
+  // Whole frame rows above and below the domain, then frame columns beside it on the rows
+  // between. Where a neighbour's block is thinner than the ghost width, they reach past that
+  // neighbour.
+  const index_t above = std::max<index_t>(0, w - r0), below = std::max<index_t>(0, lr + w - (l.rows - r0));
+  const index_t before = std::max<index_t>(0, w - c0), after = std::max<index_t>(0, lc + w - (l.cols - c0));
+  std::vector<GlobalRectangle> local;  // {row, col, rows, cols} in local coordinates
+  if (above) local.push_back({-w, -w, above, lc + 2 * w});
+  if (below) local.push_back({lr + w - below, -w, below, lc + 2 * w});
+  const index_t first = -w + above, middle = lr + 2 * w - above - below;
+  if (before && middle > 0) local.push_back({first, -w, middle, before});
+  if (after && middle > 0) local.push_back({first, lc + w - after, middle, after});
+  for (const GlobalRectangle& r : local) {
+    rectangles.push_back({r.row * l.ld + r.col, l.ld, r.rows, r.cols});
+    global->push_back({r0 + r.row, c0 + r.col, r.rows, r.cols});
   }
-  if (values.empty()) return;
-  const kernels::Queue& q = context().queue();
-  kernels::ScratchBuffer staging(q, values.size() * sizeof(T));
-  kernels::copy_from_host(q, staging.data(), values.data(), values.size() * sizeof(T));
-  kernels::unpack_rectangles(q, staging.data(), rectangles, origin_, sizeof(T));
+  return rectangles;
+}
+
+void FieldStorage::set_cells(const std::vector<kernels::Rectangle>& rectangles, const void* values) {
+  index_t cells = 0;
+  for (const kernels::Rectangle& r : rectangles) cells += r.rows * r.cols;
+  if (cells == 0) return;
+  const kernels::Queue& q = grid_.context().queue();
+  const std::size_t bytes = static_cast<std::size_t>(cells) * element_bytes_;
+  kernels::ScratchBuffer staging(q, bytes);
+  kernels::copy_from_host(q, staging.data(), values, bytes);
+  kernels::unpack_rectangles(q, staging.data(), rectangles, origin_, element_bytes_);
   q.synchronize();
 }
 
-template <class T>
-std::vector<T> Field2D<T>::local_to_host() const {
-  const index_t lr = local_rows(), lc = local_cols();
-  std::vector<T> host(static_cast<std::size_t>(lr * lc));
-  if (host.empty()) return host;
-  const kernels::Queue& q = context().queue();
-  kernels::ScratchBuffer packed(q, host.size() * sizeof(T));
-  const kernels::Rectangle block{0, ld(), lr, lc};
-  kernels::pack_rectangles(q, origin_, std::span(&block, 1), packed.data(), sizeof(T));
-  kernels::copy_to_host(q, host.data(), packed.data(), host.size() * sizeof(T));
-  return host;
+void FieldStorage::local_to_host(void* host) const {
+  const index_t lr = layout_.local_rows(), lc = layout_.local_cols();
+  if (lr * lc == 0) return;
+  const kernels::Queue& q = grid_.context().queue();
+  const std::size_t bytes = static_cast<std::size_t>(lr * lc) * element_bytes_;
+  kernels::ScratchBuffer packed(q, bytes);
+  const kernels::Rectangle block{0, layout_.ld, lr, lc};
+  kernels::pack_rectangles(q, origin_, std::span(&block, 1), packed.data(), element_bytes_);
+  kernels::copy_to_host(q, host, packed.data(), bytes);
 }
 
-template <class T>
-void Field2D<T>::local_from_host(std::span<const T> block) {
-  const index_t lr = local_rows(), lc = local_cols();
-  TESSERA_ASSERT(static_cast<index_t>(block.size()) == lr * lc, "Field2D::local_from_host: size differs from the block");
-  if (block.empty()) return;
-  const kernels::Queue& q = context().queue();
-  kernels::ScratchBuffer packed(q, block.size() * sizeof(T));
-  kernels::copy_from_host(q, packed.data(), block.data(), block.size() * sizeof(T));
-  const kernels::Rectangle whole{0, ld(), lr, lc};
-  kernels::unpack_rectangles(q, packed.data(), std::span(&whole, 1), origin_, sizeof(T));
+void FieldStorage::local_from_host(const void* host) {
+  const index_t lr = layout_.local_rows(), lc = layout_.local_cols();
+  if (lr * lc == 0) return;
+  const kernels::Queue& q = grid_.context().queue();
+  const std::size_t bytes = static_cast<std::size_t>(lr * lc) * element_bytes_;
+  kernels::ScratchBuffer packed(q, bytes);
+  kernels::copy_from_host(q, packed.data(), host, bytes);
+  const kernels::Rectangle whole{0, layout_.ld, lr, lc};
+  kernels::unpack_rectangles(q, packed.data(), std::span(&whole, 1), origin_, element_bytes_);
   q.synchronize();
 }
 
-template <class T>
-std::vector<T> Field2D<T>::gather(int root) const {
-  const Communicator& comm = context().comm();
-  constexpr int kTag = 7501;
-  std::vector<T> block = local_to_host();
+namespace {
+
+constexpr int kGatherTag = 7501;
+constexpr int kScatterTag = 7502;
+
+// Rank p's owned cells in the whole field (host memory, row-major rows x cols), to and from a
+// contiguous block.
+void copy_block(const FieldLayout& l, int p, unsigned char* whole, unsigned char* block, std::size_t bytes,
+                bool into_whole) {
+  const int pr = p / l.grid_cols, pc = p % l.grid_cols;
+  const index_t lr = l.row_partition.local_size(pr), lc = l.col_partition.local_size(pc);
+  const index_t r0 = l.row_partition.offset(pr), c0 = l.col_partition.offset(pc);
+  const std::size_t row_bytes = static_cast<std::size_t>(lc) * bytes;
+  for (index_t r = 0; r < lr; ++r) {
+    unsigned char* at = whole + (static_cast<std::size_t>(r0 + r) * static_cast<std::size_t>(l.cols) + static_cast<std::size_t>(c0)) * bytes;
+    if (into_whole) std::memcpy(at, block + static_cast<std::size_t>(r) * row_bytes, row_bytes);
+    else std::memcpy(block + static_cast<std::size_t>(r) * row_bytes, at, row_bytes);
+  }
+}
+
+std::size_t block_bytes(const FieldLayout& l, int p, std::size_t bytes) {
+  return static_cast<std::size_t>(l.row_partition.local_size(p / l.grid_cols) * l.col_partition.local_size(p % l.grid_cols)) * bytes;
+}
+
+}  // namespace
+
+void FieldStorage::gather(void* all, int root) const {
+  const Communicator& comm = grid_.context().comm();
+  std::vector<unsigned char> block(block_bytes(layout_, comm.rank(), element_bytes_));
+  local_to_host(block.data());
   if (comm.rank() != root) {
-    comm.send(block.data(), static_cast<index_t>(block.size()), root, kTag);
-    return {};
+    comm.send(block.data(), static_cast<index_t>(block.size()), root, kGatherTag);
+    return;
   }
-  std::vector<T> all(static_cast<std::size_t>(rows() * cols()));
-  std::vector<T> incoming;
+  std::vector<unsigned char> incoming;
   for (int p = 0; p < comm.size(); ++p) {
-    const int pr = p / layout_.grid_cols, pc = p % layout_.grid_cols;
-    const index_t lr = layout_.row_partition.local_size(pr), lc = layout_.col_partition.local_size(pc);
-    const index_t r0 = layout_.row_partition.offset(pr), c0 = layout_.col_partition.offset(pc);
-    const T* src = block.data();
+    unsigned char* src = block.data();
     if (p != root) {
-      incoming.resize(static_cast<std::size_t>(lr * lc));
-      comm.recv(incoming.data(), lr * lc, p, kTag);
+      incoming.resize(block_bytes(layout_, p, element_bytes_));
+      comm.recv(incoming.data(), static_cast<index_t>(incoming.size()), p, kGatherTag);
       src = incoming.data();
     }
-    for (index_t r = 0; r < lr; ++r)
-      std::copy(src + r * lc, src + (r + 1) * lc, all.begin() + (r0 + r) * cols() + c0);
+    copy_block(layout_, p, static_cast<unsigned char*>(all), src, element_bytes_, true);
   }
-  return all;
 }
 
-template <class T>
-Field2D<T> Field2D<T>::from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
-                                      std::span<const T> global) {
-  TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols, "Field2D::from_replicated: size differs from rows x cols");
-  Field2D<T> f(grid, rows, cols, ghost_width);
-  std::vector<T> block(static_cast<std::size_t>(f.local_rows() * f.local_cols()));
-  for (index_t r = 0; r < f.local_rows(); ++r)
-    std::copy(global.begin() + (f.row_offset() + r) * cols + f.col_offset(),
-              global.begin() + (f.row_offset() + r) * cols + f.col_offset() + f.local_cols(),
-              block.begin() + r * f.local_cols());
-  f.local_from_host(block);
-  return f;
+void FieldStorage::scatter(const void* all, int root) {
+  const Communicator& comm = grid_.context().comm();
+  if (comm.rank() != root) {
+    std::vector<unsigned char> block(block_bytes(layout_, comm.rank(), element_bytes_));
+    comm.recv(block.data(), static_cast<index_t>(block.size()), root, kScatterTag);
+    local_from_host(block.data());
+    return;
+  }
+  std::vector<unsigned char> outgoing;
+  for (int p = 0; p < comm.size(); ++p) {
+    outgoing.resize(block_bytes(layout_, p, element_bytes_));
+    copy_block(layout_, p, static_cast<unsigned char*>(const_cast<void*>(all)), outgoing.data(), element_bytes_, false);
+    if (p == root) local_from_host(outgoing.data());
+    else comm.send(outgoing.data(), static_cast<index_t>(outgoing.size()), p, kScatterTag);
+  }
 }
 
-template class Field2D<float>;
-template class Field2D<double>;
+void FieldStorage::from_replicated(const void* global) {
+  const int me = grid_.context().rank();
+  std::vector<unsigned char> block(block_bytes(layout_, me, element_bytes_));
+  copy_block(layout_, me, static_cast<unsigned char*>(const_cast<void*>(global)), block.data(), element_bytes_, false);
+  local_from_host(block.data());
+}
+
+}  // namespace detail
 
 // ---- the halo ------------------------------------------------------------------------------------------
 

@@ -2,9 +2,11 @@
 // writes of arrays, matrices and fields on top of the probe (io_probe), the block transfers
 // (io_transfer), the output path (io_write, io_posix) and the HDF5 handles (io_hdf5_handles).
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "io_elements.hpp"
 #include "io_hdf5_handles.hpp"
 #include "io_posix.hpp"
 #include "io_probe.hpp"
@@ -72,14 +74,14 @@ IoError wrong_shape(const DatasetPath& path, const DatasetInfo& info, const std:
                  path.dataset);
 }
 
-// Reads this rank's 2-D block [start, start + count) into a host vector.
-template <class T>
-std::vector<T> read_2d_block(const Context& ctx, const DatasetPath& path, const DatasetInfo& info, const index_t* start,
-                             const index_t* count) {
-  kernels::require_host_memory(static_cast<std::size_t>(count[0] * count[1]) * sizeof(T),
-                               "a host copy of this rank's block of " + path.str());
-  std::vector<T> host(static_cast<std::size_t>(count[0] * count[1]));
-  detail::read_block(ctx, path, info.type_name, detail::h5_element<T>(), 2, start, count, host.data());
+// Reads this rank's 2-D block [start, start + count) of elements of `element` into host memory.
+std::vector<unsigned char> read_2d_block(const Context& ctx, const DatasetPath& path, const DatasetInfo& info,
+                                         const H5Type& element, const index_t* start, const index_t* count) {
+  const std::size_t bytes = static_cast<std::size_t>(count[0] * count[1]) * element.bytes;
+  kernels::require_host_memory(bytes, "a host copy of this rank's block of " + path.str());
+  std::vector<unsigned char> host(bytes);
+  const detail::H5Types types = detail::h5_types(element);
+  detail::read_block(ctx, path, info.type_name, types.element(), 2, start, count, host.data());
   return host;
 }
 
@@ -125,21 +127,22 @@ DistArray<T> read_array(const Context& ctx, const DatasetPath& path) {
   return std::move(array);
 }
 
-template <class T>
-DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path) {
-  detail::QuietErrors quiet;
+namespace detail {
+
+tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element) {
+  require_named(element, "read_matrix", path);
+  QuietErrors quiet;
   const Context& ctx = grid.context();
-  const DatasetInfo info = detail::probe(ctx, path, /*need_dtype=*/true);
+  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/element.cls == H5Type::Class::number, &element);
   if (info.shape.size() != 2) throw wrong_shape(path, info, "a 2-D matrix is needed");
   // The block and its host staging buffer, agreed on before the reads (as in read_array).
-  std::optional<DistMatrix<T>> made;
+  std::optional<tessera::detail::MatrixStorage> made;
   try {
     made.emplace(make_collectively(
         ctx, "dataset " + quoted_path(path) + " (" + std::to_string(info.shape[0]) + " x " + std::to_string(info.shape[1]) + ")",
         [&] {
-          DistMatrix<T> block(grid, info.shape[0], info.shape[1]);
-          kernels::require_host_memory(kernels::array_bytes(block.local_rows() * block.local_cols(), sizeof(T)),
-                                       "a host copy of this rank's block");
+          tessera::detail::MatrixStorage block(grid, info.shape[0], info.shape[1], element.bytes);
+          kernels::require_host_memory(block.local_bytes(), "a host copy of this rank's block");
           return block;
         }));
   } catch (const IoError&) {
@@ -147,25 +150,27 @@ DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path) {
   } catch (const UsageError& e) {
     throw IoError(e.what(), path.file, path.dataset);
   }
-  DistMatrix<T>& matrix = *made;
+  tessera::detail::MatrixStorage& matrix = *made;
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  matrix.local_from_host(read_2d_block<T>(ctx, path, info, start, count));
+  matrix.local_from_host(read_2d_block(ctx, path, info, element, start, count).data());
   return std::move(matrix);
 }
 
-template <class T>
-void read_field(Field2D<T>& field, const DatasetPath& path) {
-  detail::QuietErrors quiet;
-  const Context& ctx = field.context();
-  const DatasetInfo info = detail::probe(ctx, path, /*need_dtype=*/false);
-  if (info.shape.size() != 2 || info.shape[0] != field.rows() || info.shape[1] != field.cols())
-    throw wrong_shape(path, info,
-                      "this run's field is 2-D (" + std::to_string(field.rows()) + " x " + std::to_string(field.cols()) + ")");
-  const index_t start[2] = {field.row_offset(), field.col_offset()};
-  const index_t count[2] = {field.local_rows(), field.local_cols()};
-  field.local_from_host(read_2d_block<T>(ctx, path, info, start, count));
+void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element) {
+  require_named(element, "read_field", path);
+  QuietErrors quiet;
+  const Context& ctx = field.grid().context();
+  const FieldLayout& l = field.layout();
+  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/false, &element);
+  if (info.shape.size() != 2 || info.shape[0] != l.rows || info.shape[1] != l.cols)
+    throw wrong_shape(path, info, "this run's field is 2-D (" + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ")");
+  const index_t start[2] = {l.row_offset(), l.col_offset()};
+  const index_t count[2] = {l.local_rows(), l.local_cols()};
+  field.local_from_host(read_2d_block(ctx, path, info, element, start, count).data());
 }
+
+}  // namespace detail
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path) {
   detail::QuietErrors quiet;
@@ -221,6 +226,7 @@ struct OutputFile::Impl {
   Context ctx;
   std::string file;
   std::vector<detail::OutputBlock> parts;
+  std::vector<std::unique_ptr<detail::H5Types>> types;  // the compound types the parts name, until the commit
   bool committed = false;
 
   // A part whose block (count elements of `element`, row-major) this rank copies from `host`.
@@ -264,25 +270,32 @@ OutputFile& OutputFile::add(const DistArray<T>& array, const std::string& datase
   return *this;
 }
 
-template <class T>
-OutputFile& OutputFile::add(const DistMatrix<T>& matrix, const std::string& dataset, const OutputAttributes& attributes) {
+OutputFile& OutputFile::add_matrix(const tessera::detail::MatrixStorage& matrix, const std::string& dataset,
+                                   const OutputAttributes& attributes, const H5Type& element) {
   TESSERA_ASSERT(matrix.grid().context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a matrix of another context");
-  const std::vector<T> host = matrix.local_to_host();
+  detail::require_named(element, "write_matrix", {impl_->file, dataset});
+  std::vector<unsigned char> host(matrix.local_bytes());
+  matrix.local_to_host(host.data());
   const index_t dims[2] = {matrix.rows(), matrix.cols()};
   const index_t start[2] = {matrix.row_offset(), matrix.col_offset()};
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
-  impl_->add(dataset, detail::h5_element<T>(), 2, dims, start, count, host.data(), attributes);
+  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
+  impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
   return *this;
 }
 
-template <class T>
-OutputFile& OutputFile::add(const Field2D<T>& field, const std::string& dataset, const OutputAttributes& attributes) {
-  TESSERA_ASSERT(field.context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a field of another context");
-  const std::vector<T> host = field.local_to_host();
-  const index_t dims[2] = {field.rows(), field.cols()};
-  const index_t start[2] = {field.row_offset(), field.col_offset()};
-  const index_t count[2] = {field.local_rows(), field.local_cols()};
-  impl_->add(dataset, detail::h5_element<T>(), 2, dims, start, count, host.data(), attributes);
+OutputFile& OutputFile::add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
+                                  const OutputAttributes& attributes, const H5Type& element) {
+  TESSERA_ASSERT(field.grid().context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a field of another context");
+  detail::require_named(element, "write_field", {impl_->file, dataset});
+  const FieldLayout& l = field.layout();
+  std::vector<unsigned char> host(static_cast<std::size_t>(l.local_rows() * l.local_cols()) * element.bytes);
+  field.local_to_host(host.data());
+  const index_t dims[2] = {l.rows, l.cols};
+  const index_t start[2] = {l.row_offset(), l.col_offset()};
+  const index_t count[2] = {l.local_rows(), l.local_cols()};
+  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
+  impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
   return *this;
 }
 
@@ -299,32 +312,12 @@ void write_array(const DistArray<T>& array, const DatasetPath& path, const Outpu
   OutputFile(array.context(), path.file).add(array, path.dataset, attributes).commit();
 }
 
-template <class T>
-void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes) {
-  OutputFile(matrix.grid().context(), path.file).add(matrix, path.dataset, attributes).commit();
-}
-
-template <class T>
-void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
-  OutputFile(field.context(), path.file).add(field, path.dataset, attributes).commit();
-}
-
-template void write_field<float>(const Field2D<float>&, const DatasetPath&, const OutputAttributes&);
-template void write_field<double>(const Field2D<double>&, const DatasetPath&, const OutputAttributes&);
-template OutputFile& OutputFile::add<float>(const Field2D<float>&, const std::string&, const OutputAttributes&);
-template OutputFile& OutputFile::add<double>(const Field2D<double>&, const std::string&, const OutputAttributes&);
-template void read_field<float>(Field2D<float>&, const DatasetPath&);
-template void read_field<double>(Field2D<double>&, const DatasetPath&);
-
-// Arrays of every numeric element type; matrices of the four the matrix code has.
+// Arrays of every numeric element type (matrices and fields of any type HDF5 can name: the
+// templates of io.hpp over the byte-level functions above).
 #define TESSERA_IO_INSTANTIATE_ARRAY(T)                                                                   \
   template DistArray<T> read_array<T>(const Context&, const DatasetPath&);                                \
   template void write_array<T>(const DistArray<T>&, const DatasetPath&, const OutputAttributes&);         \
   template OutputFile& OutputFile::add<T>(const DistArray<T>&, const std::string&, const OutputAttributes&);
-#define TESSERA_IO_INSTANTIATE_MATRIX(T)                                                                  \
-  template DistMatrix<T> read_matrix<T>(const ProcessGrid&, const DatasetPath&);                          \
-  template void write_matrix<T>(const DistMatrix<T>&, const DatasetPath&, const OutputAttributes&);       \
-  template OutputFile& OutputFile::add<T>(const DistMatrix<T>&, const std::string&, const OutputAttributes&);
 TESSERA_IO_INSTANTIATE_ARRAY(std::int8_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int16_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::int32_t)
@@ -335,9 +328,5 @@ TESSERA_IO_INSTANTIATE_ARRAY(std::uint32_t)
 TESSERA_IO_INSTANTIATE_ARRAY(std::uint64_t)
 TESSERA_IO_INSTANTIATE_ARRAY(float)
 TESSERA_IO_INSTANTIATE_ARRAY(double)
-TESSERA_IO_INSTANTIATE_MATRIX(std::int32_t)
-TESSERA_IO_INSTANTIATE_MATRIX(std::int64_t)
-TESSERA_IO_INSTANTIATE_MATRIX(float)
-TESSERA_IO_INSTANTIATE_MATRIX(double)
 
 }  // namespace tessera::io

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io_elements.hpp"
 #include "io_hdf5_handles.hpp"
 #include "io_posix.hpp"
 #include "io_verdict.hpp"
@@ -20,14 +21,16 @@ namespace {
 struct ProbeRecord {
   int ok = 0;
   int dtype = 0;
+  int is_complex = 0;
   int ndims = 0;
   std::int64_t dims[H5S_MAX_RANK] = {};
-  char type_name[64] = {};
+  char type_name[256] = {};
   char message[1024] = {};
 };
 
 // Rank 0's half of probe. Returns with record.ok = 0 and a message for any user error.
-void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype) {
+void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype, const H5Type* element,
+                   bool accept_complex) {
   auto fail = [&](const std::string& what) { set_text(record.message, sizeof record.message, what); };
 
   struct stat st {};
@@ -59,7 +62,16 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
   const H5T_class_t cls = H5Tget_class(type.get());
   const std::size_t bytes = H5Tget_size(type.get());
   std::string type_name;
-  if (cls == H5T_INTEGER) {
+  std::size_t component_bytes = 0;
+  if (element && element->cls == H5Type::Class::compound) {
+    const std::string mismatch = compound_mismatch(type.get(), *element);
+    if (!mismatch.empty()) return fail(in_quotes(name) + " in " + in_quotes(path.file) + " " + mismatch);
+    type_name = describe_file_type(type.get());
+  } else if (accept_complex && is_complex_compound(type.get(), &component_bytes)) {
+    type_name = "complex compound {r, i} of " + std::to_string(component_bytes * 8) + "-bit floats";
+    record.dtype = static_cast<int>(component_bytes == 4 ? DType::float32 : DType::float64);
+    record.is_complex = 1;
+  } else if (cls == H5T_INTEGER) {
     const bool is_signed = H5Tget_sign(type.get()) == H5T_SGN_2;
     type_name = std::to_string(bytes * 8) + "-bit " + (is_signed ? "signed" : "unsigned") + " integer";
     // Widen to the narrowest of our types that holds every value of the file's type.
@@ -154,15 +166,17 @@ herr_t collect_attribute(hid_t location, const char* name, const H5A_info_t*, vo
 
 }  // namespace
 
-DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype) {
+DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, const H5Type* element,
+                  bool accept_complex) {
   ProbeRecord record;
-  if (ctx.is_root()) probe_on_root(path, record, need_dtype);
+  if (ctx.is_root()) probe_on_root(path, record, need_dtype, element, accept_complex);
   ctx.comm().bcast(reinterpret_cast<unsigned char*>(&record), static_cast<index_t>(sizeof record), 0);
   if (!record.ok) throw IoError(record.message, path.file, path.dataset);
   DatasetInfo info;
   info.dtype = static_cast<DType>(record.dtype);
   info.shape.assign(record.dims, record.dims + record.ndims);
   info.type_name = record.type_name;
+  info.is_complex = record.is_complex != 0;
   return info;
 }
 

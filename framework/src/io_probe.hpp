@@ -15,7 +15,12 @@ namespace tessera::io::detail {
 // need_dtype: the caller picks its element type from the file's (the apps' DType); a type no DType
 // holds exactly is then an error. Otherwise (read_array<T>: HDF5 converts to T) any integer or
 // floating-point type is accepted.
-DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype);
+// element: where given and a compound (h5_type_of), the file's type must be a compound that holds
+// its members (io_elements.hpp's compound_mismatch); its numbers are then converted member by
+// member. accept_complex: h5py's complex compound {r, i} of two floats is accepted as well
+// (DatasetInfo::is_complex, dtype the members' type).
+DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, const H5Type* element = nullptr,
+                  bool accept_complex = false);
 
 // Rank 0's check of an output destination: the problem ("" when none; `kind` says which), whether
 // the file exists (the dataset is added to a copy of it) and whether the dataset exists and

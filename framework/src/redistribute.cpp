@@ -1,4 +1,5 @@
-// transpose and redistribute of DistMatrix: pack -> one all-to-all -> unpack (redistribute.hpp).
+// transpose and redistribute of DistMatrix on bytes: plan -> pack -> one all-to-all -> unpack, on the
+// exchange skeleton (redistribute.hpp, algorithms/exchange.hpp).
 //
 // Every rank knows both grids and both partitions, so the plan (which rectangle of which block
 // goes to which rank) is arithmetic on the host, the same on every rank, with no counting pass and
@@ -6,16 +7,13 @@
 // transposed piece is transposed once, while it is packed.
 #include "tessera/framework/redistribute.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 
-#include "tessera/framework/device_comm.hpp"
-#include "tessera/framework/mpi_check.hpp"
-#include "tessera/framework/timer.hpp"
+#include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/kernels/copy_2d.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/transpose.hpp"
@@ -84,11 +82,9 @@ RedistributionPlan plan_redistribution(index_t rows, index_t cols, GridShape fro
 
 namespace {
 
-// Pieces start on 256-byte boundaries of the exchange buffers, where the vector tiles of the
-// transpose kernel can reach them.
+// Packed pieces start on 256-byte boundaries of the exchange's buffers, where the vector tiles of
+// the transpose kernel can reach them.
 constexpr std::size_t kPieceAlignment = 256;
-
-std::size_t align_piece(std::size_t bytes) { return (bytes + kPieceAlignment - 1) / kPieceAlignment * kPieceAlignment; }
 
 std::string grid_text(const ProcessGrid& g) { return std::to_string(g.rows()) + "x" + std::to_string(g.cols()); }
 
@@ -100,150 +96,124 @@ void check_same_ranks(const ProcessGrid& from, const ProcessGrid& to, const char
                      " does not span the same ranks, in the same order, as the matrix's grid " + grid_text(from));
 }
 
-// Backend memory for the exchange: allocate()'s plain device memory (which CUDA-aware MPI can
-// map), freed at scope exit.
-class ExchangeBuffer {
- public:
-  ExchangeBuffer(const kernels::Queue& queue, std::size_t bytes)
-      : queue_(queue), data_(bytes ? kernels::allocate(queue, bytes) : nullptr) {}
-  ~ExchangeBuffer() {
-    if (data_) kernels::deallocate(queue_, data_);
-  }
-  ExchangeBuffer(const ExchangeBuffer&) = delete;
-  ExchangeBuffer& operator=(const ExchangeBuffer&) = delete;
-  unsigned char* data() const { return static_cast<unsigned char*>(data_); }
+// Whether the piece `s` of an old block (A's orientation, leading dimension old_ld) travels
+// straight from the block: it is one run there, in the order the receiver stores it.
+bool sent_in_place(const detail::BlockRect& s, index_t old_ld, bool transposed) {
+  return transposed ? s.rows == 1 || (s.cols == 1 && old_ld == 1) : s.rows == 1 || s.cols == old_ld;
+}
 
- private:
-  kernels::Queue queue_;
-  void* data_;
-};
+// Whether the piece `r` of a new block (leading dimension new_ld) is received straight into it.
+bool received_in_place(const detail::BlockRect& r, index_t new_ld) { return r.rows == 1 || r.cols == new_ld; }
 
-template <class T>
-DistMatrix<T> move_matrix(const DistMatrix<T>& a, const ProcessGrid& to, bool transposed, PhaseTimes* times,
+}  // namespace
+
+namespace detail {
+
+MatrixStorage move_matrix(const MatrixStorage& a, const ProcessGrid& to, bool transposed, PhaseTimes* times,
                           const char* operation) {
   check_same_ranks(a.grid(), to, operation);
   const Context& ctx = a.grid().context();
   const kernels::Queue& queue = ctx.queue();
-  PhaseClock clock(queue, times != nullptr);
-
-  // Host: the plan, the byte counts and offsets of each peer's piece, the buffers.
+  const std::size_t bytes = a.element_bytes();
   const int me = ctx.rank(), ranks = ctx.size();
-  const detail::RedistributionPlan plan = detail::plan_redistribution(
-      a.rows(), a.cols(), {a.grid().rows(), a.grid().cols()}, {to.rows(), to.cols()}, transposed, me);
-  DistMatrix<T> out(to, transposed ? a.cols() : a.rows(), transposed ? a.rows() : a.cols());
-  const index_t old_ld = plan.old_local_cols, new_ld = plan.new_local_cols;
-  TESSERA_ASSERT(old_ld == a.local_cols() && new_ld == out.local_cols() && plan.old_local_rows == a.local_rows() &&
-                     plan.new_local_rows == out.local_rows(),
-                 "redistribution plan disagrees with the matrices' partitions");
-  const auto n = static_cast<std::size_t>(ranks);
-  std::vector<std::size_t> send_bytes(n, 0), send_offsets(n, 0), recv_bytes(n, 0), recv_offsets(n, 0);
-  std::size_t send_total = 0, recv_total = 0;
-  // In place: every outgoing piece is one run of the old block in the order it travels (whole rows,
-  // or one row), or every incoming piece one run of the new block.
-  bool send_in_place = true, recv_in_place = true;
-  for (std::size_t p = 0; p < n; ++p) {
-    if (static_cast<int>(p) == me) continue;
-    const detail::BlockRect& s = plan.send[p];
-    if (!s.empty()) {
-      send_bytes[p] = static_cast<std::size_t>(s.size()) * sizeof(T);
-      send_offsets[p] = send_total;
-      send_total = align_piece(send_total + send_bytes[p]);
-      send_in_place = send_in_place && (transposed ? s.rows == 1 || (s.cols == 1 && old_ld == 1)
-                                                   : s.rows == 1 || s.cols == old_ld);
-    }
-    const detail::BlockRect& r = plan.recv[p];
-    if (!r.empty()) {
-      recv_bytes[p] = static_cast<std::size_t>(r.size()) * sizeof(T);
-      recv_offsets[p] = recv_total;
-      recv_total = align_piece(recv_total + recv_bytes[p]);
-      recv_in_place = recv_in_place && (r.rows == 1 || r.cols == new_ld);
-    }
-  }
-  for (std::size_t p = 0; p < n; ++p) {
-    if (send_in_place && send_bytes[p])
-      send_offsets[p] = static_cast<std::size_t>(plan.send[p].row0 * old_ld + plan.send[p].col0) * sizeof(T);
-    if (recv_in_place && recv_bytes[p])
-      recv_offsets[p] = static_cast<std::size_t>(plan.recv[p].row0 * new_ld + plan.recv[p].col0) * sizeof(T);
-  }
-  const ExchangeBuffer send_buffer(queue, send_in_place ? 0 : send_total);
-  const ExchangeBuffer recv_buffer(queue, recv_in_place ? 0 : recv_total);
-  const DeviceComm device_comm(ctx);
-  clock.end_phase(times ? &times->host : nullptr);
-
-  // Pack: what this rank keeps goes straight into its new block; each peer's piece into the buffer.
-  const T* old_block = a.local_data();
-  T* new_block = out.local_data();
-  auto old_at = [&](const detail::BlockRect& r) { return old_block + r.row0 * old_ld + r.col0; };
-  auto new_at = [&](const detail::BlockRect& r) { return new_block + r.row0 * new_ld + r.col0; };
-  auto move_piece = [&](const detail::BlockRect& from, T* dst, index_t dst_ld) {
+  const GridShape from_shape{a.grid().rows(), a.grid().cols()}, to_shape{to.rows(), to.cols()};
+  MatrixStorage out;
+  RedistributionPlan plan;
+  std::vector<std::size_t> packed_send(static_cast<std::size_t>(ranks), SIZE_MAX), packed_recv = packed_send;
+  const auto self = static_cast<std::size_t>(me);
+  auto old_at = [&](const BlockRect& r) {
+    return static_cast<const char*>(a.data()) + static_cast<std::size_t>(r.row0 * plan.old_local_cols + r.col0) * bytes;
+  };
+  auto new_at = [&](const BlockRect& r) {
+    return static_cast<char*>(out.data()) + static_cast<std::size_t>(r.row0 * plan.new_local_cols + r.col0) * bytes;
+  };
+  // Moves the piece `from` of the old block to dst (leading dimension dst_ld, the new orientation).
+  auto move_piece = [&](const BlockRect& from, void* dst, index_t dst_ld) {
     if (transposed) {
-      kernels::transpose(queue, old_at(from), from.rows, from.cols, old_ld, dst, dst_ld);
+      kernels::transpose_bytes(queue, old_at(from), from.rows, from.cols, plan.old_local_cols, dst, dst_ld, bytes);
     } else {
-      kernels::copy_2d(queue, dst, dst_ld, old_at(from), old_ld, from.rows, from.cols, sizeof(T));
+      kernels::copy_2d(queue, dst, dst_ld, old_at(from), plan.old_local_cols, from.rows, from.cols, bytes);
     }
   };
-  const auto self = static_cast<std::size_t>(me);
-  if (!plan.send[self].empty()) move_piece(plan.send[self], new_at(plan.recv[self]), new_ld);
-  if (!send_in_place) {
-    for (std::size_t p = 0; p < n; ++p)
-      if (send_bytes[p]) {
-        const detail::BlockRect& s = plan.send[p];
-        move_piece(s, reinterpret_cast<T*>(send_buffer.data() + send_offsets[p]), transposed ? s.rows : s.cols);
-      }
-  }
-  clock.end_phase(times ? &times->local : nullptr);
-
-  // Exchange: the one all-to-all.
-  device_comm.alltoallv(send_in_place ? static_cast<const void*>(old_block) : send_buffer.data(), send_bytes,
-                        send_offsets, recv_in_place ? static_cast<void*>(new_block) : recv_buffer.data(), recv_bytes,
-                        recv_offsets);
-  clock.end_phase(times ? &times->communication : nullptr);
-
-  // Unpack: each received piece into its rectangle of the new block.
-  if (!recv_in_place) {
-    for (std::size_t p = 0; p < n; ++p)
-      if (recv_bytes[p]) {
-        const detail::BlockRect& r = plan.recv[p];
-        kernels::copy_2d(queue, new_at(r), new_ld, recv_buffer.data() + recv_offsets[p], r.cols, r.rows, r.cols,
-                         sizeof(T));
-      }
-  }
-  clock.end_phase(times ? &times->fixup : nullptr);
-  clock.finish();
-  return out;
+  return exchange_phases(
+      ctx, times,
+      // Plan: which rectangle of the old block goes to which rank, and which of the new block comes
+      // from which; each piece straight where it is one run of its block, packed otherwise.
+      [&] {
+        plan = plan_redistribution(a.rows(), a.cols(), from_shape, to_shape, transposed, me);
+        out = MatrixStorage(to, transposed ? a.cols() : a.rows(), transposed ? a.rows() : a.cols(), bytes);
+        TESSERA_ASSERT(plan.old_local_cols == a.local_cols() && plan.new_local_cols == out.local_cols() &&
+                           plan.old_local_rows == a.local_rows() && plan.new_local_rows == out.local_rows(),
+                       "redistribution plan disagrees with the matrices' partitions");
+        Exchange exchange(ctx, ExchangePattern::all_to_all, kPieceAlignment);
+        // Where rank p's old block starts in A, and its leading dimension.
+        const Partition old_rows = Partition::block(a.rows(), from_shape.rows);
+        const Partition old_cols = Partition::block(a.cols(), from_shape.cols);
+        const index_t new_row0 = out.row_offset(), new_col0 = out.col_offset();
+        for (int p = 0; p < ranks; ++p) {
+          const auto q = static_cast<std::size_t>(p);
+          if (p == me) continue;  // moved in the pack phase, never through the exchange
+          const BlockRect& s = plan.send[q];
+          if (!s.empty()) {
+            const std::size_t piece = static_cast<std::size_t>(s.size()) * bytes;
+            if (sent_in_place(s, plan.old_local_cols, transposed))
+              exchange.send(p, old_at(s), piece,
+                            lead_of(static_cast<std::size_t>(s.row0 * plan.old_local_cols + s.col0) * bytes));
+            else packed_send[q] = exchange.send_packed(p, piece);
+          }
+          const BlockRect& r = plan.recv[q];
+          if (!r.empty()) {
+            // The sender's rectangle, in its old block (A's orientation): where it sends from.
+            const index_t a_row = transposed ? new_col0 + r.col0 : new_row0 + r.row0;
+            const index_t a_col = transposed ? new_row0 + r.row0 : new_col0 + r.col0;
+            const int sender_row = p / from_shape.cols, sender_col = p % from_shape.cols;
+            const BlockRect theirs{a_row - old_rows.offset(sender_row), a_col - old_cols.offset(sender_col),
+                                   transposed ? r.cols : r.rows, transposed ? r.rows : r.cols};
+            const index_t their_ld = old_cols.local_size(sender_col);
+            const std::size_t sender_lead =
+                sent_in_place(theirs, their_ld, transposed)
+                    ? lead_of(static_cast<std::size_t>(theirs.row0 * their_ld + theirs.col0) * bytes)
+                    : 0;
+            const std::size_t piece = static_cast<std::size_t>(r.size()) * bytes;
+            if (received_in_place(r, plan.new_local_cols)) exchange.receive(p, new_at(r), piece, sender_lead);
+            else packed_recv[q] = exchange.receive_packed(p, piece, sender_lead);
+          }
+        }
+        return exchange;
+      },
+      // Pack: what this rank keeps goes straight into its new block; each packed piece into its slot,
+      // in the order the receiver stores it (transposed here where it travels transposed).
+      [&](Exchange& exchange) {
+        if (!plan.send[self].empty()) move_piece(plan.send[self], new_at(plan.recv[self]), plan.new_local_cols);
+        for (std::size_t q = 0; q < packed_send.size(); ++q)
+          if (packed_send[q] != SIZE_MAX) {
+            const BlockRect& s = plan.send[q];
+            move_piece(s, exchange.send_slot(packed_send[q]), transposed ? s.rows : s.cols);
+          }
+      },
+      no_overlap,
+      // Unpack: each packed piece into its rectangle of the new block.
+      [&](Exchange& exchange) {
+        for (std::size_t q = 0; q < packed_recv.size(); ++q)
+          if (packed_recv[q] != SIZE_MAX) {
+            const BlockRect& r = plan.recv[q];
+            kernels::copy_2d(queue, new_at(r), plan.new_local_cols, exchange.received_slot(packed_recv[q]), r.cols,
+                             r.rows, r.cols, bytes);
+          }
+        return std::move(out);
+      });
 }
 
-}  // namespace
-
-template <class T>
-DistMatrix<T> redistribute(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times) {
-  return move_matrix(a, to, false, times, "redistribute");
-}
-
-template <class T>
-DistMatrix<T> transpose(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times) {
-  return move_matrix(a, to, true, times, "transpose");
-}
-
-template <class T>
-CollectivePlan redistribute_plan(const DistMatrix<T>& a, const ProcessGrid& to, bool transposed) {
+CollectivePlan redistribute_plan(const MatrixStorage& a, const ProcessGrid& to, bool transposed) {
   const int me = a.grid().context().rank();
-  const detail::RedistributionPlan plan = detail::plan_redistribution(
-      a.rows(), a.cols(), {a.grid().rows(), a.grid().cols()}, {to.rows(), to.cols()}, transposed, me);
+  const RedistributionPlan plan = plan_redistribution(a.rows(), a.cols(), {a.grid().rows(), a.grid().cols()},
+                                                     {to.rows(), to.cols()}, transposed, me);
   double sent = 0;
   for (std::size_t p = 0; p < plan.send.size(); ++p)
-    if (static_cast<int>(p) != me) sent += static_cast<double>(plan.send[p].size()) * sizeof(T);
+    if (static_cast<int>(p) != me) sent += static_cast<double>(plan.send[p].size()) * static_cast<double>(a.element_bytes());
   return {{Collective::alltoallv, sent}};
 }
 
-#define TESSERA_INSTANTIATE_REDISTRIBUTE(T)                                                      \
-  template DistMatrix<T> redistribute<T>(const DistMatrix<T>&, const ProcessGrid&, PhaseTimes*); \
-  template DistMatrix<T> transpose<T>(const DistMatrix<T>&, const ProcessGrid&, PhaseTimes*);    \
-  template CollectivePlan redistribute_plan<T>(const DistMatrix<T>&, const ProcessGrid&, bool);
-TESSERA_INSTANTIATE_REDISTRIBUTE(std::int32_t)
-TESSERA_INSTANTIATE_REDISTRIBUTE(std::int64_t)
-TESSERA_INSTANTIATE_REDISTRIBUTE(float)
-TESSERA_INSTANTIATE_REDISTRIBUTE(double)
-#undef TESSERA_INSTANTIATE_REDISTRIBUTE
+}  // namespace detail
 
 }  // namespace tessera

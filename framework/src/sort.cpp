@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/algorithms/sort.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/mpi_check.hpp"
@@ -122,6 +123,11 @@ class StepMemory {
       return nullptr;
     }
   }
+  // A failure of an allocation made elsewhere in the step, to agree on with the others.
+  void note_failure(std::size_t bytes) {
+    failed_ = true;
+    failed_bytes_ = std::max(failed_bytes_, bytes);
+  }
   // Collective: throws OutOfMemory on every rank if any rank failed.
   void agree(const Communicator& comm, const char* step) const {
     const std::uint64_t mine = failed_ ? std::max<std::uint64_t>(failed_bytes_, 1) : 0;
@@ -169,56 +175,55 @@ struct SampleOrder {
   std::size_t sample_bytes() const { return radix() ? sizeof(std::uint64_t) : order.key_bytes; }
 };
 
-// How far past a 16-byte boundary the run that starts `first` elements of `bytes` bytes into a
-// sorted block lies (blocks start on 16 bytes): a message to another rank starts that many bytes
-// before its run, on the boundary, on both sides.
-std::size_t lead_bytes(index_t first, std::size_t bytes) { return static_cast<std::size_t>(first) * bytes % 16; }
-
-// Where the runs a rank receives (one per sender, in rank order, elements of `bytes` bytes) lie in
-// its receive buffer. placed: a run from another rank starts lead_bytes past a 16-byte boundary,
-// with the bytes from that boundary to the run free (the message's first bytes, the elements before
-// the run in the sender's block, land there); the rank's own run, copied on the device, follows the
-// one before it directly. Not placed: the runs end to end.
-struct RunLayout {
-  std::vector<std::size_t> at;  // byte offset of each sender's run
-  std::vector<index_t> count;   // its elements
+// Where the runs a rank receives lie (one per sender, in rank order, elements of `element_bytes`
+// bytes): each at its own address, end to end or with gaps between (the exchange's slots).
+struct Runs {
+  std::vector<char*> at;       // the first element of each sender's run
+  std::vector<index_t> count;  // its elements
   std::size_t element_bytes = 0;
-  std::size_t bytes = 0;  // the buffer, gaps included
-  bool gapped = false;
+  bool gapped = false;  // some run does not start where the one before it ends
+  char* first = nullptr;  // the first non-empty run (where the runs start, end to end)
 
-  RunLayout() = default;
-  RunLayout(const std::vector<PeerRange>& from, int me, std::size_t size, bool placed) : element_bytes(size) {
-    for (std::size_t p = 0; p < from.size(); ++p) {
-      if (placed && from[p].count > 0 && static_cast<int>(p) != me) {
-        const std::size_t start = (bytes + 15) / 16 * 16 + lead_bytes(from[p].start, size);
-        gapped = gapped || start != bytes;
-        bytes = start;
-      }
-      at.push_back(bytes);
-      count.push_back(from[p].count);
-      bytes += static_cast<std::size_t>(from[p].count) * size;
-    }
+  explicit Runs(std::size_t bytes) : element_bytes(bytes) {}
+  // The runs, now end to end from `base`: `elements` in all.
+  void close_at(char* base, index_t elements) {
+    at.assign(1, base);
+    count.assign(1, elements);
+    gapped = false;
+    first = base;
   }
-  // Copies elements [first, first + n) of the runs, end to end, from `buffer` to `out`: one copy
-  // per run they touch.
-  void copy(const kernels::Queue& queue, const char* buffer, index_t first, index_t n, char* out) const {
+
+  void add(char* run, index_t elements) {
+    if (elements > 0) {
+      if (first == nullptr) first = run;
+      else gapped = gapped || run != end_;
+      end_ = run + static_cast<std::size_t>(elements) * element_bytes;
+    }
+    at.push_back(run);
+    count.push_back(elements);
+  }
+  // Copies elements [first, first + n) of the runs, end to end, to `out`: one copy per run they touch.
+  void copy(const kernels::Queue& queue, index_t from, index_t n, char* out) const {
     if (!gapped) {
-      if (n > 0) kernels::copy_within_async(queue, out, buffer + static_cast<std::size_t>(first) * element_bytes,
+      if (n > 0) kernels::copy_within_async(queue, out, first + static_cast<std::size_t>(from) * element_bytes,
                                             static_cast<std::size_t>(n) * element_bytes);
       return;
     }
     index_t run_first = 0;  // the run's first element, end to end
     for (std::size_t p = 0; p < at.size() && n > 0; ++p) {
       const index_t run_end = run_first + count[p];
-      const index_t lo = std::max(first, run_first), hi = std::min(first + n, run_end);
+      const index_t lo = std::max(from, run_first), hi = std::min(from + n, run_end);
       if (hi > lo) {
-        kernels::copy_within_async(queue, out + static_cast<std::size_t>(lo - first) * element_bytes,
-                                   buffer + at[p] + static_cast<std::size_t>(lo - run_first) * element_bytes,
+        kernels::copy_within_async(queue, out + static_cast<std::size_t>(lo - from) * element_bytes,
+                                   at[p] + static_cast<std::size_t>(lo - run_first) * element_bytes,
                                    static_cast<std::size_t>(hi - lo) * element_bytes);
       }
       run_first = run_end;
     }
   }
+
+ private:
+  char* end_ = nullptr;
 };
 
 }  // namespace
@@ -512,79 +517,104 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
                  "sort: the received range does not hold this rank's share");
   clock.end_phase(&steps.splitters);
 
-  // ---- exchange ------------------------------------------------------------------------------------
-  // Each peer's keys, and values, go as messages straight from the sorted block to their place
-  // among the received runs (in source-rank order): one exchange, nothing packed or unpacked.
-  // NCCL copies at its full rate only from and to addresses on 16 bytes (PERFORMANCE.md): each
-  // message to another rank starts at the 16-byte boundary at or before its run, taking along the
-  // few elements before it (up to 15 bytes), and lands on a boundary of the receiver's buffer
-  // placed so that the run itself starts as far past it (RunLayout).
-  const RunLayout key_runs(recv, me, key_bytes, true);
-  const RunLayout value_runs = has_values ? RunLayout(recv, me, value_bytes, true) : RunLayout{};
-  // A merge sorts the runs end to end: where there are gaps, a buffer of their own to close them in.
-  const bool close_keys = !in_order && key_runs.gapped;
-  const bool close_values = !in_order && has_values && value_runs.gapped;
+  // ---- exchange and merge -------------------------------------------------------------------------
+  // Each peer's keys, and values, go as messages straight from the sorted block into the exchange's
+  // slots, one run per sender in source-rank order (Exchange: from the 16-byte boundary before each
+  // run, landing on one, where the path copies faster from there): one exchange, nothing packed.
+  // The merge then reads the runs where they landed.
+  PhaseTimes exchanged;
+  const bool timed = times != nullptr || sort_times != nullptr;
+  std::vector<std::size_t> key_piece(static_cast<std::size_t>(ranks), SIZE_MAX), value_piece = key_piece;
   StepMemory exchange_memory(queue);
-  char* merged_keys = exchange_memory.add(key_runs.bytes);
-  char* merged_values = has_values ? exchange_memory.add(value_runs.bytes) : nullptr;
-  char* closed_keys = close_keys ? exchange_memory.add(received * key_bytes) : nullptr;
-  char* closed_values = close_values ? exchange_memory.add(received * value_bytes) : nullptr;
-  char* out_keys = want_keys ? exchange_memory.add(share * key_bytes) : nullptr;
-  char* out_values = has_values ? exchange_memory.add(share * value_bytes) : nullptr;
-  exchange_memory.agree(comm, "the exchange");
-
-  std::vector<DeviceComm::Message> sends, recvs;
-  // One run: `count` elements of `bytes` bytes at `at`, which the sender reads from `first`
-  // elements into its sorted block. To another rank it goes from the 16-byte boundary before it
-  // (both sides alike: the receiver's RunLayout keeps the bytes before the run free).
-  auto add_run = [&](int p, char* at, index_t first, index_t count, std::size_t bytes, std::vector<DeviceComm::Message>& list) {
-    const std::size_t lead = p == me ? 0 : lead_bytes(first, bytes);
-    list.push_back({p, at - lead, static_cast<std::size_t>(count) * bytes + lead});
-  };
-  for (int p = 0; p < ranks; ++p) {
-    const auto q = static_cast<std::size_t>(p);
-    const PeerRange& out = send[q];
-    const PeerRange& in = recv[q];
-    if (p != me) steps.exchange_bytes += static_cast<double>((out.count + in.count) * static_cast<index_t>(key_bytes + value_bytes));
-    if (out.count > 0) {
-      add_run(p, sorted_keys + out.start * key_bytes, out.start, out.count, key_bytes, sends);
-      if (has_values) add_run(p, sorted_values + out.start * value_bytes, out.start, out.count, value_bytes, sends);
-    }
-    if (in.count > 0) {
-      add_run(p, merged_keys + key_runs.at[q], in.start, in.count, key_bytes, recvs);
-      if (has_values) add_run(p, merged_values + value_runs.at[q], in.start, in.count, value_bytes, recvs);
-    }
-  }
-  DeviceComm(ctx).alltoallv(sends, recvs);
-  clock.end_phase(&steps.exchange);
-
-  // ---- merge ---------------------------------------------------------------------------------------
-  // The runs arrive in source-rank order, each sorted; a stable sort of their concatenation orders
-  // equal keys by source rank, then by position: by global position. Runs already in order (equal
-  // keys across a border are: the lower rank's come first) are the sorted sequence as they stand.
-  // Before a sort, the gaps are closed: the runs, end to end, in the buffer kept for it (the gapped
-  // one freed at once).
-  const RunLayout closed_key_runs(recv, me, key_bytes, false), closed_value_runs(recv, me, value_bytes, false);
-  const RunLayout* keys_at = &key_runs;
-  const RunLayout* values_at = &value_runs;
-  if (close_keys) {
-    key_runs.copy(queue, merged_keys, 0, received, closed_keys);
-    exchange_memory.free(merged_keys);
-    merged_keys = closed_keys;
-    keys_at = &closed_key_runs;
-  }
-  if (close_values) {
-    value_runs.copy(queue, merged_values, 0, received, closed_values);
-    exchange_memory.free(merged_values);
-    merged_values = closed_values;
-    values_at = &closed_value_runs;
-  }
-  if (!in_order) local_sort(merged_keys, merged_keys, merged_values, merged_values, received);
-  if (share > 0) {
-    if (want_keys) keys_at->copy(queue, merged_keys, window, share, out_keys);
-    if (has_values) values_at->copy(queue, merged_values, window, share, out_values);
-  }
-  clock.end_phase(&steps.merge);
+  char* out_keys = nullptr;
+  char* out_values = nullptr;
+  char* closed_keys = nullptr;
+  char* closed_values = nullptr;
+  exchange_phases(
+      ctx, timed ? &exchanged : nullptr,
+      [&] {
+        Exchange exchange(ctx, ExchangePattern::all_to_all);
+        for (int p = 0; p < ranks; ++p) {
+          const auto q = static_cast<std::size_t>(p);
+          const PeerRange& out = send[q];
+          const PeerRange& in = recv[q];
+          if (p != me)
+            steps.exchange_bytes += static_cast<double>((out.count + in.count) * static_cast<index_t>(key_bytes + value_bytes));
+          if (out.count > 0) {
+            exchange.send(p, sorted_keys + out.start * key_bytes, static_cast<std::size_t>(out.count) * key_bytes,
+                          lead_of(static_cast<std::size_t>(out.start) * key_bytes));
+            if (has_values)
+              exchange.send(p, sorted_values + out.start * value_bytes, static_cast<std::size_t>(out.count) * value_bytes,
+                            lead_of(static_cast<std::size_t>(out.start) * value_bytes));
+          }
+          if (in.count > 0) {
+            key_piece[q] = exchange.receive_packed(p, static_cast<std::size_t>(in.count) * key_bytes,
+                                                   lead_of(static_cast<std::size_t>(in.start) * key_bytes));
+            if (has_values)
+              value_piece[q] = exchange.receive_packed(p, static_cast<std::size_t>(in.count) * value_bytes,
+                                                       lead_of(static_cast<std::size_t>(in.start) * value_bytes));
+          }
+        }
+        // The slots, and the merge's buffers, agreed on before the exchange: a rank without the
+        // memory must not leave the others waiting in it.
+        try {
+          exchange.prepare();
+        } catch (const OutOfMemory& e) {
+          exchange_memory.note_failure(e.bytes());
+        }
+        // A merge sorts the runs end to end: a buffer to close the gaps in, where they may have any
+        // (not known before the slots are laid out, so always kept where a merge will sort).
+        if (!in_order) {
+          closed_keys = exchange_memory.add(received * key_bytes);
+          if (has_values) closed_values = exchange_memory.add(received * value_bytes);
+        }
+        out_keys = want_keys ? exchange_memory.add(share * key_bytes) : nullptr;
+        out_values = has_values ? exchange_memory.add(share * value_bytes) : nullptr;
+        exchange_memory.agree(comm, "the exchange");
+        return exchange;
+      },
+      no_pack, no_overlap,
+      // ---- merge -------------------------------------------------------------------------------------
+      // The runs arrive in source-rank order, each sorted; a stable sort of their concatenation
+      // orders equal keys by source rank, then by position: by global position. Runs already in
+      // order (equal keys across a border are: the lower rank's come first) are the sorted sequence
+      // as they stand. Before a sort, gaps between the runs are closed: the runs, end to end, in the
+      // buffer kept for it (the exchange's slots freed at once).
+      [&](Exchange& exchange) {
+        Runs key_runs(key_bytes), value_runs(value_bytes);
+        for (std::size_t q = 0; q < key_piece.size(); ++q) {
+          const bool has = key_piece[q] != SIZE_MAX;
+          key_runs.add(has ? static_cast<char*>(const_cast<void*>(exchange.received_slot(key_piece[q]))) : nullptr,
+                       has ? recv[q].count : 0);
+          if (has_values)
+            value_runs.add(has ? static_cast<char*>(const_cast<void*>(exchange.received_slot(value_piece[q]))) : nullptr,
+                           has ? recv[q].count : 0);
+        }
+        char* merged_keys = key_runs.first;
+        char* merged_values = value_runs.first;
+        if (!in_order && received > 0) {
+          if (key_runs.gapped) {
+            key_runs.copy(queue, 0, received, closed_keys);
+            key_runs.close_at(closed_keys, received);
+          }
+          if (has_values && value_runs.gapped) {
+            value_runs.copy(queue, 0, received, closed_values);
+            value_runs.close_at(closed_values, received);
+          }
+          merged_keys = key_runs.first;
+          merged_values = value_runs.first;
+          // The slots go before the sort where it no longer reads them (in stream order).
+          if (merged_keys == closed_keys && (!has_values || merged_values == closed_values)) exchange.release_buffers();
+          local_sort(merged_keys, merged_keys, merged_values, merged_values, received);
+        }
+        if (share > 0) {
+          if (want_keys) key_runs.copy(queue, window, share, out_keys);
+          if (has_values) value_runs.copy(queue, window, share, out_values);
+        }
+      });
+  clock.end_phase(nullptr);  // timed by the exchange's own phases
+  steps.exchange += exchanged.host + exchanged.local + exchanged.communication;
+  steps.merge += exchanged.fixup;
   if (out_keys) result.keys = exchange_memory.release(out_keys);
   if (out_values) result.values = exchange_memory.release(out_values);
   finish();

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/error.hpp"
@@ -76,65 +77,71 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
   if (boundary == Boundary::periodic && radius > n && n > 0)
     throw UsageError("convolve: radius " + std::to_string(radius) + " exceeds the array's " + std::to_string(n) +
                      " elements; a periodic boundary wraps the array at most once");
-  PhaseClock clock(ctx.queue(), times != nullptr);
   const kernels::Queue& q = ctx.queue();
   DistArray<T> out(ctx, a.partition());
   const index_t local = a.local_size();
   const int me = ctx.rank();
 
-  // Host: where each halo element comes from, and where this rank's elements go. With local >= 2
-  // radius the ends are computed from two small buffers [halo | first 2 radius elements] and [last
-  // 2 radius | halo], and the inner outputs straight from the block while the halo travels;
-  // otherwise from one buffer [halo | block | halo].
+  // With local >= 2 radius the ends are computed from two small buffers [halo | first 2 radius
+  // elements] and [last 2 radius | halo], and the inner outputs straight from the block while the
+  // halo travels; otherwise from one buffer [halo | block | halo].
   const bool split = local >= 2 * radius;
   const index_t buffer_elements = split ? 6 * radius : local + 2 * radius;
-  // kernels::allocate, not the stream-ordered pool: CUDA-aware MPI receives into it.
-  std::unique_ptr<T, std::function<void(T*)>> buffer(
-      static_cast<T*>(kernels::allocate(q, static_cast<std::size_t>(buffer_elements) * sizeof(T))),
-      [q](T* p) { kernels::deallocate(q, p); });
-  T* ends = buffer.get();
+  std::unique_ptr<T, std::function<void(T*)>> buffer(nullptr, [q](T* p) { kernels::deallocate(q, p); });
+  const T* block = a.local_data();
+  T* result = out.local_data();
   auto halo_slot = [&](index_t position) -> T* {
+    T* ends = buffer.get();
     if (split) return position < radius ? ends + position : ends + 5 * radius + (position - radius);
     return position < radius ? ends + position : ends + radius + local + (position - radius);
   };
-  std::vector<DeviceComm::Message> sends, recvs;
-  const T* block = a.local_data();
-  for (int p = 0; p < ctx.size(); ++p)
-    for (const HaloRun& run : halo_runs(a.partition(), p, radius, boundary)) {
-      const std::size_t bytes = static_cast<std::size_t>(run.length) * sizeof(T);
-      if (run.owner == me)
-        sends.push_back({p, const_cast<T*>(block) + (run.start - a.global_offset()), bytes});
-      if (p == me) recvs.push_back({run.owner, halo_slot(run.position), bytes});
-    }
-  if (buffer_elements > 0) {
-    kernels::fill(q, ends, buffer_elements, T(0));
-    if (split) {
-      kernels::copy_within_async(q, ends + radius, block, static_cast<std::size_t>(2 * radius) * sizeof(T));
-      kernels::copy_within_async(q, ends + 3 * radius, block + local - 2 * radius,
-                                 static_cast<std::size_t>(2 * radius) * sizeof(T));
-    } else {
-      kernels::copy_within_async(q, ends + radius, block, static_cast<std::size_t>(local) * sizeof(T));
-    }
-  }
-  const DeviceComm comm(ctx);
-  clock.end_phase(times ? &times->host : nullptr);
-
-  // The exchange, and the outputs that need no halo while it runs.
-  DeviceComm::Request request = comm.ineighbor_exchange(sends, recvs);
-  T* result = out.local_data();
-  if (split) kernels::convolve_1d(q, block + radius, local - 2 * radius, weights, result + radius);
-  request.wait();
-  clock.end_phase(times ? &times->communication : nullptr);
-
-  // The two ends, now that the halo is here.
-  if (split) {
-    kernels::convolve_1d(q, ends + radius, radius, weights, result);
-    kernels::convolve_1d(q, ends + 4 * radius, radius, weights, result + local - radius);
-  } else {
-    kernels::convolve_1d(q, ends + radius, local, weights, result);
-  }
-  clock.end_phase(times ? &times->local : nullptr);
-  clock.finish();
+  detail::exchange_phases(
+      ctx, times,
+      // Plan: where each halo element comes from (its owner sends it straight from its block), and
+      // where this rank's elements go.
+      [&] {
+        buffer.reset(static_cast<T*>(kernels::allocate(q, static_cast<std::size_t>(buffer_elements) * sizeof(T))));
+        Exchange exchange(ctx, ExchangePattern::neighbours);
+        for (int p = 0; p < ctx.size(); ++p)
+          for (const HaloRun& run : halo_runs(a.partition(), p, radius, boundary)) {
+            const std::size_t bytes = static_cast<std::size_t>(run.length) * sizeof(T);
+            if (run.owner == me)
+              exchange.send(p, block + (run.start - a.global_offset()), bytes,
+                            detail::lead_of(static_cast<std::size_t>(run.start - a.global_offset()) * sizeof(T)));
+            if (p == me)
+              exchange.receive(run.owner, halo_slot(run.position), bytes,
+                               detail::lead_of(static_cast<std::size_t>(run.start - a.partition().offset(run.owner)) *
+                                               sizeof(T)));
+          }
+        return exchange;
+      },
+      // Pack: the block's ends beside the halo's slots (the slots outside the array zero).
+      [&](Exchange&) {
+        if (buffer_elements == 0) return;
+        T* ends = buffer.get();
+        kernels::fill(q, ends, buffer_elements, T(0));
+        if (split) {
+          kernels::copy_within_async(q, ends + radius, block, static_cast<std::size_t>(2 * radius) * sizeof(T));
+          kernels::copy_within_async(q, ends + 3 * radius, block + local - 2 * radius,
+                                     static_cast<std::size_t>(2 * radius) * sizeof(T));
+        } else {
+          kernels::copy_within_async(q, ends + radius, block, static_cast<std::size_t>(local) * sizeof(T));
+        }
+      },
+      // Beside the exchange: the outputs that need no halo.
+      [&] {
+        if (split) kernels::convolve_1d(q, block + radius, local - 2 * radius, weights, result + radius);
+      },
+      // Unpack: the two ends, now that the halo is here.
+      [&](Exchange&) {
+        T* ends = buffer.get();
+        if (split) {
+          kernels::convolve_1d(q, ends + radius, radius, weights, result);
+          kernels::convolve_1d(q, ends + 4 * radius, radius, weights, result + local - radius);
+        } else {
+          kernels::convolve_1d(q, ends + radius, local, weights, result);
+        }
+      });
   return out;
 }
 

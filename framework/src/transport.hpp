@@ -9,24 +9,28 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/element_traits.hpp"
+#include "tessera/kernels/reduce_op.hpp"
 
 namespace tessera::detail {
 
-// The element type of a sum over the ranks (int32_t, int64_t, float, double), so that the
-// transports need no templates: integers are summed as the unsigned type of their size (wrapping).
+// The element type of a reduction over the ranks (int32_t, int64_t, float, double) and its built-in
+// operation, so that the transports need no templates: integers are summed as the unsigned type of
+// their size (wrapping); min and max compare them as the signed type they are.
 struct SumType {
   ElementKind kind = ElementKind::floating_point;
   std::size_t bytes = 0;
+  ReduceOp op = ReduceOp::sum;
 
   template <class T>
-  static constexpr SumType of() {
-    return {ElementTraits<T>::kind, ElementTraits<T>::bytes};
+  static constexpr SumType of(ReduceOp op = ReduceOp::sum) {
+    return {ElementTraits<T>::kind, ElementTraits<T>::bytes, op};
   }
 };
 
@@ -37,12 +41,14 @@ class Transport {
 
   virtual ~Transport() = default;
   virtual DeviceCommPath path() const = 0;
+  // Whether messages from and to 16-byte boundaries travel faster (DeviceComm::prefers_aligned_messages).
+  virtual bool prefers_aligned_messages() const { return false; }
 
   // The operations of DeviceComm, with its semantics (device_comm.hpp), on buffers of ctx's backend.
   // bytes > 0 and two or more ranks.
   virtual Finish ibcast(const Context& ctx, void* data, std::size_t bytes, int root) const = 0;
-  // count > 0 and two or more ranks.
-  virtual void allreduce_sum(const Context& ctx, void* data, index_t count, SumType type) const = 0;
+  // count > 0 and two or more ranks: in place, with type.op.
+  virtual void allreduce(const Context& ctx, void* data, index_t count, SumType type) const = 0;
   // A non-zero total and two or more ranks.
   virtual void reduce_scatter_sum(const Context& ctx, const void* send, void* recv, const std::vector<index_t>& recv_counts,
                                   SumType type) const = 0;
@@ -64,6 +70,8 @@ const Transport& cuda_aware_mpi_transport();
 const Transport& staged_transport();
 #if TESSERA_HAVE_NCCL
 const Transport& nccl_transport(const Context& ctx);
+// The NCCL library's version, "2.28.3".
+std::string nccl_version();
 #endif
 
 // The messages a rank sends itself pair with the ones it receives from itself, in order: each is a

@@ -16,7 +16,7 @@ class CudaAwareMpiTransport final : public Transport {
     return wait_all_later(post_ibcast(data, bytes, root, ctx.comm().get()));
   }
 
-  void allreduce_sum(const Context& ctx, void* data, index_t count, SumType type) const override {
+  void allreduce(const Context& ctx, void* data, index_t count, SumType type) const override {
     ctx.queue().synchronize();
     allreduce_host(data, count, type, ctx.comm().get());
   }

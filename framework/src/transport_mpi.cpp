@@ -28,16 +28,21 @@ std::vector<MPI_Request> post_ibcast(void* data, std::size_t bytes, int root, MP
 }
 
 MPI_Datatype sum_mpi_type(SumType type) {
-  const ElementKind kind = type.kind == ElementKind::signed_integer ? ElementKind::unsigned_integer : type.kind;
+  const ElementKind kind =
+      type.kind == ElementKind::signed_integer && type.op == ReduceOp::sum ? ElementKind::unsigned_integer : type.kind;
   return predefined_mpi_type(kind, type.bytes);
 }
+
+namespace {
+MPI_Op mpi_op(SumType type) { return type.op == ReduceOp::sum ? MPI_SUM : type.op == ReduceOp::min ? MPI_MIN : MPI_MAX; }
+}  // namespace
 
 void allreduce_host(void* data, index_t count, SumType type, MPI_Comm comm) {
   char* bytes = static_cast<char*>(data);
   for (index_t done = 0; done < count; done += kMpiChunkElements) {
     const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
     TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + static_cast<std::size_t>(done) * type.bytes, chunk,
-                                    sum_mpi_type(type), MPI_SUM, comm));
+                                    sum_mpi_type(type), mpi_op(type), comm));
   }
 }
 

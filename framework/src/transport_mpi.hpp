@@ -33,11 +33,12 @@ Transport::Finish wait_all_later(std::vector<MPI_Request> requests);
 // MPI_Ibcast of `bytes` bytes in chunks.
 std::vector<MPI_Request> post_ibcast(void* data, std::size_t bytes, int root, MPI_Comm comm);
 
-// The MPI type a sum of `type` runs in: an integer as the unsigned type of its size, so that MPI's
-// addition wraps like reduce_combine's; a floating-point type as itself.
+// The MPI type a reduction of `type` runs in: for a sum, an integer as the unsigned type of its size,
+// so that MPI's addition wraps like reduce_combine's; otherwise the type itself.
 MPI_Datatype sum_mpi_type(SumType type);
 
-// In-place MPI_Allreduce sum of `count` elements, in chunks of kMpiChunkElements.
+// In-place MPI_Allreduce (type.op: MPI_SUM, MPI_MIN or MPI_MAX) of `count` elements, in chunks of
+// kMpiChunkElements.
 void allreduce_host(void* data, index_t count, SumType type, MPI_Comm comm);
 
 // One MPI_Reduce_scatter where every piece is within the message limit, else each rank's piece

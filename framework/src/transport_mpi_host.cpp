@@ -14,7 +14,7 @@ class MpiHostTransport final : public Transport {
     return wait_all_later(post_ibcast(data, bytes, root, ctx.comm().get()));
   }
 
-  void allreduce_sum(const Context& ctx, void* data, index_t count, SumType type) const override {
+  void allreduce(const Context& ctx, void* data, index_t count, SumType type) const override {
     allreduce_host(data, count, type, ctx.comm().get());
   }
 

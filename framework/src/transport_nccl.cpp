@@ -54,7 +54,12 @@ Transport::Finish stream_wait_later(cudaStream_t compute, cudaStream_t from) {
 ncclDataType_t nccl_sum_type(SumType type) {
   TESSERA_ASSERT(type.bytes == 4 || type.bytes == 8, "nccl_sum_type: 4- and 8-byte elements only");
   if (type.kind == ElementKind::floating_point) return type.bytes == 4 ? ncclFloat32 : ncclFloat64;
+  if (type.op != ReduceOp::sum && type.kind == ElementKind::signed_integer) return type.bytes == 4 ? ncclInt32 : ncclInt64;
   return type.bytes == 4 ? ncclUint32 : ncclUint64;
+}
+
+ncclRedOp_t nccl_op(SumType type) {
+  return type.op == ReduceOp::sum ? ncclSum : type.op == ReduceOp::min ? ncclMin : ncclMax;
 }
 
 class NcclTransport final : public Transport {
@@ -68,6 +73,7 @@ class NcclTransport final : public Transport {
   }
 
   DeviceCommPath path() const override { return DeviceCommPath::nccl; }
+  bool prefers_aligned_messages() const override { return true; }
 
   Finish ibcast(const Context& ctx, void* data, std::size_t bytes, int root) const override {
     stream_wait(stream_, compute_stream(ctx));  // the root's data, and the receivers' buffer free to reuse
@@ -75,11 +81,11 @@ class NcclTransport final : public Transport {
     return stream_wait_later(compute_stream(ctx), stream_);
   }
 
-  void allreduce_sum(const Context& ctx, void* data, index_t count, SumType type) const override {
+  void allreduce(const Context& ctx, void* data, index_t count, SumType type) const override {
     const cudaStream_t compute = compute_stream(ctx);
     stream_wait(stream_, compute);
     TESSERA_NCCL_CHECK(
-        ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_sum_type(type), ncclSum, comm_, stream_));
+        ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_sum_type(type), nccl_op(type), comm_, stream_));
     stream_wait(compute, stream_);
   }
 
@@ -200,6 +206,13 @@ const Transport& nccl_transport(const Context& ctx) {
   auto* transport = new NcclTransport(nccl_comm, stream);
   TESSERA_MPI_CHECK(MPI_Comm_set_attr(comm, keyval(), transport));
   return *transport;
+}
+
+std::string nccl_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "";
+  // NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch.
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
 }  // namespace tessera::detail

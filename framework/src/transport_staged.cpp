@@ -27,7 +27,7 @@ class StagedTransport final : public Transport {
     };
   }
 
-  void allreduce_sum(const Context& ctx, void* data, index_t count, SumType type) const override {
+  void allreduce(const Context& ctx, void* data, index_t count, SumType type) const override {
     const std::size_t bytes = static_cast<std::size_t>(count) * type.bytes;
     std::shared_ptr<char> host = pinned_buffer(bytes);
     kernels::copy_to_host(ctx.queue(), host.get(), data, bytes);

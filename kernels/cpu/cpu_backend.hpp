@@ -11,8 +11,9 @@
 
 namespace tessera::kernels::cpu {
 
-template <class T>
-void reduce(const T* in, index_t n, ReduceOp op, T* out);
+// The precompiled sum / min / max: Op is plus, minimum or maximum.
+template <class T, class Op>
+void reduce(const T* in, index_t n, Op op, T* out);
 
 template <class T>
 index_t reduce_sum_depth(index_t n);
@@ -30,11 +31,13 @@ void scan_from_totals(const T* in, T* out, index_t n, ScanKind kind, T carry_in,
 template <class T>
 ScanRounding scan_rounding();
 
-template <class T>
-void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count);
+// The precompiled select and count_if: Pred is one of the comparison function objects of
+// predicate.hpp.
+template <class T, class Pred>
+void select(const T* in, index_t n, Pred pred, T* out, index_t* kept_count);
 
-template <class T>
-void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count);
+template <class T, class Pred>
+void count_if(const T* in, index_t n, Pred pred, index_t* count);
 
 template <class T>
 void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,

@@ -1,16 +1,17 @@
 // CPU reduce: the precompiled sum / min / max, as instances of the generic fold (cpu/algorithms.hpp:
 // for these commutative operations, blocks of eight interleaved accumulators combined pairwise per
-// thread, chunk results combined in order).
+// thread, chunk results combined in order), with the function object itself.
 #include <cstdint>
 
 #include "cpu_backend.hpp"
 #include "tessera/kernels/cpu/algorithms.hpp"
+#include "tessera/kernels/functional.hpp"
 
 namespace tessera::kernels::cpu {
 
-template <class T>
-void reduce(const T* in, index_t n, ReduceOp op, T* out) {
-  *out = with_reduce_op(op, [&](auto fn) { return transform_reduce(in, n, identity_fn{}, fn, reduce_identity<T>(op)); });
+template <class T, class Op>
+void reduce(const T* in, index_t n, Op op, T* out) {
+  *out = transform_reduce(in, n, identity_fn{}, op, identity_element<Op, T>());
 }
 
 template <class T>
@@ -21,9 +22,14 @@ index_t reduce_sum_depth(index_t n) {
 template index_t reduce_sum_depth<float>(index_t);
 template index_t reduce_sum_depth<double>(index_t);
 
-template void reduce<std::int32_t>(const std::int32_t*, index_t, ReduceOp, std::int32_t*);
-template void reduce<std::int64_t>(const std::int64_t*, index_t, ReduceOp, std::int64_t*);
-template void reduce<float>(const float*, index_t, ReduceOp, float*);
-template void reduce<double>(const double*, index_t, ReduceOp, double*);
+#define TESSERA_CPU_REDUCE(T)                                           \
+  template void reduce<T, plus>(const T*, index_t, plus, T*);           \
+  template void reduce<T, minimum>(const T*, index_t, minimum, T*);     \
+  template void reduce<T, maximum>(const T*, index_t, maximum, T*);
+TESSERA_CPU_REDUCE(std::int32_t)
+TESSERA_CPU_REDUCE(std::int64_t)
+TESSERA_CPU_REDUCE(float)
+TESSERA_CPU_REDUCE(double)
+#undef TESSERA_CPU_REDUCE
 
 }  // namespace tessera::kernels::cpu

@@ -1,5 +1,5 @@
-// CPU select and count_if: the precompiled run-time predicates, as instances of the generic
-// templates (cpu/algorithms.hpp).
+// CPU select and count_if: the precompiled comparison predicates (predicate.hpp), as instances of
+// the generic templates (cpu/algorithms.hpp).
 #include <cstdint>
 
 #include "cpu_backend.hpp"
@@ -7,23 +7,23 @@
 
 namespace tessera::kernels::cpu {
 
-template <class T>
-void count_if(const T* in, index_t n, Predicate<T> pred, index_t* count) {
+template <class T, class Pred>
+void count_if(const T* in, index_t n, Pred pred, index_t* count) {
   *count = count_if(in, n, pred);
 }
 
-template <class T>
-void select(const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {
+template <class T, class Pred>
+void select(const T* in, index_t n, Pred pred, T* out, index_t* kept_count) {
   *kept_count = select(in, n, pred, out);
 }
 
-#define TESSERA_CPU_SELECT(T)                                                         \
-  template void select<T>(const T*, index_t, Predicate<T>, T*, index_t*);             \
-  template void count_if<T>(const T*, index_t, Predicate<T>, index_t*);
-
-TESSERA_CPU_SELECT(std::int32_t)
-TESSERA_CPU_SELECT(std::int64_t)
-TESSERA_CPU_SELECT(float)
-TESSERA_CPU_SELECT(double)
+#define TESSERA_CPU_SELECT(T, P)                                  \
+  template void select<T, P>(const T*, index_t, P, T*, index_t*); \
+  template void count_if<T, P>(const T*, index_t, P, index_t*);
+TESSERA_FOR_EACH_PREDICATE(TESSERA_CPU_SELECT, std::int32_t)
+TESSERA_FOR_EACH_PREDICATE(TESSERA_CPU_SELECT, std::int64_t)
+TESSERA_FOR_EACH_PREDICATE(TESSERA_CPU_SELECT, float)
+TESSERA_FOR_EACH_PREDICATE(TESSERA_CPU_SELECT, double)
+#undef TESSERA_CPU_SELECT
 
 }  // namespace tessera::kernels::cpu

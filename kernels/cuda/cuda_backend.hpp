@@ -14,8 +14,9 @@
 
 namespace tessera::kernels::cuda {
 
-template <class T>
-void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out);
+// The precompiled sum / min / max: Op is plus, minimum or maximum.
+template <class T, class Op>
+void reduce(const Queue& queue, const T* in, index_t n, Op op, T* out);
 
 // On the current device.
 template <class T>
@@ -35,11 +36,13 @@ void scan_from_totals(const Queue& queue, const T* in, T* out, index_t n, ScanKi
 template <class T>
 ScanRounding scan_rounding();
 
-template <class T>
-void select(const Queue& queue, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count);
+// The precompiled select and count_if: Pred is one of the comparison function objects of
+// predicate.hpp.
+template <class T, class Pred>
+void select(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept_count);
 
-template <class T>
-void count_if(const Queue& queue, const T* in, index_t n, Predicate<T> pred, index_t* count);
+template <class T, class Pred>
+void count_if(const Queue& queue, const T* in, index_t n, Pred pred, index_t* count);
 
 // engine == tiled: our kernel; engine == vendor: cuBLAS (default math mode, no TF32).
 template <class T>

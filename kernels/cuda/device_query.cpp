@@ -28,6 +28,13 @@ std::string describe_device(const Queue& q) {
   return std::string(prop.name) + numbers;
 }
 
+CudaVersions versions() {
+  CudaVersions v;
+  if (cudaRuntimeGetVersion(&v.runtime) != cudaSuccess) v.runtime = 0;
+  if (cudaDriverGetVersion(&v.driver) != cudaSuccess) v.driver = 0;  // no driver: 0, not an error
+  return v;
+}
+
 std::size_t memory_capacity(const Queue& q) {
   cudaDeviceProp prop{};
   TESSERA_CUDA_CHECK(cudaGetDeviceProperties(&prop, q.device));

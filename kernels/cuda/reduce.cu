@@ -1,4 +1,5 @@
-// reduce: the public device-wide call for sum, min and max (see device_reduce.cuh for the pass).
+// reduce: the precompiled device-wide sum, min and max, each with its function object (see
+// device_reduce.cuh for the pass).
 #include <cstdint>
 
 #include "cuda_backend.hpp"
@@ -7,16 +8,9 @@
 
 namespace tessera::kernels::cuda {
 
-template <class T>
-void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out) {
-  using detail::Combine;
-  using detail::Identity;
-  const T identity = reduce_identity<T>(op);
-  switch (op) {
-    case ReduceOp::sum: detail::device_reduce(queue, in, n, Identity{}, Combine<ReduceOp::sum>{}, identity, out); break;
-    case ReduceOp::min: detail::device_reduce(queue, in, n, Identity{}, Combine<ReduceOp::min>{}, identity, out); break;
-    case ReduceOp::max: detail::device_reduce(queue, in, n, Identity{}, Combine<ReduceOp::max>{}, identity, out); break;
-  }
+template <class T, class Op>
+void reduce(const Queue& queue, const T* in, index_t n, Op op, T* out) {
+  detail::device_reduce(queue, in, n, detail::Identity{}, op, identity_element<Op, T>(), out);
 }
 
 template <class T>
@@ -27,9 +21,14 @@ index_t reduce_sum_depth(index_t n) {
 template index_t reduce_sum_depth<float>(index_t);
 template index_t reduce_sum_depth<double>(index_t);
 
-template void reduce<std::int32_t>(const Queue&, const std::int32_t*, index_t, ReduceOp, std::int32_t*);
-template void reduce<std::int64_t>(const Queue&, const std::int64_t*, index_t, ReduceOp, std::int64_t*);
-template void reduce<float>(const Queue&, const float*, index_t, ReduceOp, float*);
-template void reduce<double>(const Queue&, const double*, index_t, ReduceOp, double*);
+#define TESSERA_CUDA_REDUCE(T)                                                          \
+  template void reduce<T, plus>(const Queue&, const T*, index_t, plus, T*);             \
+  template void reduce<T, minimum>(const Queue&, const T*, index_t, minimum, T*);       \
+  template void reduce<T, maximum>(const Queue&, const T*, index_t, maximum, T*);
+TESSERA_CUDA_REDUCE(std::int32_t)
+TESSERA_CUDA_REDUCE(std::int64_t)
+TESSERA_CUDA_REDUCE(float)
+TESSERA_CUDA_REDUCE(double)
+#undef TESSERA_CUDA_REDUCE
 
 }  // namespace tessera::kernels::cuda

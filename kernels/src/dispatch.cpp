@@ -60,11 +60,21 @@ void fill_bytes(const Queue& q, void* out, index_t n, std::size_t element_bytes,
 
 }  // namespace detail
 
-template <class T>
-void reduce(const Queue& q, const T* in, index_t n, ReduceOp op, T* out) {
-  TESSERA_ASSERT(n >= 0, "reduce: negative element count");
-  TESSERA_DISPATCH(q, cpu::reduce(in, n, op, out), cuda::reduce(q, in, n, op, out));
-}
+#define TESSERA_DEFINE_REDUCE(T, Op)                                              \
+  void reduce(const Queue& q, const T* in, index_t n, Op op, T* out) {            \
+    TESSERA_ASSERT(n >= 0, "reduce: negative element count");                      \
+    TESSERA_DISPATCH(q, cpu::reduce(in, n, op, out), cuda::reduce(q, in, n, op, out)); \
+  }
+#define TESSERA_DEFINE_REDUCES(T)         \
+  TESSERA_DEFINE_REDUCE(T, plus)          \
+  TESSERA_DEFINE_REDUCE(T, minimum)       \
+  TESSERA_DEFINE_REDUCE(T, maximum)
+TESSERA_DEFINE_REDUCES(std::int32_t)
+TESSERA_DEFINE_REDUCES(std::int64_t)
+TESSERA_DEFINE_REDUCES(float)
+TESSERA_DEFINE_REDUCES(double)
+#undef TESSERA_DEFINE_REDUCES
+#undef TESSERA_DEFINE_REDUCE
 
 template <class T>
 index_t reduce_sum_depth(const Queue& q, index_t n) {
@@ -115,21 +125,20 @@ void scan_from_totals(const Queue& q, const T* in, T* out, index_t n, ScanKind k
                    cuda::scan_from_totals(q, in, out, n, kind, carry_in, segment_prefix));
 }
 
-#define TESSERA_DEFINE_SELECT(T)                                                                      \
-  void select(const Queue& q, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) {   \
-    TESSERA_ASSERT(n >= 0, "select: negative element count");                                         \
-    TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count),                                    \
-                     cuda::select(q, in, n, pred, out, kept_count));                                  \
-  }                                                                                                   \
-  void count_if(const Queue& q, const T* in, index_t n, Predicate<T> pred, index_t* count) {          \
-    TESSERA_ASSERT(n >= 0, "count_if: negative element count");                                       \
-    TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(q, in, n, pred, count));    \
+#define TESSERA_DEFINE_SELECT_ONE(T, P)                                                                \
+  void select(const Queue& q, const T* in, index_t n, P pred, T* out, index_t* kept_count) {            \
+    TESSERA_ASSERT(n >= 0, "select: negative element count");                                           \
+    TESSERA_DISPATCH(q, cpu::select(in, n, pred, out, kept_count), cuda::select(q, in, n, pred, out, kept_count)); \
+  }                                                                                                     \
+  void count_if(const Queue& q, const T* in, index_t n, P pred, index_t* count) {                        \
+    TESSERA_ASSERT(n >= 0, "count_if: negative element count");                                         \
+    TESSERA_DISPATCH(q, cpu::count_if(in, n, pred, count), cuda::count_if(q, in, n, pred, count));      \
   }
-TESSERA_DEFINE_SELECT(std::int32_t)
-TESSERA_DEFINE_SELECT(std::int64_t)
-TESSERA_DEFINE_SELECT(float)
-TESSERA_DEFINE_SELECT(double)
-#undef TESSERA_DEFINE_SELECT
+TESSERA_FOR_EACH_PREDICATE(TESSERA_DEFINE_SELECT_ONE, std::int32_t)
+TESSERA_FOR_EACH_PREDICATE(TESSERA_DEFINE_SELECT_ONE, std::int64_t)
+TESSERA_FOR_EACH_PREDICATE(TESSERA_DEFINE_SELECT_ONE, float)
+TESSERA_FOR_EACH_PREDICATE(TESSERA_DEFINE_SELECT_ONE, double)
+#undef TESSERA_DEFINE_SELECT_ONE
 
 template <class T>
 void gemm(const Queue& q, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
@@ -158,7 +167,6 @@ void generate(const Queue& q, T* out, index_t n, std::uint64_t seed, index_t glo
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                           \
-  template void reduce<T>(const Queue&, const T*, index_t, ReduceOp, T*);                               \
   template void scan<T>(const Queue&, const T*, T*, index_t, ScanKind, T);                              \
   template index_t scan_segment_count<T>(const Queue&, index_t);                                        \
   template void scan_totals<T>(const Queue&, const T*, index_t, T*, T*);                                \

@@ -30,6 +30,8 @@ void check_bin_count(index_t bins, const char* operation) {
 
 }  // namespace
 
+void check_histogram_bins(index_t bins) { check_bin_count(bins, "histogram"); }
+
 void check_even_bins(const EvenBins& bins, bool float_samples) {
   check_bin_count(bins.count, "histogram");
   if (!std::isfinite(bins.lower) || !std::isfinite(bins.upper))

@@ -25,6 +25,7 @@ std::string describe_device();               // "cpu"
 #if TESSERA_HAVE_CUDA
 namespace cuda {
 int device_count();
+CudaVersions versions();
 Queue make_queue(int device);
 void synchronize(const Queue& queue);
 void destroy_queue(Queue& queue);

@@ -12,6 +12,12 @@ int cuda_device_count() {
   return count;
 }
 
+CudaVersions cuda_versions() {
+  CudaVersions v;
+  TESSERA_DISPATCH_BUILD((void)0, v = cuda::versions());
+  return v;
+}
+
 Queue make_cuda_queue([[maybe_unused]] int device) {
   Queue q;
   TESSERA_DISPATCH_BUILD(detail::no_cuda_backend(), q = cuda::make_queue(device));

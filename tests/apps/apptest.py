@@ -176,6 +176,12 @@ def check_provenance(h, report):
     except ValueError:
         h.fail(f"json timestamp = {stamp!r}, expected UTC ISO 8601 (2026-01-31T12:00:00Z)")
     h.check(report.get("hosts") == [socket.gethostname()], f"json hosts = {report.get('hosts')!r}, expected [{socket.gethostname()!r}]")
+    env = report.get("environment", {})
+    h.check(env.get("tessera") == report.get("version") and env.get("revision") == rev
+            and "MPI" in str(env.get("mpi")) and str(env.get("hdf5", "")).count(".") == 2
+            and isinstance(env.get("devices"), list) and len(env["devices"]) >= 1
+            and (h.backend != "cpu" or env["devices"] == ["cpu"]),
+            f"json environment = {env!r}")
 
 
 def check_common_json(h, report, app, dtype, sizes):

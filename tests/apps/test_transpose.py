@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""transpose end to end: A written by h5py (each dtype; contiguous, chunked and compressed), pairs of
+"""transpose end to end: A written by h5py (each dtype, complex64 and complex128 as h5py's compound
+{r, i} included; contiguous, chunked and compressed), pairs of
 layouts of the rank count (row blocks, column blocks, 2-D and explicit grids), the --output B against
 numpy's A.T (or A itself with --op redistribute), and the position checksum of the report against
 one computed here with numpy; generated matrices give the same checksum at any rank count; bad
@@ -22,12 +23,25 @@ def splitmix64(x):
         return z ^ (z >> np.uint64(31))
 
 
+def element_bits(b):
+    """Each element's bytes as a little-endian integer; elements of 16 bytes (complex128) as two 8-byte
+    words w0, w1 combined as splitmix64(w0) ^ w1, as the app defines it."""
+    size = b.dtype.itemsize
+    if size <= 8:
+        return np.ascontiguousarray(b).view(np.dtype(f"<u{size}")).astype(np.uint64)
+    words = np.ascontiguousarray(b).view(np.dtype("<u8")).reshape(*b.shape, size // 8)
+    bits = words[..., 0]
+    for k in range(1, size // 8):
+        bits = splitmix64(bits) ^ words[..., k]
+    return bits
+
+
 def position_checksum(b):
     """sum of splitmix64(splitmix64(i) ^ j) * (bits(b_ij) + K) modulo 2^64, as the app defines it."""
     rows, cols = b.shape
     i = np.arange(rows, dtype=np.uint64)[:, None]
     j = np.arange(cols, dtype=np.uint64)[None, :]
-    bits = np.ascontiguousarray(b).view(np.dtype(f"<u{b.dtype.itemsize}")).astype(np.uint64)
+    bits = element_bits(b)
     with np.errstate(over="ignore"):
         return int((splitmix64(splitmix64(i) ^ j) * (bits + K)).sum(dtype=np.uint64))
 
@@ -38,11 +52,16 @@ p = h.ranks
 two_d = {1: "1x1", 2: "2x1", 3: "3x1", 4: "2x2"}.get(p, f"{p}x1")
 pairs = [("rows", "rows"), ("rows", "cols"), ("cols", "2d"), (two_d, "rows")]
 cases = [("float32", 37, 23, "contiguous"), ("float64", 64, 1, "chunked"), ("int32", 1, 70, "deflate"),
-         ("int64", 2, 9, "contiguous"), ("float32", 0, 6, "contiguous")]
+         ("int64", 2, 9, "contiguous"), ("float32", 0, 6, "contiguous"), ("complex64", 19, 8, "chunked"),
+         ("complex128", 5, 33, "deflate")]
 ops = ["transpose", "transpose", "redistribute"]
 for c, (dtype, m, n, layout) in enumerate(cases):
-    a = random_array(h.rng, np.dtype(dtype), (m, n))
-    if dtype.startswith("float") and a.size > 1:
+    if dtype.startswith("complex"):  # h5py writes them as the compound {r, i}
+        part = np.dtype("float32" if dtype == "complex64" else "float64")
+        a = (random_array(h.rng, part, (m, n)) + 1j * random_array(h.rng, part, (m, n))).astype(dtype)
+    else:
+        a = random_array(h.rng, np.dtype(dtype), (m, n))
+    if not dtype.startswith("int") and a.size > 1:
         a.flat[0] = -0.0  # a sign that only a bit-exact copy keeps
     write_h5(inp, f"/a{c}", a, layout)
     # Two or three of the layout pairs per case, every pair and both operations over the cases.
@@ -78,6 +97,16 @@ if ours and one:
             f"checksum differs: {ours[0]['result']} on {h.ranks} ranks, {one[0]['result']} on 1")
     h.check(ours[0]["parameters"].get("phase_names", {}).get("local") == "pack", "json parameters.phase_names")
 
+# Generated complex matrices: the same at any rank count too.
+gen = ["--m", "97", "--n", "31", "--dtype", "complex128", "--from", "2d", "--to", "rows", "--verify", "--op",
+       "redistribute"]
+ours, one = h.run_json("transpose", gen), h.run_json("transpose", gen, ranks=1)
+if ours and one:
+    h.check(ours[0]["verified"] is True and one[0]["verified"] is True, "generated complex redistribute not verified")
+    h.check(ours[0]["dtype"] == "complex128", f"json dtype {ours[0]['dtype']!r}")
+    h.check(ours[0]["result"] == one[0]["result"],
+            f"complex checksum differs: {ours[0]['result']} on {h.ranks} ranks, {one[0]['result']} on 1")
+
 # Bad input: exit 2, one line from the app naming the flag, no output file.
 write_h5(inp, "/vector", random_array(h.rng, np.dtype("float64"), 12))
 write_h5(inp, "/m", random_array(h.rng, np.dtype("float64"), (4, 6)))
@@ -91,6 +120,8 @@ bad = [
     (["--from", "diagonal"], ["--from", "unknown layout", "diagonal"]),
     (["--op", "rotate"], ["--op", "rotate"]),
     (["--input", f"{inp}:/m"], ["--input", "--a"]),
+    (["--a", f"{inp}:/m", "--dtype", "complex64"], ["--a", "/m", "compound", "complex64"]),
+    (["--dtype", "complex32"], ["--dtype", "complex32"]),
 ]
 for i, (args, words) in enumerate(bad):
     out = h.path(f"bad_{i}.h5")

@@ -67,6 +67,10 @@ void expect_plan(const CollectivePlan& plan, F&& f, const std::string& what,
 struct Positive {
   TESSERA_HOST_DEVICE bool operator()(double x) const { return x > 0; }
 };
+// Bin 0 for the positive samples, below for the others.
+struct SignBin {
+  TESSERA_HOST_DEVICE int operator()(double x) const { return x > 0 ? 0 : kernels::kBinBelow; }
+};
 struct Square {
   TESSERA_HOST_DEVICE double operator()(double x) const { return x * x; }
 };
@@ -95,6 +99,8 @@ TEST(CollectivePlans, EveryAlgorithmMakesWhatItsPlanSays) {
       expect_plan(count_if_plan<double, Positive>(), [&] { (void)count_if(a, Positive{}); }, "count_if " + at);
       expect_plan(count_if_plan<double, Predicate<double>>(), [&] { (void)count_if(a, greater_than<double>(0.0)); },
                   "count_if (precompiled) " + at);
+      expect_plan(count_if_plan<double, IsGreater<double>>(), [&] { (void)count_if(a, IsGreater<double>{0.0}); },
+                  "count_if (a comparison's function object) " + at);
       expect_plan(border_pairs_plan<double>(), [&] { (void)is_sorted(a); }, "is_sorted " + at);
       expect_plan(best_element_plan<double>(), [&] { (void)min_element(a); }, "min_element " + at);
       expect_plan(reproducible_sum_plan<double>(), [&] { (void)reproducible_sum(a); }, "reproducible_sum " + at);
@@ -104,6 +110,9 @@ TEST(CollectivePlans, EveryAlgorithmMakesWhatItsPlanSays) {
         expect_plan(histogram_plan(bins), [&] { (void)histogram(a, even); }, "histogram " + at);
         expect_plan(histogram_distributed_plan(bins), [&] { (void)histogram_distributed(a, even); },
                     "histogram_distributed " + at);
+        expect_plan(histogram_by_plan(bins), [&] { (void)histogram(a, SignBin{}, bins); }, "histogram by a binner " + at);
+        expect_plan(weighted_histogram_plan<double>(bins), [&] { (void)histogram(a, SignBin{}, bins, a); },
+                    "weighted histogram " + at);
       }
       expect_plan(sample_range_plan<double>(), [&] { (void)sample_range(a); }, "sample_range " + at);
     }

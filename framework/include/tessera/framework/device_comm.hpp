@@ -17,15 +17,28 @@
 // Request::wait) sees its result. Byte counts are 64-bit; MPI messages go in chunks below 2^31.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/context.hpp"
+#include "tessera/framework/mpi_check.hpp"
+#include "tessera/kernels/element_traits.hpp"
+#include "tessera/kernels/functional.hpp"
+#include "tessera/kernels/reduce_op.hpp"
+#include "tessera/kernels/transform.hpp"
 
 namespace tessera {
+
+class Exchange;
 
 namespace detail {
 class Transport;
@@ -83,18 +96,40 @@ class DeviceComm {
 
   DeviceCommPath path() const { return path_; }
   const Context& context() const { return ctx_; }
+  // Whether this path moves a message faster from and to 16-byte boundaries (nccl: its copies into
+  // and out of its buffers take 16-byte steps only where both addresses allow). Exchange
+  // (algorithms/exchange.hpp) sends from the boundary before each run where it does.
+  bool prefers_aligned_messages() const;
 
   // Broadcasts `bytes` bytes of backend memory from root's `data` into every other rank's `data`.
   Request ibcast(void* data, std::size_t bytes, int root) const;
   void bcast(void* data, std::size_t bytes, int root) const { ibcast(data, bytes, root).wait(); }
 
-  // In-place element-wise sum over the ranks. T: int32_t, int64_t (wrapping), float, double.
+  // In-place element-wise reduction over the ranks: data[i] becomes x_0[i] op x_1[i] op ... op
+  // x_{P-1}[i] on every rank, x_r being rank r's data (in rank order, so op need only be
+  // associative). T: any trivially copyable type; op: a TESSERA_HOST_DEVICE callable (T, T) -> T.
+  //   plus, minimum, maximum on int32, int64 (sums wrap), float, double: the path's own collective
+  //     (NCCL's allreduce; MPI_Allreduce with MPI_SUM / MPI_MIN / MPI_MAX, on device pointers or
+  //     staged through host memory);
+  //   any other op or type, cpu backend: MPI_Allreduce on host memory with an MPI operation made
+  //     from op (commutative where op says so, functional.hpp);
+  //   any other op or type, cuda backend: a reduce-scatter and an all-gather of the elements over
+  //     the device path, each rank folding its share of the elements with op on the device (the
+  //     caller's translation unit compiled by nvcc, as for the other algorithms' user functors).
+  // Counted as one allreduce of count elements (collective_plan.hpp).
+  template <class T, class Op>
+  void allreduce(T* data, index_t count, Op op) const;
+
+  // The sum (allreduce with plus). T: int32_t, int64_t (wrapping), float, double, or any type
+  // plus adds.
   template <class T>
-  void allreduce_sum(T* data, index_t count) const;
+  void allreduce_sum(T* data, index_t count) const {
+    allreduce(data, count, plus{});
+  }
 
   // Element-wise sum over the ranks, scattered: `send` holds sum(recv_counts) elements, the pieces
   // of rank 0, 1, ... in order; rank r receives the sum over all ranks of its piece, recv_counts[r]
-  // elements, in `recv`. Every rank passes the same recv_counts. T as for allreduce_sum. One
+  // elements, in `recv`. Every rank passes the same recv_counts. T: int32_t, int64_t (wrapping), float, double. One
   // MPI_Reduce_scatter (one MPI_Reduce per rank, chunked, where a piece exceeds the message limit),
   // or ncclReduceScatter (pieces of unequal size padded to the largest).
   template <class T>
@@ -148,6 +183,17 @@ class DeviceComm {
                              const Staging* staging = nullptr) const;
 
  private:
+  friend class Exchange;
+  // allreduce's two halves in the library: the built-in operations on the built-in types, and the
+  // reduce-scatter + all-gather of elements of element_bytes bytes around `fold` (which folds the
+  // ranks' pieces of this rank's share, laid out one after another in rank order, into `out`).
+  void allreduce_builtin(void* data, index_t count, ElementKind kind, std::size_t bytes, ReduceOp op) const;
+  using FoldPieces = std::function<void(const void* pieces, int ranks, index_t share, void* out)>;
+  void allreduce_folded(void* data, index_t count, std::size_t element_bytes, const FoldPieces& fold) const;
+  // The messages of an Exchange, in flight: counted as one collective of `kind` (alltoallv or
+  // neighbor_exchange) of `counted_bytes`, the payload its plan charges.
+  Request start_exchange(Collective kind, double counted_bytes, const std::vector<Message>& sends,
+                         const std::vector<Message>& recvs) const;
   // Asserts that every message names a rank of the context.
   void check_peers(const std::vector<Message>& sends, const std::vector<Message>& recvs, const char* operation) const;
 
@@ -155,6 +201,88 @@ class DeviceComm {
   DeviceCommPath path_ = DeviceCommPath::mpi_host;
   const detail::Transport* transport_ = nullptr;  // the path's, kept for the process or the MPI communicator
 };
+
+namespace detail {
+
+// The ranks' pieces of one rank's share folded in rank order: out[i] = p_0[i] op p_1[i] op ...
+template <class T, class Op>
+struct FoldRankPieces {
+  using wrapped_functor = Op;
+  const T* pieces;
+  int ranks;
+  index_t share;
+  Op op;
+  TESSERA_HOST_DEVICE T operator()(index_t i) const {
+    T acc = pieces[i];
+    for (int r = 1; r < ranks; ++r) acc = op(acc, pieces[static_cast<index_t>(r) * share + i]);
+    return acc;
+  }
+};
+
+// MPI's side of a user operation on host memory: MPI_Allreduce calls apply(in, inout) with
+// inout[i] = in[i] op inout[i] (in from the lower ranks); the op object of the call in flight is
+// reached through `current` (an MPI operation is a plain function).
+template <class T, class Op>
+struct MpiUserOp {
+  static inline thread_local const Op* current = nullptr;
+  static void apply(void* in, void* inout, int* len, MPI_Datatype*) {
+    auto* a = static_cast<const unsigned char*>(in);
+    auto* b = static_cast<unsigned char*>(inout);
+    for (int i = 0; i < *len; ++i) {
+      T x, y;
+      std::memcpy(&x, a + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+      std::memcpy(&y, b + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+      const T z = (*current)(x, y);
+      std::memcpy(b + static_cast<std::size_t>(i) * sizeof(T), &z, sizeof(T));
+    }
+  }
+};
+
+template <class T, class Op>
+inline constexpr bool is_builtin_reduction =
+    (std::is_same_v<Op, plus> || std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>) &&
+    (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+     std::is_same_v<T, double>);
+
+}  // namespace detail
+
+template <class T, class Op>
+void DeviceComm::allreduce(T* data, index_t count, Op op) const {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceComm::allreduce: the element type must be trivially copyable");
+  if constexpr (detail::is_builtin_reduction<T, Op>) {
+    (void)op;
+    const ReduceOp which = std::is_same_v<Op, plus> ? ReduceOp::sum : std::is_same_v<Op, minimum> ? ReduceOp::min : ReduceOp::max;
+    allreduce_builtin(data, count, ElementTraits<T>::kind, sizeof(T), which);
+  } else if (ctx_.backend() == Backend::cpu) {
+    static_assert(kernels::detail::invocable_r_with<T, Op, const T&, const T&>,
+                  "DeviceComm::allreduce: op must take two elements and return one");
+    TESSERA_COLLECTIVE(Collective::allreduce, static_cast<double>(count) * sizeof(T));
+    if (count <= 0 || ctx_.size() == 1) return;
+    if constexpr (kernels::detail::host_callable<Op>) {
+      MPI_Datatype element = MPI_DATATYPE_NULL;
+      MPI_Op mpi_op = MPI_OP_NULL;
+      TESSERA_MPI_CHECK(MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &element));
+      TESSERA_MPI_CHECK(MPI_Type_commit(&element));
+      TESSERA_MPI_CHECK(MPI_Op_create(&detail::MpiUserOp<T, Op>::apply, is_commutative_v<Op> ? 1 : 0, &mpi_op));
+      const Op* outer = std::exchange(detail::MpiUserOp<T, Op>::current, &op);
+      for (index_t done = 0; done < count; done += kMpiChunkElements) {
+        const int chunk = static_cast<int>(std::min(kMpiChunkElements, count - done));
+        TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, chunk, element, mpi_op, ctx_.comm().get()));
+      }
+      detail::MpiUserOp<T, Op>::current = outer;
+      TESSERA_MPI_CHECK(MPI_Op_free(&mpi_op));
+      TESSERA_MPI_CHECK(MPI_Type_free(&element));
+    } else {
+      kernels::detail::throw_device_only_functor_on_cpu("DeviceComm::allreduce");
+    }
+  } else {
+    const kernels::Queue queue = ctx_.queue();
+    allreduce_folded(data, count, sizeof(T), [&](const void* pieces, int ranks, index_t share, void* out) {
+      kernels::transform_index(queue, index_t(0), share, static_cast<T*>(out),
+                               detail::FoldRankPieces<T, Op>{static_cast<const T*>(pieces), ranks, share, op});
+    });
+  }
+}
 
 namespace detail {
 // The largest MPI message this layer sends in one call; longer transfers go in chunks. 1 GiB by

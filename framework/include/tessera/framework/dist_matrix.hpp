@@ -2,11 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/partition.hpp"
+#include "tessera/kernels/element_traits.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/generate.hpp"
 
 namespace tessera {
 
@@ -31,48 +36,160 @@ class ProcessGrid {
   Context grid_, row_, column_;
 };
 
-// A global rows x cols matrix, row-major, cut into grid.rows() x grid.cols() blocks: block rows by
-// Partition::block(rows, grid.rows()), block columns by Partition::block(cols, grid.cols()).
-// This rank's block lives in backend memory, row-major with leading dimension local_cols().
-template <class T>
-class DistMatrix {
+namespace detail {
+
+// The storage of a DistMatrix with its element type erased: the layout, and this rank's block of
+// elements of element_bytes bytes in backend memory. Everything that only moves elements (the
+// block's allocation, host copies, gather and scatter, transpose and redistribute, HDF5) works on
+// it, so the library instantiates nothing per element type.
+class MatrixStorage {
  public:
-  DistMatrix() = default;
-  DistMatrix(const ProcessGrid& grid, index_t rows, index_t cols);
-  ~DistMatrix();
-  DistMatrix(DistMatrix&&) noexcept;
-  DistMatrix& operator=(DistMatrix&&) noexcept;
-  DistMatrix(const DistMatrix&) = delete;
-  DistMatrix& operator=(const DistMatrix&) = delete;
+  MatrixStorage() = default;
+  // UsageError when rows or cols is negative, or the block's bytes do not fit in 64 bits; OutOfMemory
+  // (this rank) when it does not fit in memory.
+  MatrixStorage(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes);
+  ~MatrixStorage();
+  MatrixStorage(MatrixStorage&&) noexcept;
+  MatrixStorage& operator=(MatrixStorage&&) noexcept;
+  MatrixStorage(const MatrixStorage&) = delete;
+  MatrixStorage& operator=(const MatrixStorage&) = delete;
 
   const ProcessGrid& grid() const { return grid_; }
   index_t rows() const { return rows_; }
   index_t cols() const { return cols_; }
+  std::size_t element_bytes() const { return element_bytes_; }
   const Partition& row_partition() const { return row_partition_; }
   const Partition& col_partition() const { return col_partition_; }
-  index_t local_rows() const;
-  index_t local_cols() const;
-  index_t row_offset() const;  // global row of this block's first row
-  index_t col_offset() const;
-  T* local_data() { return data_; }
-  const T* local_data() const { return data_; }
+  index_t local_rows() const { return row_partition_.local_size(grid_.process_row()); }
+  index_t local_cols() const { return col_partition_.local_size(grid_.process_col()); }
+  index_t row_offset() const { return row_partition_.offset(grid_.process_row()); }
+  index_t col_offset() const { return col_partition_.offset(grid_.process_col()); }
+  std::size_t local_bytes() const {
+    return static_cast<std::size_t>(local_rows()) * static_cast<std::size_t>(local_cols()) * element_bytes_;
+  }
+  void* data() const { return data_; }
 
-  void fill(T value);
-  // Element (i, j) = counter_value<T>(seed, i * cols + j), whatever the grid.
-  void generate(std::uint64_t seed);
-  std::vector<T> local_to_host() const;
-  void local_from_host(const std::vector<T>& block);
-  // The whole matrix (row-major) on `root`, empty elsewhere.
-  std::vector<T> gather(int root = 0) const;
-  // Every rank passes the same row-major global data; each keeps its block.
-  static DistMatrix from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, const std::vector<T>& global);
+  // Every element of the block = the element_bytes bytes at `value` (host memory).
+  void fill(const void* value);
+  // The block, row-major, to and from host memory of local_bytes().
+  void local_to_host(void* host) const;
+  void local_from_host(const void* host);
+  // The whole matrix (row-major, rows * cols elements) into `all` on root (host memory there,
+  // ignored elsewhere). Collective over the grid.
+  void gather(void* all, int root) const;
+  // Each rank's block from root's whole matrix `all` (host memory there, ignored elsewhere).
+  // Collective over the grid.
+  void scatter(const void* all, int root);
+  // Each rank's block from `global`, the whole matrix, the same on every rank (host memory).
+  void from_replicated(const void* global);
 
  private:
   void release();
   ProcessGrid grid_;
   index_t rows_ = 0, cols_ = 0;
+  std::size_t element_bytes_ = 0;
   Partition row_partition_, col_partition_;
-  T* data_ = nullptr;
+  void* data_ = nullptr;
+};
+
+}  // namespace detail
+
+// A global rows x cols matrix, row-major, cut into grid.rows() x grid.cols() blocks: block rows by
+// Partition::block(rows, grid.rows()), block columns by Partition::block(cols, grid.cols()).
+// This rank's block lives in backend memory, row-major with leading dimension local_cols(), and
+// starts on a 16-byte boundary. T: any trivially copyable type (numbers, std::complex, a struct of
+// fields); the library moves its elements as bytes (detail::MatrixStorage), so nothing is
+// instantiated per type. generate() needs one of the generator's numeric types; matmul float or
+// double.
+template <class T>
+class DistMatrix {
+  static_assert(std::is_trivially_copyable_v<T>, "DistMatrix: the element type must be trivially copyable");
+
+ public:
+  using value_type = T;
+
+  DistMatrix() = default;
+  DistMatrix(const ProcessGrid& grid, index_t rows, index_t cols) : storage_(grid, rows, cols, sizeof(T)) {}
+  // Takes storage of sizeof(T)-byte elements (what the byte-level algorithms return).
+  explicit DistMatrix(detail::MatrixStorage&& storage) : storage_(std::move(storage)) {
+    TESSERA_ASSERT(storage_.data() == nullptr || storage_.element_bytes() == sizeof(T),
+                   "DistMatrix: storage of another element size");
+  }
+
+  const ProcessGrid& grid() const { return storage_.grid(); }
+  index_t rows() const { return storage_.rows(); }
+  index_t cols() const { return storage_.cols(); }
+  const Partition& row_partition() const { return storage_.row_partition(); }
+  const Partition& col_partition() const { return storage_.col_partition(); }
+  index_t local_rows() const { return storage_.local_rows(); }
+  index_t local_cols() const { return storage_.local_cols(); }
+  index_t row_offset() const { return storage_.row_offset(); }  // global row of this block's first row
+  index_t col_offset() const { return storage_.col_offset(); }
+  T* local_data() { return static_cast<T*>(storage_.data()); }
+  const T* local_data() const { return static_cast<const T*>(storage_.data()); }
+  const detail::MatrixStorage& storage() const { return storage_; }
+  detail::MatrixStorage& storage() { return storage_; }
+
+  void fill(const T& value) {
+    if constexpr (is_numeric_element_v<T>) {
+      kernels::fill(grid().context().queue(), local_data(), local_rows() * local_cols(), value);  // one launch
+    } else {
+      storage_.fill(&value);
+    }
+  }
+  // Element (i, j) = counter_value<T>(seed, i * cols + j), whatever the grid. T: int8 .. int64,
+  // uint8 .. uint64, float, double.
+  void generate(std::uint64_t seed) {
+    static_assert(is_numeric_element_v<T>, "DistMatrix::generate: the generator makes numbers only");
+    const index_t lc = local_cols();
+    if (lc == 0) return;
+    const kernels::Queue& q = grid().context().queue();
+    // Each local row is a contiguous run of the global row-major sequence; where the block spans
+    // whole rows (one process column), the whole block is one run: one launch.
+    if (lc == cols()) {
+      kernels::generate(q, local_data(), local_rows() * lc, seed, row_offset() * cols());
+      return;
+    }
+    for (index_t r = 0; r < local_rows(); ++r)
+      kernels::generate(q, local_data() + r * lc, lc, seed, (row_offset() + r) * cols() + col_offset());
+  }
+  std::vector<T> local_to_host() const {
+    std::vector<T> host(static_cast<std::size_t>(local_rows() * local_cols()));
+    storage_.local_to_host(host.data());
+    return host;
+  }
+  void local_from_host(const std::vector<T>& block) {
+    TESSERA_ASSERT(static_cast<index_t>(block.size()) == local_rows() * local_cols(),
+                   "DistMatrix::local_from_host: size differs from the block");
+    storage_.local_from_host(block.data());
+  }
+  // The whole matrix (row-major) on `root`, empty elsewhere. Collective.
+  std::vector<T> gather(int root = 0) const {
+    std::vector<T> all(grid().context().rank() == root ? static_cast<std::size_t>(rows() * cols()) : 0);
+    storage_.gather(all.data(), root);
+    return all;
+  }
+  // The matrix whose whole is `global` (row-major rows x cols) on `root` (ignored elsewhere): each
+  // rank receives its block. Collective.
+  static DistMatrix scatter(const ProcessGrid& grid, index_t rows, index_t cols, const std::vector<T>& global,
+                            int root = 0) {
+    DistMatrix m(grid, rows, cols);
+    if (grid.context().rank() == root)
+      TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols, "DistMatrix::scatter: size differs from rows x cols");
+    m.storage_.scatter(global.data(), root);
+    return m;
+  }
+  // Every rank passes the same row-major global data; each keeps its block.
+  static DistMatrix from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, const std::vector<T>& global) {
+    TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols,
+                   "DistMatrix::from_replicated: size differs from rows x cols");
+    DistMatrix m(grid, rows, cols);
+    m.storage_.from_replicated(global.data());
+    return m;
+  }
+
+ private:
+  detail::MatrixStorage storage_;
 };
 
 struct MatmulOptions {

@@ -5,16 +5,19 @@
 // than the ghost width, the ghost cells come from the ranks beyond it too.
 //
 // Layout of a block in backend memory: row-major with leading dimension ld() >= local_cols() +
-// 2 ghost_width, rounded up so that every row starts on a 16-byte boundary at the same column;
-// origin() points at the block's first owned cell, which is on a 16-byte boundary, and the ghost
-// cells lie at negative offsets from it.
+// 2 ghost_width, rounded up so that every row starts on a 16-byte boundary at the same column
+// (for elements whose size divides 16); origin() points at the block's first owned cell, which is
+// on a 16-byte boundary (again where the size divides 16), and the ghost cells lie at negative
+// offsets from it.
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/framework/collective_plan.hpp"
@@ -22,6 +25,9 @@
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/partition.hpp"
+#include "tessera/kernels/element_traits.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/stencil.hpp"
 
 namespace tessera {
@@ -47,60 +53,158 @@ struct FieldLayout {
   int rank_of(int row, int col) const { return row * grid_cols + col; }
 };
 
-template <class T>
-class Field2D {
+// A rectangle of the global field: {row, col, rows, cols}.
+struct GlobalRectangle {
+  index_t row = 0, col = 0, rows = 0, cols = 0;
+  bool empty() const { return rows <= 0 || cols <= 0; }
+};
+
+namespace detail {
+
+// The storage of a Field2D with its element type erased: its layout and this rank's block, ghosts
+// included, of elements of element_bytes bytes. Everything that only moves cells (allocation,
+// host copies, gather and scatter, the halo, HDF5) works on it: nothing is instantiated per type.
+class FieldStorage {
  public:
-  Field2D() = default;
-  // UsageError when rows < grid.rows() or cols < grid.cols() (a rank would own no cell), or the
-  // ghost width is negative. Contents undefined.
-  Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width);
-  ~Field2D();
-  Field2D(Field2D&& other) noexcept;
-  Field2D& operator=(Field2D&& other) noexcept;
-  Field2D(const Field2D&) = delete;
-  Field2D& operator=(const Field2D&) = delete;
+  FieldStorage() = default;
+  FieldStorage(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width, std::size_t element_bytes);
+  ~FieldStorage();
+  FieldStorage(FieldStorage&& other) noexcept;
+  FieldStorage& operator=(FieldStorage&& other) noexcept;
+  FieldStorage(const FieldStorage&) = delete;
+  FieldStorage& operator=(const FieldStorage&) = delete;
 
   const ProcessGrid& grid() const { return grid_; }
-  const Context& context() const { return grid_.context(); }
   const FieldLayout& layout() const { return layout_; }
-  index_t rows() const { return layout_.rows; }
-  index_t cols() const { return layout_.cols; }
-  int ghost_width() const { return layout_.ghost_width; }
-  index_t local_rows() const { return layout_.local_rows(); }
-  index_t local_cols() const { return layout_.local_cols(); }
-  index_t row_offset() const { return layout_.row_offset(); }
-  index_t col_offset() const { return layout_.col_offset(); }
-  index_t ld() const { return layout_.ld; }
+  std::size_t element_bytes() const { return element_bytes_; }
+  void* origin() const { return origin_; }
+  // The block's storage, ghosts included: storage_elements() cells from begin().
+  void* begin() const { return storage_; }
+  index_t storage_elements() const;
 
-  // Backend memory: cell (i, j) of the block, -ghost_width <= i < local_rows() + ghost_width and the
-  // same for j, is origin()[i * ld() + j].
-  T* origin() { return origin_; }
-  const T* origin() const { return origin_; }
-
-  // Every cell of the block, ghosts included.
-  void fill(const T& value);
-  // Every cell of other's block, ghosts included; other has this field's layout. Stream-ordered:
-  // work queued after it sees the copy; the host does not wait.
-  void copy_from(const Field2D& other);
-  // The ghost cells outside the global domain (global row < 0 or >= rows(), or column < 0 or >=
-  // cols()) become value(i, j) of their global index: the boundary condition. value runs on the
-  // host, once per such cell; ghost cells inside the domain are left as they are.
-  void set_outer_ghosts(const std::function<T(index_t i, index_t j)>& value);
-  // The owned cells, row-major local_rows() x local_cols(), to and from host memory.
-  std::vector<T> local_to_host() const;
-  void local_from_host(std::span<const T> block);
-  // The owned cells of the whole field, row-major, on `root` (empty elsewhere). Collective.
-  std::vector<T> gather(int root = 0) const;
-  // Every rank passes the same row-major rows x cols data; each keeps its block (ghosts undefined).
-  static Field2D from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
-                                 std::span<const T> global);
+  void fill(const void* value);
+  void copy_from(const FieldStorage& other);
+  // The local rectangles {first row, first column, rows, columns} of the ghost cells outside the
+  // domain, and the copy of their values (host memory, rectangle after rectangle, row-major) there.
+  std::vector<kernels::Rectangle> outer_ghost_rectangles(std::vector<GlobalRectangle>* global) const;
+  void set_cells(const std::vector<kernels::Rectangle>& rectangles, const void* values);
+  // The owned cells, row-major, to and from host memory.
+  void local_to_host(void* host) const;
+  void local_from_host(const void* host);
+  // The owned cells of the whole field into `all` on root (host memory, rows x cols). Collective.
+  void gather(void* all, int root) const;
+  // Each rank's owned cells from root's `all`. Collective.
+  void scatter(const void* all, int root);
+  // Each rank's owned cells from `global`, the same on every rank.
+  void from_replicated(const void* global);
 
  private:
   void release();
   ProcessGrid grid_;
   FieldLayout layout_;
-  T* storage_ = nullptr;  // from kernels::allocate
-  T* origin_ = nullptr;
+  std::size_t element_bytes_ = 0;
+  void* storage_ = nullptr;  // from kernels::allocate
+  void* origin_ = nullptr;
+};
+
+}  // namespace detail
+
+// T: any trivially copyable type (moved as bytes underneath: detail::FieldStorage). The stencils
+// (algorithms/stencil.hpp) need float or double.
+template <class T>
+class Field2D {
+  static_assert(std::is_trivially_copyable_v<T>, "Field2D: the element type must be trivially copyable");
+
+ public:
+  using value_type = T;
+
+  Field2D() = default;
+  // UsageError when rows < grid.rows() or cols < grid.cols() (a rank would own no cell), or the
+  // ghost width is negative. Contents undefined.
+  Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width)
+      : storage_(grid, rows, cols, ghost_width, sizeof(T)) {}
+
+  const ProcessGrid& grid() const { return storage_.grid(); }
+  const Context& context() const { return storage_.grid().context(); }
+  const FieldLayout& layout() const { return storage_.layout(); }
+  const detail::FieldStorage& storage() const { return storage_; }
+  detail::FieldStorage& storage() { return storage_; }
+  index_t rows() const { return layout().rows; }
+  index_t cols() const { return layout().cols; }
+  int ghost_width() const { return layout().ghost_width; }
+  index_t local_rows() const { return layout().local_rows(); }
+  index_t local_cols() const { return layout().local_cols(); }
+  index_t row_offset() const { return layout().row_offset(); }
+  index_t col_offset() const { return layout().col_offset(); }
+  index_t ld() const { return layout().ld; }
+
+  // Backend memory: cell (i, j) of the block, -ghost_width <= i < local_rows() + ghost_width and the
+  // same for j, is origin()[i * ld() + j].
+  T* origin() { return static_cast<T*>(storage_.origin()); }
+  const T* origin() const { return static_cast<const T*>(storage_.origin()); }
+
+  // Every cell of the block, ghosts included.
+  void fill(const T& value) {
+    if constexpr (is_numeric_element_v<T>) {
+      kernels::fill(context().queue(), static_cast<T*>(storage_.begin()), storage_.storage_elements(), value);
+    } else {
+      storage_.fill(&value);
+    }
+  }
+  // Every cell of other's block, ghosts included; other has this field's layout. Stream-ordered:
+  // work queued after it sees the copy; the host does not wait.
+  void copy_from(const Field2D& other) { storage_.copy_from(other.storage_); }
+  // The ghost cells outside the global domain (global row < 0 or >= rows(), or column < 0 or >=
+  // cols()) become value(i, j) of their global index: the boundary condition. value runs on the
+  // host, once per such cell; ghost cells inside the domain are left as they are.
+  void set_outer_ghosts(const std::function<T(index_t i, index_t j)>& value) {
+    std::vector<GlobalRectangle> global;
+    const std::vector<kernels::Rectangle> rectangles = storage_.outer_ghost_rectangles(&global);
+    std::vector<T> values;
+    for (const GlobalRectangle& g : global)
+      for (index_t i = 0; i < g.rows; ++i)
+        for (index_t j = 0; j < g.cols; ++j) values.push_back(value(g.row + i, g.col + j));
+    if (!values.empty()) storage_.set_cells(rectangles, values.data());
+  }
+  // The owned cells, row-major local_rows() x local_cols(), to and from host memory.
+  std::vector<T> local_to_host() const {
+    std::vector<T> host(static_cast<std::size_t>(local_rows() * local_cols()));
+    storage_.local_to_host(host.data());
+    return host;
+  }
+  void local_from_host(std::span<const T> block) {
+    TESSERA_ASSERT(static_cast<index_t>(block.size()) == local_rows() * local_cols(),
+                   "Field2D::local_from_host: size differs from the block");
+    storage_.local_from_host(block.data());
+  }
+  // The owned cells of the whole field, row-major, on `root` (empty elsewhere). Collective.
+  std::vector<T> gather(int root = 0) const {
+    std::vector<T> all(context().rank() == root ? static_cast<std::size_t>(rows() * cols()) : 0);
+    storage_.gather(all.data(), root);
+    return all;
+  }
+  // The field whose owned cells are `global` (row-major rows x cols) on `root` (ignored elsewhere):
+  // each rank receives its block (ghosts undefined). Collective.
+  static Field2D scatter(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
+                         std::span<const T> global, int root = 0) {
+    Field2D f(grid, rows, cols, ghost_width);
+    if (grid.context().rank() == root)
+      TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols, "Field2D::scatter: size differs from rows x cols");
+    f.storage_.scatter(global.data(), root);
+    return f;
+  }
+  // Every rank passes the same row-major rows x cols data; each keeps its block (ghosts undefined).
+  static Field2D from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
+                                 std::span<const T> global) {
+    TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols,
+                   "Field2D::from_replicated: size differs from rows x cols");
+    Field2D f(grid, rows, cols, ghost_width);
+    f.storage_.from_replicated(global.data());
+    return f;
+  }
+
+ private:
+  detail::FieldStorage storage_;
 };
 
 namespace detail {
@@ -194,14 +298,7 @@ class HaloExchange {
 // The global rectangle of the cells that rank `owner` (grid coordinates) sends to the ghosts of
 // rank `receiver`: the receiver's halo (of `shape`, clipped to the domain) cut with the owner's
 // block. Empty (rows or cols 0) where they share nothing. Rows first: {row, col, rows, cols}.
-struct GlobalRectangle {
-  index_t row = 0, col = 0, rows = 0, cols = 0;
-  bool empty() const { return rows <= 0 || cols <= 0; }
-};
 GlobalRectangle halo_piece(const FieldLayout& layout, HaloShape shape, int receiver_row, int receiver_col,
                            int owner_row, int owner_col);
-
-extern template class Field2D<float>;
-extern template class Field2D<double>;
 
 }  // namespace tessera

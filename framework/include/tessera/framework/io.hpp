@@ -24,6 +24,8 @@
 // error stack.
 #pragma once
 
+#include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -100,6 +102,88 @@ constexpr DType dtype_of() {
   return DType::float64;
 }
 
+// ---- element types in HDF5 files ---------------------------------------------------------------------
+//
+// How an element type is stored in a dataset: a number (the little-endian standard type of its kind
+// and size), or a compound of named members. std::complex<float> and std::complex<double> are the
+// compound {r, i} of two floats that h5py and numpy write and read for complex64 and complex128. A
+// struct is a compound when its fields are named:
+//
+//   struct Particle { double x, y; float mass; std::int32_t id; };
+//   TESSERA_HDF5_FIELDS(Particle, x, y, mass, id)      // at namespace scope, after the struct
+//
+// (or a specialisation of tessera::io::Hdf5Fields<Particle> whose static members() lists
+// io::h5_member("x", &Particle::x), ...). Members are numbers, complex numbers, or structs named the
+// same way. Any other type has no HDF5 name: reading or writing it is an IoError, on every rank,
+// before any file is touched.
+struct H5Member;
+struct H5Type {
+  enum class Class { none, number, compound } cls = Class::none;
+  ElementKind kind = ElementKind::floating_point;  // a number's
+  std::size_t bytes = 0;                           // the element in memory (sizeof)
+  std::vector<H5Member> members;                   // a compound's, at their offsets in memory
+  std::string name;                                // for messages: "float64", "complex128", "{x, y, id}"
+};
+struct H5Member {
+  std::string name;
+  std::size_t offset = 0;
+  H5Type type;
+};
+
+// The members of a struct T, for a specialisation to list (TESSERA_HDF5_FIELDS writes one).
+template <class T>
+struct Hdf5Fields;
+
+namespace detail {
+template <class T, class = void>
+struct has_hdf5_fields : std::false_type {};
+template <class T>
+struct has_hdf5_fields<T, std::void_t<decltype(Hdf5Fields<T>::members())>> : std::true_type {};
+template <class T>
+struct is_std_complex : std::false_type {};
+template <class F>
+struct is_std_complex<std::complex<F>> : std::bool_constant<std::is_same_v<F, float> || std::is_same_v<F, double>> {};
+std::string compound_name(const std::vector<H5Member>& members);
+}  // namespace detail
+
+// The HDF5 type of T (Class::none where HDF5 cannot name it).
+template <class T>
+H5Type h5_type_of() {
+  H5Type t;
+  t.bytes = sizeof(T);
+  if constexpr (is_numeric_element_v<T>) {
+    t.cls = H5Type::Class::number;
+    t.kind = ElementTraits<T>::kind;
+    t.name = ElementTraits<T>::name;
+  } else if constexpr (detail::is_std_complex<T>::value) {
+    using F = typename T::value_type;
+    t.cls = H5Type::Class::compound;
+    t.members = {{"r", 0, h5_type_of<F>()}, {"i", sizeof(F), h5_type_of<F>()}};
+    t.name = sizeof(F) == 4 ? "complex64" : "complex128";
+  } else if constexpr (detail::has_hdf5_fields<T>::value) {
+    t.cls = H5Type::Class::compound;
+    t.members = Hdf5Fields<T>::members();
+    t.name = detail::compound_name(t.members);
+  } else {
+    t.name = "a type of " + std::to_string(sizeof(T)) + " bytes with no HDF5 name";
+  }
+  return t;
+}
+
+// A member of a struct S at `offset` (offsetof(S, field)), of the field's type M.
+template <class M>
+H5Member h5_member(const char* name, std::size_t offset) {
+  return {name, offset, h5_type_of<M>()};
+}
+// The same from a pointer to the member.
+template <class S, class M>
+H5Member h5_member(const char* name, M S::*field) {
+  alignas(S) unsigned char storage[sizeof(S)] = {};
+  const S* object = reinterpret_cast<const S*>(storage);
+  const auto offset = static_cast<std::size_t>(reinterpret_cast<const unsigned char*>(&(object->*field)) - storage);
+  return h5_member<M>(name, offset);
+}
+
 // "FILE.h5:/DATASET" (the dataset part starts at the last ":/"; groups allowed: /group/dset).
 struct DatasetPath {
   std::string file;
@@ -115,12 +199,17 @@ struct DatasetInfo {
   DType dtype = DType::float32;  // the type the file's type maps to (unsigned and narrow integers widen)
   std::vector<index_t> shape;    // one entry per dimension
   std::string type_name;         // the file's type, for messages ("16-bit unsigned integer", ...)
+  bool is_complex = false;       // probe_numeric_or_complex: h5py's complex compound {r, i} of dtype
 };
 
 // Collective. Rank 0 opens the file and the dataset and broadcasts what it found; every rank gets
 // the same DatasetInfo or throws the same IoError ("no such file 'x.h5'", "'x.h5' is not an HDF5
 // file", "no dataset '/d' in 'x.h5'", "... has an unsupported type").
 DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path);
+
+// The same, also accepting the compound {r, i} of two floats of one size that h5py and numpy write
+// for complex64 and complex128: is_complex is then true and dtype names the type of r and i.
+DatasetInfo probe_numeric_or_complex(const Context& ctx, const DatasetPath& path);
 
 // Reads a 1-D dataset into the block distribution. IoError (from probe_dataset, or naming the
 // dataset and its shape when it is not 1-D, or when a chunk cannot be read). T: int8..int64,
@@ -130,10 +219,22 @@ DatasetInfo probe_dataset(const Context& ctx, const DatasetPath& path);
 template <class T>
 DistArray<T> read_array(const Context& ctx, const DatasetPath& path);
 
+namespace detail {
+// The byte-level reads of matrices and fields, for elements of the type `element` describes
+// (h5_type_of<T>()). An element type with no HDF5 name: IoError before any file is touched.
+tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element);
+void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element);
+}  // namespace detail
+
 // Reads a 2-D dataset (row-major, rows x cols) into the grid's 2-D blocks. IoError when the
-// dataset is not 2-D.
+// dataset is not 2-D. T: a number (HDF5 converts the file's numbers, and refuses values T cannot
+// hold, as read_array does), std::complex<float> or std::complex<double> (the file's compound
+// {r, i}, its members converted), or a struct with named fields (a compound holding every named
+// member; other members of the file's compound are ignored).
 template <class T>
-DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path);
+DistMatrix<T> read_matrix(const ProcessGrid& grid, const DatasetPath& path) {
+  return DistMatrix<T>(detail::read_matrix(grid, path, h5_type_of<T>()));
+}
 
 // Attributes stored on an output dataset. `version` is filled in with TESSERA_VERSION_STRING.
 struct OutputAttributes {
@@ -191,12 +292,22 @@ class OutputFile {
   // The whole array (any partition: block or ragged) as one 1-D dataset in global order.
   template <class T>
   OutputFile& add(const DistArray<T>& array, const std::string& dataset, const OutputAttributes& attributes);
-  // The matrix as one rows x cols dataset, row-major.
+  // The matrix as one rows x cols dataset, row-major; any element type HDF5 can name (numbers as
+  // the little-endian standard type, complex numbers and named structs as compounds of those).
   template <class T>
-  OutputFile& add(const DistMatrix<T>& matrix, const std::string& dataset, const OutputAttributes& attributes);
-  // The field's owned cells as one rows x cols dataset, row-major.
+  OutputFile& add(const DistMatrix<T>& matrix, const std::string& dataset, const OutputAttributes& attributes) {
+    return add_matrix(matrix.storage(), dataset, attributes, h5_type_of<T>());
+  }
+  // The field's owned cells as one rows x cols dataset, row-major; element types as for matrices.
   template <class T>
-  OutputFile& add(const Field2D<T>& field, const std::string& dataset, const OutputAttributes& attributes);
+  OutputFile& add(const Field2D<T>& field, const std::string& dataset, const OutputAttributes& attributes) {
+    return add_field(field.storage(), dataset, attributes, h5_type_of<T>());
+  }
+  // The same on bytes, for elements of the type `element` describes (IoError where HDF5 cannot name it).
+  OutputFile& add_matrix(const tessera::detail::MatrixStorage& matrix, const std::string& dataset,
+                         const OutputAttributes& attributes, const H5Type& element);
+  OutputFile& add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
+                        const OutputAttributes& attributes, const H5Type& element);
 
   const std::string& file() const;
   std::size_t datasets() const;
@@ -218,21 +329,62 @@ class OutputFile {
 template <class T>
 void write_array(const DistArray<T>& array, const DatasetPath& path, const OutputAttributes& attributes);
 
-// Writes the matrix as one rows x cols dataset, row-major.
+// Writes the matrix as one rows x cols dataset, row-major (any element type HDF5 can name, as
+// OutputFile::add). An OutputFile of one dataset.
 template <class T>
-void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes);
+void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const OutputAttributes& attributes) {
+  OutputFile(matrix.grid().context(), path.file).add(matrix, path.dataset, attributes).commit();
+}
 
 // Writes the field's owned cells as one rows x cols dataset, row-major, as write_matrix does.
 template <class T>
-void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes);
+void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
+  OutputFile(field.context(), path.file).add(field, path.dataset, attributes).commit();
+}
 
 // Reads a 2-D dataset of exactly field.rows() x field.cols() into the field's owned cells (its
-// ghost cells are left as they are). IoError for another shape.
+// ghost cells are left as they are). IoError for another shape. T as for read_matrix.
 template <class T>
-void read_field(Field2D<T>& field, const DatasetPath& path);
+void read_field(Field2D<T>& field, const DatasetPath& path) {
+  detail::read_field(field.storage(), path, h5_type_of<T>());
+}
 
 // The scalar attributes of a dataset (strings, and integers and floats as text), in name order.
 // Collective; a missing file or dataset is an IoError as in probe_dataset.
 std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path);
 
 }  // namespace tessera::io
+
+// TESSERA_HDF5_FIELDS(Struct, field, ...): names up to 16 fields of Struct as the members of its
+// HDF5 compound type (io::Hdf5Fields<Struct>). At global namespace scope, after Struct is complete.
+#define TESSERA_HDF5_MEMBER_(S, f) ::tessera::io::h5_member<decltype(S::f)>(#f, offsetof(S, f))
+#define TESSERA_HDF5_EXPAND_(x) x
+#define TESSERA_HDF5_M1_(S, a) TESSERA_HDF5_MEMBER_(S, a)
+#define TESSERA_HDF5_M2_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M1_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M3_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M2_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M4_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M3_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M5_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M4_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M6_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M5_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M7_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M6_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M8_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M7_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M9_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M8_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M10_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M9_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M11_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M10_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M12_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M11_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M13_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M12_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M14_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M13_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M15_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M14_(S, __VA_ARGS__))
+#define TESSERA_HDF5_M16_(S, a, ...) TESSERA_HDF5_MEMBER_(S, a), TESSERA_HDF5_EXPAND_(TESSERA_HDF5_M15_(S, __VA_ARGS__))
+#define TESSERA_HDF5_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, NAME, ...) NAME
+#define TESSERA_HDF5_FIELDS(S, ...)                                                                              \
+  template <>                                                                                                    \
+  struct tessera::io::Hdf5Fields<S> {                                                                            \
+    static std::vector<::tessera::io::H5Member> members() {                                                     \
+      return {TESSERA_HDF5_EXPAND_(TESSERA_HDF5_PICK_(__VA_ARGS__, TESSERA_HDF5_M16_, TESSERA_HDF5_M15_,         \
+                                                      TESSERA_HDF5_M14_, TESSERA_HDF5_M13_, TESSERA_HDF5_M12_,   \
+                                                      TESSERA_HDF5_M11_, TESSERA_HDF5_M10_, TESSERA_HDF5_M9_,    \
+                                                      TESSERA_HDF5_M8_, TESSERA_HDF5_M7_, TESSERA_HDF5_M6_,      \
+                                                      TESSERA_HDF5_M5_, TESSERA_HDF5_M4_, TESSERA_HDF5_M3_,      \
+                                                      TESSERA_HDF5_M2_, TESSERA_HDF5_M1_)(S, __VA_ARGS__))};     \
+    }                                                                                                            \
+  };

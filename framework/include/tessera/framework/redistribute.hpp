@@ -32,27 +32,6 @@ namespace tessera {
 ProcessGrid row_block_grid(const Context& ctx);
 ProcessGrid column_block_grid(const Context& ctx);
 
-// The same matrix on the grid `to`, which must span the same ranks as a's grid (UsageError
-// otherwise). One all-to-all exchange; any shapes, any two grids, ranks with empty blocks.
-template <class T>
-DistMatrix<T> redistribute(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times = nullptr);
-
-// A^T (a.cols() x a.rows()) on the grid `to` (same ranks as a's grid), with one all-to-all exchange.
-template <class T>
-DistMatrix<T> transpose(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times = nullptr);
-
-// The collectives of one redistribute / transpose of `a` to the grid `to` (collective_plan.hpp), on
-// this rank: one all-to-all in which it sends what every other rank needs from its block (what it
-// keeps for itself does not travel). Pure arithmetic: not collective.
-template <class T>
-CollectivePlan redistribute_plan(const DistMatrix<T>& a, const ProcessGrid& to, bool transposed);
-
-// A^T on a's own grid (row blocks stay row blocks: the transpose of an FFT's slab decomposition).
-template <class T>
-DistMatrix<T> transpose(const DistMatrix<T>& a, PhaseTimes* times = nullptr) {
-  return transpose(a, a.grid(), times);
-}
-
 namespace detail {
 
 // A rectangle of a block, in the block's local coordinates.
@@ -82,5 +61,41 @@ RedistributionPlan plan_redistribution(index_t rows, index_t cols, GridShape fro
                                        int rank);
 
 }  // namespace detail
+
+namespace detail {
+// The byte-level exchange under redistribute() and transpose(): any element size.
+MatrixStorage move_matrix(const MatrixStorage& a, const ProcessGrid& to, bool transposed, PhaseTimes* times,
+                          const char* operation);
+CollectivePlan redistribute_plan(const MatrixStorage& a, const ProcessGrid& to, bool transposed);
+}  // namespace detail
+
+// The same matrix on the grid `to`, which must span the same ranks as a's grid (UsageError
+// otherwise). One all-to-all exchange; any shapes, any two grids, ranks with empty blocks. Any
+// element type (moved as bytes).
+template <class T>
+DistMatrix<T> redistribute(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times = nullptr) {
+  return DistMatrix<T>(detail::move_matrix(a.storage(), to, false, times, "redistribute"));
+}
+
+// A^T (a.cols() x a.rows()) on the grid `to` (same ranks as a's grid), with one all-to-all exchange.
+// The elements are moved, not conjugated (a complex matrix's plain transpose).
+template <class T>
+DistMatrix<T> transpose(const DistMatrix<T>& a, const ProcessGrid& to, PhaseTimes* times = nullptr) {
+  return DistMatrix<T>(detail::move_matrix(a.storage(), to, true, times, "transpose"));
+}
+
+// A^T on a's own grid (row blocks stay row blocks: the transpose of an FFT's slab decomposition).
+template <class T>
+DistMatrix<T> transpose(const DistMatrix<T>& a, PhaseTimes* times = nullptr) {
+  return transpose(a, a.grid(), times);
+}
+
+// The collectives of one redistribute / transpose of `a` to the grid `to` (collective_plan.hpp), on
+// this rank: one all-to-all in which it sends what every other rank needs from its block (what it
+// keeps for itself does not travel). Pure arithmetic: not collective.
+template <class T>
+CollectivePlan redistribute_plan(const DistMatrix<T>& a, const ProcessGrid& to, bool transposed) {
+  return detail::redistribute_plan(a.storage(), to, transposed);
+}
 
 }  // namespace tessera

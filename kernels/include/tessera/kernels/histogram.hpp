@@ -24,7 +24,8 @@
 // shared memory are flushed before they could wrap). Stream-ordered under cuda.
 //
 // Precompiled for int32, int64, float and double samples (bincount: int32 and int64). The device
-// and host passes are templates (cuda/device_histogram.cuh, cpu/histogram.hpp) over the binning.
+// and host passes are templates (cuda/device_histogram.cuh, cpu/histogram.hpp) over the binning;
+// histogram_by.hpp runs them with a binning of the caller's, on samples of any type.
 #pragma once
 
 #include <cstdint>
@@ -47,12 +48,19 @@ struct EvenBins {
 enum class HistogramSlot : int { below = 0, above = 1, nan = 2 };
 inline constexpr index_t kHistogramTailSlots = 3;
 
+// What a binner of the caller's (histogram_by.hpp) returns for a sample in no bin: below the first
+// bin, or above the last. Any other value outside [0, bins) is an error the histogram reports.
+inline constexpr int kBinBelow = -1;
+inline constexpr int kBinAbove = -2;
+
 // The length of a counts array of `bins` bins.
 inline constexpr index_t histogram_slots(index_t bins) { return bins + kHistogramTailSlots; }
 
 // The most bins one histogram may have (bins are numbered with 32-bit integers on the device).
 inline constexpr index_t kMaxHistogramBins = (index_t(1) << 30);
 
+// UsageError unless 1 <= bins <= kMaxHistogramBins.
+void check_histogram_bins(index_t bins);
 // UsageError unless 1 <= bins.count <= kMaxHistogramBins and lower < upper are finite, with
 // bins.count / (upper - lower) finite in double. float_samples: the samples are float32, which are
 // compared and binned in float (numpy's arithmetic for float32 data): the bounds must then lie in

@@ -27,6 +27,14 @@ struct Queue {
 // CUDA devices this process can see (0 where the build has no CUDA or there is no usable GPU).
 int cuda_device_count();
 
+// The CUDA runtime the build links and the driver of this machine, as CUDA numbers them
+// (1000 major + 10 minor: 13000 is 13.0); 0 where the build has no CUDA or the machine no driver.
+struct CudaVersions {
+  int runtime = 0;
+  int driver = 0;
+};
+CudaVersions cuda_versions();
+
 // Selects the device for this host thread and makes a non-blocking stream on it.
 Queue make_cuda_queue(int device);
 void destroy_queue(Queue& queue);

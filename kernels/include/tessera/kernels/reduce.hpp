@@ -15,6 +15,7 @@
 // synchronized. n == 0 yields the identity.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "tessera/build_config.hpp"
@@ -31,9 +32,25 @@
 
 namespace tessera::kernels {
 
-// Reduces in[0, n) with op into *out (precompiled for int32, int64, float and double).
+// The precompiled reductions: in[0, n) folded with plus, minimum or maximum (their identity the
+// start) into *out, for int32, int64, float and double. Non-templates, so that they win over the
+// generic template below, and reach the library's instances from any translation unit: the
+// functor goes down to the backend's pass as it is.
+#define TESSERA_DECLARE_REDUCE(T)                                                        \
+  void reduce(const Queue& queue, const T* in, index_t n, plus op, T* out);              \
+  void reduce(const Queue& queue, const T* in, index_t n, minimum op, T* out);           \
+  void reduce(const Queue& queue, const T* in, index_t n, maximum op, T* out);
+TESSERA_DECLARE_REDUCE(std::int32_t)
+TESSERA_DECLARE_REDUCE(std::int64_t)
+TESSERA_DECLARE_REDUCE(float)
+TESSERA_DECLARE_REDUCE(double)
+#undef TESSERA_DECLARE_REDUCE
+
+// The same with the operation named at run time (the apps' --op): the functor it names, once.
 template <class T>
-void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out);
+void reduce(const Queue& queue, const T* in, index_t n, ReduceOp op, T* out) {
+  with_reduce_op(op, [&](auto fn) { reduce(queue, in, n, fn, out); });
+}
 
 // The depth of the summation tree of reduce(queue, in, n, ReduceOp::sum, out) for float and double,
 // on the backend and device of `queue`: no element meets more than this many additions (each
@@ -54,6 +71,7 @@ template <class Op>
 inline constexpr bool is_reduce_op = std::is_same_v<Op, plus> || std::is_same_v<Op, minimum> ||
                                      std::is_same_v<Op, maximum>;
 
+// The MPI operation of the global phase (the library's MPI_SUM / MPI_MIN / MPI_MAX) by name.
 template <class Op>
 constexpr ReduceOp reduce_op_of() {
   if constexpr (std::is_same_v<Op, plus>) return ReduceOp::sum;
@@ -77,7 +95,7 @@ void transform_reduce(const Queue& queue, const In* in, index_t n, F f, Op op, A
   if constexpr (detail::is_precompiled_reduce<In, F, Op, Acc>) {
     (void)f;
     (void)identity;
-    reduce(queue, in, n, detail::reduce_op_of<Op>(), out);
+    reduce(queue, in, n, op, out);
   } else if (queue.backend == Backend::cpu) {
     if constexpr (detail::host_callable<F, Op>) {
       *out = cpu::transform_reduce(in, n, f, op, identity);

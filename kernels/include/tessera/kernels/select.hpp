@@ -1,8 +1,9 @@
 // Local select (stream compaction) and counting: the elements that satisfy a predicate, in input order.
 //
 // pred: any callable taking an element and returning something convertible to bool, that the backend
-// can run (see detail/dispatch.hpp). The run-time Predicate<T> of predicate.hpp, with int32, int64,
-// float or double elements, takes the precompiled path from any translation unit. `in`, `out` and
+// can run (see detail/dispatch.hpp). The comparison function objects of predicate.hpp (and the
+// run-time Predicate<T>), with int32, int64, float or double elements, take the precompiled path
+// from any translation unit. `in`, `out` and
 // the count are backend memory (the count under cuda may also be pinned host memory);
 // stream-ordered under cuda.
 #pragma once
@@ -22,15 +23,26 @@
 
 namespace tessera::kernels {
 
-// The precompiled instances (non-templates, so that they win over the templates below).
+// The precompiled instances: the eight comparison function objects of predicate.hpp on int32,
+// int64, float and double (non-templates, so that they win over the templates below), and the
+// run-time Predicate<T>, which names one of them once and runs it.
+#define TESSERA_DECLARE_SELECT_ONE(T, P)                                                            \
+  void select(const Queue& queue, const T* in, index_t n, P pred, T* out, index_t* kept_count);     \
+  void count_if(const Queue& queue, const T* in, index_t n, P pred, index_t* count);
 #define TESSERA_DECLARE_SELECT(T)                                                                   \
-  void select(const Queue& queue, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count); \
-  void count_if(const Queue& queue, const T* in, index_t n, Predicate<T> pred, index_t* count);
+  TESSERA_FOR_EACH_PREDICATE(TESSERA_DECLARE_SELECT_ONE, T)                                         \
+  inline void select(const Queue& queue, const T* in, index_t n, Predicate<T> pred, T* out, index_t* kept_count) { \
+    with_predicate(pred, [&](auto fn) { select(queue, in, n, fn, out, kept_count); });              \
+  }                                                                                                 \
+  inline void count_if(const Queue& queue, const T* in, index_t n, Predicate<T> pred, index_t* count) { \
+    with_predicate(pred, [&](auto fn) { count_if(queue, in, n, fn, count); });                      \
+  }
 TESSERA_DECLARE_SELECT(std::int32_t)
 TESSERA_DECLARE_SELECT(std::int64_t)
 TESSERA_DECLARE_SELECT(float)
 TESSERA_DECLARE_SELECT(double)
 #undef TESSERA_DECLARE_SELECT
+#undef TESSERA_DECLARE_SELECT_ONE
 
 // Writes the kept elements of in[0, n) to out[0, *kept_count), in input order (stable), and their
 // number to *kept_count. `out` has room for n elements and does not overlap `in`.

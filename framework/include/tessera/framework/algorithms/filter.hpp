@@ -16,8 +16,9 @@
 // (DistArray::local_capacity; shrink_to_fit() releases the rest). rebalance() restores the block
 // partition.
 //
-// count_if: local count -> MPI_Allreduce of one count (Predicate<T>), or an MPI_Allgather of the
-// counts (any other predicate, so that a predicate that throws on one rank stops every rank).
+// count_if: local count -> MPI_Allreduce of one count (the comparisons of predicate.hpp, IsGreater<T>
+// and the others, or the run-time Predicate<T>), or an MPI_Allgather of the counts (any other
+// predicate, so that a predicate that throws on one rank stops every rank).
 //
 //   find_if(a, pred) / find(a, value)    the lowest global index of a hit, N where none
 #pragma once
@@ -49,8 +50,10 @@ struct Not {
   }
 };
 
+// The library's comparisons (predicate.hpp): they cannot throw, so that their counts may be summed
+// with one allreduce.
 template <class T, class Pred>
-inline constexpr bool is_runtime_predicate = std::is_same_v<Pred, Predicate<T>>;
+inline constexpr bool is_runtime_predicate = is_builtin_predicate<T, Pred>;
 
 }  // namespace detail
 
@@ -61,8 +64,8 @@ CollectivePlan filter_plan() {
   return {{Collective::allgather, static_cast<double>(sizeof(detail::RankRecord<index_t>))}};
 }
 
-// Of one count_if / all_of / any_of / none_of call: one allreduce of the count (Predicate<T>), or
-// one allgather of the counts (any other predicate).
+// Of one count_if / all_of / any_of / none_of call: one allreduce of the count (the comparisons of
+// predicate.hpp, or Predicate<T>), or one allgather of the counts (any other predicate).
 template <class T, class Pred>
 CollectivePlan count_if_plan() {
   if constexpr (detail::is_runtime_predicate<T, Pred>) {
@@ -111,12 +114,12 @@ DistArray<T> filter(const DistArray<T>& array, Pred pred, PhaseTimes* times = nu
 
 template <class T, class Pred>
 DistArray<T> copy_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return filter(array, pred, times);
+  return tessera::filter(array, pred, times);
 }
 
 template <class T, class Pred>
 DistArray<T> remove_if(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return filter(array, detail::Not<Pred>{pred}, times);
+  return tessera::filter(array, detail::Not<Pred>{pred}, times);
 }
 
 template <class T, class Pred>
@@ -213,17 +216,17 @@ index_t find(const DistArray<T>& array, const T& value, PhaseTimes* times = null
 
 template <class T, class Pred>
 bool any_of(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return count_if(array, pred, times) > 0;
+  return tessera::count_if(array, pred, times) > 0;
 }
 
 template <class T, class Pred>
 bool all_of(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return count_if(array, detail::Not<Pred>{pred}, times) == 0;
+  return tessera::count_if(array, detail::Not<Pred>{pred}, times) == 0;
 }
 
 template <class T, class Pred>
 bool none_of(const DistArray<T>& array, Pred pred, PhaseTimes* times = nullptr) {
-  return count_if(array, pred, times) == 0;
+  return tessera::count_if(array, pred, times) == 0;
 }
 
 // Precompiled in the framework library.

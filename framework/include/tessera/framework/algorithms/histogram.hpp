@@ -8,6 +8,7 @@
 //   bincount(a, bins)                               integer samples 0 .. bins - 1
 //   histogram_distributed(a, EvenBins or edges)     the counts left block-distributed over the ranks
 //   sample_range(a)                                 the smallest and largest sample, NaN skipped
+//   histogram(a, binner, bins [, weights])          a binning of the caller's (below)
 //
 // numpy's conventions (kernels/histogram.hpp): the result is numpy.histogram(a, bins, range=(lower,
 // upper)) or numpy.histogram(a, edges) of the whole array, count for count; samples below, above
@@ -19,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <string>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -29,6 +32,7 @@
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/histogram.hpp"
+#include "tessera/kernels/histogram_by.hpp"
 #include "tessera/kernels/reduce.hpp"
 #include "tessera/kernels/memory.hpp"
 
@@ -246,6 +250,134 @@ DistributedHistogram histogram_distributed(const DistArray<T>& array, std::span<
   const detail::EdgesOnBackend on_backend(array.context(), edges);
   const auto bins = static_cast<index_t>(edges.size()) - 1;
   return detail::histogram_reduce_scatter(array, {detail::HistogramBins::Kind::edges, {}, on_backend.data(), bins}, times);
+}
+
+// ---- histograms with a binner of the caller's --------------------------------------------------------
+//
+//   histogram(a, binner, bins)            counts of a binning of the caller's
+//   histogram(a, binner, bins, weights)   the weights (any arithmetic type) summed per bin
+//
+// binner: a TESSERA_HOST_DEVICE callable, sample -> integer bin, on samples of any trivially
+// copyable type (a struct binned by one of its fields); it returns a bin in [0, bins), or
+// kernels::kBinBelow / kernels::kBinAbove for a sample below or above them. The local pass is the
+// precompiled histograms' (kernels/histogram_by.hpp: the same device pass, privatised counting).
+// Global phase: one allreduce of the bins, the samples below and above, and one word that says
+// whether some rank's binner threw (cpu) or answered outside [0, bins) and the two constants: then
+// every rank throws (the rank whose binner threw, its own exception; otherwise a UsageError naming
+// the count of such answers). Histogram::nan is 0: the binner says where a NaN goes.
+
+// The weights' sums of a weighted histogram, the same on every rank: S is
+// kernels::histogram_weight_t of the weights' type (double, int64 or uint64).
+template <class S>
+struct WeightedHistogram {
+  std::vector<S> sums;  // per bin
+  S below{};            // the weights of the samples below the first bin
+  S above{};            // ... and above the last
+};
+
+// The collectives of one histogram(a, binner, bins) call: one allreduce of the counts of every bin,
+// of the samples below and above, of the invalid answers and of the ranks whose binner threw.
+inline CollectivePlan histogram_by_plan(index_t bins) {
+  return {{Collective::allreduce, static_cast<double>(kernels::histogram_slots(bins) + 1) * sizeof(index_t)}};
+}
+// Of one weighted call: the same in the sums' type.
+template <class W>
+CollectivePlan weighted_histogram_plan(index_t bins) {
+  return {{Collective::allreduce,
+           static_cast<double>(kernels::histogram_slots(bins) + 1) * sizeof(kernels::histogram_weight_t<W>)}};
+}
+
+namespace detail {
+
+// Binners are any callables but the library's own bin descriptions.
+template <class Binner>
+inline constexpr bool is_user_binner =
+    !std::is_convertible_v<Binner, EvenBins> && !std::is_convertible_v<Binner, std::span<const double>>;
+
+// local(slots) writes this rank's histogram_slots(bins) sums into backend memory; one more slot, on
+// the host's word, says whether it threw. One allreduce of all of them; every rank throws where a
+// binner threw or answered outside the bins (the NaN slot); otherwise the sums, on the host.
+template <class Acc, class Local>
+std::vector<Acc> user_histogram(const Context& ctx, index_t bins, PhaseTimes* times, Local&& local) {
+  const index_t slots = kernels::histogram_slots(bins) + 1;
+  const kernels::Queue& q = ctx.queue();
+  Stopwatch setup;
+  kernels::ScratchBuffer buffer(q, static_cast<std::size_t>(slots) * sizeof(Acc));
+  auto* sums = buffer.as<Acc>();
+  const DeviceComm device_comm(ctx);
+  if (times) times->host += setup.seconds();
+  return three_phases(
+      ctx, times,
+      // Local: this block's sums; where the binner threw, none, and the flag.
+      [&] {
+        LocalOutcome<int> outcome = try_local([&] {
+          local(sums);
+          return 0;
+        });
+        std::vector<Acc> flag(outcome.error ? static_cast<std::size_t>(slots) : 1, Acc(0));
+        flag.back() = outcome.error ? Acc(1) : Acc(0);
+        kernels::copy_from_host(q, sums + (slots - static_cast<index_t>(flag.size())), flag.data(), flag.size() * sizeof(Acc));
+        return outcome.error;
+      },
+      // Global: the sums over the ranks, in place.
+      [&](std::exception_ptr error) {
+        device_comm.allreduce(sums, slots, plus{});
+        return error;
+      },
+      // To the host; refused on every rank where some rank's binner threw or answered out of range.
+      [&](std::exception_ptr error) {
+        std::vector<Acc> all(static_cast<std::size_t>(slots));
+        kernels::copy_to_host(q, all.data(), sums, all.size() * sizeof(Acc));
+        if (all.back() != Acc(0)) {
+          if (error) std::rethrow_exception(error);
+          throw UsageError("histogram: the binner failed on another rank (it threw there); this rank stopped too");
+        }
+        const Acc invalid = all[static_cast<std::size_t>(bins) + static_cast<std::size_t>(kernels::HistogramSlot::nan)];
+        if (invalid != Acc(0))
+          throw UsageError("histogram: the binner answered " + std::to_string(static_cast<long long>(invalid)) +
+                           " sample(s) with a bin outside [0, " + std::to_string(bins) +
+                           ") that is neither kBinBelow nor kBinAbove");
+        all.pop_back();
+        return all;
+      });
+}
+
+}  // namespace detail
+
+template <class T, class Binner>
+  requires detail::is_user_binner<Binner>
+Histogram histogram(const DistArray<T>& array, Binner binner, index_t bins, PhaseTimes* times = nullptr) {
+  kernels::check_histogram_bins(bins);
+  const kernels::Queue& q = array.context().queue();
+  std::vector<index_t> all = detail::user_histogram<index_t>(array.context(), bins, times, [&](index_t* counts) {
+    kernels::histogram_by(q, array.local_data(), array.local_size(), binner, bins, counts);
+  });
+  Histogram h;
+  h.below = all[static_cast<std::size_t>(bins)];
+  h.above = all[static_cast<std::size_t>(bins) + 1];
+  all.resize(static_cast<std::size_t>(bins));
+  h.counts = std::move(all);
+  return h;
+}
+
+// weights: one per sample, with the samples' context and partition (UsageError otherwise).
+template <class T, class Binner, class W>
+  requires detail::is_user_binner<Binner>
+WeightedHistogram<kernels::histogram_weight_t<W>> histogram(const DistArray<T>& array, Binner binner, index_t bins,
+                                                            const DistArray<W>& weights, PhaseTimes* times = nullptr) {
+  using S = kernels::histogram_weight_t<W>;
+  kernels::check_histogram_bins(bins);
+  detail::require_same_layout(array.context(), array.partition(), weights.context(), weights.partition(), "histogram");
+  const kernels::Queue& q = array.context().queue();
+  std::vector<S> all = detail::user_histogram<S>(array.context(), bins, times, [&](S* sums) {
+    kernels::histogram_weighted_by(q, array.local_data(), weights.local_data(), array.local_size(), binner, bins, sums);
+  });
+  WeightedHistogram<S> h;
+  h.below = all[static_cast<std::size_t>(bins)];
+  h.above = all[static_cast<std::size_t>(bins) + 1];
+  all.resize(static_cast<std::size_t>(bins));
+  h.sums = std::move(all);
+  return h;
 }
 
 // The collectives of one sample_range call: one allgather of each rank's range.

@@ -180,7 +180,7 @@ T inner_product(const DistArray<T>& a, const DistArray<T>& b, std::type_identity
 
 template <class T, class Op>
 T reduce(const DistArray<T>& array, Op op, T identity, PhaseTimes* times = nullptr) {
-  return transform_reduce(array, identity_fn{}, op, identity, times);
+  return tessera::transform_reduce(array, identity_fn{}, op, identity, times);
 }
 
 // The identity taken from identity_element<Op, T>() (plus, multiplies, minimum, maximum, ... on
@@ -188,7 +188,7 @@ T reduce(const DistArray<T>& array, Op op, T identity, PhaseTimes* times = nullp
 template <class T, class Op>
   requires has_identity_element<Op, T>::value
 T reduce(const DistArray<T>& array, Op op, PhaseTimes* times = nullptr) {
-  return transform_reduce(array, identity_fn{}, op, identity_element<Op, T>(), times);
+  return tessera::transform_reduce(array, identity_fn{}, op, identity_element<Op, T>(), times);
 }
 
 namespace detail {

@@ -149,18 +149,18 @@ DistArray<T> scan(const DistArray<T>& array, ScanKind kind, Op op, T init, Phase
   Stopwatch allocation;
   DistArray<T> out(array.context(), array.partition());
   if (times) times->host += allocation.seconds();
-  scan(array, out, kind, op, init, times);
+  tessera::scan(array, out, kind, op, init, times);
   return out;
 }
 
 template <class T, class Op>
 DistArray<T> inclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::inclusive, op, init, times);
+  return tessera::scan(array, ScanKind::inclusive, op, init, times);
 }
 
 template <class T, class Op>
 DistArray<T> exclusive_scan(const DistArray<T>& array, Op op, T init, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::exclusive, op, init, times);
+  return tessera::scan(array, ScanKind::exclusive, op, init, times);
 }
 
 // inclusive_scan(a, op): out[i] = a[0] op ... op a[i], with no init (as std::inclusive_scan without
@@ -237,11 +237,11 @@ void scan(const DistArray<T>& array, DistArray<T>& out, ScanKind kind, PhaseTime
 }
 template <class T>
 DistArray<T> inclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::inclusive, times);
+  return tessera::scan(array, ScanKind::inclusive, times);
 }
 template <class T>
 DistArray<T> exclusive_scan(const DistArray<T>& array, PhaseTimes* times = nullptr) {
-  return scan(array, ScanKind::exclusive, times);
+  return tessera::scan(array, ScanKind::exclusive, times);
 }
 
 }  // namespace tessera

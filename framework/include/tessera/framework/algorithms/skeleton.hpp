@@ -1,4 +1,5 @@
-// The skeleton every global algorithm is written with: three phases in order, each timed.
+// The skeleton every global algorithm that agrees on a value is written with: three phases in
+// order, each timed. (Algorithms that move data use the other skeleton, exchange.hpp.)
 //
 //   local   kernels on this rank's block            -> a per-rank partial (scalar, count, optional)
 //   global  MPI collectives over the context        -> the agreed value (result, offset, carry-in)
@@ -31,12 +32,23 @@
 
 namespace tessera {
 
-// This rank's seconds per phase of one call (PhaseTimes* times = nullptr: not recorded).
+// This rank's seconds per phase of one call (PhaseTimes* times = nullptr: not recorded), with one
+// meaning in every algorithm, whichever of the two skeletons it is written with (three_phases here,
+// exchange_phases in exchange.hpp):
+//   local          work on this rank's own data that needs nothing from other ranks: the local
+//                  kernels that make a partial; the pack of an exchange and the local work queued
+//                  beside it while it travels
+//   communication  collectives and exchanges, for as long as the rank waits for them: where local
+//                  work overlaps an exchange, only the part of the exchange it did not hide
+//   fixup          work that uses what the other ranks sent or agreed on: a scan's carry-in pass, a
+//                  filter's scatter, an exchange's unpack
+//   host           host-side serial work: set-up, plans, bookkeeping, allocation
+// Under cuda each phase lasts until the device work queued in it completes (PhaseClock).
 struct PhaseTimes {
-  double local = 0;          // local kernels (under cuda until their work completes: PhaseClock)
-  double communication = 0;  // collectives, device-buffer transfers included
-  double fixup = 0;          // the second local pass (scan carry-in pass, filter scatter, ...)
-  double host = 0;           // host-side serial work (set-up, bookkeeping, allocation)
+  double local = 0;
+  double communication = 0;
+  double fixup = 0;
+  double host = 0;
   double total() const { return local + communication + fixup + host; }
   PhaseTimes& operator+=(const PhaseTimes& o) {
     local += o.local;

@@ -19,9 +19,9 @@
 //             ranks agree on the two nearest samples that bracket it; each rank finds them in its
 //             block (a binary search on the device), and one all-to-all of counts tells every rank
 //             where its share starts
-//   exchange  one all-to-all of the data (DeviceComm::alltoallv of messages: each peer's keys and
-//             values straight from the sorted block into the received runs, each message from
-//             the 16-byte boundary at or before its run, the few elements before it along):
+//   exchange  one all-to-all of the data, on the exchange skeleton (exchange.hpp): each peer's keys
+//             and values straight from the sorted block into the exchange's slots, each message
+//             from the 16-byte boundary at or before its run where the path prefers it (NCCL):
 //             rank q receives the elements between the bracket below its first position and the
 //             bracket above its last, which holds its share exactly plus the two brackets' elements
 //             (a few percent of extra traffic; the brackets go to the ranks on both sides)

@@ -81,7 +81,7 @@ auto transform(const DistArray<In>& in, F f, PhaseTimes* times = nullptr) {
   Stopwatch allocation;
   DistArray<Out> out(in.context(), in.partition());
   if (times) times->host += allocation.seconds();
-  transform(in, out, f, times);
+  tessera::transform(in, out, f, times);
   return out;
 }
 

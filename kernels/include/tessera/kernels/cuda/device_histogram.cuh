@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -155,6 +156,21 @@ struct DeviceEdgesBinning {
       return kernels::detail::edges_bin(x, [k](int i) { return k[i]; }, bins, first, last, cells, in_table);
     }
     return kernels::detail::edges_bin(x, [this](int i) { return global_key(i); }, bins, first, last, cells, in_table);
+  }
+};
+
+// The caller's binner (kernels::detail::UserBinning): nothing in shared memory, the binner's bin
+// mapped to a slot in registers. The same counting pass as the library's binnings.
+template <class Binner>
+struct DeviceUserBinning {
+  kernels::detail::UserBinning<Binner> bins;
+  bool keys_shared = false;
+  std::size_t table_bytes() const { return 0; }
+  std::size_t key_bytes() const { return 0; }
+  __device__ __forceinline__ void prepare(unsigned char*) {}
+  template <class T>
+  __device__ __forceinline__ int operator()(const T& x) const {
+    return bins(x);
   }
 };
 
@@ -522,6 +538,68 @@ void device_histogram(const T* in, index_t n, Binning binning, int bins, index_t
     TESSERA_CUDA_CHECK_LAUNCH();
     return 0;
   });
+}
+
+// ---- weighted histograms -------------------------------------------------------------------------------
+
+inline constexpr int kWeightedThreads = 256;
+
+// sums[slot] += weight, in the sum type (integers wrap as 64-bit unsigned sums).
+template <class Acc>
+__device__ __forceinline__ void add_weight(Acc* at, Acc weight) {
+  if constexpr (std::is_integral_v<Acc>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(at), static_cast<unsigned long long>(weight));
+  } else {
+    atomicAdd(at, weight);
+  }
+}
+
+// Each thread block sums its samples' weights per slot in shared memory (`privatised`, where the
+// slots fit) or straight into the global sums, in a grid-stride loop.
+template <class T, class W, class Acc, class Binning>
+__global__ void __launch_bounds__(kWeightedThreads)
+    weighted_histogram_kernel(const T* __restrict__ in, const W* __restrict__ weights, index_t n, Binning binning,
+                              int slots, Acc* __restrict__ sums, bool privatised) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  Acc* partial = reinterpret_cast<Acc*>(shared);
+  if (privatised) {
+    for (int s = static_cast<int>(threadIdx.x); s < slots; s += kWeightedThreads) partial[s] = Acc(0);
+    __syncthreads();
+  }
+  Acc* into = privatised ? partial : sums;
+  const index_t stride = static_cast<index_t>(gridDim.x) * kWeightedThreads;
+  const int nan_slot = slots - static_cast<int>(kHistogramTailSlots) + kernels::detail::kSlotNaN;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * kWeightedThreads + threadIdx.x; i < n; i += stride) {
+    const int at = binning(in[i]);
+    // The NaN slot counts samples (the invalid answers of a binner), not weights.
+    add_weight(into + at, at == nan_slot ? Acc(1) : static_cast<Acc>(weights[i]));
+  }
+  if (privatised) {
+    __syncthreads();
+    for (int s = static_cast<int>(threadIdx.x); s < slots; s += kWeightedThreads)
+      if (partial[s] != Acc(0)) add_weight(sums + s, partial[s]);
+  }
+}
+
+// sums[0, histogram_slots(bins)) = the weights of in[0, n) summed per slot (device memory), the NaN
+// slot counting its samples instead. The per-block sums live in shared memory where they fit in the
+// default 48 KiB.
+template <class T, class W, class Acc, class Binning>
+void device_weighted_histogram(const T* in, const W* weights, index_t n, Binning binning, int bins, Acc* sums,
+                               StreamHandle stream) {
+  const cudaStream_t s = to_cuda(stream);
+  const int slots = static_cast<int>(histogram_slots(bins));
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(sums, 0, static_cast<std::size_t>(slots) * sizeof(Acc), s));
+  if (n == 0) return;
+  const std::size_t shared_bytes = static_cast<std::size_t>(slots) * sizeof(Acc);
+  const bool privatised = shared_bytes <= 48 * 1024;
+  const DeviceInfo& device = current_device_info();
+  const index_t grid = std::clamp<index_t>(ceil_div<index_t>(n, kWeightedThreads), 1,
+                                           static_cast<index_t>(device.sm_count) * 8);
+  weighted_histogram_kernel<T, W, Acc, Binning><<<static_cast<unsigned>(grid), kWeightedThreads,
+                                                  privatised ? shared_bytes : 0, s>>>(in, weights, n, binning, slots,
+                                                                                      sums, privatised);
+  TESSERA_CUDA_CHECK_LAUNCH();
 }
 
 // The range of in[0, n) into *range (device or pinned host memory): one reduction pass.

@@ -281,6 +281,34 @@ struct BincountBinning {
   }
 };
 
+// ---- a binning of the user's ----------------------------------------------------------------------------
+
+// The caller's binner (sample -> an integer bin) as a binning: a bin in [0, bins) is that bin,
+// kBinBelow and kBinAbove the slots below and above; any other value goes to the NaN slot, which
+// for these binnings counts the binner's invalid answers (the histogram refuses them). Samples of
+// any type the binner takes.
+template <class Binner>
+struct UserBinning {
+  using wrapped_functor = Binner;
+  Binner binner;
+  int bins;
+  template <class T>
+  TESSERA_HOST_DEVICE_INLINE int operator()(const T& sample) const {
+    const auto b = binner(sample);
+    using B = decltype(b);
+    static_assert(std::is_integral_v<B>, "histogram: the binner must return an integer bin");
+    if constexpr (std::is_signed_v<B>) {
+      if (b >= 0 && static_cast<long long>(b) < bins) return static_cast<int>(b);
+      if (b == static_cast<B>(kBinBelow)) return bins + kSlotBelow;
+      if (b == static_cast<B>(kBinAbove)) return bins + kSlotAbove;
+      return bins + kSlotNaN;
+    } else {
+      return static_cast<unsigned long long>(b) < static_cast<unsigned long long>(bins) ? static_cast<int>(b)
+                                                                                       : bins + kSlotNaN;
+    }
+  }
+};
+
 // ---- the range of the samples ------------------------------------------------------------------------
 
 // sample_range as a reduction: each sample becomes a range of itself (a NaN the empty range), and

@@ -1,0 +1,216 @@
+// The skeleton every data-moving algorithm is written with (the second of the two, beside
+// three_phases in skeleton.hpp): plan -> pack -> exchange -> unpack, with local work that may run
+// while the exchange travels.
+//
+//   plan      who sends what where: an Exchange that lists this rank's messages, worked out on the
+//             host from the layouts (which every rank knows), with no counting pass
+//   pack      kernels that put the pieces that travel packed into the exchange's own buffers
+//             (and move what the rank keeps for itself)
+//   exchange  one all-to-all, or messages with a few neighbours, on the context's device path
+//             (DeviceComm: NCCL, CUDA-aware MPI, staging through pinned host memory, host MPI)
+//   overlap   local work that needs nothing received (optional), queued while the exchange travels
+//   unpack    kernels that read what arrived
+//
+//   return exchange_phases(ctx, times,
+//       [&] { Exchange x(ctx, ExchangePattern::all_to_all); ... x.send(...); x.receive(...); return x; },
+//       [&](Exchange& x) { ... pack kernels into x.send_slot(i) ... },
+//       [&] { ... local work beside the exchange ... },     // or no_overlap
+//       [&](Exchange& x) { ... unpack kernels from x.received_slot(i) ...; return result; });
+//
+// PhaseTimes (skeleton.hpp) mean what they mean for three_phases: host = the plan and the buffers,
+// local = the pack and the overlapped work, communication = the part of the exchange that was not
+// hidden behind the overlapped work, fixup = the unpack.
+//
+// Messages travel from and to 16-byte boundaries where the path copies faster from there (NCCL: its
+// copies into and out of its buffers take 16-byte steps only where both addresses allow; measured
+// on the sort's exchange, 58-65% of the all-to-all rate from unaligned runs, 93-110% from aligned
+// ones, docs/PERFORMANCE.md). A message that starts `lead` bytes past a boundary is sent from the
+// boundary, the lead bytes before it along; its receiver takes them too, into a 16-byte-aligned
+// slot of the exchange's own buffer, and copies the run from there into place once the exchange is
+// done (or hands the slot to the unpack, for pieces received packed). So every caller gets the
+// full rate without laying out its buffers for it, and a caller that lays them out aligned (packed
+// pieces, rows on 16-byte boundaries) pays no copy.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tessera/framework/algorithms/skeleton.hpp"
+#include "tessera/framework/collective_plan.hpp"
+#include "tessera/framework/context.hpp"
+#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/timer.hpp"
+
+namespace tessera {
+
+// Whom a rank exchanges with: every rank (one all-to-all, counted as one alltoallv of every byte
+// sent, this rank's own included), or a few neighbours (counted as one neighbor_exchange of the
+// bytes sent to other ranks). Both are one exchange in flight at once; the count is what the
+// collective plans (collective_plan.hpp) charge.
+enum class ExchangePattern { all_to_all, neighbours };
+
+// The messages of one exchange on one rank, and the buffers of those that travel packed.
+//
+// Every rank lists what it sends to and receives from each peer: p's sends to r match r's receives
+// from p in the order both list them, with the same sizes (messages to the rank itself are copies).
+// A message travels straight (from backend memory the caller names, into backend memory the caller
+// names) or packed (from and into slots of the exchange's own buffers, on `packed_alignment`-byte
+// boundaries, at least 16).
+//
+// The remedy for unaligned messages (top of this file) needs a receiver to know how far past a
+// 16-byte boundary its sender's data lies: the `sender_lead` of each receive. For a packed send it
+// is 0; for a straight send, its offset modulo 16 in the buffer it lies in (a block of a DistArray,
+// DistMatrix or Field2D, an allocation of kernels::allocate: all start on 16-byte boundaries, but
+// a block a DistArray views may not), which the algorithm's plan, knowing both sides, gives both.
+class Exchange {
+ public:
+  Exchange(const Context& ctx, ExchangePattern pattern, std::size_t packed_alignment = 16);
+  ~Exchange();  // waits for an exchange still in flight before its buffers go
+  Exchange(Exchange&&) noexcept;
+  Exchange& operator=(Exchange&&) noexcept;
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  const Context& context() const { return ctx_; }
+  ExchangePattern pattern() const { return pattern_; }
+
+  // Straight messages: `bytes` bytes at `data` (backend memory, untouched until finish()). A send's
+  // `lead` is the run's offset modulo 16 in the buffer it lies in, the sender_lead its receiver
+  // names (lead_of(offset)); where the remedy applies, the message starts `lead` bytes before the
+  // run, which lie in the same buffer whatever its alignment. Left out: the address's own, the same
+  // for a buffer that starts on a 16-byte boundary.
+  static constexpr std::size_t kLeadOfAddress = static_cast<std::size_t>(-1);
+  void send(int peer, const void* data, std::size_t bytes, std::size_t lead = kLeadOfAddress);
+  void receive(int peer, void* data, std::size_t bytes, std::size_t sender_lead = 0);
+  // Packed messages: the index of the piece (0, 1, ... in the order of the calls of each kind),
+  // whose slot prepare() allocates.
+  std::size_t send_packed(int peer, std::size_t bytes);
+  std::size_t receive_packed(int peer, std::size_t bytes, std::size_t sender_lead = 0);
+
+  // The bytes this rank sends to other ranks, and to itself (messages to itself).
+  double bytes_to_others() const { return bytes_to_others_; }
+  double bytes_to_self() const { return bytes_to_self_; }
+  // The collectives of one run (collective_plan.hpp): one alltoallv of every byte sent (all_to_all),
+  // or one neighbor_exchange of the bytes sent to other ranks (neighbours). Pure arithmetic.
+  CollectivePlan plan() const;
+
+  // Allocates the slots of the packed pieces (and of the straight receives the remedy stages).
+  // Not collective: a rank out of memory throws OutOfMemory, as making its result's block would.
+  void prepare();
+  // Where the pack writes send piece i, and where the unpack reads receive piece i (its run, past
+  // the lead where the remedy took one), once prepared. Backend memory.
+  void* send_slot(std::size_t piece) const;
+  const void* received_slot(std::size_t piece) const;
+
+  // Posts every message (prepare() first, where not yet done); stream-ordered with the context's
+  // queue as DeviceComm's exchanges are: the sends read what work queued before start() wrote.
+  void start();
+  // Completes the exchange: work queued after it sees every message received (straight receives
+  // the remedy staged copied into place).
+  void finish();
+  void run() {
+    start();
+    finish();
+  }
+  // Frees the slots (after finish(), in stream order: work queued before may still read them),
+  // for an unpack that has copied out what it needs and has more to do.
+  void release_buffers();
+
+  // Whether this exchange sends from and receives to 16-byte boundaries (the path's preference,
+  // DeviceComm::prefers_aligned_messages, or the test override below).
+  bool aligned() const { return aligned_; }
+
+ private:
+  struct Piece {
+    int peer = 0;
+    char* data = nullptr;      // straight: the caller's memory
+    std::size_t bytes = 0;     // the run
+    std::size_t lead = 0;      // sends: the run's own lead; receives: the sender's
+    bool packed = false;
+    bool staged = false;       // a straight receive that lands in a slot first
+    std::size_t slot = 0;      // offset of the slot in the exchange's buffer
+  };
+  bool travels_aligned(const Piece& piece) const { return aligned_ && piece.peer != ctx_.rank(); }
+  void release();
+
+  Context ctx_;
+  ExchangePattern pattern_;
+  std::size_t packed_alignment_;
+  DeviceComm comm_;
+  bool aligned_ = false;
+  bool prepared_ = false;
+  std::vector<Piece> sends_, recvs_;
+  std::vector<std::size_t> packed_sends_, packed_recvs_;  // indices into sends_ / recvs_
+  double bytes_to_others_ = 0, bytes_to_self_ = 0;
+  void* send_buffer_ = nullptr;  // kernels::allocate (CUDA-aware MPI maps it)
+  void* recv_buffer_ = nullptr;
+  std::optional<DeviceComm::Request> pending_;
+};
+
+namespace detail {
+// Whether exchanges travel from 16-byte boundaries: nullopt follows the path (the default, unless
+// TESSERA_TEST_ALIGNED_EXCHANGE=1 makes it true); true or false forces it (tests run the remedy on
+// the cpu backend). Not thread-safe.
+void force_aligned_exchange(std::optional<bool> aligned);
+std::optional<bool> forced_aligned_exchange();
+}  // namespace detail
+
+// plan() -> an Exchange (host), prepared; pack(exchange) (local); the exchange started; overlap()
+// (local); the exchange finished (communication); unpack(exchange) (fixup), whose value is
+// returned. Timed as PhaseTimes says (skeleton.hpp).
+template <class Plan, class Pack, class Overlap, class Unpack>
+decltype(auto) exchange_phases(const Context& ctx, PhaseTimes* times, Plan&& plan, Pack&& pack, Overlap&& overlap,
+                               Unpack&& unpack) {
+  PhaseClock clock(ctx.queue(), times != nullptr);
+  Exchange exchange = plan();
+  exchange.prepare();
+  clock.end_phase(times ? &times->host : nullptr);
+  pack(exchange);
+  exchange.start();
+  overlap();
+  clock.end_phase(times ? &times->local : nullptr);
+  exchange.finish();
+  clock.end_phase(times ? &times->communication : nullptr);
+  if constexpr (std::is_void_v<decltype(unpack(exchange))>) {
+    unpack(exchange);
+    clock.end_phase(times ? &times->fixup : nullptr);
+    clock.finish();
+  } else {
+    auto result = unpack(exchange);
+    clock.end_phase(times ? &times->fixup : nullptr);
+    clock.finish();
+    return result;
+  }
+}
+
+// For exchanges with nothing to pack, overlap or unpack.
+struct NoPack {
+  void operator()(Exchange&) const {}
+};
+inline constexpr NoPack no_pack{};
+struct NoOverlap {
+  void operator()() const {}
+};
+inline constexpr NoOverlap no_overlap{};
+struct NoUnpack {
+  void operator()(Exchange&) const {}
+};
+inline constexpr NoUnpack no_unpack{};
+
+// How far past a 16-byte boundary `offset` bytes into a buffer that starts on one lies: the
+// sender_lead of a straight message sent from there.
+constexpr std::size_t lead_of(std::size_t offset) { return offset % 16; }
+
+namespace detail {
+// The library's own algorithms name them here, beside three_phases.
+using tessera::exchange_phases;
+using tessera::lead_of;
+using tessera::no_overlap;
+using tessera::no_pack;
+using tessera::no_unpack;
+}  // namespace detail
+}  // namespace tessera

@@ -65,7 +65,7 @@ TEST(ViewLocal, UsesTheCallersBlockInPlaceAndNeverFreesIt) {
 TEST(JoinedRuntime, RunsOverTheCallersCommunicatorBesideTheWorld) {
   const int rank = world().rank();
   MPI_Comm half = MPI_COMM_NULL;
-  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Comm_split(world().comm().get(), rank % 2, rank, &half), MPI_SUCCESS);
   int half_size = 0;
   MPI_Comm_size(half, &half_size);
   {
@@ -78,7 +78,7 @@ TEST(JoinedRuntime, RunsOverTheCallersCommunicatorBesideTheWorld) {
     EXPECT_EQ(reduce(a, ReduceOp::sum), 500500);
     // A second runtime, over another communicator, at the same time.
     MPI_Comm everyone = MPI_COMM_NULL;
-    ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &everyone), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Comm_dup(world().comm().get(), &everyone), MPI_SUCCESS);
     {
       Runtime second(everyone);
       const Context all = second.start(BackendChoice::cpu);

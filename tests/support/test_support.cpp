@@ -6,6 +6,7 @@
 namespace tessera::test {
 namespace {
 Context g_world;
+Context g_launch;
 }
 
 std::uint64_t seed() {
@@ -32,5 +33,7 @@ std::vector<index_t> odd_sizes(index_t max_size) {
 
 const Context& world() { return g_world; }
 void set_world(const Context& ctx) { g_world = ctx; }
+const Context& launch() { return g_launch; }
+void set_launch(const Context& ctx) { g_launch = ctx; }
 
 }  // namespace tessera::test

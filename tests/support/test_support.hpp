@@ -37,8 +37,13 @@ std::vector<T> random_vector(index_t n, std::uint64_t s) {
   return v;
 }
 
-// The world context of an MPI test binary (set up by mpi_gtest_main before the tests run).
+// The world context of an MPI test binary: the ranks of the pass that runs now (mpi_gtest_main runs
+// the suite at each rank count of --ranks on the first ranks of the launch; see there).
 const Context& world();
 void set_world(const Context& ctx);
+// Every rank of the launch (mpiexec -n N), whichever pass runs: for the few facts the runtime fixes
+// for the whole launch at its start (OpenMP threads per rank).
+const Context& launch();
+void set_launch(const Context& ctx);
 
 }  // namespace tessera::test

@@ -69,6 +69,8 @@ struct TimingSummary {
   PhaseTimes phases;      // the slowest rank's phase times in the median repeat (the lower of the two
                           // middle ones for an even count): they add up to at most `total`
   std::vector<double> slowest;  // per repeat, in order: the slowest rank's wall time
+  int phases_repeat = 0;  // the repeat (0-based, in order) and the rank `phases` come from: an app's
+  int phases_rank = 0;    // finer steps of that repeat on that rank add up to them
 };
 
 double median(std::vector<double> values);

@@ -51,6 +51,8 @@ TimingSummary summarize(const Context& ctx, const std::vector<double>& wall, con
   const std::size_t middle = order[(order.size() - 1) / 2];
   double mine[4] = {phases[middle].local, phases[middle].communication, phases[middle].fixup, phases[middle].host};
   comm.bcast(mine, 4, slowest_rank[middle]);
+  s.phases_repeat = static_cast<int>(middle);
+  s.phases_rank = slowest_rank[middle];
   s.phases.local = mine[0];
   s.phases.communication = mine[1];
   s.phases.fixup = mine[2];

@@ -58,6 +58,12 @@ for i, (dtype, n, layout) in enumerate(cases):
         h.check(report["result"]["keys"] == n, f"{what}: json result {report['result']!r}")
         h.check(all(isinstance(report["result"]["steps"].get(k), (int, float))
                     for k in ("local_sort", "splitters", "exchange", "merge")), f"{what}: json steps {report['result']!r}")
+        # The steps are those of the rank and repeat the phases come from: they add up to them.
+        steps, phases = report["result"]["steps"], report["timing"]["phases"]
+        for parts, phase in ((("local_sort",), "local"), (("splitters", "exchange"), "communication"), (("merge",), "fixup")):
+            total = sum(steps[k] for k in parts)
+            h.check(abs(total - phases[phase]) <= 1e-9 + 1e-6 * phases[phase],
+                    f"{what}: steps {'+'.join(parts)} = {total} s against the phase {phase} {phases[phase]} s")
         got, attrs = read_h5(out, "/sorted")
         check_output_attributes(h, attrs, "sort", h.ranks, h.backend)
         ref = x[order]

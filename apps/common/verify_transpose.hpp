@@ -81,10 +81,12 @@ Verdict check_transpose(const DistMatrix<T>& a, const DistMatrix<T>& b, bool tra
                std::to_string(want_rows) + " x " + std::to_string(want_cols);
     return v;
   }
-  const std::uint64_t of_a = position_checksum(a, false), of_b = position_checksum(b, transposed);
+  // The result's own checksum (the one the report shows) against the one A gives when each of its
+  // elements is counted where the result should hold it: one checksum on both sides of the check.
+  const std::uint64_t of_b = position_checksum(b, false), of_a = position_checksum(a, transposed);
   v.ok = of_a == of_b;
-  v.detail = std::string("position checksum of A ") + hex64(of_a) + (v.ok ? " equals" : " differs from") +
-             " that of the result" + (transposed ? " with i and j swapped " : " ") + hex64(of_b);
+  v.detail = std::string("position checksum of the result ") + hex64(of_b) + (v.ok ? " equals" : " differs from") +
+             " that of A" + (transposed ? " with i and j swapped " : " ") + hex64(of_a);
   return v;
 }
 

@@ -79,6 +79,9 @@ for c, (dtype, m, n, layout) in enumerate(cases):
         report, _ = res
         check_common_json(h, report, "transpose", dtype, {"m": m, "n": n})
         h.check(report["verified"] is True, f"{what}: not verified: {report.get('verify_detail')}")
+        h.check(str(report.get("verify_detail", "")).count(report["result"]) == 2,
+                f"{what}: the check names another checksum than the result's {report['result']}: "
+                f"{report.get('verify_detail')}")
         want = a.T if op == "transpose" else a
         b, attrs = read_h5(out, "/B")
         check_output_attributes(h, attrs, "transpose", h.ranks, h.backend)

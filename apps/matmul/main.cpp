@@ -160,9 +160,13 @@ int main(int argc, char** argv) {
       r.sizes["n"] = static_cast<long long>(n);
       r.parameters["grid"] = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
       r.parameters["panel"] = static_cast<long long>(matmul_options.panel_width);
-      r.parameters["local"] = engine_text;
+      // What ran: the cpu backend has one local product (a blocked host kernel), whichever was asked.
+      const std::string ran = ctx.backend() == Backend::cpu ? "host" : engine_text;
+      r.parameters["local"] = ran;
       r.rows.emplace_back("summa", "grid " + std::to_string(grid.rows()) + " x " + std::to_string(grid.cols()) +
-                                       ", panel " + std::to_string(matmul_options.panel_width) + ", local " + engine_text);
+                                       ", panel " + std::to_string(matmul_options.panel_width) + ", local " +
+                                       (ran == engine_text ? ran : ran + " (the cpu backend's blocked kernel; --local " +
+                                                                       engine_text + " asked)"));
       r.result = checksum;
       r.result_text = "C is " + std::to_string(m) + " x " + std::to_string(n) + ", sum of elements " + checksum_text;
       if (o.verify) r.verdict = verify::check_matmul(a, b, c, o.seed);

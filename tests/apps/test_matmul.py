@@ -55,4 +55,12 @@ if ours and one:
     h.check(ours[0]["verified"] is True and one[0]["verified"] is True, "generated matmul not verified")
     h.check(math.isclose(ours[0]["result"], one[0]["result"], rel_tol=1e-9, abs_tol=1e-9),
             f"sum of C differs: {ours[0]['result']} on {h.ranks} ranks, {one[0]['result']} on 1")
+
+# The report names the local product that ran: the cpu backend has only its blocked kernel.
+res = h.run_json("matmul", ["--size", 33, "--local", "cublas", "--repeat", 1, "--warmup", 0])
+if res:
+    want = "host" if h.backend == "cpu" else "cublas"
+    h.check(res[0]["parameters"]["local"] == want,
+            f"--local cublas on {h.backend}: the report names {res[0]['parameters']['local']!r}, expected {want!r}")
+
 h.finish()

@@ -7,7 +7,38 @@ dataset's attributes (op, size, iterations, residual, grid).
 
 Needs numpy, h5py and matplotlib (Agg backend: no display); /usr/bin/python3 on Debian and Ubuntu."""
 import argparse
+import os
+import shutil
 import sys
+
+NEEDED = ("numpy", "h5py", "matplotlib")
+
+
+def modules_or_another_python():
+    """Returns where the modules are importable; else runs this script again under the first other
+    Python that has them (/usr/bin/python3 on Debian and Ubuntu, then each python3 on PATH), or
+    exits 2 naming what is missing."""
+    missing = []
+    for name in NEEDED:
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if not missing:
+        return
+    tried = os.environ.get("TESSERA_PLOT_PYTHONS_TRIED", "")
+    here = os.path.realpath(sys.executable)
+    candidates = ["/usr/bin/python3"] + [os.path.join(d, "python3") for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    for python in candidates:
+        real = os.path.realpath(python) if shutil.which(python) else None
+        if not real or real == here or real in tried.split(os.pathsep):
+            continue
+        os.environ["TESSERA_PLOT_PYTHONS_TRIED"] = os.pathsep.join(filter(None, [tried, here]))
+        os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
+    sys.stderr.write(f"plot_field.py: {sys.executable} lacks {', '.join(missing)}, and no other python3 here has "
+                     f"all of {', '.join(NEEDED)} (on Debian or Ubuntu: apt-get install python3-numpy python3-h5py "
+                     "python3-matplotlib)\n")
+    sys.exit(2)
 
 
 def main():
@@ -19,6 +50,7 @@ def main():
     if ":/" not in a.dataset:
         sys.exit(f"plot_field.py: expected FILE.h5:/DATASET, got {a.dataset!r}")
     path, name = a.dataset.rsplit(":/", 1)
+    modules_or_another_python()
     import h5py
     import matplotlib
     matplotlib.use("Agg")

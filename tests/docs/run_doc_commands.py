@@ -30,6 +30,8 @@ import time
 DOCS = [
     "README.md",
     "docs/API.md",
+    "docs/APPS.md",
+    "docs/DEVELOPING.md",
     "docs/KERNELS.md",
     "docs/PERFORMANCE.md",
     "docs/SCALING.md",

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <sstream>
+#include <cstdio>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -15,11 +15,11 @@
 namespace tessera::kernels {
 namespace {
 
+// 17 significant digits (printf's %.17g).
 std::string text(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 void check_bin_count(index_t bins, const char* operation) {

@@ -187,11 +187,12 @@ def from_local(block, comm=None, layout=None):
             if dtype not in DTYPES:
                 error, message = "type", "a block of dtype %s is not supported (int32, int64, float32 or float64)" % dtype
             stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
-            return _tessera._from_local(ctx, error, message, dtype, list(shape), int(cai["data"][0] or 0), 2, block,
-                                        stream, rows_cols)
+            data = int(cai["data"][0] or 0)
         except (KeyError, TypeError, ValueError) as e:
             return _tessera._from_local(ctx, "type", "a malformed __cuda_array_interface__ (%s)" % e, "", [], 0, 2,
                                         None, None, rows_cols)
+        # Outside the try: the errors this call raises on every rank are the caller's to see.
+        return _tessera._from_local(ctx, error, message, dtype, list(shape), data, 2, block, stream, rows_cols)
     if (not isinstance(block, _np.ndarray) and hasattr(block, "__dlpack__")
             and hasattr(block, "__dlpack_device__") and block.__dlpack_device__()[0] != 1):
         # A GPU tensor without __cuda_array_interface__ (JAX): the producer orders its work before

@@ -67,6 +67,18 @@ def test_from_local_errors_on_every_rank():
     expect_raises(ValueError, lambda: tessera.from_local(np.zeros((2, 2, 2))), match="1-D or 2-D")
 
 
+class StridedGpuBlock:
+    """A GPU array as __cuda_array_interface__ describes it: every other float64 of a buffer."""
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f8", "data": (0, False), "strides": (16,), "version": 3,
+                                "stream": None}
+
+
+def test_from_local_refuses_a_strided_gpu_block_with_its_own_error():
+    # Refused before the memory is touched, with the error that names the reason (not as a
+    # malformed interface).
+    expect_raises(ValueError, lambda: tessera.from_local(StridedGpuBlock()), match="not C-contiguous")
+
+
 def test_from_local_2d_blocks():
     for rows, cols in [(7, 5), (3, 9), (1, 1), (12, 2)]:
         data = global_data(rows * cols, "float64", seed=rows).reshape(rows, cols)

@@ -3,8 +3,12 @@
 // gemm_split_k.cuh; FP64 tensor-core DGEMM for double); engine == vendor runs cuBLAS in its default
 // math mode (no TF32), with the row-major product expressed as the column-major C^T = B^T A^T.
 // The kernels are in kernel_gemm.cuh, their tuning in tessera/kernels/cuda/tuning/gemm.cuh.
+//
+// cuBLAS is loaded on the first vendor GEMM (dlopen), not linked: its libraries (about 540 MB) take
+// about 0.4 s to load, which every process of a CUDA build would otherwise pay at start-up.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -26,11 +30,60 @@
   do {                                                                                                      \
     const cublasStatus_t tessera_cublas_status_ = (call);                                                   \
     if (tessera_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
-      ::tessera::fatal(__FILE__, __LINE__, #call, cublasGetStatusString(tessera_cublas_status_));          \
+      ::tessera::fatal(__FILE__, __LINE__, #call, cublas().status_string(tessera_cublas_status_));         \
   } while (0)
+
+// The symbol a cuBLAS name stands for (cublas_v2.h maps cublasCreate to cublasCreate_v2, ...).
+#define TESSERA_CUBLAS_SYMBOL_NAME(name) TESSERA_CUBLAS_SYMBOL_TEXT(name)
+#define TESSERA_CUBLAS_SYMBOL_TEXT(name) #name
 
 namespace tessera::kernels::cuda {
 namespace detail {
+
+// The cuBLAS entry points the vendor GEMM calls, from the library loaded once.
+struct Cublas {
+  decltype(&cublasCreate) create = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasSetStream) set_stream = nullptr;
+  decltype(&cublasSgemm_64) sgemm = nullptr;
+  decltype(&cublasDgemm_64) dgemm = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+};
+
+const Cublas& cublas() {
+  static const Cublas loaded = [] {
+    const std::string library = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      // Beside the CUDA runtime this process loaded, where the search path does not name it.
+      Dl_info runtime{};
+      if (dladdr(reinterpret_cast<void*>(&cudaGetDeviceCount), &runtime) && runtime.dli_fname) {
+        const std::string path = runtime.dli_fname;
+        const std::size_t slash = path.rfind('/');
+        if (slash != std::string::npos)
+          handle = dlopen((path.substr(0, slash + 1) + library).c_str(), RTLD_NOW | RTLD_LOCAL);
+      }
+    }
+    if (!handle) {
+      const char* why = dlerror();
+      throw UsageError("the vendor GEMM (cuBLAS) cannot be loaded: " + library + ": " + (why ? why : "not found") +
+                       " (install cuBLAS, or use the tiled local product)");
+    }
+    Cublas c;
+    auto find = [&](auto& entry, const char* symbol) {
+      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(dlsym(handle, symbol));
+      if (!entry) throw UsageError("the vendor GEMM (cuBLAS): " + library + " has no " + symbol);
+    };
+    find(c.create, TESSERA_CUBLAS_SYMBOL_NAME(cublasCreate));
+    find(c.set_math_mode, TESSERA_CUBLAS_SYMBOL_NAME(cublasSetMathMode));
+    find(c.set_stream, TESSERA_CUBLAS_SYMBOL_NAME(cublasSetStream));
+    find(c.sgemm, TESSERA_CUBLAS_SYMBOL_NAME(cublasSgemm_64));
+    find(c.dgemm, TESSERA_CUBLAS_SYMBOL_NAME(cublasDgemm_64));
+    find(c.status_string, TESSERA_CUBLAS_SYMBOL_NAME(cublasGetStatusString));
+    return c;  // the library stays loaded for the process's life
+  }();
+  return loaded;
+}
 
 template <class T>
 void scale_matrix(index_t m, index_t n, T beta, T* c, index_t ldc, StreamHandle stream) {
@@ -46,8 +99,8 @@ cublasHandle_t cublas_handle() {
   thread_local std::array<cublasHandle_t, 64> handles{};
   const int device = current_device_info().ordinal;
   if (!handles[device]) {
-    TESSERA_CUBLAS_CHECK(cublasCreate(&handles[device]));
-    TESSERA_CUBLAS_CHECK(cublasSetMathMode(handles[device], CUBLAS_DEFAULT_MATH));
+    TESSERA_CUBLAS_CHECK(cublas().create(&handles[device]));
+    TESSERA_CUBLAS_CHECK(cublas().set_math_mode(handles[device], CUBLAS_DEFAULT_MATH));
   }
   return handles[device];
 }
@@ -56,11 +109,11 @@ template <class T>
 void vendor_gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
                  T* c, index_t ldc, StreamHandle stream) {
   cublasHandle_t handle = cublas_handle();
-  TESSERA_CUBLAS_CHECK(cublasSetStream(handle, to_cuda(stream)));
+  TESSERA_CUBLAS_CHECK(cublas().set_stream(handle, to_cuda(stream)));
   if constexpr (std::is_same_v<T, float>) {
-    TESSERA_CUBLAS_CHECK(cublasSgemm_64(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    TESSERA_CUBLAS_CHECK(cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
   } else {
-    TESSERA_CUBLAS_CHECK(cublasDgemm_64(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    TESSERA_CUBLAS_CHECK(cublas().dgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "generic/generic_test_types.hpp"
+#include "support/omp_threads_test.hpp"
 #include "support/test_support.hpp"
 #include "tessera/kernels/kernels.hpp"
 
@@ -18,17 +19,7 @@ namespace {
 
 const kernels::Queue kCpu{};
 
-class GenericKernelsCpu : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    saved_ = omp_get_max_threads();
-    omp_set_num_threads(GetParam());
-  }
-  void TearDown() override { omp_set_num_threads(saved_); }
-
- private:
-  int saved_ = 1;
-};
+class GenericKernelsCpu : public test::OmpThreadsTest {};
 INSTANTIATE_TEST_SUITE_P(Threads, GenericKernelsCpu, ::testing::Values(1, 2, 3, 4));
 
 std::vector<index_t> sizes() {

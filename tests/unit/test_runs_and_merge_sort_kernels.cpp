@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "generic/generic_test_types.hpp"
+#include "support/omp_threads_test.hpp"
 #include "support/test_support.hpp"
 #include "tessera/kernels/by_key.hpp"
 #include "tessera/kernels/merge_sort.hpp"
@@ -21,17 +22,7 @@ namespace {
 
 const kernels::Queue kCpu{};
 
-class RunsAndMergeSortCpu : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    saved_ = omp_get_max_threads();
-    omp_set_num_threads(GetParam());
-  }
-  void TearDown() override { omp_set_num_threads(saved_); }
-
- private:
-  int saved_ = 1;
-};
+class RunsAndMergeSortCpu : public test::OmpThreadsTest {};
 INSTANTIATE_TEST_SUITE_P(Threads, RunsAndMergeSortCpu, ::testing::Values(1, 2, 3, 4));
 
 // Odd sizes, and one of several chunks per thread (chunks start at kSerialCutoff elements).

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "support/omp_threads_test.hpp"
 #include "support/test_support.hpp"
 #include "tessera/kernels/kernels.hpp"
 
@@ -87,17 +88,7 @@ std::vector<Key> make_keys(index_t n, Pattern pattern, std::uint64_t seed) {
   return keys;
 }
 
-class SortKernelsCpu : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    saved_ = omp_get_max_threads();
-    omp_set_num_threads(GetParam());
-  }
-  void TearDown() override { omp_set_num_threads(saved_); }
-
- private:
-  int saved_ = 1;
-};
+class SortKernelsCpu : public test::OmpThreadsTest {};
 INSTANTIATE_TEST_SUITE_P(Threads, SortKernelsCpu, ::testing::Values(1, 3));
 
 // Sorts keys with their index as value (Value) and checks keys and values against a stable sort

@@ -48,6 +48,10 @@ class MatrixStorage {
   // UsageError when rows or cols is negative, or the block's bytes do not fit in 64 bits; OutOfMemory
   // (this rank) when it does not fit in memory.
   MatrixStorage(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes);
+  // This rank's block is `data` (backend memory, row-major local_rows() x local_cols(), 16-byte
+  // aligned where the block is not empty: UsageError otherwise), neither copied nor freed.
+  static MatrixStorage view(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes,
+                            void* data);
   ~MatrixStorage();
   MatrixStorage(MatrixStorage&&) noexcept;
   MatrixStorage& operator=(MatrixStorage&&) noexcept;
@@ -68,6 +72,7 @@ class MatrixStorage {
     return static_cast<std::size_t>(local_rows()) * static_cast<std::size_t>(local_cols()) * element_bytes_;
   }
   void* data() const { return data_; }
+  bool is_view() const { return !owns_; }  // the block is memory of the caller's (view())
 
   // Every element of the block = the element_bytes bytes at `value` (host memory).
   void fill(const void* value);
@@ -90,6 +95,7 @@ class MatrixStorage {
   std::size_t element_bytes_ = 0;
   Partition row_partition_, col_partition_;
   void* data_ = nullptr;
+  bool owns_ = true;
 };
 
 }  // namespace detail
@@ -110,6 +116,13 @@ class DistMatrix {
 
   DistMatrix() = default;
   DistMatrix(const ProcessGrid& grid, index_t rows, index_t cols) : storage_(grid, rows, cols, sizeof(T)) {}
+  // The matrix whose block on this rank is `block`: backend memory holding this rank's
+  // local_rows() x local_cols() elements of the balanced layout, row-major, 16-byte aligned (a
+  // UsageError otherwise). Neither copied nor freed: it must outlive the matrix.
+  static DistMatrix view_local(const ProcessGrid& grid, index_t rows, index_t cols, T* block) {
+    return DistMatrix(detail::MatrixStorage::view(grid, rows, cols, sizeof(T), block));
+  }
+  bool is_view() const { return storage_.is_view(); }
   // Takes storage of sizeof(T)-byte elements (what the byte-level algorithms return).
   explicit DistMatrix(detail::MatrixStorage&& storage) : storage_(std::move(storage)) {
     TESSERA_ASSERT(storage_.data() == nullptr || storage_.element_bytes() == sizeof(T),

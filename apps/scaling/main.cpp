@@ -3,7 +3,7 @@
 // barrier), once per round, in rounds until the 95% interval of each point's median is known; a
 // projection whose model misses a held-out point beyond --max-fit-error is withheld. The analysis
 // (Amdahl, Karp-Flatt, Gustafson, the cost model and its projection) lives in
-// framework/scaling.hpp and is explained in docs/SCALING.md. The driver's parts:
+// model/scaling.hpp and is explained in docs/SCALING.md. The driver's parts:
 //   options.cpp      the command line (on the apps' shared parser, apps/common)
 //   pings.cpp        the latency and bandwidth pings of the network models
 //   measurement.cpp  the points, their rounds and medians

@@ -12,7 +12,7 @@
 
 #include "cli.hpp"
 #include "tessera/framework/io.hpp"
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::apps::scaling_study {
 

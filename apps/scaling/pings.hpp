@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "tessera/framework/context.hpp"
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::apps::scaling_study {
 

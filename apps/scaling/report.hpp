@@ -12,7 +12,7 @@
 #include "measurement.hpp"
 #include "options.hpp"
 #include "tessera/framework/runtime.hpp"
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::apps::scaling_study {
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "pings.hpp"
-#include "tessera/framework/scaling_two_level.hpp"
+#include "model/scaling_two_level.hpp"
 
 namespace tessera::apps::two_level {
 namespace sc = tessera::scaling;

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::scaling {
 

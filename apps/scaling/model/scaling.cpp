@@ -3,7 +3,7 @@
 #include <limits>
 #include <set>
 
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 #include "tessera/kernels/error.hpp"
 
 namespace tessera::scaling {

@@ -1,4 +1,4 @@
-#include "tessera/framework/scaling_two_level.hpp"
+#include "model/scaling_two_level.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -94,7 +94,9 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   const auto layout = apps::two_level::discover_layout(world);
   machine.ranks_per_node = layout.ranks_per_node;
   {
-    study::SharingProbe probe = study::probe_node_sharing(world, layout.block ? layout.ranks_per_node : 1, o.probe_bytes);
+    const std::int64_t probe_bytes =
+        o.probe_bytes >= 0 ? o.probe_bytes : (world.backend() == tessera::Backend::cuda ? std::int64_t(1) << 30 : std::int64_t(64) << 20);
+    study::SharingProbe probe = study::probe_node_sharing(world, layout.block ? layout.ranks_per_node : 1, probe_bytes);
     machine.sharing = probe.sharing;
     machine.probe_repetitions = std::move(probe.repetitions);
     progress.done("node-sharing probe at 1.." + std::to_string(layout.ranks_per_node) + " ranks");

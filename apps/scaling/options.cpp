@@ -106,7 +106,7 @@ void add_options(ArgParser& p, Options& o, int world_size) {
                });
   p.add_option("--probe-bytes", "BYTES",
                "per rank, the buffer the node-sharing probe streams at 1..G ranks of node 0 at once "
-               "(default 64M, larger than a CPU's caches; 0: no probe, every rank charged its one-rank rate)",
+               "(default 64M under cpu, larger than a CPU's caches, and 1G under cuda; 0: no probe, every rank charged its one-rank rate)",
                [&o](std::string_view v) {
                  o.probe_bytes = parse_size(v, "--probe-bytes");
                  if (o.probe_bytes > kMaxPingBytes)

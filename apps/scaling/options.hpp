@@ -35,7 +35,7 @@ struct Options {
   io::DType dtype = io::DType::float32;
   index_t panel_width = 512;
   index_t ping_bytes = index_t(4) << 20;  // at most kMaxPingBytes
-  index_t probe_bytes = index_t(64) << 20;  // per rank, the node-sharing probe's buffer (0: no probe)
+  index_t probe_bytes = -1;  // per rank, the node-sharing probe's buffer (0: no probe; -1: 64M on cpu, 1G on cuda)
   std::string model_inputs;  // --model-inputs: the model's inputs and predictions as text
   std::uint64_t seed = 42;
   bool probe_gpus = false;

@@ -113,10 +113,13 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   for (const auto& a : analyses) study::print_mode(stdout, o, a);
   apps::Json j = study::run_json(o, runtime, world, samples, reports, analyses);
   j["machine"] = study::machine_json(machine);
+  const std::string verdict = study::overall_verdict(o, analyses);
+  j["model_check_verdict"] = verdict;
   apps::two_level::Study levels{o.op, study::element_bytes(o.dtype), o.panel_width, study::operation_plan(o.op, o.dtype),
                                 samples, {}};
   for (const auto& r : reports) levels.modes.push_back({r.mode, r.size_arg, study::measurements(r)});
   j["two_level"] = apps::two_level::report(layout, level_samples, levels, stdout);
+  std::printf("\ntessera-scaling: %s\n", verdict.c_str());
   std::fflush(stdout);
 
   int status = 0;

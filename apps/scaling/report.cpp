@@ -293,6 +293,35 @@ std::string verdict_line(const Options& o, const ModeAnalysis& a) {
   return line;
 }
 
+std::string overall_verdict(const Options& o, const std::vector<ModeAnalysis>& analyses) {
+  std::vector<double> errors;
+  double worst = 0;
+  std::string where, missed;
+  for (const ModeAnalysis& a : analyses)
+    for (const auto& q : a.check.predictions) {
+      errors.push_back(std::abs(q.error));
+      if (std::abs(q.error) >= worst) {
+        worst = std::abs(q.error);
+        where = std::string(sc::to_string(a.report->mode)) + " at " + std::to_string(q.ranks) + " ranks";
+        missed = a.check.missed_term;
+      }
+    }
+  char line[512];
+  if (errors.empty()) {
+    std::snprintf(line, sizeof line, "model check verdict: NONE %s: no measured point held out of the fit on 1,2 ranks",
+                  sc::to_string(o.op));
+    return line;
+  }
+  const double median = sc::quantile(errors, 0.5);
+  const bool pass = median <= 0.15 && worst <= 0.25;
+  std::snprintf(line, sizeof line,
+                "model check verdict: %s %s: median |error| %.1f%% max %.1f%% (%s) over %zu held-out points; target "
+                "median <= 15%% max <= 25%%%s%s",
+                pass ? "PASS" : "FAIL", sc::to_string(o.op), 100 * median, 100 * worst, where.c_str(), errors.size(),
+                pass ? "" : "; the term that missed: ", pass ? "" : missed.c_str());
+  return line;
+}
+
 void print_machine(FILE* text, const Machine& machine) {
   if (machine.sharing.measured()) {
     std::fprintf(text, "node-sharing probe (sum of a buffer per rank, k ranks of node 0 at once; slowest rank):\n%6s %12s %10s\n",

@@ -95,6 +95,8 @@ ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const Machine& 
 // The model check's verdict against the target of a held-out check (median |error| <= 15%, largest
 // <= 25%), one greppable line: "model check <mode> <op>: PASS|FAIL ...".
 std::string verdict_line(const Options& o, const ModeAnalysis& a);
+// The same over every mode's held-out points together: "model check verdict: PASS|FAIL|NONE ...".
+std::string overall_verdict(const Options& o, const std::vector<ModeAnalysis>& analyses);
 
 // The probe and the measured collectives, as a table and as JSON.
 void print_machine(FILE* text, const Machine& machine);

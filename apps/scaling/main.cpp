@@ -116,7 +116,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   const std::string verdict = study::overall_verdict(o, analyses);
   j["model_check_verdict"] = verdict;
   apps::two_level::Study levels{o.op, study::element_bytes(o.dtype), o.panel_width, study::operation_plan(o.op, o.dtype),
-                                samples, {}};
+                                samples, machine.sharing, {}};
   for (const auto& r : reports) levels.modes.push_back({r.mode, r.size_arg, study::measurements(r)});
   j["two_level"] = apps::two_level::report(layout, level_samples, levels, stdout);
   std::printf("\ntessera-scaling: %s\n", verdict.c_str());

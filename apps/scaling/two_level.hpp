@@ -47,6 +47,7 @@ struct Study {
   std::int64_t panel_width = 512;
   CollectivePlan plan;  // the operation's collectives (sum, scan, filter)
   std::vector<scaling::CollectiveSample> samples;  // on the first p ranks of the launch, p in ranks
+  scaling::NodeSharing sharing;  // the local phase's slowdown with k ranks of a node busy (the probe)
   struct Mode {
     scaling::Mode mode = scaling::Mode::strong;
     std::int64_t size_arg = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/scaling.hpp"
+#include "model/scaling_two_level.hpp"
 
 namespace sc = tessera::scaling;
 using tessera::Collective;
@@ -113,6 +114,21 @@ TEST(ScalingSharing, SlowdownInterpolatesAndHoldsPastTheNode) {
   EXPECT_DOUBLE_EQ(s.slowdown(4), 2.5);
   EXPECT_DOUBLE_EQ(s.slowdown(64), 2.5);
   EXPECT_DOUBLE_EQ(sc::NodeSharing{}.slowdown(8), 1.0);
+}
+
+TEST(ScalingSharing, TwoLevelLocalTermIsSlowedByTheRanksPerNode) {
+  sc::TwoLevelModel m;
+  m.base.op = sc::Op::sum;
+  m.base.mode = sc::Mode::strong;
+  m.base.size_arg = 1000;
+  m.base.element_bytes = 8;
+  m.base.local_overhead = 1e-3;
+  m.base.local_seconds_per_work = 1e-9;
+  m.base.sharing = {{1, 2, 4}, {1.0, 1.5, 2.5}};
+  m.ranks_per_node = 4;
+  // 2 nodes x 4: each rank reads ceil(1000 / 8) = 125 doubles, 1000 bytes, at 2.5x the one-rank time.
+  EXPECT_DOUBLE_EQ(m.predict(2, 4).local, 1e-3 + 1e-9 * 2.5 * 1000);
+  EXPECT_DOUBLE_EQ(m.predict(1, 1).local, 1e-3 + 1e-9 * 8000);
 }
 
 // The thresholds of Open MPI 4.1's allreduce table, read from coll_tuned_decision_fixed.c.

@@ -117,7 +117,8 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   j["model_check_verdict"] = verdict;
   apps::two_level::Study levels{o.op, study::element_bytes(o.dtype), o.panel_width, study::operation_plan(o.op, o.dtype),
                                 samples, machine.sharing, {}};
-  for (const auto& r : reports) levels.modes.push_back({r.mode, r.size_arg, study::measurements(r)});
+  for (const auto& r : reports)
+    levels.modes.push_back({r.mode, r.size_arg, study::critical_path(study::measurements(r), machine, levels.plan)});
   j["two_level"] = apps::two_level::report(layout, level_samples, levels, stdout);
   std::printf("\ntessera-scaling: %s\n", verdict.c_str());
   std::fflush(stdout);

@@ -64,6 +64,23 @@ std::vector<sc::Measurement> measurements(const ModeReport& r) {
   return m;
 }
 
+std::vector<sc::Measurement> critical_path(std::vector<sc::Measurement> points, const Machine& machine,
+                                           const CollectivePlan& plan) {
+  if (plan.empty() || machine.collectives.empty()) return points;
+  const sc::NetworkModel net = sc::fit_network(machine.samples);
+  for (auto& m : points) {
+    if (m.ranks < 2) continue;
+    double own = 0;
+    for (const CollectiveCall& call : plan)
+      own += sc::charge_collective(machine.collectives, sc::CollectiveLibrary::open_mpi, net, call.kind, m.ranks, call.bytes)
+                 .seconds;
+    const double wait = std::max(0.0, m.communication - own);
+    m.local += wait;
+    m.communication -= wait;
+  }
+  return points;
+}
+
 // ------------------------------------------------------------------------------------------------
 // Analysis of one mode.
 
@@ -128,9 +145,10 @@ ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const Machine& 
   // The model check: fit on the two smallest points (network included), predict the others. The
   // machine's own measurements (the probe at 1..G ranks, the collectives at every group size) are
   // inputs at every size; the operation's times at the larger sizes are held out.
-  const auto meas = measurements(r);
   const int eb = element_bytes(o.dtype);
   const CollectivePlan plan = operation_plan(o.op, o.dtype);
+  a.measured = critical_path(measurements(r), machine, plan);
+  const auto& meas = a.measured;
   a.ranks_per_node = machine.ranks_per_node;
   auto fit = [&](const std::vector<sc::CollectiveSample>& pings, const sc::NodeSharing& sharing,
                  const std::vector<sc::CollectiveTiming>& collectives, const std::vector<sc::Measurement>& points,
@@ -250,6 +268,7 @@ ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const Machine& 
       points.push_back({p.ranks, time, t.phases.local + t.phases.fixup, t.phases.communication,
                         std::max(0.0, time - t.phases.local - t.phases.fixup - t.phases.communication)});
     }
+    points = critical_path(std::move(points), machine, plan);
     sc::NodeSharing sharing = machine.sharing;
     for (std::size_t k = 0; k < sharing.seconds.size() && k < machine.probe_repetitions.size(); ++k)
       if (!machine.probe_repetitions[k].empty())
@@ -396,7 +415,7 @@ std::string model_inputs_text(const Options& o, const Machine& machine, const st
     std::snprintf(line, sizeof line, "mode %s %lld\n", sc::to_string(a.report->mode),
                   static_cast<long long>(a.report->size_arg));
     out += line;
-    for (const auto& m : measurements(*a.report)) {
+    for (const auto& m : a.measured) {
       std::snprintf(line, sizeof line, "point %d %.17g %.17g %.17g %.17g\n", m.ranks, m.time, m.local, m.communication,
                     m.host);
       out += line;

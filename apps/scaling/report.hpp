@@ -88,6 +88,7 @@ struct ModeAnalysis {
   // 95% intervals of the fitted parameters over the resamples.
   double rate_low = 0, rate_high = 0, overhead_low = 0, overhead_high = 0, host_low = 0, host_high = 0;
   std::vector<CollectiveExtrapolation> extrapolation_check;
+  std::vector<scaling::Measurement> measured;  // the points the model was fitted to (critical_path)
 };
 
 ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const Machine& machine);
@@ -122,6 +123,12 @@ std::string run_csv(const Options& o, const std::vector<ModeReport>& reports);
 
 // Per point: the median time, and the median round's phases with the rest of the median as host work.
 std::vector<scaling::Measurement> measurements(const ModeReport& r);
+// The same on the critical path: the part of a point's communication phase beyond what its
+// collectives take on their own (as the launch measured them, machine.collectives) is the wait
+// for a slower peer's local phase, and is counted as local. Points of an operation without a plan
+// (matmul) are left as they are.
+std::vector<scaling::Measurement> critical_path(std::vector<scaling::Measurement> points, const Machine& machine,
+                                                const CollectivePlan& plan);
 
 // Collective over world, before any measurement: every rank learns whether rank 0 could create each
 // output file (--json, --csv); UsageError naming the flag otherwise.

@@ -8,15 +8,16 @@
 #   GPU study (two or more GPUs, CUDA build): one rank per GPU, SUMMA matmul of float32, n = 8192
 #     strong (about 1.1 Tflop a call) and 8192 at one rank weak.
 #   CPU study (always; the only one with fewer than two GPUs): one rank per core with one OpenMP
-#     thread each, up to 8 ranks (powers of two, no more ranks than cores), sum of float64, 2^25
-#     elements strong (256 MiB, tens of milliseconds at one rank) and 2^23 per rank weak: a memory-bound
-#     sum, where the node's shared bandwidth sets the scaling (the node-sharing probe measures it).
+#     thread each, up to 8 ranks (powers of two, no more ranks than cores), sum of float64, 2^26
+#     elements strong (512 MiB; 64 MiB per rank at 8 ranks) and 2^23 per rank weak (64 MiB): a
+#     memory-bound sum, where the node's shared bandwidth sets the scaling (the node-sharing probe
+#     measures it on buffers of the same 64 MiB per rank).
 #
 # usage: scripts/scaling_demo.sh BUILD_DIR [OUT_DIR]
 #   BUILD_DIR  a configured and built Tessera build (the app is BUILD_DIR/bin/tessera-scaling)
 #   OUT_DIR    where the JSON and the console output go (default: BUILD_DIR/scaling-demo)
 # Environment: MPIEXEC (default mpiexec), PYTHON (default /usr/bin/python3, which has matplotlib),
-#   DEMO_N (CPU strong size, default 2^25), DEMO_N_PER_RANK (CPU weak, default 2^23),
+#   DEMO_N (CPU strong size, default 2^26), DEMO_N_PER_RANK (CPU weak, default 2^23),
 #   DEMO_RANKS (CPU ranks; default the largest power of two <= min(8, cores)), DEMO_GPU_N (default 8192).
 set -euo pipefail
 build=${1:?usage: scripts/scaling_demo.sh BUILD_DIR [OUT_DIR]}
@@ -65,10 +66,10 @@ if "$mpiexec" --version 2>/dev/null | grep -q "Open MPI"; then
   else placement=(--bind-to core); fi
 fi
 # Held out of the model's fit: the rank counts above 2 (none on a machine of fewer than 4 cores).
-echo "== CPU scaling study: $ranks ranks on $cores cores, one OpenMP thread each: sum of float64, strong n = ${DEMO_N:-2^25}, weak ${DEMO_N_PER_RANK:-2^23} per rank"
+echo "== CPU scaling study: $ranks ranks on $cores cores, one OpenMP thread each: sum of float64, strong n = ${DEMO_N:-2^26}, weak ${DEMO_N_PER_RANK:-2^23} per rank"
 (( ranks <= 2 )) && echo "   ($cores cores: no rank count is held out of the model's fit on 1 and 2 ranks, so its projection is unchecked)"
 OMP_NUM_THREADS=1 "$mpiexec" -n "$ranks" "${placement[@]}" "$app" --op sum --dtype float64 \
-  --mode both --backend cpu --threads 1 --n "${DEMO_N:-2^25}" --n-per-rank "${DEMO_N_PER_RANK:-2^23}" \
+  --mode both --backend cpu --threads 1 --n "${DEMO_N:-2^26}" --n-per-rank "${DEMO_N_PER_RANK:-2^23}" \
   --json "$out/scaling_sum.json" --csv "$out/scaling_sum.csv" | tee "$out/scaling_sum.txt"
 reports+=("$out/scaling_sum.json")
 if [[ -z $python ]]; then

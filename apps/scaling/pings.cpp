@@ -88,7 +88,7 @@ std::vector<scaling::CollectiveTiming> time_plan(const Context& ctx, const Colle
     const index_t bytes = std::max<index_t>(1, static_cast<index_t>(call.bytes));
     std::vector<unsigned char> mine(static_cast<std::size_t>(bytes), 1);
     std::vector<unsigned char> all;
-    // Allreduce and exscan reduce numbers: floats where the bytes allow, else doubles.
+    // An allreduce of the plan's bytes as ceil(bytes / 4) floats; an exscan of one double (exscan_sum is scalar).
     std::vector<float> floats(static_cast<std::size_t>((bytes + 3) / 4), 1.0f);
     std::function<void()> once;
     switch (call.kind) {

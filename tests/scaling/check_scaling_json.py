@@ -303,6 +303,16 @@ def check_mode(report, mode, args):
     mc = block["model_check"]
     worst = max([abs(q["relative_error"]) for q in mc["points"]], default=0.0)
     check(math.isclose(mc["max_abs_relative_error"], worst, rel_tol=1e-9, abs_tol=1e-15), f"{mode}: model check worst error")
+    errors = sorted(abs(q["relative_error"]) for q in mc["points"])
+    if errors:
+        mid = (errors[(len(errors) - 1) // 2] + errors[len(errors) // 2]) / 2
+        check(math.isclose(mc["median_abs_relative_error"], mid, rel_tol=1e-9, abs_tol=1e-15), f"{mode}: median error")
+        verdict = "PASS" if mid <= 0.15 and worst <= 0.25 else "FAIL"
+        check(f": {verdict} median" in mc["verdict"], f"{mode}: verdict {mc['verdict']!r}, expected {verdict}")
+        check(verdict == "PASS" or mc["missed_term"].split(":")[0] in ("local (shared node bandwidth)", "collectives", "host"),
+              f"{mode}: the term that missed: {mc['missed_term']!r}")
+    else:
+        check(": NONE" in mc["verdict"], f"{mode}: verdict {mc['verdict']!r} without held-out points")
     held_out = bool(mc["points"])
     passed = held_out and worst <= block["max_fit_error"]
     check(mc["passed"] == (passed if held_out else None), f"{mode}: model check passed = {mc['passed']}, error {worst}")
@@ -344,6 +354,10 @@ def check_mode(report, mode, args):
         check(made == expected_collectives(args.op, e), f"{mode}: {args.op} charged for {made}")
         machine = report["machine"]
         g = machine["ranks_per_node"]
+        sharing = machine["node_sharing"]
+        for k, t, slow in zip(sharing["active_ranks"], sharing["seconds"], sharing["slowdown"]):
+            check(math.isclose(slow, t / sharing["seconds"][0], rel_tol=1e-12), f"probe slowdown at {k}: {slow}")
+        check(sharing["active_ranks"] == list(range(1, g + 1)), f"probe at {sharing['active_ranks']}, node of {g}")
         n_arg = args.strong_n if mode == "strong" else args.weak_n_per_rank
         spw = 1 / model["local_rate"] if model["local_rate"] else 0.0
         for q in block["projection"]:

@@ -49,7 +49,7 @@ case "$what" in
   demo)
     bash "$root/scripts/demo.sh" "$build"
     echo
-    echo "== A small scaling study (4 ranks, CPU backend): strong and weak scaling of a sum"
+    echo "== A scaling study: the GPUs where there are two or more, and the CPU cores"
     bash "$root/scripts/scaling_demo.sh" "$build"
     ;;
   test)

@@ -443,7 +443,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
         write_checkpoint(solver.iteration());
         ++checkpoints;
         if (times) times->host += write.seconds();
-        if (const int pause = test_pause_after_checkpoint(); pause > 0) {
+        if (const int pause = test_pause_after_checkpoint(); pause > 0 && !signalled) {
           if (ctx.is_root()) {
             std::fprintf(stderr, "%s: checkpoint at iteration %lld written; paused for a test (process %ld)\n",
                          app.name().c_str(), static_cast<long long>(solver.iteration()), static_cast<long>(getpid()));

@@ -29,7 +29,8 @@
 #
 # usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON
 #   TESSERA_SLURM_KEEP=1 keeps the work directory (configuration, logs, results) for a look;
-#   TESSERA_MULTINODE_PARTS="binding apps scaling twolevel faults restart" (the default) runs only the parts named.
+#   TESSERA_MULTINODE_PARTS="binding apps scaling twolevel faults restart" (the default) runs only the parts named;
+#   the part usr1 (not in the default) checks jobs/stencil.sbatch's SIGUSR1, requeue and resume.
 set -uo pipefail
 
 bin=${1:?usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON}
@@ -458,6 +459,51 @@ EOF
     fail "restart: submit"
   fi
   echo "restart: $((SECONDS - t_restart)) s"
+fi
+
+# ---- 7. the time limit's signal: checkpoint, requeue, resume (not in the default parts: Slurm
+# holds a requeued job back before it starts again, which costs the suite time) -------------------
+# jobs/stencil.sbatch on one host; once its first checkpoint is written, the batch script gets
+# SIGUSR1 as --signal=B:USR1@120 would send it (scancel --signal=USR1 --batch): the ranks write a
+# checkpoint and exit 75, the script requeues the job, and the second start (SLURM_RESTART_COUNT 1)
+# resumes from that checkpoint and ends with the field bitwise equal to an uninterrupted run's.
+if want usr1; then
+  t_usr1=$SECONDS
+  usr1_problem=(TESSERA_BIN_DIR=$bin TESSERA_BACKEND=cpu TESSERA_OP=jacobi5 TESSERA_DTYPE=float32 TESSERA_NX=61 TESSERA_NY=29
+    TESSERA_ITERS=40000 TESSERA_CHECK_EVERY=100 TESSERA_CHECKPOINT_EVERY=2000 TESSERA_MPI_TIMEOUT=30
+    TESSERA_RUN_DIR=$work/results/stencil-usr1)
+  "$bin/tessera-stencil" --backend cpu --op jacobi5 --dtype float32 --nx 61 --ny 29 --iters 40000 --check-every 100 \
+    --output "$work/usr1-reference.h5:/u" --quiet >/dev/null || fail "usr1: the uninterrupted run"
+  ckdir=$work/results/stencil-usr1/checkpoints
+  if id=$(export "${usr1_problem[@]}"; submit stencil-usr1 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 \
+    --gpus-per-task=1 --time=5 "$src/jobs/stencil.sbatch"); then
+    for _ in $(seq 1 240); do
+      compgen -G "$ckdir/checkpoint-*.h5" >/dev/null && break
+      sleep 0.25
+    done
+    # The batch shell alone, as --signal=B:USR1 signals it.
+    batch=""
+    for pid in $(netns_cluster_node_pids "${nodes[0]}" | sort -n); do
+      grep -qs "slurm_script" "/proc/$pid/cmdline" && [[ $(readlink "/proc/$pid/exe") == */bash ]] && { batch=$pid; break; }
+    done
+    if [[ -n $batch ]]; then kill -USR1 "$batch"; else fail "usr1: no batch shell found on ${nodes[0]}"; fi
+    state=$(wait_job "$id" 150) || fail "usr1: job $id not done: $state"
+    echo "usr1: job $id ended $state after $((SECONDS - t_usr1)) s"
+    grep -h "SIGUSR1\|requeue\|start [0-9]" "$work/stencil-usr1-$id.out" | head -n 5
+    "$python" - "$work/usr1-reference.h5" "$work/results/stencil-usr1/field.h5" "$work/results/stencil-usr1/stencil.json" <<'EOF' || fail "usr1: the requeued run"
+import json, sys, h5py
+ref, got = (h5py.File(p, "r")["/u"][...] for p in sys.argv[1:3])
+report = json.load(open(sys.argv[3]))
+resumed = report["result"]["resumed_iteration"]
+assert report["parameters"]["slurm_restart_count"] == 1, report["parameters"]
+assert 0 < resumed < 40000 and report["result"]["iterations"] == 40000, report["result"]
+assert ref.tobytes() == got.tobytes(), "fields differ"
+print(f"usr1: requeued (SLURM_RESTART_COUNT 1), resumed from iteration {resumed}; the field is bitwise the uninterrupted run's")
+EOF
+  else
+    fail "usr1: submit"
+  fi
+  echo "usr1: $((SECONDS - t_usr1)) s"
 fi
 
 echo "total $((SECONDS - started)) s"

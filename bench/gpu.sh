@@ -2,7 +2,11 @@
 # Builds the CUDA kernels, runs their GPU tests, compute-sanitizer (memcheck, racecheck) at small
 # sizes and the kernel benchmark against CUB / cuBLAS, on the GPU machine, in one call:
 #
-#   bench/gpu.sh [all | build | sass | test | sanitize | bench] ...    (default: all)
+#   bench/gpu.sh [all | build | sass | test | sanitize | bench | peerloss] ...    (default: all)
+#
+# peerloss (not in all: it needs Open MPI's mpiexec and builds tessera-stencil): two ranks on one
+# GPU lose one mid-step on the peer-copy and peer-store halo paths; the other must exit within
+# TESSERA_MPI_TIMEOUT + 5 s (tests/gpu/peer_loss_gpu.sh).
 #
 # Steps may be combined (`bench/gpu.sh build test`). Logs and JSON go to ${OUT:-out}/.
 # Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default 90), JOBS (default 16),
@@ -78,6 +82,14 @@ step_sanitize() {
   return "${status}"
 }
 
+step_peerloss() {
+  log "build tessera-stencil; peer loss on the peer-copy and peer-store paths"
+  cmake --build "${BUILD_DIR}" --target tessera-stencil -j "${JOBS}" >"${OUT_DIR}/gpu_peerloss_build.log" 2>&1 ||
+    { grep -E "error|FAILED" "${OUT_DIR}/gpu_peerloss_build.log" | head -20; return 1; }
+  "${ROOT}/tests/gpu/peer_loss_gpu.sh" "${BUILD_DIR}/bin" "${OUT_DIR}/peer_loss" 2>&1 | tee "${OUT_DIR}/gpu_peerloss.log"
+  return "${PIPESTATUS[0]}"
+}
+
 step_bench() {
   log "kernel benchmark"
   local rc=0
@@ -107,7 +119,8 @@ main() {
       test) step_test || status=1 ;;
       sanitize) step_sanitize || status=1 ;;
       bench) step_bench || status=1 ;;
-      *) echo "gpu.sh: unknown step '${s}' (all, build, sass, test, sanitize, bench)" >&2; exit 2 ;;
+      peerloss) step_peerloss || status=1 ;;
+      *) echo "gpu.sh: unknown step '${s}' (all, build, sass, test, sanitize, bench, peerloss)" >&2; exit 2 ;;
     esac
   done
   log "done (status ${status}); logs in ${OUT_DIR}"

@@ -24,6 +24,10 @@ namespace tessera::apps {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitVerifyFailed = 1;
 inline constexpr int kExitUsage = 2;
+// A run stopped by SIGUSR1 or SIGTERM after writing a checkpoint: the work is not done, and a
+// requeued run with --restart auto continues it (EX_TEMPFAIL of sysexits.h, "try again later"; the
+// job scripts requeue on it).
+inline constexpr int kExitRequeue = 75;
 
 class App {
  public:

@@ -7,7 +7,11 @@
 //                            interrupted, whatever the grids of the two runs.
 //   --op convolve1d          the 1-D convolution (numpy.convolve, same length) of a block-distributed
 //                            array with a kernel of any radius, zero or periodic boundary.
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +28,7 @@
 #include "perturb.hpp"
 #include "stencil_problem.hpp"
 #include "tessera/framework/algorithms/stencil.hpp"
+#include "tessera/framework/checkpoint.hpp"
 #include "tessera/framework/field_2d.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 #include "verify.hpp"
@@ -124,6 +129,91 @@ int test_pause_after_checkpoint() {
   return env ? std::atoi(env) : 0;
 }
 
+// SIGUSR1 or SIGTERM, once caught: the solve writes a checkpoint at the next step boundary and
+// stops with kExitRequeue. Installed only for runs that checkpoint.
+volatile std::sig_atomic_t stop_signal = 0;
+extern "C" void catch_stop_signal(int signo) { stop_signal = signo; }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = catch_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int signo : {SIGUSR1, SIGTERM})
+    if (sigaction(signo, &sa, nullptr) != 0) throw UsageError("cannot catch signal " + std::to_string(signo));
+}
+
+const char* signal_name(int signo) { return signo == SIGUSR1 ? "SIGUSR1" : signo == SIGTERM ? "SIGTERM" : "a signal"; }
+
+// Checkpoints in a directory: DIR/checkpoint-<iteration, 12 digits>.h5.
+constexpr index_t kDefaultCheckpointKeep = 2;
+constexpr index_t kDefaultCheckpointEvery = 1000;
+
+std::string checkpoint_name(const std::string& dir, index_t iteration) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%012lld", static_cast<long long>(iteration));
+  return dir + "/checkpoint-" + digits + ".h5";
+}
+
+// The checkpoints in `dir`, newest (highest iteration) first: {iteration, path}. Collective (rank 0
+// lists, every rank gets the list).
+std::vector<std::pair<index_t, std::string>> list_checkpoints(const Context& ctx, const std::string& dir) {
+  std::string packed;  // "ITERATION NAME\n" ...
+  if (ctx.is_root()) {
+    std::vector<std::pair<index_t, std::string>> found;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (const dirent* e = readdir(d)) {
+        const std::string n = e->d_name;
+        if (n.size() < 15 || n.compare(0, 11, "checkpoint-") != 0 || n.compare(n.size() - 3, 3, ".h5") != 0) continue;
+        const std::string digits = n.substr(11, n.size() - 14);
+        if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+        found.emplace_back(std::stoll(digits), n);
+      }
+      closedir(d);
+    }
+    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& [it, n] : found) packed += std::to_string(it) + " " + n + "\n";
+  }
+  index_t size = ctx.comm().bcast_value(static_cast<index_t>(packed.size()), 0);
+  packed.resize(static_cast<std::size_t>(size));
+  ctx.comm().bcast(packed.data(), size, 0);
+  std::vector<std::pair<index_t, std::string>> out;
+  for (std::size_t at = 0; at < packed.size();) {
+    const std::size_t space = packed.find(' ', at), end = packed.find('\n', at);
+    out.emplace_back(std::stoll(packed.substr(at, space - at)), dir + "/" + packed.substr(space + 1, end - space - 1));
+    at = end + 1;
+  }
+  return out;
+}
+
+// Rank 0 removes the checkpoints in `dir` older than `newest` beyond the keep - 1 before it (the
+// newest and keep - 1 older ones stay). Newer files are left alone.
+void prune_checkpoints(const Context& ctx, const std::string& dir, index_t newest, index_t keep) {
+  const auto all = list_checkpoints(ctx, dir);
+  if (!ctx.is_root()) return;
+  index_t kept = 1;
+  for (const auto& [it, path] : all) {
+    if (it >= newest) continue;
+    if (kept < keep) {
+      ++kept;
+      continue;
+    }
+    if (std::remove(path.c_str()) != 0)
+      std::fprintf(stderr, "tessera-stencil: warning: could not remove the old checkpoint '%s'\n", path.c_str());
+  }
+}
+
+std::string gbps_text(double gbps) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", gbps);
+  return text;
+}
+
+int slurm_restart_count() {
+  const char* env = std::getenv("SLURM_RESTART_COUNT");
+  return env && *env ? std::atoi(env) : 0;
+}
+
 struct JacobiSettings {
   Op op = Op::jacobi5;
   index_t nx = 1024, ny = 1024;
@@ -134,7 +224,9 @@ struct JacobiSettings {
   int ghost = 1;
   bool overlap = true;
   index_t checkpoint_every = 0;
-  std::optional<std::string> checkpoint, restart;
+  std::optional<std::string> checkpoint, restart, checkpoint_dir;
+  bool restart_auto = false;
+  index_t checkpoint_keep = kDefaultCheckpointKeep;
 };
 
 template <class T>
@@ -162,13 +254,10 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   const HeatProblem problem{s.nx, s.ny};
   const std::string grid_text = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
 
-  // --restart: a checkpoint of this problem (same op, type, shape and weights) and its iteration.
-  index_t first_iteration = 0;
-  std::optional<io::DatasetPath> restart_path;
-  if (s.restart) {
-    restart_path = io::DatasetPath{*s.restart, kFieldDataset};
-    const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, *restart_path); });
-    const std::string where = "--restart: '" + *s.restart + "'";
+  // --restart: a checkpoint of this problem (same op, type, shape and weights); returns its iteration.
+  auto check_restart = [&](const std::string& file, const std::vector<std::pair<std::string, std::string>>& attrs,
+                           const std::string& flag) -> index_t {
+    const std::string where = flag + ": '" + file + "'";
     if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty())
       throw UsageError(where + " is not a checkpoint of " + app.name() + " (its " + kFieldDataset +
                        " lacks the attributes app and iteration)");
@@ -183,13 +272,37 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
                        " (give --dtype " + attribute(attrs, "dtype") + " to continue it bit for bit)");
     if (attribute(attrs, "weights") != weights_text)
       throw UsageError(where + " was made with the weights " + attribute(attrs, "weights") + "; this run's are " + weights_text);
-    first_iteration = parse_size(attribute(attrs, "iteration"), "--restart (its iteration attribute)");
-    if (first_iteration > s.iters)
-      throw UsageError(where + " is at iteration " + std::to_string(first_iteration) + ", beyond --iters " +
+    const index_t iteration = parse_size(attribute(attrs, "iteration"), flag + " (its iteration attribute)");
+    if (iteration > s.iters)
+      throw UsageError(where + " is at iteration " + std::to_string(iteration) + ", beyond --iters " +
                        std::to_string(s.iters) + " (--iters counts from the start of the problem; give --iters " +
-                       std::to_string(first_iteration) + " or more)");
+                       std::to_string(iteration) + " or more)");
+    return iteration;
+  };
+  index_t first_iteration = 0;
+  std::optional<io::DatasetPath> restart_path;
+  if (s.restart && !s.restart_auto) {
+    restart_path = io::DatasetPath{*s.restart, kFieldDataset};
+    const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, *restart_path); });
+    first_iteration = check_restart(*s.restart, attrs, "--restart");
+  }
+  // --checkpoint-dir: made when missing (one level); --restart auto reads it.
+  if (s.checkpoint_dir) {
+    int made = 0;
+    if (ctx.is_root()) {
+      struct stat st {};
+      if (::stat(s.checkpoint_dir->c_str(), &st) != 0) made = ::mkdir(s.checkpoint_dir->c_str(), 0777) == 0 ? 1 : -1;
+      else made = S_ISDIR(st.st_mode) ? 0 : -2;
+    }
+    made = ctx.comm().bcast_value(made, 0);
+    if (made == -1) throw UsageError("--checkpoint-dir: cannot make the directory '" + *s.checkpoint_dir + "'");
+    if (made == -2) throw UsageError("--checkpoint-dir: '" + *s.checkpoint_dir + "' is not a directory");
   }
   std::optional<io::DatasetPath> checkpoint_path;
+  if (s.checkpoint_dir) {
+    if (!o.json.empty() && same_file(ctx, o.json, *s.checkpoint_dir))
+      throw UsageError("--json: '" + o.json + "' is this run's --checkpoint-dir");
+  }
   if (s.checkpoint) {
     // The checkpoint file is replaced whole by each checkpoint: never a file of the run's other
     // flags, and only a file that holds nothing but an earlier checkpoint of this app (any other
@@ -207,7 +320,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       io::check_output_path(ctx, *checkpoint_path, /*overwrite=*/true, /*replace_file=*/true, app.name());
     });
   }
-  if (!o.json.empty() && s.restart && same_file(ctx, o.json, *s.restart))
+  if (!o.json.empty() && s.restart && !s.restart_auto && same_file(ctx, o.json, *s.restart))
     throw UsageError("--json: '" + o.json + "' is this run's --restart file");
 
   const std::string what = "--nx/--ny: a field of " + std::to_string(s.ny) + " x " + std::to_string(s.nx) + " " +
@@ -229,24 +342,64 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     return first;
   });
   auto boundary = [&](index_t i, index_t j) { return static_cast<T>(problem.exact(i, j)); };
+  // --restart auto: the newest checkpoint in the directory that reads and verifies; one that does
+  // not is renamed NAME.corrupt (kept, never removed), with a warning, and the one before it tried.
+  std::string resumed_from;
+  auto restore_newest = [&] {
+    for (const auto& [it, file] : list_checkpoints(ctx, *s.checkpoint_dir)) {
+      std::string why;
+      try {
+        const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
+        const index_t iteration = check_restart(file, attrs, "--restart auto");  // another problem's: an error
+        io::restore(ctx, file, {{"field", u}});
+        first_iteration = iteration;
+        resumed_from = file;
+        return;
+      } catch (const io::IoError& e) {
+        why = e.what();
+      }
+      if (ctx.is_root()) {
+        const std::string aside = file + ".corrupt";
+        const bool moved = std::rename(file.c_str(), aside.c_str()) == 0;
+        std::fprintf(stderr, "%s: warning: --restart auto: skipped %s (%s); %s; trying the one before it\n",
+                     app.name().c_str(), file.c_str(), why.c_str(),
+                     moved ? ("renamed it " + aside).c_str() : "could not rename it");
+        std::fflush(stderr);
+      }
+      ctx.comm().barrier();
+    }
+    first_iteration = 0;  // none: from the beginning
+    u.fill(T(0));
+  };
   auto initialise = [&] {
     u.fill(T(0));
-    if (restart_path) for_flag("--restart", [&] { io::read_field(u, *restart_path); });
+    if (s.restart_auto) restore_newest();
+    else if (restart_path) for_flag("--restart", [&] { io::restore(ctx, *s.restart, {{"field", u}}); });
     u.set_outer_ghosts(boundary);
   };
 
-  auto checkpoint_attributes = [&](index_t iteration) {
-    io::OutputAttributes a = output_attributes(app, ctx, dtype);
-    a.overwrite = true;
-    a.replace_file = true;
-    a.extra.emplace_back("op", op_name(s.op));
-    a.extra.emplace_back("iteration", std::to_string(iteration));
-    a.extra.emplace_back("nx", std::to_string(s.nx));
-    a.extra.emplace_back("ny", std::to_string(s.ny));
-    a.extra.emplace_back("weights", weights_text);
-    a.extra.emplace_back("grid", grid_text);
-    return a;
+  // One checkpoint: to --checkpoint FILE, or DIR/checkpoint-ITERATION.h5 (then the older ones beyond
+  // --checkpoint-keep are removed).
+  index_t checkpoint_bytes = 0;
+  double checkpoint_seconds = 0;
+  std::string last_checkpoint;
+  auto write_checkpoint = [&](index_t iteration) {
+    io::CheckpointOptions c;
+    c.app = app.name();
+    c.extra = {{"dtype", io::to_string(dtype)}, {"op", op_name(s.op)}, {"iteration", std::to_string(iteration)},
+               {"nx", std::to_string(s.nx)}, {"ny", std::to_string(s.ny)}, {"weights", weights_text}, {"grid", grid_text}};
+    const std::string file = s.checkpoint_dir ? checkpoint_name(*s.checkpoint_dir, iteration) : *s.checkpoint;
+    const char* flag = s.checkpoint_dir ? "--checkpoint-dir" : "--checkpoint";
+    Stopwatch write;
+    for_flag(flag, [&] { io::checkpoint(ctx, file, {{"field", u}}, iteration, c); });
+    checkpoint_seconds += write.seconds();
+    checkpoint_bytes += s.nx * s.ny * static_cast<index_t>(sizeof(T));
+    last_checkpoint = file;
+    if (s.checkpoint_dir) prune_checkpoints(ctx, *s.checkpoint_dir, iteration, s.checkpoint_keep);
   };
+  const bool checkpointing = s.checkpoint || s.checkpoint_dir;
+  if (checkpointing) install_stop_handlers();
+  int stopped_by = 0;
 
   const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::relative});
   JacobiOptions options;
@@ -269,7 +422,8 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     // grow while a piece takes under a second (cutting changes no result: the checks fall where
     // they would), and a line follows each (Progress prints one every few seconds at most).
     Progress progress(ctx, o, app.name(), "iteration", static_cast<double>(s.iters));
-    index_t piece = o.quiet ? s.iters : s.check_every;
+    // A run that checkpoints looks for a stop signal after each piece, so its pieces stay short.
+    index_t piece = o.quiet && !checkpointing ? s.iters : s.check_every;
     while (solver.iteration() < s.iters && !solver.converged()) {
       index_t stop = s.iters;
       if (s.checkpoint_every > 0) stop = std::min(stop, (solver.iteration() / s.checkpoint_every + 1) * s.checkpoint_every);
@@ -279,13 +433,17 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       progress.update(static_cast<double>(solver.iteration()));
       if (piece < s.iters && ctx.comm().allreduce(piece_time.seconds(), ReduceOp::max) < 1.0)
         piece = piece > s.iters / 2 ? s.iters : 2 * piece;
-      if (s.checkpoint_every > 0 && solver.iteration() % s.checkpoint_every == 0 && solver.iteration() < s.iters &&
-          !solver.converged()) {
+      // Every rank learns of a signal any rank caught (srun and mpirun forward it to every task, not
+      // all at the same step).
+      const int signalled = checkpointing ? ctx.comm().allreduce(static_cast<int>(stop_signal), ReduceOp::max) : 0;
+      const bool unfinished = solver.iteration() < s.iters && !solver.converged();
+      const bool due = s.checkpoint_every > 0 && solver.iteration() % s.checkpoint_every == 0;
+      if (unfinished && (due || signalled)) {
         Stopwatch write;
-        for_flag("--checkpoint", [&] { io::write_field(u, *checkpoint_path, checkpoint_attributes(solver.iteration())); });
+        write_checkpoint(solver.iteration());
         ++checkpoints;
         if (times) times->host += write.seconds();
-        if (const int pause = test_pause_after_checkpoint(); pause > 0) {
+        if (const int pause = test_pause_after_checkpoint(); pause > 0 && !signalled) {
           if (ctx.is_root()) {
             std::fprintf(stderr, "%s: checkpoint at iteration %lld written; paused for a test (process %ld)\n",
                          app.name().c_str(), static_cast<long long>(solver.iteration()), static_cast<long>(getpid()));
@@ -294,14 +452,30 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
           sleep(static_cast<unsigned>(pause));
         }
       }
+      if (unfinished && signalled) {
+        stopped_by = signalled;
+        break;
+      }
     }
     iterations = solver.iteration();
     residual = solver.residual();
     converged = solver.converged();
   });
 
+  if (stopped_by) {
+    if (ctx.is_root()) {
+      std::fprintf(stderr, "%s: %s: stopped at iteration %lld of %lld after writing the checkpoint %s; exit status %d "
+                   "asks for a requeue (continue with --restart auto)\n", app.name().c_str(), signal_name(stopped_by),
+                   static_cast<long long>(iterations), static_cast<long long>(s.iters), last_checkpoint.c_str(),
+                   kExitRequeue);
+      std::fflush(stderr);
+    }
+    return kExitRequeue;
+  }
+  if (s.restart_auto && !resumed_from.empty()) restart_path = io::DatasetPath{resumed_from, kFieldDataset};
+
   Report r;
-  r.input = restart_path ? "restart from " + *s.restart + " at iteration " + std::to_string(first_iteration)
+  r.input = restart_path ? "restart from " + restart_path->file + " at iteration " + std::to_string(first_iteration)
                          : std::string("heat equation, hot top edge, zero start");
   r.dtype = dtype;
   r.sizes["nx"] = static_cast<long long>(s.nx);
@@ -315,17 +489,37 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   r.parameters["overlap"] = s.overlap;
   r.parameters["weights"] = weights_text;
   r.parameters["checkpoint_every"] = static_cast<long long>(s.checkpoint_every);
+  r.parameters["checkpoint_dir"] = s.checkpoint_dir ? Json(*s.checkpoint_dir) : Json();
+  r.parameters["checkpoint_keep"] = static_cast<long long>(s.checkpoint_keep);
+  r.parameters["restart"] = s.restart_auto ? Json("auto") : s.restart ? Json(*s.restart) : Json();
+  r.parameters["slurm_restart_count"] = slurm_restart_count();
   r.parameters["path"] = communication_path(ctx);
   r.rows.emplace_back("stencil", std::string(to_string(weights.shape)) + ", weights " + weights_text + ", grid " +
                                      grid_text + ", ghost width " + std::to_string(s.ghost) +
                                      (s.overlap ? ", edges first, exchange overlapped" : ", sweep then exchange"));
+  const double checkpoint_gbps = checkpoint_seconds > 0 ? static_cast<double>(checkpoint_bytes) / checkpoint_seconds / 1e9 : 0;
   if (s.checkpoint_every > 0)
-    r.rows.emplace_back("checkpoints", std::to_string(checkpoints) + " to " + *s.checkpoint + " (every " +
-                                           std::to_string(s.checkpoint_every) + " iterations)");
+    r.rows.emplace_back("checkpoints", std::to_string(checkpoints) + " to " +
+                                           (s.checkpoint_dir ? *s.checkpoint_dir + "/ (the last " +
+                                                                   std::to_string(s.checkpoint_keep) + " kept)"
+                                                             : *s.checkpoint) +
+                                           " (every " + std::to_string(s.checkpoint_every) + " iterations), " +
+                                           format_seconds(checkpoint_seconds) + " writing, " + gbps_text(checkpoint_gbps) +
+                                           " GB/s");
+  if (s.restart || std::getenv("SLURM_RESTART_COUNT"))
+    r.rows.emplace_back("restart", "SLURM_RESTART_COUNT " + std::to_string(slurm_restart_count()) + "; " +
+                                       (restart_path ? "resumed from " + restart_path->file + " at iteration " +
+                                                           std::to_string(first_iteration)
+                                        : s.restart_auto ? "no checkpoint in " + *s.checkpoint_dir + ": from the beginning"
+                                                         : std::string("from the beginning")));
   Json result = Json::object();
   result["iterations"] = static_cast<long long>(iterations);
   result["residual"] = std::isnan(residual) ? Json() : Json(residual);
   result["converged"] = converged;
+  result["resumed_iteration"] = static_cast<long long>(first_iteration);
+  result["checkpoints"] = checkpoints;
+  result["checkpoint_seconds"] = checkpoint_seconds;
+  result["checkpoint_write_gbps"] = checkpoint_gbps;
   r.result = result;
   r.result_text = std::to_string(iterations) + " iterations, residual max|u_k - u_(k-1)| " +
                   (std::isnan(residual) ? std::string("(none)") : format_number(residual)) +
@@ -528,17 +722,33 @@ int main(int argc, char** argv) {
                  else if (v == "periodic") boundary = Boundary::periodic;
                  else throw UsageError("--boundary: unknown boundary '" + std::string(v) + "' (expected zero or periodic)");
                });
-  p.add_option("--checkpoint-every", "N", "jacobi: write a checkpoint every N iterations (needs --checkpoint)",
+  p.add_option("--checkpoint-every", "N",
+               "jacobi: write a checkpoint every N iterations (with --checkpoint; with --checkpoint-dir, default " +
+                   std::to_string(kDefaultCheckpointEvery) + ")",
                [&](std::string_view v) { s.checkpoint_every = parse_count(v, "--checkpoint-every", 1, INT64_MAX); });
   p.add_option("--checkpoint", "FILE.h5", "jacobi: the checkpoint file (rewritten whole, under a temporary name first)",
                [&](std::string_view v) {
                  if (v.empty()) throw UsageError("--checkpoint: empty file name");
                  s.checkpoint = std::string(v);
                });
-  p.add_option("--restart", "FILE.h5", "jacobi: continue from a checkpoint of the same problem",
+  p.add_option("--checkpoint-dir", "DIR",
+               "jacobi: write checkpoints to DIR/checkpoint-ITERATION.h5 (made when missing), keeping the newest "
+               "--checkpoint-keep; SIGUSR1 or SIGTERM then writes one at the next step and exits with status 75",
+               [&](std::string_view v) {
+                 if (v.empty()) throw UsageError("--checkpoint-dir: empty directory name");
+                 s.checkpoint_dir = std::string(v);
+               });
+  p.add_option("--checkpoint-keep", "K",
+               "jacobi: checkpoints kept in --checkpoint-dir, the newest K (default " +
+                   std::to_string(kDefaultCheckpointKeep) + ")",
+               [&](std::string_view v) { s.checkpoint_keep = parse_count(v, "--checkpoint-keep", 1, 1000000); });
+  p.add_option("--restart", "FILE.h5|auto",
+               "jacobi: continue from a checkpoint of the same problem; auto: from the newest in --checkpoint-dir that "
+               "verifies, or from the beginning when there is none",
                [&](std::string_view v) {
                  if (v.empty()) throw UsageError("--restart: empty file name");
                  s.restart = std::string(v);
+                 s.restart_auto = v == "auto";
                });
 
   return app.run([&](const Context& ctx) -> int {
@@ -547,7 +757,8 @@ int main(int argc, char** argv) {
     s.overlap = !no_overlap;
     const bool jacobi = op != Op::convolve1d;
     const std::vector<const char*> jacobi_only = {"--nx", "--ny", "--grid", "--iters", "--tol", "--check-every", "--ghost",
-                                                  "--no-overlap", "--checkpoint-every", "--checkpoint", "--restart"};
+                                                  "--no-overlap", "--checkpoint-every", "--checkpoint", "--restart",
+                                                  "--checkpoint-dir", "--checkpoint-keep"};
     const std::vector<const char*> convolve_only = {"--radius", "--boundary", "--n", "--input"};
     for (const char* flag : jacobi ? convolve_only : jacobi_only)
       if (p.given(flag))
@@ -566,15 +777,22 @@ int main(int argc, char** argv) {
     }
     const io::DType dtype = o.dtype.value_or(io::DType::float32);
     require_float(dtype, "--dtype");
-    if (s.checkpoint_every > 0 && !s.checkpoint)
-      throw UsageError("--checkpoint-every: needs --checkpoint FILE.h5, the file to write them to");
+    if (s.checkpoint && s.checkpoint_dir)
+      throw UsageError("--checkpoint: give --checkpoint FILE.h5 or --checkpoint-dir DIR, not both");
+    if (s.checkpoint_every > 0 && !s.checkpoint && !s.checkpoint_dir)
+      throw UsageError("--checkpoint-every: needs --checkpoint FILE.h5 or --checkpoint-dir DIR, where to write them");
     if (s.checkpoint && s.checkpoint_every == 0)
       throw UsageError("--checkpoint: needs --checkpoint-every N, how often to write one");
-    if (s.checkpoint || s.restart) {
+    if (p.given("--checkpoint-keep") && !s.checkpoint_dir)
+      throw UsageError("--checkpoint-keep: applies to --checkpoint-dir DIR");
+    if (s.restart_auto && !s.checkpoint_dir)
+      throw UsageError("--restart auto: needs --checkpoint-dir DIR, where to look for the checkpoints");
+    if (s.checkpoint_dir && s.checkpoint_every == 0) s.checkpoint_every = kDefaultCheckpointEvery;
+    if (s.checkpoint || s.restart || s.checkpoint_dir) {
       // A checkpointed or restarted solve runs once: repetitions would redo it from its start.
       if ((p.given("--repeat") && o.repeat != 1) || (p.given("--warmup") && o.warmup != 0))
         throw UsageError(std::string(p.given("--repeat") && o.repeat != 1 ? "--repeat" : "--warmup") +
-                         ": a run with --checkpoint or --restart solves once (--repeat 1 --warmup 0)");
+                         ": a run with --checkpoint, --checkpoint-dir or --restart solves once (--repeat 1 --warmup 0)");
       o.repeat = 1;
       o.warmup = 0;
     }

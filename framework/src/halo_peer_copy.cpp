@@ -7,7 +7,9 @@
 #include <cstring>
 #include <set>
 
+#include "device_wait_limit.hpp"
 #include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/mpi_watchdog.hpp"
 #include "tessera/kernels/error.hpp"
 
 #if TESSERA_HAVE_CUDA
@@ -256,6 +258,7 @@ void PeerCopy::start() {
   }
   TESSERA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(copied_), stream));
   for (Peer& p : peers_) {
+    const WaitingFor waiting(p.rank);
     TESSERA_MPI_CHECK(MPI_Wait(&p.token, MPI_STATUS_IGNORE));  // the last exchange's zero bytes
     TESSERA_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), &p.token));
   }
@@ -266,6 +269,7 @@ void PeerCopy::finish() {
   TESSERA_ASSERT(started_, "peer copy: finish without start");
   const cudaStream_t stream = stream_of(ctx_);
   for (Peer& p : peers_) {
+    const WaitingFor waiting(p.rank);
     TESSERA_MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), MPI_STATUS_IGNORE));
     if (p.copied) TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream, p.copied, 0));
   }
@@ -476,8 +480,11 @@ int PeerStores::field(const void* origin) const {
 
 void PeerStores::wait(const kernels::Queue& queue) const {
   if (frames_ == 0) return;
+  // Under the watchdog, each wait gives up (naming the neighbour) once TESSERA_MPI_TIMEOUT passes or
+  // the watchdog fires: a neighbour that died never sets its flag.
+  const kernels::DeviceWaitLimit limit = device_wait_limit();
   for (std::size_t i = 0; i < neighbours_.size(); ++i)
-    kernels::wait_flag(queue, flags_ + i, frames_ * kernels::kFrameFlagStep);
+    kernels::wait_flag(queue, flags_ + i, frames_ * kernels::kFrameFlagStep, limit, neighbours_[i].rank);
 }
 
 void PeerStores::signal(const kernels::Queue& queue) {
@@ -489,7 +496,9 @@ void PeerStores::signal(const kernels::Queue& queue) {
 std::optional<kernels::FrameFlags> PeerStores::frame_flags() const {
   if (!others_only_ || neighbours_.size() > static_cast<std::size_t>(kernels::FrameFlags::kMax)) return std::nullopt;
   kernels::FrameFlags flags;
+  flags.limit = device_wait_limit();
   for (std::size_t i = 0; i < neighbours_.size(); ++i) {
+    flags.wait_peer[flags.waits] = neighbours_[i].rank;
     flags.wait[flags.waits++] = flags_ + i;
     flags.set[flags.sets++] = neighbours_[i].mapped_flags + neighbours_[i].slot;
   }

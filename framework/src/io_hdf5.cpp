@@ -178,7 +178,8 @@ void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, c
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path) {
   detail::QuietErrors quiet;
-  (void)detail::probe(ctx, path, /*need_dtype=*/false);  // a missing file or dataset: the usual message
+  // A missing file or dataset: the usual message; any element type.
+  (void)detail::probe(ctx, path, /*need_dtype=*/false, nullptr, /*accept_complex=*/false, /*any_type=*/true);
   std::string packed;  // name, NUL, value, NUL, ...
   if (ctx.is_root()) {
     for (const auto& [name, value] : detail::attributes_on_root(path)) {
@@ -263,6 +264,7 @@ OutputFile::OutputFile(OutputFile&&) noexcept = default;
 OutputFile& OutputFile::operator=(OutputFile&&) noexcept = default;
 
 const std::string& OutputFile::file() const { return impl_->file; }
+const Context& OutputFile::context() const { return impl_->ctx; }
 std::size_t OutputFile::datasets() const { return impl_->parts.size(); }
 
 template <class T>

@@ -30,7 +30,7 @@ struct ProbeRecord {
 
 // Rank 0's half of probe. Returns with record.ok = 0 and a message for any user error.
 void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype, const H5Type* element,
-                   bool accept_complex) {
+                   bool accept_complex, bool any_type) {
   auto fail = [&](const std::string& what) { set_text(record.message, sizeof record.message, what); };
 
   struct stat st {};
@@ -82,6 +82,8 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
   } else if (cls == H5T_FLOAT) {
     type_name = std::to_string(bytes * 8) + "-bit float";
     record.dtype = static_cast<int>(bytes <= 4 ? DType::float32 : DType::float64);
+  } else if (any_type) {
+    type_name = describe_file_type(type.get());
   } else {
     return fail(in_quotes(name) + " in " + in_quotes(path.file) +
                 " is not numeric (expected an integer or floating-point dataset)");
@@ -167,9 +169,9 @@ herr_t collect_attribute(hid_t location, const char* name, const H5A_info_t*, vo
 }  // namespace
 
 DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, const H5Type* element,
-                  bool accept_complex) {
+                  bool accept_complex, bool any_type) {
   ProbeRecord record;
-  if (ctx.is_root()) probe_on_root(path, record, need_dtype, element, accept_complex);
+  if (ctx.is_root()) probe_on_root(path, record, need_dtype, element, accept_complex, any_type);
   ctx.comm().bcast(reinterpret_cast<unsigned char*>(&record), static_cast<index_t>(sizeof record), 0);
   if (!record.ok) throw IoError(record.message, path.file, path.dataset);
   DatasetInfo info;

@@ -18,9 +18,10 @@ namespace tessera::io::detail {
 // element: where given and a compound (h5_type_of), the file's type must be a compound that holds
 // its members (io_elements.hpp's compound_mismatch); its numbers are then converted member by
 // member. accept_complex: h5py's complex compound {r, i} of two floats is accepted as well
-// (DatasetInfo::is_complex, dtype the members' type).
+// (DatasetInfo::is_complex, dtype the members' type). any_type: a dataset of any type is accepted
+// (only its existence matters: attributes).
 DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, const H5Type* element = nullptr,
-                  bool accept_complex = false);
+                  bool accept_complex = false, bool any_type = false);
 
 // Rank 0's check of an output destination: the problem ("" when none; `kind` says which), whether
 // the file exists (the dataset is added to a copy of it) and whether the dataset exists and

@@ -28,6 +28,14 @@ std::atomic<long long> g_entered_ns{0};
 std::atomic<const char*> g_call{nullptr};
 std::atomic<const char*> g_file{nullptr};
 std::atomic<int> g_line{0};
+std::atomic<int> g_peer{-1};
+
+struct AbortHook {
+  WatchdogAbortHook hook = nullptr;
+  void* data = nullptr;
+};
+std::mutex g_hooks_mutex;
+AbortHook g_hooks[64];
 double g_timeout = 0;
 int g_rank = -1;
 char g_host[256] = "?";
@@ -51,11 +59,27 @@ void watch() {
     const double waited = static_cast<double>(now_ns() - entered) * 1e-9;
     if (waited < g_timeout) continue;
     // Only this thread reads the fields here; the main thread is inside MPI and stays there.
+    const int peer = g_peer.load(std::memory_order_acquire);
+    char waiting_for[64] = "";
+    if (peer >= 0) std::snprintf(waiting_for, sizeof waiting_for, " waiting for rank %d", peer);
     std::fprintf(stderr,
-                 "tessera: rank %d on %s: MPI call not returned after %.0f s (TESSERA_MPI_TIMEOUT=%g): %s at %s:%d; "
-                 "a rank or node of this job is lost or stuck; ending this rank\n",
-                 g_rank, g_host, waited, g_timeout, g_call.load(), g_file.load(), g_line.load());
+                 "tessera: rank %d on %s: MPI call not returned after %.0f s (TESSERA_MPI_TIMEOUT=%g): %s at %s:%d%s; "
+                 "%s; ending this rank\n",
+                 g_rank, g_host, waited, g_timeout, g_call.load(), g_file.load(), g_line.load(), waiting_for,
+                 peer >= 0 ? "that rank (or its node) is lost or stuck" : "a rank or node of this job is lost or stuck");
     std::fflush(stderr);
+    // NCCL communicators aborted, device waits for peers told to give up: nothing of this process
+    // keeps polling for a peer that is gone while it ends. A hook that does not return within 5 s
+    // does not keep the process alive: the bound stays the timeout plus 5 s.
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      std::_Exit(70);
+    }).detach();
+    {
+      std::lock_guard<std::mutex> hooks(g_hooks_mutex);
+      for (const AbortHook& h : g_hooks)
+        if (h.hook) h.hook(h.data);
+    }
     // Not MPI_Abort: only the main thread may call MPI (MPI_THREAD_FUNNELED), and it is stuck in
     // a call that may never return. The launcher sees this rank exit non-zero and ends the job.
     std::_Exit(70);
@@ -93,6 +117,25 @@ void stop_mpi_watchdog() {
 }
 
 double mpi_watchdog_timeout() { return g_armed.load(std::memory_order_acquire) ? g_timeout : 0.0; }
+
+void add_watchdog_abort_hook(WatchdogAbortHook hook, void* data) {
+  std::lock_guard<std::mutex> lock(g_hooks_mutex);
+  for (AbortHook& h : g_hooks)
+    if (!h.hook) {
+      h = {hook, data};
+      return;
+    }
+  ::tessera::fatal(__FILE__, __LINE__, "add_watchdog_abort_hook", "more than 64 abort hooks");
+}
+
+void remove_watchdog_abort_hook(WatchdogAbortHook hook, void* data) {
+  std::lock_guard<std::mutex> lock(g_hooks_mutex);
+  for (AbortHook& h : g_hooks)
+    if (h.hook == hook && h.data == data) h = {};
+}
+
+WaitingFor::WaitingFor(int peer) noexcept : previous_(g_peer.exchange(peer, std::memory_order_acq_rel)) {}
+WaitingFor::~WaitingFor() { g_peer.store(previous_, std::memory_order_release); }
 
 MpiCallWatch::MpiCallWatch(const char* call, const char* file, int line) noexcept {
   if (!g_armed.load(std::memory_order_relaxed)) return;

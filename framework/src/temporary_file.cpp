@@ -88,7 +88,9 @@ void register_temporary_file(const std::string& path) {
   for (int i = 0; i < kSignalCount; ++i) {
     struct sigaction previous {};
     if (sigaction(kSignals[i], nullptr, &previous) != 0) continue;
-    if (previous.sa_handler == SIG_IGN) continue;  // an ignored signal does not end the process
+    // An ignored signal does not end the process, nor one the program catches itself (an app that
+    // checkpoints and stops on SIGTERM): the write goes on, and its temporary with it.
+    if (previous.sa_handler != SIG_DFL) continue;
     struct sigaction action {};
     action.sa_handler = &remove_and_reraise;
     sigemptyset(&action.sa_mask);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tessera/framework/mpi_check.hpp"
+#include "tessera/framework/mpi_watchdog.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -64,12 +65,22 @@ ncclRedOp_t nccl_op(SumType type) {
 
 class NcclTransport final : public Transport {
  public:
-  NcclTransport(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {}
+  // The MPI watchdog aborts the communicator when it fires (a peer lost: NCCL's kernels would
+  // otherwise wait for it for ever).
+  NcclTransport(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {
+    add_watchdog_abort_hook(abort_comm, this);
+  }
 
   // Errors here cannot be reported usefully (MPI may be finalizing); the process is ending.
   ~NcclTransport() override {
+    remove_watchdog_abort_hook(abort_comm, this);
     if (comm_) (void)ncclCommDestroy(comm_);
     if (stream_) (void)cudaStreamDestroy(stream_);
+  }
+
+  static void abort_comm(void* self) {
+    auto* t = static_cast<NcclTransport*>(self);
+    if (t->comm_) (void)ncclCommAbort(t->comm_);
   }
 
   DeviceCommPath path() const override { return DeviceCommPath::nccl; }

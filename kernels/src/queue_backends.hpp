@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tessera/kernels/device_wait.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera::kernels {
@@ -34,6 +35,8 @@ void queue_wait(const Queue& waiting, const Queue& done);
 bool queue_flags_available(const Queue& queue);
 void write_flag(const Queue& queue, std::uint64_t* flag, std::uint64_t value);
 void wait_flag(const Queue& queue, const std::uint64_t* flag, std::uint64_t value);
+void wait_flag_limited(const Queue& queue, const std::uint64_t* flag, std::uint64_t value, const DeviceWaitLimit& limit,
+                       int peer);
 
 std::array<unsigned char, 16> device_uuid(const Queue& queue);
 std::string describe_device(const Queue& queue);

@@ -57,6 +57,13 @@ void wait_flag(const Queue& q, [[maybe_unused]] const std::uint64_t* flag, [[may
                    cuda::wait_flag(q, flag, value));
 }
 
+void wait_flag(const Queue& q, [[maybe_unused]] const std::uint64_t* flag, [[maybe_unused]] std::uint64_t value,
+               [[maybe_unused]] const DeviceWaitLimit& limit, [[maybe_unused]] int peer) {
+  if (!limit.armed()) return wait_flag(q, flag, value);
+  TESSERA_DISPATCH(q, TESSERA_FATAL("wait_flag", "the cpu backend has no device flags"),
+                   cuda::wait_flag_limited(q, flag, value, limit, peer));
+}
+
 std::array<unsigned char, 16> device_uuid(const Queue& q) {
   std::array<unsigned char, 16> uuid{};
   TESSERA_DISPATCH(q, uuid = cpu::device_uuid(), uuid = cuda::device_uuid(q));

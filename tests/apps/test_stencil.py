@@ -296,6 +296,7 @@ bad_cases = [
     (["--op", "jacobi9", "--dtype", "float32", "--nx", 34, "--ny", ny, "--iters", 5, "--restart", ck], ["--restart", "33"]),
     (["--op", "jacobi5", "--dtype", "float32", "--nx", nx, "--ny", ny, "--restart", ck], ["--restart", "jacobi9"]),
     (["--restart", ck, "--repeat", 3], ["--repeat"]),
+    (["--restart", "auto"], ["--restart auto", "--checkpoint-dir"]),
 ]
 for args, words in bad_cases if h.ranks > 1 else []:
     out = h.path("bad_out.h5")

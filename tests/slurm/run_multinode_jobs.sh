@@ -16,7 +16,12 @@
 #   5. faults: the ranks of one node killed in the middle of a job made of collectives (srun, then
 #      mpirun), and that node's slurmd stopped: the job must end within the deadline with a
 #      non-zero status and a message naming the lost node, no rank may be left running, and no
-#      output file may exist.
+#      output file may exist;
+#   6. restart: jobs/stencil.sbatch (checkpoints every few hundred iterations, --restart auto) on
+#      the 3 hosts loses one host after its first checkpoint (the host's ranks and slurmd killed):
+#      every rank is gone within TESSERA_MPI_TIMEOUT + 5 s; the job, resubmitted on the 2 remaining
+#      hosts with another process grid, resumes from the last checkpoint and ends with the field
+#      bitwise equal to an uninterrupted run's.
 # Everything the test starts is stopped by PID and every namespace, veth, bridge and file it made
 # is removed on exit, also on failure or interruption (trap).
 # Exit 0: all passed; 77: this machine cannot run it (no root, no namespaces, no Slurm: reason
@@ -24,7 +29,8 @@
 #
 # usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON
 #   TESSERA_SLURM_KEEP=1 keeps the work directory (configuration, logs, results) for a look;
-#   TESSERA_MULTINODE_PARTS="binding apps scaling twolevel faults" (the default) runs only the parts named.
+#   TESSERA_MULTINODE_PARTS="binding apps scaling twolevel faults restart" (the default) runs only the parts named;
+#   the part usr1 (not in the default) checks jobs/stencil.sbatch's SIGUSR1, requeue and resume.
 set -uo pipefail
 
 bin=${1:?usage: run_multinode_jobs.sh BIN_DIR SOURCE_DIR PYTHON}
@@ -34,7 +40,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=netns_cluster.sh
 source "$here/netns_cluster.sh"
 
-for app in tessera-scaling tessera-global-sum tessera-prefix-sum tessera-filter tessera-matmul; do
+for app in tessera-scaling tessera-global-sum tessera-prefix-sum tessera-filter tessera-matmul tessera-stencil; do
   [[ -x $bin/$app ]] || { echo "FAIL: $bin/$app is not an executable"; exit 1; }
 done
 bin=$(realpath "$bin")
@@ -47,7 +53,7 @@ unset SLURM_CONF
 work=$(mktemp -d /tmp/tessera-mn.XXXXXX)
 failed=0
 started=$SECONDS
-parts=" ${TESSERA_MULTINODE_PARTS:-binding apps scaling twolevel faults} "
+parts=" ${TESSERA_MULTINODE_PARTS:-binding apps scaling twolevel faults restart} "
 want() { [[ $parts == *" $1 "* ]]; }
 # Our own deadline, below ctest's TIMEOUT (600 s): ctest would kill this script without running
 # the trap, and leave the daemons and namespaces behind.
@@ -374,6 +380,130 @@ if want faults; then
   fault fault-ranks-srun ranks srun
   fault fault-ranks-mpirun ranks mpirun
   fault fault-slurmd slurmd srun
+fi
+
+# ---- 6. a long solve that loses a host and resumes on the others -------------------------------------
+# The stencil job (jobs/stencil.sbatch) on 3 hosts, a checkpoint every 200 iterations; once the
+# first is written, host 2's ranks and slurmd are killed. The job is submitted with --no-requeue
+# (Slurm's requeue would wait for 3 hosts), and the test resubmits it on the 2 others with another
+# grid: --restart auto continues from the newest checkpoint that verifies.
+if want restart; then
+  t_restart=$SECONDS
+  if want faults; then  # the slurmd test above stopped host 2's: bring it back
+    netns_cluster_start_slurmd 1
+    for _ in $(seq 1 60); do
+      [[ $(sinfo -h -n "$node2" -o %T 2>/dev/null) == idle ]] && break
+      sleep 0.5
+    done
+  fi
+  restart_timeout=10
+  problem=(TESSERA_BIN_DIR=$bin TESSERA_BACKEND=cpu TESSERA_OP=jacobi9 TESSERA_DTYPE=float64 TESSERA_NX=45 TESSERA_NY=37
+    TESSERA_ITERS=2400 TESSERA_CHECK_EVERY=100 TESSERA_CHECKPOINT_EVERY=200 TESSERA_MPI_TIMEOUT=$restart_timeout
+    TESSERA_RUN_DIR=$work/results/stencil-run)
+  "$bin/tessera-stencil" --backend cpu --op jacobi9 --dtype float64 --nx 45 --ny 37 --iters 2400 --check-every 100 \
+    --output "$work/stencil-reference.h5:/u" --quiet >/dev/null || fail "restart: the uninterrupted run"
+  ranks_of_stencil() {  # PIDs of tessera-stencil ranks on the NODEs
+    local node pid
+    for node in "$@"; do
+      for pid in $(netns_cluster_node_pids "$node"); do
+        [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$bin/tessera-stencil" ]] && echo "$pid"
+      done
+    done
+  }
+  ckdir=$work/results/stencil-run/checkpoints
+  if id=$(export "${problem[@]}" TESSERA_GRID=3x2; submit stencil-lost --nodes=3 --ntasks-per-node=2 --cpus-per-task=1 \
+    --gpus-per-task=1 --time=5 --no-requeue "$src/jobs/stencil.sbatch"); then
+    for _ in $(seq 1 240); do
+      compgen -G "$ckdir/checkpoint-*.h5" >/dev/null && break
+      sleep 0.25
+    done
+    if ! compgen -G "$ckdir/checkpoint-*.h5" >/dev/null; then
+      fail "restart: no checkpoint written ($(job_state "$id")): $(tail -n 5 "$work/stencil-lost-$id.out")"
+    elif [[ -s $work/results/stencil-run/field.h5 ]]; then
+      fail "restart: the job ended before its host could be lost (make it longer)"
+    else
+      t0=$SECONDS
+      for pid in $(ranks_of_stencil "$node2"); do kill -KILL "$pid"; done
+      netns_cluster_stop_slurmd 1
+      echo "restart: killed the ranks and the slurmd of $node2 after $(ls "$ckdir" | tr '\n' ' ')"
+      for _ in $(seq 1 $(((restart_timeout + 5) * 4))); do
+        [[ -z $(ranks_of_stencil "${nodes[0]}" "${nodes[2]}") ]] && break
+        sleep 0.25
+      done
+      if [[ -z $(ranks_of_stencil "${nodes[0]}" "${nodes[2]}") ]]; then
+        echo "restart: every rank gone $((SECONDS - t0)) s after the host was lost (bound: TESSERA_MPI_TIMEOUT $restart_timeout + 5 s)"
+      else
+        fail "restart: ranks still running on the surviving hosts $((SECONDS - t0)) s after the host was lost"
+      fi
+      # What slurmctld does once SlurmdTimeout has passed (10-25 s here), at once: the lost host
+      # down, so that the first job ends and frees the two others.
+      scontrol update nodename="$node2" state=down reason="lost in a test" ||
+        fail "restart: scontrol could not mark $node2 down"
+      if id2=$(export "${problem[@]}" TESSERA_GRID=1x4; run_job stencil-resumed --nodes=2 --exclude="$node2" \
+        --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=5 "$src/jobs/stencil.sbatch"); then
+        "$python" - "$work/stencil-reference.h5" "$work/results/stencil-run/field.h5" "$work/results/stencil-run/stencil.json" <<'EOF' || fail "restart: the resumed run (job $id2)"
+import json, sys, h5py
+ref, got = (h5py.File(p, "r")["/u"][...] for p in sys.argv[1:3])
+report = json.load(open(sys.argv[3]))
+resumed = report["result"]["resumed_iteration"]
+assert report["parameters"]["grid"] == "1x4" and report["ranks"] == 4, report["parameters"]
+assert 0 < resumed < 2400 and report["result"]["iterations"] == 2400, report["result"]
+assert ref.dtype == got.dtype and ref.shape == got.shape and ref.tobytes() == got.tobytes(), "fields differ"
+print(f"restart: resumed on 2 hosts (grid 1x4) from iteration {resumed}; the field is bitwise the uninterrupted run's")
+EOF
+      else
+        fail "restart: the resubmitted job on the 2 remaining hosts"
+      fi
+    fi
+  else
+    fail "restart: submit"
+  fi
+  echo "restart: $((SECONDS - t_restart)) s"
+fi
+
+# ---- 7. the time limit's signal: checkpoint, requeue, resume (not in the default parts: Slurm
+# holds a requeued job back before it starts again, which costs the suite time) -------------------
+# jobs/stencil.sbatch on one host; once its first checkpoint is written, the batch script gets
+# SIGUSR1 as --signal=B:USR1@120 would send it (scancel --signal=USR1 --batch): the ranks write a
+# checkpoint and exit 75, the script requeues the job, and the second start (SLURM_RESTART_COUNT 1)
+# resumes from that checkpoint and ends with the field bitwise equal to an uninterrupted run's.
+if want usr1; then
+  t_usr1=$SECONDS
+  usr1_problem=(TESSERA_BIN_DIR=$bin TESSERA_BACKEND=cpu TESSERA_OP=jacobi5 TESSERA_DTYPE=float32 TESSERA_NX=61 TESSERA_NY=29
+    TESSERA_ITERS=40000 TESSERA_CHECK_EVERY=100 TESSERA_CHECKPOINT_EVERY=2000 TESSERA_MPI_TIMEOUT=30
+    TESSERA_RUN_DIR=$work/results/stencil-usr1)
+  "$bin/tessera-stencil" --backend cpu --op jacobi5 --dtype float32 --nx 61 --ny 29 --iters 40000 --check-every 100 \
+    --output "$work/usr1-reference.h5:/u" --quiet >/dev/null || fail "usr1: the uninterrupted run"
+  ckdir=$work/results/stencil-usr1/checkpoints
+  if id=$(export "${usr1_problem[@]}"; submit stencil-usr1 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 \
+    --gpus-per-task=1 --time=5 "$src/jobs/stencil.sbatch"); then
+    for _ in $(seq 1 240); do
+      compgen -G "$ckdir/checkpoint-*.h5" >/dev/null && break
+      sleep 0.25
+    done
+    # The batch shell alone, as --signal=B:USR1 signals it.
+    batch=""
+    for pid in $(netns_cluster_node_pids "${nodes[0]}" | sort -n); do
+      grep -qs "slurm_script" "/proc/$pid/cmdline" && [[ $(readlink "/proc/$pid/exe") == */bash ]] && { batch=$pid; break; }
+    done
+    if [[ -n $batch ]]; then kill -USR1 "$batch"; else fail "usr1: no batch shell found on ${nodes[0]}"; fi
+    state=$(wait_job "$id" 150) || fail "usr1: job $id not done: $state"
+    echo "usr1: job $id ended $state after $((SECONDS - t_usr1)) s"
+    grep -h "SIGUSR1\|requeue\|start [0-9]" "$work/stencil-usr1-$id.out" | head -n 5
+    "$python" - "$work/usr1-reference.h5" "$work/results/stencil-usr1/field.h5" "$work/results/stencil-usr1/stencil.json" <<'EOF' || fail "usr1: the requeued run"
+import json, sys, h5py
+ref, got = (h5py.File(p, "r")["/u"][...] for p in sys.argv[1:3])
+report = json.load(open(sys.argv[3]))
+resumed = report["result"]["resumed_iteration"]
+assert report["parameters"]["slurm_restart_count"] == 1, report["parameters"]
+assert 0 < resumed < 40000 and report["result"]["iterations"] == 40000, report["result"]
+assert ref.tobytes() == got.tobytes(), "fields differ"
+print(f"usr1: requeued (SLURM_RESTART_COUNT 1), resumed from iteration {resumed}; the field is bitwise the uninterrupted run's")
+EOF
+  else
+    fail "usr1: submit"
+  fi
+  echo "usr1: $((SECONDS - t_usr1)) s"
 fi
 
 echo "total $((SECONDS - started)) s"

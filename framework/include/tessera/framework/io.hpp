@@ -310,6 +310,7 @@ class OutputFile {
                         const OutputAttributes& attributes, const H5Type& element);
 
   const std::string& file() const;
+  const Context& context() const;
   std::size_t datasets() const;
 
   // Collective: writes and renames (see above). IoError on every rank when a destination is refused

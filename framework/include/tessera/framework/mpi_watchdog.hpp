@@ -5,7 +5,10 @@
 //   tessera: rank R on HOST: MPI call not returned after S s (TESSERA_MPI_TIMEOUT=S): CALL at FILE:LINE;
 //   a rank or node of this job is lost or stuck; ending this rank
 // and ends the process with status 70. The launcher (srun --kill-on-bad-exit, mpirun) then ends
-// the rest of the job.
+// the rest of the job. Where the call waits for one known rank (a peer-copy token, WaitingFor
+// below), the line says "waiting for rank P". Before it ends the process, the thread runs the abort
+// hooks (add_watchdog_abort_hook): the NCCL communicators are aborted (ncclCommAbort) and device
+// waits for peers' flags are told to give up (device_wait.hpp).
 //
 // Why: when a peer's node is lost without its processes exiting (its link cut, its slurmd gone),
 // or a peer died and the launcher does not end the step, Open MPI prints "peer unexpectedly
@@ -24,6 +27,25 @@ void start_mpi_watchdog();
 void stop_mpi_watchdog();
 // The timeout in seconds, 0 when disarmed.
 double mpi_watchdog_timeout();
+
+// Called by the watchdog thread, in the order added, when it fires and before it ends the process
+// (so: from another thread than the one stuck; what a hook does must be safe there). At most 64.
+using WatchdogAbortHook = void (*)(void* data);
+void add_watchdog_abort_hook(WatchdogAbortHook hook, void* data);
+void remove_watchdog_abort_hook(WatchdogAbortHook hook, void* data);
+
+// For its lifetime, the watched calls of this thread wait for world-or-context rank `peer` (one
+// neighbour's message): the watchdog's line names it.
+class WaitingFor {
+ public:
+  explicit WaitingFor(int peer) noexcept;
+  ~WaitingFor();
+  WaitingFor(const WaitingFor&) = delete;
+  WaitingFor& operator=(const WaitingFor&) = delete;
+
+ private:
+  int previous_;
+};
 
 // Marks one MPI call as in progress for the lifetime of the object (the watched calls are made by
 // the main thread: MPI_THREAD_FUNNELED). Costs a relaxed load when the watchdog is off.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/device_wait.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera {
@@ -162,7 +163,9 @@ struct FrameFlags {
   static constexpr int kMax = 8;
   int waits = 0;
   const std::uint64_t* wait[kMax]{};
+  int wait_peer[kMax]{};  // the rank that sets each flag of `wait`, for a limit that expires
   std::uint64_t wait_value = 0;
+  DeviceWaitLimit limit;  // the polling thread gives up as wait_flag under a limit does
   int sets = 0;
   std::uint64_t* set[kMax]{};
 };

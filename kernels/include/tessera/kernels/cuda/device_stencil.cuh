@@ -430,6 +430,28 @@ __device__ __forceinline__ std::uint64_t load_acquire_system(const std::uint64_t
 __device__ __forceinline__ void add_release_system(std::uint64_t* p, std::uint64_t v) {
   asm volatile("red.release.sys.global.add.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
 }
+#endif
+
+__device__ __forceinline__ std::uint64_t global_time_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// A wait under a limit (queue.hpp, DeviceWaitLimit) that has expired or been aborted: names the
+// peer in host memory and traps (the launch fails; the host's next CUDA call reports it).
+__device__ __forceinline__ void check_wait_limit(const DeviceWaitLimit& limit, int peer, std::uint64_t started) {
+  if (!limit.armed()) return;
+  const bool aborted = limit.abort != nullptr && *limit.abort != 0;
+  if (aborted || (limit.timeout_ns > 0 && global_time_ns() - started > limit.timeout_ns)) {
+    if (limit.lost_rank) {
+      *reinterpret_cast<volatile std::int32_t*>(limit.lost_rank) = peer;
+      __threadfence_system();
+    }
+    __trap();
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 // The frame, after a thread block's share of the interior: the first `chunks` blocks take kThreads
 // cells each (the frame-last launch has at least four times as many blocks), wait, thread 0
@@ -444,8 +466,13 @@ __device__ __forceinline__ void sweep_frame_last(const FrameLast<T>& f, const St
   if (tid == 0) {
 #pragma unroll
     for (int k = 0; k < FrameFlags::kMax; ++k)
-      if (k < f.flags.waits)
-        while (load_acquire_system(f.flags.wait[k]) < f.flags.wait_value) __nanosleep(100);
+      if (k < f.flags.waits) {
+        const std::uint64_t started = f.flags.limit.armed() ? global_time_ns() : 0;
+        while (load_acquire_system(f.flags.wait[k]) < f.flags.wait_value) {
+          check_wait_limit(f.flags.limit, f.flags.wait_peer[k], started);
+          __nanosleep(100);
+        }
+      }
   }
   __syncthreads();
   const index_t i = static_cast<index_t>(blockIdx.x) * kThreads + tid;

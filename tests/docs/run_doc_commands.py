@@ -34,6 +34,7 @@ DOCS = [
     "docs/DEVELOPING.md",
     "docs/KERNELS.md",
     "docs/PERFORMANCE.md",
+    "docs/RELIABILITY.md",
     "docs/SCALING.md",
     "jobs/README.md",
 ]

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "app.hpp"
 #include "cli.hpp"
@@ -166,6 +167,15 @@ void Harness::add_option(std::vector<std::string> names, std::string metavar, st
 
 void Harness::add_switch(std::vector<std::string> names, std::string help, bool* target) {
   flags_.push_back(Flag{std::move(names), "", std::move(help), target, {}});
+}
+
+void Harness::add_alias(std::string_view name, std::string alias) {
+  for (Flag& f : flags_)
+    if (std::find(f.names.begin(), f.names.end(), name) != f.names.end()) {
+      f.names.insert(f.names.end() - 1, std::move(alias));
+      return;
+    }
+  throw std::logic_error("add_alias: no flag " + std::string(name));
 }
 
 void Harness::allow_element_sizes(index_t min_elements, index_t max_elements) {

@@ -103,6 +103,8 @@ class Harness {
   void add_option(std::vector<std::string> names, std::string metavar, std::string help,
                   std::function<void(std::string_view)> apply);
   void add_switch(std::vector<std::string> names, std::string help, bool* target);
+  // Another name for a flag (a benchmark's older name for -n: --rounds).
+  void add_alias(std::string_view name, std::string alias);
   // Also accept --min N / --max N, the sizes in elements instead of bytes (not both).
   void allow_element_sizes(index_t min_elements, index_t max_elements);
 

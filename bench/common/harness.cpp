@@ -78,8 +78,7 @@ Row& Row::time(const Stats& stats) {
 }
 
 Row& Row::share(std::string of, double value) {
-  share_of_ = std::move(of);
-  share_ = value;
+  shares_.emplace_back(std::move(of), value);
   return *this;
 }
 
@@ -93,14 +92,9 @@ Row& Row::verdict(bool valid, std::string why) {
 Json Row::json() const {
   Json j = fields_;
   j["time_s"] = timed_ ? stats_json(stats_) : Json();
-  if (share_of_.empty()) {
-    j["share"] = Json();
-  } else {
-    Json s = Json::object();
-    s["of"] = share_of_;
-    s["value"] = share_;
-    j["share"] = s;
-  }
+  Json shares = Json::object();
+  for (const auto& [of, value] : shares_) shares[of] = value;
+  j["share"] = shares;
   j["verdict"] = valid_ ? "VALID" : "INVALID";
   if (!valid_) j["why"] = has_verdict_ ? why_ : std::string("not checked");
   return j;
@@ -113,10 +107,10 @@ std::string Row::verdict_line(const std::string& benchmark) const {
     std::snprintf(text, sizeof text, " p50=%s cv=%.3f", format_seconds(stats_.p50).c_str(), stats_.cv);
     line += text;
   }
-  if (!share_of_.empty()) {
-    char text[64];
-    std::snprintf(text, sizeof text, " share=%.3f of %s", share_, share_of_.c_str());
-    line += text;
+  for (const auto& [of, value] : shares_) {
+    char text[32];
+    std::snprintf(text, sizeof text, "=%.3f", value);
+    line += " " + of + text;
   }
   if (!valid_) line += " (" + (has_verdict_ ? why_ : std::string("not checked")) + ")";
   return line;

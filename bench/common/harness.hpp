@@ -23,6 +23,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "json.hpp"
@@ -62,8 +63,10 @@ class Row {
   // The timed calls' durations in seconds (all of them, not a summary).
   Row& time(const std::vector<double>& seconds);
   Row& time(const Stats& stats);
-  // The share of a reference rate this row reaches: "copy" (the device-to-device copy rate),
-  // "vendor" (the vendor library's time over ours), or another named baseline.
+  // The share of a baseline this row reaches, one call per baseline: "copy" (our rate as a share of
+  // the device-to-device copy rate), "vendor" (the vendor library's time over ours: > 1 when ours is
+  // faster), or another named baseline ("alltoall_alone": the same bytes through the bare
+  // all-to-all).
   Row& share(std::string of, double value);
   // VALID when the result was checked and right; INVALID otherwise (`why` says what was wrong).
   Row& verdict(bool valid, std::string why = "");
@@ -80,8 +83,7 @@ class Row {
   Json fields_;
   Stats stats_;
   bool timed_ = false;
-  std::string share_of_;
-  double share_ = 0;
+  std::vector<std::pair<std::string, double>> shares_;
   bool valid_ = false, has_verdict_ = false;
   std::string why_;
 };

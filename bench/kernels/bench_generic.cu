@@ -97,7 +97,8 @@ struct Printer {
                 "%copy", "agree");
   }
   // A table line and the harness's row: the share of the other (the vendor's where the other is
-  // Thrust or CUB) is its time over ours; VALID when the results agree.
+  // Thrust or CUB) is its time over ours, the share of copy our rate over the copy rate; VALID when
+  // the results agree.
   void row(const char* op, const char* versus, index_t n, const Timing& ours_ms, const Timing& other_ms, double bytes,
            bool agree) const {
     const double copy_share = bytes / (copy_gbs * 1e6) / ours_ms;
@@ -113,9 +114,9 @@ struct Printer {
         .set("ours_ms", ours_ms.median)
         .set("other_ms", other_ms.median)
         .set("bytes", bytes)
-        .set("copy_share", copy_share)
         .time(seconds(ours_ms))
         .share(vendor ? "vendor" : "precompiled", other_ms / ours_ms)
+        .share("copy", copy_share)
         .verdict(agree, "differs from " + other);
     harness->print_pending();
   }

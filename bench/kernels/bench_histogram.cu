@@ -228,11 +228,7 @@ std::string disagreement(const Queue& q, const index_t* ours, const int* theirs,
 }
 
 // Other tunings of the device pass (--variants); kernel template arguments must be namespace-scope types.
-struct Aggregate : kd::HistogramTuning { static constexpr bool kAggregate = true; };
-struct Prefetch : kd::HistogramTuning { static constexpr bool kPrefetch = true; };
-struct Prefetch2 : kd::HistogramTuning { static constexpr bool kPrefetch = true; static constexpr int kLoadsInFlight = 2; };
 struct MinBlocks3 : kd::HistogramTuning { static constexpr int kMinBlocksPerSm = 3; };
-struct MinBlocks3Prefetch2 : MinBlocks3 { static constexpr bool kPrefetch = true; static constexpr int kLoadsInFlight = 2; };
 struct Threads256 : kd::HistogramTuning { static constexpr int kBlockThreads = 256; };
 struct Threads16At512 : kd::HistogramTuning { static constexpr int kBlockThreads16 = 512; };
 struct Only16Bit : kd::HistogramTuning { static constexpr int kMinBlocksPerSmFor32Bit = 1 << 20; };
@@ -316,11 +312,7 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
         kd::device_histogram<Tuning>(samples, n, binning, bins, ours_counts, q.stream);
       });
     };
-    variant.template operator()<Aggregate>("aggreg");
-    variant.template operator()<Prefetch>("pref4");
-    variant.template operator()<Prefetch2>("pref2");
     variant.template operator()<MinBlocks3>("minblk3");
-    variant.template operator()<MinBlocks3Prefetch2>("mb3pf2");
     variant.template operator()<Threads256>("thr256");
     variant.template operator()<Threads16At512>("t16at512");
     variant.template operator()<Only16Bit>("16bit");

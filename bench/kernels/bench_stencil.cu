@@ -199,21 +199,6 @@ struct BulkTuning : detail::Stencil2dBulkTuning {
   static constexpr int kMinBlocksPerSm = kWarpsPerBlock >= 16 ? 2 : 4;  // up to 64 registers from 8 warps on
 };
 
-// The blocked sweep (every load of a tile at once) for an aligned 5-point float sweep.
-template <int kRows, class Tuning = detail::Stencil2dTuning>
-void blocked_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
-                   const StencilWeights<float>& w) {
-  constexpr auto kernel = detail::stencil_2d_blocked_kernel<float, false, true, kRows, Tuning>;
-  constexpr int kThreads = Tuning::kWarps * 32;
-  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
-  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
-  shape.segments = (rows + kRows - 1) / kRows;
-  shape.tiles = shape.tiles_x * shape.segments;
-  kernel<<<static_cast<unsigned>(std::min(shape.tiles, 4 * resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape,
-                                                                                                     w, nullptr);
-  TESSERA_CUDA_CHECK_LAUNCH();
-}
-
 // An experiment: the column march with the rows in flight held in shared memory instead of
 // registers. Each lane copies its own 16-byte vector of a row (and the edge lanes their element
 // beside the warp) with cp.async into a ring of kDepth slots, and reads back only what it copied
@@ -293,10 +278,6 @@ void march_smem(const Queue& q, const float* in, index_t ld, float* out, index_t
   kernel<<<static_cast<unsigned>(std::min(shape.tiles, resident)), 128, 0, stream_of(q)>>>(in, ld, out, shape, w);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
-
-struct BlockedFour : detail::Stencil2dTuning {
-  static constexpr int kMinBlocksPerSm = 6;  // 768 threads per SM, 80 registers
-};
 
 // ---- the cases ------------------------------------------------------------------------------------------
 
@@ -396,13 +377,10 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       variant("sweep5 (1 vector/lane)", [&] { tuned_sweep<OneVectorPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       variant("sweep5 (2 vectors/lane, 1 ahead)",
               [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
-      variant("sweep5 blocked 2 rows", [&] { blocked_sweep<2>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       if (cols % 4 == 0) {
         variant("sweep5 smem ring 6", [&] { march_smem<6>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
         variant("sweep5 smem ring 10", [&] { march_smem<10>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       }
-      variant("sweep5 blocked 4 rows",
-              [&] { blocked_sweep<4, BlockedFour>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
     }
   }
   tessera::kernels::deallocate(q, in.base);

@@ -70,10 +70,10 @@ step() {
   if [[ ${rc} -ne 0 ]]; then
     STATUS=1
     log "${name}: FAILED, exit status ${rc} after $(( $(date +%s) - t0 ))s"
-    grep -E "Failure|FAILED|rror|differs|expected|Which is|Value of" "${OUT_DIR}/${name}.log" | head -30
+    grep -E "Failure|FAILED|rror|differs|expected|Which is|Value of|^INVALID:" "${OUT_DIR}/${name}.log" | head -30
     tail -5 "${OUT_DIR}/${name}.log"
   else
-    log "${name}: ok in $(( $(date +%s) - t0 ))s; $(grep -E '^\[  PASSED  \]|^\[  SKIPPED \]|ERROR SUMMARY|RACECHECK SUMMARY' "${OUT_DIR}/${name}.log" | tr '\n' ' ')"
+    log "${name}: ok in $(( $(date +%s) - t0 ))s; $(grep -E '^\[  PASSED  \]|^\[  SKIPPED \]|ERROR SUMMARY|RACECHECK SUMMARY|^# summary: [0-9]+ rows' "${OUT_DIR}/${name}.log" | tr '\n' ' ')"
   fi
   return 0
 }

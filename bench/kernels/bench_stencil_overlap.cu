@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_cli.hpp"
+#include "bench_timing.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/kernels.hpp"
 #include "tessera/kernels/memory.hpp"

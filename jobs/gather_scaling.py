@@ -185,6 +185,15 @@ def plot_op(op, reports, path):
             pr = [q["ranks"] for q in proj]
             ax_s.plot(pr, [q[key] for q in proj], ":", color="tab:red", marker="x", label=note)
             ax_e.plot(pr, [q["efficiency"] for q in proj], ":", color="tab:red", marker="x", label=note)
+            # The band: the projected time's 95% interval (bootstrap refits of the model), as speedup
+            # and efficiency against the model's own one-rank time.
+            band = [q for q in proj if q.get("time_ci95_s") and q["time_ci95_s"][0] and q["time_ci95_s"][1]]
+            if band:
+                br = [q["ranks"] for q in band]
+                for ax, k in ((ax_s, key), (ax_e, "efficiency")):
+                    ax.fill_between(br, [q[k] * q["time_s"] / q["time_ci95_s"][1] for q in band],
+                                    [q[k] * q["time_s"] / q["time_ci95_s"][0] for q in band], color="tab:red",
+                                    alpha=0.15, linewidth=0, label="model: 95% interval (bootstrap refits)")
         elif note:
             # Said in the legend, where the projection would have been.
             for ax in (ax_s, ax_e):

@@ -3,7 +3,7 @@
 // barrier), once per round, in rounds until the 95% interval of each point's median is known; a
 // projection whose model misses a held-out point beyond --max-fit-error is withheld. The analysis
 // (Amdahl, Karp-Flatt, Gustafson, the cost model and its projection) lives in
-// framework/scaling.hpp and is explained in docs/SCALING.md. The driver's parts:
+// model/scaling.hpp and is explained in docs/SCALING.md. The driver's parts:
 //   options.cpp      the command line (on the apps' shared parser, apps/common)
 //   pings.cpp        the latency and bandwidth pings of the network models
 //   measurement.cpp  the points, their rounds and medians
@@ -64,37 +64,63 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   if (root && !o.quiet) std::fprintf(stderr, "tessera-scaling: %s\n", runtime.describe().c_str());
 
   // Progress: the pings, then every point once per round (at least --rounds rounds).
-  study::Progress progress(root && !o.quiet, o.ranks.size() * (1 + o.modes.size() * static_cast<std::size_t>(o.rounds)));
+  study::Progress progress(root && !o.quiet, 1 + o.ranks.size() * (1 + o.modes.size() * static_cast<std::size_t>(o.rounds)));
 
   // Sub-communicators once: each point of each mode reuses them.
   std::vector<tessera::Context> contexts;
   for (int p : o.ranks) contexts.push_back(world.first(p));
 
-  std::vector<sc::CollectiveSample> samples;
+  // The machine: the pings of the network models and the operation's own collectives at every
+  // group size, then the node-sharing probe at 1..G ranks of node 0.
+  const tessera::CollectivePlan op_plan = study::operation_plan(o.op, o.dtype);
+  study::Machine machine;
   for (std::size_t i = 0; i < o.ranks.size(); ++i) {
     sc::CollectiveSample s;
-    if (!contexts[i].is_null()) s = study::ping(contexts[i], o.ping_bytes);
-    if (root) samples.push_back(s);
+    std::vector<sc::CollectiveTiming> timed;
+    if (!contexts[i].is_null()) {
+      s = study::ping(contexts[i], o.ping_bytes);
+      if (o.ranks[i] > 1) timed = study::time_plan(contexts[i], op_plan);
+    }
+    if (root) {
+      machine.samples.push_back(s);
+      machine.collectives.insert(machine.collectives.end(), timed.begin(), timed.end());
+    }
     study::wait_for_all(world);
     progress.done("collectives at " + std::to_string(o.ranks[i]) + " ranks");
   }
+  const std::vector<sc::CollectiveSample>& samples = machine.samples;
 
   // The two levels of the network: collectives within one node and among the nodes (two_level.hpp).
   const auto layout = apps::two_level::discover_layout(world);
+  machine.ranks_per_node = layout.ranks_per_node;
+  {
+    const std::int64_t probe_bytes =
+        o.probe_bytes >= 0 ? o.probe_bytes : (world.backend() == tessera::Backend::cuda ? std::int64_t(1) << 30 : std::int64_t(64) << 20);
+    study::SharingProbe probe = study::probe_node_sharing(world, layout.block ? layout.ranks_per_node : 1, probe_bytes);
+    machine.sharing = probe.sharing;
+    machine.probe_repetitions = std::move(probe.repetitions);
+    progress.done("node-sharing probe at 1.." + std::to_string(layout.ranks_per_node) + " ranks");
+  }
   const auto level_samples = apps::two_level::measure(world, layout, o.ping_bytes);
 
   const std::vector<study::ModeReport> reports = study::measure_modes(world, contexts, o, std::move(plan), progress);
   if (!root) return 0;
 
   std::vector<study::ModeAnalysis> analyses;
-  for (const auto& r : reports) analyses.push_back(study::analyse_mode(o, r, samples));
+  for (const auto& r : reports) analyses.push_back(study::analyse_mode(o, r, machine));
   study::print_collectives(stdout, o, runtime, world, samples);
+  study::print_machine(stdout, machine);
   for (const auto& a : analyses) study::print_mode(stdout, o, a);
   apps::Json j = study::run_json(o, runtime, world, samples, reports, analyses);
+  j["machine"] = study::machine_json(machine);
+  const std::string verdict = study::overall_verdict(o, analyses);
+  j["model_check_verdict"] = verdict;
   apps::two_level::Study levels{o.op, study::element_bytes(o.dtype), o.panel_width, study::operation_plan(o.op, o.dtype),
-                                samples, {}};
-  for (const auto& r : reports) levels.modes.push_back({r.mode, r.size_arg, study::measurements(r)});
+                                samples, machine.sharing, {}};
+  for (const auto& r : reports)
+    levels.modes.push_back({r.mode, r.size_arg, study::critical_path(study::measurements(r), machine, levels.plan)});
   j["two_level"] = apps::two_level::report(layout, level_samples, levels, stdout);
+  std::printf("\ntessera-scaling: %s\n", verdict.c_str());
   std::fflush(stdout);
 
   int status = 0;
@@ -107,6 +133,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   };
   write("--json", o.json, j.dump(2) + "\n");
   write("--csv", o.csv, study::run_csv(o, reports));
+  write("--model-inputs", o.model_inputs, study::model_inputs_text(o, machine, analyses));
   return status;
 }
 

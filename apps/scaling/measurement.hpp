@@ -13,7 +13,7 @@
 #include "options.hpp"
 #include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/context.hpp"
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 #include "tessera/framework/timer.hpp"
 
 namespace tessera::apps::scaling_study {

@@ -104,6 +104,18 @@ void add_options(ArgParser& p, Options& o, int world_size) {
                  if (o.ping_bytes > kMaxPingBytes)
                    throw UsageError("--ping-bytes: '" + std::string(v) + "' is more than 2G, the largest ping");
                });
+  p.add_option("--probe-bytes", "BYTES",
+               "per rank, the buffer the node-sharing probe streams at 1..G ranks of node 0 at once "
+               "(default 64M under cpu, larger than a CPU's caches, and 1G under cuda; 0: no probe, every rank charged its one-rank rate)",
+               [&o](std::string_view v) {
+                 o.probe_bytes = parse_size(v, "--probe-bytes");
+                 if (o.probe_bytes > kMaxPingBytes)
+                   throw UsageError("--probe-bytes: '" + std::string(v) + "' is more than 2G per rank");
+               });
+  p.add_option("--model-inputs", "FILE",
+               "write the cost model's inputs (points, probe, collectives, network) and its predictions as "
+               "text, for replaying the model (tests/scaling/data)",
+               [&o](std::string_view v) { o.model_inputs = std::string(v); });
   p.add_option("--seed", "S", "generator seed: element i depends on (S, i) only (default 42)",
                [&o](std::string_view v) { o.seed = parse_unsigned(v, "--seed"); });
   p.add_switch("--quiet", "no progress lines on stderr", &o.quiet);

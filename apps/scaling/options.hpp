@@ -12,7 +12,7 @@
 
 #include "cli.hpp"
 #include "tessera/framework/io.hpp"
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::apps::scaling_study {
 
@@ -35,6 +35,8 @@ struct Options {
   io::DType dtype = io::DType::float32;
   index_t panel_width = 512;
   index_t ping_bytes = index_t(4) << 20;  // at most kMaxPingBytes
+  index_t probe_bytes = -1;  // per rank, the node-sharing probe's buffer (0: no probe; -1: 64M on cpu, 1G on cuda)
+  std::string model_inputs;  // --model-inputs: the model's inputs and predictions as text
   std::uint64_t seed = 42;
   bool probe_gpus = false;
   int threads = 0;  // OpenMP threads per rank; 0: OMP_NUM_THREADS, else the runtime's choice

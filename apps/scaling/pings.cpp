@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
+#include "measurement.hpp"
+#include "tessera/framework/algorithms.hpp"
 #include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
@@ -75,6 +79,75 @@ scaling::CollectiveSample ping(const Context& ctx, std::int64_t ping_bytes, Ping
   s.device_large_bytes = static_cast<double>(large_bytes);
   if (which.large) s.device_large_seconds = timed_bcast(large_bytes, 5);
   return s;
+}
+
+std::vector<scaling::CollectiveTiming> time_plan(const Context& ctx, const CollectivePlan& plan, int batches, int calls) {
+  std::vector<scaling::CollectiveTiming> out;
+  const Communicator& comm = ctx.comm();
+  for (const CollectiveCall& call : plan) {
+    const index_t bytes = std::max<index_t>(1, static_cast<index_t>(call.bytes));
+    std::vector<unsigned char> mine(static_cast<std::size_t>(bytes), 1);
+    std::vector<unsigned char> all;
+    // An allreduce of the plan's bytes as ceil(bytes / 4) floats; an exscan of one double (exscan_sum is scalar).
+    std::vector<float> floats(static_cast<std::size_t>((bytes + 3) / 4), 1.0f);
+    std::function<void()> once;
+    switch (call.kind) {
+      case Collective::allreduce:
+        once = [&] { comm.allreduce(floats.data(), static_cast<index_t>(floats.size()), ReduceOp::sum); };
+        break;
+      case Collective::allgather:
+        all.resize(mine.size() * static_cast<std::size_t>(ctx.size()));
+        once = [&] { comm.allgather(mine.data(), bytes, all.data()); };
+        break;
+      case Collective::bcast: once = [&] { comm.bcast(mine.data(), bytes, 0); }; break;
+      case Collective::exscan: once = [&] { (void)comm.exscan_sum(1.0); }; break;
+      default: continue;  // charged by its formula
+    }
+    scaling::CollectiveTiming t;
+    t.kind = call.kind;
+    t.ranks = ctx.size();
+    t.bytes = call.bytes;
+    for (int i = 0; i < 2; ++i) once();
+    for (int b = 0; b < batches; ++b) {
+      comm.barrier();
+      Stopwatch watch;
+      for (int i = 0; i < calls; ++i) once();
+      t.batches.push_back(comm.allreduce(watch.seconds() / calls, ReduceOp::max));
+    }
+    t.seconds = median_interval(t.batches).median;
+    out.push_back(t);
+  }
+  return out;
+}
+
+SharingProbe probe_node_sharing(const Context& world, int ranks_on_node, std::int64_t bytes_per_rank, int repeats) {
+  SharingProbe probe;
+  if (bytes_per_rank <= 0) return probe;
+  const index_t per_rank = std::max<index_t>(1, bytes_per_rank / static_cast<index_t>(sizeof(float)));
+  for (int k = 1; k <= ranks_on_node; ++k) {
+    const Context ctx = world.first(k);
+    std::vector<double> times;
+    if (!ctx.is_null()) {
+      DistArray<float> array(ctx, per_rank * k);
+      array.fill(1.0f);
+      ctx.queue().synchronize();
+      (void)reduce(array, ReduceOp::sum);
+      for (int r = 0; r < repeats; ++r) {
+        ctx.comm().barrier();
+        Stopwatch watch;
+        (void)reduce(array, ReduceOp::sum);
+        ctx.queue().synchronize();
+        times.push_back(ctx.comm().allreduce(watch.seconds(), ReduceOp::max));
+      }
+    }
+    wait_for_all(world);
+    if (world.rank() == 0) {
+      probe.sharing.active.push_back(k);
+      probe.sharing.seconds.push_back(median_interval(times).median);
+      probe.repetitions.push_back(times);
+    }
+  }
+  return probe;
 }
 
 }  // namespace tessera::apps::scaling_study

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <utility>
 
@@ -63,10 +64,28 @@ std::vector<sc::Measurement> measurements(const ModeReport& r) {
   return m;
 }
 
+std::vector<sc::Measurement> critical_path(std::vector<sc::Measurement> points, const Machine& machine,
+                                           const CollectivePlan& plan) {
+  if (plan.empty() || machine.collectives.empty()) return points;
+  const sc::NetworkModel net = sc::fit_network(machine.samples);
+  for (auto& m : points) {
+    if (m.ranks < 2) continue;
+    double own = 0;
+    for (const CollectiveCall& call : plan)
+      own += sc::charge_collective(machine.collectives, sc::CollectiveLibrary::open_mpi, net, call.kind, m.ranks, call.bytes)
+                 .seconds;
+    const double wait = std::max(0.0, m.communication - own);
+    m.local += wait;
+    m.communication -= wait;
+  }
+  return points;
+}
+
 // ------------------------------------------------------------------------------------------------
 // Analysis of one mode.
 
-ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const std::vector<sc::CollectiveSample>& samples) {
+ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const Machine& machine) {
+  const std::vector<sc::CollectiveSample>& samples = machine.samples;
   ModeAnalysis a;
   a.report = &r;
   a.strong = r.mode == sc::Mode::strong;
@@ -123,41 +142,91 @@ ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const std::vect
     }
   }
 
-  // The model check: fit on the two smallest points (network included), predict the others.
-  const auto meas = measurements(r);
+  // The model check: fit on the two smallest points (network included), predict the others. The
+  // machine's own measurements (the probe at 1..G ranks, the collectives at every group size) are
+  // inputs at every size; the operation's times at the larger sizes are held out.
   const int eb = element_bytes(o.dtype);
+  const CollectivePlan plan = operation_plan(o.op, o.dtype);
+  a.measured = critical_path(measurements(r), machine, plan);
+  const auto& meas = a.measured;
+  a.ranks_per_node = machine.ranks_per_node;
+  auto fit = [&](const std::vector<sc::CollectiveSample>& pings, const sc::NodeSharing& sharing,
+                 const std::vector<sc::CollectiveTiming>& collectives, const std::vector<sc::Measurement>& points,
+                 const std::vector<int>& fit_ranks) {
+    return sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, plan, sc::fit_network(pings),
+                              sc::fit_device_network(pings), sharing, machine.ranks_per_node, collectives, points,
+                              fit_ranks);
+  };
   ModelCheck& check = a.check;
   check.fit_ranks = check_fit_ranks(a.ranks);
   std::vector<sc::CollectiveSample> check_samples;
   for (const auto& s : samples)
     if (s.ranks <= check.fit_ranks.back()) check_samples.push_back(s);
-  const auto check_model =
-      sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, operation_plan(o.op, o.dtype),
-                         sc::fit_network(check_samples), sc::fit_device_network(check_samples), meas, check.fit_ranks);
+  const auto check_model = fit(check_samples, machine.sharing, machine.collectives, meas, check.fit_ranks);
+  std::vector<double> abs_errors;
+  const sc::Measurement* worst_phases = nullptr;
+  sc::CostModel::Terms worst_terms;
   for (const auto& m : meas) {
     if (std::find(check.fit_ranks.begin(), check.fit_ranks.end(), m.ranks) != check.fit_ranks.end()) continue;
-    const double predicted = check_model.predict(m.ranks).total();
+    const sc::CostModel::Terms terms = check_model.predict(m.ranks);
+    const double predicted = terms.total();
     const double error = (predicted - m.time) / m.time;
-    if (std::abs(error) >= check.worst) check.worst_ranks = m.ranks;
+    if (std::abs(error) >= check.worst) {
+      check.worst_ranks = m.ranks;
+      worst_phases = &m;
+      worst_terms = terms;
+    }
     check.worst = std::max(check.worst, std::abs(error));
-    check.predictions.push_back({m.ranks, predicted, m.time, error});
+    abs_errors.push_back(std::abs(error));
+    check.predictions.push_back({m.ranks, predicted, m.time, error, terms, m});
   }
+  check.median = abs_errors.empty() ? 0 : sc::quantile(abs_errors, 0.5);
   check.passed = check.held_out() && check.worst <= o.max_fit_error;
+  if (worst_phases) {
+    // The term whose prediction is furthest from the phase it predicts, at the worst point.
+    const double local = worst_terms.local - worst_phases->local;
+    const double comm = worst_terms.latency + worst_terms.bandwidth - worst_phases->communication;
+    const double host = worst_terms.host - worst_phases->host;
+    char text[160];
+    const char* name = "local (shared node bandwidth)";
+    double miss = local, pred = worst_terms.local, seen = worst_phases->local;
+    if (std::abs(comm) > std::abs(miss))
+      name = "collectives", miss = comm, pred = worst_terms.latency + worst_terms.bandwidth, seen = worst_phases->communication;
+    if (std::abs(host) > std::abs(miss)) name = "host", miss = host, pred = worst_terms.host, seen = worst_phases->host;
+    std::snprintf(text, sizeof text, "%s: predicted %.3g s, measured %.3g s at %d ranks", name, pred, seen,
+                  check.worst_ranks);
+    check.missed_term = text;
+  }
+
+  // The collective extrapolation, checked where the launch measured beyond the fit's group sizes.
+  {
+    std::vector<sc::CollectiveTiming> within;
+    for (const auto& t : machine.collectives)
+      if (t.ranks <= check.fit_ranks.back()) within.push_back(t);
+    const sc::NetworkModel net = sc::fit_network(check_samples);
+    for (const auto& t : machine.collectives) {
+      if (t.ranks <= check.fit_ranks.back()) continue;
+      const sc::CollectiveCharge c =
+          sc::charge_collective(within, sc::CollectiveLibrary::open_mpi, net, t.kind, t.ranks, t.bytes);
+      a.extrapolation_check.push_back({t.kind, t.ranks, t.bytes, c.seconds, t.seconds, c.algorithm});
+    }
+  }
 
   // The model of record: fitted on every point; projected past the machine when the check allows.
-  a.model = sc::fit_cost_model(o.op, r.mode, r.size_arg, eb, o.panel_width, operation_plan(o.op, o.dtype),
-                               sc::fit_network(samples), sc::fit_device_network(samples), meas, a.ranks);
+  a.model = fit(samples, machine.sharing, machine.collectives, meas, a.ranks);
   if (check.held_out() && !check.passed) {
-    char why[256];
-    std::snprintf(why, sizeof why, "the model fitted on ranks %d,%d misses %d ranks by %.0f%%, more than %.0f%%",
+    char why[320];
+    std::snprintf(why, sizeof why,
+                  "the model fitted on ranks %d,%d misses %d ranks by %.0f%%, more than %.0f%% (the term that missed: %s)",
                   check.fit_ranks.front(), check.fit_ranks.back(), check.worst_ranks, 100 * check.worst,
-                  100 * o.max_fit_error);
+                  100 * o.max_fit_error, check.missed_term.c_str());
     a.projection_withheld = true;
     a.projection_note = why;
     return a;
   }
+  // The measured sizes, then 1, 2, 4, ..., 1024 nodes of G ranks past them.
   std::vector<int> proj_ranks = a.ranks;
-  for (int p : sc::default_projection_ranks())
+  for (int p : sc::node_projection_ranks(machine.ranks_per_node))
     if (p > a.ranks.back()) proj_ranks.push_back(p);
   a.extrapolation = static_cast<double>(proj_ranks.back()) / a.ranks.back();
   char note[256];
@@ -174,7 +243,194 @@ ModeAnalysis analyse_mode(const Options& o, const ModeReport& r, const std::vect
                   proj_ranks.back(), a.extrapolation, a.ranks.back());
   a.projection_note = note;
   a.projection = sc::project(a.model, proj_ranks);
+
+  // The interval: refits to bootstrap resamples of the rounds of every point, the probe's
+  // repetitions and the collectives' batches (the pings of alpha and beta are kept).
+  std::mt19937_64 rng(o.seed);
+  auto draw = [&rng](const std::vector<double>& x) {
+    std::vector<double> y(x.size());
+    std::uniform_int_distribution<std::size_t> pick(0, x.size() - 1);
+    for (auto& v : y) v = x[pick(rng)];
+    return y;
+  };
+  constexpr int kResamples = 200;
+  std::vector<std::vector<double>> refits;
+  std::vector<double> rates, overheads, hosts;
+  for (int b = 0; b < kResamples; ++b) {
+    std::vector<sc::Measurement> points;
+    for (const PointSeries& p : r.points) {
+      PointSeries resampled;
+      resampled.ranks = p.ranks;
+      std::uniform_int_distribution<std::size_t> pick(0, p.rounds.size() - 1);
+      for (std::size_t k = 0; k < p.rounds.size(); ++k) resampled.rounds.push_back(p.rounds[pick(rng)]);
+      const auto& t = resampled.median_round().timing;
+      const double time = resampled.time();
+      points.push_back({p.ranks, time, t.phases.local + t.phases.fixup, t.phases.communication,
+                        std::max(0.0, time - t.phases.local - t.phases.fixup - t.phases.communication)});
+    }
+    points = critical_path(std::move(points), machine, plan);
+    sc::NodeSharing sharing = machine.sharing;
+    for (std::size_t k = 0; k < sharing.seconds.size() && k < machine.probe_repetitions.size(); ++k)
+      if (!machine.probe_repetitions[k].empty())
+        sharing.seconds[k] = median_interval(draw(machine.probe_repetitions[k])).median;
+    std::vector<sc::CollectiveTiming> collectives = machine.collectives;
+    for (auto& t : collectives)
+      if (!t.batches.empty()) t.seconds = median_interval(draw(t.batches)).median;
+    const sc::CostModel m = fit(samples, sharing, collectives, points, a.ranks);
+    std::vector<double> refit_times;
+    for (int p : proj_ranks) refit_times.push_back(m.predict(p).total());
+    refits.push_back(refit_times);
+    rates.push_back(m.local_rate());
+    overheads.push_back(m.local_overhead);
+    hosts.push_back(m.host);
+  }
+  sc::apply_interval(a.projection, refits);
+  a.resamples = kResamples;
+  a.rate_low = sc::quantile(rates, 0.025), a.rate_high = sc::quantile(rates, 0.975);
+  a.overhead_low = sc::quantile(overheads, 0.025), a.overhead_high = sc::quantile(overheads, 0.975);
+  a.host_low = sc::quantile(hosts, 0.025), a.host_high = sc::quantile(hosts, 0.975);
   return a;
+}
+
+std::string verdict_line(const Options& o, const ModeAnalysis& a) {
+  const ModelCheck& c = a.check;
+  char line[512];
+  if (!c.held_out()) {
+    std::snprintf(line, sizeof line, "model check %s %s: NONE (no measured point held out of the fit on ranks %s)",
+                  sc::to_string(a.report->mode), sc::to_string(o.op), a.ranks.size() == 1 ? "1" : "1,2");
+    return line;
+  }
+  const bool pass = c.median <= 0.15 && c.worst <= 0.25;
+  std::string held;
+  for (const auto& q : c.predictions) held += (held.empty() ? "" : ",") + std::to_string(q.ranks);
+  std::snprintf(line, sizeof line,
+                "model check %s %s: %s median |error| %.1f%% max %.1f%% (at %d ranks), fitted on ranks %d,%d, held out "
+                "%s; target median <= 15%% max <= 25%%%s%s",
+                sc::to_string(a.report->mode), sc::to_string(o.op), pass ? "PASS" : "FAIL", 100 * c.median,
+                100 * c.worst, c.worst_ranks, c.fit_ranks.front(), c.fit_ranks.back(), held.c_str(),
+                pass ? "" : "; the term that missed: ", pass ? "" : c.missed_term.c_str());
+  return line;
+}
+
+std::string overall_verdict(const Options& o, const std::vector<ModeAnalysis>& analyses) {
+  std::vector<double> errors;
+  double worst = 0;
+  std::string where, missed;
+  for (const ModeAnalysis& a : analyses)
+    for (const auto& q : a.check.predictions) {
+      errors.push_back(std::abs(q.error));
+      if (std::abs(q.error) >= worst) {
+        worst = std::abs(q.error);
+        where = std::string(sc::to_string(a.report->mode)) + " at " + std::to_string(q.ranks) + " ranks";
+        missed = a.check.missed_term;
+      }
+    }
+  char line[512];
+  if (errors.empty()) {
+    std::snprintf(line, sizeof line, "model check verdict: NONE %s: no measured point held out of the fit on 1,2 ranks",
+                  sc::to_string(o.op));
+    return line;
+  }
+  const double median = sc::quantile(errors, 0.5);
+  const bool pass = median <= 0.15 && worst <= 0.25;
+  std::snprintf(line, sizeof line,
+                "model check verdict: %s %s: median |error| %.1f%% max %.1f%% (%s) over %zu held-out points; target "
+                "median <= 15%% max <= 25%%%s%s",
+                pass ? "PASS" : "FAIL", sc::to_string(o.op), 100 * median, 100 * worst, where.c_str(), errors.size(),
+                pass ? "" : "; the term that missed: ", pass ? "" : missed.c_str());
+  return line;
+}
+
+void print_machine(FILE* text, const Machine& machine) {
+  if (machine.sharing.measured()) {
+    std::fprintf(text, "node-sharing probe (sum of a buffer per rank, k ranks of node 0 at once; slowest rank):\n%6s %12s %10s\n",
+                 "k", "time[s]", "slowdown");
+    for (std::size_t i = 0; i < machine.sharing.active.size(); ++i)
+      std::fprintf(text, "%6d %12.4g %10.3f\n", machine.sharing.active[i], machine.sharing.seconds[i],
+                   machine.sharing.slowdown(machine.sharing.active[i]));
+  }
+  if (!machine.collectives.empty()) {
+    std::fprintf(text, "the operation's collectives (slowest rank, per call; median of 5 batches):\n%-10s %6s %10s %12s  %s\n",
+                 "collective", "ranks", "bytes", "time[s]", "Open MPI 4.1 picks");
+    for (const auto& t : machine.collectives)
+      std::fprintf(text, "%-10s %6d %10.0f %12.4g  %s\n", to_string(t.kind), t.ranks, t.bytes, t.seconds,
+                   sc::openmpi_algorithm(t.kind, t.ranks, t.bytes).name);
+  }
+}
+
+Json machine_json(const Machine& machine) {
+  Json j = Json::object();
+  j["ranks_per_node"] = machine.ranks_per_node;
+  Json probe = Json::object();
+  probe["active_ranks"] = array_of(machine.sharing.active);
+  probe["seconds"] = array_of(machine.sharing.seconds);
+  std::vector<double> slow;
+  for (int k : machine.sharing.active) slow.push_back(machine.sharing.slowdown(k));
+  probe["slowdown"] = array_of(slow);
+  Json reps = Json::array();
+  for (const auto& r : machine.probe_repetitions) reps.push_back(array_of(r));
+  probe["repetitions_s"] = reps;
+  j["node_sharing"] = probe;
+  Json rows = Json::array();
+  for (const auto& t : machine.collectives) {
+    Json c = Json::object();
+    c["kind"] = std::string(to_string(t.kind));
+    c["ranks"] = t.ranks;
+    c["bytes"] = number(t.bytes);
+    c["seconds"] = number(t.seconds);
+    c["batches_s"] = array_of(t.batches);
+    c["size_class"] = sc::size_class(t.bytes);
+    c["open_mpi_algorithm"] = std::string(sc::openmpi_algorithm(t.kind, t.ranks, t.bytes).name);
+    rows.push_back(c);
+  }
+  j["collectives"] = rows;
+  return j;
+}
+
+std::string model_inputs_text(const Options& o, const Machine& machine, const std::vector<ModeAnalysis>& analyses) {
+  std::string out = "# tessera-scaling model inputs: op dtype_bytes panel_width ranks_per_node\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "run %s %d %lld %d\n", sc::to_string(o.op), element_bytes(o.dtype),
+                static_cast<long long>(o.panel_width), machine.ranks_per_node);
+  out += line;
+  for (const CollectiveCall& call : operation_plan(o.op, o.dtype)) {
+    std::snprintf(line, sizeof line, "plan %s %.17g\n", to_string(call.kind), call.bytes);
+    out += line;
+  }
+  for (const auto& s : machine.samples) {
+    std::snprintf(line, sizeof line, "ping %d %.17g %.17g %.17g %.17g %.17g %.17g %.17g\n", s.ranks, s.small_seconds,
+                  s.large_seconds, s.large_bytes, s.device_small_seconds, s.device_large_seconds, s.device_large_bytes,
+                  s.device_small_bytes);
+    out += line;
+  }
+  for (std::size_t i = 0; i < machine.sharing.active.size(); ++i) {
+    std::snprintf(line, sizeof line, "probe %d %.17g\n", machine.sharing.active[i], machine.sharing.seconds[i]);
+    out += line;
+  }
+  for (const auto& t : machine.collectives) {
+    std::snprintf(line, sizeof line, "collective %s %d %.17g %.17g\n", to_string(t.kind), t.ranks, t.bytes, t.seconds);
+    out += line;
+  }
+  for (const ModeAnalysis& a : analyses) {
+    std::snprintf(line, sizeof line, "mode %s %lld\n", sc::to_string(a.report->mode),
+                  static_cast<long long>(a.report->size_arg));
+    out += line;
+    for (const auto& m : a.measured) {
+      std::snprintf(line, sizeof line, "point %d %.17g %.17g %.17g %.17g\n", m.ranks, m.time, m.local, m.communication,
+                    m.host);
+      out += line;
+    }
+    for (const auto& q : a.check.predictions) {
+      std::snprintf(line, sizeof line, "check %d %d %d %.17g\n", a.check.fit_ranks.front(), a.check.fit_ranks.back(),
+                    q.ranks, q.predicted);
+      out += line;
+    }
+    for (int p : sc::node_projection_ranks(machine.ranks_per_node)) {
+      std::snprintf(line, sizeof line, "predict %d %.17g\n", p, a.model.predict(p).total());
+      out += line;
+    }
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -234,6 +490,11 @@ void print_mode(FILE* text, const Options& o, const ModeAnalysis& a) {
   for (const auto& q : check.predictions)
     std::fprintf(text, "model check: fitted on ranks %d,%d, predicts %d ranks: %.4g s, measured %.4g s, error %+.1f%%\n",
                  check.fit_ranks.front(), check.fit_ranks.back(), q.ranks, q.predicted, q.measured, 100 * q.error);
+  std::fprintf(text, "tessera-scaling: %s\n", verdict_line(o, a).c_str());
+  for (const auto& e : a.extrapolation_check)
+    std::fprintf(text, "collective extrapolation: %s of %.0f B at %d ranks from ranks <= %d (%s): %.4g s, measured %.4g s, error %+.1f%%\n",
+                 to_string(e.kind), e.bytes, e.ranks, check.fit_ranks.empty() ? 1 : check.fit_ranks.back(), e.algorithm,
+                 e.predicted, e.measured, e.measured > 0 ? 100 * (e.predicted - e.measured) / e.measured : 0.0);
 
   const sc::CostModel& model = a.model;
   const sc::NetworkModel& charged = matmul ? model.device_network : model.network;
@@ -243,20 +504,29 @@ void print_mode(FILE* text, const Options& o, const ModeAnalysis& a) {
                model.local_overhead, model.local_rate(), model.work_unit(), matmul ? "device" : "host",
                charged.latency, charged.bandwidth,
                matmul ? " (broadcast of panel s+1 overlapped with GEMM of panel s)" : "", model.host);
-  if (!matmul) std::fprintf(text, "collectives per call: %s\n", describe(model.plan).c_str());
+  if (!matmul) std::fprintf(text, "collectives per call: %s (charged as measured at each group size, %s past them)\n",
+                            describe(model.plan).c_str(), "Open MPI 4.1's algorithm");
+  if (!matmul && model.sharing.measured())
+    std::fprintf(text, "local: slowdown of the node's shared bandwidth at %d ranks per node: %.3g (probe)\n",
+                 model.active_on_node(1 << 30), model.sharing.slowdown(model.active_on_node(1 << 30)));
+  if (a.resamples > 0)
+    std::fprintf(text, "parameters, 95%% intervals over %d bootstrap refits: rate [%.4g, %.4g] %s/s, overhead [%.3g, %.3g] s, host [%.3g, %.3g] s\n",
+                 a.resamples, a.rate_low, a.rate_high, model.work_unit(), a.overhead_low, a.overhead_high, a.host_low,
+                 a.host_high);
 
   if (a.projection_withheld) {
     std::fprintf(text, "projection (%s): withheld: %s; the model does not describe this machine well enough to "
                  "project from it\n", sc::to_string(r.mode), a.projection_note.c_str());
     return;
   }
-  std::fprintf(text, "projection (%s; %s):\n%6s %12s %10s %9s %12s %12s %12s %12s %12s  %s\n", sc::to_string(r.mode),
-               a.projection_note.c_str(), "ranks", "time[s]", strong ? "speedup" : "scaled_S", "effic.", "local",
-               "latency", "bandwidth", "host", "hidden", "dominant");
+  std::fprintf(text, "projection (%s; %s):\n%6s %6s %12s %23s %10s %9s %12s %12s %12s %12s %12s  %s\n",
+               sc::to_string(r.mode), a.projection_note.c_str(), "ranks", "nodes", "time[s]", "95% interval [s]",
+               strong ? "speedup" : "scaled_S", "effic.", "local", "latency", "bandwidth", "host", "hidden", "dominant");
   for (const auto& p : a.projection)
-    std::fprintf(text, "%6d %12.4g %10.2f %9.3f %12.4g %12.4g %12.4g %12.4g %12.4g  %s\n", p.ranks, p.time, p.speedup,
-                 p.efficiency, p.terms.local, p.terms.latency, p.terms.bandwidth, p.terms.host, p.terms.hidden,
-                 p.dominant.c_str());
+    std::fprintf(text, "%6d %6d %12.4g %23s %10.2f %9.3f %12.4g %12.4g %12.4g %12.4g %12.4g  %s\n", p.ranks,
+                 (p.ranks + a.ranks_per_node - 1) / std::max(1, a.ranks_per_node), p.time,
+                 interval_text(p.low, p.high).c_str(), p.speedup, p.efficiency, p.terms.local, p.terms.latency,
+                 p.terms.bandwidth, p.terms.host, p.terms.hidden, p.dominant.c_str());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -346,6 +616,21 @@ Json mode_json(const Options& o, const ModeAnalysis& a) {
   }
   check_json["points"] = predictions;
   check_json["max_abs_relative_error"] = number(check.worst);
+  check_json["median_abs_relative_error"] = number(check.median);
+  check_json["verdict"] = verdict_line(o, a);
+  check_json["missed_term"] = check.missed_term;
+  Json extrapolated = Json::array();
+  for (const auto& e : a.extrapolation_check) {
+    Json q = Json::object();
+    q["kind"] = std::string(to_string(e.kind));
+    q["ranks"] = e.ranks;
+    q["bytes"] = number(e.bytes);
+    q["algorithm"] = std::string(e.algorithm);
+    q["predicted_s"] = number(e.predicted);
+    q["measured_s"] = number(e.measured);
+    extrapolated.push_back(q);
+  }
+  check_json["collective_extrapolation"] = extrapolated;
   check_json["threshold"] = number(o.max_fit_error);
   check_json["passed"] = check.held_out() ? Json(check.passed) : Json();
   j["model_check"] = check_json;
@@ -373,6 +658,17 @@ Json mode_json(const Options& o, const ModeAnalysis& a) {
     collectives.push_back(c);
   }
   model_json["collectives"] = collectives;
+  model_json["collectives_charged"] = model.collectives.empty() ? "formula" : "measured";
+  model_json["ranks_per_node"] = a.ranks_per_node;
+  model_json["local_slowdown_applies"] = !matmul && model.sharing.measured();
+  if (a.resamples > 0) {
+    Json intervals = Json::object();
+    intervals["resamples"] = a.resamples;
+    intervals["local_rate"] = interval_json(a.rate_low, a.rate_high);
+    intervals["local_overhead_s"] = interval_json(a.overhead_low, a.overhead_high);
+    intervals["host_s"] = interval_json(a.host_low, a.host_high);
+    model_json["parameter_ci95"] = intervals;
+  }
   j["model"] = model_json;
 
   Json projection = Json::array();
@@ -388,7 +684,9 @@ Json mode_json(const Options& o, const ModeAnalysis& a) {
   for (const auto& p : a.projection) {
     Json q = Json::object();
     q["ranks"] = p.ranks;
+    q["nodes"] = (p.ranks + a.ranks_per_node - 1) / std::max(1, a.ranks_per_node);
     q["time_s"] = number(p.time);
+    q["time_ci95_s"] = interval_json(p.low, p.high);
     q[strong ? "speedup" : "scaled_speedup"] = number(p.speedup);
     q["efficiency"] = number(p.efficiency);
     Json terms = Json::object();
@@ -505,7 +803,7 @@ void check_outputs_writable(const Options& o, const Communicator& world) {
       if (access(directory.c_str(), W_OK | X_OK) != 0) return "cannot write in directory '" + directory + "' (permission denied)";
       return "";
     };
-    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}}) {
+    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}, {"--model-inputs", o.model_inputs}}) {
       if (path.empty()) continue;
       const std::string problem = problem_of(path);
       if (!problem.empty()) {

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "pings.hpp"
-#include "tessera/framework/scaling_two_level.hpp"
+#include "model/scaling_two_level.hpp"
 
 namespace tessera::apps::two_level {
 namespace sc = tessera::scaling;
@@ -246,7 +246,7 @@ Json report(const Layout& layout, const Samples& samples, const Study& study, st
     // The check: fitted on the points on at most two nodes, predicting those on more.
     sc::TwoLevelModel check;
     check.base = sc::fit_cost_model(study.op, mode.mode, mode.size_arg, study.element_bytes, study.panel_width, study.plan, one_host,
-                                    one_device, mode.points, near_ranks);
+                                    one_device, study.sharing, g, {}, mode.points, near_ranks);
     check.host = host_fit;
     check.device = device_fit;
     check.ranks_per_node = g;
@@ -277,8 +277,8 @@ Json report(const Layout& layout, const Samples& samples, const Study& study, st
     // The model of record, projected as nodes x ranks per node.
     sc::TwoLevelModel model;
     model.base = sc::fit_cost_model(study.op, mode.mode, mode.size_arg, study.element_bytes, study.panel_width, study.plan,
-                                    sc::fit_network(study.samples), sc::fit_device_network(study.samples), mode.points,
-                                    all_ranks);
+                                    sc::fit_network(study.samples), sc::fit_device_network(study.samples), study.sharing, g,
+                                    {}, mode.points, all_ranks);
     model.host = host;
     model.device = device;
     model.ranks_per_node = g;

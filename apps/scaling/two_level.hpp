@@ -1,5 +1,5 @@
 // The two levels of the network, as the scaling app measures and reports them
-// (framework/scaling_two_level.hpp has the model; docs/SCALING.md explains both):
+// (model/scaling_two_level.hpp has the model; docs/SCALING.md explains both):
 //   - the layout of the launch: which node each rank is on (MPI_Comm_split_type), ranks per node;
 //   - collectives within one node (the first 2, 4, ... G ranks of node 0) and among the first 2,
 //     4, ..., N nodes, as the inter-node stage of a hierarchical collective runs: small ones among
@@ -18,7 +18,7 @@
 
 #include "json.hpp"
 #include "tessera/framework/context.hpp"
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::apps::two_level {
 
@@ -47,6 +47,7 @@ struct Study {
   std::int64_t panel_width = 512;
   CollectivePlan plan;  // the operation's collectives (sum, scan, filter)
   std::vector<scaling::CollectiveSample> samples;  // on the first p ranks of the launch, p in ranks
+  scaling::NodeSharing sharing;  // the local phase's slowdown with k ranks of a node busy (the probe)
   struct Mode {
     scaling::Mode mode = scaling::Mode::strong;
     std::int64_t size_arg = 0;

@@ -1,6 +1,5 @@
 // The framework's side of the collective plans: the counts of the collectives each rank entered
-// (TESSERA_COLLECTIVE). Their names and descriptions are in collective_plan_text.cpp, part of
-// tessera_scaling_model.
+// (TESSERA_COLLECTIVE). Their names and descriptions are in collective_plan_text.cpp.
 #include "tessera/framework/collective_plan.hpp"
 
 #include <atomic>

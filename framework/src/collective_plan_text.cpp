@@ -1,5 +1,5 @@
-// The names of the collectives and the text of a plan: what the cost model (tessera_scaling_model)
-// and the reports need of collective_plan.hpp, without MPI.
+// The names of the collectives and the text of a plan (collective_plan.hpp): what the reports
+// and the scaling model name collectives with.
 #include <cstdio>
 
 #include "tessera/framework/collective_plan.hpp"

@@ -71,11 +71,35 @@ MatrixStorage::MatrixStorage(const ProcessGrid& grid, index_t rows, index_t cols
                             kernels::array_bytes(local_rows() * local_cols(), element_bytes, "a matrix block"));
 }
 
+MatrixStorage MatrixStorage::view(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes,
+                                  void* data) {
+  MatrixStorage out;
+  out.grid_ = grid;
+  out.rows_ = rows;
+  out.cols_ = cols;
+  out.element_bytes_ = element_bytes;
+  TESSERA_ASSERT(!grid.context().is_null(), "DistMatrix on a grid without a context");
+  TESSERA_ASSERT(element_bytes >= 1, "DistMatrix: elements of zero bytes");
+  if (rows < 0 || cols < 0)
+    throw UsageError("a matrix of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                     " elements: the sizes must not be negative");
+  checked_elements(rows, cols, "a matrix");
+  out.row_partition_ = Partition::block(rows, grid.rows());
+  out.col_partition_ = Partition::block(cols, grid.cols());
+  if (out.local_bytes() > 0 && (data == nullptr || reinterpret_cast<std::uintptr_t>(data) % 16 != 0))
+    throw UsageError("DistMatrix::view_local: the block must start on a 16-byte boundary (it starts at " +
+                     std::to_string(reinterpret_cast<std::uintptr_t>(data)) + ")");
+  out.data_ = data;
+  out.owns_ = false;
+  return out;
+}
+
 MatrixStorage::~MatrixStorage() { release(); }
 
 void MatrixStorage::release() {
-  if (data_) kernels::deallocate(grid_.context().queue(), data_);
+  if (data_ && owns_) kernels::deallocate(grid_.context().queue(), data_);
   data_ = nullptr;
+  owns_ = true;
 }
 
 MatrixStorage::MatrixStorage(MatrixStorage&& o) noexcept
@@ -85,7 +109,8 @@ MatrixStorage::MatrixStorage(MatrixStorage&& o) noexcept
       element_bytes_(std::exchange(o.element_bytes_, 0)),
       row_partition_(std::move(o.row_partition_)),
       col_partition_(std::move(o.col_partition_)),
-      data_(std::exchange(o.data_, nullptr)) {}
+      data_(std::exchange(o.data_, nullptr)),
+      owns_(std::exchange(o.owns_, true)) {}
 
 MatrixStorage& MatrixStorage::operator=(MatrixStorage&& o) noexcept {
   if (this != &o) {
@@ -97,6 +122,7 @@ MatrixStorage& MatrixStorage::operator=(MatrixStorage&& o) noexcept {
     row_partition_ = std::move(o.row_partition_);
     col_partition_ = std::move(o.col_partition_);
     data_ = std::exchange(o.data_, nullptr);
+    owns_ = std::exchange(o.owns_, true);
   }
   return *this;
 }

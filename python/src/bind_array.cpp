@@ -127,7 +127,7 @@ struct BlockRecord {
   std::int32_t error = 0;  // ErrorKind
   std::int32_t dtype = -1;
   std::int32_t ndim = 0;
-  std::int32_t pad = 0;
+  std::int32_t viewable = 0;  // the block can be used in place (the memory and alignment allow it)
   index_t rows = 0, cols = 0;
 };
 
@@ -168,7 +168,8 @@ bool is_device_memory(const Context& ctx, int device_type) {
 
 // Each rank's block of one global array (from_local): 1-D blocks of any sizes form the array in rank
 // order, without a copy where the memory allows; 2-D blocks must form the balanced layout of the
-// grid (rank = process row * grid columns + process column), and are copied into it.
+// grid (rank = process row * grid columns + process column), and are used in place where the memory
+// allows and the block starts on a 16-byte boundary, else copied into it.
 ArrayPtr from_local(const SessionPtr& session, const std::string& error, const std::string& message,
                     const std::string& dtype_text, const std::vector<index_t>& shape, std::uintptr_t pointer,
                     int device_type, py::object owner, std::optional<std::uintptr_t> stream,
@@ -208,6 +209,12 @@ ArrayPtr from_local(const SessionPtr& session, const std::string& error, const s
   mine.ndim = static_cast<std::int32_t>(shape.size());
   mine.rows = shape.empty() ? 0 : shape[0];
   mine.cols = shape.size() == 2 ? shape[1] : 1;
+  // In place where the block's memory is the backend's own (host memory under cpu, this GPU's
+  // memory under cuda; a host block under cuda is copied to the device), and a 2-D block starts on
+  // a 16-byte boundary (a matrix block's promise to the kernels).
+  const bool on_device = is_device_memory(ctx, device_type);
+  mine.viewable = (ctx.backend() == Backend::cpu || on_device) &&
+                  (mine.ndim != 2 || mine.rows * mine.cols == 0 || pointer % 16 == 0);
 
   const Call call(*session);
   std::vector<BlockRecord> all = gather_records(ctx, mine, why);
@@ -222,8 +229,10 @@ ArrayPtr from_local(const SessionPtr& session, const std::string& error, const s
                        "'s is " + std::to_string(other.ndim) + "-D)");
   }
   const Dtype dtype{all[0].dtype};
-  const bool on_device = is_device_memory(ctx, device_type);
   const std::size_t element = dtype_bytes(dtype);
+  // Allocating the copies is collective: every rank views, or every rank copies.
+  bool view = true;
+  for (const BlockRecord& r : all) view = view && r.viewable != 0;
 
   if (all[0].ndim == 1) {
     std::vector<index_t> counts;
@@ -231,9 +240,6 @@ ArrayPtr from_local(const SessionPtr& session, const std::string& error, const s
     Partition partition = Partition::from_counts(counts);
     if (partition == Partition::block(partition.global_size(), ctx.size()))
       partition = Partition::block(partition.global_size(), ctx.size());
-    // Zero-copy where the block's memory is the backend's own: host memory under cpu, this GPU's
-    // memory under cuda. A host block under cuda is copied to the device.
-    const bool view = ctx.backend() == Backend::cpu || on_device;
     return dispatch(dtype, [&]<class T>() {
       if (view) {
         ArrayPtr out = make_array(session, DistArray<T>::view_local(ctx, std::move(partition),
@@ -277,12 +283,17 @@ ArrayPtr from_local(const SessionPtr& session, const std::string& error, const s
                        std::to_string(row_blocks.local_size(pr)) + " x " + std::to_string(col_blocks.local_size(pc)));
   }
   return dispatch(dtype, [&]<class T>() {
-    DistMatrix<T> m = new_matrix<T>(grid, rows, cols);
     if (stream && on_device) {
       kernels::Queue theirs = ctx.queue();
       theirs.stream = reinterpret_cast<kernels::StreamHandle>(*stream);
       kernels::queue_wait(ctx.queue(), theirs);
     }
+    if (view) {
+      ArrayPtr out = make_array(session, DistMatrix<T>::view_local(grid, rows, cols, reinterpret_cast<T*>(pointer)));
+      call.with_gil([&] { out->keep_alive(owner); });
+      return out;
+    }
+    DistMatrix<T> m = new_matrix<T>(grid, rows, cols);
     copy_in(ctx, m.local_data(), reinterpret_cast<const void*>(pointer),
             static_cast<std::size_t>(m.local_rows() * m.local_cols()) * element, on_device);
     return make_array(session, std::move(m));
@@ -997,7 +1008,8 @@ void bind_array(py::module_& m) {
       .def_property_readonly("layout", &layout_tuple)
       .def_property_readonly("owns_memory",
                              [](Array& a) {
-                               return a.ndim() == 2 || a.visit_vector([](auto& v) { return !v.is_view(); });
+                               if (a.ndim() == 2) return a.visit_matrix([](auto& m) { return !m.is_view(); });
+                               return a.visit_vector([](auto& v) { return !v.is_view(); });
                              })
       .def("_local_host", &local_host)
       .def("_local_device", &device_block)

@@ -167,7 +167,8 @@ def from_local(block, comm=None, layout=None):
     any sizes (0 included) make a 1-D array in rank order, without a copy where the memory allows:
     a C-contiguous, aligned, writable block in the backend's own memory (host memory under cpu, the
     rank's GPU under cuda) is used in place, and the DistArray keeps it alive; others are copied.
-    2-D blocks must form the balanced block layout of the ``layout`` grid and are copied. Errors
+    2-D blocks must form the balanced block layout of the ``layout`` grid; they are used in place
+    on the same terms where they also start on a 16-byte boundary, and copied otherwise. Errors
     (a dtype the ranks disagree on, a block in the wrong memory) are raised on every rank.
     """
     ctx = _context(comm)

@@ -79,6 +79,15 @@ def test_from_local_refuses_a_strided_gpu_block_with_its_own_error():
     expect_raises(ValueError, lambda: tessera.from_local(StridedGpuBlock()), match="not C-contiguous")
 
 
+def aligned_copy(block, offset):
+    """A copy of block whose data starts `offset` bytes past a 16-byte boundary."""
+    raw = np.zeros(block.nbytes + 32, dtype=np.uint8)
+    first = (-raw.__array_interface__["data"][0]) % 16 + offset
+    out = raw[first:first + block.nbytes].view(block.dtype).reshape(block.shape)
+    out[...] = block
+    return out
+
+
 def test_from_local_2d_blocks():
     for rows, cols in [(7, 5), (3, 9), (1, 1), (12, 2)]:
         data = global_data(rows * cols, "float64", seed=rows).reshape(rows, cols)
@@ -87,6 +96,26 @@ def test_from_local_2d_blocks():
         lr, lc = ref.local_shape
         x = tessera.from_local(data[r0:r0 + lr, c0:c0 + lc])
         expect_distributed(x, data, "from_local 2-D %dx%d" % (rows, cols), whole=True)
+        # A C-contiguous block on a 16-byte boundary is used in place; one 8 bytes off it is copied.
+        block = np.ascontiguousarray(data[r0:r0 + lr, c0:c0 + lc])
+        here, off = aligned_copy(block, 0), aligned_copy(block, 8)
+        y = tessera.from_local(here)
+        expect_distributed(y, data, "from_local 2-D in place %dx%d" % (rows, cols), whole=True)
+        z = tessera.from_local(off)
+        expect_distributed(z, data, "from_local 2-D off 16 bytes %dx%d" % (rows, cols), whole=True)
+        if y.context.backend == "cpu":
+            expect(not y.owns_memory, "a 2-D block on a 16-byte boundary is viewed")
+            expect(z.owns_memory, "a 2-D block off a 16-byte boundary is copied")
+            if block.size:
+                here[0, 0] = off[0, 0] = 42.0
+                expect(local_block(y)[0, 0] == 42.0, "the viewed 2-D block sees a change to the caller's block")
+                expect(local_block(z)[0, 0] == block[0, 0], "the copied 2-D block does not")
+        # One rank's block off the boundary: every rank copies (the copies' allocation is collective).
+        mixed = tessera.from_local(aligned_copy(block, 8 if COMM.rank == COMM.size - 1 else 0))
+        expect_distributed(mixed, data, "from_local 2-D, one rank's block off 16 bytes", whole=True)
+        off_somewhere = COMM.allreduce(int(COMM.rank == COMM.size - 1 and block.size > 0)) > 0
+        expect(mixed.context.backend != "cpu" or mixed.owns_memory == off_somewhere,
+               "one block off 16 bytes: copied everywhere (%s), expected %s" % (mixed.owns_memory, off_somewhere))
     # Blocks that are not the balanced layout of the grid.
     if COMM.size > 1:
         wrong = np.zeros((1 + COMM.rank, 2))

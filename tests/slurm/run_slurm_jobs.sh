@@ -8,7 +8,10 @@
 #      4 distinct GPUs, one visible per rank;
 #   3. the same, option B (--gpus-per-node=4 --gpu-bind=none, mpirun inside the allocation): every
 #      rank sees all 4 and the runtime's local_rank % 4 still gives 4 distinct GPUs;
-#   4. the same, option C (--gres=gpu:4, srun): as option B.
+#   4. the same, option C (--gres=gpu:4, srun): as option B;
+#   5. where the Python package is built (TESSERA_TEST_PYTHONPATH), a Python program under
+#      srun --mpi=pmix on 3 tasks: tessera on COMM_WORLD, each rank its Slurm task, the global sum
+#      right on every rank.
 # Jobs that ask for --cpus-per-task=2 must give each task 2 CPUs (srun no longer inherits the
 # job's --cpus-per-task: the step's CPUs on the node) and 2 OpenMP threads (OMP_NUM_THREADS, set
 # to 1 here, as a user's login environment might), in the probe and in the scaling report.
@@ -180,6 +183,31 @@ grep -q '^#SBATCH --gres=gpu:4' "$work/gpu_binding_option_c.sbatch" || fail "opt
 id=$(TESSERA_LAUNCHER=srun submit gpu-c --nodes=1 --ntasks=4 --cpus-per-task=2 --time=2 \
   "$work/gpu_binding_option_c.sbatch") || fail "gpu binding job (option C)"
 check_probe "$work/results/gpu-binding-$id/probe.txt" no 2 || fail "gpu binding (option C: --gres=gpu:4, srun)"
+
+# ---- 5. a Python program under srun ---------------------------------------------------------------
+if [[ -n ${TESSERA_TEST_PYTHONPATH:-} ]]; then
+  cat >"$work/python_job.py" <<'EOF'
+import os
+import tessera
+x = tessera.arange(1001)  # on MPI.COMM_WORLD: every task of the step
+ctx = x.context
+print(f"python-job rank={ctx.rank} size={ctx.size} procid={os.environ.get('SLURM_PROCID')} "
+      f"sum={int(tessera.sum(x))}", flush=True)
+EOF
+  printf '#!/bin/bash\nsrun --mpi=pmix %q %q\n' "$python" "$work/python_job.py" >"$work/python_job.sbatch"
+  id=$(PYTHONPATH=$TESSERA_TEST_PYTHONPATH submit python --nodes=1 --ntasks=3 --time=2 "$work/python_job.sbatch") \
+    || fail "python job (srun)"
+  "$python" - "$work/python-$id.out" <<'EOF' || fail "python job (srun): $(tail -n 5 "$work/python-$id.out" 2>/dev/null)"
+import re, sys
+lines = [dict(re.findall(r"(\w+)=(\S+)", l)) for l in open(sys.argv[1]) if l.startswith("python-job ")]
+assert sorted(int(f["rank"]) for f in lines) == [0, 1, 2], f"ranks {[f.get('rank') for f in lines]}, expected 0, 1, 2"
+for f in lines:
+    assert f["size"] == "3" and f["procid"] == f["rank"] and f["sum"] == "500500", f
+print("python under srun ok: 3 ranks, each its Slurm task, sum 500500")
+EOF
+else
+  echo "python job: the Python package is not built; not run"
+fi
 
 if ((failed)); then exit 1; fi
 echo "PASS: Slurm jobs ran and their results check out"

@@ -53,10 +53,8 @@ int public_surface_errors(const tessera::Context& ctx) {
   field.fill(1.0);
   errors += field.rows() != 4 || field.cols() != 6;
 
-  // The I/O's element types (io.hpp), a collective plan (collective_plan.hpp) and the two-level
-  // network's node shapes (scaling_two_level.hpp).
+  // The I/O's element types (io.hpp) and a collective plan (collective_plan.hpp).
   errors += tessera::io::parse_dtype("float64") != tessera::io::DType::float64;
   errors += tessera::reproducible_sum_plan<double>().size() != 1;
-  errors += tessera::scaling::block_shape(8, 4).nodes != 2;
   return errors;
 }

@@ -1,5 +1,5 @@
 // What one call of an algorithm sends between ranks: its collective plan. Each algorithm declares
-// its plan once, next to its code (a *_plan function in its header); the cost model (scaling.hpp)
+// its plan once, next to its code (a *_plan function in its header); the scaling app's cost model (apps/scaling/model)
 // charges an operation from that plan, and the tests count the collectives a call enters
 // (detail::collective_calls) against it, so that what the code does, what its documentation says
 // and what the projections charge cannot drift apart.

@@ -48,6 +48,10 @@ class MatrixStorage {
   // UsageError when rows or cols is negative, or the block's bytes do not fit in 64 bits; OutOfMemory
   // (this rank) when it does not fit in memory.
   MatrixStorage(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes);
+  // This rank's block is `data` (backend memory, row-major local_rows() x local_cols(), 16-byte
+  // aligned where the block is not empty: UsageError otherwise), neither copied nor freed.
+  static MatrixStorage view(const ProcessGrid& grid, index_t rows, index_t cols, std::size_t element_bytes,
+                            void* data);
   ~MatrixStorage();
   MatrixStorage(MatrixStorage&&) noexcept;
   MatrixStorage& operator=(MatrixStorage&&) noexcept;
@@ -68,6 +72,7 @@ class MatrixStorage {
     return static_cast<std::size_t>(local_rows()) * static_cast<std::size_t>(local_cols()) * element_bytes_;
   }
   void* data() const { return data_; }
+  bool is_view() const { return !owns_; }  // the block is memory of the caller's (view())
 
   // Every element of the block = the element_bytes bytes at `value` (host memory).
   void fill(const void* value);
@@ -90,6 +95,7 @@ class MatrixStorage {
   std::size_t element_bytes_ = 0;
   Partition row_partition_, col_partition_;
   void* data_ = nullptr;
+  bool owns_ = true;
 };
 
 }  // namespace detail
@@ -99,8 +105,8 @@ class MatrixStorage {
 // This rank's block lives in backend memory, row-major with leading dimension local_cols(), and
 // starts on a 16-byte boundary. T: any trivially copyable type (numbers, std::complex, a struct of
 // fields); the library moves its elements as bytes (detail::MatrixStorage), so nothing is
-// instantiated per type. generate() needs one of the generator's numeric types; matmul float or
-// double.
+// instantiated per type. generate() needs one of the generator's numeric types; matmul float,
+// double, std::int32_t, std::int64_t, std::complex<float> or std::complex<double>.
 template <class T>
 class DistMatrix {
   static_assert(std::is_trivially_copyable_v<T>, "DistMatrix: the element type must be trivially copyable");
@@ -110,6 +116,13 @@ class DistMatrix {
 
   DistMatrix() = default;
   DistMatrix(const ProcessGrid& grid, index_t rows, index_t cols) : storage_(grid, rows, cols, sizeof(T)) {}
+  // The matrix whose block on this rank is `block`: backend memory holding this rank's
+  // local_rows() x local_cols() elements of the balanced layout, row-major, 16-byte aligned (a
+  // UsageError otherwise). Neither copied nor freed: it must outlive the matrix.
+  static DistMatrix view_local(const ProcessGrid& grid, index_t rows, index_t cols, T* block) {
+    return DistMatrix(detail::MatrixStorage::view(grid, rows, cols, sizeof(T), block));
+  }
+  bool is_view() const { return storage_.is_view(); }
   // Takes storage of sizeof(T)-byte elements (what the byte-level algorithms return).
   explicit DistMatrix(detail::MatrixStorage&& storage) : storage_(std::move(storage)) {
     TESSERA_ASSERT(storage_.data() == nullptr || storage_.element_bytes() == sizeof(T),
@@ -201,6 +214,10 @@ struct MatmulOptions {
 // the owners broadcast an A panel along their process row and a B panel along their process column;
 // every rank accumulates the panel product. The broadcast of panel k+1 overlaps the product of panel
 // k. Any M, N, K; A.cols() must equal B.rows() (UsageError naming both shapes otherwise).
+// T: float and double (tuned local products: SIMT SGEMM, FP64 tensor-core DGEMM, or cuBLAS);
+// std::int32_t and std::int64_t, whose sums and products wrap modulo 2^32 / 2^64 as NumPy's do;
+// std::complex<float> and std::complex<double> (engine vendor: cuBLAS's cgemm/zgemm; tiled, and
+// for the integers always: a generic tiled kernel on the CUDA cores).
 template <class T>
 DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options = {},
                      PhaseTimes* times = nullptr);

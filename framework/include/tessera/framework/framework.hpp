@@ -23,8 +23,6 @@
 #include "tessera/framework/partition.hpp"
 #include "tessera/framework/redistribute.hpp"
 #include "tessera/framework/runtime.hpp"
-#include "tessera/framework/scaling.hpp"
-#include "tessera/framework/scaling_two_level.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/framework/utf8.hpp"
 #include "tessera/kernels/kernels.hpp"

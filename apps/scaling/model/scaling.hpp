@@ -172,6 +172,94 @@ struct OverlapTerms {
 OverlapTerms summa_overlap(const Problem& problem, int p, std::int64_t panel_width, double seconds_per_flop,
                            const NetworkModel& device);
 
+// ------------------------------------------------------------------------------------------------
+// The node's shared resource: the local phase's bandwidth with k ranks of one node busy at once.
+//
+// The launch's probe streams a buffer on the first k ranks of node 0 at once, k = 1 .. G (G: the
+// ranks on the node), and records the slowest rank's time t(k). slowdown(k) = t(k) / t(1) is how
+// much longer a memory-bound local phase takes with k ranks of the node busy than with one: CPU
+// ranks share the node's DRAM channels (and its cores, where ranks outnumber them); GPU ranks have
+// their own HBM but share PCIe and the host. The model's local term at p ranks is charged
+// slowdown(min(p, G)) times the one-rank rate (block placement: the first p ranks fill node 0).
+struct NodeSharing {
+  std::vector<int> active;       // k, ascending; 1 first
+  std::vector<double> seconds;   // t(k), the slowest rank's probe time
+  bool measured() const { return !active.empty() && active.front() == 1 && seconds.front() > 0; }
+  int max_active() const { return active.empty() ? 1 : active.back(); }
+  // 1 without a probe; t(k) / t(1) at a measured k, linear in k between two, the last one's beyond.
+  double slowdown(int k) const;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Collectives charged as they run.
+//
+// The launch times each collective of the operation's plan at the plan's message size on every
+// sub-communicator it measures (Communicator, host MPI; the slowest rank, per call). The model
+// charges a call the time measured for (collective, group size, size class), the size class being
+// floor(log2 bytes): at a measured group size the measured time; between two measured sizes p0 < p <
+// p1 the interpolation t0 + (t1 - t0) (f(p) - f(p0)) / (f(p1) - f(p0)), f the cost of the algorithm
+// the library picks (below) with the fitted alpha and beta (linear in log2 p where f is flat); past
+// the largest measured size pm, t(pm) f(p) / f(pm): the measured cost scaled as the algorithm's cost
+// grows. Where the plan's collective was not measured, f itself.
+
+// The library that runs a collective: host MPI (Open MPI's tuned component) or NCCL.
+enum class CollectiveLibrary { open_mpi, nccl };
+
+// What an algorithm costs on p ranks for b bytes per rank: alpha rounds + bytes / beta.
+struct AlgorithmCost {
+  const char* name = "";
+  double rounds = 0;  // multiplies alpha
+  double bytes = 0;   // divided by beta
+};
+
+// The algorithm Open MPI 4.1's tuned component picks (coll_tuned_decision_fixed.c) and its cost,
+// with d = ceil(log2 p) and the adjustment of 2 rounds where p is not a power of two (recursive
+// doubling folds the extra ranks in and out):
+//   allreduce (commutative), by p and b:
+//     recursive doubling      (d + 2 [p not 2^k]) (alpha + b / beta)
+//     ring, segmented ring    2 (p - 1) alpha + 2 (p - 1)/p b / beta
+//     Rabenseifner            (2 d + 2 [p not 2^k]) alpha + 2 (p - 1)/p b / beta
+//     reduce + bcast          2 d (alpha + b / beta)          (nonoverlapping, binomial trees)
+//     linear                  2 (p - 1) (alpha + b / beta)
+//     (the ring, segmented ring and Rabenseifner fall back to recursive doubling where the vector
+//     has fewer elements than p, counted as b / 8)
+//   allgather, b per rank: below 64 KiB in all, recursive doubling (p = 2^k) or Bruck (other p):
+//     d alpha + (p - 1) b / beta; above, ring: (p - 1) (alpha + b / beta)
+//   bcast: below 2 KiB binomial: d (alpha + b / beta); above, pipelined (segments of s = 128 KiB
+//     or split binary tree): (d + ceil(b / s) - 1) alpha + b / beta
+//   exscan: linear chain in Open MPI's basic component: (p - 1) (alpha + b / beta)
+//   alltoallv: pairwise exchange: (p - 1) alpha + (p - 1)/p b / beta
+//   reduce_scatter (b: the whole vector): recursive halving: d alpha + (p - 1)/p b / beta
+//   neighbor_exchange: 1 alpha + b / beta
+AlgorithmCost openmpi_algorithm(Collective kind, int p, double bytes);
+// NCCL: allreduce as a ring, 2 (p - 1) alpha + 2 (p - 1)/p b / beta, or, for b below 64 KiB, as
+// its double binary tree, 2 d alpha + 2 b / beta (the cheaper of the two, as NCCL's tuner picks);
+// broadcast as a pipelined ring, (p - 1) alpha + b / beta; allgather and reduce-scatter as rings,
+// (p - 1) alpha + (p - 1) b / beta and (p - 1) alpha + (p - 1)/p b / beta; the others as Open MPI.
+AlgorithmCost nccl_algorithm(Collective kind, int p, double bytes);
+AlgorithmCost library_algorithm(CollectiveLibrary library, Collective kind, int p, double bytes);
+
+// One collective timed by the launch.
+struct CollectiveTiming {
+  Collective kind = Collective::allreduce;
+  int ranks = 1;
+  double bytes = 0;
+  double seconds = 0;  // per call, the slowest rank; the median over the batches
+  std::vector<double> batches;  // per batch, its mean per call (the bootstrap draws from these)
+};
+
+int size_class(double bytes);  // floor(log2 bytes); 0 below 2 bytes
+
+struct CollectiveCharge {
+  double seconds = 0;
+  double latency = 0, bandwidth = 0;  // seconds split as the algorithm's alpha and beta shares
+  const char* algorithm = "";
+  const char* source = "";            // "measured", "interpolated", "extrapolated" or "formula"
+};
+// One call of `kind` on p ranks, b bytes per rank, as described above.
+CollectiveCharge charge_collective(const std::vector<CollectiveTiming>& measured, CollectiveLibrary library,
+                                   const NetworkModel& network, Collective kind, int p, double bytes);
+
 // One measured point of a study, the median over repeats of the slowest rank's times.
 struct Measurement {
   int ranks = 1;
@@ -190,6 +278,10 @@ struct CostModel {
   CollectivePlan plan;          // sum, scan, filter: the collectives their algorithm declares
   NetworkModel network;         // host MPI: the scalar collectives of sum, scan, filter
   NetworkModel device_network;  // DeviceComm on backend memory: SUMMA's panels
+  NodeSharing sharing;               // the local phase's slowdown with k ranks of a node busy
+  int ranks_per_node = 0;            // G; 0: the probe's largest k
+  std::vector<CollectiveTiming> collectives;  // measured; empty: the plan charged by the formulas
+  CollectiveLibrary library = CollectiveLibrary::open_mpi;
   double local_overhead = 0;         // seconds per call that do not shrink with the local work (launches)
   double local_seconds_per_work = 0;  // seconds per byte (flop for matmul) of one rank's local phases
   double host = 0;            // constant host-side serial seconds per call
@@ -204,12 +296,16 @@ struct CostModel {
     const char* dominant() const;  // "local", "latency", "bandwidth" or "host"
   };
   Terms predict(int p) const;
+  // The ranks busy on one node at p ranks, and the local phase's slowdown there (1 for matmul, whose
+  // GEMMs are bound by each rank's own cores, not by the node's memory).
+  int active_on_node(int p) const;
+  double local_slowdown(int p) const;
   // Bytes/s (flop/s for matmul) of the local phases; 0 where the fit found no work-dependent part.
   double local_rate() const { return local_seconds_per_work > 0 ? 1.0 / local_seconds_per_work : 0.0; }
   const char* work_unit() const { return op == Op::matmul ? "flop" : "byte"; }
 };
 
-// Fits the local rate and overhead (t_local = overhead + work / rate, non-negative least squares,
+// Fits the local rate and overhead (t_local = overhead + slowdown(k) work / rate, non-negative least squares,
 // overhead 0 when the work does not vary across the points, as in weak scaling) and the host
 // constant (mean) on the measurements whose rank count is in fit_ranks; the network models are
 // given: `network` (host MPI) for the scalar collectives, `device_network` for matmul's panels.
@@ -221,6 +317,11 @@ CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_by
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
                          const CollectivePlan& plan, const NetworkModel& network,
                          const std::vector<Measurement>& points, const std::vector<int>& fit_ranks);
+// The same, with the node's sharing and the measured collectives (charged before the local fit).
+CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
+                         const CollectivePlan& plan, const NetworkModel& network, const NetworkModel& device_network,
+                         const NodeSharing& sharing, int ranks_per_node, const std::vector<CollectiveTiming>& collectives,
+                         const std::vector<Measurement>& points, const std::vector<int>& fit_ranks);
 
 struct ProjectionPoint {
   int ranks = 1;
@@ -229,10 +330,21 @@ struct ProjectionPoint {
   double efficiency = 0;  // strong: S / p; weak: T(1) / T(p)
   CostModel::Terms terms;
   std::string dominant;
+  double low = 0, high = 0;  // the time's 95% interval (project_interval); 0 where not computed
 };
 // The model at each rank count, speedup and efficiency against the model's own T(1).
 std::vector<ProjectionPoint> project(const CostModel& model, const std::vector<int>& ranks);
 // 8, 16, ..., 4096.
 std::vector<int> default_projection_ranks();
+// 1, 2, 4, ..., 1024 nodes of ranks_per_node ranks.
+std::vector<int> node_projection_ranks(int ranks_per_node);
+
+// The interval of a projection: the 2.5% and 97.5% quantiles over models refitted to resamples of
+// the inputs (a bootstrap: each resample draws the rounds of every point, the probe's repetitions
+// and the collectives' batches with replacement). refits[i] holds the times of resample i at
+// `ranks`; writes low and high into `points` (same ranks, same order).
+void apply_interval(std::vector<ProjectionPoint>& points, const std::vector<std::vector<double>>& refits);
+// The q-quantile (0 <= q <= 1) of x, linear between order statistics.
+double quantile(std::vector<double> x, double q);
 
 }  // namespace tessera::scaling

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 
 namespace tessera::scaling {
 
@@ -65,7 +65,8 @@ TwoLevelNetwork fit_two_level_device(const std::vector<CollectiveSample>& intra,
                                      const std::vector<CollectiveSample>& inter);
 
 // The cost model of one operation on N nodes x G ranks per node, block-placed. `base` carries the
-// operation, sizes, the local rate and overhead and the host constant (fit_cost_model); its
+// operation, sizes, the local rate and overhead, the node sharing (its local term is slowed by
+// slowdown(ranks per node)) and the host constant (fit_cost_model); its
 // one-level networks are not used.
 struct TwoLevelModel {
   CostModel base;

@@ -1,4 +1,4 @@
-#include "tessera/framework/scaling_two_level.hpp"
+#include "model/scaling_two_level.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -153,7 +153,8 @@ TwoLevelModel::Terms predict_shape(const TwoLevelModel& m, int p, NodeShape shap
     t.local += base.local_overhead;
     return t;
   }
-  t.local = base.local_overhead + base.local_seconds_per_work * local_work(problem, p);
+  // Each node holds shape.per_node busy ranks: the node's shared bandwidth at that many.
+  t.local = base.local_overhead + base.local_seconds_per_work * base.sharing.slowdown(shape.per_node) * local_work(problem, p);
   if (p <= 1) return t;
   // The operation's collective plan, as comm_cost charges it, on two levels.
   const TwoLevelNetwork& net = m.host;

@@ -3,7 +3,7 @@
 #include <limits>
 #include <set>
 
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 #include "tessera/kernels/error.hpp"
 
 namespace tessera::scaling {
@@ -373,6 +373,179 @@ const char* CostModel::Terms::dominant() const {
   return name;
 }
 
+double NodeSharing::slowdown(int k) const {
+  if (!measured()) return 1.0;
+  const double t1 = seconds.front();
+  if (k <= active.front()) return 1.0;
+  for (std::size_t i = 1; i < active.size(); ++i) {
+    if (k > active[i]) continue;
+    const double w = double(k - active[i - 1]) / double(active[i] - active[i - 1]);
+    return ((1 - w) * seconds[i - 1] + w * seconds[i]) / t1;
+  }
+  return seconds.back() / t1;
+}
+
+namespace {
+
+bool power_of_two(int p) { return p > 0 && (p & (p - 1)) == 0; }
+double fold(int p) { return power_of_two(p) ? 0.0 : 2.0; }  // recursive doubling's extra rounds
+
+AlgorithmCost allreduce_cost(int alg, int p, double b) {
+  const double d = tree_depth(p), ring = 2.0 * (p - 1) / p * b;
+  switch (alg) {
+    case 1: return {"linear", 2.0 * (p - 1), 2.0 * (p - 1) * b};
+    case 2: return {"reduce+bcast", 2 * d, 2 * d * b};
+    case 3: return {"recursive_doubling", d + fold(p), (d + fold(p)) * b};
+    case 4: return {"ring", 2.0 * (p - 1), ring};
+    case 5: return {"segmented_ring", 2.0 * (p - 1), ring};
+    default: return {"rabenseifner", 2 * d + fold(p), ring};
+  }
+}
+
+// Open MPI 4.1's fixed decision for a commutative allreduce: the algorithm by communicator size
+// and message size (1 linear, 2 nonoverlapping, 3 recursive doubling, 4 ring, 5 segmented ring,
+// 6 Rabenseifner). A table of thresholds in bytes: below the first size of a row's list, the
+// first algorithm, and so on.
+int openmpi_allreduce_choice(int p, double b) {
+  struct Row { int below_p; std::vector<std::pair<double, int>> steps; int otherwise; };
+  static const std::vector<Row> rows = {
+      {4, {{8, 4}, {4096, 3}, {8192, 4}, {16384, 3}, {65536, 4}, {262144, 5}}, 6},
+      {8, {{16, 4}, {8192, 3}}, 6},
+      {16, {{8192, 3}}, 6},
+      {32, {{64, 5}, {4096, 3}}, 6},
+      {64, {{128, 5}}, 6},
+      {128, {{128, 1}, {512, 3}, {8192, 1}, {262144, 3}}, 6},
+      {256, {{2048, 2}, {16384, 1}, {131072, 2}, {262144, 3}}, 6},
+      {512, {{4096, 2}}, 6},
+      {2048, {{2048, 2}, {16384, 3}}, 6},
+      {4096, {{2048, 2}, {4096, 5}, {16384, 3}}, 6},
+      {1 << 30, {{2048, 2}, {16384, 5}, {32768, 3}}, 6}};
+  for (const Row& row : rows) {
+    if (p >= row.below_p) continue;
+    for (const auto& [below, alg] : row.steps)
+      if (b < below) return alg;
+    return row.otherwise;
+  }
+  return 6;
+}
+
+}  // namespace
+
+AlgorithmCost openmpi_algorithm(Collective kind, int p, double b) {
+  if (p <= 1) return {"none", 0, 0};
+  const double d = tree_depth(p);
+  switch (kind) {
+    case Collective::allreduce: {
+      // The ring, segmented ring and Rabenseifner fall back to recursive doubling when the vector
+      // has fewer elements than the communicator has ranks (counted here as 8-byte elements).
+      int alg = openmpi_allreduce_choice(p, b);
+      if (alg >= 4 && std::floor(b / 8) < p) alg = 3;
+      return allreduce_cost(alg, p, b);
+    }
+    case Collective::allgather:
+      if (b * p < 65536) return {power_of_two(p) ? "recursive_doubling" : "bruck", d, (p - 1) * b};
+      return {"ring", double(p - 1), (p - 1) * b};
+    case Collective::bcast: {
+      if (b < 2048) return {"binomial", d, d * b};
+      const double segments = std::ceil(b / 131072.0);
+      return {"pipeline", d + segments - 1, b};
+    }
+    case Collective::exscan: return {"linear", double(p - 1), (p - 1) * b};
+    case Collective::alltoallv: return {"pairwise", double(p - 1), (p - 1.0) / p * b};
+    case Collective::reduce_scatter: return {"recursive_halving", d, (p - 1.0) / p * b};
+    case Collective::neighbor_exchange: return {"neighbor", 1, b};
+  }
+  return {"none", 0, 0};
+}
+
+AlgorithmCost nccl_algorithm(Collective kind, int p, double b) {
+  if (p <= 1) return {"none", 0, 0};
+  const double d = tree_depth(p);
+  switch (kind) {
+    case Collective::allreduce:
+      if (b < 65536) return {"tree", 2 * d, 2 * b};
+      return {"ring", 2.0 * (p - 1), 2.0 * (p - 1) / p * b};
+    case Collective::bcast: return {"ring", double(p - 1), b};
+    case Collective::allgather: return {"ring", double(p - 1), (p - 1) * b};
+    case Collective::reduce_scatter: return {"ring", double(p - 1), (p - 1.0) / p * b};
+    default: return openmpi_algorithm(kind, p, b);
+  }
+}
+
+AlgorithmCost library_algorithm(CollectiveLibrary library, Collective kind, int p, double bytes) {
+  return library == CollectiveLibrary::nccl ? nccl_algorithm(kind, p, bytes) : openmpi_algorithm(kind, p, bytes);
+}
+
+int size_class(double bytes) { return bytes < 2 ? 0 : static_cast<int>(std::floor(std::log2(bytes))); }
+
+CollectiveCharge charge_collective(const std::vector<CollectiveTiming>& measured, CollectiveLibrary library,
+                                   const NetworkModel& network, Collective kind, int p, double bytes) {
+  CollectiveCharge c;
+  if (p <= 1) {
+    c.source = "none";
+    c.algorithm = "none";
+    return c;
+  }
+  const AlgorithmCost alg = library_algorithm(library, kind, p, bytes);
+  c.algorithm = alg.name;
+  auto formula = [&](int q) {
+    const AlgorithmCost a = library_algorithm(library, kind, q, bytes);
+    return network.latency * a.rounds + (network.bandwidth > 0 ? a.bytes / network.bandwidth : 0.0);
+  };
+  // The measured rows of this collective and size class, by group size (the nearest bytes first
+  // where one size holds several).
+  std::vector<const CollectiveTiming*> rows;
+  for (const CollectiveTiming& t : measured) {
+    if (t.kind != kind || t.ranks < 2 || size_class(t.bytes) != size_class(bytes) || !(t.seconds > 0)) continue;
+    auto same = std::find_if(rows.begin(), rows.end(), [&](const CollectiveTiming* r) { return r->ranks == t.ranks; });
+    if (same == rows.end())
+      rows.push_back(&t);
+    else if (std::abs(t.bytes - bytes) < std::abs((*same)->bytes - bytes))
+      *same = &t;
+  }
+  std::sort(rows.begin(), rows.end(), [](const CollectiveTiming* a, const CollectiveTiming* b) { return a->ranks < b->ranks; });
+  const double f = formula(p);
+  if (rows.empty()) {
+    c.seconds = f;
+    c.source = "formula";
+  } else if (p > rows.back()->ranks || p < rows.front()->ranks) {
+    const CollectiveTiming& edge = p > rows.back()->ranks ? *rows.back() : *rows.front();
+    const double fe = formula(edge.ranks);
+    c.seconds = fe > 0 ? edge.seconds * f / fe : edge.seconds;
+    c.source = "extrapolated";
+  } else {
+    std::size_t i = 0;
+    while (rows[i]->ranks < p) ++i;
+    if (rows[i]->ranks == p) {
+      c.seconds = rows[i]->seconds;
+      c.source = "measured";
+    } else {
+      const CollectiveTiming& a = *rows[i - 1];
+      const CollectiveTiming& b = *rows[i];
+      const double fa = formula(a.ranks), fb = formula(b.ranks);
+      const double w = fb > fa ? (f - fa) / (fb - fa)
+                               : (std::log2(double(p)) - std::log2(double(a.ranks))) /
+                                     (std::log2(double(b.ranks)) - std::log2(double(a.ranks)));
+      c.seconds = a.seconds + (b.seconds - a.seconds) * w;
+      c.source = "interpolated";
+    }
+  }
+  // Split as the algorithm's alpha and beta shares at p.
+  const double lat = network.latency * alg.rounds;
+  const double bw = network.bandwidth > 0 ? alg.bytes / network.bandwidth : 0.0;
+  const double share = lat + bw > 0 ? lat / (lat + bw) : 1.0;
+  c.latency = c.seconds * share;
+  c.bandwidth = c.seconds - c.latency;
+  return c;
+}
+
+int CostModel::active_on_node(int p) const {
+  const int g = ranks_per_node > 0 ? ranks_per_node : sharing.max_active();
+  return std::max(1, std::min(p, g));
+}
+
+double CostModel::local_slowdown(int p) const { return op == Op::matmul ? 1.0 : sharing.slowdown(active_on_node(p)); }
+
 CostModel::Terms CostModel::predict(int p) const {
   const Problem problem = problem_at(op, mode, size_arg, element_bytes, p);
   Terms t;
@@ -386,10 +559,18 @@ CostModel::Terms CostModel::predict(int p) const {
     t.hidden = o.hidden;
     return t;
   }
-  const CommCost cost = comm_cost(plan, p);
-  t.local = local_overhead + local_seconds_per_work * local_work(problem, p);
-  t.latency = network.latency * cost.latency_rounds;
-  t.bandwidth = network.bandwidth > 0 ? cost.bytes / network.bandwidth : 0.0;
+  t.local = local_overhead + local_seconds_per_work * local_slowdown(p) * local_work(problem, p);
+  if (collectives.empty()) {
+    const CommCost cost = comm_cost(plan, p);
+    t.latency = network.latency * cost.latency_rounds;
+    t.bandwidth = network.bandwidth > 0 ? cost.bytes / network.bandwidth : 0.0;
+    return t;
+  }
+  for (const CollectiveCall& call : plan) {
+    const CollectiveCharge c = charge_collective(collectives, library, network, call.kind, p, call.bytes);
+    t.latency += c.latency;
+    t.bandwidth += c.bandwidth;
+  }
   return t;
 }
 
@@ -402,6 +583,14 @@ CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_by
 CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
                          const CollectivePlan& plan, const NetworkModel& network, const NetworkModel& device_network,
                          const std::vector<Measurement>& points, const std::vector<int>& fit_ranks) {
+  return fit_cost_model(op, mode, size_arg, element_bytes, panel_width, plan, network, device_network, NodeSharing{}, 0,
+                        {}, points, fit_ranks);
+}
+
+CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_bytes, std::int64_t panel_width,
+                         const CollectivePlan& plan, const NetworkModel& network, const NetworkModel& device_network,
+                         const NodeSharing& sharing, int ranks_per_node, const std::vector<CollectiveTiming>& collectives,
+                         const std::vector<Measurement>& points, const std::vector<int>& fit_ranks) {
   CostModel model;
   model.plan = plan;
   model.device_network = device_network;
@@ -411,11 +600,18 @@ CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_by
   model.element_bytes = element_bytes;
   model.panel_width = panel_width;
   model.network = network;
+  model.sharing = sharing;
+  model.ranks_per_node = ranks_per_node;
+  model.collectives = collectives;
   std::vector<double> x, y, w;
   double host_sum = 0;
+  double work_lo = 0, work_hi = 0;
   for (const auto& m : points) {
     if (std::find(fit_ranks.begin(), fit_ranks.end(), m.ranks) == fit_ranks.end()) continue;
-    x.push_back(local_work(problem_at(op, mode, size_arg, element_bytes, m.ranks), m.ranks));
+    const double work = local_work(problem_at(op, mode, size_arg, element_bytes, m.ranks), m.ranks);
+    work_lo = x.empty() ? work : std::min(work_lo, work);
+    work_hi = x.empty() ? work : std::max(work_hi, work);
+    x.push_back(work * model.local_slowdown(m.ranks));
     y.push_back(m.local);
     w.push_back(m.local > 0 ? 1.0 / m.local : 1.0);
     host_sum += m.host;
@@ -423,10 +619,9 @@ CostModel fit_cost_model(Op op, Mode mode, std::int64_t size_arg, int element_by
   }
   if (x.empty()) return model;
   model.host = host_sum / x.size();
-  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
   // Weak scaling keeps the work per rank fixed: overhead and rate cannot be told apart, so all the
   // local time is charged to the rate.
-  const bool work_varies = *hi > 1.01 * *lo;
+  const bool work_varies = work_hi > 1.01 * work_lo;
   const Line line = nonnegative_line_fit(x, y, w, work_varies);
   model.local_overhead = line.a;
   model.local_seconds_per_work = line.b;
@@ -452,6 +647,32 @@ std::vector<ProjectionPoint> project(const CostModel& model, const std::vector<i
     out.push_back(point);
   }
   return out;
+}
+
+std::vector<int> node_projection_ranks(int ranks_per_node) {
+  std::vector<int> r;
+  for (int nodes = 1; nodes <= 1024; nodes *= 2) r.push_back(nodes * std::max(1, ranks_per_node));
+  return r;
+}
+
+double quantile(std::vector<double> x, double q) {
+  if (x.empty()) return 0;
+  std::sort(x.begin(), x.end());
+  const double at = q * double(x.size() - 1);
+  const std::size_t i = static_cast<std::size_t>(std::floor(at));
+  if (i + 1 >= x.size()) return x.back();
+  return x[i] + (x[i + 1] - x[i]) * (at - double(i));
+}
+
+void apply_interval(std::vector<ProjectionPoint>& points, const std::vector<std::vector<double>>& refits) {
+  for (std::size_t j = 0; j < points.size(); ++j) {
+    std::vector<double> t;
+    for (const auto& r : refits)
+      if (j < r.size() && std::isfinite(r[j])) t.push_back(r[j]);
+    if (t.empty()) continue;
+    points[j].low = std::min(points[j].time, quantile(t, 0.025));
+    points[j].high = std::max(points[j].time, quantile(t, 0.975));
+  }
 }
 
 std::vector<int> default_projection_ranks() {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <vector>
 
-#include "tessera/framework/scaling.hpp"
-#include "tessera/framework/scaling_two_level.hpp"
+#include "model/scaling.hpp"
+#include "model/scaling_two_level.hpp"
 
 namespace sc = tessera::scaling;
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "tessera/framework/scaling.hpp"
+#include "model/scaling.hpp"
 #include "tessera/kernels/error.hpp"
 
 namespace sc = tessera::scaling;

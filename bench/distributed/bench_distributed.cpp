@@ -4,7 +4,9 @@
 // warm-up calls outside the timing; then --iters timed calls, each after a barrier; per size the
 // time (the per-rank mean over the iterations) as min / avg / max over ranks, the bandwidth, each
 // phase's time (the mean over --iters further calls that ask for phase times), a count of wrong
-// results against an independent host computation, and the path device buffers take between ranks; a closing summary line (results, wrong values, mean bandwidth).
+// results against an independent host computation, and the path device buffers take between ranks.
+// The harness (bench/common) gives the flags, the per-call statistics (the slowest rank's time per
+// call), one VALID/INVALID line per row, the closing summary line and the JSON report.
 // One rank per GPU under mpirun; the cpu backend works too.
 //
 //   mpirun -np 2 tessera_bench_distributed --backend cuda -b 4M -e 1G -f 2 -n 20 --json out.json
@@ -24,7 +26,9 @@
 
 #include "app.hpp"
 #include "cli.hpp"
+#include "harness.hpp"
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/environment.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/io.hpp"
@@ -41,107 +45,47 @@ struct Options {
   std::string backend = "auto";
   std::string dtype = "float";
   std::vector<std::string> algorithms = {"reduce", "reproducible_sum", "scan", "filter", "matmul"};
-  index_t min_elements = index_t(1) << 10;  // per rank
-  index_t max_elements = index_t(1) << 22;
-  bool sizes_in_bytes = false;              // -b/-e given: min_bytes, max_bytes count
-  index_t min_bytes = 0;                    // per rank
-  index_t max_bytes = 0;
-  index_t step_factor = 2;
   index_t matmul_min = 256;  // global N of square N x N matrices
   index_t matmul_max = 1024;
-  int iters = 20;
-  int warmup = 5;
   bool check = true;
-  std::string json;
+  bool no_check = false;
+  int iters = 20;   // from the harness
+  int warmup = 5;
 };
 
-std::vector<std::string> split(const std::string& text) {
+std::vector<std::string> split(std::string_view text) {
   std::vector<std::string> out;
-  std::stringstream ss(text);
+  std::stringstream ss{std::string(text)};
   for (std::string item; std::getline(ss, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
 }
 
-const char* kUsage =
-    "usage: tessera_bench_distributed [flags]   (under mpirun / srun, one rank per GPU)\n"
-    "  --backend auto|cpu|cuda      where local work runs (default auto)\n"
-    "  --dtype float|double         element type (default float)\n"
-    "  --algo LIST                  of reduce,reproducible_sum,scan,filter,matmul (default all)\n"
-    "  -b, --minbytes SIZE          smallest input block per rank in bytes (as nccl-tests; K, M, G: 1024^k)\n"
-    "  -e, --maxbytes SIZE          largest input block per rank in bytes\n"
-    "  --min N, --max N             the same in elements per rank (default 1K to 4M elements)\n"
-    "  -f, --stepfactor F           multiply the size by F from one step to the next (default 2)\n"
-    "  --matmul-min N, --matmul-max N   side of the square matrices (global; default 256 to 1024)\n"
-    "  -n, --iters I                timed calls per size (default 20)\n"
-    "  -w, --warmup W               untimed calls before them (default 5)\n"
-    "  -c, --check 0|1              check results against a host computation (default 1); --no-check = -c 0\n"
-    "  --json FILE                  write the results as JSON\n"
-    "  -h, --help                   print this help\n";
-
-Options parse(int argc, char** argv, bool* help) {
-  Options o;
-  bool min_elements = false, max_elements = false, min_bytes = false, max_bytes = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(flag + ": missing value");
-      return argv[++i];
-    };
-    if (flag == "--backend") o.backend = value();
-    else if (flag == "--dtype") o.dtype = value();
-    else if (flag == "--algo") o.algorithms = split(value());
-    else if (flag == "--min") o.min_elements = apps::parse_size(value(), flag), min_elements = true;
-    else if (flag == "--max") o.max_elements = apps::parse_size(value(), flag), max_elements = true;
-    else if (flag == "-b" || flag == "--minbytes") o.min_bytes = apps::parse_size(value(), flag), min_bytes = true;
-    else if (flag == "-e" || flag == "--maxbytes") o.max_bytes = apps::parse_size(value(), flag), max_bytes = true;
-    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = apps::parse_size(value(), flag);
-    else if (flag == "--matmul-min") o.matmul_min = apps::parse_size(value(), flag);
-    else if (flag == "--matmul-max") o.matmul_max = apps::parse_size(value(), flag);
-    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
-    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
-    else if (flag == "-c" || flag == "--check") {
-      const std::string v = value();
-      if (v != "0" && v != "1") throw UsageError(flag + ": '" + v + "' (expected 0 or 1)");
-      o.check = v == "1";
-    } else if (flag == "--no-check") o.check = false;
-    else if (flag == "--json") o.json = value();
-    else if (flag == "--help" || flag == "-h") *help = true;
-    else throw UsageError("unknown flag '" + flag + "' (see --help)");
-  }
-  if (*help) return o;
-  if (o.dtype != "float" && o.dtype != "double") throw UsageError("--dtype: '" + o.dtype + "' (expected float or double)");
-  for (const auto& a : o.algorithms)
-    if (a != "reduce" && a != "reproducible_sum" && a != "scan" && a != "filter" && a != "matmul")
-      throw UsageError("--algo: unknown algorithm '" + a + "'");
-  if (o.iters < 1) throw UsageError("--iters must be at least 1");
-  if (o.step_factor < 2) throw UsageError("-f/--stepfactor: must be at least 2");
-  if ((min_bytes || max_bytes) && (min_elements || max_elements))
-    throw UsageError("-b/-e (bytes) and --min/--max (elements): give one or the other");
-  o.sizes_in_bytes = min_bytes || max_bytes;
-  if (o.sizes_in_bytes) {
-    if (!min_bytes) o.min_bytes = std::min<index_t>(o.max_bytes, 4096);
-    if (!max_bytes) o.max_bytes = std::max<index_t>(o.min_bytes, index_t(16) << 20);
-    if (o.min_bytes < 1 || o.max_bytes < o.min_bytes) throw UsageError("-b/-e: need 1 <= min <= max bytes");
-  }
-  if (o.min_elements < 1 || o.max_elements < o.min_elements) throw UsageError("--min/--max: need 1 <= min <= max");
-  if (o.matmul_min < 1 || o.matmul_max < o.matmul_min) throw UsageError("--matmul-min/--matmul-max: need 1 <= min <= max");
-  return o;
-}
-
-// The sizes per rank to run, in elements of element_bytes each: from -b to -e bytes (each rounded
-// down to whole elements, at least one, repeats dropped) or from --min to --max elements, times
-// the step factor from one to the next.
-std::vector<index_t> sizes_per_rank(const Options& o, std::size_t element_bytes) {
-  const index_t first = o.sizes_in_bytes ? o.min_bytes : o.min_elements;
-  const index_t last = o.sizes_in_bytes ? o.max_bytes : o.max_elements;
-  std::vector<index_t> out;
-  for (index_t size = first;; size *= o.step_factor) {
-    const index_t elements = o.sizes_in_bytes ? std::max<index_t>(1, size / static_cast<index_t>(element_bytes)) : size;
-    if (out.empty() || out.back() != elements) out.push_back(elements);
-    if (size > last / o.step_factor) break;
-  }
-  return out;
+// The harness's flags (-b/-e/-f in bytes per rank, or --min/--max in elements per rank, -n, -w,
+// --json) and this benchmark's own.
+void add_options(bench::Harness& h, Options& o) {
+  h.allow_element_sizes(index_t(1) << 10, index_t(1) << 22);
+  h.add_option({"--backend"}, "auto|cpu|cuda", "where local work runs (default auto)",
+               [&o](std::string_view v) { o.backend = std::string(v); });
+  h.add_option({"--dtype"}, "float|double", "element type (default float)", [&o](std::string_view v) {
+    if (v != "float" && v != "double") throw UsageError("--dtype: '" + std::string(v) + "' (expected float or double)");
+    o.dtype = std::string(v);
+  });
+  h.add_option({"--algo"}, "LIST", "of reduce,reproducible_sum,scan,filter,matmul (default all)", [&o](std::string_view v) {
+    o.algorithms = split(v);
+    for (const auto& a : o.algorithms)
+      if (a != "reduce" && a != "reproducible_sum" && a != "scan" && a != "filter" && a != "matmul")
+        throw UsageError("--algo: unknown algorithm '" + a + "'");
+  });
+  h.add_option({"--matmul-min"}, "N", "side of the smallest square matrices (global; default 256)",
+               [&o](std::string_view v) { o.matmul_min = apps::parse_count(v, "--matmul-min", 1, index_t(1) << 40); });
+  h.add_option({"--matmul-max"}, "N", "side of the largest (default 1024)",
+               [&o](std::string_view v) { o.matmul_max = apps::parse_count(v, "--matmul-max", 1, index_t(1) << 40); });
+  h.add_option({"-c", "--check"}, "0|1", "check results against a host computation (default 1)", [&o](std::string_view v) {
+    if (v != "0" && v != "1") throw UsageError("-c/--check: '" + std::string(v) + "' (expected 0 or 1)");
+    o.check = v == "1";
+  });
+  h.add_switch({"--no-check"}, "the same as -c 0", &o.no_check);
 }
 
 struct Result {
@@ -154,6 +98,7 @@ struct Result {
   double gflops = 0;              // matmul only, all ranks together
   PhaseTimes phases;              // mean per call, averaged over ranks
   long long wrong = 0;
+  std::vector<double> samples;    // per timed call, the slowest rank's time
 };
 
 // Runs `op` warmup times, then iters timed calls without phase times (barrier before each; the time
@@ -164,13 +109,16 @@ void measure(const Context& ctx, const Options& o, Result& r, const std::functio
   for (int i = 0; i < o.warmup; ++i) op(nullptr);
   ctx.queue().synchronize();
   double elapsed = 0;
+  std::vector<double> samples;
   for (int i = 0; i < o.iters; ++i) {
     ctx.comm().barrier();
     Stopwatch watch;
     op(nullptr);
     ctx.queue().synchronize();
-    elapsed += watch.seconds();
+    samples.push_back(watch.seconds());
+    elapsed += samples.back();
   }
+  r.samples = bench::slowest_rank(ctx, samples);
   PhaseTimes sum;
   for (int i = 0; i < o.iters; ++i) {
     ctx.comm().barrier();
@@ -367,51 +315,50 @@ void print(const Result& r) {
   std::fflush(stdout);
 }
 
-apps::Json results_json(const std::string& device, int ranks, const Options& o, const std::vector<Result>& results) {
-  apps::Json rows = apps::Json::array();
-  for (const Result& r : results) {
-    apps::Json row = apps::Json::object();
-    row["algorithm"] = r.algorithm;
-    row["dtype"] = r.dtype;
-    row["path"] = r.path;
-    row["elements_per_rank"] = r.elements_per_rank;
-    row["size_bytes"] = r.size_bytes;
-    row["bytes_per_rank"] = r.bytes;
-    row["time_min_s"] = r.time_min;
-    row["time_avg_s"] = r.time_avg;
-    row["time_max_s"] = r.time_max;
-    row["algbw_GBps"] = r.algbw;
-    row["busbw_GBps"] = r.busbw;
-    row["gflops"] = r.gflops;
-    row["phase_local_s"] = r.phases.local;
-    row["phase_communication_s"] = r.phases.communication;
-    row["phase_fixup_s"] = r.phases.fixup;
-    row["phase_host_s"] = r.phases.host;
-    row["wrong"] = r.wrong;
-    rows.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["benchmark"] = "tessera_bench_distributed";
-  j["ranks"] = ranks;
-  j["device"] = device;
-  j["iters"] = o.iters;
-  j["warmup"] = o.warmup;
-  j["results"] = rows;
-  return j;
+// The harness's row for a result: its fields, the slowest rank's time per call, and VALID when it
+// was checked and nothing was wrong.
+void add_row(bench::Harness& h, const Options& o, const Result& r) {
+  char label[160];
+  std::snprintf(label, sizeof label, "%s %s %s=%lld", r.algorithm.c_str(), r.dtype.c_str(),
+                r.algorithm == "matmul_summa" ? "N" : "n_per_rank", static_cast<long long>(r.elements_per_rank));
+  bench::Row& row = h.row(label);
+  row.set("algorithm", r.algorithm)
+      .set("dtype", r.dtype)
+      .set("path", r.path)
+      .set("elements_per_rank", r.elements_per_rank)
+      .set("size_bytes", r.size_bytes)
+      .set("bytes_per_rank", r.bytes)
+      .set("time_min_s", r.time_min)
+      .set("time_avg_s", r.time_avg)
+      .set("time_max_s", r.time_max)
+      .set("algbw_GBps", r.algbw)
+      .set("busbw_GBps", r.busbw)
+      .set("gflops", r.gflops)
+      .set("phase_local_s", r.phases.local)
+      .set("phase_communication_s", r.phases.communication)
+      .set("phase_fixup_s", r.phases.fixup)
+      .set("phase_host_s", r.phases.host)
+      .set("wrong", r.wrong);
+  row.time(r.samples);
+  if (!o.check) row.verdict(false, "not checked (-c 0)");
+  else row.verdict(r.wrong == 0, std::to_string(r.wrong) + " wrong values");
+  h.print_pending();
 }
 
 template <class T>
-std::vector<Result> run_all(const Context& ctx, const Options& o) {
+std::vector<Result> run_all(const Context& ctx, const Options& o, bench::Harness& h) {
   std::vector<Result> results;
-  for (const index_t per_rank : sizes_per_rank(o, sizeof(T)))
+  for (const index_t per_rank : h.sizes(sizeof(T)))
     for (const Result& r : run_arrays<T>(ctx, o, per_rank)) {
       if (ctx.is_root()) print(r);
+      add_row(h, o, r);
       results.push_back(r);
     }
   if (std::find(o.algorithms.begin(), o.algorithms.end(), "matmul") != o.algorithms.end())
     for (index_t size = o.matmul_min; size <= o.matmul_max; size *= 2) {
       results.push_back(run_matmul<T>(ctx, o, size));
       if (ctx.is_root()) print(results.back());
+      add_row(h, o, results.back());
     }
   return results;
 }
@@ -422,36 +369,45 @@ std::vector<Result> run_all(const Context& ctx, const Options& o) {
 int main(int argc, char** argv) {
   using namespace tessera;
   Runtime runtime(argc, argv);
+  bench::Harness h("tessera_bench_distributed",
+                    "The distributed algorithms measured as nccl-tests and OSU measure collectives, under mpirun or\n"
+                    "srun with one rank per GPU. Sizes per rank: -b/-e bytes or --min/--max elements (default 1K to 4M\n"
+                    "elements); the matmul rows are square matrices of --matmul-min to --matmul-max (global side).",
+                    {.minbytes = 4096, .maxbytes = index_t(16) << 20, .stepfactor = 2, .iters = 20, .warmup = 5});
+  h.set_root(runtime.world_rank() == 0);
   try {
-    bool help = false;
-    const Options o = parse(argc, argv, &help);
-    if (help) {
-      if (runtime.world_rank() == 0) std::fputs(kUsage, stdout);
-      return 0;
-    }
+    Options o;
+    add_options(h, o);
+    if (!h.parse(argc, argv)) return 0;
+    if (o.no_check) o.check = false;
+    if (o.matmul_max < o.matmul_min) throw UsageError("--matmul-min/--matmul-max: need min <= max");
+    o.iters = h.iters();
+    o.warmup = h.warmup();
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
-    if (!o.json.empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, o.json); });
+    if (!h.json_path().empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, h.json_path()); });
+    h.configuration()["ranks"] = ctx.size();
+    h.configuration()["backend"] = runtime.describe();
+    h.configuration()["device_path"] = to_string(device_comm_path(ctx));
+    h.configuration()["dtype"] = o.dtype;
+    h.configuration()["check"] = o.check;
+    h.set_environment(bench::environment_json(describe_environment(ctx)));
     if (ctx.is_root()) {
       std::printf("# tessera_bench_distributed: %s\n# device path: %s, iters %d, warmup %d, check %s\n",
                   runtime.describe().c_str(), to_string(device_comm_path(ctx)), o.iters, o.warmup,
                   o.check ? "on" : "off");
       print_header();
     }
-    const std::vector<Result> results = o.dtype == "float" ? run_all<float>(ctx, o) : run_all<double>(ctx, o);
-    if (!o.json.empty()) apps::write_json_report(ctx, o.json, results_json(runtime.describe(), ctx.size(), o, results));
-    long long wrong = 0;
+    const std::vector<Result> results = o.dtype == "float" ? run_all<float>(ctx, o, h) : run_all<double>(ctx, o, h);
+    if (!h.json_path().empty()) apps::write_json_report(ctx, h.json_path(), h.report());
     double bandwidth = 0;
     int with_bandwidth = 0;
-    for (const Result& r : results) {
-      wrong += r.wrong;
+    for (const Result& r : results)
       if (r.algbw > 0) bandwidth += r.algbw, ++with_bandwidth;
-    }
-    // The closing line, as nccl-tests' "Out of bounds values" and "Avg bus bandwidth".
+    // Before the harness's summary line: nccl-tests' "Avg bus bandwidth".
     if (ctx.is_root())
-      std::printf("# summary: %zu results, %lld wrong values (%s), average bandwidth %.3f GB/s over the %d with one\n",
-                  results.size(), wrong, wrong == 0 ? "OK" : "FAILED", with_bandwidth ? bandwidth / with_bandwidth : 0.0,
-                  with_bandwidth);
-    return wrong == 0 ? 0 : 1;
+      std::printf("# average bandwidth %.3f GB/s over the %d rows with one\n",
+                  with_bandwidth ? bandwidth / with_bandwidth : 0.0, with_bandwidth);
+    return h.finish(/*written_elsewhere=*/true);
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_distributed: %s\n", e.what());
     return 2;

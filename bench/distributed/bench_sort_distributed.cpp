@@ -10,6 +10,7 @@
 //               measured alone through the same DeviceComm path: the exchange's share of that rate
 //   wrong       ranks whose block is out of order, or out of order with the block before it
 // Keys: random bit patterns (uniform over every value of the type; floating point NaN-free).
+// Flags, per-call statistics, VALID/INVALID lines and the JSON report: the harness (bench/common).
 //
 //   mpirun -np 4 tessera_bench_sort_distributed --backend cuda --min 16M --max 256M --types uint32,float
 #include <mpi.h>
@@ -27,7 +28,9 @@
 
 #include "app.hpp"
 #include "cli.hpp"
+#include "harness.hpp"
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/environment.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/framework/runtime.hpp"
@@ -41,58 +44,28 @@ namespace {
 struct Options {
   std::string backend = "auto";
   std::vector<std::string> types = {"int32", "float", "int64", "double"};
-  bool argsort = true;
-  index_t min_elements = index_t(1) << 16;  // per rank
-  index_t max_elements = index_t(1) << 20;
-  index_t step_factor = 4;
-  int iters = 10;
+  bool no_argsort = false;
+  int iters = 10;  // from the harness
   int warmup = 2;
-  std::string json;
 };
 
-const char* kUsage =
-    "usage: tessera_bench_sort_distributed [flags]   (under mpirun / srun, one rank per GPU)\n"
-    "  --backend auto|cpu|cuda      where local work runs (default auto)\n"
-    "  --types LIST                 of int32,uint32,float,int64,uint64,double (default int32,float,int64,double)\n"
-    "  --no-argsort                 keys only (default: keys, then keys with their global indices)\n"
-    "  --min N, --max N             keys per rank (K, M, G: 1024^k; default 64K to 1M)\n"
-    "  -f, --stepfactor F           multiply the size by F from one step to the next (default 4)\n"
-    "  -n, --iters I                timed calls per size (default 10)\n"
-    "  -w, --warmup W               untimed calls before them (default 2)\n"
-    "  --json FILE                  write the results as JSON\n"
-    "  -h, --help                   print this help\n";
-
-Options parse(int argc, char** argv, bool* help) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(flag + ": missing value");
-      return argv[++i];
-    };
-    if (flag == "--backend") o.backend = value();
-    else if (flag == "--types") {
-      o.types.clear();
-      std::stringstream ss(value());
-      for (std::string item; std::getline(ss, item, ',');)
-        if (!item.empty()) o.types.push_back(item);
-    } else if (flag == "--no-argsort") o.argsort = false;
-    else if (flag == "--min") o.min_elements = apps::parse_size(value(), flag);
-    else if (flag == "--max") o.max_elements = apps::parse_size(value(), flag);
-    else if (flag == "-f" || flag == "--stepfactor") o.step_factor = apps::parse_size(value(), flag);
-    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
-    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(apps::parse_size(value(), flag), 1 << 30));
-    else if (flag == "--json") o.json = value();
-    else if (flag == "--help" || flag == "-h") *help = true;
-    else throw UsageError("unknown flag '" + flag + "' (see --help)");
-  }
-  for (const auto& t : o.types)
-    if (t != "int32" && t != "uint32" && t != "float" && t != "int64" && t != "uint64" && t != "double")
-      throw UsageError("--types: unknown key type '" + t + "'");
-  if (o.iters < 1) throw UsageError("--iters must be at least 1");
-  if (o.step_factor < 2) throw UsageError("-f/--stepfactor: must be at least 2");
-  if (o.min_elements < 1 || o.max_elements < o.min_elements) throw UsageError("--min/--max: need 1 <= min <= max");
-  return o;
+// The harness's flags (sizes: --min/--max keys per rank, or -b/-e bytes per rank; -f, -n, -w,
+// --json) and this benchmark's own.
+void add_options(bench::Harness& h, Options& o) {
+  h.allow_element_sizes(index_t(1) << 16, index_t(1) << 20);
+  h.add_option({"--backend"}, "auto|cpu|cuda", "where local work runs (default auto)",
+               [&o](std::string_view v) { o.backend = std::string(v); });
+  h.add_option({"--types"}, "LIST", "of int32,uint32,float,int64,uint64,double (default int32,float,int64,double)",
+               [&o](std::string_view v) {
+                 o.types.clear();
+                 std::stringstream ss{std::string(v)};
+                 for (std::string item; std::getline(ss, item, ',');)
+                   if (!item.empty()) o.types.push_back(item);
+                 for (const auto& t : o.types)
+                   if (t != "int32" && t != "uint32" && t != "float" && t != "int64" && t != "uint64" && t != "double")
+                     throw UsageError("--types: unknown key type '" + t + "'");
+               });
+  h.add_switch({"--no-argsort"}, "keys only (default: keys, then keys with their global indices)", &o.no_argsort);
 }
 
 struct Row {
@@ -102,7 +75,10 @@ struct Row {
   SortPhaseTimes steps;               // slowest rank's mean of each step; exchange_bytes: mean over ranks
   double exchange_gbs = 0, alltoall_gbs = 0;
   int wrong = 0;
+  std::vector<double> samples;  // per timed call, the slowest rank's time
 };
+
+void add_row(bench::Harness& h, const Row& r);
 
 // Random bits of the key type (NaN patterns of floating point replaced), element i from (seed, i).
 template <class Key>
@@ -181,13 +157,14 @@ double alltoall_alone_gbs(const Context& ctx, std::size_t bytes, const Options& 
 }
 
 template <class Key>
-void bench_type(const Context& ctx, const Options& o, const std::string& type, std::vector<Row>& rows) {
-  for (index_t per_rank = o.min_elements; per_rank <= o.max_elements; per_rank *= o.step_factor) {
+void bench_type(const Context& ctx, const Options& o, const std::string& type, std::vector<Row>& rows,
+                bench::Harness& h) {
+  for (const index_t per_rank : h.sizes(sizeof(Key))) {
     const index_t global = per_rank * ctx.size();
     DistArray<Key> keys(ctx, global);
     keys.local_from_host(host_keys<Key>(keys.local_size(), keys.global_offset(), 20240611u));
     for (const bool with_indices : {false, true}) {
-      if (with_indices && !o.argsort) continue;
+      if (with_indices && o.no_argsort) continue;
       Row r;
       r.type = type;
       r.op = with_indices ? "argsort" : "keys";
@@ -209,13 +186,16 @@ void bench_type(const Context& ctx, const Options& o, const std::string& type, s
       for (int i = 0; i < o.warmup; ++i) call(nullptr);
       SortPhaseTimes sum;
       double elapsed = 0;
+      std::vector<double> samples;
       for (int i = 0; i < o.iters; ++i) {
         ctx.comm().barrier();
         Stopwatch watch;
         call(&sum);
-        elapsed += watch.seconds();
+        samples.push_back(watch.seconds());
+        elapsed += samples.back();
       }
       r.total = mean_max(ctx, elapsed, o.iters);
+      r.samples = bench::slowest_rank(ctx, samples);
       r.steps.local_sort = mean_max(ctx, sum.local_sort, o.iters);
       r.steps.splitters = mean_max(ctx, sum.splitters, o.iters);
       r.steps.exchange = mean_max(ctx, sum.exchange, o.iters);
@@ -265,59 +245,63 @@ void bench_type(const Context& ctx, const Options& o, const std::string& type, s
                     r.wrong, r.path.c_str());
         std::fflush(stdout);
       }
+      add_row(h, r);
       rows.push_back(r);
       kernels::release_cached_memory();
     }
   }
 }
 
-apps::Json rows_json(const std::string& device, int ranks, const std::vector<Row>& rows) {
-  apps::Json list = apps::Json::array();
-  for (const Row& r : rows) {
-    apps::Json row = apps::Json::object();
-    row["type"] = r.type;
-    row["op"] = r.op;
-    row["per_rank"] = r.per_rank;
-    row["global"] = r.global;
-    row["total_s"] = r.total;
-    row["gkeys_per_s"] = r.global / r.total / 1e9;
-    row["local_sort_s"] = r.steps.local_sort;
-    row["splitters_s"] = r.steps.splitters;
-    row["exchange_s"] = r.steps.exchange;
-    row["merge_s"] = r.steps.merge;
-    row["local_alone_s"] = r.local_alone;
-    row["exchange_gbs"] = r.exchange_gbs;
-    row["alltoall_alone_gbs"] = r.alltoall_gbs;
-    row["wrong"] = r.wrong;
-    row["path"] = r.path;
-    list.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["benchmark"] = "tessera_bench_sort_distributed";
-  j["ranks"] = ranks;
-  j["device"] = device;
-  j["rows"] = list;
-  return j;
+// The harness's row: the fields, the slowest rank's time per call, the exchange's share of the
+// all-to-all alone (with more than one rank), VALID when no rank's block is out of order.
+void add_row(bench::Harness& h, const Row& r) {
+  bench::Row& row = h.row(r.type + " " + r.op + " n_per_rank=" + std::to_string(r.per_rank));
+  row.set("type", r.type)
+      .set("op", r.op)
+      .set("per_rank", r.per_rank)
+      .set("global", r.global)
+      .set("total_s", r.total)
+      .set("gkeys_per_s", r.global / r.total / 1e9)
+      .set("local_sort_s", r.steps.local_sort)
+      .set("splitters_s", r.steps.splitters)
+      .set("exchange_s", r.steps.exchange)
+      .set("merge_s", r.steps.merge)
+      .set("local_alone_s", r.local_alone)
+      .set("exchange_gbs", r.exchange_gbs)
+      .set("alltoall_alone_gbs", r.alltoall_gbs)
+      .set("wrong", r.wrong)
+      .set("path", r.path);
+  row.time(r.samples);
+  if (r.alltoall_gbs > 0) row.share("alltoall_alone", r.exchange_gbs / r.alltoall_gbs);
+  row.verdict(r.wrong == 0, std::to_string(r.wrong) + " ranks out of order");
+  h.print_pending();
 }
 
 int run(int argc, char** argv) {
   Runtime runtime(argc, argv);
-  bool help = false;
+  bench::Harness h("tessera_bench_sort_distributed",
+                   "The distributed sort (tessera::sort, sort_with_indices for an argsort) per step, next to the\n"
+                   "local sort alone and the all-to-all alone. Sizes: keys per rank (--min/--max, default 64K to\n"
+                   "1M) or bytes of keys per rank (-b/-e).",
+                   {.minbytes = index_t(256) << 10, .maxbytes = index_t(4) << 20, .stepfactor = 4, .iters = 10, .warmup = 2});
+  h.set_root(runtime.world_rank() == 0);
   Options o;
   Context ctx;
   try {
-    o = parse(argc, argv, &help);
-    if (help) {
-      if (runtime.world_rank() == 0) std::fputs(kUsage, stdout);
-      return 0;
-    }
+    add_options(h, o);
+    if (!h.parse(argc, argv)) return 0;
+    o.iters = h.iters();
+    o.warmup = h.warmup();
     ctx = runtime.start(parse_backend_choice(o.backend));
-    if (!o.json.empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, o.json); });
+    if (!h.json_path().empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, h.json_path()); });
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_sort_distributed: %s\n", e.what());
     return 2;
   }
-  const std::string device = kernels::describe_device(ctx.queue());
+  h.configuration()["ranks"] = ctx.size();
+  h.configuration()["backend"] = runtime.describe();
+  h.configuration()["device_path"] = to_string(DeviceComm(ctx).path());
+  h.set_environment(bench::environment_json(describe_environment(ctx)));
   if (ctx.rank() == 0) {
     std::printf("# tessera_bench_sort_distributed: %s\n# times in ms: the slowest rank's mean over %d calls; "
                 "local = the local-sort step; alone = kernels::sort_keys / sort_pairs by themselves; x = total / alone\n",
@@ -328,25 +312,23 @@ int run(int argc, char** argv) {
   }
   std::vector<Row> rows;
   for (const auto& t : o.types) {
-    if (t == "int32") bench_type<std::int32_t>(ctx, o, t, rows);
-    else if (t == "uint32") bench_type<std::uint32_t>(ctx, o, t, rows);
-    else if (t == "float") bench_type<float>(ctx, o, t, rows);
-    else if (t == "int64") bench_type<std::int64_t>(ctx, o, t, rows);
-    else if (t == "uint64") bench_type<std::uint64_t>(ctx, o, t, rows);
-    else bench_type<double>(ctx, o, t, rows);
+    if (t == "int32") bench_type<std::int32_t>(ctx, o, t, rows, h);
+    else if (t == "uint32") bench_type<std::uint32_t>(ctx, o, t, rows, h);
+    else if (t == "float") bench_type<float>(ctx, o, t, rows, h);
+    else if (t == "int64") bench_type<std::int64_t>(ctx, o, t, rows, h);
+    else if (t == "uint64") bench_type<std::uint64_t>(ctx, o, t, rows, h);
+    else bench_type<double>(ctx, o, t, rows, h);
   }
   int wrong = 0;
   for (const Row& r : rows) wrong += r.wrong;
   if (ctx.rank() == 0) std::printf("# %zu results, %d with ranks out of order\n", rows.size(), wrong);
-  if (!o.json.empty()) {
-    try {
-      apps::write_json_report(ctx, o.json, rows_json(device, ctx.size(), rows));
-    } catch (const UsageError& e) {
-      if (ctx.rank() == 0) std::fprintf(stderr, "tessera_bench_sort_distributed: %s\n", e.what());
-      return 2;
-    }
+  try {
+    if (!h.json_path().empty()) apps::write_json_report(ctx, h.json_path(), h.report());
+  } catch (const UsageError& e) {
+    if (ctx.rank() == 0) std::fprintf(stderr, "tessera_bench_sort_distributed: %s\n", e.what());
+    return 2;
   }
-  return wrong ? 1 : 0;
+  return h.finish(/*written_elsewhere=*/true);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 // run_until queues iterations: the host queues the next while the device runs the last, so its
 // launch latency leaves the iteration's time), with the share hidden behind the split sweep too,
 // (split + exchange - overlapped) / exchange. The two kinds of iteration are checked to give
-// bitwise the same field. One rank per GPU under mpirun (ranks that share a GPU measure the path,
+// bitwise the same field (the row's VALID/INVALID verdict; the harness, bench/common, gives the flags,
+// the statistics and the JSON report). One rank per GPU under mpirun (ranks that share a GPU measure the path,
 // not the scaling); the cpu backend works too.
 //
 //   mpirun -np 4 tessera_bench_stencil_step --backend cuda --sizes 1024,4096,8192 --stencil 5 --json out.json
@@ -32,7 +33,9 @@
 
 #include "app.hpp"
 #include "cli.hpp"
+#include "harness.hpp"
 #include "tessera/framework/algorithms/stencil.hpp"
+#include "tessera/framework/environment.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/field_2d.hpp"
@@ -43,12 +46,6 @@
 namespace tessera {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: tessera_bench_stencil_step [--backend auto|cpu|cuda] [--sizes N,N,...] [--grid RxC] [--stencil 5|9]\n"
-    "         [--dtype float|double] [--ghost W] [--iters I] [--warmup W] [--run K] [--json FILE]\n"
-    "  --sizes: the block of each rank, N x N cells (default 256,1024 on cpu; 1024,4096,8192 on cuda)\n"
-    "  --run: iterations of each timed run, whose time per iteration is reported too (default 100; 0: none)\n";
-
 struct Options {
   std::string backend = "auto";
   std::vector<index_t> sizes;
@@ -56,66 +53,44 @@ struct Options {
   StencilShape shape = StencilShape::five_point;
   std::string dtype = "float";
   int ghost = 1;
-  int iters = 20;
+  int iters = 20;  // from the harness
   int warmup = 3;
   int run = 100;
-  std::string json;
 };
 
-[[noreturn]] void bad(const std::string& what) { throw UsageError(what); }
-
-Options parse(int argc, char** argv, bool* help) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) bad(a + ": missing value");
-      return argv[++i];
-    };
-    if (a == "--help") *help = true;
-    else if (a == "--backend") o.backend = value();
-    else if (a == "--sizes") {
-      const std::string v = value();
-      for (std::size_t at = 0; at <= v.size();) {
-        const std::size_t comma = std::min(v.find(',', at), v.size());
-        const long long n = std::atoll(v.substr(at, comma - at).c_str());
-        if (n < 1) bad("--sizes: '" + v + "' is not a list of positive sizes");
-        o.sizes.push_back(n);
-        at = comma + 1;
-      }
-    } else if (a == "--grid") {
-      const std::string v = value();
-      const auto x = v.find('x');
-      if (x == std::string::npos) bad("--grid: expected RxC, got '" + v + "'");
-      o.grid_rows = std::atoi(v.substr(0, x).c_str());
-      o.grid_cols = std::atoi(v.substr(x + 1).c_str());
-      if (o.grid_rows < 1 || o.grid_cols < 1) bad("--grid: expected RxC with R, C >= 1, got '" + v + "'");
-    } else if (a == "--stencil") {
-      const std::string v = value();
-      if (v == "5") o.shape = StencilShape::five_point;
-      else if (v == "9") o.shape = StencilShape::nine_point;
-      else bad("--stencil: expected 5 or 9, got '" + v + "'");
-    } else if (a == "--dtype") {
-      o.dtype = value();
-      if (o.dtype != "float" && o.dtype != "double") bad("--dtype: expected float or double");
-    } else if (a == "--ghost") {
-      o.ghost = std::atoi(value().c_str());
-      if (o.ghost < 1) bad("--ghost: at least 1");
-    } else if (a == "--iters") {
-      o.iters = std::atoi(value().c_str());
-      if (o.iters < 1) bad("--iters: at least 1");
-    } else if (a == "--run") {
-      o.run = std::atoi(value().c_str());
-      if (o.run < 0) bad("--run: at least 0");
-    } else if (a == "--warmup") {
-      o.warmup = std::atoi(value().c_str());
-    } else if (a == "--json") {
-      o.json = value();
-    } else {
-      bad("unknown flag '" + a + "' (see --help)");
-    }
-  }
-  return o;
+// The harness's flags (-b/-e: bytes of each rank's square block, instead of --sizes; -f, -n, -w,
+// --json) and this benchmark's own.
+void add_options(bench::Harness& h, Options& o) {
+  h.add_option({"--backend"}, "auto|cpu|cuda", "where local work runs (default auto)",
+               [&o](std::string_view v) { o.backend = std::string(v); });
+  h.add_option({"--sizes"}, "N,N,...", "the block of each rank, N x N cells (default 256,1024 on cpu; 1024,4096,8192 on cuda)",
+               [&o](std::string_view v) {
+                 o.sizes.clear();
+                 for (std::size_t at = 0; at <= v.size();) {
+                   const std::size_t comma = std::min(v.find(',', at), v.size());
+                   o.sizes.push_back(apps::parse_count(v.substr(at, comma - at), "--sizes", 1, index_t(1) << 31));
+                   at = comma + 1;
+                 }
+               });
+  h.add_option({"--grid"}, "RxC", "the process grid (default: the most square)", [&o](std::string_view v) {
+    const auto x = v.find('x');
+    if (x == std::string_view::npos) throw UsageError("--grid: expected RxC, got '" + std::string(v) + "'");
+    o.grid_rows = static_cast<int>(apps::parse_integer(v.substr(0, x), "--grid", 1, 1 << 20));
+    o.grid_cols = static_cast<int>(apps::parse_integer(v.substr(x + 1), "--grid", 1, 1 << 20));
+  });
+  h.add_option({"--stencil"}, "5|9", "the stencil (default 5)", [&o](std::string_view v) {
+    if (v == "5") o.shape = StencilShape::five_point;
+    else if (v == "9") o.shape = StencilShape::nine_point;
+    else throw UsageError("--stencil: expected 5 or 9, got '" + std::string(v) + "'");
+  });
+  h.add_option({"--dtype"}, "float|double", "element type (default float)", [&o](std::string_view v) {
+    if (v != "float" && v != "double") throw UsageError("--dtype: expected float or double");
+    o.dtype = std::string(v);
+  });
+  h.add_option({"--ghost"}, "W", "ghost width (default 1)",
+               [&o](std::string_view v) { o.ghost = static_cast<int>(apps::parse_integer(v, "--ghost", 1, 1 << 20)); });
+  h.add_option({"--run"}, "K", "iterations of each timed run, whose time per iteration is reported too (default 100; 0: none)",
+               [&o](std::string_view v) { o.run = static_cast<int>(apps::parse_integer(v, "--run", 0, 1 << 30)); });
 }
 
 struct Result {
@@ -127,13 +102,15 @@ struct Result {
   int peers = 0;
   std::string halo_path;  // Jacobi::exchange_path(), and HaloExchange::path() where they differ
   bool agree = true;
+  std::vector<double> overlapped_samples;  // per call of the overlapped step, the slowest rank's time
 };
 
 // The slowest rank's median time of `call` over `iters` calls, each after a barrier: a step of
 // tens of microseconds timed from the host, where one call in twenty that the host delays would
 // move a mean by more than the overlap saves.
+// With `samples`, also each call's slowest rank's time.
 template <class Call>
-double slowest_median(const Context& ctx, int warmup, int iters, Call&& call) {
+double slowest_median(const Context& ctx, int warmup, int iters, Call&& call, std::vector<double>* samples = nullptr) {
   for (int i = 0; i < warmup; ++i) call();
   std::vector<double> times;
   for (int i = 0; i < iters; ++i) {
@@ -142,6 +119,7 @@ double slowest_median(const Context& ctx, int warmup, int iters, Call&& call) {
     call();
     times.push_back(watch.seconds());
   }
+  if (samples) *samples = bench::slowest_rank(ctx, times);
   return ctx.comm().allreduce(apps::median(std::move(times)), ReduceOp::max);
 }
 
@@ -166,7 +144,7 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   r.split = slowest_median(ctx, o.warmup, o.iters, [&] { solver.sweep_split(); });
   r.exchange = slowest_median(ctx, o.warmup, o.iters, [&] { solver.exchange(); });
   r.back_to_back = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(false); });
-  r.overlapped = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(true); });
+  r.overlapped = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(true); }, &r.overlapped_samples);
   if (o.run > 0) {
     const int warmup = std::min(o.warmup, 1);
     const double k = o.run;
@@ -224,42 +202,31 @@ void print_row(const Result& r) {
   std::fflush(stdout);
 }
 
-apps::Json results_json(const std::string& describe, const std::string& device_path, const Options& o,
-                        const ProcessGrid& grid, const std::vector<Result>& results) {
-  apps::Json rows = apps::Json::array();
-  for (const Result& r : results) {
-    apps::Json row = apps::Json::object();
-    row["block"] = r.block;
-    row["rows"] = r.rows;
-    row["cols"] = r.cols;
-    row["sweep_s"] = r.sweep;
-    row["split_s"] = r.split;
-    row["exchange_s"] = r.exchange;
-    row["back_to_back_s"] = r.back_to_back;
-    row["overlapped_s"] = r.overlapped;
-    row["run_sweep_s"] = r.run_sweep;
-    row["run_split_s"] = r.run_split;
-    row["run_exchange_s"] = r.run_exchange;
-    row["run_back_to_back_s"] = r.run_back_to_back;
-    row["run_overlapped_s"] = r.run_overlapped;
-    row["halo_bytes"] = r.halo_bytes;
-    row["peers"] = r.peers;
-    row["halo_path"] = r.halo_path;
-    row["agree"] = r.agree;
-    rows.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["runtime"] = describe;
-  j["device_path"] = device_path;
-  j["grid"] = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
-  j["stencil"] = to_string(o.shape);
-  j["dtype"] = o.dtype;
-  j["ghost"] = o.ghost;
-  j["iters"] = o.iters;
-  j["run"] = o.run;
-  j["statistic"] = "the slowest rank's median over iters calls (run_*: of calls of run iterations, per iteration)";
-  j["results"] = rows;
-  return j;
+// The harness's row: the fields, the overlapped step's time per call (slowest rank), its share of
+// the sweep alone (sweep / overlapped), VALID when both kinds of iteration agree bitwise.
+void add_row(bench::Harness& h, const Result& r) {
+  bench::Row& row = h.row("block=" + std::to_string(r.block) + " global=" + std::to_string(r.rows) + "x" +
+                          std::to_string(r.cols));
+  row.set("block", r.block)
+      .set("rows", r.rows)
+      .set("cols", r.cols)
+      .set("sweep_s", r.sweep)
+      .set("split_s", r.split)
+      .set("exchange_s", r.exchange)
+      .set("back_to_back_s", r.back_to_back)
+      .set("overlapped_s", r.overlapped)
+      .set("run_sweep_s", r.run_sweep)
+      .set("run_split_s", r.run_split)
+      .set("run_exchange_s", r.run_exchange)
+      .set("run_back_to_back_s", r.run_back_to_back)
+      .set("run_overlapped_s", r.run_overlapped)
+      .set("halo_bytes", r.halo_bytes)
+      .set("peers", r.peers)
+      .set("halo_path", r.halo_path)
+      .set("agree", r.agree);
+  row.time(r.overlapped_samples).share("sweep_alone", r.overlapped > 0 ? r.sweep / r.overlapped : 0.0);
+  row.verdict(r.agree, "overlapped and back-to-back iterations differ");
+  h.print_pending();
 }
 
 }  // namespace
@@ -268,18 +235,36 @@ apps::Json results_json(const std::string& describe, const std::string& device_p
 int main(int argc, char** argv) {
   using namespace tessera;
   Runtime runtime(argc, argv);
+  bench::Harness h("tessera_bench_stencil_step",
+                   "One Jacobi iteration of a distributed 2-D field in its parts (sweep, exchange, back to back,\n"
+                   "overlapped), weak scaling: each rank's block is --sizes N x N cells, or from -b to -e bytes.",
+                   {.minbytes = index_t(256) << 10, .maxbytes = index_t(4) << 20, .stepfactor = 4, .iters = 20, .warmup = 3});
+  h.set_root(runtime.world_rank() == 0);
   try {
-    bool help = false;
-    Options o = parse(argc, argv, &help);
-    if (help) {
-      if (runtime.world_rank() == 0) std::fputs(kUsage, stdout);
-      return 0;
-    }
+    Options o;
+    add_options(h, o);
+    if (!h.parse(argc, argv)) return 0;
+    if (h.sizes_given() && h.given("--sizes")) throw UsageError("--sizes and -b/-e: give one or the other");
+    o.iters = h.iters();
+    o.warmup = h.warmup();
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
-    if (!o.json.empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, o.json); });
+    if (!h.json_path().empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, h.json_path()); });
+    if (h.sizes_given()) o.sizes = h.square_sides(o.dtype == "float" ? sizeof(float) : sizeof(double));
     if (o.sizes.empty())
       o.sizes = ctx.backend() == Backend::cuda ? std::vector<index_t>{1024, 4096, 8192} : std::vector<index_t>{256, 1024};
     const ProcessGrid grid = ProcessGrid::create(ctx, o.grid_rows, o.grid_cols);
+    h.configuration()["ranks"] = ctx.size();
+    h.configuration()["backend"] = runtime.describe();
+    h.configuration()["device_path"] = to_string(device_comm_path(ctx));
+    h.configuration()["grid"] = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
+    h.configuration()["stencil"] = to_string(o.shape);
+    h.configuration()["dtype"] = o.dtype;
+    h.configuration()["ghost"] = o.ghost;
+    h.configuration()["run"] = o.run;
+    h.configuration()["statistic"] =
+        "fields *_s: the slowest rank's median over iters calls (run_*: of calls of run iterations, per iteration); "
+        "time_s: the overlapped step, each call's slowest rank";
+    h.set_environment(bench::environment_json(describe_environment(ctx)));
     if (ctx.is_root()) {
       std::printf("# tessera_bench_stencil_step: %s\n"
                   "# device path %s, grid %dx%d, %s %s, ghost %d, iters %d, warmup %d, run %d\n",
@@ -287,19 +272,13 @@ int main(int argc, char** argv) {
                   to_string(o.shape), o.dtype.c_str(), o.ghost, o.iters, o.warmup, o.run);
       print_header();
     }
-    std::vector<Result> results;
     for (index_t block : o.sizes) {
-      results.push_back(o.dtype == "float" ? run<float>(grid, o, block) : run<double>(grid, o, block));
-      if (ctx.is_root()) print_row(results.back());
+      const Result r = o.dtype == "float" ? run<float>(grid, o, block) : run<double>(grid, o, block);
+      if (ctx.is_root()) print_row(r);
+      add_row(h, r);
     }
-    bool agree = true;
-    for (const Result& r : results) agree = agree && r.agree;
-    if (!o.json.empty())
-      apps::write_json_report(ctx, o.json, results_json(runtime.describe(), to_string(device_comm_path(ctx)), o, grid, results));
-    if (ctx.is_root())
-      std::printf("# summary: %zu sizes, overlapped and back-to-back iterations %s\n", results.size(),
-                  agree ? "agree bitwise (OK)" : "DIFFER (FAILED)");
-    return agree ? 0 : 1;
+    if (!h.json_path().empty()) apps::write_json_report(ctx, h.json_path(), h.report());
+    return h.finish(/*written_elsewhere=*/true);
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_stencil_step: %s\n", e.what());
     return 2;

@@ -5,7 +5,8 @@
 // a bare DeviceComm::alltoallv of the same byte counts per peer between buffers of the same sizes
 // (what the framework cannot do faster than); every result checked element by element against
 // the generator (element (i, j) of A depends only on the seed and i * cols + j; blocks above 2^24
-// elements: a sample of their rows).
+// elements: a sample of their rows): the row's VALID/INVALID verdict. Flags, statistics and the JSON
+// report: the harness (bench/common).
 //
 //   mpirun -n 4 tessera_bench_transpose_distributed --backend cuda --m 16384 --n 16384
 //
@@ -21,7 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "app.hpp"
+#include "cli.hpp"
+#include "harness.hpp"
 #include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/environment.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/framework/redistribute.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/timer.hpp"
@@ -36,19 +42,9 @@ struct Options {
   std::string dtype = "float";
   std::vector<index_t> m = {4096}, n = {4096};
   std::vector<std::string> pairs = {"rows:rows", "rows:cols", "rows:2d", "2d:2d", "=rows:cols"};
-  int iters = 10;
+  int iters = 10;  // from the harness
   int warmup = 2;
 };
-
-const char* kUsage =
-    "usage: tessera_bench_transpose_distributed [flags]   (under mpirun / srun)\n"
-    "  --backend auto|cpu|cuda   where local work runs (default auto)\n"
-    "  --dtype float|double      element type (default float)\n"
-    "  --m LIST, --n LIST        global rows and columns of A, comma-separated, paired in order (default 4096)\n"
-    "  --pairs LIST              FROM:TO layout pairs (rows, cols, 2d, RxC); '=' first: redistribute\n"
-    "                            (default rows:rows,rows:cols,rows:2d,2d:2d,=rows:cols)\n"
-    "  -n, --iters I             timed calls per case (default 10)\n"
-    "  -w, --warmup W            untimed calls before them (default 2)\n";
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -62,41 +58,35 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }
 
 index_t parse_count(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 0) throw UsageError(flag + ": '" + text + "' is not a count");
-  return v;
+  return apps::parse_count(text, flag, 0, index_t(1) << 40);
 }
 
-Options parse(int argc, char** argv, bool* help) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(flag + ": missing value");
-      return argv[++i];
-    };
-    auto counts = [&](const std::string& text) {
-      std::vector<index_t> v;
-      for (const auto& s : split(text, ',')) v.push_back(parse_count(flag, s));
-      return v;
-    };
-    if (flag == "--backend") o.backend = value();
-    else if (flag == "--dtype") o.dtype = value();
-    else if (flag == "--m") o.m = counts(value());
-    else if (flag == "--n") o.n = counts(value());
-    else if (flag == "--pairs") o.pairs = split(value(), ',');
-    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 20));
-    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(std::min<index_t>(parse_count(flag, value()), 1 << 20));
-    else if (flag == "--help" || flag == "-h") *help = true;
-    else throw UsageError("unknown flag '" + flag + "' (see --help)");
-  }
-  if (o.dtype != "float" && o.dtype != "double") throw UsageError("--dtype: '" + o.dtype + "' (expected float or double)");
-  if (o.m.size() != o.n.size()) throw UsageError("--m and --n: give as many rows as columns");
-  if (o.iters < 1) throw UsageError("--iters must be at least 1");
-  for (const auto& p : o.pairs)
-    if (split(p[0] == '=' ? p.substr(1) : p, ':').size() != 2) throw UsageError("--pairs: '" + p + "' is not FROM:TO");
-  return o;
+// The harness's flags (-b/-e: bytes of a square global matrix, instead of --m/--n; -f, -n, -w,
+// --json) and this benchmark's own.
+void add_options(bench::Harness& h, Options& o) {
+  auto counts = [](std::string_view text, const char* flag) {
+    std::vector<index_t> v;
+    for (const auto& s : split(std::string(text), ',')) v.push_back(parse_count(flag, s));
+    return v;
+  };
+  h.add_option({"--backend"}, "auto|cpu|cuda", "where local work runs (default auto)",
+               [&o](std::string_view v) { o.backend = std::string(v); });
+  h.add_option({"--dtype"}, "float|double", "element type (default float)", [&o](std::string_view v) {
+    if (v != "float" && v != "double") throw UsageError("--dtype: '" + std::string(v) + "' (expected float or double)");
+    o.dtype = std::string(v);
+  });
+  h.add_option({"--m"}, "LIST", "global rows of A, comma-separated, paired in order with --n (default 4096)",
+               [&o, counts](std::string_view v) { o.m = counts(v, "--m"); });
+  h.add_option({"--n"}, "LIST", "global columns of A (default 4096)", [&o, counts](std::string_view v) { o.n = counts(v, "--n"); });
+  h.add_option({"--pairs"}, "LIST",
+               "FROM:TO layout pairs (rows, cols, 2d, RxC); '=' first: redistribute (default "
+               "rows:rows,rows:cols,rows:2d,2d:2d,=rows:cols)",
+               [&o](std::string_view v) {
+                 o.pairs = split(std::string(v), ',');
+                 for (const auto& p : o.pairs)
+                   if (p.empty() || split(p[0] == '=' ? p.substr(1) : p, ':').size() != 2)
+                     throw UsageError("--pairs: '" + p + "' is not FROM:TO");
+               });
 }
 
 ProcessGrid grid_of(const Context& ctx, const std::string& name) {
@@ -171,7 +161,7 @@ long long wrong_elements(const Context& ctx, const DistMatrix<T>& b, index_t a_c
 }
 
 template <class T>
-long long run_all(const Context& ctx, const Options& o) {
+long long run_all(const Context& ctx, const Options& o, bench::Harness& h) {
   long long wrong_total = 0;
   const std::uint64_t seed = 2024;
   for (std::size_t s = 0; s < o.m.size(); ++s) {
@@ -186,13 +176,16 @@ long long run_all(const Context& ctx, const Options& o) {
       for (int i = 0; i < o.warmup; ++i) call(nullptr);
       PhaseTimes sum;
       double elapsed = 0;
+      std::vector<double> samples;
       for (int i = 0; i < o.iters; ++i) {
         ctx.comm().barrier();
         Stopwatch watch;
         call(&sum);
         ctx.queue().synchronize();
-        elapsed += watch.seconds();
+        samples.push_back(watch.seconds());
+        elapsed += samples.back();
       }
+      samples = bench::slowest_rank(ctx, samples);
       const double total = slowest(ctx, elapsed / o.iters);
       const double pack = slowest(ctx, sum.local / o.iters), exchange = slowest(ctx, sum.communication / o.iters);
       const double unpack = slowest(ctx, sum.fixup / o.iters), plan = slowest(ctx, sum.host / o.iters);
@@ -200,10 +193,10 @@ long long run_all(const Context& ctx, const Options& o) {
       b = DistMatrix<T>();
       const double alone = exchange_alone(ctx, a, to, transposed, o);
       wrong_total += wrong;
+      const double bytes = 2.0 * static_cast<double>(o.m[s]) * static_cast<double>(o.n[s]) * sizeof(T);
+      char shape[48];
+      std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(o.m[s]), static_cast<long long>(o.n[s]));
       if (ctx.is_root()) {
-        const double bytes = 2.0 * static_cast<double>(o.m[s]) * static_cast<double>(o.n[s]) * sizeof(T);
-        char shape[48];
-        std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(o.m[s]), static_cast<long long>(o.n[s]));
         std::printf("%-12s %-15s %-13s %9.3f %9.3f %9.3f %9.3f %8.3f %6.1f%% %9.3f %6.2f %8.2f %6lld\n",
                     transposed ? "transpose" : "redistribute", shape, (grid_text(from) + "->" + grid_text(to)).c_str(),
                     total * 1e3, pack * 1e3, exchange * 1e3, unpack * 1e3, plan * 1e3,
@@ -211,6 +204,25 @@ long long run_all(const Context& ctx, const Options& o) {
                     total > 0 ? bytes / total / 1e9 : 0.0, wrong);
         std::fflush(stdout);
       }
+      const std::string op = transposed ? "transpose" : "redistribute", grids = grid_text(from) + "->" + grid_text(to);
+      bench::Row& row = h.row(op + " " + shape + " " + grids);
+      row.set("op", op)
+          .set("dtype", o.dtype)
+          .set("rows", o.m[s])
+          .set("cols", o.n[s])
+          .set("grids", grids)
+          .set("total_s", total)
+          .set("pack_s", pack)
+          .set("exchange_s", exchange)
+          .set("unpack_s", unpack)
+          .set("plan_s", plan)
+          .set("alltoall_alone_s", alone)
+          .set("gbs", total > 0 ? bytes / total / 1e9 : 0.0)
+          .set("wrong", wrong);
+      row.time(samples);
+      if (exchange > 0 && alone > 0) row.share("alltoall_alone", alone / exchange);
+      row.verdict(wrong == 0, std::to_string(wrong) + " wrong elements");
+      h.print_pending();
     }
   }
   return wrong_total;
@@ -222,14 +234,27 @@ long long run_all(const Context& ctx, const Options& o) {
 int main(int argc, char** argv) {
   using namespace tessera;
   Runtime runtime(argc, argv);
+  bench::Harness h("tessera_bench_transpose_distributed",
+                   "The distributed transpose (and redistribution) per phase, its exchange next to the same\n"
+                   "all-to-all alone, under mpirun or srun. Shapes: --m/--n, or square matrices of -b to -e bytes.",
+                   {.minbytes = index_t(64) << 20, .maxbytes = index_t(64) << 20, .stepfactor = 4, .iters = 10, .warmup = 2});
+  h.set_root(runtime.world_rank() == 0);
   try {
-    bool help = false;
-    const Options o = parse(argc, argv, &help);
-    if (help) {
-      if (runtime.world_rank() == 0) std::fputs(kUsage, stdout);
-      return 0;
-    }
+    Options o;
+    add_options(h, o);
+    if (!h.parse(argc, argv)) return 0;
+    if (h.sizes_given() && (h.given("--m") || h.given("--n"))) throw UsageError("--m/--n and -b/-e: give one or the other");
+    if (h.sizes_given()) o.m = o.n = h.square_sides(o.dtype == "float" ? sizeof(float) : sizeof(double));
+    if (o.m.size() != o.n.size()) throw UsageError("--m and --n: give as many rows as columns");
+    o.iters = h.iters();
+    o.warmup = h.warmup();
     const Context ctx = runtime.start(parse_backend_choice(o.backend));
+    if (!h.json_path().empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, h.json_path()); });
+    h.configuration()["ranks"] = ctx.size();
+    h.configuration()["backend"] = runtime.describe();
+    h.configuration()["device_path"] = to_string(device_comm_path(ctx));
+    h.configuration()["statistic"] = "fields *_s: the slowest rank's mean per call; time_s: each call's slowest rank";
+    h.set_environment(bench::environment_json(describe_environment(ctx)));
     if (ctx.is_root()) {
       std::printf("# tessera_bench_transpose_distributed: %s, %s\n# device path: %s, iters %d, warmup %d; times in ms, "
                   "each the slowest rank's mean per call\n",
@@ -238,10 +263,10 @@ int main(int argc, char** argv) {
       std::printf("%-12s %-15s %-13s %9s %9s %9s %9s %8s %7s %9s %6s %8s %6s\n", "op", "shape", "grids", "total", "pack",
                   "exchange", "unpack", "plan", "pk+unp", "alone", "ratio", "GB/s", "wrong");
     }
-    const long long wrong = o.dtype == "float" ? run_all<float>(ctx, o) : run_all<double>(ctx, o);
-    if (ctx.is_root())
-      std::printf("# summary: %lld wrong elements (%s)\n", wrong, wrong == 0 ? "all results correct" : "WRONG RESULTS");
-    return wrong == 0 ? 0 : 1;
+    const long long wrong = o.dtype == "float" ? run_all<float>(ctx, o, h) : run_all<double>(ctx, o, h);
+    if (ctx.is_root()) std::printf("# %lld wrong elements\n", wrong);
+    if (!h.json_path().empty()) apps::write_json_report(ctx, h.json_path(), h.report());
+    return h.finish(/*written_elsewhere=*/true);
   } catch (const UsageError& e) {
     if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_transpose_distributed: %s\n", e.what());
     return 2;

@@ -1,6 +1,6 @@
 // tessera_bench_algorithms: the newer algorithms on one GPU (one rank, the cuda backend) against
 // Thrust and CUB with the same functors, in the same run on the same data, timed alternately by
-// events (median of --reps). Rows of the framework's calls (tessera::gather, ...) include what a
+// events (median of -n calls; the harness's statistics of all of them). Rows of the framework's calls (tessera::gather, ...) include what a
 // call on one rank does besides the kernels (its output's allocation from the block cache, the
 // host waiting for a flag or a count); rows of the kernels (kernels::reduce_by_key, ...) are the
 // local passes alone, as CUB's are.
@@ -16,7 +16,7 @@
 // Keys of the by-key rows are sorted runs of --run equal int32 keys; indices are a permutation
 // i -> (a i + b) mod n with a coprime to n (every element once, neighbours far apart).
 //
-//   tessera_bench_algorithms [--sizes N,...] [--reps R] [--warmup W] [--run L]
+//   tessera_bench_algorithms [--sizes N,...] [-n R] [-w W] [--run L] [--json FILE]   (the harness's flags: --help)
 #include <cuda_runtime.h>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
@@ -36,6 +36,7 @@
 #include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/environment.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/kernels/by_key.hpp"
 #include "tessera/kernels/cuda_check.hpp"
@@ -51,37 +52,28 @@ using namespace tessera::bench;
 
 struct Options {
   std::vector<index_t> sizes = {index_t(1) << 24, index_t(1) << 26};
-  int reps = 15;
+  int reps = 15;  // from the harness
   int warmup = 3;
   index_t run = 8;
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of float32 per size, the default 64 MiB to 256 MiB by 4, that
+// is 2^24 and 2^26 elements; -n timed calls, alias --reps; -w), --sizes (element counts instead)
+// and --run.
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto count = [&](const std::string& text) {
-      char* end = nullptr;
-      const long long v = std::strtoll(text.c_str(), &end, 0);
-      if (text.empty() || *end != '\0' || v < 1) usage_error(flag + ": not a positive integer: '" + text + "'");
-      return static_cast<index_t>(v);
-    };
-    if (flag == "--sizes") {
-      o.sizes.clear();
-      for (const std::string& part : split(flag_value(argc, argv, i, flag))) o.sizes.push_back(count(part));
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(count(flag_value(argc, argv, i, flag)));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(count(flag_value(argc, argv, i, flag)));
-    } else if (flag == "--run") {
-      o.run = count(flag_value(argc, argv, i, flag));
-    } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_algorithms [--sizes N,...] [--reps R] [--warmup W] [--run L]\n");
-      std::exit(0);
-    } else {
-      usage_error("unknown flag '" + flag + "' (see --help)");
-    }
-  }
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--sizes"}, "N,...", "element counts instead of -b/-e (2^k, K/M/G)", [&o](std::string_view v) {
+    o.sizes.clear();
+    for (long long n : parse_counts(v, "--sizes")) o.sizes.push_back(n);
+  });
+  h.add_option({"--run"}, "L", "equal keys per run in the by-key rows (default 8)",
+               [&o](std::string_view v) { o.run = parse_counts(v, "--run").at(0); });
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--sizes")) usage_error("--sizes and -b/-e: give one or the other");
+  if (!h.given("--sizes")) o.sizes = h.sizes(sizeof(float));
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
@@ -138,14 +130,27 @@ index_t coprime_stride(index_t n) {
 }
 
 struct Printer {
+  Harness* harness;
   void header(const char* device) const {
     std::printf("tessera_bench_algorithms on %s\nratio = the other's time / ours (> 1: ours is faster)\n\n", device);
     std::printf("%-18s %-52s %11s %10s %10s %8s %s\n", "op", "ours vs", "n", "ours ms", "other ms", "ratio", "agree");
   }
-  void row(const char* op, const char* versus, index_t n, double ours_ms, double other_ms, bool agree) const {
-    std::printf("%-18s %-52s %11lld %10.3f %10.3f %8.3f %s\n", op, versus, static_cast<long long>(n), ours_ms, other_ms,
-                other_ms / ours_ms, agree ? "yes" : "NO");
+  // A table line and the harness's row: the vendor's share is its time over ours; VALID when the
+  // results agree.
+  void row(const char* op, const char* versus, index_t n, const Timing& ours_ms, const Timing& other_ms, bool agree) const {
+    std::printf("%-18s %-52s %11lld %10.3f %10.3f %8.3f %s\n", op, versus, static_cast<long long>(n), ours_ms.median,
+                other_ms.median, other_ms / ours_ms, agree ? "yes" : "NO");
     std::fflush(stdout);
+    harness->row(std::string(op) + " vs " + versus + " n=" + std::to_string(n))
+        .set("op", op)
+        .set("versus", versus)
+        .set("n", n)
+        .set("ours_ms", ours_ms.median)
+        .set("other_ms", other_ms.median)
+        .time(seconds(ours_ms))
+        .share("vendor", other_ms / ours_ms)
+        .verdict(agree, std::string("differs from ") + versus);
+    harness->print_pending();
   }
 };
 
@@ -334,9 +339,12 @@ void run(const Context& ctx, const Options& o, index_t n, const Printer& print) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_algorithms";
   tessera::Runtime runtime(argc, argv);
-  const Options options = parse(argc, argv);
+  Harness h("tessera_bench_algorithms",
+            "gather, scatter, reduce_by_key, unique and the sorts by projection and by comparator against\n"
+            "Thrust and CUB, on one rank (one GPU).",
+            {.minbytes = index_t(64) << 20, .maxbytes = index_t(256) << 20, .stepfactor = 4, .iters = 15, .warmup = 3});
+  const Options options = parse(h, argc, argv);
   Context ctx;
   try {
     ctx = runtime.start(tessera::BackendChoice::cuda);
@@ -345,8 +353,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (ctx.size() != 1) usage_error("runs on one rank (one GPU)");
-  const Printer print;
+  h.configuration()["run"] = options.run;
+  h.set_environment(environment_json(tessera::describe_environment(ctx)));
+  const Printer print{&h};
   print.header(tessera::kernels::describe_device(ctx.queue()).c_str());
   for (index_t n : options.sizes) run(ctx, options, n, print);
-  return 0;
+  return finish(h);
 }

@@ -1,12 +1,17 @@
-// Command-line helpers shared by the kernel benchmarks: a usage error (the program's name and the
-// message on stderr, exit status 2), a flag's value, a list split at a separator, and a
-// whole-number argument.
+// Command-line helpers shared by the kernel benchmarks: the harness's parse and finish for a one-GPU
+// benchmark, a usage error (the program's name and the message on stderr, exit status 2), a list
+// split at a separator, and whole-number arguments.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "cli.hpp"
+#include "harness.hpp"
 
 namespace tessera::bench {
 
@@ -36,6 +41,34 @@ inline std::vector<std::string> split(const std::string& s, char sep = ',') {
     if (end == std::string::npos) return parts;
     start = end + 1;
   }
+}
+
+// The harness's parse for a one-GPU benchmark: a usage error exits with status 2, --help with 0.
+inline void parse_command_line(Harness& h, int argc, char** argv) {
+  program_name() = h.program();
+  try {
+    if (!h.parse(argc, argv)) std::exit(0);
+  } catch (const UsageError& e) {
+    usage_error(e.what());
+  }
+}
+
+// Writes --json (when given) and prints the summary line; a --json that cannot be written is a usage
+// error. Returns 0 when every row is VALID, else 1.
+inline int finish(Harness& h) {
+  try {
+    return h.finish();
+  } catch (const UsageError& e) {
+    usage_error(e.what());
+  }
+}
+
+// A comma-separated list of counts (2^k, K/M/G suffixes), each at least 1: --sizes and the like.
+inline std::vector<long long> parse_counts(std::string_view text, const char* flag) {
+  std::vector<long long> out;
+  for (const std::string& part : split(std::string(text)))
+    out.push_back(static_cast<long long>(apps::parse_count(part, flag, 1, std::int64_t(1) << 50)));
+  return out;
 }
 
 // A whole number of at least `least` (0 or 1), in any base strtoll reads.

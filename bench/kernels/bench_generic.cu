@@ -9,7 +9,7 @@
 //   scan               running maximum (a user Max) vs cub::DeviceScan::InclusiveScan with Max;
 //                      the sum with a user Plus vs the precompiled prefix sum
 //
-//   tessera_bench_generic [--sizes N,...] [--reps R] [--warmup W]
+//   tessera_bench_generic [--sizes N,...] [-n R] [-w W] [--json FILE]   (the harness's flags: --help)
 #include <cuda_runtime.h>
 #include <thrust/execution_policy.h>
 #include <thrust/transform.h>
@@ -40,41 +40,24 @@ using namespace tessera::bench;
 
 struct Options {
   std::vector<index_t> sizes = {index_t(1) << 26, index_t(1) << 28};
-  int reps = 20;
+  int reps = 20;  // from the harness
   int warmup = 3;
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of float32 per size, the default 256 MiB to 1 GiB by 4, that is
+// 2^26 and 2^28 elements; -n timed calls, alias --reps; -w) and --sizes, element counts instead.
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&] { return flag_value(argc, argv, i, flag); };
-    auto count = [&](const std::string& text) {
-      char* end = nullptr;
-      const long long v = std::strtoll(text.c_str(), &end, 0);
-      if (text.empty() || *end != '\0' || v < 1) usage_error(flag + ": not a positive integer: '" + text + "'");
-      return static_cast<index_t>(v);
-    };
-    if (flag == "--sizes") {
-      o.sizes.clear();
-      std::string list = value();
-      for (std::size_t start = 0; start <= list.size();) {
-        const std::size_t comma = list.find(',', start);
-        o.sizes.push_back(count(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(count(value()));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(count(value()));
-    } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_generic [--sizes N,...] [--reps R] [--warmup W]\n");
-      std::exit(0);
-    } else {
-      usage_error("unknown flag '" + flag + "' (see --help)");
-    }
-  }
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--sizes"}, "N,...", "element counts instead of -b/-e (2^k, K/M/G)", [&o](std::string_view v) {
+    o.sizes.clear();
+    for (long long n : parse_counts(v, "--sizes")) o.sizes.push_back(n);
+  });
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--sizes")) usage_error("--sizes and -b/-e: give one or the other");
+  if (!h.given("--sizes")) o.sizes = h.sizes(sizeof(float));
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
@@ -105,6 +88,7 @@ __global__ void fill_kernel(float* x, index_t n) {
 
 struct Printer {
   double copy_gbs;
+  Harness* harness;
   void header() const {
     std::printf("\nratio = the other's time / ours (> 1: ours is faster); %%copy = bytes moved at the measured\n"
                 "device-to-device copy rate (%.0f GB/s, read + write) / our time.\n\n",
@@ -112,11 +96,29 @@ struct Printer {
     std::printf("%-18s %-44s %11s %10s %10s %8s %7s %s\n", "op", "ours vs", "n", "ours ms", "other ms", "ratio",
                 "%copy", "agree");
   }
-  void row(const char* op, const char* versus, index_t n, double ours_ms, double other_ms, double bytes,
+  // A table line and the harness's row: the share of the other (the vendor's where the other is
+  // Thrust or CUB) is its time over ours, the share of copy our rate over the copy rate; VALID when
+  // the results agree.
+  void row(const char* op, const char* versus, index_t n, const Timing& ours_ms, const Timing& other_ms, double bytes,
            bool agree) const {
-    std::printf("%-18s %-44s %11lld %10.3f %10.3f %8.3f %6.1f%% %s\n", op, versus, static_cast<long long>(n), ours_ms,
-                other_ms, other_ms / ours_ms, 100.0 * bytes / (copy_gbs * 1e6) / ours_ms, agree ? "yes" : "NO");
+    const double copy_share = bytes / (copy_gbs * 1e6) / ours_ms;
+    std::printf("%-18s %-44s %11lld %10.3f %10.3f %8.3f %6.1f%% %s\n", op, versus, static_cast<long long>(n),
+                ours_ms.median, other_ms.median, other_ms / ours_ms, 100.0 * copy_share, agree ? "yes" : "NO");
     std::fflush(stdout);
+    const std::string other(versus);
+    const bool vendor = other.rfind("thrust", 0) == 0 || other.rfind("cub", 0) == 0;
+    harness->row(std::string(op) + " vs " + other + " n=" + std::to_string(n))
+        .set("op", op)
+        .set("versus", other)
+        .set("n", n)
+        .set("ours_ms", ours_ms.median)
+        .set("other_ms", other_ms.median)
+        .set("bytes", bytes)
+        .time(seconds(ours_ms))
+        .share(vendor ? "vendor" : "precompiled", other_ms / ours_ms)
+        .share("copy", copy_share)
+        .verdict(agree, "differs from " + other);
+    harness->print_pending();
   }
 };
 
@@ -169,10 +171,15 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
     print.row("transform", "thrust::transform", n, ours, theirs, 2 * bytes_1, a == b);
     // The tile at other shapes (threads x chunks per thread).
     auto sweep = [&](const char* name, auto run_variant) {
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(float) * static_cast<std::size_t>(n), stream));
       const auto [variant, vendor] = median_pair_ms(
           q, o.warmup, o.reps, [&] { run_variant(); },
           [&] { thrust::transform(thrust::cuda::par_nosync.on(stream), x, x + n, z, Affine2x1{}); });
-      print.row("transform tile", name, n, variant, vendor, 2 * bytes_1, true);
+      float va = 0, vb = 0;
+      TESSERA_CUDA_CHECK(cudaMemcpyAsync(&va, y + n / 3, sizeof va, cudaMemcpyDeviceToHost, stream));
+      TESSERA_CUDA_CHECK(cudaMemcpyAsync(&vb, z + n / 3, sizeof vb, cudaMemcpyDeviceToHost, stream));
+      q.synchronize();
+      print.row("transform tile", name, n, variant, vendor, 2 * bytes_1, va == vb);
     };
     sweep("thrust; 256 thr x 2 chunks", [&] { tessera::kernels::cuda::detail::device_transform<TransformShape<256, 2>>(x, n, y, Affine2x1{}, q.stream); });
     sweep("thrust; 256 thr x 8 chunks", [&] { tessera::kernels::cuda::detail::device_transform<TransformShape<256, 8>>(x, n, y, Affine2x1{}, q.stream); });
@@ -217,7 +224,7 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
     print.row("reduce", "cub::DeviceReduce::Sum (user Plus, ordered)", n, user_o, cub_2, bytes_1, values[1] == values[3]);
     print.row("reduce", "cub::DeviceReduce::Sum (precompiled sum)", n, pre, cub_3, bytes_1, values[2] == values[3]);
     std::printf("%-18s user Plus (commutative) / precompiled: %.3f; user Plus (ordered) / precompiled: %.3f\n", "",
-                user_c / pre, user_o / pre);
+                user_c.median / pre.median, user_o.median / pre.median);
     // The order-keeping pass at other tunings (threads x rows in flight x vectors per lane).
     auto sweep = [&](const char* name, auto run_variant) {
       const auto [variant, vendor] = median_pair_ms(q, o.warmup, o.reps, [&] { run_variant(); }, cub_sum);
@@ -263,16 +270,21 @@ void run(const Queue& q, const Options& o, index_t n, const Printer& print) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_generic";
-  const Options o = parse(argc, argv);
+  Harness h("tessera_bench_generic",
+            "The local operations with user functors against Thrust and CUB with the same functors, and the\n"
+            "user-functor paths against the precompiled ones, on one GPU.",
+            {.minbytes = index_t(256) << 20, .maxbytes = index_t(1) << 30, .stepfactor = 4, .iters = 20, .warmup = 3});
+  const Options o = parse(h, argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_generic: no GPU\n");
     return 77;
   }
   const Queue q = tessera::kernels::make_cuda_queue(0);
   std::printf("tessera_bench_generic: %s\n", tessera::kernels::describe_device(q).c_str());
-  const Printer print{measure_copy_gbs(q)};
+  set_local_environment(h, q);
+  const Printer print{measure_copy_gbs(q), &h};
+  h.configuration()["copy_gbs"] = print.copy_gbs;
   print.header();
   for (index_t n : o.sizes) run(q, o, n, print);
-  return 0;
+  return finish(h);
 }

@@ -20,9 +20,9 @@
 // into a bin or kBinBelow / kBinAbove), on the same samples and the same device pass; its note
 // gives its time over the precompiled row's.
 //
-// Usage: tessera_bench_histogram [--n N] [--bins 16,256,...] [--types float,int32]
-//          [--dists uniform,skewed] [--ranged] [--variants] [--user-binner] [--reps 20] [--warmup 3]
-//          [--json FILE]
+// Usage: tessera_bench_histogram [--n N | -b 1G -e 4G -f 2] [--bins 16,256,...] [--types float,int32]
+//          [--dists uniform,skewed] [--ranged] [--variants] [--user-binner] [-n 20] [-w 3]
+//          [--json FILE]   (the harness's flags, bench/common; --reps is -n's other name)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -55,61 +55,54 @@ namespace apps = tessera::apps;
 namespace kd = tessera::kernels::cuda::detail;
 
 struct Options {
-  index_t n = index_t(1) << 28;
+  std::vector<index_t> sizes = {index_t(1) << 28};
+  index_t n = 0;  // the size being run
   std::vector<int> bins = {16, 256, 1024, 4096, 16384, 65536};
   std::vector<std::string> types = {"float", "int32"};
   std::vector<std::string> dists = {"uniform", "skewed"};
   bool ranged = false;
   bool variants = false;
   bool user_binner = false;
-  int reps = 20;
+  int reps = 20;  // from the harness
   int warmup = 3;
-  std::string json;
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of 4-byte samples, default 1 GiB: 2^28 samples; -n timed calls,
+// alias --reps; -w; --json) and this benchmark's own (--n: one sample count instead of -b/-e).
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&] { return flag_value(argc, argv, i, flag); };
-    if (flag == "--n") {
-      o.n = parse_count(value(), "--n", 1);
-    } else if (flag == "--bins") {
-      o.bins.clear();
-      for (const auto& b : split(value())) {
-        const long long v = parse_count(b, "--bins", 1);
-        if (v > (1 << 24) || (v & (v - 1))) usage_error("--bins: " + b + " is not a power of two up to 2^24");
-        o.bins.push_back(static_cast<int>(v));
-      }
-    } else if (flag == "--types") {
-      o.types = split(value());
-      for (const auto& t : o.types)
-        if (t != "float" && t != "int32") usage_error("--types: unknown type '" + t + "' (float, int32)");
-    } else if (flag == "--dists") {
-      o.dists = split(value());
-      for (const auto& d : o.dists)
-        if (d != "uniform" && d != "skewed") usage_error("--dists: unknown distribution '" + d + "' (uniform, skewed)");
-    } else if (flag == "--ranged") {
-      o.ranged = true;
-    } else if (flag == "--variants") {
-      o.variants = true;
-    } else if (flag == "--user-binner") {
-      o.user_binner = true;
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(parse_count(value(), "--reps", 1));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(parse_count(value(), "--warmup", 1));
-    } else if (flag == "--json") {
-      o.json = value();
-    } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_histogram [--n N] [--bins 16,256,...] [--types float,int32]\n"
-                  "         [--dists uniform,skewed] [--ranged] [--variants] [--user-binner] [--reps R] [--warmup W]\n"
-                  "         [--json FILE]\n");
-      std::exit(0);
-    } else {
-      usage_error("unknown flag '" + flag + "' (see --help)");
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--n"}, "N", "samples (2^k, K/M/G) instead of -b/-e", [&o](std::string_view v) {
+    o.sizes = {parse_counts(v, "--n").at(0)};
+  });
+  h.add_option({"--bins"}, "16,256,...", "bin counts, powers of two up to 2^24 (default 16 to 65536)", [&o](std::string_view v) {
+    o.bins.clear();
+    for (const auto& b : split(std::string(v))) {
+      const long long c = parse_count(b, "--bins", 1);
+      if (c > (1 << 24) || (c & (c - 1))) usage_error("--bins: " + b + " is not a power of two up to 2^24");
+      o.bins.push_back(static_cast<int>(c));
     }
-  }
+  });
+  h.add_option({"--types"}, "float,int32", "sample types (default both)", [&o](std::string_view v) {
+    o.types = split(std::string(v));
+    for (const auto& t : o.types)
+      if (t != "float" && t != "int32") usage_error("--types: unknown type '" + t + "' (float, int32)");
+  });
+  h.add_option({"--dists"}, "uniform,skewed", "sample distributions (default both)", [&o](std::string_view v) {
+    o.dists = split(std::string(v));
+    for (const auto& d : o.dists)
+      if (d != "uniform" && d != "skewed") usage_error("--dists: unknown distribution '" + d + "' (uniform, skewed)");
+  });
+  h.add_switch({"--ranged"}, "also the given-edges histogram against HistogramRange", &o.ranged);
+  h.add_switch({"--variants"}, "also other tunings of the device pass (float)", &o.variants);
+  h.add_switch({"--user-binner"}, "also kernels::histogram_by with a binner of the caller's", &o.user_binner);
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--n")) usage_error("--n and -b/-e: give one or the other");
+  if (h.sizes_given()) o.sizes = h.sizes(4);
+  for (index_t n : o.sizes)
+    if (n > 0x7fffffff) usage_error("--n: CUB's int sample count holds at most 2^31 - 1");
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
@@ -148,12 +141,15 @@ EvenBins range_of(int bins) {
 struct Row {
   std::string op, type, dist, variant, plan;
   int bins = 0;
-  double ours_ms = 0, cub_ms = 0, speedup = 0, percent_copy = 0;
+  index_t n = 0;
+  Timing ours_ms;
+  double cub_ms = 0, speedup = 0, percent_copy = 0;
   bool agree = false;
   std::string note;
 };
 
 std::vector<Row> g_rows;
+Harness* g_harness = nullptr;
 
 void print_header(double copy_gbs, index_t n) {
   std::printf("\nspeedup = CUB time / our time (> 1: ours is faster); %%copy = n * sizeof(T) bytes at the measured\n"
@@ -165,10 +161,30 @@ void print_header(double copy_gbs, index_t n) {
 
 void print_row(const Row& r) {
   std::printf("%-6s %-6s %-8s %-8s %7d %9.3f %9.3f %8.2f %6.1f%% %6s  %s %s\n", r.op.c_str(), r.type.c_str(),
-              r.dist.c_str(), r.variant.c_str(), r.bins, r.ours_ms, r.cub_ms, r.speedup, r.percent_copy,
+              r.dist.c_str(), r.variant.c_str(), r.bins, r.ours_ms.median, r.cub_ms, r.speedup, r.percent_copy,
               r.agree ? "yes" : "NO", r.plan.c_str(), r.note.c_str());
   std::fflush(stdout);
   g_rows.push_back(r);
+  // The harness's row: shares of the vendor (CUB's time over ours) and of copy.
+  g_harness->row(r.op + " " + r.type + " " + r.dist + " " + r.variant + " bins=" + std::to_string(r.bins) + " n=" +
+                 std::to_string(r.n))
+      .set("op", r.op)
+      .set("type", r.type)
+      .set("dist", r.dist)
+      .set("variant", r.variant)
+      .set("bins", r.bins)
+      .set("n", r.n)
+      .set("ours_ms", r.ours_ms.median)
+      .set("cub_ms", r.cub_ms)
+      .set("speedup", r.speedup)
+      .set("percent_copy", r.percent_copy)
+      .set("agree", r.agree)
+      .set("plan", r.plan)
+      .time(seconds(r.ours_ms))
+      .share("vendor", r.speedup)
+      .share("copy", r.percent_copy / 100.0)
+      .verdict(r.agree, "counts differ from CUB's");
+  g_harness->print_pending();
 }
 
 template <class T>
@@ -212,11 +228,7 @@ std::string disagreement(const Queue& q, const index_t* ours, const int* theirs,
 }
 
 // Other tunings of the device pass (--variants); kernel template arguments must be namespace-scope types.
-struct Aggregate : kd::HistogramTuning { static constexpr bool kAggregate = true; };
-struct Prefetch : kd::HistogramTuning { static constexpr bool kPrefetch = true; };
-struct Prefetch2 : kd::HistogramTuning { static constexpr bool kPrefetch = true; static constexpr int kLoadsInFlight = 2; };
 struct MinBlocks3 : kd::HistogramTuning { static constexpr int kMinBlocksPerSm = 3; };
-struct MinBlocks3Prefetch2 : MinBlocks3 { static constexpr bool kPrefetch = true; static constexpr int kLoadsInFlight = 2; };
 struct Threads256 : kd::HistogramTuning { static constexpr int kBlockThreads = 256; };
 struct Threads16At512 : kd::HistogramTuning { static constexpr int kBlockThreads16 = 512; };
 struct Only16Bit : kd::HistogramTuning { static constexpr int kMinBlocksPerSmFor32Bit = 1 << 20; };
@@ -262,6 +274,7 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
     r.dist = dist;
     r.variant = variant;
     r.bins = bins;
+    r.n = n;
     r.plan = plan;
     r.note = disagreement(q, ours_counts, cub_counts, bins, n);
     r.agree = r.note.empty();
@@ -299,11 +312,7 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
         kd::device_histogram<Tuning>(samples, n, binning, bins, ours_counts, q.stream);
       });
     };
-    variant.template operator()<Aggregate>("aggreg");
-    variant.template operator()<Prefetch>("pref4");
-    variant.template operator()<Prefetch2>("pref2");
     variant.template operator()<MinBlocks3>("minblk3");
-    variant.template operator()<MinBlocks3Prefetch2>("mb3pf2");
     variant.template operator()<Threads256>("thr256");
     variant.template operator()<Threads16At512>("t16at512");
     variant.template operator()<Only16Bit>("16bit");
@@ -343,6 +352,7 @@ void bench_ranged(Bench& b, const float* samples, const std::string& dist, int b
   r.dist = dist;
   r.variant = "default";
   r.bins = bins;
+  r.n = n;
   kd::DeviceEdgesBinning<float> edges_binning{};
   edges_binning.edges = d_edges;
   edges_binning.bins = bins;
@@ -386,38 +396,14 @@ void bench_type(Bench& b, bool variants) {
   TESSERA_CUDA_CHECK(cudaFree(cub_counts));
 }
 
-void write_json(const std::string& path, const std::string& device, double copy_gbs, index_t n) {
-  apps::Json rows = apps::Json::array();
-  for (const Row& r : g_rows) {
-    apps::Json row = apps::Json::object();
-    row["op"] = r.op;
-    row["type"] = r.type;
-    row["dist"] = r.dist;
-    row["variant"] = r.variant;
-    row["bins"] = r.bins;
-    row["ours_ms"] = r.ours_ms;
-    row["cub_ms"] = r.cub_ms;
-    row["speedup"] = r.speedup;
-    row["percent_copy"] = r.percent_copy;
-    row["agree"] = r.agree;
-    row["plan"] = r.plan;
-    rows.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["device"] = device;
-  j["copy_gbs"] = copy_gbs;
-  j["n"] = n;
-  j["rows"] = rows;
-  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
-  if (!problem.empty()) usage_error("--json: " + problem);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_histogram";
-  const Options opt = parse(argc, argv);
-  if (opt.n > 0x7fffffff) usage_error("--n: CUB's int sample count holds at most 2^31 - 1");
+  Harness h("tessera_bench_histogram",
+            "The histogram kernels next to CUB's DeviceHistogram (HistogramEven, HistogramRange) on one GPU.",
+            {.minbytes = index_t(1) << 30, .maxbytes = index_t(1) << 30, .stepfactor = 4, .iters = 20, .warmup = 3});
+  g_harness = &h;
+  Options opt = parse(h, argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_histogram: no usable CUDA device\n");
     return 1;
@@ -427,20 +413,22 @@ int main(int argc, char** argv) {
   b.opt = &opt;
   const std::string device = tessera::kernels::describe_device(b.q);
   std::printf("tessera_bench_histogram on %s\n", device.c_str());
+  set_local_environment(h, b.q);
   b.copy_gbs = measure_copy_gbs(b.q);
+  h.configuration()["copy_gbs"] = b.copy_gbs;
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", b.copy_gbs);
-  print_header(b.copy_gbs, opt.n);
-  // The default rows of every type first, then the variants (the least needed, last).
-  for (const std::string& type : opt.types) {
-    if (type == "float") bench_type<float>(b, false);
-    else bench_type<std::int32_t>(b, false);
+  for (const index_t n : opt.sizes) {
+    opt.n = n;
+    print_header(b.copy_gbs, opt.n);
+    // The default rows of every type first, then the variants (the least needed, last).
+    for (const std::string& type : opt.types) {
+      if (type == "float") bench_type<float>(b, false);
+      else bench_type<std::int32_t>(b, false);
+    }
+    if (opt.variants) bench_type<float>(b, true);
   }
-  if (opt.variants) bench_type<float>(b, true);
-  if (!opt.json.empty()) write_json(opt.json, device, b.copy_gbs, opt.n);
-  bool all_agree = true;
-  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
   tessera::kernels::destroy_queue(b.q);
-  if (!all_agree) {
+  if (finish(h) != 0) {
     std::fprintf(stderr, "tessera_bench_histogram: some counts disagree with CUB's (rows marked NO)\n");
     return 3;
   }

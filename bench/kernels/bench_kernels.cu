@@ -10,8 +10,9 @@
 // this program measures first (read + write counted), over our time; for GEMM it is our rate as a
 // percentage of cuBLAS's.
 //
-// Usage: tessera_bench_kernels [--sizes 268435456,1073741824] [--gemm 4096x4096x4096,...]
-//          [--ops reduce,scan,select,exact,gemm] [--reps 20] [--warmup 3] [--gemm-reps 10] [--json FILE]
+// Usage: tessera_bench_kernels [--sizes 268435456,1073741824 | -b 1G -e 4G -f 4] [--gemm 4096x4096x4096,...]
+//          [--ops reduce,scan,select,exact,gemm] [-n 20] [-w 3] [--gemm-reps 10] [--json FILE]
+// (the harness's flags, bench/common; --reps is -n's other name). Exit status 3 when a row is INVALID.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -47,6 +48,7 @@ using tessera::ReduceOp;
 using tessera::ScanKind;
 using tessera::kernels::Queue;
 using namespace tessera::bench;
+using Row_ = tessera::bench::Row;
 namespace apps = tessera::apps;
 
 #define BENCH_CUBLAS_CHECK(call)                                                                   \
@@ -59,48 +61,42 @@ struct Options {
   std::vector<index_t> sizes = {index_t(1) << 28, index_t(1) << 30};
   std::vector<std::array<index_t, 3>> gemm_shapes = {{4096, 4096, 4096}, {8192, 8192, 8192}, {5000, 3001, 4097}};
   std::vector<std::string> ops = {"reduce", "scan", "select", "exact", "gemm"};
-  int reps = 20;
+  int reps = 20;  // from the harness
   int warmup = 3;
   int gemm_reps = 10;
-  std::string json;
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of 4-byte elements per size, the default 1 GiB to 4 GiB by 4,
+// that is 2^28 and 2^30 elements of every type; -n timed calls, alias --reps; -w; --json) and this
+// benchmark's own.
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&] { return flag_value(argc, argv, i, flag); };
-    if (flag == "--sizes") {
-      o.sizes.clear();
-      for (const auto& s : split(value(), ',')) o.sizes.push_back(parse_count(s, "--sizes"));
-    } else if (flag == "--gemm") {
-      o.gemm_shapes.clear();
-      for (const auto& s : split(value(), ',')) {
-        const auto dims = split(s, 'x');
-        if (dims.size() != 3) usage_error("--gemm: shape '" + s + "' is not MxNxK");
-        o.gemm_shapes.push_back({parse_count(dims[0], "--gemm"), parse_count(dims[1], "--gemm"), parse_count(dims[2], "--gemm")});
-      }
-    } else if (flag == "--ops") {
-      o.ops = split(value(), ',');
-      for (const auto& op : o.ops)
-        if (op != "reduce" && op != "scan" && op != "select" && op != "exact" && op != "gemm") usage_error("--ops: unknown operation '" + op + "'");
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(parse_count(value(), "--reps"));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
-    } else if (flag == "--gemm-reps") {
-      o.gemm_reps = static_cast<int>(parse_count(value(), "--gemm-reps"));
-    } else if (flag == "--json") {
-      o.json = value();
-    } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_kernels [--sizes N,...] [--gemm MxNxK,...] [--ops reduce,scan,select,exact,gemm]\n"
-                  "                             [--reps R] [--warmup W] [--gemm-reps R] [--json FILE]\n");
-      std::exit(0);
-    } else {
-      usage_error("unknown flag '" + flag + "' (see --help)");
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--sizes"}, "N,...", "element counts instead of -b/-e (2^k, K/M/G)", [&o](std::string_view v) {
+    o.sizes.clear();
+    for (long long n : parse_counts(v, "--sizes")) o.sizes.push_back(n);
+  });
+  h.add_option({"--gemm"}, "MxNxK,...", "GEMM shapes (default 4096^3, 8192^3, 5000x3001x4097)", [&o](std::string_view v) {
+    o.gemm_shapes.clear();
+    for (const auto& s : split(std::string(v), ',')) {
+      const auto dims = split(s, 'x');
+      if (dims.size() != 3) throw tessera::UsageError("--gemm: shape '" + s + "' is not MxNxK");
+      o.gemm_shapes.push_back({parse_count(dims[0], "--gemm", 1), parse_count(dims[1], "--gemm", 1), parse_count(dims[2], "--gemm", 1)});
     }
-  }
-  if (o.reps < 1 || o.gemm_reps < 1) usage_error("--reps and --gemm-reps must be at least 1");
+  });
+  h.add_option({"--ops"}, "LIST", "of reduce,scan,select,exact,gemm (default all)", [&o](std::string_view v) {
+    o.ops = split(std::string(v), ',');
+    for (const auto& op : o.ops)
+      if (op != "reduce" && op != "scan" && op != "select" && op != "exact" && op != "gemm")
+        throw tessera::UsageError("--ops: unknown operation '" + op + "'");
+  });
+  h.add_option({"--gemm-reps"}, "R", "timed calls of each GEMM (default 10)",
+               [&o](std::string_view v) { o.gemm_reps = static_cast<int>(parse_count(std::string(v), "--gemm-reps", 1)); });
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--sizes")) usage_error("--sizes and -b/-e: give one or the other");
+  if (!h.given("--sizes")) o.sizes = h.sizes(4);
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
@@ -160,7 +156,8 @@ Mismatch compare(const Queue& q, const T* a, const T* b, index_t n, double abs_t
 
 struct Row {
   std::string op, type, size, unit;
-  double ours_ms = 0, vendor_ms = 0, ours_rate = 0, vendor_rate = 0, speedup = 0, percent_floor = 0;
+  Timing ours_ms, vendor_ms;
+  double ours_rate = 0, vendor_rate = 0, speedup = 0, percent_floor = 0;
   bool agree = false;
   std::string note;
 };
@@ -173,7 +170,7 @@ void set_memory_rates(Row& r, double bytes, double copy_gbs) {
   r.percent_floor = 100.0 * (bytes / (copy_gbs * 1e6)) / r.ours_ms;
 }
 
-std::vector<Row> g_rows;
+Harness* g_harness = nullptr;
 
 void print_header(double copy_gbs) {
   std::printf("\nspeedup = vendor time / our time (> 1: ours is faster); %%floor = bytes moved at the measured\n"
@@ -185,10 +182,28 @@ void print_header(double copy_gbs) {
 
 void print_row(const Row& r) {
   std::printf("%-16s %-7s %-18s %10.3f %10.3f %8.1f %-2s %8.1f %-2s %8.3f %6.1f%% %6s %s\n", r.op.c_str(), r.type.c_str(),
-              r.size.c_str(), r.ours_ms, r.vendor_ms, r.ours_rate, r.unit == "GB/s" ? "GB" : "GF", r.vendor_rate,
+              r.size.c_str(), r.ours_ms.median, r.vendor_ms.median, r.ours_rate, r.unit == "GB/s" ? "GB" : "GF", r.vendor_rate,
               r.unit == "GB/s" ? "GB" : "GF", r.speedup, r.percent_floor, r.agree ? "yes" : "NO", r.note.c_str());
   std::fflush(stdout);
-  g_rows.push_back(r);
+  // The harness's row: shares of the vendor (its time over ours) and, for memory-bound rows, of copy.
+  Row_& row = g_harness->row(r.op + " " + r.type + " " + r.size);
+  row.set("op", r.op)
+      .set("type", r.type)
+      .set("size", r.size)
+      .set("unit", r.unit)
+      .set("ours_ms", r.ours_ms.median)
+      .set("vendor_ms", r.vendor_ms.median)
+      .set("ours_rate", r.ours_rate)
+      .set("vendor_rate", r.vendor_rate)
+      .set("speedup", r.speedup)
+      .set("percent_floor", r.percent_floor)
+      .set("agree", r.agree)
+      .set("note", r.note)
+      .time(seconds(r.ours_ms))
+      .share("vendor", r.speedup);
+  if (r.unit == "GB/s") row.share("copy", r.percent_floor / 100.0);
+  row.verdict(r.agree, "disagrees with the vendor: " + r.note);
+  g_harness->print_pending();
 }
 
 template <class T>
@@ -488,38 +503,15 @@ void bench_gemm(Context& ctx, index_t m, index_t n, index_t k) {
   for (T* p : {a, b, c_ours, c_theirs}) TESSERA_CUDA_CHECK(cudaFree(p));
 }
 
-void write_json(const std::string& path, const std::string& device, double copy_gbs) {
-  apps::Json rows = apps::Json::array();
-  for (const Row& r : g_rows) {
-    apps::Json row = apps::Json::object();
-    row["op"] = r.op;
-    row["type"] = r.type;
-    row["size"] = r.size;
-    row["unit"] = r.unit;
-    row["ours_ms"] = r.ours_ms;
-    row["vendor_ms"] = r.vendor_ms;
-    row["ours_rate"] = r.ours_rate;
-    row["vendor_rate"] = r.vendor_rate;
-    row["speedup"] = r.speedup;
-    row["percent_floor"] = r.percent_floor;
-    row["agree"] = r.agree;
-    row["note"] = r.note;
-    rows.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["device"] = device;
-  j["copy_gbs"] = copy_gbs;
-  j["speedup_means"] = "vendor time / our time; > 1: ours is faster";
-  j["rows"] = rows;
-  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
-  if (!problem.empty()) usage_error("--json: " + problem);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_kernels";
-  const Options opt = parse(argc, argv);
+  Harness h("tessera_bench_kernels",
+            "Each local kernel against its vendor baseline (CUB, cuBLAS) on one GPU: reduce, scan, select,\n"
+            "exact sum over sizes of every element type, and the tiled GEMM against cuBLAS.",
+            {.minbytes = index_t(1) << 30, .maxbytes = index_t(4) << 30, .stepfactor = 4, .iters = 20, .warmup = 3});
+  g_harness = &h;
+  const Options opt = parse(h, argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_kernels: no usable CUDA device\n");
     return 1;
@@ -529,7 +521,10 @@ int main(int argc, char** argv) {
   ctx.opt = &opt;
   const std::string device = tessera::kernels::describe_device(ctx.q);
   std::printf("tessera_bench_kernels on %s\n", device.c_str());
+  set_local_environment(h, ctx.q);
   ctx.copy_gbs = measure_copy_gbs(ctx.q);
+  h.configuration()["copy_gbs"] = ctx.copy_gbs;
+  h.configuration()["gemm_reps"] = opt.gemm_reps;
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", ctx.copy_gbs);
   print_header(ctx.copy_gbs);
 
@@ -556,11 +551,8 @@ int main(int argc, char** argv) {
     }
     BENCH_CUBLAS_CHECK(cublasDestroy(g_cublas));
   }
-  if (!opt.json.empty()) write_json(opt.json, device, ctx.copy_gbs);
-  bool all_agree = true;
-  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
   tessera::kernels::destroy_queue(ctx.q);
-  if (!all_agree) {
+  if (finish(h) != 0) {
     std::fprintf(stderr, "tessera_bench_kernels: some results disagree with the vendor baseline (rows marked NO)\n");
     return 3;
   }

@@ -10,7 +10,8 @@
 // one read of the keys (the digit counts of every place) and per place one read and one write of
 // keys and values.
 //
-// Usage: tessera_bench_sort [--sizes 67108864,268435456] [--reps 20] [--warmup 3] [--json FILE]
+// Usage: tessera_bench_sort [--sizes 67108864,268435456 | -b 256M -e 1G -f 4] [-n 20] [-w 3] [--json FILE]
+// (the harness's flags, bench/common; --reps is -n's other name; --help lists the studies)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -40,9 +41,8 @@ namespace apps = tessera::apps;
 
 struct Options {
   std::vector<index_t> sizes = {index_t(1) << 26, index_t(1) << 28};
-  int reps = 20;
+  int reps = 20;  // from the harness
   int warmup = 3;
-  std::string json;
   std::vector<std::string> only;  // row names (keys-uint32, pairs-float-64, ...); empty: all
   bool study = false;             // the tuning study of 4-byte keys instead of the table
   bool study64 = false;           // the tuning study of 8-byte keys instead of the table
@@ -51,55 +51,44 @@ struct Options {
   bool study_hints = false;       // the tuning's shapes with streaming cache hints, instead of the table
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of 4-byte keys, default 256 MiB to 1 GiB by 4, that is 2^26 and
+// 2^28 keys of every type; -n timed calls, alias --reps; -w; --json) and this benchmark's own.
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&] { return flag_value(argc, argv, i, flag); };
-    if (flag == "--sizes") {
-      o.sizes.clear();
-      for (const std::string& part : split(value())) o.sizes.push_back(parse_count(part, "--sizes"));
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(parse_count(value(), "--reps"));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
-    } else if (flag == "--json") {
-      o.json = value();
-    } else if (flag == "--study") {
-      o.study = true;
-    } else if (flag == "--study64") {
-      o.study64 = true;
-    } else if (flag == "--study-carveout") {
-      o.study_carveout = true;
-    } else if (flag == "--study-packed") {
-      o.study_packed = true;
-    } else if (flag == "--study-hints") {
-      o.study_hints = true;
-    } else if (flag == "--only") {
-      o.only = split(value());
-    } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_sort [--sizes N,...] [--reps R] [--warmup W] [--json FILE] [--only ROWS] [--study] [--study64]\n"
-                  "                         [--study-carveout] [--study-packed] [--study-hints]\n"
-                  "  --study: other shapes of the onesweep pass (threads x keys per thread, resident blocks per SM,\n"
-                  "           look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB\n"
-                  "  --study64: the same for uint64 keys and (uint64, uint64) pairs, the pass's storage static or dynamic\n"
-                  "  --study-carveout: larger tiles (the pass's storage in dynamic shared memory), wide values sorted\n"
-                  "           part by part, and the smallest shared-memory carveout that keeps the blocks resident\n"
-                  "  --study-packed: (uint32, uint32), (uint32, uint64) and (uint64, uint64) pairs staged (values beside\n"
-                  "           the keys) or packed into one word per pair (a spare array and the output arrays, or two\n"
-                  "           spare arrays, several tiles), each against CUB\n"
-                  "  --study-hints: the tuning's shapes with the streaming cache hint on the tile's loads or on the\n"
-                  "           scattered stores, each against CUB\n"
-                  "  ROWS: keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double,\n"
-                  "        pairs-uint32-32, pairs-float-64, pairs-uint64-64 (comma separated)\n");
-      std::exit(0);
-    } else {
-      usage_error("unknown flag '" + flag + "' (see --help)");
-    }
-  }
-  if (o.reps < 1) usage_error("--reps must be at least 1");
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--sizes"}, "N,...", "key counts instead of -b/-e (2^k, K/M/G; below 2^31)", [&o](std::string_view v) {
+    o.sizes.clear();
+    for (long long n : parse_counts(v, "--sizes")) o.sizes.push_back(n);
+  });
+  h.add_option({"--only"}, "ROWS",
+               "keys-uint32, keys-int32, keys-float, keys-uint64, keys-int64, keys-double, pairs-uint32-32, "
+               "pairs-float-64, pairs-uint64-64 (comma separated; default all)",
+               [&o](std::string_view v) { o.only = split(std::string(v)); });
+  h.add_switch({"--study"},
+               "instead of the table: other shapes of the onesweep pass (threads x keys per thread, resident blocks "
+               "per SM, look-back batch) for uint32 keys and (uint32, uint32) pairs, each against CUB",
+               &o.study);
+  h.add_switch({"--study64"}, "the same for uint64 keys and (uint64, uint64) pairs, the pass's storage static or dynamic",
+               &o.study64);
+  h.add_switch({"--study-carveout"},
+               "larger tiles (the pass's storage in dynamic shared memory), wide values sorted part by part, and the "
+               "smallest shared-memory carveout that keeps the blocks resident",
+               &o.study_carveout);
+  h.add_switch({"--study-packed"},
+               "(uint32, uint32), (uint32, uint64) and (uint64, uint64) pairs staged (values beside the keys) or packed "
+               "into one word per pair, each against CUB",
+               &o.study_packed);
+  h.add_switch({"--study-hints"},
+               "the tuning's shapes with the streaming cache hint on the tile's loads or on the scattered stores, each "
+               "against CUB",
+               &o.study_hints);
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--sizes")) usage_error("--sizes and -b/-e: give one or the other");
+  if (!h.given("--sizes")) o.sizes = h.sizes(4);
   for (index_t n : o.sizes)
     if (n >= (index_t(1) << 31)) usage_error("--sizes: CUB's 32-bit item counts take sizes below 2^31");
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
@@ -157,16 +146,34 @@ bool same_bytes(const Queue& q, const void* a, const void* b, std::size_t bytes)
 struct Row {
   std::string op, keys, values;
   index_t n = 0;
-  double ours_ms = 0, cub_ms = 0, floor_ms = 0;
+  Timing ours_ms;
+  double cub_ms = 0, floor_ms = 0;
   bool agree = false;
 };
-std::vector<Row> g_rows;
+Harness* g_harness = nullptr;
 
+// A table line and the harness's row: shares of the vendor (CUB's time over ours) and of copy (the
+// time an 8-bit LSD sort's bytes take at the copy rate over ours).
 void print_row(const Row& r) {
   std::printf("%-6s %-7s %-7s %11lld %9.3f %9.3f %8.2f %8.2f %7.3f %6.1f%% %s\n", r.op.c_str(), r.keys.c_str(),
-              r.values.c_str(), static_cast<long long>(r.n), r.ours_ms, r.cub_ms, r.n / (r.ours_ms * 1e6),
+              r.values.c_str(), static_cast<long long>(r.n), r.ours_ms.median, r.cub_ms, r.n / (r.ours_ms * 1e6),
               r.n / (r.cub_ms * 1e6), r.cub_ms / r.ours_ms, 100.0 * r.floor_ms / r.ours_ms, r.agree ? "yes" : "NO");
   std::fflush(stdout);
+  g_harness->row(r.op + " " + r.keys + " " + r.values + " n=" + std::to_string(r.n))
+      .set("op", r.op)
+      .set("keys", r.keys)
+      .set("values", r.values)
+      .set("n", r.n)
+      .set("ours_ms", r.ours_ms.median)
+      .set("cub_ms", r.cub_ms)
+      .set("speedup", r.cub_ms / r.ours_ms)
+      .set("percent_floor", 100.0 * r.floor_ms / r.ours_ms)
+      .set("agree", r.agree)
+      .time(seconds(r.ours_ms))
+      .share("vendor", r.cub_ms / r.ours_ms)
+      .share("copy", r.floor_ms / r.ours_ms)
+      .verdict(r.agree, "differs from CUB's");
+  g_harness->print_pending();
 }
 
 template <class T>
@@ -233,14 +240,11 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
   r.n = n;
   r.agree = same_bytes(q, ours_keys, cub_keys, sizeof(Key) * static_cast<std::size_t>(n));
   if constexpr (kPairs) r.agree = r.agree && same_bytes(q, ours_values, cub_values, sizeof(V) * static_cast<std::size_t>(n));
-  const auto [ours_ms, cub_ms] = median_pair_ms(q, o.warmup, o.reps, ours, vendor);
-  r.ours_ms = ours_ms;
-  r.cub_ms = cub_ms;
+  std::tie(r.ours_ms, r.cub_ms) = median_pair_ms(q, o.warmup, o.reps, ours, vendor);
   const double places = static_cast<double>(sizeof(Key));
   const double bytes = static_cast<double>(n) * (sizeof(Key) * (1 + 2 * places) + (kPairs ? sizeof(V) * 2 * places : 0));
   r.floor_ms = bytes / (copy_gbs * 1e6);
   print_row(r);
-  g_rows.push_back(r);
   TESSERA_CUDA_CHECK(cudaFree(temp));
   for (void* p : {static_cast<void*>(keys_in), static_cast<void*>(ours_keys), static_cast<void*>(cub_keys),
                   static_cast<void*>(values_in), static_cast<void*>(ours_values), static_cast<void*>(cub_values)})
@@ -340,7 +344,9 @@ StudyTimes time_study(const Queue& q, const Options& o, const StudyArrays<Key>& 
   StudyTimes t;
   t.agree = same_bytes(q, a.ours, a.theirs, bytes(sizeof(Key))) &&
             (!kPairs || same_bytes(q, a.ours_values, a.their_values, bytes(sizeof(Value))));
-  if (!t.agree) g_rows.push_back(Row{});  // counted as a disagreement
+  if (!t.agree)  // counted as a disagreement
+    g_harness->row("study " + std::string(type_name<Key>()) + " n=" + std::to_string(a.n))
+        .verdict(false, "a study's shape differs from CUB's");
   std::tie(t.ours_ms, t.cub_ms) = median_pair_ms(q, o.warmup, o.reps, mine, vendor);
   return t;
 }
@@ -592,41 +598,22 @@ void study_hints(const Queue& q, const Options& o, index_t n) {
   }
 }
 
-void write_json(const std::string& path, const std::string& device, double copy_gbs) {
-  apps::Json rows = apps::Json::array();
-  for (const Row& r : g_rows) {
-    apps::Json row = apps::Json::object();
-    row["op"] = r.op;
-    row["keys"] = r.keys;
-    row["values"] = r.values;
-    row["n"] = r.n;
-    row["ours_ms"] = r.ours_ms;
-    row["cub_ms"] = r.cub_ms;
-    row["speedup"] = r.cub_ms / r.ours_ms;
-    row["percent_floor"] = 100.0 * r.floor_ms / r.ours_ms;
-    row["agree"] = r.agree;
-    rows.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["device"] = device;
-  j["copy_gbs"] = copy_gbs;
-  j["rows"] = rows;
-  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
-  if (!problem.empty()) usage_error("--json: " + problem);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_sort";
-  const Options o = parse(argc, argv);
+  Harness h("tessera_bench_sort", "The local radix sort (keys, and pairs) against cub::DeviceRadixSort on one GPU.",
+            {.minbytes = index_t(256) << 20, .maxbytes = index_t(1) << 30, .stepfactor = 4, .iters = 20, .warmup = 3});
+  g_harness = &h;
+  const Options o = parse(h, argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_sort: no usable CUDA device\n");
     return 77;
   }
   const Queue q = tessera::kernels::make_cuda_queue(0);
   const std::string device = tessera::kernels::describe_device(q);
+  set_local_environment(h, q);
   const double copy_gbs = measure_copy_gbs(q);
+  h.configuration()["copy_gbs"] = copy_gbs;
   std::printf("tessera_bench_sort on %s\n", device.c_str());
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", copy_gbs);
   std::printf("speedup = CUB time / our time (> 1: ours is faster); %%floor = bytes of an 8-bit LSD sort at the copy rate\n\n");
@@ -651,10 +638,7 @@ int main(int argc, char** argv) {
     bench_sort<float, std::int64_t>(q, o, n, copy_gbs);
     bench_sort<std::uint64_t, std::uint64_t>(q, o, n, copy_gbs);
   }
-  if (!o.json.empty()) write_json(o.json, device, copy_gbs);
-  bool all_agree = true;
-  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
-  if (!all_agree) {
+  if (finish(h) != 0) {
     std::fprintf(stderr, "tessera_bench_sort: some results disagree with CUB (rows marked NO)\n");
     return 1;
   }

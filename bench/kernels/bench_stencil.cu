@@ -12,7 +12,8 @@
 // compared with the plain kernel's, bit for bit (both round each product and sum alone, in the same
 // order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
 //
-// Usage: tessera_bench_stencil [--n 16384] [--reps 20] [--warmup 3] [--json FILE]
+// Usage: tessera_bench_stencil [--n 16384 | -b 1G -e 4G] [-n 20] [-w 3] [--only LIST] [--json FILE]
+// (the harness's flags, bench/common; --reps is -n's other name)
 //          [--only sweep5,sweep9,double,variants,convolve,convolve-skew,convolve-variants]   (default: all)
 //   convolve-skew      the convolution with the input and the output off their 16-byte boundaries
 //   convolve-variants  other tunings of the convolution by lanes
@@ -42,50 +43,48 @@ using tessera::StencilShape;
 using tessera::StencilWeights;
 using tessera::kernels::Queue;
 using namespace tessera::bench;
+using Row_ = tessera::bench::Row;
 namespace apps = tessera::apps;
 namespace detail = tessera::kernels::cuda::detail;
 
 struct Options {
-  index_t n = 16384;
-  int reps = 20;
+  std::vector<index_t> sides = {16384};
+  index_t n = 0;  // the side being run
+  int reps = 20;  // from the harness
   int warmup = 3;
-  std::string json;
   std::vector<std::string> only;  // empty: every case
   bool wants(const std::string& what) const {
     return only.empty() || std::find(only.begin(), only.end(), what) != only.end();
   }
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of a square float field, whose side is n; -n timed calls, alias
+// --reps; -w; --json) and this benchmark's own (--n: the side, default 16384, instead of -b/-e).
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&] { return flag_value(argc, argv, i, a); };
-    if (a == "--n") o.n = std::atoll(value().c_str());
-    else if (a == "--reps") o.reps = std::atoi(value().c_str());
-    else if (a == "--warmup") o.warmup = std::atoi(value().c_str());
-    else if (a == "--json") o.json = value();
-    else if (a == "--only") {
-      const std::string v = value();
-      for (std::size_t at = 0; at <= v.size();) {
-        const std::size_t comma = std::min(v.find(',', at), v.size());
-        o.only.push_back(v.substr(at, comma - at));
-        at = comma + 1;
-      }
-    } else usage_error("unknown flag '" + a + "' (--n, --reps, --warmup, --json, --only)");
-  }
-  if (o.n < 64) usage_error("--n: at least 64");
-  if (o.reps < 1) usage_error("--reps: at least 1");
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--n"}, "N", "cells per side of the square field (default 16384; at least 64)",
+               [&o](std::string_view v) { o.sides = {parse_counts(v, "--n").at(0)}; });
+  h.add_option({"--only"}, "LIST", "of sweep5, sweep9, variants, double, convolve, convolve-skew (default all)",
+               [&o](std::string_view v) { o.only = split(std::string(v)); });
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--n")) usage_error("--n and -b/-e: give one or the other");
+  if (h.sizes_given()) o.sides = h.square_sides(sizeof(float));
+  for (index_t n : o.sides)
+    if (n < 64) usage_error("--n: at least 64");
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
 struct Row {
   std::string op, type, size;
-  double ours_ms = 0, plain_ms = 0, cells = 0, bytes = 0, percent_copy = 0;
+  Timing ours_ms;
+  double plain_ms = 0, cells = 0, bytes = 0, percent_copy = 0;
   bool agree = true;
 };
-std::vector<Row> g_rows;
 double g_copy_gbs = 0;
+Harness* g_harness = nullptr;
 
 void print_header() {
   std::printf("%-34s %-7s %-13s %10s %10s %9s %9s %7s %8s %6s\n", "op", "type", "size", "ours ms", "plain ms", "Gcell/s",
@@ -96,10 +95,24 @@ void report(Row r) {
   const double gbs = r.bytes / (r.ours_ms * 1e6);
   r.percent_copy = 100.0 * gbs / g_copy_gbs;
   std::printf("%-34s %-7s %-13s %10.4f %10.4f %9.1f %9.1f %6.1f%% %8.3f %6s\n", r.op.c_str(), r.type.c_str(),
-              r.size.c_str(), r.ours_ms, r.plain_ms, r.cells / (r.ours_ms * 1e6), gbs, r.percent_copy,
+              r.size.c_str(), r.ours_ms.median, r.plain_ms, r.cells / (r.ours_ms * 1e6), gbs, r.percent_copy,
               r.plain_ms > 0 ? r.plain_ms / r.ours_ms : 0.0, r.agree ? "yes" : "NO");
   std::fflush(stdout);
-  g_rows.push_back(r);
+  // The harness's row: shares of copy and of the plain kernel (its time over ours).
+  Row_& row = g_harness->row(r.op + " " + r.type + " " + r.size);
+  row.set("op", r.op)
+      .set("type", r.type)
+      .set("size", r.size)
+      .set("ours_ms", r.ours_ms.median)
+      .set("plain_ms", r.plain_ms)
+      .set("gcells_per_s", r.cells / (r.ours_ms * 1e6))
+      .set("percent_copy", r.percent_copy)
+      .set("agree", r.agree)
+      .time(seconds(r.ours_ms))
+      .share("copy", r.percent_copy / 100.0);
+  if (r.plain_ms > 0) row.share("plain", r.plain_ms / r.ours_ms);
+  row.verdict(r.agree, "differs from the plain kernel's");
+  g_harness->print_pending();
 }
 
 // ---- the plain kernels --------------------------------------------------------------------------------
@@ -186,21 +199,6 @@ struct BulkTuning : detail::Stencil2dBulkTuning {
   static constexpr int kMinBlocksPerSm = kWarpsPerBlock >= 16 ? 2 : 4;  // up to 64 registers from 8 warps on
 };
 
-// The blocked sweep (every load of a tile at once) for an aligned 5-point float sweep.
-template <int kRows, class Tuning = detail::Stencil2dTuning>
-void blocked_sweep(const Queue& q, const float* in, index_t ld, float* out, index_t rows, index_t cols,
-                   const StencilWeights<float>& w) {
-  constexpr auto kernel = detail::stencil_2d_blocked_kernel<float, false, true, kRows, Tuning>;
-  constexpr int kThreads = Tuning::kWarps * 32;
-  const index_t resident = static_cast<index_t>(detail::current_device_info().sm_count) * detail::blocks_per_sm<kernel>(kThreads);
-  detail::Stencil2dShape shape = detail::stencil_2d_shape<float, true, Tuning>(rows, cols, 0, resident);
-  shape.segments = (rows + kRows - 1) / kRows;
-  shape.tiles = shape.tiles_x * shape.segments;
-  kernel<<<static_cast<unsigned>(std::min(shape.tiles, 4 * resident)), kThreads, 0, stream_of(q)>>>(in, ld, out, ld, shape,
-                                                                                                     w, nullptr);
-  TESSERA_CUDA_CHECK_LAUNCH();
-}
-
 // An experiment: the column march with the rows in flight held in shared memory instead of
 // registers. Each lane copies its own 16-byte vector of a row (and the edge lanes their element
 // beside the warp) with cp.async into a ring of kDepth slots, and reads back only what it copied
@@ -281,10 +279,6 @@ void march_smem(const Queue& q, const float* in, index_t ld, float* out, index_t
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
-struct BlockedFour : detail::Stencil2dTuning {
-  static constexpr int kMinBlocksPerSm = 6;  // 768 threads per SM, 80 registers
-};
-
 // ---- the cases ------------------------------------------------------------------------------------------
 
 // A rows x cols field with a ghost ring, the owned region's first cell on a 16-byte boundary.
@@ -334,7 +328,7 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     TESSERA_CUDA_CHECK(cudaMemsetAsync(change, 0, sizeof(T), stream_of(q)));
     tessera::kernels::stencil_2d(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, change);
   };
-  const double residual_ms = median_ms(q, o.warmup, o.reps, with_residual);
+  const Timing residual_ms = median_ms(q, o.warmup, o.reps, with_residual);
   report({std::string(name) + " +residual", type, size, residual_ms, plain_ms, cells, bytes, 0, same(q, out, plain_out)});
   tessera::kernels::deallocate(q, change);
 
@@ -383,13 +377,10 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       variant("sweep5 (1 vector/lane)", [&] { tuned_sweep<OneVectorPerLane>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       variant("sweep5 (2 vectors/lane, 1 ahead)",
               [&] { tuned_sweep<TwoVectorsOneAhead>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
-      variant("sweep5 blocked 2 rows", [&] { blocked_sweep<2>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       if (cols % 4 == 0) {
         variant("sweep5 smem ring 6", [&] { march_smem<6>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
         variant("sweep5 smem ring 10", [&] { march_smem<10>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
       }
-      variant("sweep5 blocked 4 rows",
-              [&] { blocked_sweep<4, BlockedFour>(q, in.origin(), in.ld, out.origin(), rows, cols, w); });
     }
   }
   tessera::kernels::deallocate(q, in.base);
@@ -463,33 +454,14 @@ void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius,
   for (float* p : {in, out_base, plain_base, device_weights}) tessera::kernels::deallocate(q, p);
 }
 
-void write_json(const std::string& path, const std::string& device) {
-  apps::Json rows = apps::Json::array();
-  for (const Row& r : g_rows) {
-    apps::Json row = apps::Json::object();
-    row["op"] = r.op;
-    row["type"] = r.type;
-    row["size"] = r.size;
-    row["ours_ms"] = r.ours_ms;
-    row["plain_ms"] = r.plain_ms;
-    row["gcells_per_s"] = r.cells / (r.ours_ms * 1e6);
-    row["percent_copy"] = r.percent_copy;
-    row["agree"] = r.agree;
-    rows.push_back(row);
-  }
-  apps::Json j = apps::Json::object();
-  j["device"] = device;
-  j["copy_gbs"] = g_copy_gbs;
-  j["rows"] = rows;
-  const std::string problem = apps::write_whole_file(path, j.dump(2) + "\n");
-  if (!problem.empty()) usage_error("--json: " + problem);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_stencil";
-  const Options o = parse(argc, argv);
+  Harness h("tessera_bench_stencil",
+            "The stencils (2-D sweeps, 1-D convolution) against the copy rate and plain kernels on one GPU.",
+            {.minbytes = index_t(1) << 30, .maxbytes = index_t(1) << 30, .stepfactor = 4, .iters = 20, .warmup = 3});
+  g_harness = &h;
+  Options o = parse(h, argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_stencil: no usable CUDA device\n");
     return 1;
@@ -497,27 +469,29 @@ int main(int argc, char** argv) {
   const Queue q = tessera::kernels::make_cuda_queue(0);
   const std::string device = tessera::kernels::describe_device(q);
   std::printf("tessera_bench_stencil on %s\n", device.c_str());
+  set_local_environment(h, q);
   g_copy_gbs = measure_copy_gbs(q);
+  h.configuration()["copy_gbs"] = g_copy_gbs;
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", g_copy_gbs);
-  print_header();
-  if (o.wants("sweep5") || o.wants("variants")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
-  if (o.wants("sweep9")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
-  if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
-  if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::nine_point, "double");
-  if (o.wants("convolve"))
-    for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
-  if (o.wants("convolve-skew"))
-    for (index_t radius : {1, 8}) {
-      bench_convolve(q, o, o.n * o.n, radius, 1, 1);
-      bench_convolve(q, o, o.n * o.n, radius, 1, 0);
-      bench_convolve(q, o, o.n * o.n, radius, 3, 1);
-    }
-  if (!o.json.empty()) write_json(o.json, device);
-  bool all_agree = true;
-  for (const Row& r : g_rows) all_agree = all_agree && r.agree;
+  for (const index_t side : o.sides) {
+    o.n = side;
+    print_header();
+    if (o.wants("sweep5") || o.wants("variants")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::five_point, "float");
+    if (o.wants("sweep9")) bench_sweep<float>(q, o, o.n, o.n, StencilShape::nine_point, "float");
+    if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
+    if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::nine_point, "double");
+    if (o.wants("convolve"))
+      for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
+    if (o.wants("convolve-skew"))
+      for (index_t radius : {1, 8}) {
+        bench_convolve(q, o, o.n * o.n, radius, 1, 1);
+        bench_convolve(q, o, o.n * o.n, radius, 1, 0);
+        bench_convolve(q, o, o.n * o.n, radius, 3, 1);
+      }
+  }
   Queue owned = q;
   tessera::kernels::destroy_queue(owned);
-  if (!all_agree) {
+  if (finish(h) != 0) {
     std::fprintf(stderr, "tessera_bench_stencil: some results differ from the plain kernel's (rows marked NO)\n");
     return 3;
   }

@@ -5,7 +5,8 @@
 // peer to wait for). Events give each part's end, in us from the step's start, per order in which
 // the host queues the parts; the wall time of the step is next to the whole block's sweep alone.
 //
-//   tessera_bench_stencil_overlap [--sizes 4096,8192,16384] [--iters 30] [--warmup 5]
+//   tessera_bench_stencil_overlap [--sizes 4096,8192,16384] [-n 30] [-w 5] [--json FILE]   (the harness's flags)
+// Each row is checked: the exchange's ghost rows must equal the edge rows they came from.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "bench_cli.hpp"
+#include "bench_timing.cuh"
 #include "tessera/kernels/cuda_check.hpp"
+#include "tessera/kernels/kernels.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/queue.hpp"
 #include "tessera/kernels/stencil.hpp"
@@ -45,8 +48,20 @@ constexpr Order kOrders[] = {{"interior, frame, pack, exchange", "ifpx"},
                              {"frame, pack, interior, exchange", "fpix"},
                              {"frame, pack, exchange, interior", "fpxi"}};
 
+// Whether the last step's exchange put each edge row into the ghost row beyond it (NCCL sends the
+// first and last owned rows to this rank, which receives them as the rows above and below).
+bool exchanged(const kernels::Queue& q, const float* out, index_t ld, index_t origin, index_t n) {
+  std::vector<float> rows(4 * static_cast<std::size_t>(n));
+  const index_t at[4] = {-ld, 0, (n - 1) * ld, n * ld};
+  for (int r = 0; r < 4; ++r)
+    kernels::copy_to_host(q, rows.data() + r * n, out + origin + at[r], static_cast<std::size_t>(n) * sizeof(float));
+  for (index_t j = 0; j < n; ++j)
+    if (rows[j] != rows[n + j] || rows[3 * n + j] != rows[2 * n + j]) return false;
+  return true;
+}
+
 void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nccl_stream, const kernels::Queue& q,
-              const kernels::Queue& edges) {
+              const kernels::Queue& edges, tessera::bench::Harness& h) {
   // Two n x n fields with a ghost ring; rows padded to 32 elements, the owned cells from a 16-byte
   // boundary (the solver's layout); the interior from the first 16-byte boundary after the ghost.
   const index_t ld = (n + 2 + 31) / 32 * 32 + 32, origin = ld + 32;
@@ -55,8 +70,9 @@ void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nc
   auto* b = static_cast<float*>(kernels::allocate(q, field_bytes));
   auto* send = static_cast<float*>(kernels::allocate(q, 2 * n * sizeof(float)));
   auto* recv = static_cast<float*>(kernels::allocate(q, 2 * n * sizeof(float)));
-  TESSERA_CUDA_CHECK(cudaMemset(a, 0, field_bytes));
-  TESSERA_CUDA_CHECK(cudaMemset(b, 0, field_bytes));
+  // Random cells (the generator's floats in [-1, 1)), so that the exchange's check can fail.
+  kernels::generate(q, a, static_cast<index_t>(field_bytes / sizeof(float)), 7, 0);
+  kernels::generate(q, b, static_cast<index_t>(field_bytes / sizeof(float)), 8, 0);
   const auto w = tessera::StencilWeights<float>::jacobi5();
   const std::vector<kernels::Rectangle> sends = {{0, ld, 1, n}, {(n - 1) * ld, ld, 1, n}};
   const std::vector<kernels::Rectangle> recvs = {{-ld, ld, 1, n}, {n * ld, ld, 1, n}};
@@ -76,9 +92,11 @@ void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nc
 
   for (const Order& order : kOrders) {
     double at[kParts] = {}, wall = 0;
+    std::vector<double> walls;
+    float* out = nullptr;
     for (int it = 0; it < iters + warmup; ++it) {
       float* in = it % 2 ? b : a;
-      float* out = it % 2 ? a : b;
+      out = it % 2 ? a : b;
       TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
       const auto t0 = std::chrono::steady_clock::now();
       kernels::queue_wait(edges, q);
@@ -110,7 +128,8 @@ void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nc
       TESSERA_CUDA_CHECK(cudaEventRecord(event[kEnd], stream(q)));
       q.synchronize();
       if (it < warmup) continue;
-      wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      wall += walls.back();
       for (int k = kInteriorStart; k < kParts; ++k) {
         float ms = 0;
         TESSERA_CUDA_CHECK(cudaEventElapsedTime(&ms, event[kStart], event[k]));
@@ -122,6 +141,25 @@ void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nc
                 order.name, us(kInteriorStart), us(kInteriorEnd), us(kFrame), us(kPack), us(kExchange), us(kUnpack),
                 us(kEnd), 1e6 * wall / iters, 1e6 * sweep_wall / iters);
     std::fflush(stdout);
+    // The harness's row: each step's wall time, its share of the sweep alone (that time over the
+    // step's), VALID when the exchange delivered the edge rows.
+    const bool right = exchanged(q, out, ld, origin, n);
+    h.row(std::to_string(n) + "^2 " + order.parts)
+        .set("block", n)
+        .set("order", order.name)
+        .set("interior_start_us", us(kInteriorStart))
+        .set("interior_end_us", us(kInteriorEnd))
+        .set("frame_us", us(kFrame))
+        .set("pack_us", us(kPack))
+        .set("exchange_us", us(kExchange))
+        .set("unpack_us", us(kUnpack))
+        .set("step_us", us(kEnd))
+        .set("wall_step_us", 1e6 * wall / iters)
+        .set("wall_sweep_us", 1e6 * sweep_wall / iters)
+        .time(walls)
+        .share("sweep_alone", sweep_wall / wall)
+        .verdict(right, "the ghost rows are not the exchanged edge rows");
+    h.print_pending();
   }
   for (cudaEvent_t& e : event) TESSERA_CUDA_CHECK(cudaEventDestroy(e));
   for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(send), static_cast<void*>(recv)})
@@ -132,30 +170,27 @@ void run_size(index_t n, int iters, int warmup, ncclComm_t comm, cudaStream_t nc
 
 int main(int argc, char** argv) {
   using namespace tessera::bench;
-  program_name() = "tessera_bench_stencil_overlap";
-  try {
-    std::vector<index_t> sizes = {4096, 8192, 16384};
-    int iters = 30, warmup = 5;
-    for (int i = 1; i < argc; ++i) {
-      const std::string flag = argv[i];
-      auto value = [&] { return flag_value(argc, argv, i, flag); };
-      if (flag == "--help") {
-        std::puts("usage: tessera_bench_stencil_overlap [--sizes N,N,...] [--iters I] [--warmup W]");
-        return 0;
-      } else if (flag == "--sizes") {
-        sizes.clear();
-        for (const std::string& part : split(value())) {
-          sizes.push_back(parse_count(part, "--sizes", 1));
-          if (sizes.back() < 8) usage_error("--sizes: blocks of at least 8 x 8, got " + part);
-        }
-      } else if (flag == "--iters") {
-        iters = static_cast<int>(parse_count(value(), "--iters", 1));
-      } else if (flag == "--warmup") {
-        warmup = static_cast<int>(parse_count(value(), "--warmup"));
-      } else {
-        usage_error("unknown flag '" + flag + "' (see --help)");
-      }
+  Harness h("tessera_bench_stencil_overlap",
+            "Where the time of an overlapped Jacobi step goes on one GPU (NCCL sending to the same rank).\n"
+            "Blocks: --sizes N,... (N x N cells; default 4096,8192,16384) or square float blocks of -b to -e bytes.",
+            {.minbytes = index_t(64) << 20, .maxbytes = index_t(1) << 30, .stepfactor = 4, .iters = 30, .warmup = 5});
+  std::vector<index_t> sizes = {4096, 8192, 16384};
+  h.add_option({"--sizes"}, "N,...", "blocks of N x N cells (at least 8)", [&](std::string_view v) {
+    sizes.clear();
+    for (long long n : parse_counts(v, "--sizes")) {
+      if (n < 8) usage_error("--sizes: blocks of at least 8 x 8, got " + std::to_string(n));
+      sizes.push_back(n);
     }
+  });
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--sizes")) usage_error("--sizes and -b/-e: give one or the other");
+  if (h.sizes_given()) {
+    sizes = h.square_sides(sizeof(float));
+    for (index_t n : sizes)
+      if (n < 8) usage_error("-b: blocks of at least 8 x 8 (256 bytes)");
+  }
+  const int iters = h.iters(), warmup = h.warmup();
+  try {
     if (kernels::cuda_device_count() == 0) {
       std::fprintf(stderr, "tessera_bench_stencil_overlap: no CUDA device\n");
       return 1;
@@ -167,17 +202,22 @@ int main(int argc, char** argv) {
     ncclComm_t comm = nullptr;
     int device = 0;
     NCCL_OK(ncclCommInitAll(&comm, 1, &device));
+    int nccl = 0;
+    NCCL_OK(ncclGetVersion(&nccl));
+    set_local_environment(h, q, std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
+                                    std::to_string(nccl % 100));
+    h.configuration()["statistic"] = "time_s: each step's wall time; *_us: means over the steps";
     std::printf("# tessera_bench_stencil_overlap: %s; 5-point float, one rank, NCCL to itself\n",
                 kernels::describe_device(q).c_str());
     std::printf("# us from the step's start to the end of each part (mean of %d steps after %d)\n", iters, warmup);
     std::printf("%10s  %-32s %15s %7s %7s %9s %8s %7s %9s %9s\n", "block", "queued in the order", "interior", "frame",
                 "pack", "exchange", "unpack", "step", "wall step", "wall sweep");
-    for (index_t n : sizes) run_size(n, iters, warmup, comm, nccl_stream, q, edges);
+    for (index_t n : sizes) run_size(n, iters, warmup, comm, nccl_stream, q, edges, h);
     NCCL_OK(ncclCommDestroy(comm));
     TESSERA_CUDA_CHECK(cudaStreamDestroy(nccl_stream));
     kernels::destroy_queue(edges);
     kernels::destroy_queue(q);
-    return 0;
+    return finish(h);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera_bench_stencil_overlap: %s\n", e.what());
     return 1;

@@ -15,8 +15,8 @@
 // double, int8, int16) and other shapes of the skewed tiles (float, double, 16-byte elements), for
 // the record of how the default tuning was chosen.
 //
-// Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]
-//          [--reps 20] [--warmup 3] [--variants]
+// Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,... | -b 64M -e 1G -f 4]
+//          [-n 20] [-w 3] [--variants] [--json FILE]   (the harness's flags, bench/common; --reps: -n)
 #include <cublas_v2.h>
 #include <cuComplex.h>
 #include <cuda_runtime.h>
@@ -41,6 +41,7 @@ namespace {
 
 using tessera::index_t;
 using namespace tessera::bench;
+using Row_ = tessera::bench::Row;
 namespace detail = tessera::kernels::cuda::detail;
 
 #define BENCH_CUBLAS_CHECK(call)                                                                   \
@@ -56,41 +57,34 @@ struct Shape {
 struct Options {
   std::vector<std::string> types = {"float", "double", "int8", "int16", "b16"};
   std::vector<Shape> shapes;  // empty: each type's default shapes
-  int reps = 20;
+  int reps = 20;  // from the harness
   int warmup = 3;
   bool variants = false;
 };
 
-Options parse(int argc, char** argv) {
+// The harness's flags (-b/-e: bytes of square matrices of each type, instead of --shapes or each
+// type's default shapes; -n timed calls, alias --reps; -w; --json) and this benchmark's own.
+Options parse(Harness& h, int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&] { return flag_value(argc, argv, i, flag); };
-    if (flag == "--types") {
-      o.types = split(value(), ',');
-      for (const auto& t : o.types)
-        if (t != "float" && t != "double" && t != "int8" && t != "int16" && t != "b16") usage_error("--types: unknown type '" + t + "'");
-    } else if (flag == "--shapes") {
-      for (const auto& s : split(value(), ',')) {
-        const auto dims = split(s, 'x');
-        if (dims.size() != 2) usage_error("--shapes: '" + s + "' is not RxC");
-        o.shapes.push_back({parse_count(dims[0], "--shapes"), parse_count(dims[1], "--shapes")});
-      }
-    } else if (flag == "--reps") {
-      o.reps = static_cast<int>(parse_count(value(), "--reps"));
-    } else if (flag == "--warmup") {
-      o.warmup = static_cast<int>(parse_count(value(), "--warmup"));
-    } else if (flag == "--variants") {
-      o.variants = true;
-    } else if (flag == "--help" || flag == "-h") {
-      std::printf("usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,...]\n"
-                  "                               [--reps R] [--warmup W] [--variants]\n");
-      std::exit(0);
-    } else {
-      usage_error("unknown flag '" + flag + "'");
+  h.add_alias("--iters", "--reps");
+  h.add_option({"--types"}, "LIST", "of float,double,int8,int16,b16 (default all)", [&o](std::string_view v) {
+    o.types = split(std::string(v), ',');
+    for (const auto& t : o.types)
+      if (t != "float" && t != "double" && t != "int8" && t != "int16" && t != "b16") usage_error("--types: unknown type '" + t + "'");
+  });
+  h.add_option({"--shapes"}, "RxC,...", "shapes instead of each type's default ones", [&o](std::string_view v) {
+    o.shapes.clear();
+    for (const auto& s : split(std::string(v), ',')) {
+      const auto dims = split(s, 'x');
+      if (dims.size() != 2) usage_error("--shapes: '" + s + "' is not RxC");
+      o.shapes.push_back({parse_count(dims[0], "--shapes"), parse_count(dims[1], "--shapes")});
     }
-  }
-  if (o.reps < 1) usage_error("--reps must be at least 1");
+  });
+  h.add_switch({"--variants"}, "also tuning alternatives of the tiles (shapes of at least 1024 x 1024)", &o.variants);
+  parse_command_line(h, argc, argv);
+  if (h.sizes_given() && h.given("--shapes")) usage_error("--shapes and -b/-e: give one or the other");
+  o.reps = h.iters();
+  o.warmup = h.warmup();
   return o;
 }
 
@@ -100,6 +94,7 @@ struct Bench {
   double copy_gbs = 0;
   const Options* opt = nullptr;
   bool all_ok = true;
+  Harness* harness = nullptr;
 };
 
 // geam: C (rows x cols, column-major, ldc = rows) = A^T, A (cols x rows column-major, lda = cols):
@@ -186,16 +181,32 @@ void print_header(double copy_gbs) {
               "GB/s", "%copy", "check");
 }
 
-void print_row(const Bench& b, const char* type, Shape s, const std::string& kernel, double ms, double vendor_ms,
-               std::size_t bytes_moved, const char* check) {
+// A table line and the harness's row: shares of copy and of cuBLAS geam (its time over ours) where
+// the type has one; VALID when the result is the reference's.
+void print_row(const Bench& b, const char* type, Shape s, const std::string& kernel, const Timing& ms, double vendor_ms,
+               std::size_t bytes_moved, const char* check, bool ok) {
   char shape[40], vendor[16], ratio[16];
   std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
   std::snprintf(vendor, sizeof vendor, vendor_ms > 0 ? "%.3f" : "-", vendor_ms);
   std::snprintf(ratio, sizeof ratio, vendor_ms > 0 ? "%.3f" : "-", vendor_ms / ms);
   const double gbs = static_cast<double>(bytes_moved) / (ms * 1e6);
-  std::printf("%-7s %-17s %-26s %9.3f %9s %7s %9.1f %6.1f%% %s\n", type, shape, kernel.c_str(), ms, vendor, ratio, gbs,
+  std::printf("%-7s %-17s %-26s %9.3f %9s %7s %9.1f %6.1f%% %s\n", type, shape, kernel.c_str(), ms.median, vendor, ratio, gbs,
               100.0 * gbs / b.copy_gbs, check);
   std::fflush(stdout);
+  Row_& row = b.harness->row(std::string(type) + " " + shape + " " + kernel);
+  row.set("type", type)
+      .set("rows", s.rows)
+      .set("cols", s.cols)
+      .set("kernel", kernel)
+      .set("ms", ms.median)
+      .set("vendor_ms", vendor_ms > 0 ? tessera::apps::Json(vendor_ms) : tessera::apps::Json())
+      .set("gbs", gbs)
+      .set("check", check)
+      .time(seconds(ms))
+      .share("copy", gbs / b.copy_gbs);
+  if (vendor_ms > 0) row.share("vendor", vendor_ms / ms);
+  row.verdict(ok, check);
+  b.harness->print_pending();
 }
 
 // Tuning alternatives of the vector tiles (timed with --variants; the library keeps one).
@@ -276,8 +287,8 @@ void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out
   const std::size_t total = static_cast<std::size_t>(s.rows * s.cols) * bytes;
   const bool ok = same_bytes(out, reference, total);
   b.all_ok = b.all_ok && ok;
-  const double ms = median_ms(b.q, b.opt->warmup, b.opt->reps, call);
-  print_row(b, type, s, Variant::name(), ms, 0, 2 * total, ok ? "same" : "DIFFERS");
+  const Timing ms = median_ms(b.q, b.opt->warmup, b.opt->reps, call);
+  print_row(b, type, s, Variant::name(), ms, 0, 2 * total, ok ? "same" : "DIFFERS", ok);
 }
 
 void bench_shape(Bench& b, const std::string& type, Shape s) {
@@ -311,13 +322,14 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
     check = ok ? "spot" : "WRONG";
   }
   b.all_ok = b.all_ok && ok;
-  double ms = 0, vendor_ms = 0;
+  Timing ms;
+  double vendor_ms = 0;
   if (has_vendor) {
     std::tie(ms, vendor_ms) = median_pair_ms(b.q, b.opt->warmup, b.opt->reps, ours, vendor);
   } else {
     ms = median_ms(b.q, b.opt->warmup, b.opt->reps, ours);
   }
-  print_row(b, type.c_str(), s, "transpose", ms, vendor_ms, 2 * total, check.c_str());
+  print_row(b, type.c_str(), s, "transpose", ms, vendor_ms, 2 * total, check.c_str(), ok);
   const bool big = s.rows >= 1024 && s.cols >= 1024;
   const bool aligned = (s.rows * static_cast<index_t>(bytes)) % 16 == 0 && (s.cols * static_cast<index_t>(bytes)) % 16 == 0;
   if (b.opt->variants && big) {
@@ -358,8 +370,9 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name() = "tessera_bench_transpose";
-  const Options opt = parse(argc, argv);
+  Harness h("tessera_bench_transpose", "The local transpose against cuBLAS geam and the copy rate on one GPU.",
+            {.minbytes = index_t(256) << 20, .maxbytes = index_t(256) << 20, .stepfactor = 4, .iters = 20, .warmup = 3});
+  const Options opt = parse(h, argc, argv);
   if (tessera::kernels::cuda_device_count() == 0) {
     std::fprintf(stderr, "tessera_bench_transpose: no CUDA device\n");
     return 77;
@@ -367,17 +380,26 @@ int main(int argc, char** argv) {
   Bench b;
   b.q = tessera::kernels::make_cuda_queue(0);
   b.opt = &opt;
+  b.harness = &h;
   BENCH_CUBLAS_CHECK(cublasCreate(&b.cublas));
   BENCH_CUBLAS_CHECK(cublasSetStream(b.cublas, stream_of(b.q)));
   std::printf("tessera_bench_transpose on %s\n", tessera::kernels::describe_device(b.q).c_str());
+  set_local_environment(h, b.q);
   b.copy_gbs = measure_copy_gbs(b.q);
+  h.configuration()["copy_gbs"] = b.copy_gbs;
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written, 1 GiB copy, median of 10)\n", b.copy_gbs);
   print_header(b.copy_gbs);
-  for (const std::string& type : opt.types)
-    for (Shape s : opt.shapes.empty() ? default_shapes(type) : opt.shapes) bench_shape(b, type, s);
+  for (const std::string& type : opt.types) {
+    std::vector<Shape> shapes = opt.shapes.empty() ? default_shapes(type) : opt.shapes;
+    if (h.sizes_given()) {
+      shapes.clear();
+      for (index_t side : h.square_sides(element_size(type))) shapes.push_back({side, side});
+    }
+    for (Shape s : shapes) bench_shape(b, type, s);
+  }
   BENCH_CUBLAS_CHECK(cublasDestroy(b.cublas));
   tessera::kernels::destroy_queue(b.q);
-  if (!b.all_ok) {
+  if (finish(h) != 0 || !b.all_ok) {
     std::fprintf(stderr, "tessera_bench_transpose: some results are wrong (rows marked WRONG or DIFFERS)\n");
     return 3;
   }

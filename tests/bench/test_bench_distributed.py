@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The distributed benchmark's command line, as nccl-tests' is used: sizes from -b/-e/-f in bytes
-per rank (K, M, G: powers of 1024), or --min/--max in elements per rank; the sizes it ran (JSON)
-against the list computed here; a closing summary line with the count of wrong values; --help on
-standard output with exit status 0; bad sizes refused with exit status 2.
+per rank (K, M, G: powers of 1024), or --min/--max in elements per rank; the sizes it ran (JSON,
+schema tessera-bench/2) against the list computed here; one VALID line per row and the closing
+summary line with no INVALID row; --help on standard output with exit status 0; bad sizes refused
+with exit status 2.
 
 usage: test_bench_distributed.py BENCH MPIEXEC NP_FLAG [MPIEXEC_FLAGS...]
 """
@@ -28,15 +29,25 @@ def sizes_run(ranks, args, expected, dtype_bytes):
     if not check(status == 0, f"status {status}: {cmd}\n{out}\n{err}"):
         return
     with open(report) as f:
-        results = json.load(f)["results"]
+        j = json.load(f)
+    check(j["schema"] == "tessera-bench/2" and list(j) == ["schema", "benchmark", "configuration", "environment",
+                                                           "rows", "summary"], f"{cmd}: report keys {list(j)}")
+    results = j["rows"]
     for algo in ("reduce_sum", "inclusive_scan"):
         got = [r["elements_per_rank"] for r in results if r["algorithm"] == algo]
         check(got == expected, f"{cmd}: {algo} at {got} elements per rank, expected {expected}")
         got_bytes = [r["size_bytes"] for r in results if r["algorithm"] == algo]
         check(got_bytes == [e * dtype_bytes for e in expected], f"{cmd}: {algo} sizes {got_bytes} bytes")
-    check(all(r["wrong"] == 0 for r in results), f"{cmd}: wrong values {[r['wrong'] for r in results]}")
+    check(all(r["wrong"] == 0 and r["verdict"] == "VALID" for r in results),
+          f"{cmd}: wrong values {[(r['wrong'], r['verdict']) for r in results]}")
+    for r in results:
+        t = r["time_s"]
+        check(t["samples"] == 2 and 0 < t["min"] <= t["p50"] <= t["p95"] <= t["p99"] <= t["max"] and t["cv"] >= 0,
+              f"{cmd}: time statistics {t}")
+    valid = [line for line in out.splitlines() if line.startswith("VALID: tessera_bench_distributed ")]
+    check(len(valid) == len(results) and "\nINVALID:" not in "\n" + out, f"{cmd}: verdict lines {valid}")
     last = [line for line in out.splitlines() if line.strip()][-1]
-    check(last.startswith("# summary:") and "0 wrong values" in last and f"{len(results)} results" in last,
+    check(last == f"# summary: {len(results)} rows, 0 INVALID: VALID",
           f"{cmd}: last line {last!r} is not the closing summary")
 
 

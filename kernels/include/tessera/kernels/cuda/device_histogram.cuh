@@ -20,9 +20,9 @@
 //  - global atomics on the 64-bit counts, beyond kMaxPasses passes.
 // A sample is one shared-memory atomic add: samples all in one bin, 32 lanes on one address, cost
 // no more on an H100 than samples spread over the bins (measured: 90% of 2^28 floats in one of 16
-// bins 0.414 ms, uniform 0.414 ms), so equal bins are not aggregated first; the aggregation
-// (__match_any_sync, one atomic per group by its lowest lane) is a tuning option: it took 3x as long
-// on uniform samples and 2.5x on skewed ones. Samples are read with 16-byte loads, whole tiles
+// bins 0.414 ms, uniform 0.414 ms), so equal bins are not aggregated first
+// (aggregating them, __match_any_sync and one atomic per group by its lowest lane, took 3x as long on
+// uniform samples and 2.5x on skewed ones). Samples are read with 16-byte loads, whole tiles
 // shared out evenly among thread blocks (as the reduction does, device_reduce.cuh); the scalar head,
 // the tail and the tiles that do not divide are spread over all warps of the grid in warp-sized steps
 // (every lane takes part in each step; a lane without a sample counts into a slot never read).
@@ -187,7 +187,6 @@ struct HistogramCounter {
   int base;                      // first bin of this pass
   int cap;                       // bins of this pass
   bool first_pass;
-  unsigned lanes_below;
 
   // A binning's slot (bin, or bins + tail) as a slot of this pass.
   __device__ __forceinline__ int pass_slot(int slot) const {
@@ -220,13 +219,7 @@ struct HistogramCounter {
 
   // Every lane of the warp calls this with its sample's slot (bins + kSlotNone for none).
   __device__ __forceinline__ void count(int binning_slot) const {
-    const int slot = pass_slot(binning_slot);
-    if constexpr (Tuning::kAggregate) {
-      const unsigned peers = __match_any_sync(kFullMask, slot);
-      if ((peers & lanes_below) == 0) add(slot, static_cast<unsigned>(__popc(peers)));
-    } else {
-      add(slot, 1u);
-    }
+    add(pass_slot(binning_slot), 1u);
   }
 };
 
@@ -303,7 +296,6 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
   counter.copy = words + (warp % layout.copies) * layout.copy_words;
   counter.counts = counts;
   counter.bins = layout.bins;
-  counter.lanes_below = (1u << lane) - 1u;
   auto drain = [&] {
     if constexpr (CounterBits == 16) {
       __syncthreads();
@@ -326,35 +318,14 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
     const T* tile = body + (first_tile * kTileVectors + threadIdx.x) * kItems;
     for (index_t window = 0; window < block_tiles; window += window_tiles) {
       const index_t window_end = min(block_tiles, window + window_tiles);
-      if constexpr (Tuning::kPrefetch) {
-        Vec next[kLoads];
+      for (index_t t = window; t < window_end; ++t, tile += kTileVectors * kItems) {
+        Vec loaded[kLoads];
 #pragma unroll
-        for (int u = 0; u < kLoads; ++u) next[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
-        for (index_t t = window; t < window_end; ++t) {
-          Vec loaded[kLoads];
+        for (int u = 0; u < kLoads; ++u) loaded[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
 #pragma unroll
-          for (int u = 0; u < kLoads; ++u) loaded[u] = next[u];
-          tile += kTileVectors * kItems;
-          if (t + 1 < window_end) {
+        for (int u = 0; u < kLoads; ++u) {
 #pragma unroll
-            for (int u = 0; u < kLoads; ++u) next[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
-          }
-#pragma unroll
-          for (int u = 0; u < kLoads; ++u) {
-#pragma unroll
-            for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
-          }
-        }
-      } else {
-        for (index_t t = window; t < window_end; ++t, tile += kTileVectors * kItems) {
-          Vec loaded[kLoads];
-#pragma unroll
-          for (int u = 0; u < kLoads; ++u) loaded[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
-#pragma unroll
-          for (int u = 0; u < kLoads; ++u) {
-#pragma unroll
-            for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
-          }
+          for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
         }
       }
       drain();

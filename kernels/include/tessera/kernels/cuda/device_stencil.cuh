@@ -536,58 +536,6 @@ void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_
                                      frame_packs(copies, out_ld));
 }
 
-// The other way to sweep: tiles of kRows rows, each lane loading its kRows + 2 slices at once
-// (no chain of dependent loads: every load of a tile is in flight together) and writing kRows
-// outputs; the rows at a tile's edges are read again by the tiles above and below (through L2).
-// Tiles in row-major order, grid-strided over a grid sized from the SM count.
-template <class T, bool kNine, bool kVector, int kRows, class Tuning = Stencil2dTuning>
-__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
-    stencil_2d_blocked_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
-                              Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
-  constexpr int kItems = kSliceItems<T, kVector, Tuning>;
-  const int lane = lane_id();
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  ChangeBits<T> largest = 0;
-  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
-    const index_t tile_y = tile / shape.tiles_x;
-    const index_t tile_x = tile - tile_y * shape.tiles_x;
-    const index_t first_chunk = (tile_x * Tuning::kWarps + warp) * kWarpThreads;
-    if (first_chunk >= shape.chunks_per_row) continue;  // the same for the whole warp
-    const index_t x0 = (first_chunk + lane) * kItems - shape.shift;
-    const LaneColumns<kItems> columns(x0, shape.cols, lane);
-    const index_t row_begin = tile_y * kRows;
-    const int rows_here = static_cast<int>(std::min<index_t>(kRows, shape.rows - row_begin));
-    RowSlice<T, kItems> slices[kRows + 2];
-    const T* row = in + (row_begin - 1) * in_ld + x0;
-#pragma unroll
-    for (int i = 0; i < kRows + 2; ++i, row += in_ld)
-      if (i <= rows_here + 1) slices[i] = load_slice<T, kItems, kVector>(row, columns);
-    RowNeighbourhood<T, kItems> north = resolve(slices[0], lane);
-    RowNeighbourhood<T, kItems> centre = resolve(slices[1], lane);
-    T* out_row = out + row_begin * out_ld + x0;
-#pragma unroll
-    for (int i = 0; i < kRows; ++i, out_row += out_ld) {
-      if (i < rows_here) {  // the same for the whole warp
-        const RowNeighbourhood<T, kItems> south = resolve(slices[i + 2], lane);
-        T result[kItems];
-        apply_stencil<T, kItems, kNine>(north, centre, south, w, result);
-        store_slice<T, kItems, kVector>(out_row, columns, result);
-        if (max_change) {
-#pragma unroll
-          for (int k = 0; k < kItems; ++k)
-            if (columns.written >> k & 1u) largest = std::max(largest, change_bits(result[k], centre.item[k]));
-        }
-        north = centre;
-        centre = south;
-      }
-    }
-  }
-  if (max_change) {
-    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
-    if (lane == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
-  }
-}
-
 // ---- the sweep through a ring of rows filled by bulk copies (sm_90) ------------------------------------
 
 // The mbarrier / bulk-copy instructions the ring uses (shared_address, copy_async: async_copy.cuh).
@@ -878,11 +826,7 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   auto launch = [&]<auto kKernel, bool kVector>() {
     const index_t resident = static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kKernel>(kThreads);
-    Stencil2dShape shape = stencil_2d_shape<T, kVector, Tuning>(rows, cols, kVector ? in_shift : 0, resident);
-    if constexpr (Tuning::kBlockedRows > 0) {
-      shape.segments = ceil_div<index_t>(rows, Tuning::kBlockedRows);
-      shape.tiles = shape.tiles_x * ceil_div<index_t>(rows, Tuning::kBlockedRows);
-    }
+    const Stencil2dShape shape = stencil_2d_shape<T, kVector, Tuning>(rows, cols, kVector ? in_shift : 0, resident);
     const auto grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
     kKernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change);
     TESSERA_CUDA_CHECK_LAUNCH();
@@ -904,18 +848,10 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
         return launch_stencil_2d_bulk<T, true, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
     }
   }
-  if constexpr (Tuning::kBlockedRows > 0) {
-    constexpr int kRows = Tuning::kBlockedRows;
-    if (nine && vector) launch.template operator()<stencil_2d_blocked_kernel<T, true, true, kRows, Tuning>, true>();
-    else if (nine) launch.template operator()<stencil_2d_blocked_kernel<T, true, false, kRows, Tuning>, false>();
-    else if (vector) launch.template operator()<stencil_2d_blocked_kernel<T, false, true, kRows, Tuning>, true>();
-    else launch.template operator()<stencil_2d_blocked_kernel<T, false, false, kRows, Tuning>, false>();
-  } else {
-    if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
-    else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
-    else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
-    else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
-  }
+  if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
+  else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
+  else if (vector) launch.template operator()<stencil_2d_kernel<T, false, true, Tuning>, true>();
+  else launch.template operator()<stencil_2d_kernel<T, false, false, Tuning>, false>();
 }
 
 // Whether a thread block of the frame launched on its own (the cells kernel) fits on an SM beside as

@@ -11,10 +11,6 @@ struct HistogramTuning {
   static constexpr int kBlockThreads16 = 1024;
   // 16-byte loads per thread and loop trip.
   static constexpr int kLoadsInFlight = 4;
-  // Issue the next trip's loads before counting this trip's samples (double-buffered registers).
-  static constexpr bool kPrefetch = false;
-  // Warp-aggregated atomics (__match_any_sync) for every sample (see the top of device_histogram.cuh).
-  static constexpr bool kAggregate = false;
   // Thread blocks per resident slot: every extra block adds one flush of all its counters.
   static constexpr int kWaves = 1;
   // 32-bit counters while one copy of them fits at this many thread blocks per SM.

@@ -10,7 +10,6 @@ struct Stencil2dTuning {
   static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per lane (4 floats, 2 doubles)
   static constexpr int kPrefetchRows = 2;    // rows in flight ahead of the one computed
   static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
-  static constexpr int kBlockedRows = 0;     // 0: the column march; > 0: the blocked sweep, tiles of this many rows
   static constexpr int kMinBlocksPerSm = 5;  // 640 threads per SM, up to 102 registers per thread
   static constexpr bool kBulk = true;        // aligned regions on sm_90: the ring of Stencil2dBulkTuning
   static constexpr int kNarrowCols = 16;     // regions this narrow or narrower: one thread per cell

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // The local step on the cuda backend: cuFFT plans (cufftMakePlanMany64), one per step, made once and
-// run on the queue's stream, and the normalisation kernel.
+// run on the queue's stream with one work area shared by the steps, and the normalisation kernel.
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -30,35 +30,39 @@ cufftType type_of(LocalKind kind) {
   return CUFFT_C2C;
 }
 
-// [A, N, S] along N: one plan of S interleaved transforms (stride S, distance 1) per batch of A,
-// or, where S is 1, one plan of A contiguous transforms.
+// [A, N..., S] along the N axes: where S is 1, one plan of A contiguous transforms over 1 to 3
+// axes; otherwise (one axis) one plan of S interleaved transforms, run once per batch of A.
 template <class Real>
 class CufftLocal final : public LocalFft {
  public:
   CufftLocal(const kernels::Queue& queue, LocalKind kind, LocalShape shape) : queue_(queue), kind_(kind), shape_(shape) {
     TESSERA_CUDA_CHECK(cudaSetDevice(queue.device));
-    long long n = shape.n;
-    const long long in_n = kind == LocalKind::c2r ? shape.n / 2 + 1 : shape.n;
-    const long long out_n = kind == LocalKind::r2c ? shape.n / 2 + 1 : shape.n;
-    long long inembed = in_n, onembed = out_n;
-    long long stride = shape.s, idist = 1, odist = 1, batch = shape.s;
-    per_batch_ = shape.a;
-    if (shape.s == 1) {  // contiguous rows: one plan of all A rows
-      stride = 1;
-      idist = in_n;
-      odist = out_n;
-      batch = shape.a;
-      per_batch_ = 1;
-    }
-    in_step_ = in_n * shape.s;
-    out_step_ = out_n * shape.s;
+    const index_t complex_side = shape.complex_elements(), full = shape.full_elements();
+    in_step_ = kind == LocalKind::c2r ? complex_side : full;
+    out_step_ = kind == LocalKind::r2c ? complex_side : full;
     check(cufftCreate(&plan_), "cufftCreate");
-    std::size_t work = 0;
-    check(cufftMakePlanMany64(plan_, 1, &n, &inembed, stride, idist, &onembed, stride, odist, type_of<Real>(kind), batch,
-                              &work),
-          "cufftMakePlanMany64");
+    // Scratch comes from the distributed plan's one shared area (set_work_area).
+    check(cufftSetAutoAllocation(plan_, 0), "cufftSetAutoAllocation");
+    long long n[3] = {shape.n[0], shape.n[1], shape.n[2]};
+    if (shape.s == 1) {
+      // Contiguous batches: one plan of all A, over 1 to 3 axes (the basic layout).
+      per_batch_ = 1;
+      check(cufftMakePlanMany64(plan_, shape.rank, n, nullptr, 1, in_step_, nullptr, 1, out_step_, type_of<Real>(kind),
+                                shape.a, &work_),
+            "cufftMakePlanMany64");
+    } else {
+      // One axis, S interleaved transforms (stride S, distance 1) per batch of A.
+      long long inembed = kind == LocalKind::c2r ? shape.n[0] / 2 + 1 : shape.n[0];
+      long long onembed = kind == LocalKind::r2c ? shape.n[0] / 2 + 1 : shape.n[0];
+      per_batch_ = shape.a;
+      check(cufftMakePlanMany64(plan_, 1, n, &inembed, shape.s, 1, &onembed, shape.s, 1, type_of<Real>(kind), shape.s,
+                                &work_),
+            "cufftMakePlanMany64");
+    }
     check(cufftSetStream(plan_, reinterpret_cast<cudaStream_t>(queue.stream)), "cufftSetStream");
   }
+  std::size_t work_bytes() const override { return work_; }
+  void set_work_area(void* area) override { check(cufftSetWorkArea(plan_, area), "cufftSetWorkArea"); }
   ~CufftLocal() override { cufftDestroy(plan_); }
   CufftLocal(const CufftLocal&) = delete;
   CufftLocal& operator=(const CufftLocal&) = delete;
@@ -114,6 +118,7 @@ class CufftLocal final : public LocalFft {
   LocalShape shape_;
   cufftHandle plan_ = 0;
   index_t per_batch_ = 1, in_step_ = 0, out_step_ = 0;
+  std::size_t work_ = 0;
 };
 
 template <class Real>

@@ -174,6 +174,7 @@ class PlanImpl {
     if (options_.return_to_input_layout)
       for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) add_swap(s, it->first, it->second.second, it->second.first);
     output_ = s;
+    merge_local_steps();
 
     // Work buffers: the largest block of the schedule, twice; the local plans are made on them.
     std::size_t bytes = 16;
@@ -181,6 +182,7 @@ class PlanImpl {
     buffer_bytes_ = bytes;
     work_[0] = kernels::allocate(ctx_.queue(), bytes);
     work_[1] = kernels::allocate(ctx_.queue(), bytes);
+    std::size_t work_area = 0;
     for (Step& step : steps_) {
       if (!step.local) {
         make_exchange(step, true);
@@ -200,13 +202,51 @@ class PlanImpl {
         step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work_[0], work_[1], measure)
                                             : make_fftw<double>(step.inverse_kind, step.shape, work_[0], work_[1], measure);
       }
+      work_area = std::max({work_area, step.forward_fft->work_bytes(), step.inverse_fft->work_bytes()});
+    }
+    // One scratch area for every local plan (cuFFT's): the steps run one after another.
+    if (work_area > 0) {
+      scratch_ = kernels::allocate(ctx_.queue(), work_area);
+      for (Step& step : steps_)
+        if (step.forward_fft) {
+          step.forward_fft->set_work_area(scratch_);
+          step.inverse_fft->set_work_area(scratch_);
+        }
     }
   }
 
+  // Consecutive local steps over the trailing axes (k, k + 1, ..., last, transformed last first)
+  // become one multi-axis transform: one FFTW or cuFFT plan of contiguous batches instead of
+  // strided ones (a slab's two local axes; all axes where one rank holds the array).
+  void merge_local_steps() {
+    std::vector<Step> merged;
+    for (Step& step : steps_) {
+      if (!merged.empty() && step.local && merged.back().local) {
+        Step& group = merged.back();
+        const int lowest = group.axis;
+        const bool trailing = group.shape.s == 1 && group.shape.rank < 3 && step.axis == lowest - 1 &&
+                              step.forward_kind == LocalKind::forward;
+        if (trailing) {
+          // Axes step.axis .. last, lengths in order; A: the local lengths before step.axis.
+          for (int d = group.shape.rank; d > 0; --d) group.shape.n[d] = group.shape.n[d - 1];
+          group.shape.n[0] = step.shape.n[0];
+          group.shape.rank += 1;
+          group.shape.a = step.shape.a;
+          group.axis = step.axis;
+          group.after = step.after;
+          continue;
+        }
+      }
+      merged.push_back(std::move(step));
+    }
+    steps_ = std::move(merged);
+  }
+
   ~PlanImpl() {
-    steps_.clear();  // the exchanges first
+    steps_.clear();  // the exchanges and local plans first
     for (void*& w : work_)
       if (w) kernels::deallocate(ctx_.queue(), w);
+    if (scratch_) kernels::deallocate(ctx_.queue(), scratch_);
   }
   PlanImpl(const PlanImpl&) = delete;
   PlanImpl& operator=(const PlanImpl&) = delete;
@@ -335,7 +375,9 @@ class PlanImpl {
     step.local = true;
     step.axis = axis;
     step.before = s;
-    step.shape = {local_product(s, 0, axis), s.n[static_cast<std::size_t>(axis)], local_product(s, axis + 1, s.ndim)};
+    step.shape.a = local_product(s, 0, axis);
+    step.shape.n[0] = s.n[static_cast<std::size_t>(axis)];
+    step.shape.s = local_product(s, axis + 1, s.ndim);
     if (s.real) {
       step.forward_kind = LocalKind::r2c;
       step.inverse_kind = LocalKind::c2r;
@@ -347,6 +389,12 @@ class PlanImpl {
   }
 
   void add_swap(State& s, int g, int whole, int cut) {
+    if (gdim_[static_cast<std::size_t>(g)] == 1) {
+      // One rank along g: the block is the same before and after; nothing moves.
+      s.dist[static_cast<std::size_t>(whole)] = -1;
+      s.dist[static_cast<std::size_t>(cut)] = g;
+      return;
+    }
     Step step;
     step.local = false;
     step.before = s;
@@ -476,6 +524,7 @@ class PlanImpl {
   std::vector<Step> steps_;
   std::size_t buffer_bytes_ = 0;
   void* work_[2] = {nullptr, nullptr};
+  void* scratch_ = nullptr;
 };
 
 }  // namespace detail

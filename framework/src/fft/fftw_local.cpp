@@ -75,26 +75,34 @@ class FftwLocal final : public LocalFft {
   FftwLocal(LocalKind kind, LocalShape shape, void* plan_in, void* plan_out, bool measure) : kind_(kind) {
     using F = Fftw<Real>;
     // Lengths of the complex and real sides along the transformed axis.
-    const index_t n = shape.n;
-    const index_t in_n = kind == LocalKind::c2r ? n / 2 + 1 : n;
-    const index_t out_n = kind == LocalKind::r2c ? n / 2 + 1 : n;
-    fftw_iodim64 dim{n, shape.s, shape.s};
+    // The transformed axes, row-major: strides on the input and output sides (r2c and c2r halve
+    // the last axis on their complex side).
+    fftw_iodim64 dims[3];
+    index_t in_stride = shape.s, out_stride = shape.s;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      const index_t n = shape.n[d];
+      const index_t half = d == shape.rank - 1 ? n / 2 + 1 : n;
+      dims[d] = {n, in_stride, out_stride};
+      in_stride *= (kind == LocalKind::c2r ? half : n);
+      out_stride *= (kind == LocalKind::r2c ? half : n);
+    }
     fftw_iodim64 many[2];
     int howmany = 0;
-    if (shape.a > 1) many[howmany++] = {shape.a, in_n * shape.s, out_n * shape.s};
+    if (shape.a > 1) many[howmany++] = {shape.a, in_stride, out_stride};
     if (shape.s > 1) many[howmany++] = {shape.s, 1, 1};
     const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE);
     auto* cin = static_cast<typename F::complex*>(plan_in);
     auto* cout = static_cast<typename F::complex*>(plan_out);
     switch (kind) {
-      case LocalKind::forward: plan_ = F::dft(1, &dim, howmany, many, cin, cout, FFTW_FORWARD, flags); break;
-      case LocalKind::inverse: plan_ = F::dft(1, &dim, howmany, many, cin, cout, FFTW_BACKWARD, flags); break;
-      case LocalKind::r2c: plan_ = F::r2c(1, &dim, howmany, many, static_cast<Real*>(plan_in), cout, flags); break;
-      case LocalKind::c2r: plan_ = F::c2r(1, &dim, howmany, many, cin, static_cast<Real*>(plan_out), flags); break;
+      case LocalKind::forward: plan_ = F::dft(shape.rank, dims, howmany, many, cin, cout, FFTW_FORWARD, flags); break;
+      case LocalKind::inverse: plan_ = F::dft(shape.rank, dims, howmany, many, cin, cout, FFTW_BACKWARD, flags); break;
+      case LocalKind::r2c: plan_ = F::r2c(shape.rank, dims, howmany, many, static_cast<Real*>(plan_in), cout, flags); break;
+      case LocalKind::c2r: plan_ = F::c2r(shape.rank, dims, howmany, many, cin, static_cast<Real*>(plan_out), flags); break;
     }
     if (plan_ == nullptr)
-      throw UsageError("fft: FFTW could not plan a transform of length " + std::to_string(n) + " in " +
-                       std::to_string(shape.a) + " x " + std::to_string(shape.s) + " batches");
+      throw UsageError("fft: FFTW could not plan a transform of " + std::to_string(shape.rank) + " axes (" +
+                       std::to_string(shape.n[0]) + " ...) in " + std::to_string(shape.a) + " x " +
+                       std::to_string(shape.s) + " batches");
   }
   ~FftwLocal() override { Fftw<Real>::destroy(plan_); }
   FftwLocal(const FftwLocal&) = delete;

@@ -446,8 +446,32 @@ class PlanImpl {
     return {static_cast<std::size_t>(send), static_cast<std::size_t>(recv)};
   }
 
+  // Whether the pieces this rank receives land straight in its new block: [A, Bq, M, Cl] into
+  // [A, B, M, Cl] is one run where A is 1 (a slab's forward exchange). The exchange is then listed
+  // at each call, with the destination of that call; otherwise it is made once, every piece packed.
+  static bool receives_straight(const Geometry& geo) { return geo.b_to_c && geo.a == 1; }
+
+  Exchange list_exchange(const Step& step, const Geometry& geo, std::vector<std::size_t>& send,
+                         std::vector<std::size_t>& recv, char* out) const {
+    Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
+    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
+    recv = send;
+    const index_t cl = geo.pc.local_size(geo.me);
+    for (int q = 0; q < geo.peers; ++q) {
+      const auto [sb, rb] = piece_bytes(geo, q);
+      if (sb > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, sb);
+      if (rb == 0) continue;
+      if (out != nullptr && receives_straight(geo))
+        x.receive(q, out + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl * geo.e), rb);
+      else
+        recv[static_cast<std::size_t>(q)] = x.receive_packed(q, rb);
+    }
+    return x;
+  }
+
   void make_exchange(Step& step, bool forward) {
     const Geometry geo = geometry(step, forward);
+    if (receives_straight(geo)) return;  // listed at each call
     Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
     std::vector<std::size_t>& send = forward ? step.forward_send : step.inverse_send;
     std::vector<std::size_t>& recv = forward ? step.forward_recv : step.inverse_recv;
@@ -469,8 +493,10 @@ class PlanImpl {
     const Geometry geo = geometry(step, forward);
     const kernels::Queue& queue = ctx_.queue();
     std::optional<Exchange>& held = forward ? step.forward_exchange : step.inverse_exchange;
-    const std::vector<std::size_t>& send = forward ? step.forward_send : step.inverse_send;
-    const std::vector<std::size_t>& recv = forward ? step.forward_recv : step.inverse_recv;
+    const bool listed_now = !held.has_value();
+    std::vector<std::size_t> send_now, recv_now;
+    const std::vector<std::size_t>& send = listed_now ? send_now : forward ? step.forward_send : step.inverse_send;
+    const std::vector<std::size_t>& recv = listed_now ? recv_now : forward ? step.forward_recv : step.inverse_recv;
     const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
     const auto* in = static_cast<const char*>(src);
     auto* out = static_cast<char*>(dst);
@@ -478,7 +504,10 @@ class PlanImpl {
     PhaseTimes t;
     exchange_phases(
         {"fft exchange", box(from).count()}, axis_context(step.g), times ? &t : nullptr,
-        [&] { return std::move(*held); },
+        [&] {
+          if (listed_now) return list_exchange(step, geo, send_now, recv_now, out);
+          return std::move(*held);
+        },
         [&](Exchange& x) {
           for (int q = 0; q < geo.peers; ++q) {
             const std::size_t piece = send[static_cast<std::size_t>(q)];
@@ -506,7 +535,7 @@ class PlanImpl {
               kernels::copy_2d(queue, out + static_cast<std::size_t>(geo.pc.offset(q)) * e, geo.nc,
                                x.received_slot(piece), cq, geo.a * bl * geo.m, cq, e);
           }
-          held.emplace(std::move(x));
+          if (!listed_now) held.emplace(std::move(x));
         });
     if (times) *times += t;
   }

@@ -5,7 +5,7 @@
 //                 (FFTW_MPI_TRANSPOSED_OUT, the counterpart of the plan's cut output)
 //   cuda backend  cuFFT alone on the whole array (one rank: the framework's overhead over cuFFT)
 // and, for slab plans, the exchange against a bare DeviceComm::alltoallv of the same byte counts per
-// peer (what the exchange cannot beat). Rates in GFLOP/s by 5 N log2 N (half for r2c); times are the
+// peer (what the exchange cannot beat); every case's round trip checked. Rates in GFLOP/s by 5 N log2 N (half for r2c); times are the
 // slowest rank's mean over --iters calls, each after a barrier.
 //
 //   mpiexec -n 4 tessera_bench_fft_distributed --backend cpu --shape 128x128x128,256x256x256
@@ -15,6 +15,8 @@
 #include <fftw3-mpi.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
@@ -198,14 +200,16 @@ std::string shape_text(const std::vector<index_t>& s) {
   return t;
 }
 
+// Returns whether the case's round trip was within its bound.
 template <class Real>
-void run_case(const Context& ctx, const std::vector<index_t>& shape, const Options& o) {
+bool run_case(const Context& ctx, const std::vector<index_t>& shape, const Options& o) {
   fft::Options po;
   po.decomposition = o.decomposition == "pencil" ? fft::Decomposition::pencil : fft::Decomposition::slab;
   po.effort = o.effort == "estimate" ? fft::Effort::estimate : fft::Effort::measure;
   const bool r2c = o.kind == "r2c";
   PhaseTimes phases;
-  double total = 0;
+  double total = 0, round_trip_error = 0;
+  bool round_trip_ok = true;
   std::vector<index_t> output_shape;
   {
     // The plan and its buffers go before the baselines run (1024^3 in double is 16 GiB an array).
@@ -216,10 +220,9 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
     const std::size_t out_bytes = static_cast<std::size_t>(plan.output_box().count()) * 2 * sizeof(Real);
     void* in = kernels::allocate(q, std::max<std::size_t>(in_bytes, 16));
     auto* out = static_cast<std::complex<Real>*>(kernels::allocate(q, std::max<std::size_t>(out_bytes, 16)));
-    {
-      const std::vector<Real> half(in_bytes / sizeof(Real), Real(0.5));
-      if (in_bytes) kernels::copy_from_host(q, in, half.data(), in_bytes);
-    }
+    std::vector<Real> x(in_bytes / sizeof(Real));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<Real>(std::sin(0.37 * static_cast<double>(i + 1) * (ctx.rank() + 1)));
+    if (in_bytes) kernels::copy_from_host(q, in, x.data(), in_bytes);
     for (int i = 0; i < o.warmup; ++i) plan.forward(in, out);
     for (int i = 0; i < o.iters; ++i) {
       ctx.comm().barrier();
@@ -230,6 +233,18 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
       total += w.seconds();
       phases += t;
     }
+    // Every result checked: the inverse of the last forward gives the input back within
+    // 10 eps log2 N of max |x|.
+    plan.inverse(out, in);
+    std::vector<Real> back(x.size());
+    if (in_bytes) kernels::copy_to_host(q, back.data(), in, in_bytes);
+    double err = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) err = std::max(err, std::abs(static_cast<double>(back[i]) - static_cast<double>(x[i])));
+    err = slowest(ctx, err);
+    double n = 1;
+    for (index_t v : shape) n *= static_cast<double>(v);
+    round_trip_ok = err <= 10 * std::numeric_limits<Real>::epsilon() * std::max(1.0, std::log2(n));
+    round_trip_error = err;
     kernels::deallocate(q, in);
     kernels::deallocate(q, out);
   }
@@ -254,15 +269,23 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
     base_name = "cufft";
   }
 #endif
+  // A number, or "-" where there is none.
+  auto num = [](double v, const char* format) {
+    char text[32] = "-";
+    if (v > 0) std::snprintf(text, sizeof text, format, v);
+    return std::string(text);
+  };
   if (ctx.is_root())
-    std::printf("%-16s %-6s %-6s %-4s %5d %10.4f %9.1f %9.4f %9.4f %9.4f %9s %8s %-8s %10s %9s %8s\n",
+    std::printf("%-16s %-6s %-6s %-4s %5d %10.4f %9.1f %9.4f %9.4f %9.4f %9s %8s %-8s %10s %9s %9s\n",
                 shape_text(shape).c_str(), sizeof(Real) == 4 ? "float" : "double", o.kind.c_str(),
                 o.decomposition == "pencil" ? "pen" : "slab", ctx.size(), t * 1e3, flops / t / 1e9, local * 1e3, xch * 1e3,
-                unpack * 1e3, alone > 0 ? std::to_string(alone * 1e3).substr(0, 8).c_str() : "-",
-                alone > 0 && xch > 0 ? std::to_string(alone / xch).substr(0, 5).c_str() : "-", base_name,
-                base > 0 ? std::to_string(base * 1e3).substr(0, 9).c_str() : "-",
-                base > 0 ? std::to_string(flops / base / 1e9).substr(0, 7).c_str() : "-",
-                base > 0 ? std::to_string(base / t).substr(0, 5).c_str() : "-");
+                unpack * 1e3, num(alone * 1e3, "%.4f").c_str(), num(alone > 0 && xch > 0 ? alone / xch : 0, "%.3f").c_str(),
+                base_name, num(base * 1e3, "%.4f").c_str(), num(base > 0 ? flops / base / 1e9 : 0, "%.1f").c_str(),
+                num(base > 0 ? base / t : 0, "%.3f").c_str());
+  if (ctx.is_root() && !round_trip_ok)
+    std::printf("# WRONG: %s %s: round trip max error %.3g\n", shape_text(shape).c_str(),
+                sizeof(Real) == 4 ? "float" : "double", round_trip_error);
+  return round_trip_ok;
 }
 
 }  // namespace
@@ -311,14 +334,15 @@ int main(int argc, char** argv) {
     std::printf("# ms: slowest rank's mean per call; GF/s: 5 N log2 N (r2c half) / time; local: local FFTs + packs;\n"
                 "# xch: exchange; unpk: unpacks; a2a: the same alltoallv alone; a2a/xch: share of the all-to-all floor;\n"
                 "# base: FFTW-MPI (cpu, slab, same effort, transposed out) or cuFFT alone (cuda, 1 rank); base/ours: speed-up\n");
-    std::printf("%-16s %-6s %-6s %-4s %5s %10s %9s %9s %9s %9s %9s %8s %-8s %10s %9s %8s\n", "shape", "dtype", "kind", "dec",
+    std::printf("%-16s %-6s %-6s %-4s %5s %10s %9s %9s %9s %9s %9s %8s %-8s %10s %9s %9s\n", "shape", "dtype", "kind", "dec",
                 "ranks", "ms", "GF/s", "local", "xch", "unpk", "a2a", "a2a/xch", "base", "base ms", "base GF/s", "base/ours");
   }
+  int wrong = 0;
   try {
     for (const auto& shape : o.shapes)
       for (const std::string& d : o.dtypes) {
-        if (d == "float") run_case<float>(ctx, shape, o);
-        else run_case<double>(ctx, shape, o);
+        const bool ok = d == "float" ? run_case<float>(ctx, shape, o) : run_case<double>(ctx, shape, o);
+        wrong += ok ? 0 : 1;
       }
   } catch (const UsageError& e) {
     if (ctx.is_root()) std::fprintf(stderr, "%s\n", e.what());
@@ -327,5 +351,6 @@ int main(int argc, char** argv) {
   if (ctx.backend() == Backend::cpu) {
     fftw_mpi_cleanup();
   }
-  return 0;
+  if (ctx.is_root()) std::printf("# summary: %d wrong case(s) (round trip within 10 eps log2 N of max |x|)\n", wrong);
+  return wrong ? 1 : 0;
 }

@@ -180,8 +180,12 @@ class PlanImpl {
     std::size_t bytes = 16;
     for (const Step& step : steps_) bytes = std::max({bytes, block_bytes(step.before), block_bytes(step.after)});
     buffer_bytes_ = bytes;
-    work_[0] = kernels::allocate(ctx_.queue(), bytes);
-    work_[1] = kernels::allocate(ctx_.queue(), bytes);
+    // FFTW plans on them (cpu); under cuda they are made at the first call that needs them (one
+    // rank's whole transform needs none).
+    if (ctx_.backend() == Backend::cpu) {
+      work(0);
+      work(1);
+    }
     std::size_t work_area = 0;
     for (Step& step : steps_) {
       if (!step.local) {
@@ -197,10 +201,10 @@ class PlanImpl {
                                             : make_cufft<double>(ctx_.queue(), step.inverse_kind, step.shape);
       } else {
         const bool measure = options_.effort == Effort::measure;
-        step.forward_fft = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, step.shape, work_[0], work_[1], measure)
-                                            : make_fftw<double>(step.forward_kind, step.shape, work_[0], work_[1], measure);
-        step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work_[0], work_[1], measure)
-                                            : make_fftw<double>(step.inverse_kind, step.shape, work_[0], work_[1], measure);
+        step.forward_fft = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, step.shape, work(0), work(1), measure)
+                                            : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
+        step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
+                                            : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
       }
       work_area = std::max({work_area, step.forward_fft->work_bytes(), step.inverse_fft->work_bytes()});
     }
@@ -278,11 +282,7 @@ class PlanImpl {
     const bool cpu = ctx_.backend() == Backend::cpu;
     const std::size_t n_steps = steps_.size();
     const void* cur = in;
-    auto other = [&](const void* p, const void* avoid = nullptr) {
-      for (void* w : work_)
-        if (w != p && w != avoid) return w;
-      return work_[0];
-    };
+    auto other = [&](const void* p) { return work_[0] != nullptr && p == work_[0] ? work(1) : work(0); };
     auto copy_in = [&](const State& s) {  // the caller's input into a work buffer
       void* w = other(cur);
       if (block_bytes(s) > 0) kernels::copy_within(queue, w, cur, block_bytes(s));
@@ -341,6 +341,13 @@ class PlanImpl {
   }
 
  private:
+  // Work buffer i (0 or 1) of buffer_bytes_, made on first use.
+  void* work(int i) {
+    void*& w = work_[i];
+    if (w == nullptr) w = kernels::allocate(ctx_.queue(), buffer_bytes_);
+    return w;
+  }
+
   const Context& axis_context(int g) const { return g == 0 ? grid_.column() : grid_.row(); }
 
   std::pair<index_t, index_t> range(const State& s, int k) const {

@@ -15,6 +15,8 @@
 // the queue before it posts), and a staged broadcast waits for the root's packed panel before it
 // copies it to the host.
 #include <algorithm>
+#include <complex>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -149,12 +151,15 @@ CollectivePlan matmul_plan(const DistMatrix<T>& a, const DistMatrix<T>& b, const
   return plan;
 }
 
-template CollectivePlan matmul_plan<float>(const DistMatrix<float>&, const DistMatrix<float>&, const MatmulOptions&);
-template CollectivePlan matmul_plan<double>(const DistMatrix<double>&, const DistMatrix<double>&, const MatmulOptions&);
-
-template DistMatrix<float> matmul<float>(const DistMatrix<float>&, const DistMatrix<float>&, const MatmulOptions&,
-                                         PhaseTimes*);
-template DistMatrix<double> matmul<double>(const DistMatrix<double>&, const DistMatrix<double>&, const MatmulOptions&,
-                                           PhaseTimes*);
+#define TESSERA_INSTANTIATE_MATMUL(T)                                                                     \
+  template CollectivePlan matmul_plan<T>(const DistMatrix<T>&, const DistMatrix<T>&, const MatmulOptions&); \
+  template DistMatrix<T> matmul<T>(const DistMatrix<T>&, const DistMatrix<T>&, const MatmulOptions&, PhaseTimes*);
+TESSERA_INSTANTIATE_MATMUL(float)
+TESSERA_INSTANTIATE_MATMUL(double)
+TESSERA_INSTANTIATE_MATMUL(std::int32_t)
+TESSERA_INSTANTIATE_MATMUL(std::int64_t)
+TESSERA_INSTANTIATE_MATMUL(std::complex<float>)
+TESSERA_INSTANTIATE_MATMUL(std::complex<double>)
+#undef TESSERA_INSTANTIATE_MATMUL
 
 }  // namespace tessera

@@ -3,8 +3,14 @@
 // of K (kKc), the B block is packed once into contiguous memory, and the threads share the rows of
 // C. The innermost loop runs along a packed row of B and a row of C, both contiguous, so the
 // compiler vectorises it; four rows of C at a time reuse each loaded B row four times.
+//
+// Element types: float and double; std::int32_t and std::int64_t, whose products and sums wrap
+// modulo 2^32 / 2^64 as NumPy's do (computed in the unsigned type of the same width, where
+// wrapping is defined); std::complex<float> and std::complex<double>.
 #include <algorithm>
+#include <complex>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "cpu_backend.hpp"
@@ -17,6 +23,18 @@ constexpr index_t kNc = 512;  // columns of B per packed block: 4 rows of C of t
 constexpr index_t kKc = 256;  // depth per packed block: a kKc x kNc block of doubles is 1 MiB (L2)
 constexpr index_t kMr = 4;    // rows of C updated together
 
+// The product of two elements; for complex numbers the textbook formula, as BLAS's cgemm/zgemm
+// compute it (std::complex's operator* adds C99's recovery of infinities from NaN parts, a call
+// per product that keeps the loop from vectorising).
+template <class T>
+inline T times(T x, T y) {
+  return x * y;
+}
+template <class F>
+inline std::complex<F> times(std::complex<F> x, std::complex<F> y) {
+  return {x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real()};
+}
+
 template <class T>
 void scale_rows(index_t m, index_t n, T beta, T* c, index_t ldc) {
 #pragma omp parallel for schedule(static) if (m * n >= kSerialCutoff)
@@ -25,7 +43,7 @@ void scale_rows(index_t m, index_t n, T beta, T* c, index_t ldc) {
     if (beta == T(0)) {
       std::fill(row, row + n, T(0));  // BLAS: beta == 0 means C is not read (NaN does not survive)
     } else if (beta != T(1)) {
-      for (index_t j = 0; j < n; ++j) row[j] *= beta;
+      for (index_t j = 0; j < n; ++j) row[j] = times(row[j], beta);
     }
   }
 }
@@ -35,22 +53,20 @@ template <class T, int Rows>
 void update_rows(index_t kc, index_t nc, T alpha, const T* a, index_t lda, const T* bp, T* c, index_t ldc) {
   for (index_t p = 0; p < kc; ++p) {
     T coef[Rows];
-    for (int r = 0; r < Rows; ++r) coef[r] = alpha * a[r * lda + p];
+    for (int r = 0; r < Rows; ++r) coef[r] = times(alpha, a[r * lda + p]);
     const T* brow = bp + p * nc;
     for (int r = 0; r < Rows; ++r) {
       T* crow = c + r * ldc;
       const T ar = coef[r];
 #pragma omp simd
-      for (index_t j = 0; j < nc; ++j) crow[j] += ar * brow[j];
+      for (index_t j = 0; j < nc; ++j) crow[j] += times(ar, brow[j]);
     }
   }
 }
 
-}  // namespace
-
 template <class T>
-void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
-          T* c, index_t ldc) {
+void blocked_gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
+                  T* c, index_t ldc) {
   if (m == 0 || n == 0) return;
   scale_rows(m, n, beta, c, ldc);
   if (k == 0 || alpha == T(0)) return;
@@ -83,9 +99,29 @@ void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, con
   }
 }
 
-template void gemm<float>(index_t, index_t, index_t, float, const float*, index_t, const float*, index_t, float,
-                          float*, index_t);
-template void gemm<double>(index_t, index_t, index_t, double, const double*, index_t, const double*, index_t,
-                           double, double*, index_t);
+}  // namespace
+
+template <class T>
+void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
+          T* c, index_t ldc) {
+  if constexpr (std::is_integral_v<T>) {
+    // Signed and unsigned types of one width may alias each other.
+    using U = std::make_unsigned_t<T>;
+    blocked_gemm<U>(m, n, k, static_cast<U>(alpha), reinterpret_cast<const U*>(a), lda, reinterpret_cast<const U*>(b),
+                    ldb, static_cast<U>(beta), reinterpret_cast<U*>(c), ldc);
+  } else {
+    blocked_gemm<T>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+}
+
+#define TESSERA_INSTANTIATE_GEMM(T) \
+  template void gemm<T>(index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, T, T*, index_t);
+TESSERA_INSTANTIATE_GEMM(float)
+TESSERA_INSTANTIATE_GEMM(double)
+TESSERA_INSTANTIATE_GEMM(std::int32_t)
+TESSERA_INSTANTIATE_GEMM(std::int64_t)
+TESSERA_INSTANTIATE_GEMM(std::complex<float>)
+TESSERA_INSTANTIATE_GEMM(std::complex<double>)
+#undef TESSERA_INSTANTIATE_GEMM
 
 }  // namespace tessera::kernels::cpu

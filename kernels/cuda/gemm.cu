@@ -3,6 +3,9 @@
 // gemm_split_k.cuh; FP64 tensor-core DGEMM for double); engine == vendor runs cuBLAS in its default
 // math mode (no TF32), with the row-major product expressed as the column-major C^T = B^T A^T.
 // The kernels are in kernel_gemm.cuh, their tuning in tessera/kernels/cuda/tuning/gemm.cuh.
+// Integers and complex numbers run the generic tiled kernel (kernel_gemm_generic.cuh); their
+// vendor engine is cuBLAS's cgemm/zgemm for complex numbers, and for integers, which cuBLAS does
+// not multiply at these widths, the generic kernel again.
 //
 // cuBLAS is loaded on the first vendor GEMM (dlopen), not linked: its libraries (about 540 MB) take
 // about 0.4 s to load, which every process of a CUDA build would otherwise pay at start-up.
@@ -13,6 +16,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +26,7 @@
 #include "cuda_backend.hpp"
 #include "gemm_split_k.cuh"
 #include "kernel_gemm.cuh"
+#include "kernel_gemm_generic.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/tuning/gemm.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -47,6 +53,8 @@ struct Cublas {
   decltype(&cublasSetStream) set_stream = nullptr;
   decltype(&cublasSgemm_64) sgemm = nullptr;
   decltype(&cublasDgemm_64) dgemm = nullptr;
+  decltype(&cublasCgemm_64) cgemm = nullptr;
+  decltype(&cublasZgemm_64) zgemm = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 
@@ -79,6 +87,8 @@ const Cublas& cublas() {
     find(c.set_stream, TESSERA_CUBLAS_SYMBOL_NAME(cublasSetStream));
     find(c.sgemm, TESSERA_CUBLAS_SYMBOL_NAME(cublasSgemm_64));
     find(c.dgemm, TESSERA_CUBLAS_SYMBOL_NAME(cublasDgemm_64));
+    find(c.cgemm, TESSERA_CUBLAS_SYMBOL_NAME(cublasCgemm_64));
+    find(c.zgemm, TESSERA_CUBLAS_SYMBOL_NAME(cublasZgemm_64));
     find(c.status_string, TESSERA_CUBLAS_SYMBOL_NAME(cublasGetStatusString));
     return c;  // the library stays loaded for the process's life
   }();
@@ -112,9 +122,47 @@ void vendor_gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t l
   TESSERA_CUBLAS_CHECK(cublas().set_stream(handle, to_cuda(stream)));
   if constexpr (std::is_same_v<T, float>) {
     TESSERA_CUBLAS_CHECK(cublas().sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
-  } else {
+  } else if constexpr (std::is_same_v<T, double>) {
     TESSERA_CUBLAS_CHECK(cublas().dgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    // std::complex<float> and cuComplex share their layout (two floats, real first).
+    const auto z = [](const auto* p) { return reinterpret_cast<const cuComplex*>(p); };
+    TESSERA_CUBLAS_CHECK(cublas().cgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, z(&alpha), z(b), ldb, z(a), lda,
+                                        z(&beta), reinterpret_cast<cuComplex*>(c), ldc));
+  } else {
+    static_assert(std::is_same_v<T, std::complex<double>>, "vendor_gemm: float, double, or complex");
+    const auto z = [](const auto* p) { return reinterpret_cast<const cuDoubleComplex*>(p); };
+    TESSERA_CUBLAS_CHECK(cublas().zgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, z(&alpha), z(b), ldb, z(a), lda,
+                                        z(&beta), reinterpret_cast<cuDoubleComplex*>(c), ldc));
   }
+}
+
+// The generic tiled product (integers, complex numbers), and C = beta * C for it.
+template <class T>
+void generic_gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
+                  T* c, index_t ldc, StreamHandle stream) {
+  using Tu = GemmGenericTuning;
+  using V = typename GemmArithmetic<T>::V;
+  const index_t tiles_n = ceil_div<index_t>(n, Tu::kBlockN);
+  if (tiles_n > 0x7fffffff)
+    throw UsageError("gemm: " + std::to_string(n) + " columns exceed the tile grid of the generic engine");
+  const dim3 grid(static_cast<unsigned>(tiles_n),
+                  static_cast<unsigned>(std::min<index_t>(ceil_div<index_t>(m, Tu::kBlockM), 65535)));
+  gemm_generic_kernel<T><<<grid, Tu::kThreads, 0, to_cuda(stream)>>>(
+      m, n, k, std::bit_cast<V>(alpha), reinterpret_cast<const V*>(a), lda, reinterpret_cast<const V*>(b), ldb,
+      std::bit_cast<V>(beta), reinterpret_cast<V*>(c), ldc);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void scale_generic(index_t m, index_t n, T beta, T* c, index_t ldc, StreamHandle stream) {
+  using Tu = GemmScaleTuning;
+  using V = typename GemmArithmetic<T>::V;
+  const int grid = static_cast<int>(
+      std::min<index_t>(ceil_div<index_t>(m * n, Tu::kThreads), index_t{Tu::kWaves} * current_device_info().sm_count));
+  scale_matrix_generic_kernel<T>
+      <<<grid, Tu::kThreads, 0, to_cuda(stream)>>>(m, n, std::bit_cast<V>(beta), reinterpret_cast<V*>(c), ldc);
+  TESSERA_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
@@ -286,14 +334,28 @@ template <class T>
 void gemm(const Queue& queue, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
           const T* b, index_t ldb, T beta, T* c, index_t ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0 || alpha == T(0)) {
-    detail::scale_matrix(m, n, beta, c, ldc, queue.stream);
-    return;
-  }
-  if (engine == GemmEngine::vendor) {
-    detail::vendor_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, queue.stream);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (k == 0 || alpha == T(0)) {
+      detail::scale_matrix(m, n, beta, c, ldc, queue.stream);
+      return;
+    }
+    if (engine == GemmEngine::vendor) {
+      detail::vendor_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, queue.stream);
+    } else {
+      detail::tiled_gemm(queue, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
   } else {
-    detail::tiled_gemm(queue, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (k == 0 || alpha == T(0)) {
+      detail::scale_generic(m, n, beta, c, ldc, queue.stream);
+      return;
+    }
+    if constexpr (!std::is_integral_v<T>) {
+      if (engine == GemmEngine::vendor) {
+        detail::vendor_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, queue.stream);
+        return;
+      }
+    }
+    detail::generic_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, queue.stream);
   }
 }
 
@@ -314,9 +376,15 @@ int tiled_sgemm_forced_splits(const Queue& queue, int splits, int copy_b, index_
   return detail::tiled_sgemm(queue, splits, copy_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template void gemm<float>(const Queue&, GemmEngine, index_t, index_t, index_t, float, const float*, index_t,
-                          const float*, index_t, float, float*, index_t);
-template void gemm<double>(const Queue&, GemmEngine, index_t, index_t, index_t, double, const double*, index_t,
-                           const double*, index_t, double, double*, index_t);
+#define TESSERA_INSTANTIATE_GEMM(T)                                                                       \
+  template void gemm<T>(const Queue&, GemmEngine, index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, \
+                        T, T*, index_t);
+TESSERA_INSTANTIATE_GEMM(float)
+TESSERA_INSTANTIATE_GEMM(double)
+TESSERA_INSTANTIATE_GEMM(std::int32_t)
+TESSERA_INSTANTIATE_GEMM(std::int64_t)
+TESSERA_INSTANTIATE_GEMM(std::complex<float>)
+TESSERA_INSTANTIATE_GEMM(std::complex<double>)
+#undef TESSERA_INSTANTIATE_GEMM
 
 }  // namespace tessera::kernels::cuda

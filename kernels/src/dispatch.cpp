@@ -1,5 +1,6 @@
 // The public local operations: each one hands the work to the backend named by the queue.
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -193,9 +194,15 @@ TESSERA_INSTANTIATE_GENERATE(std::uint64_t)
 TESSERA_INSTANTIATE_GENERATE(float)
 TESSERA_INSTANTIATE_GENERATE(double)
 
-template void gemm<float>(const Queue&, GemmEngine, index_t, index_t, index_t, float, const float*, index_t,
-                          const float*, index_t, float, float*, index_t);
-template void gemm<double>(const Queue&, GemmEngine, index_t, index_t, index_t, double, const double*, index_t,
-                           const double*, index_t, double, double*, index_t);
+#define TESSERA_INSTANTIATE_GEMM(T)                                                                       \
+  template void gemm<T>(const Queue&, GemmEngine, index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, \
+                        T, T*, index_t);
+TESSERA_INSTANTIATE_GEMM(float)
+TESSERA_INSTANTIATE_GEMM(double)
+TESSERA_INSTANTIATE_GEMM(std::int32_t)
+TESSERA_INSTANTIATE_GEMM(std::int64_t)
+TESSERA_INSTANTIATE_GEMM(std::complex<float>)
+TESSERA_INSTANTIATE_GEMM(std::complex<double>)
+#undef TESSERA_INSTANTIATE_GEMM
 
 }  // namespace tessera::kernels

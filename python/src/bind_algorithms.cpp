@@ -341,7 +341,7 @@ ArrayPtr matmul(const ArrayPtr& a, const ArrayPtr& b) {
   if (a->session() != b->session()) throw UsageError("matmul: the arrays live on different contexts");
   return dispatch(a->dtype(), [&]<class T>() -> ArrayPtr {
     if constexpr (!has_matmul_v<T>) {
-      throw TypeError(std::string("matmul: float32 or float64 arrays are needed (these are ") + DtypeInfo<T>::name + ")");
+      throw TypeError(std::string("matmul: no product of ") + DtypeInfo<T>::name + " arrays");
     } else {
     const Call call(*a->session());
     const DistMatrix<T>& x = a->matrix<T>();

@@ -133,7 +133,7 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<T>;  // the corre
 template <class T>
 inline constexpr bool is_integer_v = std::is_integral_v<T>;  // bincount
 template <class T>
-inline constexpr bool has_matmul_v = std::is_floating_point_v<T>;  // tessera::matmul's instances
+inline constexpr bool has_matmul_v = std::is_arithmetic_v<T>;  // tessera::matmul's instances
 
 // NumPy's accumulator for sum, prod, cumsum and cumprod: the 64-bit integer for integers (numpy
 // widens int32 to the platform's long), the type itself otherwise.

@@ -1,12 +1,17 @@
 // SUMMA matmul on process grids (MPI_Dims_create's choice, 1 x P, P x 1, 2 x 2) with shapes the
 // grid does not divide, and panel widths 1, 7, 64 and wider than K, against a serial long double
-// product on the host; the grid and shape errors a user can make.
+// product on the host; integers (whose products and sums wrap) against a serial product in the
+// unsigned type, complex numbers against a long double one, on both engines; the grid and shape
+// errors a user can make.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
+#include <type_traits>
 
 #include "algo_test_util.hpp"
 #include "tessera/framework/device_comm.hpp"
@@ -88,6 +93,78 @@ TYPED_TEST(Matmul, ChunkedPanelBroadcasts) {
   const ProcessGrid grid = ProcessGrid::create(world);
   check_product<T>(grid, {23, 29, 31}, 8, test::seed() + 3, "chunked, seed=" + std::to_string(test::seed() + 3));
   detail::set_mpi_message_limit(saved);
+}
+
+// Integers over their whole range (products overflow and wrap), complex numbers in the unit square.
+template <class T>
+std::vector<T> wide_random(index_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  if constexpr (std::is_integral_v<T>) {
+    std::uniform_int_distribution<T> dist(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+    for (auto& x : v) x = dist(gen);
+  } else {
+    using F = typename T::value_type;
+    std::uniform_real_distribution<F> dist(-1, 1);
+    for (auto& x : v) x = T(dist(gen), dist(gen));
+  }
+  return v;
+}
+
+template <class T>
+class MatmulOtherTypes : public ::testing::Test {};
+using OtherTypes = ::testing::Types<std::int32_t, std::int64_t, std::complex<float>, std::complex<double>>;
+TYPED_TEST_SUITE(MatmulOtherTypes, OtherTypes);
+
+TYPED_TEST(MatmulOtherTypes, MatchesSerialProductOnEveryGridAndEngine) {
+  using T = TypeParam;
+  const Context& world = test::world();
+  const std::vector<Shape> shapes = {{1, 1, 1}, {5, 7, 3}, {17, 13, 19}, {65, 33, 66}, {3, 70, 5}, {0, 3, 4}, {4, 0, 5}};
+  for (auto [rows, cols] : grids(world.size())) {
+    const ProcessGrid grid = ProcessGrid::create(world, rows, cols);
+    for (const Shape& s : shapes)
+      for (GemmEngine engine : {GemmEngine::tiled, GemmEngine::vendor}) {
+        const std::uint64_t seed = test::seed() + static_cast<std::uint64_t>(s.m * 10000 + s.k * 100 + s.n);
+        const std::string where = "grid " + std::to_string(grid.rows()) + "x" + std::to_string(grid.cols()) +
+                                  " shape " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" +
+                                  std::to_string(s.n) + " engine " + to_string(engine) + " seed=" + std::to_string(seed);
+        const auto a_global = wide_random<T>(s.m * s.k, seed);
+        const auto b_global = wide_random<T>(s.k * s.n, seed + 1);
+        const auto a = DistMatrix<T>::from_replicated(grid, s.m, s.k, a_global);
+        const auto b = DistMatrix<T>::from_replicated(grid, s.k, s.n, b_global);
+        MatmulOptions options;
+        options.panel_width = 16;
+        options.engine = engine;
+        const std::vector<T> got = matmul(a, b, options).gather(0);
+        if (world.rank() != 0) continue;
+        ASSERT_EQ(got.size(), static_cast<std::size_t>(s.m * s.n)) << where;
+        for (index_t i = 0; i < s.m; ++i)
+          for (index_t j = 0; j < s.n; ++j) {
+            const T value = got[static_cast<std::size_t>(i * s.n + j)];
+            if constexpr (std::is_integral_v<T>) {
+              using U = std::make_unsigned_t<T>;
+              U exact = 0;
+              for (index_t l = 0; l < s.k; ++l)
+                exact += static_cast<U>(a_global[static_cast<std::size_t>(i * s.k + l)]) *
+                         static_cast<U>(b_global[static_cast<std::size_t>(l * s.n + j)]);
+              ASSERT_EQ(value, static_cast<T>(exact)) << where << " C(" << i << "," << j << ")";
+            } else {
+              using F = typename T::value_type;
+              std::complex<long double> exact = 0;
+              long double magnitude = 0;
+              for (index_t l = 0; l < s.k; ++l) {
+                const T x = a_global[static_cast<std::size_t>(i * s.k + l)];
+                const T y = b_global[static_cast<std::size_t>(l * s.n + j)];
+                exact += std::complex<long double>(x.real(), x.imag()) * std::complex<long double>(y.real(), y.imag());
+                magnitude += std::abs(std::complex<long double>(x)) * std::abs(std::complex<long double>(y));
+              }
+              const long double tolerance = 4 * (s.k + 1) * std::numeric_limits<F>::epsilon() * magnitude;
+              ASSERT_LE(std::abs(std::complex<long double>(value.real(), value.imag()) - exact), tolerance)
+                  << where << " C(" << i << "," << j << ")";
+            }
+          }
+      }
+  }
 }
 
 TEST(DistMatrix, GenerateIsTheCounterSequenceWhateverTheGrid) {

@@ -40,10 +40,25 @@ def test_matmul(dtype):
         expect_distributed(tessera.matmul(a, other), ref.astype(dtype), "matmul across grids", False, 0, tol * k)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_matmul_wraps_as_numpy(dtype):
+    info = np.iinfo(dtype)
+    for m, k, n in [(1, 1, 1), (5, 7, 3), (17, 9, 13), (2, 31, 4), (0, 3, 2), (3, 0, 2)]:
+        # Values over the whole range: the products and sums overflow and wrap, as NumPy's do.
+        a_data = global_data(m * k, dtype, seed=m + 7, low=info.min, high=info.max - 1).reshape(m, k)
+        b_data = global_data(k * n, dtype, seed=n + 7, low=info.min, high=info.max - 1).reshape(k, n)
+        with np.errstate(all="ignore"):
+            ref = a_data @ b_data
+        a = tessera.from_global(a_data)
+        expect_distributed(a @ tessera.from_global(b_data), ref, "a @ b %s %dx%dx%d" % (dtype, m, k, n))
+        expect_distributed(tessera.matmul(a, tessera.from_global(b_data, layout="cols")), ref,
+                           "matmul across grids %s %dx%dx%d" % (dtype, m, k, n))
+
+
 def test_matmul_errors():
     a = tessera.zeros((3, 4))
     expect_raises(ValueError, lambda: a @ tessera.zeros((5, 2)), match="do not align")
-    expect_raises(TypeError, lambda: tessera.zeros((2, 2), "int32") @ tessera.zeros((2, 2), "int32"), match="float")
+    expect_raises(TypeError, lambda: tessera.zeros((2, 2), "int32") @ tessera.zeros((2, 2), "int64"), match="dtype")
     expect_raises(TypeError, lambda: a @ tessera.zeros((4, 2), "float32"), match="dtype")
     expect_raises(ValueError, lambda: tessera.arange(4.0) @ tessera.arange(4.0), match="2-D")
 

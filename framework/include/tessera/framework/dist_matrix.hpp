@@ -99,8 +99,8 @@ class MatrixStorage {
 // This rank's block lives in backend memory, row-major with leading dimension local_cols(), and
 // starts on a 16-byte boundary. T: any trivially copyable type (numbers, std::complex, a struct of
 // fields); the library moves its elements as bytes (detail::MatrixStorage), so nothing is
-// instantiated per type. generate() needs one of the generator's numeric types; matmul float or
-// double.
+// instantiated per type. generate() needs one of the generator's numeric types; matmul float,
+// double, std::int32_t, std::int64_t, std::complex<float> or std::complex<double>.
 template <class T>
 class DistMatrix {
   static_assert(std::is_trivially_copyable_v<T>, "DistMatrix: the element type must be trivially copyable");
@@ -201,6 +201,10 @@ struct MatmulOptions {
 // the owners broadcast an A panel along their process row and a B panel along their process column;
 // every rank accumulates the panel product. The broadcast of panel k+1 overlaps the product of panel
 // k. Any M, N, K; A.cols() must equal B.rows() (UsageError naming both shapes otherwise).
+// T: float and double (tuned local products: SIMT SGEMM, FP64 tensor-core DGEMM, or cuBLAS);
+// std::int32_t and std::int64_t, whose sums and products wrap modulo 2^32 / 2^64 as NumPy's do;
+// std::complex<float> and std::complex<double> (engine vendor: cuBLAS's cgemm/zgemm; tiled, and
+// for the integers always: a generic tiled kernel on the CUDA cores).
 template <class T>
 DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options = {},
                      PhaseTimes* times = nullptr);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
@@ -165,20 +166,23 @@ double cufft_alone(const Context& ctx, const std::vector<index_t>& shape, bool r
   const kernels::Queue& q = ctx.queue();
   void* in = kernels::allocate(q, static_cast<std::size_t>(count) * 2 * sizeof(Real));
   void* out = kernels::allocate(q, static_cast<std::size_t>(out_count) * 2 * sizeof(Real));
+  auto check = [](cufftResult r, const char* what) {
+    if (r != CUFFT_SUCCESS) throw std::runtime_error(std::string(what) + " failed (cufftResult " + std::to_string(int(r)) + ")");
+  };
   cufftHandle plan;
   std::size_t work = 0;
-  cufftCreate(&plan);
+  check(cufftCreate(&plan), "cufftCreate");
   const cufftType type = r2c ? (f ? CUFFT_R2C : CUFFT_D2Z) : (f ? CUFFT_C2C : CUFFT_Z2Z);
-  if (cufftMakePlanMany64(plan, static_cast<int>(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, type, 1, &work) != CUFFT_SUCCESS)
-    throw std::runtime_error("cufftMakePlanMany64 failed");
-  cufftSetStream(plan, reinterpret_cast<cudaStream_t>(q.stream));
+  check(cufftMakePlanMany64(plan, static_cast<int>(n.size()), n.data(), nullptr, 1, 0, nullptr, 1, 0, type, 1, &work),
+        "cufftMakePlanMany64");
+  check(cufftSetStream(plan, reinterpret_cast<cudaStream_t>(q.stream)), "cufftSetStream");
   auto exec = [&] {
     if constexpr (f) {
-      if (r2c) cufftExecR2C(plan, static_cast<cufftReal*>(in), static_cast<cufftComplex*>(out));
-      else cufftExecC2C(plan, static_cast<cufftComplex*>(in), static_cast<cufftComplex*>(out), CUFFT_FORWARD);
+      if (r2c) check(cufftExecR2C(plan, static_cast<cufftReal*>(in), static_cast<cufftComplex*>(out)), "cufftExecR2C");
+      else check(cufftExecC2C(plan, static_cast<cufftComplex*>(in), static_cast<cufftComplex*>(out), CUFFT_FORWARD), "cufftExecC2C");
     } else {
-      if (r2c) cufftExecD2Z(plan, static_cast<cufftDoubleReal*>(in), static_cast<cufftDoubleComplex*>(out));
-      else cufftExecZ2Z(plan, static_cast<cufftDoubleComplex*>(in), static_cast<cufftDoubleComplex*>(out), CUFFT_FORWARD);
+      if (r2c) check(cufftExecD2Z(plan, static_cast<cufftDoubleReal*>(in), static_cast<cufftDoubleComplex*>(out)), "cufftExecD2Z");
+      else check(cufftExecZ2Z(plan, static_cast<cufftDoubleComplex*>(in), static_cast<cufftDoubleComplex*>(out), CUFFT_FORWARD), "cufftExecZ2Z");
     }
   };
   for (int i = 0; i < o.warmup; ++i) exec();

@@ -30,9 +30,10 @@
 // an axis still to transform is cut, one all-to-all (algorithms/exchange.hpp) that makes it whole
 // and cuts an axis already transformed instead, among the ranks of the grid dimension that cuts
 // it. Pieces are packed with kernels::copy_2d into the exchange's buffers and unpacked in the same
-// way. A slab transform makes one exchange, a pencil transform two (one along each grid
-// dimension); the normalisation is one pass over the output. The inverse runs the same schedule
-// backwards.
+// way (a slab's forward exchange receives straight into the new block). A slab transform makes one
+// exchange, a pencil transform two (one along each grid dimension; none along a dimension of one
+// rank); local steps over trailing axes that follow one another are one multi-axis plan. The
+// normalisation is one pass over the output. The inverse runs the same schedule backwards.
 #pragma once
 
 #include <array>

@@ -160,6 +160,30 @@ tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const Datase
   return std::move(matrix);
 }
 
+}  // namespace detail
+
+std::vector<unsigned char> read_box(const Context& ctx, const DatasetPath& path, const DatasetInfo& info,
+                                    const H5Type& element, const std::vector<index_t>& start,
+                                    const std::vector<index_t>& count) {
+  using namespace detail;
+  require_named(element, "read_box", path);
+  TESSERA_ASSERT(start.size() == info.shape.size() && count.size() == info.shape.size() && !start.empty() &&
+                     start.size() <= static_cast<std::size_t>(kMaxBlockDims),
+                 "read_box: a start and a count per axis of the dataset (1 to 3 axes)");
+  const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
+  QuietErrors quiet;
+  std::size_t bytes = element.bytes;
+  for (index_t c : count) bytes *= static_cast<std::size_t>(c);
+  kernels::require_host_memory(bytes, "a host copy of this rank's block of " + path.str());
+  std::vector<unsigned char> host(bytes);
+  const H5Types types = h5_types(element);
+  read_block(ctx, path, info.type_name, types.element(), static_cast<int>(start.size()), start.data(), count.data(),
+             host.data());
+  return host;
+}
+
+namespace detail {
+
 void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element) {
   require_named(element, "read_field", path);
   const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
@@ -241,7 +265,7 @@ struct OutputFile::Impl {
     if (parts.size() >= static_cast<std::size_t>(detail::kMaxOutputDatasets))
       throw IoError("an output file takes at most " + std::to_string(detail::kMaxOutputDatasets) + " datasets", file,
                     dataset);
-    detail::OutputBlock part{dataset, element, ndims, {0, 0}, {0, 0}, {0, 0}, {}, attributes};
+    detail::OutputBlock part{dataset, element, ndims, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {}, attributes};
     std::size_t elements = 1;
     for (int d = 0; d < ndims; ++d) {
       part.dims[d] = static_cast<hsize_t>(dims[d]);
@@ -287,6 +311,19 @@ OutputFile& OutputFile::add_matrix(const tessera::detail::MatrixStorage& matrix,
   const index_t count[2] = {matrix.local_rows(), matrix.local_cols()};
   impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
   impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+OutputFile& OutputFile::add_box(const std::string& dataset, const H5Type& element, const std::vector<index_t>& dims,
+                                const std::vector<index_t>& start, const std::vector<index_t>& count, const void* host,
+                                const OutputAttributes& attributes) {
+  TESSERA_ASSERT(!dims.empty() && dims.size() <= static_cast<std::size_t>(detail::kMaxBlockDims) &&
+                     start.size() == dims.size() && count.size() == dims.size(),
+                 "OutputFile::add_box: 1 to 3 axes, with a start and a count each");
+  detail::require_named(element, "OutputFile::add_box", {impl_->file, dataset});
+  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
+  impl_->add(dataset, impl_->types.back()->element(), static_cast<int>(dims.size()), dims.data(), start.data(),
+             count.data(), host, attributes);
   return *this;
 }
 

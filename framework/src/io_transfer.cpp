@@ -113,8 +113,11 @@ void agree_on_read(const Context& ctx, const DatasetPath& path, const std::strin
 std::string transfer_block(const Context& ctx, hid_t dset, hid_t mem_type, std::size_t element_bytes, int ndims,
                            const index_t* start, const index_t* count, void* buffer, bool write,
                            LostValues* lost) {
-  const index_t row_elements = ndims == 2 ? count[1] : 1;
-  const index_t total = ndims == 2 ? count[0] * count[1] : count[0];
+  // A block of 1 to 3 axes moves in pieces of whole rows along axis 0.
+  TESSERA_ASSERT(ndims >= 1 && ndims <= kMaxBlockDims, "transfer_block: 1 to 3 axes");
+  index_t row_elements = 1;
+  for (int d = 1; d < ndims; ++d) row_elements *= count[d];
+  const index_t total = count[0] * row_elements;
   index_t rows_per_piece =
       std::max<index_t>(1, kPieceBytes / static_cast<index_t>(element_bytes) / std::max<index_t>(row_elements, 1));
   const int pause_seconds = write ? test_pause_in_write() : 0;
@@ -141,8 +144,12 @@ std::string transfer_block(const Context& ctx, hid_t dset, hid_t mem_type, std::
   for (index_t piece = 0; piece < pieces; ++piece) {
     const index_t first_row = piece * rows_per_piece;
     const index_t rows = total == 0 ? 0 : std::max<index_t>(0, std::min(rows_per_piece, count[0] - first_row));
-    hsize_t file_start[2] = {static_cast<hsize_t>(start[0] + first_row), ndims == 2 ? static_cast<hsize_t>(start[1]) : 0};
-    hsize_t sel_count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(row_elements)};
+    hsize_t file_start[kMaxBlockDims] = {static_cast<hsize_t>(start[0] + first_row), 0, 0};
+    hsize_t sel_count[kMaxBlockDims] = {static_cast<hsize_t>(rows), 1, 1};
+    for (int d = 1; d < ndims; ++d) {
+      file_start[d] = static_cast<hsize_t>(start[d]);
+      sel_count[d] = static_cast<hsize_t>(count[d]);
+    }
     const hsize_t one = 1;
     Handle mem_space;
     void* piece_buffer = dummy;

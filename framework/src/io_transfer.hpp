@@ -19,8 +19,11 @@ struct LostValues {
   bool have_example = false;
 };
 
-// Moves this rank's block [start, start + count) of a 1-D or 2-D dataset (2-D: start/count per
-// dimension; the block is contiguous in memory, row-major) between `buffer` and the file. Under
+// The most axes a block may have.
+inline constexpr int kMaxBlockDims = 3;
+
+// Moves this rank's block [start, start + count) of a dataset of 1 to 3 axes (start/count per
+// axis; the block is contiguous in memory, row-major) between `buffer` and the file. Under
 // parallel HDF5 every rank makes the same number of collective calls (empty selections included).
 // A failed write ends the job. A failed read (a corrupt chunk) does not: its message is returned
 // (the remaining pieces are still read, so that the collective calls stay matched), and values the

@@ -9,6 +9,7 @@
 
 #include "io_hdf5_handles.hpp"
 #include "io_posix.hpp"
+#include "io_transfer.hpp"
 #include "tessera/framework/io.hpp"
 
 namespace tessera::io::detail {
@@ -19,9 +20,9 @@ struct OutputBlock {
   std::string dataset;
   H5Element element;
   int ndims;
-  hsize_t dims[2];
-  index_t start[2];
-  index_t count[2];
+  hsize_t dims[3];  // the first ndims (1 to 3) are used
+  index_t start[3];
+  index_t count[3];
   std::vector<unsigned char> host;  // this rank's block
   OutputAttributes attributes;
 };

@@ -64,6 +64,8 @@ SIZE_CAPS = [
     ("tessera-scaling", {"--n": 20000, "--n-per-rank": 5000, "--repeat": 1, "--ping-bytes": 4096}),
     ("tessera_bench_transpose_distributed", {"--m": 64, "--n": 96, "-n": 2, "--iters": 2, "-w": 1,
                                              "--warmup": 1}),
+    ("tessera-fft", {"--shape": 24}),
+    ("tessera_bench_fft_distributed", {"--shape": 24, "-n": 2, "--iters": 2, "-w": 1, "--warmup": 1}),
     ("tessera_bench_stencil_step", {"--sizes": 64, "--iters": 2, "--run": 3, "--warmup": 1}),
     ("tessera_bench_", {"--min": 1024, "--max": 4096, "-b": 4096, "-e": 16384, "--matmul-min": 64,
                         "--matmul-max": 128, "-n": 2, "--iters": 2, "-w": 1, "--warmup": 1}),
@@ -245,7 +247,15 @@ def rewrite(cmd, source, build, tmp, python, base_env):
             value = joined if joined is not None else argv[k + 1]
             parts = value.split(",")
             sizes = [size_value(p) for p in parts]
-            if all(s is not None for s in sizes):
+            shapes = [[size_value(d) for d in p.split("x")] for p in parts]
+            if name == "--shape" and all(None not in dims for dims in shapes):
+                # Shapes N0xN1[xN2] (tessera-fft): each axis capped.
+                value = ",".join("x".join(str(min(d, caps[name])) for d in dims) for dims in shapes)
+                if joined is not None:
+                    argv[k] = f"{name}={value}"
+                else:
+                    argv[k + 1] = value
+            elif all(s is not None for s in sizes):
                 capped = []
                 for s in sizes:  # a list capped element by element, each size once
                     if min(s, caps[name]) not in capped:

@@ -226,6 +226,15 @@ tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const Datase
 void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element);
 }  // namespace detail
 
+// This rank's box [start, start + count) of a dataset of 1 to 3 axes that probe_dataset or
+// probe_numeric_or_complex described as `info`, row-major on the host, as elements of `element`
+// (h5_type_of<T>(): numbers converted as read_array converts them, complex numbers from h5py's
+// compound {r, i}). For arrays that are neither DistArrays nor DistMatrices (the distributed FFT's
+// boxes). Collective; IoError on every rank as read_array.
+std::vector<unsigned char> read_box(const Context& ctx, const DatasetPath& path, const DatasetInfo& info,
+                                    const H5Type& element, const std::vector<index_t>& start,
+                                    const std::vector<index_t>& count);
+
 // Reads a 2-D dataset (row-major, rows x cols) into the grid's 2-D blocks. IoError when the
 // dataset is not 2-D. T: a number (HDF5 converts the file's numbers, and refuses values T cannot
 // hold, as read_array does), std::complex<float> or std::complex<double> (the file's compound
@@ -308,6 +317,11 @@ class OutputFile {
                          const OutputAttributes& attributes, const H5Type& element);
   OutputFile& add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
                         const OutputAttributes& attributes, const H5Type& element);
+  // A dataset of dims (1 to 3 axes) of which this rank holds the box [start, start + count),
+  // row-major in host memory at `host` (copied at once), of elements of the type `element` describes.
+  OutputFile& add_box(const std::string& dataset, const H5Type& element, const std::vector<index_t>& dims,
+                      const std::vector<index_t>& start, const std::vector<index_t>& count, const void* host,
+                      const OutputAttributes& attributes);
 
   const std::string& file() const;
   const Context& context() const;

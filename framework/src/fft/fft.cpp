@@ -1,0 +1,611 @@
+// The distributed FFT plan (fft.hpp): a schedule of local batched 1-D transforms and all-to-all
+// exchanges that swap which axis is cut, made once and run forwards or backwards.
+#include "tessera/framework/fft.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "local_fft.hpp"
+#include "tessera/framework/algorithms/exchange.hpp"
+#include "tessera/framework/partition.hpp"
+#include "tessera/kernels/copy_2d.hpp"
+#include "tessera/kernels/error.hpp"
+#include "tessera/kernels/memory.hpp"
+
+namespace tessera::fft {
+
+Norm parse_norm(const std::string& text) {
+  if (text == "backward") return Norm::backward;
+  if (text == "ortho") return Norm::ortho;
+  if (text == "forward") return Norm::forward;
+  throw UsageError("fft: norm '" + text + "' is not one of backward, ortho, forward");
+}
+
+const char* norm_name(Norm norm) {
+  switch (norm) {
+    case Norm::backward: return "backward";
+    case Norm::ortho: return "ortho";
+    case Norm::forward: return "forward";
+  }
+  return "?";
+}
+
+double nominal_flops(const std::vector<index_t>& shape, Kind kind, int axis) {
+  double n = 1;
+  if (axis >= 0) {
+    n = static_cast<double>(shape.at(static_cast<std::size_t>(axis)));
+  } else {
+    for (index_t s : shape) n *= static_cast<double>(s);
+  }
+  double total = 1;
+  for (index_t s : shape) total *= static_cast<double>(s);
+  const double batches = total / n;
+  const double flops = n > 1 ? 5.0 * n * std::log2(n) * batches : 0.0;
+  return kind == Kind::r2c ? flops / 2 : flops;
+}
+
+namespace detail {
+namespace {
+
+constexpr std::size_t kPieceAlignment = 256;
+
+// Which axes are cut, and the global lengths, at one point of the schedule.
+struct State {
+  int ndim = 2;
+  std::array<index_t, 3> n{1, 1, 1};
+  std::array<int, 3> dist{-1, -1, -1};  // -1 whole; 0 or 1: the grid dimension that cuts the axis
+  bool real = false;                    // elements are Real (before the r2c step)
+};
+
+struct Step {
+  bool local = true;
+  State before, after;
+  // Local steps.
+  int axis = 0;
+  LocalKind forward_kind = LocalKind::forward, inverse_kind = LocalKind::inverse;
+  LocalShape shape;
+  std::unique_ptr<LocalFft> forward_fft, inverse_fft;
+  // Exchanges: along grid dimension g, axis `whole` (cut before) becomes whole and axis `cut`
+  // (whole before) is cut. The exchanges are made once and run each time.
+  int g = 0, whole = 0, cut = 0;
+  std::optional<Exchange> forward_exchange, inverse_exchange;
+  std::vector<std::size_t> forward_send, forward_recv, inverse_send, inverse_recv;  // piece per peer
+};
+
+std::string dims_text(const std::vector<index_t>& shape) {
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+}  // namespace
+
+class PlanImpl {
+ public:
+  PlanImpl(const Context& ctx, std::vector<index_t> shape, Kind kind, const Options& options, std::size_t real_bytes)
+      : ctx_(ctx), shape_(std::move(shape)), kind_(kind), options_(options), real_bytes_(real_bytes) {
+    const int ndim = static_cast<int>(shape_.size());
+    if (ndim != 2 && ndim != 3)
+      throw UsageError("fft: the shape " + dims_text(shape_) + " has " + std::to_string(ndim) +
+                       " axes; a plan takes 2 or 3");
+    for (index_t s : shape_)
+      if (s < 1) throw UsageError("fft: the shape " + dims_text(shape_) + " has an axis shorter than 1");
+    if (options_.axis != -1 && (options_.axis < 0 || options_.axis >= ndim))
+      throw UsageError("fft: axis " + std::to_string(options_.axis) + " is outside the " + std::to_string(ndim) +
+                       "-D array");
+    if (options_.axis != -1 && ndim != 2)
+      throw UsageError("fft: a batched 1-D transform (axis " + std::to_string(options_.axis) +
+                       ") takes a 2-D array, not " + dims_text(shape_));
+    const bool pencil = options_.decomposition == Decomposition::pencil;
+    if (pencil && (ndim != 3 || options_.axis != -1))
+      throw UsageError("fft: the pencil decomposition takes a 3-D transform, not " +
+                       std::string(options_.axis != -1 ? "a batched 1-D transform of " : "") + dims_text(shape_) +
+                       " (use the slab decomposition)");
+    if (!pencil && (options_.grid_rows != 0 || options_.grid_cols != 0) &&
+        (options_.grid_rows != ctx.size() || options_.grid_cols != 1))
+      throw UsageError("fft: the slab decomposition takes no process grid (grid " + std::to_string(options_.grid_rows) +
+                       "x" + std::to_string(options_.grid_cols) + " given)");
+    if (pencil && (options_.grid_rows != 0 || options_.grid_cols != 0) &&
+        static_cast<long long>(options_.grid_rows) * options_.grid_cols != ctx.size())
+      throw UsageError("fft: the pencil grid " + std::to_string(options_.grid_rows) + "x" +
+                       std::to_string(options_.grid_cols) + " does not match the " + std::to_string(ctx.size()) +
+                       " ranks");
+    if (ctx.backend() == Backend::cuda && !have_cufft())
+      throw UsageError("fft: the cuda backend needs cuFFT, which this build does not have");
+    grid_ = pencil ? ProcessGrid::create(ctx, options_.grid_rows, options_.grid_cols)
+                   : ProcessGrid::create(ctx, ctx.size(), 1);
+    gdim_ = {grid_.rows(), grid_.cols()};
+    coord_ = {grid_.process_row(), grid_.process_col()};
+
+    // The transformed axes, and the real axis (the last of them) for r2c.
+    std::vector<int> axes;
+    if (options_.axis >= 0) axes.push_back(options_.axis);
+    else
+      for (int k = 0; k < ndim; ++k) axes.push_back(k);
+    real_axis_ = kind_ == Kind::r2c ? axes.back() : -1;
+    norm_n_ = 1;
+    for (int k : axes) norm_n_ *= static_cast<double>(shape_[static_cast<std::size_t>(k)]);
+    output_shape_ = shape_;
+    if (real_axis_ >= 0) output_shape_[static_cast<std::size_t>(real_axis_)] = shape_[static_cast<std::size_t>(real_axis_)] / 2 + 1;
+
+    State s;
+    s.ndim = ndim;
+    for (int k = 0; k < ndim; ++k) s.n[static_cast<std::size_t>(k)] = shape_[static_cast<std::size_t>(k)];
+    s.dist[0] = 0;
+    if (pencil) s.dist[1] = 1;
+    s.real = kind_ == Kind::r2c;
+    input_ = s;
+    std::vector<int> pending = axes;
+    std::vector<std::pair<int, std::pair<int, int>>> swaps;  // g, (whole, cut), in order
+    while (!pending.empty()) {
+      int p = -1;
+      bool swap = false;
+      if (s.real) {
+        p = real_axis_;
+        swap = s.dist[static_cast<std::size_t>(p)] != -1;
+      } else {
+        for (int k : pending)
+          if (s.dist[static_cast<std::size_t>(k)] == -1) p = std::max(p, k);
+        if (p < 0) {
+          p = *std::max_element(pending.begin(), pending.end());
+          swap = true;
+        }
+      }
+      if (!swap) {
+        add_local(s, p);
+        pending.erase(std::find(pending.begin(), pending.end(), p));
+        continue;
+      }
+      // The whole axis nearest to p takes p's cut.
+      int q = -1;
+      for (int k = 0; k < ndim; ++k)
+        if (s.dist[static_cast<std::size_t>(k)] == -1 &&
+            (q < 0 || std::abs(k - p) < std::abs(q - p) || (std::abs(k - p) == std::abs(q - p) && k > q)))
+          q = k;
+      TESSERA_ASSERT(q >= 0, "fft: no whole axis to cut");
+      const int g = s.dist[static_cast<std::size_t>(p)];
+      add_swap(s, g, p, q);
+      swaps.push_back({g, {p, q}});
+    }
+    if (options_.return_to_input_layout)
+      for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) add_swap(s, it->first, it->second.second, it->second.first);
+    output_ = s;
+    merge_local_steps();
+
+    // Work buffers: the largest block of the schedule, twice; the local plans are made on them.
+    std::size_t bytes = 16;
+    for (const Step& step : steps_) bytes = std::max({bytes, block_bytes(step.before), block_bytes(step.after)});
+    buffer_bytes_ = bytes;
+    // FFTW plans on them (cpu); under cuda they are made at the first call that needs them (one
+    // rank's whole transform needs none).
+    if (ctx_.backend() == Backend::cpu) {
+      work(0);
+      work(1);
+    }
+    std::size_t work_area = 0;
+    for (Step& step : steps_) {
+      if (!step.local) {
+        make_exchange(step, true);
+        make_exchange(step, false);
+        continue;
+      }
+      if (step.shape.a * step.shape.s == 0) continue;  // an empty block: nothing to transform
+      if (ctx_.backend() == Backend::cuda) {
+        step.forward_fft = real_bytes_ == 4 ? make_cufft<float>(ctx_.queue(), step.forward_kind, step.shape)
+                                            : make_cufft<double>(ctx_.queue(), step.forward_kind, step.shape);
+        step.inverse_fft = real_bytes_ == 4 ? make_cufft<float>(ctx_.queue(), step.inverse_kind, step.shape)
+                                            : make_cufft<double>(ctx_.queue(), step.inverse_kind, step.shape);
+      } else {
+        const bool measure = options_.effort == Effort::measure;
+        step.forward_fft = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, step.shape, work(0), work(1), measure)
+                                            : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
+        step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
+                                            : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
+      }
+      work_area = std::max({work_area, step.forward_fft->work_bytes(), step.inverse_fft->work_bytes()});
+    }
+    // One scratch area for every local plan (cuFFT's): the steps run one after another.
+    if (work_area > 0) {
+      scratch_ = kernels::allocate(ctx_.queue(), work_area);
+      for (Step& step : steps_)
+        if (step.forward_fft) {
+          step.forward_fft->set_work_area(scratch_);
+          step.inverse_fft->set_work_area(scratch_);
+        }
+    }
+  }
+
+  // Consecutive local steps over the trailing axes (k, k + 1, ..., last, transformed last first)
+  // become one multi-axis transform: one FFTW or cuFFT plan of contiguous batches instead of
+  // strided ones (a slab's two local axes; all axes where one rank holds the array).
+  void merge_local_steps() {
+    std::vector<Step> merged;
+    for (Step& step : steps_) {
+      if (!merged.empty() && step.local && merged.back().local) {
+        Step& group = merged.back();
+        const int lowest = group.axis;
+        const bool trailing = group.shape.s == 1 && group.shape.rank < 3 && step.axis == lowest - 1 &&
+                              step.forward_kind == LocalKind::forward;
+        if (trailing) {
+          // Axes step.axis .. last, lengths in order; A: the local lengths before step.axis.
+          for (int d = group.shape.rank; d > 0; --d) group.shape.n[d] = group.shape.n[d - 1];
+          group.shape.n[0] = step.shape.n[0];
+          group.shape.rank += 1;
+          group.shape.a = step.shape.a;
+          group.axis = step.axis;
+          group.after = step.after;
+          continue;
+        }
+      }
+      merged.push_back(std::move(step));
+    }
+    steps_ = std::move(merged);
+  }
+
+  ~PlanImpl() {
+    steps_.clear();  // the exchanges and local plans first
+    for (void*& w : work_)
+      if (w) kernels::deallocate(ctx_.queue(), w);
+    if (scratch_) kernels::deallocate(ctx_.queue(), scratch_);
+  }
+  PlanImpl(const PlanImpl&) = delete;
+  PlanImpl& operator=(const PlanImpl&) = delete;
+
+  const std::vector<index_t>& shape() const { return shape_; }
+  const std::vector<index_t>& output_shape() const { return output_shape_; }
+  Kind kind() const { return kind_; }
+  const Options& options() const { return options_; }
+  const ProcessGrid& grid() const { return grid_; }
+  Box input_box() const { return box(input_); }
+  Box output_box() const { return box(output_); }
+  int exchanges() const {
+    int count = 0;
+    for (const Step& s : steps_) count += s.local ? 0 : 1;
+    return count;
+  }
+  std::string layout_text() const {
+    auto text = [&](const State& s) {
+      std::string t = "[";
+      for (int k = 0; k < s.ndim; ++k) t += (k ? "," : "") + std::to_string(s.dist[static_cast<std::size_t>(k)]);
+      return t + "]";
+    };
+    return text(input_) + " -> " + text(output_);
+  }
+
+  // Runs the schedule forwards (forward = true) or backwards; in and out are the caller's.
+  void run(bool forward, const void* in, void* out, PhaseTimes* times) {
+    const kernels::Queue& queue = ctx_.queue();
+    const bool cpu = ctx_.backend() == Backend::cpu;
+    const std::size_t n_steps = steps_.size();
+    const void* cur = in;
+    auto other = [&](const void* p) { return work_[0] != nullptr && p == work_[0] ? work(1) : work(0); };
+    auto copy_in = [&](const State& s) {  // the caller's input into a work buffer
+      void* w = other(cur);
+      if (block_bytes(s) > 0) kernels::copy_within(queue, w, cur, block_bytes(s));
+      cur = w;
+    };
+    if (cpu && !fftw_aligned(in)) copy_in(forward ? steps_.front().before : steps_.back().after);
+    for (std::size_t i = 0; i < n_steps; ++i) {
+      Step& step = steps_[forward ? i : n_steps - 1 - i];
+      const State& from = forward ? step.before : step.after;
+      const State& to = forward ? step.after : step.before;
+      const bool last = i + 1 == n_steps;
+      // c2r may overwrite its input: never the caller's.
+      if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
+      void* dst = last && (!cpu || fftw_aligned(out)) ? out : other(cur);
+      if (step.local) {
+        LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
+        if (fft) {
+          PhaseTimes t;
+          tessera::detail::local_phase({"fft local"}, ctx_, times ? &t : nullptr, [&] { fft->execute(cur, dst); });
+          if (times) *times += t;
+        }
+      } else {
+        exchange(step, forward, from, to, cur, dst, times);
+      }
+      cur = dst;
+    }
+    if (cur != out && block_bytes(forward ? output_ : input_) > 0)
+      kernels::copy_within(queue, out, cur, block_bytes(forward ? output_ : input_));
+    // numpy's normalisation, one pass over the output.
+    double factor = 1;
+    const Norm norm = options_.norm;
+    if (norm == Norm::ortho) factor = 1 / std::sqrt(norm_n_);
+    else if ((norm == Norm::forward) == forward) factor = 1 / norm_n_;
+    const State& result = forward ? output_ : input_;
+    const index_t reals = box(result).count() * (result.real ? 1 : 2);
+    if (factor != 1 && reals > 0) {
+      PhaseTimes t;
+      tessera::detail::local_phase({"fft normalise"}, ctx_, times ? &t : nullptr, [&] {
+        if (cpu) {
+          if (real_bytes_ == 4) {
+            auto* p = static_cast<float*>(out);
+            const auto f = static_cast<float>(factor);
+            for (index_t k = 0; k < reals; ++k) p[k] *= f;
+          } else {
+            auto* p = static_cast<double*>(out);
+            for (index_t k = 0; k < reals; ++k) p[k] *= factor;
+          }
+        } else if (real_bytes_ == 4) {
+          scale_cuda<float>(queue, static_cast<float*>(out), reals, static_cast<float>(factor));
+        } else {
+          scale_cuda<double>(queue, static_cast<double*>(out), reals, factor);
+        }
+      });
+      if (times) *times += t;
+    }
+  }
+
+ private:
+  // Work buffer i (0 or 1) of buffer_bytes_, made on first use.
+  void* work(int i) {
+    void*& w = work_[i];
+    if (w == nullptr) w = kernels::allocate(ctx_.queue(), buffer_bytes_);
+    return w;
+  }
+
+  const Context& axis_context(int g) const { return g == 0 ? grid_.column() : grid_.row(); }
+
+  std::pair<index_t, index_t> range(const State& s, int k) const {
+    const int g = s.dist[static_cast<std::size_t>(k)];
+    const index_t n = s.n[static_cast<std::size_t>(k)];
+    if (g < 0) return {0, n};
+    const Partition p = Partition::block(n, gdim_[static_cast<std::size_t>(g)]);
+    const int c = coord_[static_cast<std::size_t>(g)];
+    return {p.offset(c), p.local_size(c)};
+  }
+  Box box(const State& s) const {
+    Box b;
+    for (int k = 0; k < s.ndim; ++k) {
+      const auto [lo, size] = range(s, k);
+      b.lo[static_cast<std::size_t>(k)] = lo;
+      b.size[static_cast<std::size_t>(k)] = size;
+    }
+    return b;
+  }
+  std::size_t element_bytes(const State& s) const { return s.real ? real_bytes_ : 2 * real_bytes_; }
+  std::size_t block_bytes(const State& s) const {
+    return static_cast<std::size_t>(box(s).count()) * element_bytes(s);
+  }
+  index_t local_product(const State& s, int from, int to) const {  // local lengths of axes [from, to)
+    index_t p = 1;
+    for (int k = from; k < to; ++k) p *= range(s, k).second;
+    return p;
+  }
+
+  void add_local(State& s, int axis) {
+    Step step;
+    step.local = true;
+    step.axis = axis;
+    step.before = s;
+    step.shape.a = local_product(s, 0, axis);
+    step.shape.n[0] = s.n[static_cast<std::size_t>(axis)];
+    step.shape.s = local_product(s, axis + 1, s.ndim);
+    if (s.real) {
+      step.forward_kind = LocalKind::r2c;
+      step.inverse_kind = LocalKind::c2r;
+      s.real = false;
+      s.n[static_cast<std::size_t>(axis)] = s.n[static_cast<std::size_t>(axis)] / 2 + 1;
+    }
+    step.after = s;
+    steps_.push_back(std::move(step));
+  }
+
+  void add_swap(State& s, int g, int whole, int cut) {
+    if (gdim_[static_cast<std::size_t>(g)] == 1) {
+      // One rank along g: the block is the same before and after; nothing moves.
+      s.dist[static_cast<std::size_t>(whole)] = -1;
+      s.dist[static_cast<std::size_t>(cut)] = g;
+      return;
+    }
+    Step step;
+    step.local = false;
+    step.before = s;
+    step.g = g;
+    step.whole = whole;
+    step.cut = cut;
+    s.dist[static_cast<std::size_t>(whole)] = -1;
+    s.dist[static_cast<std::size_t>(cut)] = g;
+    step.after = s;
+    steps_.push_back(std::move(step));
+  }
+
+  // The geometry of one exchange from `from` to `to` (which differ in which of axes i < j is cut):
+  // the block is [A, B, M, C] (B axis i, C axis j, elements of E bytes), with B cut before and C
+  // after (b_to_c) or the other way round.
+  struct Geometry {
+    index_t a = 1, m = 1, e = 1, nb = 1, nc = 1;
+    Partition pb, pc;
+    bool b_to_c = true;
+    int me = 0, peers = 1;
+  };
+  Geometry geometry(const Step& step, bool forward) const {
+    const State& from = forward ? step.before : step.after;
+    const int whole = forward ? step.whole : step.cut;  // the axis cut in `from`, whole afterwards
+    const int cut = forward ? step.cut : step.whole;
+    const int i = std::min(whole, cut), j = std::max(whole, cut);
+    Geometry geo;
+    const Context& sub = axis_context(step.g);
+    geo.me = sub.rank();
+    geo.peers = sub.size();
+    geo.a = local_product(from, 0, i);
+    geo.m = local_product(from, i + 1, j);
+    geo.e = local_product(from, j + 1, from.ndim) * static_cast<index_t>(element_bytes(from));
+    geo.nb = from.n[static_cast<std::size_t>(i)];
+    geo.nc = from.n[static_cast<std::size_t>(j)];
+    geo.pb = Partition::block(geo.nb, geo.peers);
+    geo.pc = Partition::block(geo.nc, geo.peers);
+    geo.b_to_c = whole == i;
+    return geo;
+  }
+  // Bytes of the piece this rank sends to q and receives from q.
+  static std::pair<std::size_t, std::size_t> piece_bytes(const Geometry& g, int q) {
+    const index_t bl = g.pb.local_size(g.me), cl = g.pc.local_size(g.me);
+    const index_t bq = g.pb.local_size(q), cq = g.pc.local_size(q);
+    const index_t unit = g.a * g.m * g.e;
+    // b_to_c: send [A, Bl, M, Cq], receive [A, Bq, M, Cl]; otherwise send [A, Bq, M, Cl], receive [A, Bl, M, Cq].
+    const index_t send = g.b_to_c ? unit * bl * cq : unit * bq * cl;
+    const index_t recv = g.b_to_c ? unit * bq * cl : unit * bl * cq;
+    return {static_cast<std::size_t>(send), static_cast<std::size_t>(recv)};
+  }
+
+  // Whether the pieces this rank receives land straight in its new block: [A, Bq, M, Cl] into
+  // [A, B, M, Cl] is one run where A is 1 (a slab's forward exchange). The exchange is then listed
+  // at each call, with the destination of that call; otherwise it is made once, every piece packed.
+  static bool receives_straight(const Geometry& geo) { return geo.b_to_c && geo.a == 1; }
+
+  Exchange list_exchange(const Step& step, const Geometry& geo, std::vector<std::size_t>& send,
+                         std::vector<std::size_t>& recv, char* out) const {
+    Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
+    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
+    recv = send;
+    const index_t cl = geo.pc.local_size(geo.me);
+    for (int q = 0; q < geo.peers; ++q) {
+      const auto [sb, rb] = piece_bytes(geo, q);
+      if (sb > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, sb);
+      if (rb == 0) continue;
+      if (out != nullptr && receives_straight(geo))
+        x.receive(q, out + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl * geo.e), rb);
+      else
+        recv[static_cast<std::size_t>(q)] = x.receive_packed(q, rb);
+    }
+    return x;
+  }
+
+  void make_exchange(Step& step, bool forward) {
+    const Geometry geo = geometry(step, forward);
+    if (receives_straight(geo)) return;  // listed at each call
+    Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
+    std::vector<std::size_t>& send = forward ? step.forward_send : step.inverse_send;
+    std::vector<std::size_t>& recv = forward ? step.forward_recv : step.inverse_recv;
+    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
+    recv = send;
+    for (int q = 0; q < geo.peers; ++q) {
+      const auto [s, r] = piece_bytes(geo, q);
+      if (s > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, s);
+      if (r > 0) recv[static_cast<std::size_t>(q)] = x.receive_packed(q, r);
+    }
+    x.prepare();
+    (forward ? step.forward_exchange : step.inverse_exchange).emplace(std::move(x));
+  }
+
+  void exchange(Step& step, bool forward, const State& from, const State& to, const void* src, void* dst,
+                PhaseTimes* times) {
+    (void)from;
+    (void)to;
+    const Geometry geo = geometry(step, forward);
+    const kernels::Queue& queue = ctx_.queue();
+    std::optional<Exchange>& held = forward ? step.forward_exchange : step.inverse_exchange;
+    const bool listed_now = !held.has_value();
+    std::vector<std::size_t> send_now, recv_now;
+    const std::vector<std::size_t>& send = listed_now ? send_now : forward ? step.forward_send : step.inverse_send;
+    const std::vector<std::size_t>& recv = listed_now ? recv_now : forward ? step.forward_recv : step.inverse_recv;
+    const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
+    const auto* in = static_cast<const char*>(src);
+    auto* out = static_cast<char*>(dst);
+    const auto e = static_cast<std::size_t>(geo.e);
+    PhaseTimes t;
+    exchange_phases(
+        {"fft exchange", box(from).count()}, axis_context(step.g), times ? &t : nullptr,
+        [&] {
+          if (listed_now) return list_exchange(step, geo, send_now, recv_now, out);
+          return std::move(*held);
+        },
+        [&](Exchange& x) {
+          for (int q = 0; q < geo.peers; ++q) {
+            const std::size_t piece = send[static_cast<std::size_t>(q)];
+            if (piece == SIZE_MAX) continue;
+            const index_t bq = geo.pb.local_size(q), cq = geo.pc.local_size(q);
+            if (geo.b_to_c)  // [A, Bl, M, Cq] from [A, Bl, M, C] at column Pc(q)
+              kernels::copy_2d(queue, x.send_slot(piece), cq, in + static_cast<std::size_t>(geo.pc.offset(q)) * e,
+                               geo.nc, geo.a * bl * geo.m, cq, e);
+            else  // [A, Bq, M, Cl] from [A, B, M, Cl] at Pb(q)
+              kernels::copy_2d(queue, x.send_slot(piece), bq * geo.m * cl,
+                               in + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl) * e, geo.nb * geo.m * cl,
+                               geo.a, bq * geo.m * cl, e);
+          }
+        },
+        no_overlap,
+        [&](Exchange& x) {
+          for (int q = 0; q < geo.peers; ++q) {
+            const std::size_t piece = recv[static_cast<std::size_t>(q)];
+            if (piece == SIZE_MAX) continue;
+            const index_t bq = geo.pb.local_size(q), cq = geo.pc.local_size(q);
+            if (geo.b_to_c)  // [A, Bq, M, Cl] into [A, B, M, Cl] at Pb(q)
+              kernels::copy_2d(queue, out + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl) * e,
+                               geo.nb * geo.m * cl, x.received_slot(piece), bq * geo.m * cl, geo.a, bq * geo.m * cl, e);
+            else  // [A, Bl, M, Cq] into [A, Bl, M, C] at column Pc(q)
+              kernels::copy_2d(queue, out + static_cast<std::size_t>(geo.pc.offset(q)) * e, geo.nc,
+                               x.received_slot(piece), cq, geo.a * bl * geo.m, cq, e);
+          }
+          if (!listed_now) held.emplace(std::move(x));
+        });
+    if (times) *times += t;
+  }
+
+  Context ctx_;
+  std::vector<index_t> shape_, output_shape_;
+  Kind kind_;
+  Options options_;
+  std::size_t real_bytes_;
+  ProcessGrid grid_;
+  std::array<int, 2> gdim_{1, 1}, coord_{0, 0};
+  int real_axis_ = -1;
+  double norm_n_ = 1;
+  State input_, output_;
+  std::vector<Step> steps_;
+  std::size_t buffer_bytes_ = 0;
+  void* work_[2] = {nullptr, nullptr};
+  void* scratch_ = nullptr;
+};
+
+}  // namespace detail
+
+template <class Real>
+Plan<Real>::Plan(const Context& ctx, std::vector<index_t> shape, Kind kind, const Options& options)
+    : impl_(std::make_unique<detail::PlanImpl>(ctx, std::move(shape), kind, options, sizeof(Real))) {}
+template <class Real>
+Plan<Real>::~Plan() = default;
+template <class Real>
+Plan<Real>::Plan(Plan&&) noexcept = default;
+template <class Real>
+Plan<Real>& Plan<Real>::operator=(Plan&&) noexcept = default;
+template <class Real>
+const std::vector<index_t>& Plan<Real>::shape() const { return impl_->shape(); }
+template <class Real>
+const std::vector<index_t>& Plan<Real>::output_shape() const { return impl_->output_shape(); }
+template <class Real>
+Kind Plan<Real>::kind() const { return impl_->kind(); }
+template <class Real>
+const Options& Plan<Real>::options() const { return impl_->options(); }
+template <class Real>
+const ProcessGrid& Plan<Real>::grid() const { return impl_->grid(); }
+template <class Real>
+Box Plan<Real>::input_box() const { return impl_->input_box(); }
+template <class Real>
+Box Plan<Real>::output_box() const { return impl_->output_box(); }
+template <class Real>
+std::string Plan<Real>::layout_text() const { return impl_->layout_text(); }
+template <class Real>
+int Plan<Real>::exchanges_per_transform() const { return impl_->exchanges(); }
+template <class Real>
+void Plan<Real>::forward(const void* in, complex_type* out, PhaseTimes* times) {
+  TESSERA_ASSERT(in != static_cast<const void*>(out) || impl_->input_box().count() == 0,
+                 "fft::Plan::forward: in and out overlap");
+  impl_->run(true, in, out, times);
+}
+template <class Real>
+void Plan<Real>::inverse(const complex_type* in, void* out, PhaseTimes* times) {
+  TESSERA_ASSERT(static_cast<const void*>(in) != out || impl_->output_box().count() == 0,
+                 "fft::Plan::inverse: in and out overlap");
+  impl_->run(false, in, out, times);
+}
+
+template class Plan<float>;
+template class Plan<double>;
+
+}  // namespace tessera::fft

@@ -1,0 +1,64 @@
+// The local step of a distributed FFT: a batched transform of a row-major [A, N..., S] block along
+// its N axes (one, or up to three trailing axes where S is 1), on one backend (fftw_local.cpp,
+// cufft_local.cu).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera::fft::detail {
+
+enum class LocalKind { forward, inverse, r2c, c2r };
+
+// The block's shape: A batches of S interleaved transforms over the `rank` axes n[0..rank) (the
+// logical lengths: the last is the real length for r2c and c2r, whose complex side is n/2 + 1
+// long). rank > 1 only with s == 1.
+struct LocalShape {
+  index_t a = 1;
+  int rank = 1;
+  index_t n[3] = {1, 1, 1};
+  index_t s = 1;
+  // Elements of one batch on the complex side and on the input / output sides.
+  index_t complex_elements() const {
+    index_t e = s;
+    for (int d = 0; d < rank; ++d) e *= d == rank - 1 ? n[d] / 2 + 1 : n[d];
+    return e;
+  }
+  index_t full_elements() const {
+    index_t e = s;
+    for (int d = 0; d < rank; ++d) e *= n[d];
+    return e;
+  }
+};
+
+class LocalFft {
+ public:
+  virtual ~LocalFft() = default;
+  // in -> out, not overlapping, backend memory. c2r may overwrite `in`.
+  virtual void execute(const void* in, void* out) = 0;
+  // Scratch memory the transform needs (cuFFT's work area), which the caller gives once through
+  // set_work_area, shared by all the local plans of one distributed plan (they never run at once).
+  virtual std::size_t work_bytes() const { return 0; }
+  virtual void set_work_area(void* /*area*/) {}
+};
+
+// FFTW (cpu). plan_in and plan_out: buffers of the sizes the transform reads and writes, aligned as
+// kernels::allocate aligns them; planning may overwrite them (FFTW_MEASURE). execute() takes other
+// buffers of the same alignment.
+template <class Real>
+std::unique_ptr<LocalFft> make_fftw(LocalKind kind, LocalShape shape, void* plan_in, void* plan_out, bool measure);
+// Whether FFTW may run a plan made on kernels::allocate's buffers on this address.
+bool fftw_aligned(const void* p);
+
+// cuFFT (cuda): the same contract on the queue's stream.
+template <class Real>
+std::unique_ptr<LocalFft> make_cufft(const kernels::Queue& queue, LocalKind kind, LocalShape shape);
+// data[i] *= factor for i < count (count Real values), on the queue's stream.
+template <class Real>
+void scale_cuda(const kernels::Queue& queue, Real* data, index_t count, Real factor);
+bool have_cufft();
+
+}  // namespace tessera::fft::detail

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""fft end to end: arrays written by h5py (complex64 and complex128 as h5py's compound {r, i}),
+transformed by tessera-fft and compared with numpy.fft (fftn, ifft along an axis, rfftn, rfft along
+an axis, irfftn) under each norm, slab and pencil, sizes the ranks do not divide (N x 1 included),
+the output in either layout; --verify passes; the JSON report's common fields; bad input (a pencil
+grid that does not match the ranks, c2r of the wrong length, a 1-D dataset): exit status 2, one
+line naming the flag, no output file."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from apptest import Harness, np, random_array, write_h5, read_h5, check_output_attributes, \
+    check_common_json  # noqa: E402
+
+h = Harness(__doc__)
+inp = h.path("in.h5")
+p = h.ranks
+
+
+def complex_array(shape, dtype):
+    part = np.dtype("float32" if dtype == "complex64" else "float64")
+    return (random_array(h.rng, part, shape) + 1j * random_array(h.rng, part, shape)).astype(dtype)
+
+
+def compare(what, got, want, single):
+    eps = np.finfo(np.float32 if single else np.float64).eps
+    tol = 10 * eps * max(1.0, np.log2(max(want.size, 2))) * max(1.0, float(np.abs(want).max(initial=0)))
+    if not h.check(got.shape == want.shape, f"{what}: output shape {got.shape}, expected {want.shape}"):
+        return
+    err = float(np.abs(got.astype(np.complex128) - want).max(initial=0))
+    h.check(err <= tol, f"{what}: max error {err:.3g} above {tol:.3g}")
+
+
+# (name, data, args, numpy's result)
+a0 = complex_array((9, 7, 5), "complex128")
+a1 = random_array(h.rng, np.dtype("float32"), (13, 10))
+x2 = random_array(h.rng, np.dtype("float64"), (5, 6, 7))
+a2 = np.fft.rfftn(x2)  # complex 5 x 6 x 4: c2r back to 7 along the last axis
+a3 = complex_array((2, 17), "complex64")
+a4 = random_array(h.rng, np.dtype("float64"), (17, 1))
+runs = [
+    ("c2c pencil ortho", a0, ["--decomposition", "pencil", "--norm", "ortho"], np.fft.fftn(a0, norm="ortho")),
+    ("r2c slab float32, input layout", a1, ["--layout", "input"], np.fft.rfftn(a1.astype(np.float64))),
+    ("c2r forward norm", a2, ["--kind", "c2r", "--real-length", "7", "--norm", "forward"],
+     np.fft.irfftn(a2, s=(5, 6, 7), norm="forward")),
+    ("c2c inverse along axis 0", a3, ["--inverse", "--axis", "0"], np.fft.ifft(a3.astype(np.complex128), axis=0)),
+    ("r2c along axis 0 of N x 1", a4, ["--axis", "0", "--kind", "r2c"], np.fft.rfft(a4, axis=0)),
+]
+for c, (what, data, args, want) in enumerate(runs):
+    write_h5(inp, f"/a{c}", data, "chunked" if c % 2 else "contiguous")
+    out = h.path(f"out{c}.h5")
+    res = h.run_json("fft", ["--input", f"{inp}:/a{c}", "--output", f"{out}:/y", "--verify", "--repeat", "1",
+                             "--warmup", "0", *args])
+    if not res:
+        continue
+    report, _ = res
+    h.check(report.get("verified") is True, f"{what}: verified = {report.get('verified')!r}")
+    got, attrs = read_h5(out, "/y")
+    compare(what, got, want, data.dtype in (np.float32, np.complex64))
+    if c == 0:
+        check_common_json(h, report, "fft", "complex128", {"n0": 9, "n1": 7, "n2": 5})
+        check_output_attributes(h, attrs, "fft", p, h.backend)
+
+# Bad input: one line naming the flag, status 2, no output.
+write_h5(inp, "/one_d", random_array(h.rng, np.dtype("float64"), (8,)))
+bad = [
+    (["--input", f"{inp}:/a0", "--decomposition", "pencil", "--grid", f"{p + 1}x1"], "--grid", "does not match"),
+    (["--input", f"{inp}:/a2", "--kind", "c2r", "--real-length", "9"], "--real-length", "takes 5 complex values"),
+    (["--input", f"{inp}:/one_d"], "--input", "2 or 3"),
+]
+for k, (args, flag, words) in enumerate(bad):
+    out = h.path(f"bad{k}.h5")
+    status, stdout, stderr = h.run("fft", [*args, "--output", f"{out}:/y"])
+    lines = [line for line in stderr.splitlines() if line.startswith("tessera-fft")]
+    h.check(status == 2, f"bad input {args}: status {status}, expected 2")
+    h.check(len(lines) == 1 and flag in lines[0] and words in lines[0], f"bad input {args}: stderr {stderr!r}")
+    h.check(not os.path.exists(out), f"bad input {args}: output file made")
+h.finish()

@@ -10,7 +10,7 @@ if(NOT rc EQUAL 0)
 endif()
 
 # ---- the package -------------------------------------------------------------------------------
-foreach(lib tessera_kernels tessera_framework)
+foreach(lib tessera_kernels tessera_framework tessera_fft)
   file(GLOB _lib "${PREFIX}/lib*/lib${lib}.so")
   if(NOT _lib)
     message(FATAL_ERROR "lib${lib}.so is not installed under ${PREFIX}")

@@ -65,6 +65,15 @@ run_case() {
   kill -0 "$r0" 2>/dev/null && { kill -KILL "$r0"; echo "FAIL $name: rank 0 still running $took s after the fault"; failed=1; }
   kill -KILL "$r1" 2>/dev/null
   kill -CONT "$r1" 2>/dev/null
+  # The launcher ends once both ranks have; where it does not (Open MPI told not to abort for a
+  # killed rank can wait on), it is ended here: what is checked is rank 0's exit.
+  local _w
+  for _w in $(seq 1 50); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.2; done
+  if kill -0 "$launcher" 2>/dev/null; then
+    echo "$name: the launcher was still running 10 s after both ranks ended; ended here"
+    pkill -KILL -P "$launcher" 2>/dev/null
+    kill -KILL "$launcher" 2>/dev/null
+  fi
   wait "$launcher"
   local status=$?
   echo "$name: rank 0 ended $took s after the fault (bound $bound s); mpiexec status $status"

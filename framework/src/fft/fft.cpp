@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -288,7 +289,12 @@ class PlanImpl {
       if (block_bytes(s) > 0) kernels::copy_within(queue, w, cur, block_bytes(s));
       cur = w;
     };
-    if (cpu && !fftw_aligned(in)) copy_in(forward ? steps_.front().before : steps_.back().after);
+    // The local libraries' alignment: FFTW's SIMD alignment on the cpu; on the GPU cuFFT refuses
+    // buffers off their complex type's alignment (CUFFT_INVALID_VALUE): 16 bytes covers both.
+    auto usable = [cpu](const void* p) {
+      return cpu ? fftw_aligned(p) : reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+    };
+    if (!usable(in)) copy_in(forward ? steps_.front().before : steps_.back().after);
     for (std::size_t i = 0; i < n_steps; ++i) {
       Step& step = steps_[forward ? i : n_steps - 1 - i];
       const State& from = forward ? step.before : step.after;
@@ -296,7 +302,7 @@ class PlanImpl {
       const bool last = i + 1 == n_steps;
       // c2r may overwrite its input: never the caller's.
       if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
-      void* dst = last && (!cpu || fftw_aligned(out)) ? out : other(cur);
+      void* dst = last && usable(out) ? out : other(cur);
       if (step.local) {
         LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
         if (fft) {

@@ -12,7 +12,9 @@
 //   tessera_bench_fft_distributed --backend cuda --shape 512x512x512,1024x1024x1024 --dtype float,double
 #include <mpi.h>
 
+#if TESSERA_BENCH_FFTW_MPI
 #include <fftw3-mpi.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -107,6 +109,7 @@ double alltoall_alone(const Context& ctx, const std::vector<index_t>& out_shape,
   return slowest(ctx, total / o.iters);
 }
 
+#if TESSERA_BENCH_FFTW_MPI
 // FFTW-MPI's forward transform of the same shape, slab, transposed output; seconds per call.
 template <class Real>
 double fftw_mpi_alone(const Context& ctx, const std::vector<index_t>& shape, bool r2c, bool measure, const Options& o) {
@@ -153,6 +156,7 @@ double fftw_mpi_alone(const Context& ctx, const std::vector<index_t>& shape, boo
   }
   return slowest(ctx, total / o.iters);
 }
+#endif
 
 #if TESSERA_HAVE_CUDA
 // cuFFT alone on the whole array (one rank), seconds per forward call.
@@ -262,10 +266,12 @@ bool run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
   const char* base_name = "-";
   if (po.decomposition == fft::Decomposition::slab && ctx.size() > 1)
     alone = alltoall_alone(ctx, output_shape, 2 * sizeof(Real), o);
+#if TESSERA_BENCH_FFTW_MPI
   if (ctx.backend() == Backend::cpu && po.decomposition == fft::Decomposition::slab) {
     base = fftw_mpi_alone<Real>(ctx, shape, r2c, po.effort == fft::Effort::measure, o);
     base_name = "fftw-mpi";
   }
+#endif
 #if TESSERA_HAVE_CUDA
   if (ctx.backend() == Backend::cuda && ctx.size() == 1) {
     kernels::release_cached_memory();
@@ -328,10 +334,12 @@ int main(int argc, char** argv) {
     }
   }
   const Context ctx = runtime.start(parse_backend_choice(o.backend));
+#if TESSERA_BENCH_FFTW_MPI
   if (ctx.backend() == Backend::cpu) {
     fftw_mpi_init();
     fftwf_mpi_init();
   }
+#endif
   if (ctx.is_root()) {
     std::printf("# tessera_bench_fft_distributed: forward, %d ranks, backend %s, %d iters, FFTW effort %s\n", ctx.size(),
                 to_string(ctx.backend()), o.iters, o.effort.c_str());
@@ -352,9 +360,11 @@ int main(int argc, char** argv) {
     if (ctx.is_root()) std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
+#if TESSERA_BENCH_FFTW_MPI
   if (ctx.backend() == Backend::cpu) {
     fftw_mpi_cleanup();
   }
+#endif
   if (ctx.is_root()) std::printf("# summary: %d wrong case(s) (round trip within 10 eps log2 N of max |x|)\n", wrong);
   return wrong ? 1 : 0;
 }

@@ -22,6 +22,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -147,7 +148,53 @@ const char* signal_name(int signo) { return signo == SIGUSR1 ? "SIGUSR1" : signo
 
 // Checkpoints in a directory: DIR/checkpoint-<iteration, 12 digits>.h5.
 constexpr index_t kDefaultCheckpointKeep = 2;
-constexpr index_t kDefaultCheckpointEvery = 1000;
+// --checkpoint-every auto (the default with --checkpoint-dir): a checkpoint once the solve has run
+// kAutoCheckpointSeconds since the last one (or its start), and at least kAutoCheckpointFactor times
+// as long as the last one took to write, so that writing costs at most 1 / (1 + factor) of the run
+// (5%) whatever the file system, and a lost node loses at most that interval's work.
+constexpr double kAutoCheckpointSeconds = 600;
+constexpr double kAutoCheckpointFactor = 19;
+
+// How often to checkpoint: every `iterations`, or by the clock (auto, or every `seconds`).
+struct CheckpointInterval {
+  index_t iterations = 0;  // > 0: every that many iterations
+  double seconds = 0;      // > 0: once that many seconds have passed since the last one
+  bool automatic = false;  // seconds = kAutoCheckpointSeconds, and at least factor x the last write
+  std::string spec;        // as given: "auto", "90s", "500"
+  bool set() const { return iterations > 0 || seconds > 0; }
+  std::string description() const {
+    if (automatic)
+      return "every " + format_seconds(kAutoCheckpointSeconds) + " of solving and at least " +
+             std::to_string(static_cast<int>(kAutoCheckpointFactor)) + "x the last write";
+    if (seconds > 0) return "every " + format_seconds(seconds) + " of solving";
+    return "every " + std::to_string(iterations) + " iterations";
+  }
+};
+
+// --checkpoint-every: N (iterations), a duration (90s, 10min, 2h), or auto.
+CheckpointInterval parse_checkpoint_interval(std::string_view v) {
+  CheckpointInterval c;
+  c.spec = std::string(v);
+  if (v == "auto") {
+    c.automatic = true;
+    c.seconds = kAutoCheckpointSeconds;
+    return c;
+  }
+  for (const auto& [suffix, unit] : {std::pair<std::string_view, double>{"min", 60}, {"s", 1}, {"h", 3600}}) {
+    if (v.size() > suffix.size() && v.substr(v.size() - suffix.size()) == suffix) {
+      const std::string number(v.substr(0, v.size() - suffix.size()));
+      char* end = nullptr;
+      const double x = std::strtod(number.c_str(), &end);
+      if (end == number.c_str() || *end != '\0' || !(x > 0) || !std::isfinite(x))
+        throw UsageError("--checkpoint-every: cannot parse '" + std::string(v) +
+                         "' as a duration (examples: 90s, 10min, 2h), a count of iterations or auto");
+      c.seconds = x * unit;
+      return c;
+    }
+  }
+  c.iterations = parse_count(v, "--checkpoint-every", 1, INT64_MAX);
+  return c;
+}
 
 std::string checkpoint_name(const std::string& dir, index_t iteration) {
   char digits[32];
@@ -223,7 +270,7 @@ struct JacobiSettings {
   index_t check_every = 100;
   int ghost = 1;
   bool overlap = true;
-  index_t checkpoint_every = 0;
+  CheckpointInterval checkpoint_every;
   std::optional<std::string> checkpoint, restart, checkpoint_dir;
   bool restart_auto = false;
   index_t checkpoint_keep = kDefaultCheckpointKeep;
@@ -418,6 +465,8 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     initialise();
     Jacobi<T>& solver = last_solver.emplace(u, weights, options, first_iteration);
     checkpoints = 0;
+    Stopwatch since_checkpoint;     // solving time since the last checkpoint (or the start)
+    double last_write_seconds = 0;  // the slowest rank's time for the last checkpoint
     // Progress on long solves: the run is cut into pieces of whole --check-every intervals, which
     // grow while a piece takes under a second (cutting changes no result: the checks fall where
     // they would), and a line follows each (Progress prints one every few seconds at most).
@@ -426,7 +475,8 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     index_t piece = o.quiet && !checkpointing ? s.iters : s.check_every;
     while (solver.iteration() < s.iters && !solver.converged()) {
       index_t stop = s.iters;
-      if (s.checkpoint_every > 0) stop = std::min(stop, (solver.iteration() / s.checkpoint_every + 1) * s.checkpoint_every);
+      const index_t every = s.checkpoint_every.iterations;
+      if (every > 0) stop = std::min(stop, (solver.iteration() / every + 1) * every);
       if (piece < s.iters - solver.iteration()) stop = std::min(stop, (solver.iteration() / piece + 1) * piece);
       Stopwatch piece_time;
       solver.run_until(stop, times);
@@ -437,12 +487,21 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       // all at the same step).
       const int signalled = checkpointing ? ctx.comm().allreduce(static_cast<int>(stop_signal), ReduceOp::max) : 0;
       const bool unfinished = solver.iteration() < s.iters && !solver.converged();
-      const bool due = s.checkpoint_every > 0 && solver.iteration() % s.checkpoint_every == 0;
+      bool due = every > 0 && solver.iteration() % every == 0;
+      if (s.checkpoint_every.seconds > 0 && unfinished && !signalled) {
+        // By the clock: the ranks agree on the longest time any of them has run since the last
+        // checkpoint (last_write_seconds is already agreed).
+        const double since = ctx.comm().allreduce(since_checkpoint.seconds(), ReduceOp::max);
+        double interval = s.checkpoint_every.seconds;
+        if (s.checkpoint_every.automatic) interval = std::max(interval, kAutoCheckpointFactor * last_write_seconds);
+        due = since >= interval;
+      }
       if (unfinished && (due || signalled)) {
         Stopwatch write;
         write_checkpoint(solver.iteration());
         ++checkpoints;
         if (times) times->host += write.seconds();
+        last_write_seconds = ctx.comm().allreduce(write.seconds(), ReduceOp::max);
         if (const int pause = test_pause_after_checkpoint(); pause > 0 && !signalled) {
           if (ctx.is_root()) {
             std::fprintf(stderr, "%s: checkpoint at iteration %lld written; paused for a test (process %ld)\n",
@@ -451,6 +510,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
           }
           sleep(static_cast<unsigned>(pause));
         }
+        since_checkpoint.restart();
       }
       if (unfinished && signalled) {
         stopped_by = signalled;
@@ -488,7 +548,10 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   r.parameters["ghost"] = s.ghost;
   r.parameters["overlap"] = s.overlap;
   r.parameters["weights"] = weights_text;
-  r.parameters["checkpoint_every"] = static_cast<long long>(s.checkpoint_every);
+  if (s.checkpoint_every.iterations > 0)
+    r.parameters["checkpoint_every"] = static_cast<long long>(s.checkpoint_every.iterations);
+  else
+    r.parameters["checkpoint_every"] = s.checkpoint_every.spec;
   r.parameters["checkpoint_dir"] = s.checkpoint_dir ? Json(*s.checkpoint_dir) : Json();
   r.parameters["checkpoint_keep"] = static_cast<long long>(s.checkpoint_keep);
   r.parameters["restart"] = s.restart_auto ? Json("auto") : s.restart ? Json(*s.restart) : Json();
@@ -498,12 +561,12 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
                                      grid_text + ", ghost width " + std::to_string(s.ghost) +
                                      (s.overlap ? ", edges first, exchange overlapped" : ", sweep then exchange"));
   const double checkpoint_gbps = checkpoint_seconds > 0 ? static_cast<double>(checkpoint_bytes) / checkpoint_seconds / 1e9 : 0;
-  if (s.checkpoint_every > 0)
+  if (s.checkpoint_every.set())
     r.rows.emplace_back("checkpoints", std::to_string(checkpoints) + " to " +
                                            (s.checkpoint_dir ? *s.checkpoint_dir + "/ (the last " +
                                                                    std::to_string(s.checkpoint_keep) + " kept)"
                                                              : *s.checkpoint) +
-                                           " (every " + std::to_string(s.checkpoint_every) + " iterations), " +
+                                           " (" + s.checkpoint_every.description() + "), " +
                                            format_seconds(checkpoint_seconds) + " writing, " + gbps_text(checkpoint_gbps) +
                                            " GB/s");
   if (s.restart || std::getenv("SLURM_RESTART_COUNT"))
@@ -722,10 +785,10 @@ int main(int argc, char** argv) {
                  else if (v == "periodic") boundary = Boundary::periodic;
                  else throw UsageError("--boundary: unknown boundary '" + std::string(v) + "' (expected zero or periodic)");
                });
-  p.add_option("--checkpoint-every", "N",
-               "jacobi: write a checkpoint every N iterations (with --checkpoint; with --checkpoint-dir, default " +
-                   std::to_string(kDefaultCheckpointEvery) + ")",
-               [&](std::string_view v) { s.checkpoint_every = parse_count(v, "--checkpoint-every", 1, INT64_MAX); });
+  p.add_option("--checkpoint-every", "N|TIME|auto",
+               "jacobi: write a checkpoint every N iterations, every TIME of solving (90s, 10min, 2h), or auto: every "
+               "10 min and at least 19x the last write (at most 5% of the run; the default with --checkpoint-dir)",
+               [&](std::string_view v) { s.checkpoint_every = parse_checkpoint_interval(v); });
   p.add_option("--checkpoint", "FILE.h5", "jacobi: the checkpoint file (rewritten whole, under a temporary name first)",
                [&](std::string_view v) {
                  if (v.empty()) throw UsageError("--checkpoint: empty file name");
@@ -779,15 +842,15 @@ int main(int argc, char** argv) {
     require_float(dtype, "--dtype");
     if (s.checkpoint && s.checkpoint_dir)
       throw UsageError("--checkpoint: give --checkpoint FILE.h5 or --checkpoint-dir DIR, not both");
-    if (s.checkpoint_every > 0 && !s.checkpoint && !s.checkpoint_dir)
+    if (s.checkpoint_every.set() && !s.checkpoint && !s.checkpoint_dir)
       throw UsageError("--checkpoint-every: needs --checkpoint FILE.h5 or --checkpoint-dir DIR, where to write them");
-    if (s.checkpoint && s.checkpoint_every == 0)
+    if (s.checkpoint && !s.checkpoint_every.set())
       throw UsageError("--checkpoint: needs --checkpoint-every N, how often to write one");
     if (p.given("--checkpoint-keep") && !s.checkpoint_dir)
       throw UsageError("--checkpoint-keep: applies to --checkpoint-dir DIR");
     if (s.restart_auto && !s.checkpoint_dir)
       throw UsageError("--restart auto: needs --checkpoint-dir DIR, where to look for the checkpoints");
-    if (s.checkpoint_dir && s.checkpoint_every == 0) s.checkpoint_every = kDefaultCheckpointEvery;
+    if (s.checkpoint_dir && !s.checkpoint_every.set()) s.checkpoint_every = parse_checkpoint_interval("auto");
     if (s.checkpoint || s.restart || s.checkpoint_dir) {
       // A checkpointed or restarted solve runs once: repetitions would redo it from its start.
       if ((p.given("--repeat") && o.repeat != 1) || (p.given("--warmup") && o.warmup != 0))

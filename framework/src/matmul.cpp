@@ -154,12 +154,7 @@ CollectivePlan matmul_plan(const DistMatrix<T>& a, const DistMatrix<T>& b, const
 #define TESSERA_INSTANTIATE_MATMUL(T)                                                                     \
   template CollectivePlan matmul_plan<T>(const DistMatrix<T>&, const DistMatrix<T>&, const MatmulOptions&); \
   template DistMatrix<T> matmul<T>(const DistMatrix<T>&, const DistMatrix<T>&, const MatmulOptions&, PhaseTimes*);
-TESSERA_INSTANTIATE_MATMUL(float)
-TESSERA_INSTANTIATE_MATMUL(double)
-TESSERA_INSTANTIATE_MATMUL(std::int32_t)
-TESSERA_INSTANTIATE_MATMUL(std::int64_t)
-TESSERA_INSTANTIATE_MATMUL(std::complex<float>)
-TESSERA_INSTANTIATE_MATMUL(std::complex<double>)
+TESSERA_FOR_EACH_GEMM_TYPE(TESSERA_INSTANTIATE_MATMUL)
 #undef TESSERA_INSTANTIATE_MATMUL
 
 }  // namespace tessera

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu_backend.hpp"
+#include "tessera/kernels/gemm.hpp"
 #include "tessera/kernels/cpu/parallel.hpp"
 
 namespace tessera::kernels::cpu {
@@ -116,12 +117,7 @@ void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, con
 
 #define TESSERA_INSTANTIATE_GEMM(T) \
   template void gemm<T>(index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, T, T*, index_t);
-TESSERA_INSTANTIATE_GEMM(float)
-TESSERA_INSTANTIATE_GEMM(double)
-TESSERA_INSTANTIATE_GEMM(std::int32_t)
-TESSERA_INSTANTIATE_GEMM(std::int64_t)
-TESSERA_INSTANTIATE_GEMM(std::complex<float>)
-TESSERA_INSTANTIATE_GEMM(std::complex<double>)
+TESSERA_FOR_EACH_GEMM_TYPE(TESSERA_INSTANTIATE_GEMM)
 #undef TESSERA_INSTANTIATE_GEMM
 
 }  // namespace tessera::kernels::cpu

@@ -379,12 +379,7 @@ int tiled_sgemm_forced_splits(const Queue& queue, int splits, int copy_b, index_
 #define TESSERA_INSTANTIATE_GEMM(T)                                                                       \
   template void gemm<T>(const Queue&, GemmEngine, index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, \
                         T, T*, index_t);
-TESSERA_INSTANTIATE_GEMM(float)
-TESSERA_INSTANTIATE_GEMM(double)
-TESSERA_INSTANTIATE_GEMM(std::int32_t)
-TESSERA_INSTANTIATE_GEMM(std::int64_t)
-TESSERA_INSTANTIATE_GEMM(std::complex<float>)
-TESSERA_INSTANTIATE_GEMM(std::complex<double>)
+TESSERA_FOR_EACH_GEMM_TYPE(TESSERA_INSTANTIATE_GEMM)
 #undef TESSERA_INSTANTIATE_GEMM
 
 }  // namespace tessera::kernels::cuda

@@ -2,7 +2,14 @@
 // leading dimensions (elements between the starts of consecutive rows) lda >= k, ldb >= n, ldc >= n.
 #pragma once
 
+#include <complex>
+#include <cstdint>
+
 #include "tessera/kernels/queue.hpp"
+
+// The element types gemm (and the distributed matmul) are compiled for: X(T) for each.
+#define TESSERA_FOR_EACH_GEMM_TYPE(X) \
+  X(float) X(double) X(std::int32_t) X(std::int64_t) X(std::complex<float>) X(std::complex<double>)
 
 namespace tessera {
 

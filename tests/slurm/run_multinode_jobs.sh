@@ -334,11 +334,16 @@ fault() {
     sleep 3
     [[ $(for node in "${nodes[@]}"; do ranks_in "$node"; done | sort) == "$before" ]] && break
     wait_job "$id" 30 >/dev/null
-    if ((attempt == 1)) && startup_crash "$name" "$id"; then
-      echo "RETRY: job $name ($id): Open MPI crashed in MPI_Init under srun (a known start-up race); submitting again"
+    # A job that ends before the fault never reached what this part checks (a loss in the middle
+    # of a job): its start is the apps part's subject. Said, with the ranks' own words, and
+    # submitted once more; a second early end fails.
+    local early
+    early="$(tail -n 5 "$work/$name-$id.out" 2>/dev/null) $(tail -q -n 5 "$work/results/apps-$id/"*.err 2>/dev/null)"
+    if ((attempt == 1)); then
+      echo "RETRY: job $name ($id): its ranks ended before the fault; submitting again. The job's words: $early"
       continue
     fi
-    fail "$name: the job's ranks ended before the fault: $(tail -n 5 "$work/$name-$id.out")"
+    fail "$name: the job's ranks ended before the fault, twice: $early"
     return
   done
   local t0=$SECONDS pid

@@ -1,14 +1,24 @@
-// tessera_bench_fft_distributed: the distributed FFT (fft.hpp), forward, per phase, beside the
-// baselines in the same run:
+// tessera_bench_fft_distributed: the distributed FFT (fft.hpp), forward, beside the vendor's
+// transform of the same array in the same run:
 //   cpu backend   FFTW-MPI on the same ranks, the same global shape, slab decomposition, the same
 //                 planning effort (FFTW_MEASURE by default) and its transposed output
 //                 (FFTW_MPI_TRANSPOSED_OUT, the counterpart of the plan's cut output)
 //   cuda backend  cuFFT alone on the whole array (one rank: the framework's overhead over cuFFT)
-// and, for slab plans, the exchange against a bare DeviceComm::alltoallv of the same byte counts per
-// peer (what the exchange cannot beat); every case's round trip checked. Rates in GFLOP/s by 5 N log2 N (half for r2c); times are the
-// slowest rank's mean over --iters calls, each after a barrier.
+// and, for slab plans over more than one rank, the exchange against a bare DeviceComm::alltoallv of
+// the same byte counts per peer (what the exchange cannot beat).
 //
-//   mpiexec -n 4 tessera_bench_fft_distributed --backend cpu --shape 128x128x128,256x256x256
+// Per case (shape, dtype) two rows: "fft ..." (ours) and the vendor's ("fftw-mpi ..." or
+// "cufft ..."). A timed sample is --calls forward calls back to back with one synchronisation at
+// the end, divided by --calls, after a barrier; the row's samples are each sample's slowest rank;
+// the vendor is timed alike. Ours is VALID when its inverse gives the input back within
+// 10 eps log2 N of max |x|; the vendor's when its output agrees with ours within 10 eps log2 N of
+// max |X| (on the elements both hold on a rank; cuFFT: the first 2^24). Fields: GFLOP/s by
+// 5 N log2 N (half for r2c) over the p50; the phases (local = local FFTs + packs, exchange,
+// unpack), the slowest rank's mean per call from a separate loop of calls that time them;
+// share.vendor = the vendor's p50 over ours; share.alltoall_alone = the bare all-to-all's p50 over
+// the exchange phase. Flags, statistics and the JSON report: the harness (bench/common).
+//
+//   mpiexec -n 2 tessera_bench_fft_distributed --backend cpu --shape 128x128x128 --dtype float,double
 //   tessera_bench_fft_distributed --backend cuda --shape 512x512x512,1024x1024x1024 --dtype float,double
 #include <mpi.h>
 
@@ -17,18 +27,26 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <limits>
-#include <stdexcept>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "app.hpp"
+#include "cli.hpp"
+#include "harness.hpp"
 #include "tessera/build_config.hpp"
 #include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/environment.hpp"
 #include "tessera/framework/fft.hpp"
+#include "tessera/framework/io.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -47,18 +65,9 @@ struct Options {
   std::string decomposition = "slab";
   std::string kind = "c2c";
   std::string effort = "measure";
-  int iters = 10, warmup = 2;
+  int calls = 0;  // per sample; 0: 1 on the cpu backend, 8 under cuda
+  int iters = 10, warmup = 2;  // from the harness
 };
-
-const char* kUsage =
-    "usage: tessera_bench_fft_distributed [flags]   (under mpirun / srun)\n"
-    "  --backend auto|cpu|cuda        where local work runs (default auto)\n"
-    "  --dtype LIST                   float, double (default double)\n"
-    "  --shape LIST                   global shapes N0xN1[xN2], comma-separated (default 128x128x128)\n"
-    "  --decomposition slab|pencil    (default slab; FFTW-MPI runs beside slab plans only)\n"
-    "  --kind c2c|r2c                 (default c2c)\n"
-    "  --effort measure|estimate      FFTW's planning, for both (default measure)\n"
-    "  -n, --iters I, -w, --warmup W  timed and untimed calls per case (default 10, 2)\n";
 
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -71,10 +80,83 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
+void add_options(bench::Harness& h, Options& o) {
+  h.add_option({"--backend"}, "auto|cpu|cuda", "where local work runs (default auto)",
+               [&o](std::string_view v) { o.backend = std::string(v); });
+  h.add_option({"--dtype"}, "LIST", "float, double, comma-separated (default double)", [&o](std::string_view v) {
+    o.dtypes = split(std::string(v), ',');
+    for (const auto& d : o.dtypes)
+      if (d != "float" && d != "double") throw UsageError("--dtype: '" + d + "' (expected float or double)");
+  });
+  h.add_option({"--shape"}, "LIST",
+               "global shapes N0xN1[xN2], comma-separated (default 128x128x128; or cubes of -b to -e bytes)",
+               [&o](std::string_view v) {
+                 o.shapes.clear();
+                 for (const std::string& s : split(std::string(v), ',')) {
+                   std::vector<index_t> shape;
+                   for (const std::string& d : split(s, 'x')) shape.push_back(apps::parse_count(d, "--shape", 1, index_t(1) << 40));
+                   if (shape.size() != 2 && shape.size() != 3)
+                     throw UsageError("--shape: '" + s + "' has " + std::to_string(shape.size()) + " axes (expected 2 or 3)");
+                   o.shapes.push_back(shape);
+                 }
+               });
+  h.add_option({"--decomposition"}, "slab|pencil", "(default slab; FFTW-MPI runs beside slab plans only)",
+               [&o](std::string_view v) {
+                 if (v != "slab" && v != "pencil") throw UsageError("--decomposition: '" + std::string(v) + "' (expected slab or pencil)");
+                 o.decomposition = std::string(v);
+               });
+  h.add_option({"--kind"}, "c2c|r2c", "(default c2c)", [&o](std::string_view v) {
+    if (v != "c2c" && v != "r2c") throw UsageError("--kind: '" + std::string(v) + "' (expected c2c or r2c)");
+    o.kind = std::string(v);
+  });
+  h.add_option({"--effort"}, "measure|estimate", "FFTW's planning, for both (default measure)", [&o](std::string_view v) {
+    if (v != "measure" && v != "estimate") throw UsageError("--effort: '" + std::string(v) + "' (expected measure or estimate)");
+    o.effort = std::string(v);
+  });
+  h.add_option({"--calls"}, "C", "forward calls per timed sample, back to back, one synchronisation (default 1 on the cpu, 8 under cuda)",
+               [&o](std::string_view v) { o.calls = static_cast<int>(apps::parse_count(v, "--calls", 1, 1 << 20)); });
+}
+
+// The largest side s with s^3 elements in `count`.
+index_t cube_side(index_t count) {
+  auto s = static_cast<index_t>(std::cbrt(static_cast<double>(count)));
+  while (s > 1 && s * s * s > count) --s;
+  while ((s + 1) * (s + 1) * (s + 1) <= count) ++s;
+  return std::max<index_t>(s, 1);
+}
+
 double slowest(const Context& ctx, double v) { return ctx.comm().allreduce(v, ReduceOp::max); }
 
+// The input's value at global linear index g (the same array on every rank count): re, im.
+std::array<double, 2> input_value(index_t g) {
+  const auto x = static_cast<double>(g + 1);
+  return {std::sin(0.37 * x), std::cos(0.61 * x)};
+}
+
+std::array<index_t, 3> dims3(const std::vector<index_t>& s) {
+  return {s[0], s.size() > 1 ? s[1] : 1, s.size() > 2 ? s[2] : 1};
+}
+
+// `calls` calls of f back to back and one synchronisation per sample, after a barrier: seconds per
+// call, each sample's slowest rank.
+template <class F>
+std::vector<double> time_samples(const Context& ctx, const Options& o, F&& f) {
+  for (int i = 0; i < o.warmup; ++i) f();
+  ctx.queue().synchronize();
+  std::vector<double> samples;
+  for (int i = 0; i < o.iters; ++i) {
+    ctx.comm().barrier();
+    Stopwatch w;
+    for (int c = 0; c < o.calls; ++c) f();
+    ctx.queue().synchronize();
+    samples.push_back(w.seconds() / o.calls);
+  }
+  return bench::slowest_rank(ctx, samples);
+}
+
 // The slab exchange alone: every rank sends each other rank its rows of their columns.
-double alltoall_alone(const Context& ctx, const std::vector<index_t>& out_shape, std::size_t elem, const Options& o) {
+std::vector<double> alltoall_alone(const Context& ctx, const std::vector<index_t>& out_shape, std::size_t elem,
+                                   const Options& o) {
   const int ranks = ctx.size(), me = ctx.rank();
   const Partition p0 = Partition::block(out_shape[0], ranks), p1 = Partition::block(out_shape[1], ranks);
   index_t rest = 1;
@@ -95,24 +177,36 @@ double alltoall_alone(const Context& ctx, const std::vector<index_t>& out_shape,
   void* s = kernels::allocate(q, std::max<std::size_t>(st, 16));
   void* r = kernels::allocate(q, std::max<std::size_t>(rt, 16));
   const DeviceComm comm(ctx);
-  for (int i = 0; i < o.warmup; ++i) comm.alltoallv(s, sb, so, r, rb, ro);
-  double total = 0;
-  for (int i = 0; i < o.iters; ++i) {
-    ctx.comm().barrier();
-    Stopwatch w;
-    comm.alltoallv(s, sb, so, r, rb, ro);
-    q.synchronize();
-    total += w.seconds();
-  }
+  Options one = o;
+  one.calls = 1;
+  auto samples = time_samples(ctx, one, [&] { comm.alltoallv(s, sb, so, r, rb, ro); });
   kernels::deallocate(q, s);
   kernels::deallocate(q, r);
-  return slowest(ctx, total / o.iters);
+  return samples;
 }
 
-#if TESSERA_BENCH_FFTW_MPI
-// FFTW-MPI's forward transform of the same shape, slab, transposed output; seconds per call.
+// What the vendor's run gives back: its timed samples, and how far its output lies from ours.
+struct VendorResult {
+  std::string name;
+  std::vector<double> samples;
+  double max_error = 0;
+  std::int64_t compared = 0;
+};
+
+// Ours' output on this rank, for the vendor to be compared with: the box and (a prefix of) its
+// values on the host.
 template <class Real>
-double fftw_mpi_alone(const Context& ctx, const std::vector<index_t>& shape, bool r2c, bool measure, const Options& o) {
+struct OurOutput {
+  fft::Box box;
+  std::vector<std::complex<Real>> values;
+  double max_abs = 0;  // over all ranks
+};
+
+#if TESSERA_BENCH_FFTW_MPI
+// FFTW-MPI's forward transform of the same array, slab, transposed output.
+template <class Real>
+VendorResult fftw_mpi_run(const Context& ctx, const std::vector<index_t>& shape, bool r2c, bool measure, const Options& o,
+                          const OurOutput<Real>& ours) {
   constexpr bool f = sizeof(Real) == 4;
   const int rank = static_cast<int>(shape.size());
   std::vector<ptrdiff_t> n(shape.begin(), shape.end()), nc = n;
@@ -123,53 +217,92 @@ double fftw_mpi_alone(const Context& ctx, const std::vector<index_t>& shape, boo
                             : fftw_mpi_local_size_transposed(rank, nc.data(), comm, &local_n0, &local_0, &local_n1, &local_1);
   const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | FFTW_MPI_TRANSPOSED_OUT;
   const std::size_t elems = static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1));
-  void* in = f ? static_cast<void*>(fftwf_alloc_complex(elems)) : static_cast<void*>(fftw_alloc_complex(elems));
-  void* out = f ? static_cast<void*>(fftwf_alloc_complex(elems)) : static_cast<void*>(fftw_alloc_complex(elems));
-  double total = 0;
-  auto time = [&](auto&& execute) {
-    for (int i = 0; i < o.warmup; ++i) execute();
-    for (int i = 0; i < o.iters; ++i) {
-      ctx.comm().barrier();
-      Stopwatch w;
-      execute();
-      total += w.seconds();
-    }
+  auto* in = static_cast<std::complex<Real>*>(f ? static_cast<void*>(fftwf_alloc_complex(elems)) : static_cast<void*>(fftw_alloc_complex(elems)));
+  auto* out = static_cast<std::complex<Real>*>(f ? static_cast<void*>(fftwf_alloc_complex(elems)) : static_cast<void*>(fftw_alloc_complex(elems)));
+  if (!in || !out) throw std::bad_alloc();
+  VendorResult v;
+  v.name = "fftw-mpi";
+  const auto d = dims3(shape);
+  // The input (after planning, which may overwrite it): [local_n0, N1, ...], the last axis padded to
+  // 2 (n/2 + 1) reals for r2c.
+  auto fill = [&] {
+    const index_t last = shape.back(), padded = r2c ? 2 * (last / 2 + 1) : last;
+    const index_t rows = static_cast<index_t>(local_n0) * (rank == 3 ? d[1] : 1);
+    Real* re = reinterpret_cast<Real*>(in);
+    for (index_t row = 0; row < rows; ++row)
+      for (index_t k = 0; k < last; ++k) {
+        const index_t g = (static_cast<index_t>(local_0) * (rank == 3 ? d[1] : 1) + row) * last + k;
+        const auto x = input_value(g);
+        if (r2c) re[row * padded + k] = static_cast<Real>(x[0]);
+        else in[row * last + k] = {static_cast<Real>(x[0]), static_cast<Real>(x[1])};
+      }
+  };
+  auto compare = [&] {
+    // FFTW's [local_n1 of N1, N0, R] against ours' [N0, ours' N1 range, R] where both hold.
+    const index_t n0 = shape[0];
+    const index_t r = rank == 3 ? static_cast<index_t>(nc[2]) : 1;
+    const index_t lo = std::max<index_t>(local_1, ours.box.lo[1]);
+    const index_t hi = std::min<index_t>(local_1 + local_n1, ours.box.lo[1] + ours.box.size[1]);
+    double err = 0;
+    std::int64_t count = 0;
+    for (index_t j1 = lo; j1 < hi; ++j1)
+      for (index_t j0 = 0; j0 < n0; ++j0)
+        for (index_t k = 0; k < r; ++k) {
+          const std::complex<Real> a = out[((j1 - local_1) * n0 + j0) * r + k];
+          const std::size_t at = static_cast<std::size_t>(((j0 - ours.box.lo[0]) * ours.box.size[1] + (j1 - ours.box.lo[1])) * r + k);
+          if (at >= ours.values.size()) continue;
+          const std::complex<Real> b = ours.values[at];
+          err = std::max(err, std::abs(std::complex<double>(a) - std::complex<double>(b)));
+          ++count;
+        }
+    v.max_error = slowest(ctx, err);
+    v.compared = ctx.comm().allreduce(count, ReduceOp::sum);
   };
   if constexpr (f) {
-    fftwf_plan p = r2c ? fftwf_mpi_plan_dft_r2c(rank, n.data(), static_cast<float*>(in), static_cast<fftwf_complex*>(out), comm, flags)
-                       : fftwf_mpi_plan_dft(rank, n.data(), static_cast<fftwf_complex*>(in), static_cast<fftwf_complex*>(out), comm,
+    fftwf_plan p = r2c ? fftwf_mpi_plan_dft_r2c(rank, n.data(), reinterpret_cast<float*>(in), reinterpret_cast<fftwf_complex*>(out), comm, flags)
+                       : fftwf_mpi_plan_dft(rank, n.data(), reinterpret_cast<fftwf_complex*>(in), reinterpret_cast<fftwf_complex*>(out), comm,
                                             FFTW_FORWARD, flags);
-    std::fill_n(static_cast<float*>(in), 2 * elems, 0.5f);
-    time([&] { fftwf_execute(p); });
+    if (!p) throw std::runtime_error("FFTW-MPI could not plan the transform");
+    fill();
+    fftwf_execute(p);
+    compare();
+    v.samples = time_samples(ctx, o, [&] { fftwf_execute(p); });
     fftwf_destroy_plan(p);
     fftwf_free(in);
     fftwf_free(out);
   } else {
-    fftw_plan p = r2c ? fftw_mpi_plan_dft_r2c(rank, n.data(), static_cast<double*>(in), static_cast<fftw_complex*>(out), comm, flags)
-                      : fftw_mpi_plan_dft(rank, n.data(), static_cast<fftw_complex*>(in), static_cast<fftw_complex*>(out), comm,
+    fftw_plan p = r2c ? fftw_mpi_plan_dft_r2c(rank, n.data(), reinterpret_cast<double*>(in), reinterpret_cast<fftw_complex*>(out), comm, flags)
+                      : fftw_mpi_plan_dft(rank, n.data(), reinterpret_cast<fftw_complex*>(in), reinterpret_cast<fftw_complex*>(out), comm,
                                           FFTW_FORWARD, flags);
-    std::fill_n(static_cast<double*>(in), 2 * elems, 0.5);
-    time([&] { fftw_execute(p); });
+    if (!p) throw std::runtime_error("FFTW-MPI could not plan the transform");
+    fill();
+    fftw_execute(p);
+    compare();
+    v.samples = time_samples(ctx, o, [&] { fftw_execute(p); });
     fftw_destroy_plan(p);
     fftw_free(in);
     fftw_free(out);
   }
-  return slowest(ctx, total / o.iters);
+  return v;
 }
 #endif
 
 #if TESSERA_HAVE_CUDA
-// cuFFT alone on the whole array (one rank), seconds per forward call.
+// cuFFT alone on the whole array (one rank): the same input, its output's first elements compared
+// with ours'.
 template <class Real>
-double cufft_alone(const Context& ctx, const std::vector<index_t>& shape, bool r2c, const Options& o) {
+VendorResult cufft_run(const Context& ctx, const std::vector<index_t>& shape, bool r2c, const Options& o,
+                       const std::vector<Real>& x, const OurOutput<Real>& ours) {
   constexpr bool f = sizeof(Real) == 4;
   std::vector<long long> n(shape.begin(), shape.end());
   index_t count = 1;
   for (index_t s : shape) count *= s;
-  index_t out_count = count / shape.back() * (r2c ? shape.back() / 2 + 1 : shape.back());
+  const index_t out_count = count / shape.back() * (r2c ? shape.back() / 2 + 1 : shape.back());
   const kernels::Queue& q = ctx.queue();
-  void* in = kernels::allocate(q, static_cast<std::size_t>(count) * 2 * sizeof(Real));
+  const std::size_t in_bytes = static_cast<std::size_t>(count) * (r2c ? 1 : 2) * sizeof(Real);
+  void* in = kernels::allocate(q, in_bytes);
   void* out = kernels::allocate(q, static_cast<std::size_t>(out_count) * 2 * sizeof(Real));
+  kernels::copy_from_host(q, in, x.data(), in_bytes);
   auto check = [](cufftResult r, const char* what) {
     if (r != CUFFT_SUCCESS) throw std::runtime_error(std::string(what) + " failed (cufftResult " + std::to_string(int(r)) + ")");
   };
@@ -189,16 +322,19 @@ double cufft_alone(const Context& ctx, const std::vector<index_t>& shape, bool r
       else check(cufftExecZ2Z(plan, static_cast<cufftDoubleComplex*>(in), static_cast<cufftDoubleComplex*>(out), CUFFT_FORWARD), "cufftExecZ2Z");
     }
   };
-  for (int i = 0; i < o.warmup; ++i) exec();
-  q.synchronize();
-  Stopwatch w;
-  for (int i = 0; i < o.iters; ++i) exec();
-  q.synchronize();
-  const double t = w.seconds() / o.iters;
+  VendorResult v;
+  v.name = "cufft";
+  exec();
+  std::vector<std::complex<Real>> got(ours.values.size());
+  if (!got.empty()) kernels::copy_to_host(q, got.data(), out, got.size() * sizeof(got[0]));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    v.max_error = std::max(v.max_error, std::abs(std::complex<double>(got[i]) - std::complex<double>(ours.values[i])));
+  v.compared = static_cast<std::int64_t>(got.size());
+  v.samples = time_samples(ctx, o, exec);
   cufftDestroy(plan);
   kernels::deallocate(q, in);
   kernels::deallocate(q, out);
-  return t;
+  return v;
 }
 #endif
 
@@ -208,32 +344,53 @@ std::string shape_text(const std::vector<index_t>& s) {
   return t;
 }
 
-// Returns whether the case's round trip was within its bound.
+// Prints the case's table line and adds its rows (ours, then the vendor's where there is one).
 template <class Real>
-bool run_case(const Context& ctx, const std::vector<index_t>& shape, const Options& o) {
+void run_case(const Context& ctx, const std::vector<index_t>& shape, const Options& o, bench::Harness& h) {
   fft::Options po;
   po.decomposition = o.decomposition == "pencil" ? fft::Decomposition::pencil : fft::Decomposition::slab;
   po.effort = o.effort == "estimate" ? fft::Effort::estimate : fft::Effort::measure;
   const bool r2c = o.kind == "r2c";
+  const char* dtype = sizeof(Real) == 4 ? "float" : "double";
+  double n_total = 1;
+  for (index_t v : shape) n_total *= static_cast<double>(v);
+  const double log_n = std::max(1.0, std::log2(n_total));
+  const double eps = std::numeric_limits<Real>::epsilon();
+  const bool cuda = ctx.backend() == Backend::cuda;
   PhaseTimes phases;
-  double total = 0, round_trip_error = 0;
-  bool round_trip_ok = true;
+  std::vector<double> samples;
+  double round_trip_error = 0, max_abs_x = 0, plan_s = 0;
   std::vector<index_t> output_shape;
+  OurOutput<Real> ours;
+  std::vector<Real> x;
   {
     // The plan and its buffers go before the baselines run (1024^3 in double is 16 GiB an array).
+    Stopwatch planning;
     fft::Plan<Real> plan(ctx, shape, r2c ? fft::Kind::r2c : fft::Kind::c2c, po);
+    plan_s = slowest(ctx, planning.seconds());
     output_shape = plan.output_shape();
     const kernels::Queue& q = ctx.queue();
-    const std::size_t in_bytes = static_cast<std::size_t>(plan.input_box().count()) * (r2c ? 1 : 2) * sizeof(Real);
+    const fft::Box ib = plan.input_box();
+    const std::size_t in_bytes = static_cast<std::size_t>(ib.count()) * (r2c ? 1 : 2) * sizeof(Real);
     const std::size_t out_bytes = static_cast<std::size_t>(plan.output_box().count()) * 2 * sizeof(Real);
     void* in = kernels::allocate(q, std::max<std::size_t>(in_bytes, 16));
     auto* out = static_cast<std::complex<Real>*>(kernels::allocate(q, std::max<std::size_t>(out_bytes, 16)));
-    std::vector<Real> x(in_bytes / sizeof(Real));
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<Real>(std::sin(0.37 * static_cast<double>(i + 1) * (ctx.rank() + 1)));
+    // This rank's box of the global array.
+    const auto d = dims3(shape);
+    x.resize(in_bytes / sizeof(Real));
+    std::size_t at = 0;
+    for (index_t i0 = 0; i0 < ib.size[0]; ++i0)
+      for (index_t i1 = 0; i1 < ib.size[1]; ++i1)
+        for (index_t i2 = 0; i2 < ib.size[2]; ++i2) {
+          const auto v = input_value(((ib.lo[0] + i0) * d[1] + ib.lo[1] + i1) * d[2] + ib.lo[2] + i2);
+          x[at++] = static_cast<Real>(v[0]);
+          if (!r2c) x[at++] = static_cast<Real>(v[1]);
+        }
+    for (Real v : x) max_abs_x = std::max(max_abs_x, std::abs(static_cast<double>(v)));
+    max_abs_x = slowest(ctx, max_abs_x);
     if (in_bytes) kernels::copy_from_host(q, in, x.data(), in_bytes);
+    // The phases, call by call (each call timed in its parts, with synchronisations between them).
     for (int i = 0; i < o.warmup; ++i) plan.forward(in, out);
-    // The phases, call by call; then the time per call as cuFFT alone is timed: calls back to
-    // back, one synchronisation at the end (a call's launches overlap the previous call's tail).
     for (int i = 0; i < o.iters; ++i) {
       ctx.comm().barrier();
       PhaseTimes t;
@@ -241,66 +398,98 @@ bool run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
       q.synchronize();
       phases += t;
     }
-    ctx.comm().barrier();
-    Stopwatch w;
-    for (int i = 0; i < o.iters; ++i) plan.forward(in, out);
-    q.synchronize();
-    total = w.seconds();
-    // Every result checked: the inverse of the last forward gives the input back within
-    // 10 eps log2 N of max |x|.
+    // The time per call as the vendor's is timed.
+    samples = time_samples(ctx, o, [&] { plan.forward(in, out); });
+    // Ours' output (on the GPU its first 2^24 elements) for the vendor's to be compared with.
+    ours.box = plan.output_box();
+    const std::size_t keep = std::min<std::size_t>(out_bytes / sizeof(std::complex<Real>), cuda ? std::size_t(1) << 24 : SIZE_MAX);
+    ours.values.resize(keep);
+    if (keep) kernels::copy_to_host(q, ours.values.data(), out, keep * sizeof(std::complex<Real>));
+    for (const auto& v : ours.values) ours.max_abs = std::max(ours.max_abs, static_cast<double>(std::abs(v)));
+    ours.max_abs = slowest(ctx, ours.max_abs);
+    // Checked: the inverse of the last forward gives the input back within 10 eps log2 N of max |x|.
     plan.inverse(out, in);
     std::vector<Real> back(x.size());
     if (in_bytes) kernels::copy_to_host(q, back.data(), in, in_bytes);
-    double err = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) err = std::max(err, std::abs(static_cast<double>(back[i]) - static_cast<double>(x[i])));
-    err = slowest(ctx, err);
-    double n = 1;
-    for (index_t v : shape) n *= static_cast<double>(v);
-    round_trip_ok = err <= 10 * std::numeric_limits<Real>::epsilon() * std::max(1.0, std::log2(n));
-    round_trip_error = err;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      round_trip_error = std::max(round_trip_error, std::abs(static_cast<double>(back[i]) - static_cast<double>(x[i])));
+    round_trip_error = slowest(ctx, round_trip_error);
     kernels::deallocate(q, in);
     kernels::deallocate(q, out);
   }
   kernels::release_cached_memory();
-  const double t = slowest(ctx, total / o.iters);
+  const bench::Stats st = bench::statistics(samples);
   const double local = slowest(ctx, phases.local / o.iters), xch = slowest(ctx, phases.communication / o.iters);
   const double unpack = slowest(ctx, phases.fixup / o.iters);
   const double flops = fft::nominal_flops(shape, r2c ? fft::Kind::r2c : fft::Kind::c2c);
   // Baselines.
-  double alone = 0, base = 0;
-  const char* base_name = "-";
+  double alone = 0;
   if (po.decomposition == fft::Decomposition::slab && ctx.size() > 1)
-    alone = alltoall_alone(ctx, output_shape, 2 * sizeof(Real), o);
+    alone = bench::statistics(alltoall_alone(ctx, output_shape, 2 * sizeof(Real), o)).p50;
+  std::optional<VendorResult> vendor;
 #if TESSERA_BENCH_FFTW_MPI
-  if (ctx.backend() == Backend::cpu && po.decomposition == fft::Decomposition::slab) {
-    base = fftw_mpi_alone<Real>(ctx, shape, r2c, po.effort == fft::Effort::measure, o);
-    base_name = "fftw-mpi";
-  }
+  if (ctx.backend() == Backend::cpu && po.decomposition == fft::Decomposition::slab)
+    vendor = fftw_mpi_run<Real>(ctx, shape, r2c, po.effort == fft::Effort::measure, o, ours);
 #endif
 #if TESSERA_HAVE_CUDA
-  if (ctx.backend() == Backend::cuda && ctx.size() == 1) {
+  if (cuda && ctx.size() == 1) {
     kernels::release_cached_memory();
-    base = cufft_alone<Real>(ctx, shape, r2c, o);
-    base_name = "cufft";
+    vendor = cufft_run<Real>(ctx, shape, r2c, o, x, ours);
   }
 #endif
-  // A number, or "-" where there is none.
-  auto num = [](double v, const char* format) {
-    char text[32] = "-";
-    if (v > 0) std::snprintf(text, sizeof text, format, v);
-    return std::string(text);
-  };
-  if (ctx.is_root())
-    std::printf("%-16s %-6s %-6s %-4s %5d %10.4f %9.1f %9.4f %9.4f %9.4f %9s %8s %-8s %10s %9s %9s\n",
-                shape_text(shape).c_str(), sizeof(Real) == 4 ? "float" : "double", o.kind.c_str(),
-                o.decomposition == "pencil" ? "pen" : "slab", ctx.size(), t * 1e3, flops / t / 1e9, local * 1e3, xch * 1e3,
-                unpack * 1e3, num(alone * 1e3, "%.4f").c_str(), num(alone > 0 && xch > 0 ? alone / xch : 0, "%.3f").c_str(),
-                base_name, num(base * 1e3, "%.4f").c_str(), num(base > 0 ? flops / base / 1e9 : 0, "%.1f").c_str(),
-                num(base > 0 ? base / t : 0, "%.3f").c_str());
-  if (ctx.is_root() && !round_trip_ok)
-    std::printf("# WRONG: %s %s: round trip max error %.3g\n", shape_text(shape).c_str(),
-                sizeof(Real) == 4 ? "float" : "double", round_trip_error);
-  return round_trip_ok;
+  const double vendor_p50 = vendor ? bench::statistics(vendor->samples).p50 : 0;
+
+  if (ctx.is_root()) {
+    std::printf("%-16s %-6s %-4s %-6s %5d %9.4f %8.1f %9.4f %9.4f %9.4f %9.4f %-8s %9.4f %7.3f\n", shape_text(shape).c_str(),
+                dtype, o.kind.c_str(), o.decomposition.c_str(), ctx.size(), st.p50 * 1e3, st.p50 > 0 ? flops / st.p50 / 1e9 : 0.0,
+                local * 1e3, xch * 1e3, unpack * 1e3, alone * 1e3, vendor ? vendor->name.c_str() : "-", vendor_p50 * 1e3,
+                vendor_p50 > 0 && st.p50 > 0 ? vendor_p50 / st.p50 : 0.0);
+    std::fflush(stdout);
+  }
+  const std::string what = o.kind + " " + shape_text(shape) + " " + dtype + " " + o.decomposition;
+  bench::Row& row = h.row("fft " + what);
+  row.set("shape", shape_text(shape))
+      .set("dtype", dtype)
+      .set("kind", o.kind)
+      .set("decomposition", o.decomposition)
+      .set("ranks", ctx.size())
+      .set("effort", o.effort)
+      .set("plan_s", plan_s)
+      .set("gflops", st.p50 > 0 ? flops / st.p50 / 1e9 : 0.0)
+      .set("local_s", local)
+      .set("exchange_s", xch)
+      .set("unpack_s", unpack)
+      .set("alltoall_alone_s", alone)
+      .set("vendor", vendor ? vendor->name : std::string("-"))
+      .set("vendor_s", vendor_p50)
+      .set("round_trip_error", round_trip_error);
+  row.time(samples);
+  if (vendor_p50 > 0 && st.p50 > 0) row.share("vendor", vendor_p50 / st.p50);
+  if (alone > 0 && xch > 0) row.share("alltoall_alone", alone / xch);
+  const double rt_bound = 10 * eps * log_n * std::max(1.0, max_abs_x);
+  char why[160];
+  std::snprintf(why, sizeof why, "round trip max error %.3g over the bound %.3g", round_trip_error, rt_bound);
+  row.verdict(round_trip_error <= rt_bound, why);
+  h.print_pending();
+  if (vendor) {
+    const bench::Stats vs = bench::statistics(vendor->samples);
+    bench::Row& vrow = h.row(vendor->name + " " + what);
+    vrow.set("shape", shape_text(shape))
+        .set("dtype", dtype)
+        .set("kind", o.kind)
+        .set("decomposition", o.decomposition)
+        .set("ranks", ctx.size())
+        .set("effort", o.effort)
+        .set("gflops", vs.p50 > 0 ? flops / vs.p50 / 1e9 : 0.0)
+        .set("compared", vendor->compared)
+        .set("max_error_vs_ours", vendor->max_error);
+    vrow.time(vendor->samples);
+    const double bound = 10 * eps * log_n * std::max(1.0, ours.max_abs);
+    if (vendor->compared == 0) std::snprintf(why, sizeof why, "no element compared with ours");
+    else std::snprintf(why, sizeof why, "output differs from ours by %.3g, over the bound %.3g", vendor->max_error, bound);
+    vrow.verdict(vendor->compared > 0 && vendor->max_error <= bound, why);
+    h.print_pending();
+  }
 }
 
 }  // namespace
@@ -309,67 +498,70 @@ bool run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
 int main(int argc, char** argv) {
   using namespace tessera;
   Runtime runtime(argc, argv);
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: needs a value\n%s", a.c_str(), kUsage);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--backend") o.backend = next();
-    else if (a == "--dtype") o.dtypes = split(next(), ',');
-    else if (a == "--shape") {
-      o.shapes.clear();
-      for (const std::string& s : split(next(), ',')) {
-        std::vector<index_t> shape;
-        for (const std::string& d : split(s, 'x')) shape.push_back(std::atoll(d.c_str()));
-        o.shapes.push_back(shape);
-      }
-    } else if (a == "--decomposition") o.decomposition = next();
-    else if (a == "--kind") o.kind = next();
-    else if (a == "--effort") o.effort = next();
-    else if (a == "-n" || a == "--iters") o.iters = std::atoi(next().c_str());
-    else if (a == "-w" || a == "--warmup") o.warmup = std::atoi(next().c_str());
-    else {
-      std::fprintf(stderr, "unknown flag '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-  }
-  const Context ctx = runtime.start(parse_backend_choice(o.backend));
-#if TESSERA_BENCH_FFTW_MPI
-  if (ctx.backend() == Backend::cpu) {
-    fftw_mpi_init();
-    fftwf_mpi_init();
-  }
-#endif
-  if (ctx.is_root()) {
-    std::printf("# tessera_bench_fft_distributed: forward, %d ranks, backend %s, %d iters, FFTW effort %s\n", ctx.size(),
-                to_string(ctx.backend()), o.iters, o.effort.c_str());
-    std::printf("# ms: slowest rank's mean per call, calls back to back (as the base); local, xch, unpk: per call, timed apart; GF/s: 5 N log2 N (r2c half) / time; local: local FFTs + packs;\n"
-                "# xch: exchange; unpk: unpacks; a2a: the same alltoallv alone; a2a/xch: share of the all-to-all floor;\n"
-                "# base: FFTW-MPI (cpu, slab, same effort, transposed out) or cuFFT alone (cuda, 1 rank); base/ours: speed-up\n");
-    std::printf("%-16s %-6s %-6s %-4s %5s %10s %9s %9s %9s %9s %9s %8s %-8s %10s %9s %9s\n", "shape", "dtype", "kind", "dec",
-                "ranks", "ms", "GF/s", "local", "xch", "unpk", "a2a", "a2a/xch", "base", "base ms", "base GF/s", "base/ours");
-  }
-  int wrong = 0;
+  bench::Harness h("tessera_bench_fft_distributed",
+                   "The distributed FFT, forward, beside FFTW-MPI (cpu: same shape, ranks, slab decomposition,\n"
+                   "planning effort, transposed output) or cuFFT alone (cuda, one rank), and its exchange beside\n"
+                   "the same all-to-all alone, under mpirun or srun. Shapes: --shape, or cubes of -b to -e bytes\n"
+                   "(complex elements of each --dtype).",
+                   {.minbytes = index_t(32) << 20, .maxbytes = index_t(32) << 20, .stepfactor = 8, .iters = 10, .warmup = 2});
+  h.set_root(runtime.world_rank() == 0);
   try {
-    for (const auto& shape : o.shapes)
-      for (const std::string& d : o.dtypes) {
-        const bool ok = d == "float" ? run_case<float>(ctx, shape, o) : run_case<double>(ctx, shape, o);
-        wrong += ok ? 0 : 1;
+    Options o;
+    add_options(h, o);
+    if (!h.parse(argc, argv)) return 0;
+    if (h.sizes_given() && h.given("--shape")) throw UsageError("--shape and -b/-e: give one or the other");
+    o.iters = h.iters();
+    o.warmup = h.warmup();
+    const Context ctx = runtime.start(parse_backend_choice(o.backend));
+    if (o.calls == 0) o.calls = ctx.backend() == Backend::cuda ? 8 : 1;
+    if (!h.json_path().empty()) apps::for_flag("--json", [&] { io::check_output_file(ctx, h.json_path()); });
+#if TESSERA_BENCH_FFTW_MPI
+    if (ctx.backend() == Backend::cpu) {
+      fftw_mpi_init();
+      fftwf_mpi_init();
+    }
+#endif
+    h.configuration()["ranks"] = ctx.size();
+    h.configuration()["backend"] = runtime.describe();
+    h.configuration()["device_path"] = to_string(device_comm_path(ctx));
+    h.configuration()["effort"] = o.effort;
+    h.configuration()["calls_per_sample"] = o.calls;
+    h.configuration()["statistic"] =
+        "time_s: per call, each sample's slowest rank (a sample: calls_per_sample calls back to back, one "
+        "synchronisation); local_s, exchange_s, unpack_s: the slowest rank's mean per call, timed apart; vendor_s, "
+        "alltoall_alone_s: p50";
+    h.set_environment(bench::environment_json(describe_environment(ctx)));
+    if (ctx.is_root()) {
+      std::printf("# tessera_bench_fft_distributed: forward, %s, device path %s, iters %d, warmup %d, %d call(s) per sample, "
+                  "FFTW effort %s\n",
+                  runtime.describe().c_str(), to_string(device_comm_path(ctx)), o.iters, o.warmup, o.calls, o.effort.c_str());
+      std::printf("# ms: p50 per call; GF/s: 5 N log2 N (r2c half) / p50; local (local FFTs + packs), xch, unpk: mean per call, "
+                  "timed apart; a2a: the same alltoallv alone (p50);\n# vendor: FFTW-MPI (cpu, slab, same effort, transposed "
+                  "out) or cuFFT alone (cuda, 1 rank); ratio: vendor p50 / ours\n");
+      std::printf("%-16s %-6s %-4s %-6s %5s %9s %8s %9s %9s %9s %9s %-8s %9s %7s\n", "shape", "dtype", "kind", "dec", "ranks",
+                  "ms", "GF/s", "local", "xch", "unpk", "a2a", "vendor", "vendor ms", "ratio");
+    }
+    for (const std::string& d : o.dtypes) {
+      std::vector<std::vector<index_t>> shapes = o.shapes;
+      if (h.sizes_given()) {
+        shapes.clear();
+        for (index_t count : h.sizes(2 * (d == "float" ? sizeof(float) : sizeof(double)))) {
+          const index_t s = cube_side(count);
+          if (shapes.empty() || shapes.back()[0] != s) shapes.push_back({s, s, s});
+        }
       }
+      for (const auto& shape : shapes) {
+        if (d == "float") run_case<float>(ctx, shape, o, h);
+        else run_case<double>(ctx, shape, o, h);
+      }
+    }
+#if TESSERA_BENCH_FFTW_MPI
+    if (ctx.backend() == Backend::cpu) fftw_mpi_cleanup();
+#endif
+    if (!h.json_path().empty()) apps::write_json_report(ctx, h.json_path(), h.report());
+    return h.finish(/*written_elsewhere=*/true);
   } catch (const UsageError& e) {
-    if (ctx.is_root()) std::fprintf(stderr, "%s\n", e.what());
+    if (runtime.world_rank() == 0) std::fprintf(stderr, "tessera_bench_fft_distributed: %s\n", e.what());
     return 2;
   }
-#if TESSERA_BENCH_FFTW_MPI
-  if (ctx.backend() == Backend::cpu) {
-    fftw_mpi_cleanup();
-  }
-#endif
-  if (ctx.is_root()) std::printf("# summary: %d wrong case(s) (round trip within 10 eps log2 N of max |x|)\n", wrong);
-  return wrong ? 1 : 0;
 }

@@ -128,6 +128,16 @@ void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols) {
                            std::to_string(plan.grid().rows()) + "x" + std::to_string(plan.grid().cols()) + " " +
                            plan.layout_text();
   C* out = to_backend(ctx, std::vector<C>(static_cast<std::size_t>(ob.count())));
+  // The plan reused (it keeps its exchanges between calls): a second forward into another buffer,
+  // then a third into the first, each checked.
+  auto reused = [&](const void* in) {
+    C* other = to_backend(ctx, std::vector<C>(static_cast<std::size_t>(ob.count())));
+    plan.forward(in, other);
+    EXPECT_TRUE(close(to_host(ctx, other, ref.size()), ref, tol, scale)) << what << " (second call, other output)";
+    kernels::deallocate(ctx.queue(), other);
+    plan.forward(in, out);
+    EXPECT_TRUE(close(to_host(ctx, out, ref.size()), ref, tol, scale)) << what << " (third call)";
+  };
   if (r2c) {
     const std::vector<Real> x = extract(read_raw<Real>(c.input), c.shape, ib);
     double xscale = 0;
@@ -136,6 +146,7 @@ void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols) {
     Real* back = to_backend(ctx, std::vector<Real>(x.size()));
     plan.forward(in, out);
     EXPECT_TRUE(close(to_host(ctx, out, ref.size()), ref, tol, scale)) << what;
+    reused(in);
     plan.inverse(out, back);
     EXPECT_TRUE(close(to_host(ctx, back, x.size()), x, tol, 4.5)) << what << " (inverse)";
     EXPECT_TRUE(close(to_host(ctx, out, ref.size()), ref, tol, scale)) << what << " (inverse changed its input)";
@@ -147,6 +158,7 @@ void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols) {
     C* back = to_backend(ctx, std::vector<C>(x.size()));
     plan.forward(in, out);
     EXPECT_TRUE(close(to_host(ctx, out, ref.size()), ref, tol, scale)) << what;
+    reused(in);
     plan.inverse(out, back);
     EXPECT_TRUE(close(to_host(ctx, back, x.size()), x, tol, 6.5)) << what << " (inverse)";
     kernels::deallocate(ctx.queue(), in);

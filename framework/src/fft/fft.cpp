@@ -75,6 +75,10 @@ struct Step {
   int g = 0, whole = 0, cut = 0;
   std::optional<Exchange> forward_exchange, inverse_exchange;
   std::vector<std::size_t> forward_send, forward_recv, inverse_send, inverse_recv;  // piece per peer
+  // An exchange whose pieces land straight in the destination block is listed for one destination
+  // and kept while calls name the same one (the schedule's work buffer, unless the exchange is the
+  // last step): that destination, forward and inverse.
+  void* straight_destination[2] = {nullptr, nullptr};
 };
 
 std::string dims_text(const std::vector<index_t>& shape) {
@@ -471,6 +475,7 @@ class PlanImpl {
     recv = send;
     const index_t cl = geo.pc.local_size(geo.me);
     for (int q = 0; q < geo.peers; ++q) {
+      if (q == geo.me) continue;  // copied straight (copy_own_piece)
       const auto [sb, rb] = piece_bytes(geo, q);
       if (sb > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, sb);
       if (rb == 0) continue;
@@ -491,12 +496,34 @@ class PlanImpl {
     send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
     recv = send;
     for (int q = 0; q < geo.peers; ++q) {
+      if (q == geo.me) continue;  // copied straight (copy_own_piece)
       const auto [s, r] = piece_bytes(geo, q);
       if (s > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, s);
       if (r > 0) recv[static_cast<std::size_t>(q)] = x.receive_packed(q, r);
     }
     x.prepare();
     (forward ? step.forward_exchange : step.inverse_exchange).emplace(std::move(x));
+  }
+
+  // This rank's own piece, from `in` straight into its place in `out` (the pieces to other ranks
+  // travel packed): b_to_c, [A, Bl, M, C] at column Pc(me) into [A, B, M, Cl] at Pb(me); otherwise
+  // [A, B, M, Cl] at Pb(me) into [A, Bl, M, C] at column Pc(me).
+  void copy_own_piece(const Geometry& geo, const char* in, char* out) const {
+    const kernels::Queue& queue = ctx_.queue();
+    const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
+    if (bl * cl * geo.m == 0) return;
+    const auto e = static_cast<std::size_t>(geo.e);
+    const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
+    for (index_t a = 0; a < geo.a; ++a) {
+      const char* a_in = in + static_cast<std::size_t>(a * (geo.b_to_c ? bl * geo.m * geo.nc : geo.nb * geo.m * cl)) * e;
+      char* a_out = out + static_cast<std::size_t>(a * (geo.b_to_c ? geo.nb * geo.m * cl : bl * geo.m * geo.nc)) * e;
+      if (geo.b_to_c)
+        kernels::copy_2d(queue, a_out + static_cast<std::size_t>(b0 * geo.m * cl) * e, cl, a_in + static_cast<std::size_t>(c0) * e,
+                         geo.nc, bl * geo.m, cl, e);
+      else
+        kernels::copy_2d(queue, a_out + static_cast<std::size_t>(c0) * e, geo.nc, a_in + static_cast<std::size_t>(b0 * geo.m * cl) * e,
+                         cl, bl * geo.m, cl, e);
+    }
   }
 
   void exchange(Step& step, bool forward, const State& from, const State& to, const void* src, void* dst,
@@ -506,22 +533,33 @@ class PlanImpl {
     const Geometry geo = geometry(step, forward);
     const kernels::Queue& queue = ctx_.queue();
     std::optional<Exchange>& held = forward ? step.forward_exchange : step.inverse_exchange;
-    const bool listed_now = !held.has_value();
-    std::vector<std::size_t> send_now, recv_now;
-    const std::vector<std::size_t>& send = listed_now ? send_now : forward ? step.forward_send : step.inverse_send;
-    const std::vector<std::size_t>& recv = listed_now ? recv_now : forward ? step.forward_recv : step.inverse_recv;
     const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
     const auto* in = static_cast<const char*>(src);
     auto* out = static_cast<char*>(dst);
     const auto e = static_cast<std::size_t>(geo.e);
+    // Pieces received straight into `out`: the exchange listed for it, kept for the next call.
+    void*& destination = step.straight_destination[forward ? 0 : 1];
+    const bool list_now = receives_straight(geo) && (!held.has_value() || destination != dst);
+    if (list_now) {
+      held.reset();
+      destination = nullptr;
+    }
+    std::vector<std::size_t>& send = forward ? step.forward_send : step.inverse_send;
+    std::vector<std::size_t>& recv = forward ? step.forward_recv : step.inverse_recv;
     PhaseTimes t;
     exchange_phases(
         {"fft exchange", box(from).count()}, axis_context(step.g), times ? &t : nullptr,
         [&] {
-          if (listed_now) return list_exchange(step, geo, send_now, recv_now, out);
+          if (list_now) {
+            Exchange x = list_exchange(step, geo, send, recv, out);
+            x.prepare();
+            destination = dst;
+            return x;
+          }
           return std::move(*held);
         },
         [&](Exchange& x) {
+          copy_own_piece(geo, in, out);
           for (int q = 0; q < geo.peers; ++q) {
             const std::size_t piece = send[static_cast<std::size_t>(q)];
             if (piece == SIZE_MAX) continue;
@@ -548,7 +586,7 @@ class PlanImpl {
               kernels::copy_2d(queue, out + static_cast<std::size_t>(geo.pc.offset(q)) * e, geo.nc,
                                x.received_slot(piece), cq, geo.a * bl * geo.m, cq, e);
           }
-          if (!listed_now) held.emplace(std::move(x));
+          held.emplace(std::move(x));
         });
     if (times) *times += t;
   }

@@ -120,6 +120,13 @@ for op in sum matmul; do
   grep -q "\"slurm_job_id\": \"$id\"" "$report" || fail "scaling job: $op report does not name job $id"
   "$python" -c 'import json, sys; t = json.load(open(sys.argv[1]))["threads"]; sys.exit(0 if t["min"] == t["max"] == 2 else f"threads {t}")' \
     "$report" || fail "scaling job: $op report: not 2 OpenMP threads per rank under --cpus-per-task=2"
+  # The launch's checkpoint holds every round its report has (what a requeued job resumes from).
+  "$python" -c 'import h5py, json, sys
+rounds = json.load(open(sys.argv[1]))["rounds"]
+with h5py.File(sys.argv[2], "r") as f:
+    done = int(f["rounds_done"][0])
+sys.exit(0 if done == rounds else f"checkpoint: {done} rounds, report: {rounds}")' "$report" "${report%.json}.ckpt.h5" ||
+    fail "scaling job: $op checkpoint"
 done
 
 # The gather script on the job's directory: a table and one PNG per op.

@@ -142,6 +142,7 @@ def test_arithmetic_and_conversions(dtype):
         expect_distributed((1 + 3j) / x, np.array(1 + 3j, dtype) / a, "a scalar divided by n=%d" % n, **tol)
         expect_distributed(x + 2, a + 2, "plus an int keeps %s" % dtype, **tol)
         expect_distributed(x.astype("complex128"), a.astype(np.complex128), "astype complex128")
+        expect_distributed(x.astype("complex64"), a.astype(np.complex64), "astype complex64")
         real = global_data(n, "float32", seed=3)
         r = tessera.from_global(real)
         expect_distributed(r.astype(dtype), real.astype(dtype), "float32 -> %s" % dtype)

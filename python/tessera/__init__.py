@@ -271,7 +271,8 @@ def empty(shape, dtype="float64", comm=None, layout=None):
 def random(shape, seed=0, dtype="float64", comm=None, layout=None):
     """Tessera's counter-based random array: element i (i * cols + j in 2-D) depends on (seed, i)
     only, so the same seed gives the same global array on any number of ranks. floats: multiples of
-    2^-23 (float32) or 2^-52 (float64) in [-1, 1); integers in [-1000, 1000]. Collective."""
+    2^-23 (float32) or 2^-52 (float64) in [-1, 1); integers in [-1000, 1000]; complex64 (complex128):
+    element k is (r[2k], r[2k + 1]), r the float32 (float64) sequence of the seed. Collective."""
     ctx = _context(comm)
     if not isinstance(seed, _numbers.Integral) or not 0 <= seed < 2 ** 64:
         raise ValueError("random: seed must be an integer in [0, 2^64)")
@@ -344,8 +345,9 @@ def _whole(what, a, axis, dtype=None, out=None, keepdims=False):
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, exact=False):  # noqa: A001 - numpy's name
     """The sum of all elements (numpy.sum with axis=None): int64 for integer arrays (wrapping as numpy
-    does), the array's type for floats. ``exact=True``: the correctly rounded sum of the exact
-    values, the same bits on any number of ranks and either backend. Collective."""
+    does), the array's type for floats and complex numbers. ``exact=True``: the correctly rounded sum
+    of the exact values (complex: of the real and the imaginary parts apart), the same bits on any
+    number of ranks and either backend. Collective."""
     _whole("sum", a, axis, dtype, out, keepdims)
     return _tessera._reduce(a, _tessera._Reduction.exact_sum if exact else _tessera._Reduction.sum)
 

@@ -64,6 +64,10 @@ class FftPlan {
     visit([&](auto& plan) {
       input_grid_ = grid_of(plan.input_box(), plan.shape());
       output_grid_ = grid_of(plan.output_box(), plan.output_shape());
+      const bool same = is_block(input_grid_, plan.input_box(), plan.shape()) &&
+                        is_block(output_grid_, plan.output_box(), plan.output_shape());
+      agree(session_->context(), same ? ErrorKind::none : ErrorKind::value,
+            same ? "" : "fft.Plan: the plan's block of this rank is not the block layout of a grid");
     });
   }
 
@@ -90,14 +94,12 @@ class FftPlan {
         const DistMatrix<Real> in = prepared<Real>(a, plan.shape(), input_grid_, "forward");
         DistMatrix<C> out(session_->grid(output_grid_.rows, output_grid_.cols), plan.output_shape()[0],
                           plan.output_shape()[1]);
-        check_block(out, plan.output_box());
         plan.forward(in.local_data(), out.local_data());
         return make_array(session_, std::move(out));
       }
       const DistMatrix<C> in = prepared<C>(a, plan.shape(), input_grid_, "forward");
       DistMatrix<C> out(session_->grid(output_grid_.rows, output_grid_.cols), plan.output_shape()[0],
                         plan.output_shape()[1]);
-      check_block(out, plan.output_box());
       plan.forward(in.local_data(), out.local_data());
       return make_array(session_, std::move(out));
     });
@@ -111,12 +113,10 @@ class FftPlan {
       const DistMatrix<C> in = prepared<C>(a, plan.output_shape(), output_grid_, "inverse");
       if (r2c_) {
         DistMatrix<Real> out(session_->grid(input_grid_.rows, input_grid_.cols), plan.shape()[0], plan.shape()[1]);
-        check_block(out, plan.input_box());
         plan.inverse(in.local_data(), out.local_data());
         return make_array(session_, std::move(out));
       }
       DistMatrix<C> out(session_->grid(input_grid_.rows, input_grid_.cols), plan.shape()[0], plan.shape()[1]);
-      check_block(out, plan.input_box());
       plan.inverse(in.local_data(), out.local_data());
       return make_array(session_, std::move(out));
     });
@@ -132,13 +132,14 @@ class FftPlan {
     return whole ? GridShape{1, ctx.size()} : GridShape{ctx.size(), 1};
   }
 
-  // The plan's box and the matrix's block must be one: a check of the mapping above.
-  template <class T>
-  void check_block(const DistMatrix<T>& m, const fft::Box& box) const {
-    const bool same = m.row_offset() == box.lo[0] && m.col_offset() == box.lo[1] && m.local_rows() == box.size[0] &&
-                      m.local_cols() == box.size[1];
-    agree(session_->context(), same ? ErrorKind::none : ErrorKind::value,
-          same ? "" : "fft: the plan's block of this rank is not the block layout of its grid");
+  // Whether this rank's box is its block in the balanced block layout of `grid` (DistMatrix's): a
+  // check, once per plan, of the mapping above.
+  bool is_block(GridShape grid, const fft::Box& box, const std::vector<index_t>& shape) const {
+    const int rank = session_->context().rank();
+    const Partition rows = Partition::block(shape[0], grid.rows), cols = Partition::block(shape[1], grid.cols);
+    const int pr = rank / grid.cols, pc = rank % grid.cols;
+    return rows.offset(pr) == box.lo[0] && rows.local_size(pr) == box.size[0] && cols.offset(pc) == box.lo[1] &&
+           cols.local_size(pc) == box.size[1];
   }
 
   // `a` as a DistMatrix<T> on `grid` (a view of its blocks where it lies there, else a copy

@@ -240,6 +240,8 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
   const std::vector<Shape> shapes = {{1, 1, 1, 0},    {0, 5, 3, 0},     {5, 0, 3, 0},     {4, 5, 0, 0},
                                      {17, 33, 65, 3}, {31, 1, 257, 0},  {1, 513, 7, 1},   {127, 129, 255, 0},
                                      {64, 600, 300, 5}, {301, 257, 513, 0}};
+  // Both engines: vendor is OpenBLAS for float and double where the build found it.
+  for (GemmEngine engine : {GemmEngine::tiled, GemmEngine::vendor})
   for (int threads : {1, 4}) {
     omp_set_num_threads(threads);
     for (const Shape& s : shapes) {
@@ -252,7 +254,7 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
         auto c = c0;
         if (beta == T(0))  // beta == 0 must not read C: NaN in C must vanish
           for (auto& x : c) x = std::numeric_limits<T>::quiet_NaN();
-        kernels::gemm(kCpu, GemmEngine::tiled, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        kernels::gemm(kCpu, engine, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
         for (index_t i = 0; i < s.m; ++i) {
           for (index_t j = 0; j < s.n; ++j) {
             long double ref = 0;
@@ -261,7 +263,8 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
             ref = alpha * ref + (beta == T(0) ? 0.0L : beta * static_cast<long double>(c0[static_cast<std::size_t>(i * ldc + j)]));
             const double tol = 4.0 * (s.k + 2) * std::numeric_limits<T>::epsilon();
             ASSERT_NEAR(static_cast<double>(ref), static_cast<double>(c[static_cast<std::size_t>(i * ldc + j)]), tol)
-                << "m=" << s.m << " n=" << s.n << " k=" << s.k << " beta=" << beta << " at (" << i << "," << j << ")";
+                << to_string(engine) << " threads=" << threads << " m=" << s.m << " n=" << s.n << " k=" << s.k
+                << " beta=" << beta << " at (" << i << "," << j << ")";
           }
           // Padding columns of C (beyond n) are untouched.
           for (index_t j = s.n; j < ldc; ++j) {

@@ -43,8 +43,9 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-for v in ranks threads iters nt ns nd block runs; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "side_by_side.sh: --${v} must be a positive integer, not '${!v}'" >&2; exit 2; }
+for pair in ranks:ranks threads:threads iters:iters transpose:nt stencil:ns dgemm:nd dgemm-block:block runs:runs; do
+  v=${pair#*:}
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "side_by_side.sh: --${pair%%:*} must be a positive integer, not '${!v}'" >&2; exit 2; }
 done
 [ -d "$prk/MPI1/Transpose" ] && [ -d "$prk/common" ] && [ -d "$prk/include" ] \
   || { echo "side_by_side.sh: $prk is not a PRK checkout (no MPI1/Transpose, common/ or include/)" >&2; exit 2; }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -286,6 +287,38 @@ TEST(Predicates, FollowIeeeForNaN) {
   EXPECT_TRUE((Predicate<float>{PredicateKind::ne, 0.f, 0.f}(nan)));
   EXPECT_TRUE((Predicate<float>{PredicateKind::nonzero, 0.f, 0.f}(nan)));
   EXPECT_TRUE((Predicate<int>{PredicateKind::between, 2, 2}(2)));
+}
+
+// Host blocks of 4 MiB and more: freed ones are cached and handed out again for a request of about
+// their size, hold what is written to them, and release_cached_memory() empties the cache; smaller
+// blocks are never cached.
+TEST(CpuMemory, LargeBlocksAreCachedReusedAndReleased) {
+  kernels::release_cached_memory();
+  ASSERT_EQ(kernels::cached_memory_bytes(), 0u);
+  const std::size_t big = (std::size_t(8) << 20) + 12345;
+  void* p = kernels::allocate(kCpu, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  std::memset(p, 0x5a, big);  // every byte of the request is usable
+  kernels::deallocate(kCpu, p);
+  EXPECT_GE(kernels::cached_memory_bytes(), big);
+  void* q = kernels::allocate(kCpu, big - 4096);  // about the same size: the cached block
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(kernels::cached_memory_bytes(), 0u);
+  void* r = kernels::allocate(kCpu, big);  // none cached now: a new block
+  EXPECT_NE(r, q);
+  kernels::deallocate(kCpu, q);
+  kernels::deallocate(kCpu, r);
+  void* tiny = kernels::allocate(kCpu, 1000);
+  const std::size_t cached = kernels::cached_memory_bytes();
+  kernels::deallocate(kCpu, tiny);
+  EXPECT_EQ(kernels::cached_memory_bytes(), cached);  // small blocks go straight back
+  void* small = kernels::allocate(kCpu, std::size_t(1) << 20);  // far smaller: not a cached 8 MiB block
+  EXPECT_NE(small, q);
+  EXPECT_NE(small, r);
+  kernels::deallocate(kCpu, small);
+  kernels::release_cached_memory();
+  EXPECT_EQ(kernels::cached_memory_bytes(), 0u);
 }
 
 }  // namespace

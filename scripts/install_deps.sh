@@ -61,6 +61,14 @@ header_in hdf5.h /usr/include/hdf5/openmpi /usr/include/hdf5/serial /usr/include
 header_in fftw3.h /usr/include /usr/local/include ${FFTW_ROOT:+$FFTW_ROOT/include} || missing_required+=(libfftw3-dev)
 header_in fftw3-mpi.h /usr/include /usr/local/include ${FFTW_ROOT:+$FFTW_ROOT/include} || missing_required+=(libfftw3-mpi-dev)
 header_in gtest/gtest.h /usr/include /usr/local/include || missing_required+=(libgtest-dev)
+# OpenBLAS (the cpu backend's vendor GEMM; without it that engine runs the blocked kernel). Debian's
+# libopenblas-dev brings the pthread variant; its headers sit in a directory of their own.
+openblas=0
+for f in /usr/include/openblas_config.h /usr/include/*/openblas*/openblas_config.h /usr/include/openblas/openblas_config.h \
+         /usr/local/include/openblas_config.h ${OpenBLAS_ROOT:+$OpenBLAS_ROOT/include/openblas_config.h}; do
+  [ -e "$f" ] && openblas=1
+done
+[ $openblas = 1 ] || missing_optional+=(libopenblas-dev)
 have ninja || missing_optional+=(ninja-build)  # faster builds; make works too
 if [ "$profile" = demo ]; then
   python_with "matplotlib" || missing_optional+=(python3-matplotlib)  # the scaling demo's plot

@@ -30,16 +30,18 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 arch_args=()
 # The test command on a machine without a GPU cannot run GPU code; it only proves that the CUDA
-# backend compiles. One architecture halves the libraries' device compilation: sm_80 with its PTX,
-# which any newer GPU runs (the driver compiles it at the first launch). Set
-# CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=... to choose others.
-if [ "$what" = test ] && [[ "${CMAKE_ARGS:-}" != *CMAKE_CUDA_ARCHITECTURES* ]] \
-   && ! nvidia-smi -L >/dev/null 2>&1; then
-  arch_args=(-DCMAKE_CUDA_ARCHITECTURES=80)
+# backend, its tests and the apps compile. One architecture halves the libraries' device
+# compilation: sm_80 with its PTX, which any newer GPU runs (the driver compiles it at the first
+# launch). The local kernels' benchmarks against CUB, cuBLAS and Thrust (bench/kernels: a quarter
+# of the whole build's compile time on 2 cores) are left out. CMAKE_ARGS chooses otherwise
+# (-DCMAKE_CUDA_ARCHITECTURES=..., -DTESSERA_BUILD_GPU_BENCH=ON).
+if [ "$what" = test ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  [[ "${CMAKE_ARGS:-}" == *CMAKE_CUDA_ARCHITECTURES* ]] || arch_args+=(-DCMAKE_CUDA_ARCHITECTURES=80)
+  [[ "${CMAKE_ARGS:-}" == *TESSERA_BUILD_GPU_BENCH* ]] || arch_args+=(-DTESSERA_BUILD_GPU_BENCH=OFF)
 fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   if [ ${#arch_args[@]} -gt 0 ]; then
-    echo "run.sh: no GPU here: CUDA code (where nvcc exists) is built for sm_80 and its PTX only"
+    echo "run.sh: no GPU here: CUDA code (where nvcc exists) is built for sm_80 and its PTX only, without the GPU kernels' benchmarks"
   fi
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${arch_args[@]}" ${CMAKE_ARGS:-}
 fi

@@ -1,6 +1,6 @@
 // matmul: C = A B over a 2-D process grid by SUMMA: for each panel of K, A's panel travels along the
 // process rows and B's along the process columns, and every rank accumulates the panel product
-// with the local GEMM (ours, or the vendor library with --local cublas).
+// with the local GEMM (ours, or the vendor library with --local vendor: cuBLAS or OpenBLAS).
 #include "app.hpp"
 #include "perturb.hpp"
 #include "verify.hpp"
@@ -34,11 +34,13 @@ int main(int argc, char** argv) {
                       matmul_options.panel_width = parse_size(v, "--panel");
                       if (matmul_options.panel_width < 1) throw UsageError("--panel: must be at least 1");
                     });
-  parser.add_option("--local", "tiled|cublas", "the local product: ours (tiled) or the vendor library (cublas)",
+  parser.add_option("--local", "tiled|vendor",
+                    "the local product: ours (tiled) or the vendor library (vendor: cuBLAS under cuda, OpenBLAS "
+                    "under cpu where the build found it; cublas and openblas are taken for vendor)",
                     [&](std::string_view v) {
                       if (v == "tiled") matmul_options.engine = GemmEngine::tiled;
-                      else if (v == "cublas" || v == "vendor") matmul_options.engine = GemmEngine::vendor;
-                      else throw UsageError("--local: unknown engine '" + std::string(v) + "' (expected tiled or cublas)");
+                      else if (v == "vendor" || v == "cublas" || v == "openblas") matmul_options.engine = GemmEngine::vendor;
+                      else throw UsageError("--local: unknown engine '" + std::string(v) + "' (expected tiled or vendor)");
                       engine_text = std::string(v);
                     });
 
@@ -160,13 +162,18 @@ int main(int argc, char** argv) {
       r.sizes["n"] = static_cast<long long>(n);
       r.parameters["grid"] = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
       r.parameters["panel"] = static_cast<long long>(matmul_options.panel_width);
-      // What ran: the cpu backend has one local product (a blocked host kernel), whichever was asked.
-      const std::string ran = ctx.backend() == Backend::cpu ? "host" : engine_text;
+      // What ran: under cpu the blocked host kernel ("host"), or OpenBLAS for --local vendor where
+      // the build has it; under cuda what was asked.
+      const char* vendor = kernels::vendor_gemm_library(ctx.backend());
+      const std::string ran = ctx.backend() != Backend::cpu ? engine_text
+                              : matmul_options.engine == GemmEngine::vendor && vendor ? std::string(vendor)
+                                                                                                  : std::string("host");
       r.parameters["local"] = ran;
       r.rows.emplace_back("summa", "grid " + std::to_string(grid.rows()) + " x " + std::to_string(grid.cols()) +
                                        ", panel " + std::to_string(matmul_options.panel_width) + ", local " +
-                                       (ran == engine_text ? ran : ran + " (the cpu backend's blocked kernel; --local " +
-                                                                       engine_text + " asked)"));
+                                       (ran == engine_text ? ran
+                                        : ran == "host"    ? ran + " (the cpu backend's blocked kernel; --local " + engine_text + " asked)"
+                                                           : ran + " (--local " + engine_text + ")"));
       r.result = checksum;
       r.result_text = "C is " + std::to_string(m) + " x " + std::to_string(n) + ", sum of elements " + checksum_text;
       if (o.verify) r.verdict = verify::check_matmul(a, b, c, o.seed);

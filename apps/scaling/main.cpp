@@ -9,8 +9,10 @@
 //   measurement.cpp  the points, their rounds and medians
 //   two_level.cpp    the two levels of the network (within a node, among nodes)
 //   report.cpp       the analysis, the table, the JSON and the CSV
+//   resume.cpp       --checkpoint and --restart: the rounds so far, and a study that goes on from them
 //   probe.cpp        --probe-gpus
 #include <mpi.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <exception>
@@ -25,6 +27,7 @@
 #include "pings.hpp"
 #include "probe.hpp"
 #include "report.hpp"
+#include "resume.hpp"
 #include "tessera/build_config.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/kernels/error.hpp"
@@ -70,6 +73,24 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   std::vector<tessera::Context> contexts;
   for (int p : o.ranks) contexts.push_back(world.first(p));
 
+  // A resumed study: the rounds its checkpoint holds (resume.hpp), measured on the points of this plan: read
+  // before anything is measured, so that a checkpoint of another study is refused at once.
+  const tessera::Context root_only = world.first(1);
+  const std::string signature = study::study_signature(o, plan, world.size(), tessera::to_string(world.backend()));
+  int rounds_done = 0;
+  std::string restart = o.restart;
+  if (restart == "auto") {
+    struct stat st {};
+    int exists = root && ::stat(o.checkpoint.c_str(), &st) == 0 ? 1 : 0;
+    exists = world.comm().bcast_value(exists, 0);
+    restart = exists ? o.checkpoint : "";
+  }
+  if (!restart.empty()) {
+    rounds_done = study::restore_rounds(world, root_only, restart, plan, signature);
+    if (root && !o.quiet)
+      std::fprintf(stderr, "tessera-scaling: resumed from %s after %d round%s\n", restart.c_str(), rounds_done,
+                   rounds_done == 1 ? "" : "s");
+  }
   // The machine: the pings of the network models and the operation's own collectives at every
   // group size, then the node-sharing probe at 1..G ranks of node 0.
   const tessera::CollectivePlan op_plan = study::operation_plan(o.op, o.dtype);
@@ -103,7 +124,13 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   }
   const auto level_samples = apps::two_level::measure(world, layout, o.ping_bytes);
 
-  const std::vector<study::ModeReport> reports = study::measure_modes(world, contexts, o, std::move(plan), progress);
+  study::AfterRound save;
+  if (!o.checkpoint.empty())
+    save = [&](const std::vector<study::ModeReport>& so_far, int done) {
+      study::save_rounds(world, root_only, o.checkpoint, so_far, done, signature);
+    };
+  const std::vector<study::ModeReport> reports =
+      study::measure_modes(world, contexts, o, std::move(plan), progress, rounds_done, save);
   if (!root) return 0;
 
   std::vector<study::ModeAnalysis> analyses;

@@ -200,7 +200,8 @@ std::size_t largest_point_bytes(const Options& o, const std::vector<ModeReport>&
 }
 
 std::vector<ModeReport> measure_modes(const Context& world, const std::vector<Context>& contexts, const Options& o,
-                                      std::vector<ModeReport> reports, Progress& progress) {
+                                      std::vector<ModeReport> reports, Progress& progress, int rounds_done,
+                                      const AfterRound& after_round) {
   // Every point runs once per round, in an order that rotates from round to round, so that a slow
   // spell of the machine (other jobs, a descheduled rank) lands on all points alike and shows as
   // spread instead of as one point's bias. Rounds go on past --rounds, up to --max-rounds, while a
@@ -209,7 +210,23 @@ std::vector<ModeReport> measure_modes(const Context& world, const std::vector<Co
   std::vector<std::pair<std::size_t, std::size_t>> slots;  // (mode, rank count) of each point
   for (std::size_t m = 0; m < reports.size(); ++m)
     for (std::size_t i = 0; i < reports[m].points.size(); ++i) slots.emplace_back(m, i);
-  for (int round = 1;; ++round) {
+  const auto more_rounds = [&](int round) {
+    int more = 0;
+    if (root && round < o.max_rounds) {
+      more = round < o.rounds ? 1 : 0;
+      for (const auto& report : reports)
+        for (const auto& series : report.points)
+          if (series.spread() > o.max_spread) more = 1;
+    }
+    return world.comm().bcast_value(more, 0) != 0;
+  };
+  if (rounds_done > 0) {
+    if (rounds_done > o.rounds) progress.add(static_cast<std::size_t>(rounds_done - o.rounds) * slots.size());
+    progress.credit(static_cast<std::size_t>(rounds_done) * slots.size());
+    if (!more_rounds(rounds_done)) return reports;
+    if (rounds_done >= o.rounds) progress.add(slots.size());
+  }
+  for (int round = rounds_done + 1;; ++round) {
     for (std::size_t k = 0; k < slots.size(); ++k) {
       const auto [m, i] = slots[(k + static_cast<std::size_t>(round - 1)) % slots.size()];
       PointSeries& series = reports[m].points[i];
@@ -222,15 +239,8 @@ std::vector<ModeReport> measure_modes(const Context& world, const std::vector<Co
       progress.done("round " + std::to_string(round) + ": " + sc::to_string(reports[m].mode) + " at " +
                     std::to_string(point.ranks) + " ranks");
     }
-    int more = 0;
-    if (root && round < o.max_rounds) {
-      more = round < o.rounds ? 1 : 0;
-      for (const auto& report : reports)
-        for (const auto& series : report.points)
-          if (series.spread() > o.max_spread) more = 1;
-    }
-    more = world.comm().bcast_value(more, 0);
-    if (!more) break;
+    if (after_round) after_round(reports, round);
+    if (!more_rounds(round)) break;
     if (round >= o.rounds) progress.add(slots.size());
   }
   return reports;

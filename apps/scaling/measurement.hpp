@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,8 @@ class Progress {
   Progress(bool show, std::size_t total) : show_(show), total_(total) {}
   void done(const std::string& what);
   void add(std::size_t points) { total_ += points; }
+  // Points done before this run (a study resumed from its checkpoint): counted, no line.
+  void credit(std::size_t points) { done_ += points; }
 
  private:
   bool show_;
@@ -109,8 +112,12 @@ std::size_t largest_point_bytes(const Options& o, const std::vector<ModeReport>&
 // Every point of the plan once per round, in an order that rotates from round to round, until
 // --rounds rounds ran and no point is noisy, or --max-rounds. contexts[i]: the sub-communicator of
 // o.ranks[i] ranks (null on the ranks outside it). Collective over world; the series are complete on
-// world rank 0 only (the other ranks get the modes and sizes without rounds).
+// world rank 0 only (the other ranks get the modes and sizes without rounds). A resumed study passes
+// the rounds it holds (`rounds_done` of them in `plan`, on world rank 0); `after_round`, when set, is
+// called on every rank after each round with the series so far and the rounds done.
+using AfterRound = std::function<void(const std::vector<ModeReport>&, int rounds_done)>;
 std::vector<ModeReport> measure_modes(const Context& world, const std::vector<Context>& contexts, const Options& o,
-                                      std::vector<ModeReport> plan, Progress& progress);
+                                      std::vector<ModeReport> plan, Progress& progress, int rounds_done = 0,
+                                      const AfterRound& after_round = {});
 
 }  // namespace tessera::apps::scaling_study

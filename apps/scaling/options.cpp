@@ -116,6 +116,14 @@ void add_options(ArgParser& p, Options& o, int world_size) {
                "write the cost model's inputs (points, probe, collectives, network) and its predictions as "
                "text, for replaying the model (tests/scaling/data)",
                [&o](std::string_view v) { o.model_inputs = std::string(v); });
+  p.add_option("--checkpoint", "FILE.h5",
+               "after every round, write the rounds measured so far to FILE.h5 (rewritten whole, under a\n" +
+                   std::string(34, ' ') + "temporary name first), for --restart",
+               [&o](std::string_view v) { o.checkpoint = std::string(v); });
+  p.add_option("--restart", "FILE.h5|auto",
+               "continue the study whose rounds FILE.h5 holds (the same op, type, points, --repeat, --seed,\n" +
+                   std::string(34, ' ') + "backend and job size) with its next round; auto: the --checkpoint file where it exists",
+               [&o](std::string_view v) { o.restart = std::string(v); });
   p.add_option("--seed", "S", "generator seed: element i depends on (S, i) only (default 42)",
                [&o](std::string_view v) { o.seed = parse_unsigned(v, "--seed"); });
   p.add_switch("--quiet", "no progress lines on stderr", &o.quiet);
@@ -145,6 +153,8 @@ Options parse_options(ArgParser& parser, int argc, char** argv, int world_size) 
   if (parser.given("--max-rounds") && o.max_rounds < o.rounds)
     throw UsageError("--max-rounds: " + std::to_string(o.max_rounds) + " is less than --rounds " + std::to_string(o.rounds));
   o.max_rounds = std::max(o.max_rounds, o.rounds);
+  if (o.restart == "auto" && o.checkpoint.empty())
+    throw UsageError("--restart auto: continues from the --checkpoint file; give --checkpoint FILE.h5 too");
   if (!o.n) o.n = matmul ? 512 : index_t(1) << 22;
   if (!o.n_per_rank) o.n_per_rank = matmul ? 256 : index_t(1) << 20;
   if (o.ranks.empty()) {

@@ -37,6 +37,8 @@ struct Options {
   index_t ping_bytes = index_t(4) << 20;  // at most kMaxPingBytes
   index_t probe_bytes = -1;  // per rank, the node-sharing probe's buffer (0: no probe; -1: 64M on cpu, 1G on cuda)
   std::string model_inputs;  // --model-inputs: the model's inputs and predictions as text
+  std::string checkpoint;    // --checkpoint: the rounds so far, written after every round (resume.hpp)
+  std::string restart;       // --restart: a checkpoint to continue from, or "auto" (the --checkpoint file where it exists)
   std::uint64_t seed = 42;
   bool probe_gpus = false;
   int threads = 0;  // OpenMP threads per rank; 0: OMP_NUM_THREADS, else the runtime's choice

@@ -803,7 +803,8 @@ void check_outputs_writable(const Options& o, const Communicator& world) {
       if (access(directory.c_str(), W_OK | X_OK) != 0) return "cannot write in directory '" + directory + "' (permission denied)";
       return "";
     };
-    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv}, {"--model-inputs", o.model_inputs}}) {
+    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv},
+                                     {"--model-inputs", o.model_inputs}, {"--checkpoint", o.checkpoint}}) {
       if (path.empty()) continue;
       const std::string problem = problem_of(path);
       if (!problem.empty()) {
@@ -814,6 +815,18 @@ void check_outputs_writable(const Options& o, const Communicator& world) {
     if (!error[0] && !o.json.empty() && !o.csv.empty() && same_file(o.json, o.csv))
       std::snprintf(error, sizeof error, "--csv: '%s' is also the --json file; give each report a file of its own",
                     o.csv.c_str());
+    // A checkpoint is rewritten after every round: an existing file is only ever the study's own,
+    // continued with --restart; anything else there stays untouched.
+    struct stat st {};
+    if (!error[0] && !o.checkpoint.empty() && o.restart.empty() && stat(o.checkpoint.c_str(), &st) == 0)
+      std::snprintf(error, sizeof error,
+                    "--checkpoint: '%s' exists; give --restart auto to continue the study it holds, or another file",
+                    o.checkpoint.c_str());
+    for (const auto& [flag, path] : {std::pair<std::string, std::string>{"--json", o.json}, {"--csv", o.csv},
+                                     {"--model-inputs", o.model_inputs}}) {
+      if (!error[0] && !path.empty() && !o.checkpoint.empty() && same_file(path, o.checkpoint))
+        std::snprintf(error, sizeof error, "--checkpoint: '%s' is also the %s file", o.checkpoint.c_str(), flag.c_str());
+    }
   }
   world.bcast(error, sizeof error, 0);
   if (error[0]) throw UsageError(error);

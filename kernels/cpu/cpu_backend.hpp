@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/gemm.hpp"
 #include "tessera/kernels/predicate.hpp"
 #include "tessera/kernels/reduce_op.hpp"
 #include "tessera/kernels/scan.hpp"
@@ -39,9 +40,11 @@ void select(const T* in, index_t n, Pred pred, T* out, index_t* kept_count);
 template <class T, class Pred>
 void count_if(const T* in, index_t n, Pred pred, index_t* count);
 
+// engine vendor: OpenBLAS for float, double and the complex types where the build found it
+// (gemm.cpp); the blocked kernel otherwise.
 template <class T>
-void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
-          T* c, index_t ldc);
+void gemm(GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b,
+          index_t ldb, T beta, T* c, index_t ldc);
 
 template <class T>
 void fill(T* out, index_t n, T value);

@@ -4,6 +4,14 @@
 // C. The innermost loop runs along a packed row of B and a row of C, both contiguous, so the
 // compiler vectorises it; four rows of C at a time reuse each loaded B row four times.
 //
+// GemmEngine::vendor, where the build found OpenBLAS (TESSERA_HAVE_OPENBLAS), runs cblas_sgemm,
+// cblas_dgemm, cblas_cgemm or cblas_zgemm instead, row-major, with as many OpenBLAS threads as
+// OpenMP would give this call (omp_get_max_threads(): --threads, OMP_NUM_THREADS; one inside a
+// parallel region). Debian's libopenblas-dev links the pthread variant (libopenblas0-pthread),
+// whose thread count is set by openblas_set_num_threads before each call where it differs; the
+// openmp variant follows OpenMP by itself, and the call is the same. Dimensions or leading
+// dimensions past the BLAS's integer (32-bit in Debian's libopenblas) go to the blocked kernel.
+//
 // Element types: float and double; std::int32_t and std::int64_t, whose products and sums wrap
 // modulo 2^32 / 2^64 as NumPy's do (computed in the unsigned type of the same width, where
 // wrapping is defined); std::complex<float> and std::complex<double>.
@@ -12,6 +20,14 @@
 #include <cstdint>
 #include <type_traits>
 #include <vector>
+
+#if TESSERA_HAVE_OPENBLAS
+#include <cblas.h>
+#include <limits>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "cpu_backend.hpp"
 #include "tessera/kernels/gemm.hpp"
@@ -100,11 +116,59 @@ void blocked_gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t 
   }
 }
 
+#if TESSERA_HAVE_OPENBLAS
+// The threads OpenMP would give this call.
+int blas_threads() {
+#if defined(_OPENMP)
+  return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// True where OpenBLAS computed the product; false where it cannot take these sizes.
+template <class T>
+bool vendor_gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
+                 T* c, index_t ldc) {
+  constexpr index_t kMax = std::numeric_limits<blasint>::max();
+  for (index_t v : {m, n, k, lda, ldb, ldc})
+    if (v > kMax) return false;
+  const int threads = blas_threads();
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+  const auto bm = static_cast<blasint>(m), bn = static_cast<blasint>(n), bk = static_cast<blasint>(k);
+  // BLAS wants leading dimensions >= 1 even where a matrix has no elements.
+  const auto la = static_cast<blasint>(std::max<index_t>(lda, 1)), lb = static_cast<blasint>(std::max<index_t>(ldb, 1)),
+             lc = static_cast<blasint>(std::max<index_t>(ldc, 1));
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, bn, bk, alpha, a, la, b, lb, beta, c, lc);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, bn, bk, alpha, a, la, b, lb, beta, c, lc);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, bn, bk, &alpha, a, la, b, lb, &beta, c, lc);
+  } else {
+    static_assert(std::is_same_v<T, std::complex<double>>);
+    cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, bn, bk, &alpha, a, la, b, lb, &beta, c, lc);
+  }
+  return true;
+}
+#endif
+
 }  // namespace
 
 template <class T>
-void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b, index_t ldb, T beta,
-          T* c, index_t ldc) {
+void gemm(GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, const T* b,
+          index_t ldb, T beta, T* c, index_t ldc) {
+#if TESSERA_HAVE_OPENBLAS
+  if constexpr (!std::is_integral_v<T>) {
+    if (engine == GemmEngine::vendor) {
+      if (m == 0 || n == 0) return;
+      // k == 0 or alpha == 0: C = beta C alone, by the blocked path (as under cuda).
+      if (k > 0 && alpha != T(0) && vendor_gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    }
+  }
+#else
+  (void)engine;
+#endif
   if constexpr (std::is_integral_v<T>) {
     // Signed and unsigned types of one width may alias each other.
     using U = std::make_unsigned_t<T>;
@@ -116,7 +180,7 @@ void gemm(index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda, con
 }
 
 #define TESSERA_INSTANTIATE_GEMM(T) \
-  template void gemm<T>(index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, T, T*, index_t);
+  template void gemm<T>(GemmEngine, index_t, index_t, index_t, T, const T*, index_t, const T*, index_t, T, T*, index_t);
 TESSERA_FOR_EACH_GEMM_TYPE(TESSERA_INSTANTIATE_GEMM)
 #undef TESSERA_INSTANTIATE_GEMM
 

@@ -141,13 +141,21 @@ TESSERA_FOR_EACH_PREDICATE(TESSERA_DEFINE_SELECT_ONE, float)
 TESSERA_FOR_EACH_PREDICATE(TESSERA_DEFINE_SELECT_ONE, double)
 #undef TESSERA_DEFINE_SELECT_ONE
 
+const char* vendor_gemm_library(Backend backend) {
+  if (backend == Backend::cuda) return TESSERA_HAVE_CUDA ? "cublas" : nullptr;
+#if TESSERA_HAVE_OPENBLAS
+  return "openblas";
+#else
+  return nullptr;
+#endif
+}
+
 template <class T>
 void gemm(const Queue& q, GemmEngine engine, index_t m, index_t n, index_t k, T alpha, const T* a, index_t lda,
           const T* b, index_t ldb, T beta, T* c, index_t ldc) {
   TESSERA_ASSERT(m >= 0 && n >= 0 && k >= 0, "gemm: negative dimension");
   TESSERA_ASSERT(lda >= k && ldb >= n && ldc >= n, "gemm: leading dimension smaller than the row length");
-  (void)engine;  // under cpu both engines name the same blocked kernel
-  TESSERA_DISPATCH(q, cpu::gemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
+  TESSERA_DISPATCH(q, cpu::gemm(engine, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
                    cuda::gemm(q, engine, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 

@@ -17,6 +17,9 @@ namespace cpu {
 // staging buffers.
 void* allocate(std::size_t bytes);
 void deallocate(void* ptr);
+// Freed blocks of 4 MiB and more are cached for reuse (memory.cpp); these empty and count the cache.
+void release_cached_memory();
+std::size_t cached_memory_bytes();
 
 void copy(void* dst, const void* src, std::size_t bytes);       // the ranges do not overlap
 void copy_within(void* dst, const void* src, std::size_t bytes);  // they may overlap

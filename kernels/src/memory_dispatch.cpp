@@ -29,11 +29,14 @@ std::size_t memory_capacity(const Queue& q) {
   return bytes;
 }
 
-void release_cached_memory() { TESSERA_DISPATCH_BUILD((void)0, cuda::release_cached_memory()); }
+void release_cached_memory() {
+  cpu::release_cached_memory();
+  TESSERA_DISPATCH_BUILD((void)0, cuda::release_cached_memory());
+}
 
 std::size_t cached_memory_bytes() {
-  std::size_t bytes = 0;
-  TESSERA_DISPATCH_BUILD((void)0, bytes = cuda::cached_memory_bytes());
+  std::size_t bytes = cpu::cached_memory_bytes();
+  TESSERA_DISPATCH_BUILD((void)0, bytes += cuda::cached_memory_bytes());
   return bytes;
 }
 

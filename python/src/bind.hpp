@@ -2,6 +2,7 @@
 // package's types and Python's.
 #pragma once
 
+#include <pybind11/complex.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -38,5 +39,6 @@ py::object numpy_scalar(T value) {
 void bind_errors(py::module_& m);
 void bind_array(py::module_& m);
 void bind_algorithms(py::module_& m);
+void bind_fft(py::module_& m);
 
 }  // namespace tessera::python

@@ -97,6 +97,13 @@ void require_matrix(const Array& a, const char* what) {
   if (a.ndim() != 2) throw UsageError(std::string(what) + ": a 2-D array is needed (this one is 1-D)");
 }
 
+// TypeError for an operation that needs an order of the elements, on an array of complex numbers.
+[[noreturn]] void no_order(const std::string& what, Dtype dtype) {
+  throw TypeError(what + ": " + dtype_name(dtype) +
+                  " arrays are not supported (complex numbers have no order; tessera does not sort them "
+                  "lexicographically as numpy does)");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reductions
 
@@ -107,6 +114,9 @@ py::object reduce(const ArrayPtr& a, Reduction what) {
   return dispatch(a->dtype(), [&]<class T>() -> py::object {
     const SessionPtr& session = a->session();
     if (what == Reduction::min || what == Reduction::max) {
+      if constexpr (!is_ordered_v<T>) {
+        no_order(what == Reduction::min ? "min" : "max", a->dtype());
+      } else {
       T value{};
       {
         const Call call(*session);
@@ -115,6 +125,7 @@ py::object reduce(const ArrayPtr& a, Reduction what) {
         value = what == Reduction::min ? ops::min(flat<T>(*a)) : ops::max(flat<T>(*a));
       }
       return numpy_scalar(value);
+      }
     }
     Accumulator<T> value{};
     {
@@ -138,8 +149,13 @@ ArrayPtr scan(const ArrayPtr& a, bool product, bool exclusive) {
   });
 }
 
-ArrayPtr astype(const ArrayPtr& a, const std::string& dtype_name) {
-  const Dtype to = parse_dtype(dtype_name);
+ArrayPtr astype(const ArrayPtr& a, const std::string& name) {
+  const Dtype to = parse_dtype(name);
+  const bool from_complex = dispatch(a->dtype(), []<class T>() { return is_complex_v<T>; });
+  const bool to_complex = dispatch(to, []<class T>() { return is_complex_v<T>; });
+  if (from_complex && !to_complex)
+    throw TypeError(std::string("astype: a ") + dtype_name(a->dtype()) + " array is not converted to " + name +
+                    " (numpy would drop the imaginary part; take it apart explicitly)");
   return dispatch(a->dtype(), [&]<class T>() {
     return dispatch(to, [&]<class U>() {
       const Call call(*a->session());
@@ -231,18 +247,26 @@ std::vector<MaskStep> mask_steps(const py::list& steps) {
 
 ArrayPtr compress(const ArrayPtr& a, const py::list& steps) {
   const std::vector<MaskStep> program = mask_steps(steps);
-  return dispatch(a->dtype(), [&]<class T>() {
-    const Call call(*a->session());
-    std::optional<DistMatrix<T>> keep;
-    return make_array(a->session(), ops::compress(row_major<T>(*a, keep, a->session()), program));
+  return dispatch(a->dtype(), [&]<class T>() -> ArrayPtr {
+    if constexpr (!is_ordered_v<T>) {
+      no_order("a mask (comparison)", a->dtype());
+    } else {
+      const Call call(*a->session());
+      std::optional<DistMatrix<T>> keep;
+      return make_array(a->session(), ops::compress(row_major<T>(*a, keep, a->session()), program));
+    }
   });
 }
 
 index_t count(const ArrayPtr& a, const py::list& steps) {
   const std::vector<MaskStep> program = mask_steps(steps);
-  return dispatch(a->dtype(), [&]<class T>() {
-    const Call call(*a->session());
-    return ops::count(flat<T>(*a), program);
+  return dispatch(a->dtype(), [&]<class T>() -> index_t {
+    if constexpr (!is_ordered_v<T>) {
+      no_order("a mask (comparison)", a->dtype());
+    } else {
+      const Call call(*a->session());
+      return ops::count(flat<T>(*a), program);
+    }
   });
 }
 
@@ -251,11 +275,15 @@ index_t count(const ArrayPtr& a, const py::list& steps) {
 
 ArrayPtr sort(const ArrayPtr& a, bool indices) {
   require_vector(*a, indices ? "argsort" : "sort");
-  return dispatch(a->dtype(), [&]<class T>() {
-    const Call call(*a->session());
-    const DistArray<T>& v = a->vector<T>();
-    if (indices) return make_array(a->session(), argsort(v));
-    return make_array(a->session(), tessera::sort(v));
+  return dispatch(a->dtype(), [&]<class T>() -> ArrayPtr {
+    if constexpr (!is_ordered_v<T>) {
+      no_order(indices ? "argsort" : "sort", a->dtype());
+    } else {
+      const Call call(*a->session());
+      const DistArray<T>& v = a->vector<T>();
+      if (indices) return make_array(a->session(), argsort(v));
+      return make_array(a->session(), tessera::sort(v));
+    }
   });
 }
 
@@ -277,25 +305,33 @@ py::tuple histogram_result(const Histogram& h) {
 }
 
 py::tuple histogram_even(const ArrayPtr& a, index_t bins, double lower, double upper) {
-  return dispatch(a->dtype(), [&]<class T>() {
-    Histogram h;
-    {
-      const Call call(*a->session());
-      h = histogram(flat<T>(*a), EvenBins{lower, upper, bins});
+  return dispatch(a->dtype(), [&]<class T>() -> py::tuple {
+    if constexpr (!is_ordered_v<T>) {
+      no_order("histogram", a->dtype());
+    } else {
+      Histogram h;
+      {
+        const Call call(*a->session());
+        h = histogram(flat<T>(*a), EvenBins{lower, upper, bins});
+      }
+      return histogram_result(h);
     }
-    return histogram_result(h);
   });
 }
 
 py::tuple histogram_edges(const ArrayPtr& a, const py::array_t<double, py::array::c_style | py::array::forcecast>& edges) {
   std::vector<double> e(edges.data(), edges.data() + edges.size());
-  return dispatch(a->dtype(), [&]<class T>() {
-    Histogram h;
-    {
-      const Call call(*a->session());
-      h = histogram(flat<T>(*a), std::span<const double>(e));
+  return dispatch(a->dtype(), [&]<class T>() -> py::tuple {
+    if constexpr (!is_ordered_v<T>) {
+      no_order("histogram", a->dtype());
+    } else {
+      Histogram h;
+      {
+        const Call call(*a->session());
+        h = histogram(flat<T>(*a), std::span<const double>(e));
+      }
+      return histogram_result(h);
     }
-    return histogram_result(h);
   });
 }
 

@@ -1,6 +1,7 @@
 // tessera.Context and tessera.DistArray: sessions, arrays made from NumPy, CuPy or PyTorch blocks,
 // by generators and from HDF5 files, their layout, their local blocks without a copy, and the
 // explicit ways back to NumPy.
+#include <pybind11/complex.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -74,7 +75,8 @@ Dtype parse_dtype(const std::string& name) {
     if (name == DtypeInfo<T>::name) found = i;
     ++i;
   });
-  if (found < 0) throw TypeError("dtype '" + name + "' is not supported (int32, int64, float32 or float64)");
+  if (found < 0)
+    throw TypeError("dtype '" + name + "' is not supported (int32, int64, float32, float64, complex64 or complex128)");
   return Dtype{found};
 }
 
@@ -446,11 +448,25 @@ ArrayPtr random(const SessionPtr& session, const py::object& shape_object, const
     const Call call(*session);
     if (shape.size() == 1) {
       DistArray<T> a = new_vector<T>(session->context(), Partition::block(shape[0], session->context().size()));
-      a.generate(seed);
+      if constexpr (is_complex_v<T>) {
+        // Element i = (r[2i], r[2i + 1]), r the real type's sequence of the seed.
+        kernels::generate(a.context().queue(), reinterpret_cast<real_t<T>*>(a.local_data()), 2 * a.local_size(), seed,
+                          2 * a.global_offset());
+      } else {
+        a.generate(seed);
+      }
       return make_array(session, std::move(a));
     }
     DistMatrix<T> m = new_matrix<T>(session->grid(layout.rows, layout.cols), shape[0], shape[1]);
-    m.generate(seed);
+    if constexpr (is_complex_v<T>) {
+      // Element (i, j) = (r[2k], r[2k + 1]) with k = i * cols + j, whatever the grid.
+      auto* data = reinterpret_cast<real_t<T>*>(m.local_data());
+      for (index_t r = 0; r < m.local_rows() && m.local_cols() > 0; ++r)
+        kernels::generate(m.grid().context().queue(), data + 2 * r * m.local_cols(), 2 * m.local_cols(), seed,
+                          2 * ((m.row_offset() + r) * m.cols() + m.col_offset()));
+    } else {
+      m.generate(seed);
+    }
     return make_array(session, std::move(m));
   });
 }
@@ -832,14 +848,30 @@ ArrayPtr load_hdf5(const SessionPtr& session, const std::string& file, const std
   if (!dtype_object.is_none()) dtype = parse_dtype(dtype_object.cast<std::string>());
   const Call call(*session);
   const Context& ctx = session->context();
-  const io::DatasetInfo info = io::probe_dataset(ctx, path);
-  if (!dtype) dtype = parse_dtype(io::to_string(info.dtype));
+  const io::DatasetInfo info = io::probe_numeric_or_complex(ctx, path);
+  const std::string file_dtype = info.is_complex ? (info.dtype == io::DType::float32 ? "complex64" : "complex128")
+                                                 : io::to_string(info.dtype);
+  if (!dtype) dtype = parse_dtype(file_dtype);
   if (info.shape.size() != 1 && info.shape.size() != 2)
     throw io::IoError("dataset '" + dataset + "' in '" + file + "' is " + std::to_string(info.shape.size()) +
                           "-D; a 1-D or 2-D dataset is needed",
                       file, dataset);
-  return dispatch(*dtype, [&]<class T>() {
-    if (info.shape.size() == 1) return make_array(session, io::read_array<T>(ctx, path));
+  return dispatch(*dtype, [&]<class T>() -> ArrayPtr {
+    if (info.is_complex != is_complex_v<T>)
+      throw TypeError("load_hdf5: dataset '" + dataset + "' in '" + file + "' holds " + file_dtype +
+                      "; it is not read as " + DtypeInfo<T>::name + " (read it as it is, then convert)");
+    if constexpr (is_complex_v<T>) {
+      if (info.shape.size() == 1) {
+        // A 1-D complex dataset: this rank's box of the block partition.
+        DistArray<T> a = new_vector<T>(ctx, Partition::block(info.shape[0], ctx.size()));
+        const std::vector<unsigned char> host =
+            io::read_box(ctx, path, info, io::h5_type_of<T>(), {a.global_offset()}, {a.local_size()});
+        copy_in(ctx, a.local_data(), host.data(), a.local_bytes(), false);
+        return make_array(session, std::move(a));
+      }
+    } else {
+      if (info.shape.size() == 1) return make_array(session, io::read_array<T>(ctx, path));
+    }
     return make_array(session, io::read_matrix<T>(session->grid(layout.rows, layout.cols), path));
   });
 }
@@ -849,7 +881,18 @@ void save_hdf5(const ArrayPtr& a, const std::string& file, const std::string& da
   const Call call(*a->session());
   const io::OutputAttributes attributes = attributes_for(a->context(), overwrite);
   if (a->ndim() == 1) {
-    a->visit_vector([&](auto& v) { io::write_array(v, path, attributes); });
+    a->visit_vector([&](auto& v) {
+      using T = std::remove_pointer_t<decltype(v.local_data())>;
+      if constexpr (is_complex_v<T>) {
+        const std::vector<T> host = v.local_to_host();
+        io::OutputFile(v.context(), path.file)
+            .add_box(path.dataset, io::h5_type_of<T>(), {v.global_size()}, {v.global_offset()}, {v.local_size()},
+                     host.data(), attributes)
+            .commit();
+      } else {
+        io::write_array(v, path, attributes);
+      }
+    });
   } else {
     a->visit_matrix([&](auto& m) { io::write_matrix(m, path, attributes); });
   }

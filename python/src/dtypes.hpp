@@ -5,6 +5,7 @@
 // through the traits at the end of this file.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -15,8 +16,14 @@ namespace tessera::python {
 
 // The list, as a macro for explicit instantiation in the operations' translation units (and the
 // same with a first argument, for the pairs of types: conversions) ...
-#define TESSERA_PYTHON_FOR_EACH_DTYPE(X) X(std::int32_t) X(std::int64_t) X(float) X(double)
-#define TESSERA_PYTHON_FOR_EACH_DTYPE_WITH(X, A) X(A, std::int32_t) X(A, std::int64_t) X(A, float) X(A, double)
+#define TESSERA_PYTHON_FOR_EACH_DTYPE(X) \
+  X(std::int32_t) X(std::int64_t) X(float) X(double) X(std::complex<float>) X(std::complex<double>)
+#define TESSERA_PYTHON_FOR_EACH_DTYPE_WITH(X, A)                                                   \
+  X(A, std::int32_t) X(A, std::int64_t) X(A, float) X(A, double) X(A, std::complex<float>)          \
+  X(A, std::complex<double>)
+// The ordered types among them (comparisons, masks, min, max, sorting, histograms): the
+// operations that instantiate only these list them here.
+#define TESSERA_PYTHON_FOR_EACH_ORDERED_DTYPE(X) X(std::int32_t) X(std::int64_t) X(float) X(double)
 
 template <class... Ts>
 struct TypeList {
@@ -24,13 +31,14 @@ struct TypeList {
 };
 
 // ... and as a type list, in the same order, for dispatch and variants.
-using Dtypes = TypeList<std::int32_t, std::int64_t, float, double>;
+using Dtypes = TypeList<std::int32_t, std::int64_t, float, double, std::complex<float>, std::complex<double>>;
 
 namespace detail {
 #define TESSERA_PYTHON_COUNT_DTYPE(T) +1
 #define TESSERA_PYTHON_COUNT_DTYPE_WITH(A, T) +1
 inline constexpr std::size_t kMacroDtypes = 0 TESSERA_PYTHON_FOR_EACH_DTYPE(TESSERA_PYTHON_COUNT_DTYPE);
 inline constexpr std::size_t kMacroDtypesWith = 0 TESSERA_PYTHON_FOR_EACH_DTYPE_WITH(TESSERA_PYTHON_COUNT_DTYPE_WITH, 0);
+inline constexpr std::size_t kMacroOrdered = 0 TESSERA_PYTHON_FOR_EACH_ORDERED_DTYPE(TESSERA_PYTHON_COUNT_DTYPE);
 #undef TESSERA_PYTHON_COUNT_DTYPE
 #undef TESSERA_PYTHON_COUNT_DTYPE_WITH
 static_assert(kMacroDtypes == Dtypes::size && kMacroDtypesWith == Dtypes::size,
@@ -66,6 +74,19 @@ struct DtypeInfo<double> {
   static constexpr const char* name = "float64";
   static constexpr char kind = 'f';
   static constexpr DlpackCode dlpack = DlpackCode::float_;
+};
+
+template <>
+struct DtypeInfo<std::complex<float>> {
+  static constexpr const char* name = "complex64";
+  static constexpr char kind = 'c';
+  static constexpr DlpackCode dlpack = DlpackCode::complex;
+};
+template <>
+struct DtypeInfo<std::complex<double>> {
+  static constexpr const char* name = "complex128";
+  static constexpr char kind = 'c';
+  static constexpr DlpackCode dlpack = DlpackCode::complex;
 };
 
 // A run-time element type: the position of its type in Dtypes.
@@ -127,13 +148,33 @@ std::size_t dtype_bytes(Dtype dtype);
 
 // What each type supports beyond storage, arithmetic and reductions by sum and product.
 template <class T>
+struct is_complex : std::false_type {};
+template <class F>
+struct is_complex<std::complex<F>> : std::true_type {
+  using real_type = F;
+};
+template <class T>
+inline constexpr bool is_complex_v = is_complex<T>::value;
+template <class T>
 inline constexpr bool is_ordered_v = std::is_arithmetic_v<T>;  // min, max, sort, histogram, comparisons
 template <class T>
 inline constexpr bool is_floating_v = std::is_floating_point_v<T>;  // the correctly rounded sum, stencils
 template <class T>
 inline constexpr bool is_integer_v = std::is_integral_v<T>;  // bincount
 template <class T>
-inline constexpr bool has_matmul_v = std::is_arithmetic_v<T>;  // tessera::matmul's instances
+inline constexpr bool has_matmul_v = std::is_arithmetic_v<T> || is_complex_v<T>;  // tessera::matmul's instances
+
+// The real type of a complex type, the type itself otherwise.
+template <class T>
+struct real_of {
+  using type = T;
+};
+template <class F>
+struct real_of<std::complex<F>> {
+  using type = F;
+};
+template <class T>
+using real_t = typename real_of<T>::type;
 
 // NumPy's accumulator for sum, prod, cumsum and cumprod: the 64-bit integer for integers (numpy
 // widens int32 to the platform's long), the type itself otherwise.

@@ -57,6 +57,7 @@ PYBIND11_MODULE(_tessera, m) {
   tp::bind_errors(m);
   tp::bind_array(m);
   tp::bind_algorithms(m);
+  tp::bind_fft(m);
   m.attr("version") = TESSERA_VERSION_STRING;
   m.attr("built_with_cuda") = tessera::built_with_cuda();
   m.attr("built_with_nccl") = tessera::built_with_nccl();

@@ -2,7 +2,9 @@
 // their own (a widening sum, a product, a cast, a mask program). Their translation units are
 // compiled by nvcc where the build has CUDA, so that the functors also run in the device kernels,
 // and by the C++ compiler otherwise; the binding code, which includes pybind11, only calls them.
-// Each is instantiated for every type of dtypes.hpp. Collective where the algorithm it calls is.
+// Each is instantiated for every type of dtypes.hpp (min, max and the masks for the ordered ones);
+// complex types compute in functors.hpp's Complex<F>, viewing the same memory. Collective where the
+// algorithm it calls is.
 #pragma once
 
 #include <cstdint>
@@ -14,17 +16,19 @@
 
 namespace tessera::python::ops {
 
-// NumPy's sum and prod: integers accumulate in int64 (wrapping modulo 2^64), floats in their own
-// type. The sum of no elements is 0, the product 1.
+// NumPy's sum and prod: integers accumulate in int64 (wrapping modulo 2^64), floats and complex
+// numbers in their own type. The sum of no elements is 0, the product 1.
 template <class T>
 Accumulator<T> sum(const DistArray<T>& a);
 template <class T>
 Accumulator<T> prod(const DistArray<T>& a);
-// The correctly rounded sum of floats (tessera::reproducible_sum); for integers the exact int64 sum
-// (the same as sum, wrapping only beyond 2^63).
+// The correctly rounded sum of floats (tessera::reproducible_sum; for complex numbers of the real
+// and the imaginary parts apart); for integers the exact int64 sum (the same as sum, wrapping only
+// beyond 2^63).
 template <class T>
 Accumulator<T> exact_sum(const DistArray<T>& a);
-// The smallest and largest element (a NaN wins, as in numpy). The array must not be empty.
+// The smallest and largest element (a NaN wins, as in numpy). The array must not be empty. Ordered
+// types only.
 template <class T>
 T min(const DistArray<T>& a);
 template <class T>
@@ -38,13 +42,15 @@ template <class T>
 DistArray<Accumulator<T>> cumprod(const DistArray<T>& a, bool exclusive);
 
 // out = numpy's astype of a (C++ conversion; a float outside the integer's range, or NaN, becomes
-// the integer's smallest value, as numpy gives on x86). Local; same context and partition (the
+// the integer's smallest value, as numpy gives on x86; a number to complex has imaginary part 0;
+// complex to a real type is a UsageError: the binding refuses it first). Local; same context and partition (the
 // output may view a matrix's block: DistArray::view_local).
 template <class To, class From>
 void astype(const DistArray<From>& a, DistArray<To>& out);
 
 // Element-wise arithmetic into `out` (same context and partition as the inputs: UsageError
-// otherwise). Integers wrap modulo 2^bits (numpy's behaviour); divide is for floats. Local.
+// otherwise). Integers wrap modulo 2^bits (numpy's behaviour); divide is for floats and complex
+// numbers; complex numbers take neither minimum, maximum nor absolute (UsageError). Local.
 enum class Binary { add, subtract, multiply, divide, minimum, maximum };
 enum class Unary { negative, absolute };
 // out[i] = a[i] op b[i].
@@ -58,7 +64,7 @@ void unary(const DistArray<T>& a, DistArray<T>& out, Unary op);
 
 // Fills `out` with numpy.arange(start, ..., step), as numpy computes it: floats from first =
 // T(start) and second = T(start + step) (functors.hpp), integers start + i * step in wrapping int64
-// arithmetic. Local (no collective).
+// arithmetic. Local (no collective). Not for complex types (UsageError).
 template <class T>
 void arange(DistArray<T>& out, T first, T second, std::int64_t first_integer, std::int64_t step_integer);
 

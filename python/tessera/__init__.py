@@ -31,10 +31,11 @@ __all__ = [
     "load_hdf5", "save_hdf5",
     "sum", "prod", "min", "max", "mean", "cumsum", "cumprod", "count_nonzero", "compress",
     "sort", "argsort", "histogram", "bincount",
-    "transpose", "redistribute", "matmul", "stencil", "jacobi",
+    "transpose", "redistribute", "matmul", "stencil", "jacobi", "fft",
 ]
 
-DTYPES = ("int32", "int64", "float32", "float64")
+DTYPES = ("int32", "int64", "float32", "float64", "complex64", "complex128")
+_DTYPES_TEXT = "int32, int64, float32, float64, complex64 or complex128"
 
 # Stops the MPI watchdog before mpi4py finalises MPI (atexit runs this first: it is registered
 # after mpi4py's own handler).
@@ -136,7 +137,7 @@ def _dtype_name(dtype, what="dtype"):
     except TypeError:
         raise TypeError("%s %r is not a NumPy dtype" % (what, dtype)) from None
     if name not in DTYPES:
-        raise TypeError("%s %s is not supported (int32, int64, float32 or float64)" % (what, name))
+        raise TypeError("%s %s is not supported (%s)" % (what, name, _DTYPES_TEXT))
     return name
 
 
@@ -150,7 +151,7 @@ def _host_block(block):
     except Exception as e:  # noqa: BLE001 - any conversion failure is this rank's TypeError
         return None, "type", "the block cannot be converted to a NumPy array (%s)" % e
     if array.dtype.name not in DTYPES:
-        return None, "type", "a block of dtype %s is not supported (int32, int64, float32 or float64)" % array.dtype
+        return None, "type", "a block of dtype %s is not supported (%s)" % (array.dtype, _DTYPES_TEXT)
     if array.ndim not in (1, 2):
         return None, "value", "a block must be 1-D or 2-D (this one is %d-D)" % array.ndim
     if not (array.flags.c_contiguous and array.flags.aligned and array.flags.writeable
@@ -186,7 +187,7 @@ def from_local(block, comm=None, layout=None):
                 if tuple(strides) != tuple(expected) or itemsize == 0:
                     error, message = "value", "the GPU block is not C-contiguous (make it so first, e.g. cupy.ascontiguousarray)"
             if dtype not in DTYPES:
-                error, message = "type", "a block of dtype %s is not supported (int32, int64, float32 or float64)" % dtype
+                error, message = "type", "a block of dtype %s is not supported (%s)" % (dtype, _DTYPES_TEXT)
             stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
             data = int(cai["data"][0] or 0)
         except (KeyError, TypeError, ValueError) as e:
@@ -244,6 +245,8 @@ def full(shape, fill_value, dtype=None, comm=None, layout=None):
             dtype = "int64"
         elif dtype.kind in "fb":
             dtype = "float64"
+        elif dtype.kind == "c":
+            dtype = "complex128"
     name = _dtype_name(dtype)
     value = _np.array(fill_value).astype(name).item()
     return _tessera._full(ctx, _shape(shape), name, value, _layout(layout, ctx))
@@ -268,7 +271,8 @@ def empty(shape, dtype="float64", comm=None, layout=None):
 def random(shape, seed=0, dtype="float64", comm=None, layout=None):
     """Tessera's counter-based random array: element i (i * cols + j in 2-D) depends on (seed, i)
     only, so the same seed gives the same global array on any number of ranks. floats: multiples of
-    2^-23 (float32) or 2^-52 (float64) in [-1, 1); integers in [-1000, 1000]. Collective."""
+    2^-23 (float32) or 2^-52 (float64) in [-1, 1); integers in [-1000, 1000]; complex64 (complex128):
+    element k is (r[2k], r[2k + 1]), r the float32 (float64) sequence of the seed. Collective."""
     ctx = _context(comm)
     if not isinstance(seed, _numbers.Integral) or not 0 <= seed < 2 ** 64:
         raise ValueError("random: seed must be an integer in [0, 2^64)")
@@ -286,6 +290,8 @@ def arange(start, stop=None, step=1, dtype=None, comm=None):
     if dtype is None:
         dtype = "int64" if integral else "float64"
     name = _dtype_name(dtype)
+    if name.startswith("complex"):
+        raise TypeError("arange: complex dtypes are not supported (make a float array and convert it)")
     if integral:
         n = len(range(int(start), int(stop), int(step)))
     else:
@@ -339,8 +345,9 @@ def _whole(what, a, axis, dtype=None, out=None, keepdims=False):
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, exact=False):  # noqa: A001 - numpy's name
     """The sum of all elements (numpy.sum with axis=None): int64 for integer arrays (wrapping as numpy
-    does), the array's type for floats. ``exact=True``: the correctly rounded sum of the exact
-    values, the same bits on any number of ranks and either backend. Collective."""
+    does), the array's type for floats and complex numbers. ``exact=True``: the correctly rounded sum
+    of the exact values (complex: of the real and the imaginary parts apart), the same bits on any
+    number of ranks and either backend. Collective."""
     _whole("sum", a, axis, dtype, out, keepdims)
     return _tessera._reduce(a, _tessera._Reduction.exact_sum if exact else _tessera._Reduction.sum)
 
@@ -513,7 +520,16 @@ class Mask:
         return "Mask(%d steps over %r)" % (len(self.steps), self.array)
 
 
+def _require_ordered(a, what):
+    """TypeError for an operation that orders elements, on a complex array (raised alike on every
+    rank: the dtype is the same on all)."""
+    if a.dtype.kind == "c":
+        raise TypeError("%s: %s arrays are not supported (complex numbers have no order; tessera does not sort "
+                        "them lexicographically as numpy does)" % (what, a.dtype))
+
+
 def _mask_of(a, kind, scalar):
+    _require_ordered(a, "a mask (comparison)")
     if isinstance(scalar, DistArray):
         raise TypeError("comparisons of two DistArrays are not supported: compare with a scalar")
     return Mask(a, [_compare_step(a.dtype, kind, scalar)])
@@ -558,6 +574,7 @@ def histogram(a, bins=10, range=None, density=False, weights=None):  # noqa: A00
     """numpy.histogram(a, bins, range): (counts, bin_edges), NumPy arrays on every rank, count for
     count numpy's. ``bins``: a number of equal bins, or the edges (increasing). Collective."""
     _require_array(a, "histogram")
+    _require_ordered(a, "histogram")
     if weights is not None:
         raise TypeError("histogram: weights= is not supported")
     if isinstance(bins, str):
@@ -699,13 +716,16 @@ def _binary(op, reflected=False):
             return _tessera._binary(a, b, op)
         if isinstance(other, (bool, _np.bool_)):
             other = int(other)
-        if isinstance(other, _np.generic) and other.dtype.kind in "iuf":
+        if isinstance(other, _np.generic) and other.dtype.kind in "iufc":
             common = _np.result_type(self.dtype, other)        # numpy's own rule for its scalars
         elif isinstance(other, _numbers.Integral):
             # A Python int keeps the array's type where it fits (numpy's rule for Python scalars).
-            common = self.dtype if self.dtype.kind == "f" or _fits(other, self.dtype) else _np.dtype("int64")
+            common = self.dtype if self.dtype.kind in "fc" or _fits(other, self.dtype) else _np.dtype("int64")
         elif isinstance(other, _numbers.Real):
-            common = self.dtype if self.dtype.kind == "f" else _np.dtype("float64")
+            common = self.dtype if self.dtype.kind in "fc" else _np.dtype("float64")
+        elif isinstance(other, (_numbers.Complex, _np.complexfloating)):
+            # numpy's rule: a complex array keeps its type; a float32 array goes to complex64, others to complex128.
+            common = self.dtype if self.dtype.kind == "c" else _np.result_type(self.dtype, _np.complex64)
         else:
             return NotImplemented
         if op == _tessera._Binary.divide and common.kind == "i":
@@ -783,6 +803,12 @@ def _astype(self, dtype, copy=True):
     return _tessera._astype(self, name)
 
 
+def _abs(self):
+    if self.dtype.kind == "c":
+        raise TypeError("abs: the magnitude of a %s array is not supported" % self.dtype)
+    return _tessera._unary(self, _tessera._Unary.absolute)
+
+
 def _cmp(kind):
     def compare(self, other):
         return _mask_of(self, kind, other)
@@ -827,7 +853,7 @@ def _attach():
         "__truediv__": _binary(B.divide), "__rtruediv__": _binary(B.divide, True),
         "__neg__": lambda self: _tessera._unary(self, _tessera._Unary.negative),
         "__pos__": lambda self: self,
-        "__abs__": lambda self: _tessera._unary(self, _tessera._Unary.absolute),
+        "__abs__": _abs,
         "__matmul__": lambda self, other: matmul(self, other) if isinstance(other, DistArray) else NotImplemented,
         "__gt__": _cmp(_GT), "__ge__": _cmp(_GE), "__lt__": _cmp(_LT), "__le__": _cmp(_LE),
         "__eq__": _cmp(_EQ), "__ne__": _cmp(_NE),
@@ -838,3 +864,5 @@ def _attach():
 
 
 _attach()
+
+from . import fft  # noqa: E402 - the submodule needs the names above

@@ -56,11 +56,19 @@ if ours and one:
     h.check(math.isclose(ours[0]["result"], one[0]["result"], rel_tol=1e-9, abs_tol=1e-9),
             f"sum of C differs: {ours[0]['result']} on {h.ranks} ranks, {one[0]['result']} on 1")
 
-# The report names the local product that ran: the cpu backend has only its blocked kernel.
-res = h.run_json("matmul", ["--size", 33, "--local", "cublas", "--repeat", 1, "--warmup", 0])
-if res:
-    want = "host" if h.backend == "cpu" else "cublas"
-    h.check(res[0]["parameters"]["local"] == want,
-            f"--local cublas on {h.backend}: the report names {res[0]['parameters']['local']!r}, expected {want!r}")
+# The report names the local product that ran: under cpu OpenBLAS where the build has it
+# (TESSERA_TEST_OPENBLAS=1, set by the build), the blocked kernel ("host") otherwise.
+openblas = os.environ.get("TESSERA_TEST_OPENBLAS") == "1"
+for local, dtype, want_cpu in [("cublas", "float64", "openblas" if openblas else "host"),
+                               ("vendor", "float32", "openblas" if openblas else "host"),
+                               ("tiled", "float64", "host")]:
+    res = h.run_json("matmul", ["--size", 33, "--local", local, "--dtype", dtype, "--repeat", 1, "--warmup", 0,
+                                "--verify"])
+    if res:
+        want = want_cpu if h.backend == "cpu" else local
+        h.check(res[0]["parameters"]["local"] == want,
+                f"--local {local} --dtype {dtype} on {h.backend}: the report names "
+                f"{res[0]['parameters']['local']!r}, expected {want!r}")
+        h.check(res[0]["verified"] is True, f"--local {local} --dtype {dtype}: not verified")
 
 h.finish()

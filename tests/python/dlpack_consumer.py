@@ -51,7 +51,8 @@ _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
-_TYPES = {(0, 32): np.int32, (0, 64): np.int64, (2, 32): np.float32, (2, 64): np.float64}
+_TYPES = {(0, 32): np.int32, (0, 64): np.int64, (2, 32): np.float32, (2, 64): np.float64,
+          (5, 64): np.complex64, (5, 128): np.complex128}
 _cudart = None
 
 

@@ -40,8 +40,10 @@ def expect_equal(actual, expected, message=""):
 
 
 def expect_close(actual, expected, rtol, atol=0.0, message=""):
-    actual = np.asarray(actual, dtype=np.float64)
-    expected = np.asarray(expected, dtype=np.float64)
+    """Within rtol and atol of each other (complex numbers compared as complex128)."""
+    wide = np.complex128 if np.iscomplexobj(actual) or np.iscomplexobj(expected) else np.float64
+    actual = np.asarray(actual, dtype=wide)
+    expected = np.asarray(expected, dtype=wide)
     ok = actual.shape == expected.shape and bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True))
     expect(ok, "%s: got %s, expected %s" % (message, _short(actual), _short(expected)))
 
@@ -73,6 +75,8 @@ def global_data(n, dtype, seed, low=None, high=None):
         return rng.integers(low, high + 1, size=n).astype(dtype)
     low = -1.0 if low is None else low
     high = 1.0 if high is None else high
+    if dtype.kind == "c":
+        return (rng.uniform(low, high, size=n) + 1j * rng.uniform(low, high, size=n)).astype(dtype)
     return rng.uniform(low, high, size=n).astype(dtype)
 
 

@@ -30,7 +30,7 @@ def test_context_is_on_the_gpu():
     expect(ctx.backend == "cuda" and ctx.device is not None and ctx.stream != 0, "cuda context: %s" % ctx.describe())
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES + ["complex64", "complex128"])
 def test_cuda_array_interface_and_dlpack_export(dtype):
     for n in [0, 1, 33, 4099]:
         data = global_data(n, dtype, seed=n)
@@ -110,3 +110,30 @@ def test_algorithms_on_the_gpu_match_numpy():
     expect_equal(tessera.histogram(x, bins=64)[0], np.histogram(data, bins=64)[0], "histogram on the GPU")
     expect_distributed(tessera.cumsum(tessera.arange(1000, dtype="int32")), np.cumsum(np.arange(1000, dtype=np.int32)),
                        "cumsum widened on the GPU")
+
+
+@pytest.mark.skipif(cupy is None, reason="CuPy is not installed")
+def test_cupy_complex_blocks_and_fft():
+    import tessera.fft as tfft  # noqa: PLC0415
+    rows, cols = 17, 12
+    data = global_data(rows * cols, "complex64", 11).reshape(rows, cols)
+    x = tessera.from_global(data, layout="rows")
+    view = cupy.asarray(x.local)
+    expect(view.dtype == cupy.complex64 and (view.size == 0 or view.data.ptr == x.local.ptr), "CuPy views a complex block")
+    (r0, c0), (lr, lc) = x.local_offset, x.local_shape
+    expect_equal(cupy.asnumpy(view), data[r0:r0 + lr, c0:c0 + lc], "CuPy reads the complex block")
+    mine = cupy.asarray(data[r0:r0 + lr, c0:c0 + lc])
+    y = tessera.from_local(mine, layout="rows")
+    expect(not y.owns_memory, "from_local views a CuPy complex block")
+    X = tfft.fftn(y, norm="ortho")
+    ref = np.fft.fftn(data.astype(np.complex128), norm="ortho")
+    expect_distributed(X, ref.astype(np.complex64), "fftn of CuPy blocks on the GPU (cuFFT)", exact=False, rtol=0,
+                       atol=1e-4 * float(np.abs(ref).max()), whole=True)
+    inverse = tfft.ifftn(X, norm="ortho")
+    expect_distributed(inverse, data, "ifftn on the GPU", exact=False, rtol=0, atol=1e-5)
+    back = cupy.asarray(inverse.local)
+    (r0, c0), (lr, lc) = X.local_offset, X.local_shape
+    spectrum = cupy.asarray(X.local)
+    expect(bool(cupy.allclose(spectrum, cupy.asarray(ref[r0:r0 + lr, c0:c0 + lc].astype(np.complex64)), rtol=0,
+                              atol=1e-4 * float(np.abs(ref).max()))), "CuPy reads the spectrum's block")
+    expect(back.dtype == cupy.complex64, "ifftn keeps complex64")

@@ -262,7 +262,8 @@ fi
 # ---- 4. the two-level network, on a slower link between the hosts ------------------------------------
 # One launch of 6 ranks on 3 nodes measures collectives within a node and among the nodes, fits
 # the model on the points and collectives on 1 and 2 nodes and predicts those on 3
-# (tests/scaling/check_two_level_json.py recomputes the fit and prints the errors). The veth pairs
+# (tests/scaling/check_two_level_json.py recomputes the fit and prints the errors); a ping of 1 MiB,
+# not the default 4, is 40 ms on the slow link (4 MiB pings made most of the job's time). The veth pairs
 # are shaped to 200 Mbit/s (and 500 us more delay where the kernel has netem), so the link between
 # the hosts is far slower than shared memory within one.
 if want twolevel; then
@@ -270,8 +271,8 @@ if want twolevel; then
   if netns_cluster_shape ${rate_mbit}mbit 500us; then
     echo "link between the hosts: $NETNS_CLUSTER_SHAPING"
     if id=$(TESSERA_BIN=$bin/tessera-scaling TESSERA_OPS="sum matmul" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 \
-      TESSERA_REPEAT=5 TESSERA_N=1000003 TESSERA_N_PER_RANK=200003 TESSERA_MATMUL_N=192 TESSERA_MATMUL_N_PER_RANK=96 \
-      TESSERA_NODE_COUNTS=3 TESSERA_LAUNCHER=srun \
+      TESSERA_REPEAT=3 TESSERA_N=1000003 TESSERA_N_PER_RANK=200003 TESSERA_MATMUL_N=192 TESSERA_MATMUL_N_PER_RANK=96 \
+      TESSERA_NODE_COUNTS=3 TESSERA_LAUNCHER=srun TESSERA_SCALING_ARGS="--ping-bytes 1M" \
       run_job two-level --nodes=3 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=1 --time=5 "$src/jobs/scaling.sbatch"); then
       for op in sum matmul; do
         report=$work/results/scaling-$id/$op-nodes3-ranks6.json
@@ -295,7 +296,7 @@ fi
 # would only appear at the end. TESSERA_MPI_TIMEOUT: a rank left waiting for a lost peer ends itself.
 node2=${nodes[1]}
 fault_env=(TESSERA_BIN_DIR=$bin TESSERA_BACKEND=cpu TESSERA_APPS=scan TESSERA_N=6000 TESSERA_REPEAT=1000000
-  TESSERA_MPI_TIMEOUT=15)
+  TESSERA_MPI_TIMEOUT=8)
 
 ranks_in() {  # ranks_in NODE: PIDs of the app's ranks running on NODE
   local pid

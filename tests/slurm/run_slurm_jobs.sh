@@ -72,20 +72,32 @@ export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMP_NUM_THREADS=1
 export TESSERA_BIN=$app TESSERA_RESULTS=$work/results
 
-# submit NAME SBATCH-ARGS... : sbatch --wait with a deadline; prints the job id.
+# submit NAME SBATCH-ARGS... : submits, waits for the end (150 s at most; scontrol every 0.5 s,
+# where sbatch --wait polls at up to 10 s), prints the job id; status 1 unless the job COMPLETED
+# with exit code 0.
 submit() {
   local name=$1
   shift
-  local out
-  out=$(timeout 150 sbatch --wait --parsable --chdir="$work" --output="$work/$name-%j.out" "$@" 2>&1)
-  local rc=$?
-  local id=${out%%[!0-9]*}
+  local out id state deadline=$((SECONDS + 150))
+  out=$(sbatch --parsable --chdir="$work" --output="$work/$name-%j.out" "$@" 2>&1) ||
+    { echo "FAIL: sbatch $name: $out" >&2; return 1; }
+  id=${out%%;*}
   echo "$id"
-  if ((rc == 124)); then
-    echo "FAIL: job $name did not finish within 150 s" >&2
-    return 1
-  elif ((rc != 0)); then
-    echo "FAIL: job $name exited with $rc: $out" >&2
+  while :; do
+    state=$(scontrol show job -o "$id" 2>/dev/null | sed -nE 's/.*JobState=([A-Z_]+).* ExitCode=([0-9]+:[0-9]+).*/\1 \2/p')
+    case ${state%% *} in
+      PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED | "") ;;
+      *) break ;;
+    esac
+    if ((SECONDS >= deadline)); then
+      echo "FAIL: job $name ($id) did not finish within 150 s ($state)" >&2
+      scancel "$id" 2>/dev/null
+      return 1
+    fi
+    sleep 0.5
+  done
+  if [[ $state != "COMPLETED 0:0" ]]; then
+    echo "FAIL: job $name ($id) ended $state" >&2
     tail -n 30 "$work/$name-$id.out" >&2 2>/dev/null
     return 1
   fi
@@ -108,6 +120,13 @@ for op in sum matmul; do
   grep -q "\"slurm_job_id\": \"$id\"" "$report" || fail "scaling job: $op report does not name job $id"
   "$python" -c 'import json, sys; t = json.load(open(sys.argv[1]))["threads"]; sys.exit(0 if t["min"] == t["max"] == 2 else f"threads {t}")' \
     "$report" || fail "scaling job: $op report: not 2 OpenMP threads per rank under --cpus-per-task=2"
+  # The launch's checkpoint holds every round its report has (what a requeued job resumes from).
+  "$python" -c 'import h5py, json, sys
+rounds = json.load(open(sys.argv[1]))["rounds"]
+with h5py.File(sys.argv[2], "r") as f:
+    done = int(f["rounds_done"][0])
+sys.exit(0 if done == rounds else f"checkpoint: {done} rounds, report: {rounds}")' "$report" "${report%.json}.ckpt.h5" ||
+    fail "scaling job: $op checkpoint"
 done
 
 # The gather script on the job's directory: a table and one PNG per op.

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -240,6 +241,8 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
   const std::vector<Shape> shapes = {{1, 1, 1, 0},    {0, 5, 3, 0},     {5, 0, 3, 0},     {4, 5, 0, 0},
                                      {17, 33, 65, 3}, {31, 1, 257, 0},  {1, 513, 7, 1},   {127, 129, 255, 0},
                                      {64, 600, 300, 5}, {301, 257, 513, 0}};
+  // Both engines: vendor is OpenBLAS for float and double where the build found it.
+  for (GemmEngine engine : {GemmEngine::tiled, GemmEngine::vendor})
   for (int threads : {1, 4}) {
     omp_set_num_threads(threads);
     for (const Shape& s : shapes) {
@@ -252,7 +255,7 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
         auto c = c0;
         if (beta == T(0))  // beta == 0 must not read C: NaN in C must vanish
           for (auto& x : c) x = std::numeric_limits<T>::quiet_NaN();
-        kernels::gemm(kCpu, GemmEngine::tiled, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        kernels::gemm(kCpu, engine, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
         for (index_t i = 0; i < s.m; ++i) {
           for (index_t j = 0; j < s.n; ++j) {
             long double ref = 0;
@@ -261,7 +264,8 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
             ref = alpha * ref + (beta == T(0) ? 0.0L : beta * static_cast<long double>(c0[static_cast<std::size_t>(i * ldc + j)]));
             const double tol = 4.0 * (s.k + 2) * std::numeric_limits<T>::epsilon();
             ASSERT_NEAR(static_cast<double>(ref), static_cast<double>(c[static_cast<std::size_t>(i * ldc + j)]), tol)
-                << "m=" << s.m << " n=" << s.n << " k=" << s.k << " beta=" << beta << " at (" << i << "," << j << ")";
+                << to_string(engine) << " threads=" << threads << " m=" << s.m << " n=" << s.n << " k=" << s.k
+                << " beta=" << beta << " at (" << i << "," << j << ")";
           }
           // Padding columns of C (beyond n) are untouched.
           for (index_t j = s.n; j < ldc; ++j) {
@@ -283,6 +287,38 @@ TEST(Predicates, FollowIeeeForNaN) {
   EXPECT_TRUE((Predicate<float>{PredicateKind::ne, 0.f, 0.f}(nan)));
   EXPECT_TRUE((Predicate<float>{PredicateKind::nonzero, 0.f, 0.f}(nan)));
   EXPECT_TRUE((Predicate<int>{PredicateKind::between, 2, 2}(2)));
+}
+
+// Host blocks of 4 MiB and more: freed ones are cached and handed out again for a request of about
+// their size, hold what is written to them, and release_cached_memory() empties the cache; smaller
+// blocks are never cached.
+TEST(CpuMemory, LargeBlocksAreCachedReusedAndReleased) {
+  kernels::release_cached_memory();
+  ASSERT_EQ(kernels::cached_memory_bytes(), 0u);
+  const std::size_t big = (std::size_t(8) << 20) + 12345;
+  void* p = kernels::allocate(kCpu, big);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  std::memset(p, 0x5a, big);  // every byte of the request is usable
+  kernels::deallocate(kCpu, p);
+  EXPECT_GE(kernels::cached_memory_bytes(), big);
+  void* q = kernels::allocate(kCpu, big - 4096);  // about the same size: the cached block
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(kernels::cached_memory_bytes(), 0u);
+  void* r = kernels::allocate(kCpu, big);  // none cached now: a new block
+  EXPECT_NE(r, q);
+  kernels::deallocate(kCpu, q);
+  kernels::deallocate(kCpu, r);
+  void* tiny = kernels::allocate(kCpu, 1000);
+  const std::size_t cached = kernels::cached_memory_bytes();
+  kernels::deallocate(kCpu, tiny);
+  EXPECT_EQ(kernels::cached_memory_bytes(), cached);  // small blocks go straight back
+  void* small = kernels::allocate(kCpu, std::size_t(1) << 20);  // far smaller: not a cached 8 MiB block
+  EXPECT_NE(small, q);
+  EXPECT_NE(small, r);
+  kernels::deallocate(kCpu, small);
+  kernels::release_cached_memory();
+  EXPECT_EQ(kernels::cached_memory_bytes(), 0u);
 }
 
 }  // namespace

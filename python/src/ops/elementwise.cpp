@@ -1,4 +1,5 @@
 // Conversions, element-wise arithmetic and arange (compiled by nvcc where the build has CUDA).
+#include <string>
 #include <type_traits>
 
 #include "../ops.hpp"
@@ -9,7 +10,13 @@ namespace tessera::python::ops {
 
 template <class To, class From>
 void astype(const DistArray<From>& a, DistArray<To>& out) {
-  transform(a, out, Convert<To>{});
+  if constexpr (is_complex_v<From> && !is_complex_v<To>) {
+    throw UsageError(std::string("astype: a complex array is not converted to ") + DtypeInfo<To>::name +
+                     " (take the real part explicitly)");
+  } else {
+    auto view = device_view(out);
+    transform(device_view(a), view, Convert<device_t<To>>{});
+  }
 }
 
 namespace {
@@ -17,6 +24,17 @@ namespace {
 // Calls f(op) with the functor of `op`; divide only for floats (the binding converts integers first).
 template <class T, class F>
 void with_binary(Binary op, F&& f) {
+  if constexpr (is_complex_v<T>) {
+    switch (op) {
+      case Binary::add: return f(plus{});
+      case Binary::subtract: return f(minus{});
+      case Binary::multiply: return f(multiplies{});
+      case Binary::divide: return f(divides{});
+      case Binary::minimum:
+      case Binary::maximum: break;
+    }
+    throw UsageError("minimum and maximum: complex numbers have no order");
+  } else {
   switch (op) {
     case Binary::add: return f(plus{});
     case Binary::subtract: return f(minus{});
@@ -30,24 +48,40 @@ void with_binary(Binary op, F&& f) {
   } else {
     throw UsageError("divide: integer arrays are converted to float64 first");
   }
+  }
 }
 
 }  // namespace
 
 template <class T>
 void binary(const DistArray<T>& a, const DistArray<T>& b, DistArray<T>& out, Binary op) {
-  with_binary<T>(op, [&](auto functor) { transform(a, b, out, functor); });
+  auto view = device_view(out);
+  with_binary<T>(op, [&](auto functor) { transform(device_view(a), device_view(b), view, functor); });
 }
 
 template <class T>
 void binary_scalar(const DistArray<T>& a, T s, DistArray<T>& out, Binary op, bool scalar_first) {
-  with_binary<T>(op, [&](auto functor) { transform(a, out, WithScalar<T, decltype(functor)>{functor, s, scalar_first}); });
+  using D = device_t<T>;
+  const D scalar = [&] {
+    if constexpr (is_complex_v<T>) {
+      return D(s.real(), s.imag());
+    } else {
+      return s;
+    }
+  }();
+  auto view = device_view(out);
+  with_binary<T>(op, [&](auto functor) {
+    transform(device_view(a), view, WithScalar<D, decltype(functor)>{functor, scalar, scalar_first});
+  });
 }
 
 template <class T>
 void unary(const DistArray<T>& a, DistArray<T>& out, Unary op) {
   if (op == Unary::negative) {
-    transform(a, out, negate{});
+    auto view = device_view(out);
+    transform(device_view(a), view, negate{});
+  } else if constexpr (is_complex_v<T>) {
+    throw UsageError("absolute: the magnitude of a complex array is not supported");
   } else {
     transform(a, out, absolute{});
   }
@@ -55,7 +89,11 @@ void unary(const DistArray<T>& a, DistArray<T>& out, Unary op) {
 
 template <class T>
 void arange(DistArray<T>& out, T first, T second, std::int64_t first_integer, std::int64_t step_integer) {
-  generate(out, Arange<T>{first, second, first_integer, step_integer});
+  if constexpr (is_complex_v<T>) {
+    throw UsageError("arange: complex dtypes are not supported");
+  } else {
+    generate(out, Arange<T>{first, second, first_integer, step_integer});
+  }
 }
 
 #define TESSERA_PYTHON_ASTYPE(To, From) template void astype<To, From>(const DistArray<From>&, DistArray<To>&);

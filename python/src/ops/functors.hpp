@@ -3,14 +3,91 @@
 #pragma once
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
+#include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/functional.hpp"
 
 namespace tessera::python::ops {
+
+// The complex element of the kernels: std::complex<F>'s layout (real part, imaginary part), with
+// its arithmetic written for host and device alike (libstdc++'s std::complex has no __device__
+// operators). The operations view a DistArray<std::complex<F>> as a DistArray<Complex<F>>.
+template <class F>
+struct Complex {
+  F re, im;
+  Complex() = default;
+  TESSERA_HOST_DEVICE constexpr Complex(F r, F i = F(0)) : re(r), im(i) {}
+  template <class G>
+  TESSERA_HOST_DEVICE constexpr explicit Complex(const Complex<G>& z) : re(F(z.re)), im(F(z.im)) {}
+
+  friend TESSERA_HOST_DEVICE constexpr Complex operator+(const Complex& a, const Complex& b) {
+    return {a.re + b.re, a.im + b.im};
+  }
+  friend TESSERA_HOST_DEVICE constexpr Complex operator-(const Complex& a, const Complex& b) {
+    return {a.re - b.re, a.im - b.im};
+  }
+  friend TESSERA_HOST_DEVICE constexpr Complex operator-(const Complex& a) { return {-a.re, -a.im}; }
+  // numpy's product: (ac - bd) + (ad + bc)i.
+  friend TESSERA_HOST_DEVICE constexpr Complex operator*(const Complex& a, const Complex& b) {
+    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+  }
+  // Smith's algorithm, as numpy divides (no overflow of |b|^2 where the quotient is representable).
+  friend TESSERA_HOST_DEVICE Complex operator/(const Complex& a, const Complex& b) {
+    const F abs_re = b.re < F(0) ? -b.re : b.re, abs_im = b.im < F(0) ? -b.im : b.im;
+    if (abs_re >= abs_im) {
+      if (abs_re == F(0) && abs_im == F(0)) return {a.re / abs_re, a.im / abs_im};
+      const F ratio = b.im / b.re, denominator = b.re + b.im * ratio;
+      return {(a.re + a.im * ratio) / denominator, (a.im - a.re * ratio) / denominator};
+    }
+    const F ratio = b.re / b.im, denominator = b.re * ratio + b.im;
+    return {(a.re * ratio + a.im) / denominator, (a.im * ratio - a.re) / denominator};
+  }
+};
+static_assert(sizeof(Complex<float>) == sizeof(std::complex<float>) &&
+              sizeof(Complex<double>) == sizeof(std::complex<double>));
+
+// The element type the kernels compute in: Complex<F> for std::complex<F>, T itself otherwise.
+template <class T>
+struct device_of {
+  using type = T;
+};
+template <class F>
+struct device_of<std::complex<F>> {
+  using type = Complex<F>;
+};
+template <class T>
+using device_t = typename device_of<T>::type;
+
+// The array's blocks as elements of device_t<T> (the same memory; no copy).
+template <class T>
+DistArray<device_t<T>> device_view(const DistArray<T>& a) {
+  return DistArray<device_t<T>>::view_local(a.context(), a.partition(),
+                                            reinterpret_cast<device_t<T>*>(const_cast<T*>(a.local_data())));
+}
+
+template <class T, class D>
+T from_device(const D& value) {
+  if constexpr (std::is_same_v<T, D>) {
+    return value;
+  } else {
+    return T(value.re, value.im);
+  }
+}
+
+// The real or the imaginary part.
+struct RealPart {
+  template <class F>
+  TESSERA_HOST_DEVICE F operator()(const Complex<F>& z) const { return z.re; }
+};
+struct ImagPart {
+  template <class F>
+  TESSERA_HOST_DEVICE F operator()(const Complex<F>& z) const { return z.im; }
+};
 
 // numpy's astype. A float that is NaN or outside the integer's range becomes the integer's smallest
 // value (what numpy gives on x86, where C++ leaves the conversion undefined).
@@ -25,7 +102,7 @@ struct Convert {
       if (!(x >= low && x < high)) return std::numeric_limits<To>::min();
       return static_cast<To>(x);
     } else {
-      return static_cast<To>(x);
+      return static_cast<To>(x);  // Complex<F> from a number, or from another Complex
     }
   }
 };
@@ -46,7 +123,7 @@ struct minus {
 struct divides {
   template <class T>
   TESSERA_HOST_DEVICE T operator()(const T& a, const T& b) const {
-    static_assert(std::is_floating_point_v<T>, "divides: floats only (numpy's true division)");
+    static_assert(!std::is_integral_v<T>, "divides: floats and complex numbers only (numpy's true division)");
     return a / b;
   }
 };

@@ -50,6 +50,6 @@ index_t count(const DistArray<T>& a, const std::vector<MaskStep>& mask) {
   template MaskProgram<T> make_mask_program<T>(const std::vector<MaskStep>&);              \
   template DistArray<T> compress<T>(const DistArray<T>&, const std::vector<MaskStep>&);    \
   template index_t count<T>(const DistArray<T>&, const std::vector<MaskStep>&);
-TESSERA_PYTHON_FOR_EACH_DTYPE(TESSERA_PYTHON_MASK)
+TESSERA_PYTHON_FOR_EACH_ORDERED_DTYPE(TESSERA_PYTHON_MASK)
 
 }  // namespace tessera::python::ops

@@ -13,7 +13,12 @@ ScanKind kind_of(bool exclusive) { return exclusive ? ScanKind::exclusive : Scan
 
 template <class T>
 DistArray<Accumulator<T>> cumsum(const DistArray<T>& a, bool exclusive) {
-  if constexpr (std::is_same_v<Accumulator<T>, T>) {
+  if constexpr (is_complex_v<T>) {
+    DistArray<T> out(a.context(), a.partition());
+    auto view = device_view(out);
+    scan(device_view(a), view, kind_of(exclusive), plus{}, device_t<T>(0));
+    return out;
+  } else if constexpr (std::is_same_v<Accumulator<T>, T>) {
     return scan(a, kind_of(exclusive));  // the precompiled prefix sum
   } else {
     DistArray<Accumulator<T>> wide(a.context(), a.partition());
@@ -26,7 +31,12 @@ DistArray<Accumulator<T>> cumsum(const DistArray<T>& a, bool exclusive) {
 template <class T>
 DistArray<Accumulator<T>> cumprod(const DistArray<T>& a, bool exclusive) {
   using Acc = Accumulator<T>;
-  if constexpr (std::is_same_v<Acc, T>) {
+  if constexpr (is_complex_v<T>) {
+    DistArray<T> out(a.context(), a.partition());
+    auto view = device_view(out);
+    scan(device_view(a), view, kind_of(exclusive), multiplies{}, device_t<T>(1));
+    return out;
+  } else if constexpr (std::is_same_v<Acc, T>) {
     return scan(a, kind_of(exclusive), multiplies{}, T(1));
   } else {
     DistArray<Acc> wide(a.context(), a.partition());

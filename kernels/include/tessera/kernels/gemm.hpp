@@ -14,12 +14,18 @@
 namespace tessera {
 
 // Which implementation computes a local product: ours (tiled, register-blocked), or the vendor
-// library (cuBLAS under cuda; under cpu both name the same blocked kernel).
+// library: cuBLAS under cuda, OpenBLAS under cpu where the build found it (Tessera_HAVE_OPENBLAS in
+// the CMake package; the blocked kernel otherwise). The integer types have no vendor routine: both
+// engines run ours.
 enum class GemmEngine { tiled, vendor };
 
 inline const char* to_string(GemmEngine e) { return e == GemmEngine::tiled ? "tiled" : "vendor"; }
 
 namespace kernels {
+
+// The library GemmEngine::vendor calls for float, double and the complex types on `backend` in this
+// build: "cublas", "openblas", or nullptr where that engine runs the blocked kernel.
+const char* vendor_gemm_library(Backend backend);
 
 // Any m, n, k >= 0. When beta == 0, C is only written (NaN or garbage in C does not propagate), as
 // in BLAS. k == 0 scales C by beta. A, B and C are backend memory; C does not overlap A or B.

@@ -10,7 +10,8 @@
 
 namespace tessera::kernels {
 
-// Memory for arrays. Under cuda: plain device memory (cudaMalloc, so CUDA-aware MPI can map it),
+// Memory for arrays. Under cpu: host memory, blocks of 4 MiB and more on transparent huge pages and
+// from a cache of freed blocks (release_cached_memory). Under cuda: plain device memory (cudaMalloc, so CUDA-aware MPI can map it),
 // from a cache of freed blocks where one of about the size is free: repeated calls that make and
 // drop arrays of similar sizes cost no cudaMalloc/cudaFree. Like cudaMallocAsync memory, a block is
 // ready in the queue's stream order; deallocate may be called while work on the queue still uses
@@ -35,9 +36,11 @@ void require_host_memory(std::size_t bytes, const std::string& what = "host memo
 // ranks that share that memory share this much between them.
 std::size_t memory_capacity(const Queue& queue);
 
-// Returns the cached, unused blocks of allocate() to the driver (cudaFree). No effect under cpu.
+// Returns the cached, unused blocks of allocate() to the driver (cudaFree) and, under cpu, the
+// cached host blocks of 4 MiB and more (freed blocks that size are kept for the next allocation of
+// about their size, at most a sixteenth of the machine's memory, 2 GiB at most) to the C library.
 void release_cached_memory();
-// Bytes held in that cache now.
+// Bytes held in those caches now.
 std::size_t cached_memory_bytes();
 
 // Page-locked host memory where the build has CUDA (faster staging), plain host memory otherwise.

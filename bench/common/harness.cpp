@@ -59,14 +59,6 @@ Json stats_json(const Stats& s) {
   return j;
 }
 
-std::string format_seconds(double seconds) {
-  char text[32];
-  if (seconds >= 1) std::snprintf(text, sizeof text, "%.3f s", seconds);
-  else if (seconds >= 1e-3) std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
-  else std::snprintf(text, sizeof text, "%.2f us", seconds * 1e6);
-  return text;
-}
-
 // ---- Row
 
 Row& Row::time(const std::vector<double>& seconds) { return time(statistics(seconds)); }

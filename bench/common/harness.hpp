@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "app.hpp"
 #include "json.hpp"
 #include "tessera/framework/environment.hpp"
 #include "tessera/kernels/config.hpp"
@@ -188,7 +189,7 @@ Environment local_environment(const std::string& device, const std::string& nccl
 // samples, which all ranks must have the same number of): the samples of a distributed row.
 std::vector<double> slowest_rank(const Context& ctx, const std::vector<double>& seconds);
 
-// "1.23 ms", "45.6 us".
-std::string format_seconds(double seconds);
+// "1.234 ms", "45.6 us": the apps' format (apps/common).
+using apps::format_seconds;
 
 }  // namespace tessera::bench

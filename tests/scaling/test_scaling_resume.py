@@ -82,10 +82,11 @@ def refused(what, args, words, path):
 ck = os.path.join(a.work, "ck.h5")
 report = os.path.join(a.work, "r.json")
 
-# A study of 40 rounds ended (SIGTERM to mpiexec, which ends its ranks) once its first checkpoint is
-# there; resumed with --restart auto and 2 rounds more than its checkpoint holds, it keeps those
-# rounds and adds 2.
-proc = subprocess.Popen(command("--rounds", "40", "--max-rounds", "40", "--checkpoint", ck), cwd=a.work,
+# A study of 5000 rounds (minutes of work) ended (SIGTERM to mpiexec, which ends its ranks) once its
+# first checkpoint is there; resumed with --restart auto and 2 rounds more than its checkpoint holds,
+# it keeps those rounds and adds 2.
+LONG = 5000
+proc = subprocess.Popen(command("--rounds", LONG, "--max-rounds", LONG, "--checkpoint", ck), cwd=a.work,
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 deadline = time.monotonic() + 120
 while not os.path.exists(ck) and proc.poll() is None and time.monotonic() < deadline:
@@ -101,7 +102,7 @@ check(os.path.exists(ck), "no checkpoint written by the first study")
 if not os.path.exists(ck):
     sys.exit(1)
 done_killed, ints_killed, reals_killed = rounds(ck)
-check(1 <= done_killed < 40, f"the killed study's checkpoint says {done_killed} rounds")
+check(1 <= done_killed < LONG, f"the killed study's checkpoint says {done_killed} rounds")
 points = len(ints_killed) // max(done_killed, 1)
 check(points == 3 and len(ints_killed) == points * done_killed, f"{len(ints_killed)} rows for {done_killed} rounds")
 

@@ -9,6 +9,7 @@
 #   3. the same, option B (--gpus-per-node=4 --gpu-bind=none, mpirun inside the allocation): every
 #      rank sees all 4 and the runtime's local_rank % 4 still gives 4 distinct GPUs;
 #   4. the same, option C (--gres=gpu:4, srun): as option B;
+#   1b. the same job stopped by SIGUSR1 (as --signal=B:USR1@120 sends it): requeued, its checkpoint kept;
 #   5. where the Python package is built (TESSERA_TEST_PYTHONPATH), a Python program under
 #      srun --mpi=pmix on 3 tasks: tessera on COMM_WORLD, each rank its Slurm task, the global sum
 #      right on every rank.
@@ -153,6 +154,40 @@ EOF
 else
   fail "gather_scaling.py: $(tail -n 5 "$work/gather.out")"
 fi
+
+# ---- 1b. the scaling job near its time limit --------------------------------------------------------
+# SIGUSR1 to the batch shell, as --signal=B:USR1@120 sends it, once the study's first checkpoint is
+# written: the launch in progress ends, its checkpoint keeps the rounds it finished, and the script
+# requeues the job (Restarts=1). The requeued job is cancelled here: Slurm holds a requeued job back
+# about two minutes before it starts again (tests/slurm/run_multinode_jobs.sh's usr1 part shows the
+# stencil job's second start).
+out=$(TESSERA_OPS="sum" TESSERA_BACKEND=cpu TESSERA_DTYPE=float64 TESSERA_N=100003 TESSERA_N_PER_RANK=30011 \
+  TESSERA_LAUNCHER=srun TESSERA_SRUN_MPI=pmix TESSERA_SCALING_ARGS="--rounds 5000 --max-rounds 5000 --probe-bytes 1M" \
+  sbatch --parsable --chdir="$work" --output="$work/usr1-%j.out" --nodes=1 --ntasks-per-node=4 --cpus-per-task=1 \
+  --time=5 "$src/jobs/scaling.sbatch" 2>&1) || fail "usr1 job: sbatch: $out"
+id=${out%%;*}
+ck=$work/results/scaling-$id/sum-nodes1-ranks4.ckpt.h5
+for _ in $(seq 1 120); do [[ -s $ck ]] && break; sleep 0.5; done
+if [[ -s $ck ]]; then
+  scancel --batch --signal=USR1 "$id"
+  for _ in $(seq 1 60); do grep -q "requeueing job $id" "$work/usr1-$id.out" 2>/dev/null && break; sleep 0.5; done
+  grep -q "requeueing job $id" "$work/usr1-$id.out" || fail "usr1 job: no requeue after SIGUSR1: $(tail -n 5 "$work/usr1-$id.out")"
+  for _ in $(seq 1 20); do
+    restarts=$(scontrol show job -o "$id" 2>/dev/null | sed -nE 's/.* Restarts=([0-9]+).*/\1/p')
+    [[ $restarts == 1 ]] && break
+    sleep 0.5
+  done
+  [[ $restarts == 1 ]] || fail "usr1 job: Restarts=$restarts after SIGUSR1, expected 1"
+  "$python" -c 'import h5py, sys
+with h5py.File(sys.argv[1], "r") as f:
+    done = int(f["rounds_done"][0])
+sys.exit(0 if 1 <= done < 5000 else f"{done} rounds")' "$ck" || fail "usr1 job: the checkpoint after SIGUSR1"
+  [[ ! -e $work/results/scaling-$id/sum-nodes1-ranks4.json ]] || fail "usr1 job: a report of the stopped launch"
+  echo "usr1: job $id stopped by SIGUSR1, requeued (Restarts=$restarts), its checkpoint kept"
+else
+  fail "usr1 job: no checkpoint within 60 s ($(tail -n 5 "$work/usr1-$id.out" 2>/dev/null))"
+fi
+scancel "$id" 2>/dev/null
 
 # ---- 2. to 4. GPU binding with 4 fake GPUs -------------------------------------------------------
 check_probe() {  # check_probe FILE ONE_VISIBLE(yes|no) CPUS_PER_TASK

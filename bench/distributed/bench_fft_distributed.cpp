@@ -502,13 +502,17 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
     std::fflush(stdout);
   }
   const std::string what = o.kind + " " + shape_text(shape) + " " + dtype + " " + o.decomposition;
+  // The case's configuration, the same on our row and the vendor's.
+  const auto describe = [&](bench::Row& r) -> bench::Row& {
+    return r.set("shape", shape_text(shape))
+        .set("dtype", dtype)
+        .set("kind", o.kind)
+        .set("decomposition", o.decomposition)
+        .set("ranks", ctx.size())
+        .set("effort", o.effort);
+  };
   bench::Row& row = h.row("fft " + what);
-  row.set("shape", shape_text(shape))
-      .set("dtype", dtype)
-      .set("kind", o.kind)
-      .set("decomposition", o.decomposition)
-      .set("ranks", ctx.size())
-      .set("effort", o.effort)
+  describe(row)
       .set("plan_s", plan_s)
       .set("gflops", st.p50 > 0 ? flops / st.p50 / 1e9 : 0.0)
       .set("local_s", local)
@@ -529,12 +533,7 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
   if (vendor) {
     const bench::Stats vs = bench::statistics(vendor->samples);
     bench::Row& vrow = h.row(vendor->name + " " + what);
-    vrow.set("shape", shape_text(shape))
-        .set("dtype", dtype)
-        .set("kind", o.kind)
-        .set("decomposition", o.decomposition)
-        .set("ranks", ctx.size())
-        .set("effort", o.effort)
+    describe(vrow)
         .set("gflops", vs.p50 > 0 ? flops / vs.p50 / 1e9 : 0.0)
         .set("compared", vendor->compared)
         .set("max_error_vs_ours", vendor->max_error);

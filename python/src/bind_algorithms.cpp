@@ -304,7 +304,9 @@ py::tuple histogram_result(const Histogram& h) {
   return py::make_tuple(counts, h.below, h.above, h.nan);
 }
 
-py::tuple histogram_even(const ArrayPtr& a, index_t bins, double lower, double upper) {
+// histogram(a, binner) of an ordered element type, as numpy.histogram's (counts, below, above, nan).
+template <class Binner>
+py::tuple histogram_of(const ArrayPtr& a, const Binner& binner) {
   return dispatch(a->dtype(), [&]<class T>() -> py::tuple {
     if constexpr (!is_ordered_v<T>) {
       no_order("histogram", a->dtype());
@@ -312,27 +314,20 @@ py::tuple histogram_even(const ArrayPtr& a, index_t bins, double lower, double u
       Histogram h;
       {
         const Call call(*a->session());
-        h = histogram(flat<T>(*a), EvenBins{lower, upper, bins});
+        h = histogram(flat<T>(*a), binner);
       }
       return histogram_result(h);
     }
   });
 }
 
+py::tuple histogram_even(const ArrayPtr& a, index_t bins, double lower, double upper) {
+  return histogram_of(a, EvenBins{lower, upper, bins});
+}
+
 py::tuple histogram_edges(const ArrayPtr& a, const py::array_t<double, py::array::c_style | py::array::forcecast>& edges) {
-  std::vector<double> e(edges.data(), edges.data() + edges.size());
-  return dispatch(a->dtype(), [&]<class T>() -> py::tuple {
-    if constexpr (!is_ordered_v<T>) {
-      no_order("histogram", a->dtype());
-    } else {
-      Histogram h;
-      {
-        const Call call(*a->session());
-        h = histogram(flat<T>(*a), std::span<const double>(e));
-      }
-      return histogram_result(h);
-    }
-  });
+  const std::vector<double> e(edges.data(), edges.data() + edges.size());
+  return histogram_of(a, std::span<const double>(e));
 }
 
 py::tuple bincount(const ArrayPtr& a, index_t bins) {

@@ -195,15 +195,20 @@ class Plan:
             self.layout_text)
 
 
+def _plan_for(a, real, ax, norm):
+    """A slab plan for a's shape and precision, and a in the plan's input type (converted where needed)."""
+    single = _precision(a.dtype)
+    name = _real_name(single) if real else _complex_name(single)
+    plan = _tessera._FftPlan(a.context, list(a.global_shape), real, single, _plan_axis(ax), _norm(norm), "slab",
+                             0, 0, False, False)
+    return plan, (a if a.dtype.name == name else a.astype(name))
+
+
 def _c2c(a, s, axes, norm, layout, inverse, what):
     _require_2d(a, what)
     ax = _axes(axes, what)
     _check_s(s, a.global_shape, ax, what)
-    single = _precision(a.dtype)
-    name = _complex_name(single)
-    plan = _tessera._FftPlan(a.context, list(a.global_shape), False, single, _plan_axis(ax), _norm(norm), "slab",
-                             0, 0, False, False)
-    x = a if a.dtype.name == name else a.astype(name)
+    plan, x = _plan_for(a, False, ax, norm)
     # The inverse takes the forward output's layout: the binding redistributes x there where it lies elsewhere.
     out = plan.inverse(x) if inverse else plan.forward(x)
     return _relayout(out, layout)
@@ -218,11 +223,7 @@ def _r2c(a, s, axes, norm, layout, what):
         raise ValueError("%s: the last of axes is the halved one; only axes=(0, 1) (the last axis halved) is "
                          "supported" % what)
     _check_s(s, a.global_shape, ax, what)
-    single = _precision(a.dtype)
-    name = _real_name(single)
-    plan = _tessera._FftPlan(a.context, list(a.global_shape), True, single, _plan_axis(ax), _norm(norm), "slab",
-                             0, 0, False, False)
-    x = a if a.dtype.name == name else a.astype(name)
+    plan, x = _plan_for(a, True, ax, norm)
     return _relayout(plan.forward(x), layout)
 
 

@@ -360,4 +360,9 @@ template std::int64_t parse_value<std::int64_t>(std::string_view, std::string_vi
 template float parse_value<float>(std::string_view, std::string_view);
 template double parse_value<double>(std::string_view, std::string_view);
 
+void throw_root_error(const Communicator& comm, const std::string& message_on_root) {
+  const std::string message = comm.bcast_string(message_on_root, 0);
+  if (!message.empty()) throw UsageError(message);
+}
+
 }  // namespace tessera::apps

@@ -117,6 +117,10 @@ decltype(auto) for_flag(std::string_view flag, Call&& call) {
   }
 }
 
+// An error found on rank 0 alone (its message; empty where there is none), thrown on every rank as
+// the same UsageError. Collective over comm; the other ranks' message is not read.
+void throw_root_error(const Communicator& comm, const std::string& message_on_root);
+
 // io::parse_dataset_path for the value of `flag`.
 io::DatasetPath parse_dataset_option(std::string_view text, std::string_view flag);
 

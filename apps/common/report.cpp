@@ -231,21 +231,17 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r,
 }  // namespace
 
 void publish(const App& app, const Context& ctx, const Report& r) {
-  char error[1024] = {};
   const Environment environment = describe_environment(ctx);
-  if (ctx.is_root()) std::snprintf(error, sizeof error, "%s", publish_on_root(app, ctx, r, environment).c_str());
-  ctx.comm().bcast(error, sizeof error, 0);
-  if (error[0]) throw UsageError(error);
+  throw_root_error(ctx.comm(), ctx.is_root() ? publish_on_root(app, ctx, r, environment) : std::string());
 }
 
 void write_json_report(const Context& ctx, const std::string& path, const Json& report) {
-  char error[1024] = {};
+  std::string error;
   if (ctx.is_root()) {
     const std::string problem = write_whole_file(path, report.dump(2) + "\n");
-    if (!problem.empty()) std::snprintf(error, sizeof error, "--json: %s", problem.c_str());
+    if (!problem.empty()) error = "--json: " + problem;
   }
-  ctx.comm().bcast(error, sizeof error, 0);
-  if (error[0]) throw UsageError(error);
+  throw_root_error(ctx.comm(), error);
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -270,17 +266,15 @@ bool same_file(const Context& ctx, const std::string& a, const std::string& b) {
 void check_report_path(const Context& ctx, const App& app) {
   const std::string& json = app.options().json;
   for_flag("--json", [&] { io::check_output_file(ctx, json); });
-  char error[1024] = {};
+  std::string error;
   if (ctx.is_root()) {
     for (const auto& [flag, file] : app.parser().dataset_files()) {
       if (!same_file(json, file)) continue;
-      std::snprintf(error, sizeof error, "--json: '%s' is the HDF5 file of %s; the report would overwrite it",
-                    json.c_str(), flag.c_str());
+      error = "--json: '" + json + "' is the HDF5 file of " + flag + "; the report would overwrite it";
       break;
     }
   }
-  ctx.comm().bcast(error, sizeof error, 0);
-  if (error[0]) throw UsageError(error);
+  throw_root_error(ctx.comm(), error);
 }
 
 }  // namespace tessera::apps

@@ -104,10 +104,7 @@ inline std::pair<index_t, std::string> first_failure(const Context& ctx, index_t
   const index_t first = ctx.comm().allreduce(index < 0 ? kNone : index, ReduceOp::min);
   if (first == kNone) return {-1, ""};
   const int owner = ctx.comm().allreduce(index == first ? ctx.rank() : ctx.size(), ReduceOp::min);
-  char text[512] = "";
-  if (ctx.rank() == owner) std::snprintf(text, sizeof text, "%s", what.c_str());
-  ctx.comm().bcast(text, sizeof text, owner);
-  return {first, text};
+  return {first, ctx.comm().bcast_string(what, owner)};
 }
 
 // ---- global_sum --------------------------------------------------------------------------------------

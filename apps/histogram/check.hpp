@@ -155,19 +155,14 @@ Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, con
   const index_t wrong_anywhere = ctx.comm().allreduce(wrong_bins, ReduceOp::sum);
   if (wrong_anywhere > 0) {
     const int reporter = ctx.comm().allreduce(wrong_bins > 0 ? ctx.rank() : ctx.size(), ReduceOp::min);
-    char text[256] = {};
-    if (ctx.rank() == reporter) std::snprintf(text, sizeof text, "%s", first_wrong.c_str());
-    ctx.comm().bcast(text, sizeof text, reporter);
-    bad += std::string(text) + (wrong_anywhere > 1 ? " (and " + std::to_string(wrong_anywhere - 1) + " more)" : "") + "; ";
+    const std::string text = ctx.comm().bcast_string(first_wrong, reporter);
+    bad += text + (wrong_anywhere > 1 ? " (and " + std::to_string(wrong_anywhere - 1) + " more)" : "") + "; ";
   }
   v.ok = all_ranks(ctx, bad.empty());
   if (!v.ok) {
     // Rank 0's text where it saw the problem; else the first rank that did.
     const int reporter = ctx.comm().allreduce(bad.empty() ? ctx.size() : ctx.rank(), ReduceOp::min);
-    char text[1024] = {};
-    if (ctx.rank() == reporter) std::snprintf(text, sizeof text, "%s", bad.substr(0, bad.size() - 2).c_str());
-    ctx.comm().bcast(text, sizeof text, reporter);
-    bad = text;
+    bad = ctx.comm().bcast_string(ctx.rank() == reporter ? bad.substr(0, bad.size() - 2) : std::string(), reporter);
   }
   v.detail = v.ok ? std::to_string(in_bins) + " in the bins, " + std::to_string(below) + " below, " + std::to_string(above) +
                         " above, " + std::to_string(nan) + " NaN: as count_if finds; all " + std::to_string(h.bins) +

@@ -828,8 +828,7 @@ void check_outputs_writable(const Options& o, const Communicator& world) {
         std::snprintf(error, sizeof error, "--checkpoint: '%s' is also the %s file", o.checkpoint.c_str(), flag.c_str());
     }
   }
-  world.bcast(error, sizeof error, 0);
-  if (error[0]) throw UsageError(error);
+  throw_root_error(world, error);
 }
 
 }  // namespace tessera::apps::scaling_study

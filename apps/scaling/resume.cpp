@@ -22,14 +22,6 @@ enum I64 { kMode, kPoint, kRound, kRanks, kSize, kRepeats, kWarmup, kPhasesRepea
 enum F64 { kTotal, kRepeatMin, kRepeatMax, kRankMin, kRankAvg, kRankMax, kLocal, kCommunication, kFixup, kHost,
            kOther, kChecksum, kF64Fixed };
 
-// An error found on world rank 0, thrown on every rank as the UsageError the app reports.
-void throw_everywhere(const Context& world, const std::string& message) {
-  char text[2048] = {};
-  if (world.is_root()) std::snprintf(text, sizeof text, "%s", message.c_str());
-  world.comm().bcast(text, sizeof text, 0);
-  if (text[0]) throw UsageError(text);
-}
-
 }  // namespace
 
 std::string study_signature(const Options& o, const std::vector<ModeReport>& plan, int world_size,
@@ -93,7 +85,7 @@ void save_rounds(const Context& world, const Context& root_only, const std::stri
       problem = std::string("--checkpoint: ") + e.what();
     }
   }
-  throw_everywhere(world, problem);
+  throw_root_error(world.comm(), problem);
 }
 
 int restore_rounds(const Context& world, const Context& root_only, const std::string& path,
@@ -167,7 +159,7 @@ int restore_rounds(const Context& world, const Context& root_only, const std::st
       problem = std::string("--restart: ") + e.what();
     }
   }
-  throw_everywhere(world, problem);
+  throw_root_error(world.comm(), problem);
   return static_cast<int>(world.comm().bcast_value(done, 0));
 }
 

@@ -134,10 +134,7 @@ void checkpoint(const Context& ctx, const std::string& path, const std::vector<C
                 const CheckpointOptions& options) {
   detail::QuietErrors quiet;
   check_names(path, entries);
-  std::string problem = ctx.is_root() ? replace_problem(path, entries) : std::string();
-  index_t size = ctx.comm().bcast_value(static_cast<index_t>(problem.size()), 0);
-  problem.resize(static_cast<std::size_t>(size));
-  ctx.comm().bcast(problem.data(), size, 0);
+  const std::string problem = ctx.comm().bcast_string(ctx.is_root() ? replace_problem(path, entries) : std::string(), 0);
   if (!problem.empty()) throw IoError(problem, path, "/" + entries.front().name());
 
   const std::vector<std::uint64_t> sums = checksums(ctx, entries);
@@ -219,9 +216,7 @@ index_t checkpoint_step(const Context& ctx, const std::string& path) {
       if (found.empty()) found = detail::in_quotes(path) + " holds no dataset (not a Tessera checkpoint)";
     }
   }
-  index_t size = ctx.comm().bcast_value(static_cast<index_t>(found.size()), 0);
-  found.resize(static_cast<std::size_t>(size));
-  ctx.comm().bcast(found.data(), size, 0);
+  found = ctx.comm().bcast_string(found, 0);
   if (found.front() != '/') throw IoError(found, path, "");
   const std::string& dataset = found;
   const auto attrs = read_attributes(ctx, {path, dataset});

@@ -69,6 +69,13 @@ Communicator Communicator::adopt(MPI_Comm comm) {
 
 MPI_Comm Communicator::get() const { return state_ ? state_->comm : MPI_COMM_NULL; }
 
+std::string Communicator::bcast_string(const std::string& text, int root) const {
+  std::string out = rank_ == root ? text : std::string();
+  out.resize(static_cast<std::size_t>(bcast_value(static_cast<index_t>(out.size()), root)));
+  bcast(out.data(), static_cast<index_t>(out.size()), root);
+  return out;
+}
+
 Communicator Communicator::split(int color, int key) const {
   TESSERA_ASSERT(!is_null(), "split of a null communicator");
   MPI_Comm out = MPI_COMM_NULL;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tessera/framework/collective_plan.hpp"
@@ -89,6 +90,9 @@ class Communicator {
     bcast(&value, 1, root);
     return value;
   }
+
+  // Rank `root`'s text on every rank (its length, then its bytes); the others' `text` is not read.
+  std::string bcast_string(const std::string& text, int root) const;
 
   // Point-to-point of host memory, any count (chunked under the 2^31 limit of an int count).
   template <class T>

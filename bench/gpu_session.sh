@@ -157,7 +157,7 @@ case "${1:-}" in
   generic-more)
     cmake --build "$build" -j "$JOBS" >"$out/build_rest.log" 2>&1 || { tail -30 "$out/build_rest.log"; status=1; }
     step app_tests_cuda 300 env TESSERA_TEST_BACKEND=cuda ctest --test-dir "$build" -L apps --output-on-failure -j4
-    step install_test 400 ctest --test-dir "$build" -R install_consumer --output-on-failure
+    step install_test 400 ctest --test-dir "$build" -L install --output-on-failure -j2
     TAIL=25 step readme_demo 150 bash scripts/run.sh demo
     ;;
   *)

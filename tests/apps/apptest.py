@@ -64,6 +64,14 @@ class Harness:
         cmd = self.command(app, args, ranks, backend)
         try:
             environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
+            # Once a rank has ended with a non-zero status, mpiexec waits odls_base_sigkill_timeout
+            # (1 s) before it sends the other ranks SIGTERM and again before SIGKILL, even where every
+            # rank has already ended by itself: 1-2 s of nothing per refused run. Ranks that end on
+            # their own (every refusal, every verdict) need no such grace; a launch where one rank's
+            # fault must let the others remove what they wrote (TESSERA_INJECT_FAULT) keeps it, as do
+            # the drivers' own Popen launches (signals, killed ranks).
+            if "TESSERA_INJECT_FAULT" not in environment:
+                environment.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "0")
             p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=APP_TIMEOUT,
                                cwd=self.work, env=environment)
         except subprocess.TimeoutExpired:

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Bad input to the apps: exit status 2, one line on stderr from the app naming the flag or dataset
 and what is wrong, no hang (a timeout fails), no output file, and an existing file at the output
-path left exactly as it was."""
+path left exactly as it was.
+
+Every rank parses the same argv to the same verdict, so most refusals run at 1 rank (a launch of 3
+costs three times the CPU); the ones marked MULTI run at the registered rank count (3), where the
+rank count is part of what is checked: the one line comes from rank 0 only, the ranks agree on a
+verdict that one of them reached (a dataset probed, a value of one rank's block, a report rank 0
+writes), or the refusal depends on the count (a process grid, a rank that does not exist)."""
 import json
 import os
 import stat
@@ -19,17 +25,18 @@ with open(h.path("text.h5"), "w") as f:
     f.write("not an HDF5 file\n")
 
 G, P, F, M = "global_sum", "prefix_sum", "filter", "matmul"
+MULTI = h.ranks  # the registered rank count (3)
 cases = [
-    # (app, args, words the message must contain)
-    (G, ["--bogus"], ["unknown flag", "--bogus"]),
+    # (app, args, words the message must contain[, ranks]); 1 rank unless MULTI is given
+    (G, ["--bogus"], ["unknown flag", "--bogus"], MULTI),
     (P, ["--dtype", "int8"], ["--dtype", "int8"]),
-    (G, ["--input", "missing.h5:/v"], ["--input", "missing.h5"]),
+    (G, ["--input", "missing.h5:/v"], ["--input", "missing.h5"], MULTI),
     (F, ["--input", f"{good}:/nothere"], ["--input", "/nothere"]),
     (G, ["--input", f"{h.path('text.h5')}:/v"], ["--input", "not an HDF5 file"]),
     (P, ["--input", f"{good}:/m"], ["--input", "/m", "2-D"]),
-    (M, ["--a", f"{good}:/m", "--b", f"{good}:/m2"], ["--a/--b", "do not multiply", "4 x 6", "5 x 3"]),
+    (M, ["--a", f"{good}:/m", "--b", f"{good}:/m2"], ["--a/--b", "do not multiply", "4 x 6", "5 x 3"], MULTI),
     (M, ["--a", f"{good}:/v", "--b", f"{good}:/m2"], ["--a", "/v", "2-D"]),
-    (G, ["--n", "-5"], ["--n", "negative", "-5"]),
+    (G, ["--n", "-5"], ["--n", "negative", "-5"], MULTI),
     (P, ["--n", "12abc"], ["--n", "12abc"]),
     (F, ["--n", "1e30"], ["--n", "1e30", "too large"]),
     (M, ["--m", "-3"], ["--m", "negative"]),
@@ -40,11 +47,11 @@ cases = [
     (F, ["--predicate", "gt:nan", "--dtype", "float32"], ["--predicate", "can never match", "NaN"]),
     (F, ["--predicate", "lt:-2147483648", "--dtype", "int32"], ["--predicate", "can never match"]),
     (G, ["--op", "avg"], ["--op", "avg"]),
-    (M, ["--grid", "2x2"] if h.ranks != 4 else ["--grid", "3x3"], ["grid"]),
+    (M, ["--grid", "2x2"] if h.ranks != 4 else ["--grid", "3x3"], ["grid"], MULTI),
     (G, ["--input", "nocolon.h5"], ["--input", "FILE.h5:/DATASET"]),
     (P, ["--repeat", "0"], ["--repeat"]),
     # Dataset names HDF5 refuses are refused before anything is created.
-    (G, ["--n", "10", "--output", f"{h.path('dot.h5')}:/."], ["--output", "'/.'", "not a dataset name"]),
+    (G, ["--n", "10", "--output", f"{h.path('dot.h5')}:/."], ["--output", "'/.'", "not a dataset name"], MULTI),
     (G, ["--n", "10", "--output", f"{h.path('dot.h5')}:/a/../b"], ["--output", "'..'"]),
     (P, ["--n", "10", "--output", f"{h.path('dot.h5')}:/a/./b"], ["--output", "'.'"]),
     # A flag is not the value of the flag before it; a negative number is.
@@ -62,7 +69,7 @@ write_h5(template, "/kept", random_array(h.rng, np.dtype("float64"), 20))
 with open(template, "rb") as f:
     existing_bytes = f.read()
 os.remove(template)
-for i, (app, args, words) in enumerate(cases):
+for i, (app, args, words, *count) in enumerate(cases):
     for existing in (i % 2 == 1,):  # alternate: no file at the output path / an existing one
         out = h.path(f"out_{i}_{int(existing)}.h5")
         if existing:
@@ -72,8 +79,9 @@ for i, (app, args, words) in enumerate(cases):
         use_backend = "--backend" not in args
         env = {"CUDA_VISIBLE_DEVICES": ""} if i == no_gpu_case else None
         output = [] if "--output" in args else ["--output", f"{out}:/r"]
-        status, stdout, stderr = h.run(app, [*args, *output], backend=use_backend, env=env)
-        what = f"{app} {' '.join(args)} (existing output: {existing})"
+        ranks = count[0] if count else 1
+        status, stdout, stderr = h.run(app, [*args, *output], ranks=ranks, backend=use_backend, env=env)
+        what = f"{app} {' '.join(args)} (existing output: {existing}, {ranks} rank(s))"
         if status is None:
             continue
         h.check(status == 2, f"{what}: status {status}, expected 2\n{stdout}\n{stderr}")
@@ -131,9 +139,9 @@ status, _, stderr = h.run(G, ["--input", f"{damaged}:/nan", "--dtype", "float32"
 h.check(status == 0, f"NaN read as float32: status {status}\n{stderr}")
 
 # A malformed TESSERA_INJECT_FAULT is refused, not silently ignored.
-for spec, words in [("x", ["'x'", "RANK:SITE"]), ("0:nosuchsite", ["unknown site", "nosuchsite"]),
-                    ("0:allreduce:0", ["COUNT"]), (f"{h.ranks}:barrier", ["rank", "does not exist"])]:
-    status, _, stderr = h.run(G, ["--n", "10"], env={"TESSERA_INJECT_FAULT": spec})
+for spec, words, ranks in [("x", ["'x'", "RANK:SITE"], 1), ("0:nosuchsite", ["unknown site", "nosuchsite"], 1),
+                           ("0:allreduce:0", ["COUNT"], 1), (f"{MULTI}:barrier", ["rank", "does not exist"], MULTI)]:
+    status, _, stderr = h.run(G, ["--n", "10"], ranks=ranks, env={"TESSERA_INJECT_FAULT": spec})
     check_refused(f"TESSERA_INJECT_FAULT={spec}", status, stderr, G, words, where="tessera")
 
 # A --json that cannot be written (a full device) ends the run non-zero with one line.
@@ -144,7 +152,7 @@ h.check(stat.S_ISCHR(os.stat("/dev/full").st_mode), "--json /dev/full: the devic
 # A --json path that is a symlink is written through: the link stays, its target gets the report.
 target, link = h.path("report_target.json"), h.path("report_link.json")
 os.symlink(target, link)
-status, _, stderr = h.run(G, ["--n", "10", "--json", link])
+status, _, stderr = h.run(G, ["--n", "10", "--json", link], ranks=1)
 h.check(status == 0 and os.path.islink(link), f"--json through a symlink: status {status}, link kept {os.path.islink(link)}\n{stderr}")
 if os.path.exists(target):
     with open(target) as f:
@@ -157,7 +165,7 @@ raw_dir = os.fsencode(h.work)
 odd_input = os.fsdecode(raw_dir + b"/in\xff\xfe.h5")
 write_h5(odd_input, "/v", np.arange(5, dtype=np.int64))
 odd_report = h.path("odd_report.json")
-status, _, stderr = h.run(G, ["--input", f"{odd_input}:/v", "--json", odd_report])
+status, _, stderr = h.run(G, ["--input", f"{odd_input}:/v", "--json", odd_report], ranks=1)
 if h.check(status == 0, f"input path with invalid UTF-8: status {status}\n{stderr}"):
     with open(odd_report, "rb") as f:
         raw = f.read()
@@ -170,14 +178,15 @@ if h.check(status == 0, f"input path with invalid UTF-8: status {status}\n{stder
 # An unwritable output destination is refused before any work.
 status, _, stderr = h.run(G, ["--n", "10", "--output", h.path("no/such/dir/x.h5") + ":/r"])
 h.check(status == 2 and "--output" in stderr and "no such directory" in stderr, f"bad --output dir: {status} {stderr}")
-status, _, stderr = h.run(G, ["--n", "10", "--json", h.path("no/such/dir/r.json")])
+status, _, stderr = h.run(G, ["--n", "10", "--json", h.path("no/such/dir/r.json")], ranks=1)
 h.check(status == 2 and "--json" in stderr, f"bad --json dir: {status} {stderr}")
 
-# --help and --version succeed and print on rank 0 only.
+# --help and --version succeed and print on rank 0 only (the apps share that code: one of them at
+# several ranks).
 for app in (G, P, F, M, "histogram", "transpose", "sort", "stencil"):
-    status, stdout, _ = h.run(app, ["--help"], backend=False)
+    status, stdout, _ = h.run(app, ["--help"], ranks=MULTI if app == G else 1, backend=False)
     h.check(status == 0 and stdout.count("usage:") == 1 and "--verify" in stdout, f"{app} --help: {status} {stdout!r}")
-status, stdout, _ = h.run(G, ["--version"], backend=False)
+status, stdout, _ = h.run(G, ["--version"], ranks=MULTI, backend=False)
 h.check(status == 0 and len(stdout.strip().splitlines()) == 1, f"{G} --version: {status} {stdout!r}")
 # ... and so do the scaling app's.
 status, stdout, _ = h.run("scaling", ["--help"], backend=False)
@@ -187,10 +196,10 @@ os.makedirs(h.path("a_directory"), exist_ok=True)
 for args, words in ((["--csv", h.path("a_directory")], ["--csv", "is a directory"]),
                     (["--csv", h.path("same.txt"), "--json", h.path("same.txt")], ["--csv", "--json file"]),
                     (["--json", h.path("no/such/dir/r.json")], ["--json", "no such directory"])):
-    status, stdout, stderr = h.run("scaling", [*args, "--n", "1000", "--rounds", "1", "--max-rounds", "1"])
+    status, stdout, stderr = h.run("scaling", [*args, "--n", "1000", "--rounds", "1", "--max-rounds", "1"], ranks=1)
     lines = [ln for ln in stderr.splitlines() if ln.startswith("tessera-scaling")]
     h.check(status == 2 and len(lines) == 1 and all(w in lines[0] for w in words),
             f"scaling {args}: status {status}, expected 2 and one line naming {words} before any progress: {stderr!r}")
-status, stdout, _ = h.run("scaling", ["--version"], backend=False)
+status, stdout, _ = h.run("scaling", ["--version"], ranks=1, backend=False)
 h.check(status == 0 and len(stdout.strip().splitlines()) == 1 and "Tessera" in stdout, f"scaling --version: {status} {stdout!r}")
 h.finish()

@@ -6,7 +6,7 @@ Each shell block of the docs (a fenced block marked sh, bash, console or nothing
 line; every line in it must be a command (blocks of formulas, trees or output are marked `text`).
 A command is rewritten to run here: the build's programs and the source's scripts by their paths,
 sizes and iteration counts capped (`--n 64M` runs as `--n 3001`), `--backend cuda` as cpu, mpirun
-and mpiexec with --oversubscribe, in one temporary directory per doc (so a later command finds
+and mpiexec with --oversubscribe and at most 2 ranks (unless the command names a process grid), in one temporary directory per doc (so a later command finds
 what an earlier one wrote, as a reader's shell would). A command that needs what this machine or
 this build lacks is skipped with the reason. Any other command that exits non-zero fails the test.
 
@@ -78,6 +78,11 @@ ADDED_FLAGS = [
 ]
 
 LAUNCHERS = {"mpirun", "mpiexec"}
+# The rank count of a launch is capped like a size (each rank of an oversubscribed launch costs about
+# a quarter of a second of CPU to start): a command that names a process grid or a layout of one
+# keeps its count, which the grid must match.
+MAX_RANKS = 2
+GRID_FLAGS = {"--grid", "--from", "--to"}
 # Inputs the docs' examples read that no documented command writes; made by fixtures().
 FIXTURE_FILES = ("data.h5", "in.h5", "edges.h5")
 
@@ -274,6 +279,10 @@ def rewrite(cmd, source, build, tmp, python, base_env):
                 if extra[j] not in argv:
                     argv += extra[j:j + 2]
     if argv[0] in LAUNCHERS:
+        if not any(w.split("=", 1)[0] in GRID_FLAGS for w in argv):
+            for k in range(1, i):
+                if argv[k] in ("-n", "-np", "--np") and k + 1 < i and argv[k + 1].isdigit():
+                    argv[k + 1] = str(min(int(argv[k + 1]), MAX_RANKS))
         argv[0:1] = cmd.mpiexec
     # Shell expansions a reader's shell would make: variables and globs.
     expanded = []

@@ -241,15 +241,25 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
   const std::vector<Shape> shapes = {{1, 1, 1, 0},    {0, 5, 3, 0},     {5, 0, 3, 0},     {4, 5, 0, 0},
                                      {17, 33, 65, 3}, {31, 1, 257, 0},  {1, 513, 7, 1},   {127, 129, 255, 0},
                                      {64, 600, 300, 5}, {301, 257, 513, 0}};
-  // Both engines: vendor is OpenBLAS for float and double where the build found it.
-  for (GemmEngine engine : {GemmEngine::tiled, GemmEngine::vendor})
-  for (int threads : {1, 4}) {
-    omp_set_num_threads(threads);
-    for (const Shape& s : shapes) {
-      const index_t lda = s.k + s.extra_ld, ldb = s.n + s.extra_ld, ldc = s.n + s.extra_ld;
-      const auto a = random_vector<T>(s.m * lda, test::seed() + 1);
-      const auto b = random_vector<T>(s.k * ldb, test::seed() + 2);
-      const auto c0 = random_vector<T>(s.m * ldc, test::seed() + 3);
+  for (const Shape& s : shapes) {
+    const index_t lda = s.k + s.extra_ld, ldb = s.n + s.extra_ld, ldc = s.n + s.extra_ld;
+    const auto a = random_vector<T>(s.m * lda, test::seed() + 1);
+    const auto b = random_vector<T>(s.k * ldb, test::seed() + 2);
+    const auto c0 = random_vector<T>(s.m * ldc, test::seed() + 3);
+    // The serial triple loop once per shape (in long double); every engine, thread count and beta
+    // below is checked against it.
+    std::vector<long double> ab(static_cast<std::size_t>(s.m * s.n), 0.0L);
+    for (index_t i = 0; i < s.m; ++i)
+      for (index_t j = 0; j < s.n; ++j) {
+        long double sum = 0;
+        for (index_t p = 0; p < s.k; ++p)
+          sum += static_cast<long double>(a[static_cast<std::size_t>(i * lda + p)]) * b[static_cast<std::size_t>(p * ldb + j)];
+        ab[static_cast<std::size_t>(i * s.n + j)] = sum;
+      }
+    // Both engines: vendor is OpenBLAS for float and double where the build found it.
+    for (GemmEngine engine : {GemmEngine::tiled, GemmEngine::vendor})
+    for (int threads : {1, 4}) {
+      omp_set_num_threads(threads);
       for (T beta : {T(0), T(1), T(-0.5)}) {
         const T alpha = T(1.5);
         auto c = c0;
@@ -258,10 +268,8 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
         kernels::gemm(kCpu, engine, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
         for (index_t i = 0; i < s.m; ++i) {
           for (index_t j = 0; j < s.n; ++j) {
-            long double ref = 0;
-            for (index_t p = 0; p < s.k; ++p)
-              ref += static_cast<long double>(a[static_cast<std::size_t>(i * lda + p)]) * b[static_cast<std::size_t>(p * ldb + j)];
-            ref = alpha * ref + (beta == T(0) ? 0.0L : beta * static_cast<long double>(c0[static_cast<std::size_t>(i * ldc + j)]));
+            const long double ref = alpha * ab[static_cast<std::size_t>(i * s.n + j)] +
+                (beta == T(0) ? 0.0L : beta * static_cast<long double>(c0[static_cast<std::size_t>(i * ldc + j)]));
             const double tol = 4.0 * (s.k + 2) * std::numeric_limits<T>::epsilon();
             ASSERT_NEAR(static_cast<double>(ref), static_cast<double>(c[static_cast<std::size_t>(i * ldc + j)]), tol)
                 << to_string(engine) << " threads=" << threads << " m=" << s.m << " n=" << s.n << " k=" << s.k

@@ -8,7 +8,7 @@
 // cases on the device path. Bad input (a grid that is not the rank count, a radius over the ghost
 // width, fields of different layouts, an offset outside the declared reach) is a UsageError on
 // every rank.
-#define TESSERA_STENCIL_CHECKS 1
+// Built with TESSERA_STENCIL_CHECKS=1 (tests/generic/CMakeLists.txt): the cpu path checks offsets.
 #include <array>
 #include <cstring>
 #include <random>

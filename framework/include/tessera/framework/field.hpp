@@ -196,6 +196,25 @@ struct FieldIndex {
   TESSERA_HOST_DEVICE index_t& operator[](int axis) { return i[axis]; }
 };
 
+namespace detail {
+// Field::generate's cell: origin[l0 stride0 + l1 stride1 + l2] = f(global index). A namespace-scope
+// type: nvcc refuses a class's private type as a kernel's template argument.
+template <class T, int D, class F>
+struct GenerateCell {
+  using wrapped_functor = F;
+  T* origin;
+  index_t stride[2];  // of axes 0 and 1; axis 2's is 1
+  index_t first[3];   // the block's global offsets
+  F f;
+  TESSERA_HOST_DEVICE void operator()(index_t l0, index_t l1, index_t l2) const {
+    const index_t g[3] = {first[0] + l0, first[1] + l1, first[2] + l2};
+    FieldIndex<D> index;
+    for (int a = 0; a < D; ++a) index.i[a] = g[3 - D + a];
+    origin[l0 * stride[0] + l1 * stride[1] + l2] = f(index);
+  }
+};
+}  // namespace detail
+
 template <class T, int D>
 class Field {
   static_assert(D >= 1 && D <= kMaxFieldDims, "Field: 1, 2 or 3 dimensions");
@@ -249,7 +268,7 @@ class Field {
     kernels::CellBox box;
     for (int a = 0; a < 3; ++a) box.end[a] = l.local(a);
     kernels::for_each_cell(context().queue(), box,
-                           GenerateCell<F>{origin(), {l.stride[0], l.stride[1]}, {l.offset(0), l.offset(1), l.offset(2)}, f});
+                           detail::GenerateCell<T, D, F>{origin(), {l.stride[0], l.stride[1]}, {l.offset(0), l.offset(1), l.offset(2)}, f});
   }
 
   // Dirichlet values: the ghost cells outside the domain along a Dirichlet axis become
@@ -354,21 +373,6 @@ class Field {
                        "-D process grid " + grid.text());
     return grid;
   }
-
-  template <class F>
-  struct GenerateCell {
-    using wrapped_functor = F;
-    T* origin;
-    index_t stride[2];  // of axes 0 and 1; axis 2's is 1
-    index_t first[3];   // the block's global offsets
-    F f;
-    TESSERA_HOST_DEVICE void operator()(index_t l0, index_t l1, index_t l2) const {
-      const index_t g[3] = {first[0] + l0, first[1] + l1, first[2] + l2};
-      FieldIndex<D> index;
-      for (int a = 0; a < D; ++a) index.i[a] = g[3 - D + a];
-      origin[l0 * stride[0] + l1 * stride[1] + l2] = f(index);
-    }
-  };
 
   detail::BlockStorage storage_;
 };

@@ -419,11 +419,87 @@ void case_bad_input() {
   EXPECT_EQ(world.comm().allreduce(1, ReduceOp::sum), ranks);
 }
 
+// The halo's bytes sent to other ranks, counted cell by cell: every ghost cell of every other
+// rank's block (within the shape, inside the domain or wrapped along a periodic axis) whose owner
+// is this rank.
+double halo_bytes_brute_force(const std::vector<int>& g, const Extents& n, int w, const Boundaries& bc,
+                              StencilForm form, int me, std::size_t element_bytes) {
+  const int ranks = g[0] * g[1] * g[2];
+  auto block = [&](int rank, int a, index_t& lo, index_t& hi) {
+    const int c[3] = {rank / (g[1] * g[2]), (rank / g[2]) % g[1], rank % g[2]};
+    const Partition p = Partition::block(n[static_cast<std::size_t>(a)], g[static_cast<std::size_t>(a)]);
+    lo = p.offset(c[a]);
+    hi = lo + p.local_size(c[a]);
+  };
+  double cells = 0;
+  for (int r = 0; r < ranks; ++r) {
+    if (r == me) continue;
+    index_t lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) block(r, a, lo[a], hi[a]);
+    if (hi[0] == lo[0] || hi[1] == lo[1] || hi[2] == lo[2]) continue;
+    for (index_t x = lo[0] - w; x < hi[0] + w; ++x)
+      for (index_t y = lo[1] - w; y < hi[1] + w; ++y)
+        for (index_t z = lo[2] - w; z < hi[2] + w; ++z) {
+          const index_t at[3] = {x, y, z};
+          int outside_block = 0;
+          bool outer = false;
+          index_t wrapped[3];
+          for (int a = 0; a < 3; ++a) {
+            outside_block += at[a] < lo[a] || at[a] >= hi[a];
+            const index_t m = n[static_cast<std::size_t>(a)];
+            wrapped[a] = at[a];
+            if (at[a] < 0 || at[a] >= m) {
+              if (bc[static_cast<std::size_t>(a)] == kPer) wrapped[a] = (at[a] % m + m) % m;
+              else outer = true;
+            }
+          }
+          if (outside_block == 0 || outer || (form == StencilForm::star && outside_block > 1)) continue;
+          index_t mlo[3], mhi[3];
+          bool mine = true;
+          for (int a = 0; a < 3; ++a) {
+            block(me, a, mlo[a], mhi[a]);
+            mine = mine && wrapped[a] >= mlo[a] && wrapped[a] < mhi[a];
+          }
+          if (mine) cells += 1;
+        }
+  }
+  return cells * static_cast<double>(element_bytes);
+}
+
+// apply_stencil makes the one neighbour exchange stencil_plan declares, of the bytes counted above.
+void case_collective_plan() {
+  const Context& world = test::world();
+  for (const auto& g : grids_of(world.size()))
+    for (const Extents& n : {Extents{7, 5, 3}, Extents{4, 9, 2}}) {
+      const CartesianGrid grid = CartesianGrid::create(world, g);
+      const Boundaries bc{kPer, kDir, kPer};
+      Field<double, 3> u(grid, n, {2, 2, 2}, bc), v(grid, n, {2, 2, 2}, bc);
+      Field<float, 3> c(grid, n, {2, 2, 2}, bc);
+      u.fill(1.0);
+      c.fill(1.0f);
+      const std::string what = text(g, n);
+      const CollectivePlan star = stencil_plan(u, StencilForm::star);
+      const CollectivePlan box = stencil_plan(u, StencilForm::box, c);
+      ASSERT_EQ(star.size(), 1u) << what;
+      EXPECT_EQ(star[0].kind, Collective::neighbor_exchange) << what;
+      EXPECT_EQ(star[0].bytes, halo_bytes_brute_force(g, n, 2, bc, StencilForm::star, world.rank(), 8)) << what;
+      EXPECT_EQ(box[0].bytes, halo_bytes_brute_force(g, n, 2, bc, StencilForm::box, world.rank(), 12)) << what;
+      const std::uint64_t calls = detail::collective_calls(Collective::neighbor_exchange);
+      const double bytes = detail::collective_bytes(Collective::neighbor_exchange);
+      apply_stencil(v, WeightedSum<2, StencilForm::box>{}, u);
+      EXPECT_EQ(detail::collective_calls(Collective::neighbor_exchange) - calls, 1u) << what;  // on one rank too, of 0 bytes
+      EXPECT_EQ(detail::collective_bytes(Collective::neighbor_exchange) - bytes,
+                halo_bytes_brute_force(g, n, 2, bc, StencilForm::box, world.rank(), 8))
+          << what;
+    }
+}
+
 TEST(FieldStencil, StarAndBoxOnEveryGrid) { case_star_and_box_on_every_grid(); }
 TEST(FieldStencil, VariableCoefficient) { case_variable_coefficient(); }
 TEST(FieldStencil, StructOfTwoFieldsAndComplex) { case_struct_of_two_fields_and_complex(); }
 TEST(FieldStencil, LayoutGatherScatterGenerate) { case_layout_gather_scatter_generate(); }
 TEST(FieldStencil, BadInput) { case_bad_input(); }
+TEST(FieldStencil, CollectivePlan) { case_collective_plan(); }
 
 }  // namespace
 }  // namespace tessera

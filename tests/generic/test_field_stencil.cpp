@@ -494,12 +494,60 @@ void case_collective_plan() {
     }
 }
 
+// A 2-D field on every 2-D grid: a radius-2 star with a periodic axis 0 and a Dirichlet axis 1,
+// against its serial loop.
+struct Star2D {
+  static constexpr int radius = 2;
+  static constexpr StencilForm shape = StencilForm::star;
+  template <class V>
+  TESSERA_HOST_DEVICE double operator()(const V& v, const FieldIndex<2>& i) const {
+    return v(-2, 0) - 0.5 * v(1, 0) + 0.25 * v(0, -1) + v(0, 2) - 2.0 * v(0, 0) + 0.125 * static_cast<double>(i[0] - i[1]);
+  }
+};
+
+void case_two_dimensional_fields() {
+  const Context& world = test::world();
+  const int ranks = world.size();
+  for (const std::array<index_t, 2>& n : {std::array<index_t, 2>{7, 5}, {2, 9}, {13, 1}}) {
+    const std::vector<double> x = random_doubles(n[0] * n[1], test::seed() + 17);
+    auto at = [&](index_t i, index_t j) {
+      i = ((i % n[0]) + n[0]) % n[0];
+      if (j < 0 || j >= n[1]) return 100.0 + static_cast<double>(i) - 3.0 * static_cast<double>(j);
+      return x[static_cast<std::size_t>(i * n[1] + j)];
+    };
+    std::vector<double> want(x.size());
+    for (index_t i = 0; i < n[0]; ++i)
+      for (index_t j = 0; j < n[1]; ++j)
+        want[static_cast<std::size_t>(i * n[1] + j)] = at(i - 2, j) - 0.5 * at(i + 1, j) + 0.25 * at(i, j - 1) +
+                                                       at(i, j + 2) - 2.0 * at(i, j) +
+                                                       0.125 * static_cast<double>(i - j);
+    for (int g0 = 1; g0 <= ranks; ++g0) {
+      if (ranks % g0) continue;
+      const std::vector<int> g{g0, ranks / g0};
+      const CartesianGrid grid = CartesianGrid::create(world, g);
+      Field<double, 2> u(grid, n, {2, 2}, {kPer, kDir}), out(grid, n, {2, 2}, {kPer, kDir});
+      u.from_replicated(x);
+      u.set_outer_ghosts([](const std::array<index_t, 2>& i) { return 100.0 + static_cast<double>(i[0]) - 3.0 * static_cast<double>(i[1]); });
+      apply_stencil(out, Star2D{}, u);
+      const std::vector<double> got = out.gather(0);
+      if (world.rank() != 0) continue;
+      for (std::size_t k = 0; k < got.size(); ++k)
+        if (!same_bits(got[k], want[k])) {
+          ADD_FAILURE() << "2-D grid " << g0 << "x" << ranks / g0 << ", field " << n[0] << "x" << n[1]
+                        << ": first difference at cell " << k;
+          break;
+        }
+    }
+  }
+}
+
 TEST(FieldStencil, StarAndBoxOnEveryGrid) { case_star_and_box_on_every_grid(); }
 TEST(FieldStencil, VariableCoefficient) { case_variable_coefficient(); }
 TEST(FieldStencil, StructOfTwoFieldsAndComplex) { case_struct_of_two_fields_and_complex(); }
 TEST(FieldStencil, LayoutGatherScatterGenerate) { case_layout_gather_scatter_generate(); }
 TEST(FieldStencil, BadInput) { case_bad_input(); }
 TEST(FieldStencil, CollectivePlan) { case_collective_plan(); }
+TEST(FieldStencil, TwoDimensionalFields) { case_two_dimensional_fields(); }
 
 }  // namespace
 }  // namespace tessera

@@ -4,8 +4,10 @@
 //   tessera_bench_stencil_3d [--shapes 512x512x512,1024x1024x512] [-n ITERS] [-w WARMUP] [--json FILE]
 //
 // Rows per shape: the 7-point star (radius 1), the 27-point box (radius 1) and the 25-point star
-// (radius 4), each apply_stencil on one rank (its halo exchange has nothing to move; the interior
-// and the shell are swept as in a distributed call), timed over 10 calls queued back to back. %copy: the same bytes at the measured
+// (radius 4), each as apply_stencil on one rank (its halo exchange has nothing to move; the interior
+// and the shell are swept as in a distributed call), then its sweep alone in each order of the
+// device pass (kernels::cuda::for_each_cell: a plane per grid layer, or thread blocks marching along
+// axis 0), each timed over 10 calls queued back to back. %copy: the same bytes at the measured
 // copy rate / our time. Each row is checked on 4096 cells spread over the field against the host's
 // evaluation (inputs are small integers and the weights powers of two: the results are exact).
 #include <cstdio>
@@ -84,21 +86,18 @@ float host_value(const F& f, const Shape& s, index_t i0, index_t i1, index_t i2)
   return f(HostView{&s, i0, i1, i2}, FieldIndex<3>{{i0, i1, i2}});
 }
 
-template <class F>
-void bench_row(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name, double copy_gbs) {
-  const int r = F::radius;
-  tessera::Field<float, 3> u(ctx, {s.n[0], s.n[1], s.n[2]}, r), v(ctx, {s.n[0], s.n[1], s.n[2]}, r);
-  u.set_outer_ghosts(0.0f);
-  u.generate(Input{});
-  // Each sample times kCalls calls queued back to back (the host queues the next while the device
-  // runs the last, as a time-stepping loop does), per call.
+// One row: `run` timed (kCalls calls queued back to back per sample, per call), then v checked on
+// 4096 cells spread over the field (both faces of axis 2 among them) against the host.
+template <class F, class Run>
+void time_row(Harness& h, const Shape& s, const std::string& name, const std::string& how, double copy_gbs,
+              const tessera::Context& ctx, tessera::Field<float, 3>& v, Run run) {
   constexpr int kCalls = 10;
+  v.fill(-1.0f);
   tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
-    for (int k = 0; k < kCalls; ++k) tessera::apply_stencil(v, F{}, u);
+    for (int k = 0; k < kCalls; ++k) run();
   });
   for (double& sample : ms.samples_ms) sample /= kCalls;
   ms.median /= kCalls;
-  // The check: 4096 cells spread over the field.
   const std::vector<float> got = v.gather(0);
   std::mt19937_64 gen(7);
   int wrong = 0;
@@ -106,26 +105,47 @@ void bench_row(Harness& h, const tessera::Context& ctx, const Shape& s, const ch
     const index_t i0 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[0]));
     const index_t i1 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[1]));
     const index_t i2 = k % 2 ? (k % 4 == 1 ? 0 : s.n[2] - 1) : static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[2]));
-    const float want = host_value(F{}, s, i0, i1, i2);
-    if (got[static_cast<std::size_t>((i0 * s.n[1] + i1) * s.n[2] + i2)] != want) ++wrong;
+    if (got[static_cast<std::size_t>((i0 * s.n[1] + i1) * s.n[2] + i2)] != host_value(F{}, s, i0, i1, i2)) ++wrong;
   }
   const double cells = static_cast<double>(s.n[0]) * static_cast<double>(s.n[1]) * static_cast<double>(s.n[2]);
   const double gbs = 2.0 * cells * sizeof(float) / (ms.median * 1e6);
   char shape[64];
   std::snprintf(shape, sizeof shape, "%lldx%lldx%lld", static_cast<long long>(s.n[0]), static_cast<long long>(s.n[1]),
                 static_cast<long long>(s.n[2]));
-  std::printf("%-16s %-22s %10.3f %9.1f %6.1f%% %s\n", shape, name, ms.median, gbs, 100.0 * gbs / copy_gbs,
-              wrong ? "WRONG" : "ok");
+  std::printf("%-16s %-20s %-14s %10.4f %9.1f %6.1f%% %s\n", shape, name.c_str(), how.c_str(), ms.median, gbs,
+              100.0 * gbs / copy_gbs, wrong ? "WRONG" : "ok");
   std::fflush(stdout);
-  h.row(std::string("float ") + shape + " " + name)
+  h.row(std::string("float ") + shape + " " + name + " " + how)
       .set("shape", shape)
       .set("stencil", name)
+      .set("how", how)
       .set("ms", ms.median)
       .set("gbs", gbs)
       .time(tessera::bench::seconds(ms))
       .share("copy", gbs / copy_gbs)
       .verdict(wrong == 0, wrong ? std::to_string(wrong) + " of 4096 checked cells differ from the host's" : "");
   h.print_pending();
+}
+
+// apply_stencil whole, then its sweep alone over the block in each of the device pass's orders
+// (kernels::cuda::for_each_cell; on one rank with Dirichlet 0 ghosts the sweep is the whole call's
+// work, without the interior/shell split and the halo's planning).
+template <class F>
+void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name, double copy_gbs) {
+  const int r = F::radius;
+  tessera::Field<float, 3> u(ctx, {s.n[0], s.n[1], s.n[2]}, r), v(ctx, {s.n[0], s.n[1], s.n[2]}, r);
+  u.set_outer_ghosts(0.0f);
+  u.generate(Input{});
+  time_row<F>(h, s, name, "apply_stencil", copy_gbs, ctx, v, [&] { tessera::apply_stencil(v, F{}, u); });
+  const tessera::detail::BlockLayout& l = u.layout();
+  const tessera::detail::StencilCell<F, float, float, 3> cell{
+      v.origin(), u.origin(), {}, l.stride[0], l.stride[1], {l.offset(0), l.offset(1), l.offset(2)}, F{}};
+  const index_t begin[3] = {0, 0, 0}, end[3] = {s.n[0], s.n[1], s.n[2]};
+  namespace kc = tessera::kernels::cuda;
+  time_row<F>(h, s, name, "sweep planes", copy_gbs, ctx, v,
+              [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::planes); });
+  time_row<F>(h, s, name, "sweep march", copy_gbs, ctx, v,
+              [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::march); });
 }
 
 }  // namespace
@@ -165,11 +185,11 @@ int main(int argc, char** argv) {
   h.configuration()["copy_gbs"] = copy_gbs;
   std::printf("tessera_bench_stencil_3d on %s\ndevice-to-device copy: %.1f GB/s (bytes read + written)\n\n",
               tessera::kernels::describe_device(ctx.queue()).c_str(), copy_gbs);
-  std::printf("%-16s %-22s %10s %9s %7s %s\n", "shape", "stencil", "ms", "GB/s", "%copy", "check");
+  std::printf("%-16s %-20s %-14s %10s %9s %7s %s\n", "shape", "stencil", "how", "ms", "GB/s", "%copy", "check");
   for (const Shape& s : shapes) {
-    bench_row<Star<1>>(h, ctx, s, "star r1 (7-point)", copy_gbs);
-    bench_row<Box27>(h, ctx, s, "box r1 (27-point)", copy_gbs);
-    bench_row<Star<4>>(h, ctx, s, "star r4 (25-point)", copy_gbs);
+    bench_stencil<Star<1>>(h, ctx, s, "star r1 (7-point)", copy_gbs);
+    bench_stencil<Box27>(h, ctx, s, "box r1 (27-point)", copy_gbs);
+    bench_stencil<Star<4>>(h, ctx, s, "star r4 (25-point)", copy_gbs);
   }
   return tessera::bench::finish(h);
 }

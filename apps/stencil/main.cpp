@@ -1130,9 +1130,8 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       // Rounding: the initial value within eps/2; each step adds at most (2D + 3) eps times the sum
       // of |weight x value| (<= |w0| + 2D |w1| times the largest value, itself <= max(1, |g|)^m),
       // and carries the earlier errors on multiplied by at most |w0| + 2D |w1|.
-      const double a1 = std::fabs(w[0]) + 2.0 * D * std::fabs(w[1]);
-      const double growth = std::pow(std::max(1.0, a1), m);
-      const double bound = (0.5 + (2.0 * D + 3) * a1 * m) * eps * growth;
+      const double a1 = std::max(1.0, std::fabs(w[0]) + 2.0 * D * std::fabs(w[1]));
+      const double bound = (0.5 + (2.0 * D + 3) * a1 * m) * eps * std::pow(a1, m);
       verdict.ok = worst <= bound;
       verdict.detail = "the exact solution g^m u0 of the discrete problem (g = " + format_number(g) + ", m = " +
                        std::to_string(iteration) + "): max |u - g^m u0| " + verify::sci(worst) +

@@ -127,6 +127,16 @@ struct PrkInput {
   }
 };
 
+// f's value as the element type T (a generate functor).
+template <class T, class F>
+struct AsElement {
+  F f;
+  template <class Index>
+  TESSERA_HOST_DEVICE T operator()(const Index& i) const {
+    return static_cast<T>(f(i));
+  }
+};
+
 // Calls f.template operator()<R>() for the radius r (1 to kMaxFieldRadius).
 template <class F>
 decltype(auto) with_radius(int r, F&& f) {

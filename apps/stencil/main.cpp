@@ -115,7 +115,7 @@ template <class T>
 std::vector<double> weights_as_list(const StencilWeights<T>& w) {
   std::vector<double> v = {w.centre, w.north, w.south, w.west, w.east};
   if (w.shape == StencilShape::nine_point)
-    for (T x : {w.north_west, w.north_east, w.south_west, w.south_east}) v.push_back(x);
+    for (const T x : std::array<T, 4>{w.north_west, w.north_east, w.south_west, w.south_east}) v.push_back(x);
   return v;
 }
 
@@ -818,7 +818,7 @@ std::vector<T> host_step(const FieldSettings& s, const std::vector<double>& w, c
           for (int j = 1; j <= r; ++j) {
             T part = T(0);
             for (int a = 3 - D; a < 3; ++a)
-              for (int sign : {-1, 1}) {
+              for (const int sign : std::array<int, 2>{-1, 1}) {
                 index_t g[3] = {i0, i1, i2};
                 g[a] += sign * j;
                 const T v = at(g[0], g[1], g[2], &zero);
@@ -946,7 +946,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     u.fill(T(0));
     v.fill(T(0));
     if (prk) {
-      u.generate([] TESSERA_HOST_DEVICE(const FieldIndex<D>& i) { return static_cast<T>(PrkInput<D>{}(i)); });
+      u.generate(AsElement<T, PrkInput<D>>{PrkInput<D>{}});
       out.fill(T(0));
       out_next.fill(T(0));
       return;
@@ -972,7 +972,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       resumed_from = *s.restart;
       return;
     }
-    u.generate([sine] TESSERA_HOST_DEVICE(const FieldIndex<D>& i) { return static_cast<T>(sine(i)); });
+    u.generate(AsElement<T, SineMode<D>>{sine});
   };
   auto write_checkpoint = [&](index_t iteration) {
     io::CheckpointOptions c;

@@ -14,10 +14,12 @@ namespace tessera {
 
 namespace detail {
 namespace {
-// TESSERA_TEST_ALIGNED_EXCHANGE=1 (tests): every exchange takes the remedy, on any path.
+// TESSERA_TEST_ALIGNED_EXCHANGE=1 (tests): every exchange takes the remedy, on any path; =0: none
+// does (to measure what the remedy gains).
 std::optional<bool> g_forced_aligned = [] {
   const char* env = std::getenv("TESSERA_TEST_ALIGNED_EXCHANGE");
-  return env && env[0] == '1' ? std::optional<bool>(true) : std::nullopt;
+  if (!env || (env[0] != '0' && env[0] != '1') || env[1] != '\0') return std::optional<bool>();
+  return std::optional<bool>(env[0] == '1');
 }();
 }
 void force_aligned_exchange(std::optional<bool> aligned) { g_forced_aligned = aligned; }

@@ -1,14 +1,22 @@
 // nccl: NCCL collectives and grouped send/recv on device buffers, on a stream of NCCL's own beside
-// the context's queue (ordered with it through events). One NCCL communicator per MPI communicator,
-// bootstrapped over MPI on first use and kept as an attribute of the MPI communicator, so that it
-// lives exactly as long as that communicator (the attribute's delete callback destroys it when
-// MPI_Comm_free or MPI_Finalize drops the MPI communicator). Built only where NCCL is.
+// the context's queue (ordered with it through events). One NCCL communicator per group of
+// processes: bootstrapped over MPI on an MPI communicator's first use and kept as an attribute of
+// it, and shared by every later MPI communicator of the same processes in the same order on the
+// same device (a process grid's row or column, a duplicate, a slab's column that spans every
+// rank), because an NCCL communicator costs a collective initialisation of 0.1 s to seconds while
+// algorithms make process grids per call (an FFT plan, a redistribution). Each lives until
+// MPI_Finalize (an attribute of MPI_COMM_SELF, whose delete callback MPI_Finalize runs first,
+// drops them), so a program that makes and frees grids in a loop initialises each group's once.
+// Built only where NCCL is.
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/framework/mpi_watchdog.hpp"
@@ -184,9 +192,48 @@ class NcclTransport final : public Transport {
   cudaStream_t stream_ = nullptr;  // NCCL work runs here, beside the compute stream (overlap), at the highest priority
 };
 
+using SharedTransport = std::shared_ptr<NcclTransport>;
+
 int delete_attribute(MPI_Comm, int, void* value, void*) {
-  delete static_cast<NcclTransport*>(value);
+  delete static_cast<SharedTransport*>(value);
   return MPI_SUCCESS;
+}
+
+// Who an NCCL communicator serves: the ranks in MPI_COMM_WORLD of an MPI communicator's processes,
+// in its order, and the device; empty where a process lies outside MPI_COMM_WORLD (not shared then).
+std::vector<int> group_key(MPI_Comm comm, int device) {
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_group(comm, &group));
+  TESSERA_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  int size = 0;
+  TESSERA_MPI_CHECK(MPI_Group_size(group, &size));
+  std::vector<int> ranks(static_cast<std::size_t>(size)), key(static_cast<std::size_t>(size));
+  for (int i = 0; i < size; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  TESSERA_MPI_CHECK(MPI_Group_translate_ranks(group, size, ranks.data(), world, key.data()));
+  TESSERA_MPI_CHECK(MPI_Group_free(&group));
+  TESSERA_MPI_CHECK(MPI_Group_free(&world));
+  if (std::find(key.begin(), key.end(), MPI_UNDEFINED) != key.end()) return {};
+  key.push_back(device);
+  return key;
+}
+
+// The NCCL communicators of this process, by group_key, until MPI_Finalize.
+using LiveTransports = std::map<std::vector<int>, SharedTransport>;
+
+int delete_live_transports(MPI_Comm, int, void* value, void*) {
+  delete static_cast<LiveTransports*>(value);
+  return MPI_SUCCESS;
+}
+
+LiveTransports& live_transports() {
+  static LiveTransports* live = [] {
+    auto* map = new LiveTransports;
+    int self_keyval = MPI_KEYVAL_INVALID;
+    TESSERA_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_live_transports, &self_keyval, nullptr));
+    TESSERA_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, map));
+    return map;
+  }();
+  return *live;
 }
 
 int keyval() {
@@ -203,19 +250,30 @@ const Transport& nccl_transport(const Context& ctx) {
   void* value = nullptr;
   int found = 0;
   TESSERA_MPI_CHECK(MPI_Comm_get_attr(comm, keyval(), &value, &found));
-  if (found) return *static_cast<NcclTransport*>(value);
-  ncclUniqueId id;
-  if (ctx.rank() == 0) TESSERA_NCCL_CHECK(ncclGetUniqueId(&id));
-  TESSERA_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
-  TESSERA_CUDA_CHECK(cudaSetDevice(ctx.queue().device));
-  // NCCL's kernels run on a stream of the highest priority: the block scheduler starts them on the
-  // next free SM rather than after every block of the compute the transfer overlaps (a sweep or a
-  // GEMM queued before it), which would otherwise leave the transfer until that compute's end.
-  const auto stream = reinterpret_cast<cudaStream_t>(kernels::make_priority_queue(ctx.queue()).stream);
-  ncclComm_t nccl_comm = nullptr;
-  TESSERA_NCCL_CHECK(ncclCommInitRank(&nccl_comm, ctx.size(), id, ctx.rank()));
-  auto* transport = new NcclTransport(nccl_comm, stream);
-  TESSERA_MPI_CHECK(MPI_Comm_set_attr(comm, keyval(), transport));
+  if (found) return **static_cast<SharedTransport*>(value);
+  // Share the NCCL communicator of the same group where every rank holds one (they all do, unless
+  // a rank's process lies outside MPI_COMM_WORLD: the ranks agree first, cheaply).
+  const std::vector<int> key = group_key(comm, ctx.queue().device);
+  SharedTransport transport;
+  if (!key.empty())
+    if (auto it = live_transports().find(key); it != live_transports().end()) transport = it->second;
+  int every_rank_has_one = transport ? 1 : 0;
+  TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &every_rank_has_one, 1, MPI_INT, MPI_MIN, comm));
+  if (!every_rank_has_one) {
+    ncclUniqueId id;
+    if (ctx.rank() == 0) TESSERA_NCCL_CHECK(ncclGetUniqueId(&id));
+    TESSERA_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
+    TESSERA_CUDA_CHECK(cudaSetDevice(ctx.queue().device));
+    // NCCL's kernels run on a stream of the highest priority: the block scheduler starts them on the
+    // next free SM rather than after every block of the compute the transfer overlaps (a sweep or a
+    // GEMM queued before it), which would otherwise leave the transfer until that compute's end.
+    const auto stream = reinterpret_cast<cudaStream_t>(kernels::make_priority_queue(ctx.queue()).stream);
+    ncclComm_t nccl_comm = nullptr;
+    TESSERA_NCCL_CHECK(ncclCommInitRank(&nccl_comm, ctx.size(), id, ctx.rank()));
+    transport = std::make_shared<NcclTransport>(nccl_comm, stream);
+    if (!key.empty()) live_transports()[key] = transport;
+  }
+  TESSERA_MPI_CHECK(MPI_Comm_set_attr(comm, keyval(), new SharedTransport(transport)));
   return *transport;
 }
 

@@ -426,15 +426,16 @@ ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const s
   const std::vector<index_t> shape = shape_of(shape_object);
   const Dtype dtype = parse_dtype(dtype_text);
   return dispatch(dtype, [&]<class T>() {
-    const std::optional<T> fill = value.is_none() ? std::nullopt : std::optional<T>(scalar_as<T>(value));
+    const bool filled = !value.is_none();
+    const T fill = filled ? scalar_as<T>(value) : T{};
     const Call call(*session);
     if (shape.size() == 1) {
       DistArray<T> a = new_vector<T>(session->context(), Partition::block(shape[0], session->context().size()));
-      if (fill) a.fill(*fill);
+      if (filled) a.fill(fill);
       return make_array(session, std::move(a));
     }
     DistMatrix<T> m = new_matrix<T>(session->grid(layout.rows, layout.cols), shape[0], shape[1]);
-    if (fill) m.fill(*fill);
+    if (filled) m.fill(fill);
     return make_array(session, std::move(m));
   });
 }
@@ -1051,7 +1052,7 @@ void bind_array(py::module_& m) {
       .def_property_readonly("layout", &layout_tuple)
       .def_property_readonly("owns_memory",
                              [](Array& a) {
-                               if (a.ndim() == 2) return a.visit_matrix([](auto& m) { return !m.is_view(); });
+                               if (a.ndim() == 2) return a.visit_matrix([](auto& matrix) { return !matrix.is_view(); });
                                return a.visit_vector([](auto& v) { return !v.is_view(); });
                              })
       .def("_local_host", &local_host)

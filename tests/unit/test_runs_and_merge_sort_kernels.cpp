@@ -82,7 +82,9 @@ TEST_P(RunsAndMergeSortCpu, ReduceScanAndUniqueByKey) {
       RunFold<Affine> total{-1, {}};
       kernels::reduce_by_key_total(kCpu, keys.data(), maps.data(), n, equal_to{}, ComposeAffine{}, &total);
       EXPECT_EQ(total.runs, runs) << test::where(n, s);
-      if (n > 0) EXPECT_EQ(total.value, want_reduced.back()) << test::where(n, s);
+      if (n > 0) {
+        EXPECT_EQ(total.value, want_reduced.back()) << test::where(n, s);
+      }
 
       index_t kept = -1;
       std::vector<Affine> kept_values(maps.size());

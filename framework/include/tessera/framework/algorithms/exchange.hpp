@@ -154,8 +154,8 @@ class Exchange {
 
 namespace detail {
 // Whether exchanges travel from 16-byte boundaries: nullopt follows the path (the default, unless
-// TESSERA_TEST_ALIGNED_EXCHANGE=1 makes it true); true or false forces it (tests run the remedy on
-// the cpu backend). Not thread-safe.
+// TESSERA_TEST_ALIGNED_EXCHANGE=1 or =0 makes it true or false); true or false forces it (tests run
+// the remedy on the cpu backend, benchmarks measure a path without it). Not thread-safe.
 void force_aligned_exchange(std::optional<bool> aligned);
 std::optional<bool> forced_aligned_exchange();
 }  // namespace detail

@@ -14,6 +14,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +28,7 @@
 
 #include "app.hpp"
 #include "perturb.hpp"
+#include "field_ops.hpp"
 #include "stencil_problem.hpp"
 #include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/checkpoint.hpp"
@@ -113,7 +115,7 @@ template <class T>
 std::vector<double> weights_as_list(const StencilWeights<T>& w) {
   std::vector<double> v = {w.centre, w.north, w.south, w.west, w.east};
   if (w.shape == StencilShape::nine_point)
-    for (T x : {w.north_west, w.north_east, w.south_west, w.south_east}) v.push_back(x);
+    for (const T x : std::array<T, 4>{w.north_west, w.north_east, w.south_west, w.south_east}) v.push_back(x);
   return v;
 }
 
@@ -717,6 +719,469 @@ int run_convolve(App& app, const Context& ctx, const ArraySource& source, const 
   return wrong ? kExitVerifyFailed : kExitOk;
 }
 
+
+// ---- user stencils on Field<T, D>: --nz (3-D), --op star:R | box:R | prk-star:R ------------------------
+
+struct FieldSettings {
+  FieldOp op;
+  index_t nx = 1024, ny = 1024, nz = 0;  // nz > 0: 3-D
+  std::array<int, 3> grid{0, 0, 0};
+  int grid_axes = 0;  // axes --grid gave (0: MPI_Dims_create)
+  index_t iters = 1000;
+  bool periodic = false;
+  std::vector<double> weights;  // as given (--weights or --weights-file); empty: the defaults
+  std::string weights_origin;   // the flag that gave them
+  CheckpointInterval checkpoint_every;
+  std::optional<std::string> restart, checkpoint_dir;
+  bool restart_auto = false;
+  index_t checkpoint_keep = kDefaultCheckpointKeep;
+};
+
+// --weights-file F: numbers separated by white space or commas.
+std::vector<double> read_weights_file(const Context& ctx, const std::string& file) {
+  std::string text;
+  int ok = 1;
+  if (ctx.is_root()) {
+    if (FILE* f = std::fopen(file.c_str(), "rb")) {
+      char buffer[4096];
+      std::size_t got;
+      while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0 && text.size() < (1u << 20)) text.append(buffer, got);
+      std::fclose(f);
+    } else {
+      ok = 0;
+    }
+  }
+  ok = ctx.comm().bcast_value(ok, 0);
+  if (!ok) throw UsageError("--weights-file: cannot read '" + file + "'");
+  index_t size = ctx.comm().bcast_value(static_cast<index_t>(text.size()), 0);
+  text.resize(static_cast<std::size_t>(size));
+  ctx.comm().bcast(text.data(), size, 0);
+  for (char& c : text)
+    if (c == ',' || c == '\n' || c == '\r' || c == '\t') c = ' ';
+  std::vector<double> out;
+  for (std::size_t at = 0; at < text.size();) {
+    at = text.find_first_not_of(' ', at);
+    if (at == std::string::npos) break;
+    const std::size_t end = std::min(text.find(' ', at), text.size());
+    out.push_back(parse_real(std::string_view(text).substr(at, end - at), "--weights-file"));
+    if (!std::isfinite(out.back())) throw UsageError("--weights-file: '" + file + "' holds a weight that is not finite");
+    at = end;
+  }
+  return out;
+}
+
+// The weights of a star or box op: one per distance 0..R (star) or per Chebyshev shell 0..R (box).
+// Default: the explicit heat step u + (1/8) (sum of the 2D neighbours - 2D u) for star:1, and the
+// mean of the cells within the reach otherwise.
+std::vector<double> field_weights(const FieldSettings& s, int dims) {
+  const int r = s.op.radius;
+  if (!s.weights.empty()) {
+    if (s.weights.size() != static_cast<std::size_t>(r + 1))
+      throw UsageError(s.weights_origin + ": --op " + s.op.name() + " takes " + std::to_string(r + 1) + " weights (" +
+                       (s.op.kind == FieldOp::Kind::star ? "the centre, then distance 1.." : "shell 0 (the centre), then shells 1..") +
+                       std::to_string(r) + "), got " + std::to_string(s.weights.size()));
+    return s.weights;
+  }
+  if (s.op.kind == FieldOp::Kind::star && r == 1) return {1.0 - 2.0 * dims * 0.125, 0.125};
+  const double points = s.op.kind == FieldOp::Kind::star ? 2.0 * dims * r + 1 : std::pow(2.0 * r + 1, dims);
+  return std::vector<double>(static_cast<std::size_t>(r + 1), 1.0 / points);
+}
+
+template <class T, int D>
+std::vector<T> host_step(const FieldSettings& s, const std::vector<double>& w, const std::array<index_t, 3>& n,
+                         const std::vector<T>& prev, std::vector<double>* magnitude) {
+  const int r = s.op.radius;
+  const std::size_t cells = prev.size();
+  std::vector<T> next(cells);
+  magnitude->assign(cells, 0.0);
+  auto at = [&](index_t i0, index_t i1, index_t i2, bool* zero) -> T {
+    index_t g[3] = {i0, i1, i2};
+    for (int a = 0; a < 3; ++a) {
+      if (g[a] >= 0 && g[a] < n[a]) continue;
+      if (!s.periodic) {
+        *zero = true;
+        return T(0);
+      }
+      g[a] = ((g[a] % n[a]) + n[a]) % n[a];
+    }
+    return prev[static_cast<std::size_t>((g[0] * n[1] + g[1]) * n[2] + g[2])];
+  };
+  for (index_t i0 = 0; i0 < n[0]; ++i0)
+    for (index_t i1 = 0; i1 < n[1]; ++i1)
+      for (index_t i2 = 0; i2 < n[2]; ++i2) {
+        const std::size_t k = static_cast<std::size_t>((i0 * n[1] + i1) * n[2] + i2);
+        bool zero = false;
+        T sum = static_cast<T>(w[0]) * prev[k];
+        double mag = std::fabs(w[0] * static_cast<double>(prev[k]));
+        const int lo0 = D == 3 ? -r : 0, hi0 = D == 3 ? r : 0;
+        if (s.op.kind == FieldOp::Kind::star) {
+          for (int j = 1; j <= r; ++j) {
+            T part = T(0);
+            for (int a = 3 - D; a < 3; ++a)
+              for (const int sign : std::array<int, 2>{-1, 1}) {
+                index_t g[3] = {i0, i1, i2};
+                g[a] += sign * j;
+                const T v = at(g[0], g[1], g[2], &zero);
+                part += v;
+                mag += std::fabs(w[static_cast<std::size_t>(j)] * static_cast<double>(v));
+              }
+            sum += static_cast<T>(w[static_cast<std::size_t>(j)]) * part;
+          }
+        } else {
+          for (int d0 = lo0; d0 <= hi0; ++d0)
+            for (int d1 = -r; d1 <= r; ++d1)
+              for (int d2 = -r; d2 <= r; ++d2) {
+                const int shell = std::max({std::abs(d0), std::abs(d1), std::abs(d2)});
+                if (shell == 0) continue;
+                const T v = at(i0 + d0, i1 + d1, i2 + d2, &zero);
+                sum += static_cast<T>(w[static_cast<std::size_t>(shell)]) * v;
+                mag += std::fabs(w[static_cast<std::size_t>(shell)] * static_cast<double>(v));
+              }
+        }
+        next[k] = sum;
+        (*magnitude)[k] = mag;
+      }
+  return next;
+}
+
+template <class T, int D>
+int run_field(App& app, const Context& ctx, const FieldSettings& s) {
+  const CommonOptions& o = app.options();
+  const io::DType dtype = io::dtype_of<T>();
+  const bool prk = s.op.kind == FieldOp::Kind::prk_star;
+  const int r = s.op.radius;
+  const std::array<index_t, 3> n3 = D == 3 ? std::array<index_t, 3>{s.nx, s.ny, s.nz} : std::array<index_t, 3>{1, s.nx, s.ny};
+  std::array<index_t, D> extents;
+  for (int a = 0; a < D; ++a) extents[static_cast<std::size_t>(a)] = n3[static_cast<std::size_t>(3 - D + a)];
+  const std::vector<double> w = prk ? std::vector<double>{} : field_weights(s, D);
+  const std::string weights_text = prk ? std::string("1/(2 j R) by direction") : list_text(w);
+  const char* axis_flag[3] = {"--nx", "--ny", "--nz"};
+  if (s.periodic)
+    for (int a = 0; a < D; ++a)
+      if (r > extents[static_cast<std::size_t>(a)])
+        throw UsageError(std::string("--op: radius ") + std::to_string(r) + " exceeds the " +
+                         std::to_string(extents[static_cast<std::size_t>(a)]) + " cells of " + axis_flag[a] +
+                         "; a periodic boundary wraps the field at most once");
+  CartesianGrid grid;
+  try {
+    std::vector<int> shape(static_cast<std::size_t>(D), 0);
+    if (s.grid_axes != 0) {
+      if (s.grid_axes != D)
+        throw UsageError("expected " + std::string(D == 3 ? "AxBxC" : "RxC") + " for a " + std::to_string(D) +
+                         "-D field, got " + std::to_string(s.grid_axes) + " extents");
+      for (int a = 0; a < D; ++a) shape[static_cast<std::size_t>(a)] = s.grid[static_cast<std::size_t>(a)];
+    }
+    grid = CartesianGrid::create(ctx, shape);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("--grid: ") + e.what());
+  }
+  if (prk)
+    for (int a = 0; a < D; ++a)
+      if (extents[static_cast<std::size_t>(a)] <= 2 * r)
+        throw UsageError(std::string(axis_flag[a]) + ": PRK's star of radius " + std::to_string(r) + " needs more than " +
+                         std::to_string(2 * r) + " cells along each axis");
+  std::array<AxisBoundary, D> boundary;
+  boundary.fill(s.periodic ? AxisBoundary::periodic : AxisBoundary::dirichlet);
+  std::array<int, D> ghost;
+  ghost.fill(r);
+  std::string shape_text;
+  for (int a = 0; a < D; ++a) shape_text += (a ? " x " : "") + std::to_string(extents[static_cast<std::size_t>(a)]);
+
+  // --restart: a checkpoint of this problem (same op, type, shape, weights and boundary).
+  auto check_restart = [&](const std::string& file, const std::vector<std::pair<std::string, std::string>>& attrs,
+                           const std::string& flag) -> index_t {
+    const std::string where = flag + ": '" + file + "'";
+    if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty())
+      throw UsageError(where + " is not a checkpoint of " + app.name() + " (its " + kFieldDataset +
+                       " lacks the attributes app and iteration)");
+    if (attribute(attrs, "shape") != shape_text)
+      throw UsageError(where + " holds a field of " + (attribute(attrs, "shape").empty() ? std::string("another shape") : attribute(attrs, "shape")) +
+                       " cells; this run's is " + shape_text);
+    if (attribute(attrs, "op") != s.op.name())
+      throw UsageError(where + " was made by --op " + attribute(attrs, "op") + "; this run is --op " + s.op.name());
+    if (attribute(attrs, "dtype") != io::to_string(dtype))
+      throw UsageError(where + " holds " + attribute(attrs, "dtype") + "; this run computes in " + io::to_string(dtype));
+    if (attribute(attrs, "weights") != weights_text)
+      throw UsageError(where + " was made with the weights " + attribute(attrs, "weights") + "; this run's are " + weights_text);
+    if (attribute(attrs, "boundary") != (s.periodic ? "periodic" : "zero"))
+      throw UsageError(where + " was made with --boundary " + attribute(attrs, "boundary"));
+    const index_t iteration = parse_size(attribute(attrs, "iteration"), flag + " (its iteration attribute)");
+    if (iteration > s.iters)
+      throw UsageError(where + " is at iteration " + std::to_string(iteration) + ", beyond --iters " + std::to_string(s.iters));
+    return iteration;
+  };
+  index_t first_iteration = 0;
+  if (s.restart && !s.restart_auto) {
+    const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, {*s.restart, kFieldDataset}); });
+    first_iteration = check_restart(*s.restart, attrs, "--restart");
+  }
+  if (s.checkpoint_dir) {
+    int made = 0;
+    if (ctx.is_root()) {
+      struct stat st {};
+      if (::stat(s.checkpoint_dir->c_str(), &st) != 0) made = ::mkdir(s.checkpoint_dir->c_str(), 0777) == 0 ? 1 : -1;
+      else made = S_ISDIR(st.st_mode) ? 0 : -2;
+    }
+    made = ctx.comm().bcast_value(made, 0);
+    if (made == -1) throw UsageError("--checkpoint-dir: cannot make the directory '" + *s.checkpoint_dir + "'");
+    if (made == -2) throw UsageError("--checkpoint-dir: '" + *s.checkpoint_dir + "' is not a directory");
+  }
+
+  const std::string what = std::string(D == 3 ? "--nx/--ny/--nz" : "--nx/--ny") + ": fields of " + shape_text + " " +
+                           io::to_string(dtype) + " cells with ghost width " + std::to_string(r) + " on " +
+                           std::to_string(ctx.size()) + " rank(s)";
+  auto make = [&] { return Field<T, D>(grid, extents, ghost, boundary); };
+  Field<T, D> u = make_collectively(ctx, what, make);
+  Field<T, D> v = make_collectively(ctx, what, make);
+  Field<T, D> out, out_next;  // PRK's OUT and its ping-pong partner
+  if (prk) {
+    out = make_collectively(ctx, what, make);
+    out_next = make_collectively(ctx, what, make);
+  }
+  SineMode<D> sine{};
+  for (int a = 0; a < D; ++a) sine.h[a] = 1.0 / static_cast<double>(extents[static_cast<std::size_t>(a)] + 1);
+
+  std::string resumed_from;
+  auto initialise = [&] {
+    u.fill(T(0));
+    v.fill(T(0));
+    if (prk) {
+      u.generate(AsElement<T, PrkInput<D>>{PrkInput<D>{}});
+      out.fill(T(0));
+      out_next.fill(T(0));
+      return;
+    }
+    first_iteration = 0;
+    if (s.restart_auto) {
+      for (const auto& [it, file] : list_checkpoints(ctx, *s.checkpoint_dir)) {
+        try {
+          const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
+          const index_t iteration = check_restart(file, attrs, "--restart auto");
+          io::restore(ctx, file, {{"field", u}});
+          first_iteration = iteration;
+          resumed_from = file;
+          return;
+        } catch (const io::IoError& e) {
+          if (ctx.is_root())
+            std::fprintf(stderr, "%s: warning: --restart auto: skipped %s (%s)\n", app.name().c_str(), file.c_str(), e.what());
+        }
+      }
+    } else if (s.restart) {
+      first_iteration = check_restart(*s.restart, io::read_attributes(ctx, {*s.restart, kFieldDataset}), "--restart");
+      for_flag("--restart", [&] { io::restore(ctx, *s.restart, {{"field", u}}); });
+      resumed_from = *s.restart;
+      return;
+    }
+    u.generate(AsElement<T, SineMode<D>>{sine});
+  };
+  auto write_checkpoint = [&](index_t iteration) {
+    io::CheckpointOptions c;
+    c.app = app.name();
+    c.extra = {{"dtype", io::to_string(dtype)}, {"op", s.op.name()}, {"iteration", std::to_string(iteration)},
+               {"shape", shape_text}, {"weights", weights_text}, {"boundary", s.periodic ? "periodic" : "zero"},
+               {"grid", grid.text()}};
+    const std::string file = checkpoint_name(*s.checkpoint_dir, iteration);
+    for_flag("--checkpoint-dir", [&] { io::checkpoint(ctx, file, {{"field", u}}, iteration, c); });
+    prune_checkpoints(ctx, *s.checkpoint_dir, iteration, s.checkpoint_keep);
+  };
+
+  // One step of the op: u <- op(u) through v.
+  auto step = [&] {
+    with_radius(r, [&]<int R>() {
+      if (prk) {
+        PrkStar<R, D> f{};
+        for (int a = 0; a < D; ++a) f.extent[a] = extents[static_cast<std::size_t>(a)];
+        apply_stencil(out_next, f, u, out);
+        std::swap(out, out_next);
+        apply_stencil(v, AddOne{}, u);
+      } else if (s.op.kind == FieldOp::Kind::star) {
+        WeightedStencil<R, StencilForm::star, D> f{};
+        for (int j = 0; j <= R; ++j) f.w[j] = w[static_cast<std::size_t>(j)];
+        apply_stencil(v, f, u);
+      } else {
+        WeightedStencil<R, StencilForm::box, D> f{};
+        for (int j = 0; j <= R; ++j) f.w[j] = w[static_cast<std::size_t>(j)];
+        apply_stencil(v, f, u);
+      }
+    });
+    std::swap(u, v);
+  };
+
+  index_t iteration = 0;
+  int checkpoints = 0;
+  double prk_seconds = 0;  // PRK's timed iterations: all but the first
+  const index_t steps = prk ? s.iters + 1 : s.iters;  // PRK runs iterations + 1 (the first untimed)
+  const TimingSummary timing = measure(ctx, o, [&](PhaseTimes*) {
+    initialise();
+    iteration = first_iteration;
+    checkpoints = 0;
+    Stopwatch since_first;
+    while (iteration < steps) {
+      if (prk && iteration == 1) {
+        ctx.queue().synchronize();
+        ctx.comm().barrier();
+        since_first.restart();
+      }
+      step();
+      ++iteration;
+      const index_t every = s.checkpoint_every.iterations;
+      if (s.checkpoint_dir && every > 0 && iteration % every == 0 && iteration < steps) {
+        write_checkpoint(iteration);
+        ++checkpoints;
+      }
+    }
+    ctx.queue().synchronize();
+    prk_seconds = ctx.comm().allreduce(since_first.seconds(), ReduceOp::max);
+  });
+
+  Report rep;
+  rep.input = !resumed_from.empty() ? "restart from " + resumed_from + " at iteration " + std::to_string(first_iteration)
+              : prk ? std::string("PRK's input: in = sum of the indices, out = 0")
+                    : std::string("the sine mode prod sin(pi (i + 1) / (n + 1))");
+  rep.dtype = dtype;
+  rep.sizes["nx"] = static_cast<long long>(s.nx);
+  rep.sizes["ny"] = static_cast<long long>(s.ny);
+  if (D == 3) rep.sizes["nz"] = static_cast<long long>(s.nz);
+  rep.parameters["op"] = s.op.name();
+  rep.parameters["grid"] = grid.text();
+  rep.parameters["iters"] = static_cast<long long>(s.iters);
+  rep.parameters["weights"] = weights_text;
+  rep.parameters["boundary"] = s.periodic ? "periodic" : "zero";
+  rep.parameters["checkpoint_dir"] = s.checkpoint_dir ? Json(*s.checkpoint_dir) : Json();
+  rep.parameters["restart"] = s.restart_auto ? Json("auto") : s.restart ? Json(*s.restart) : Json();
+  rep.parameters["path"] = communication_path(ctx);
+  rep.rows.emplace_back("stencil", "apply_stencil on Field<" + std::string(io::to_string(dtype)) + ", " + std::to_string(D) +
+                                       ">, " + s.op.name() + ", weights " + weights_text + ", grid " + grid.text() +
+                                       ", ghost width " + std::to_string(r) + ", " +
+                                       (s.periodic ? "periodic" : "Dirichlet zero") + " boundary");
+  Json result = Json::object();
+  result["iterations"] = static_cast<long long>(iteration);
+  result["resumed_iteration"] = static_cast<long long>(first_iteration);
+  result["checkpoints"] = checkpoints;
+  const double cells = static_cast<double>(u.cells());
+  // PRK: the L1 norm of OUT over PRK's interior, divided by its cell count; PRK's closed form is
+  // (iterations + 1) * (COEFX + COEFY + ...), one per axis.
+  double prk_norm = 0, prk_reference = 0, prk_mflops = 0;
+  if (prk) {
+    const std::vector<T> mine = out.local_to_host();
+    double norm = 0;
+    std::size_t k = 0;
+    const index_t l0 = D == 3 ? out.local_extent(0) : 1, l1 = out.local_extent(D - 2), l2 = out.local_extent(D - 1);
+    const index_t o0 = D == 3 ? out.offset(0) : 0, o1 = out.offset(D - 2), o2 = out.offset(D - 1);
+    for (index_t i0 = 0; i0 < l0; ++i0)
+      for (index_t i1 = 0; i1 < l1; ++i1)
+        for (index_t i2 = 0; i2 < l2; ++i2, ++k) {
+          const index_t g[3] = {o0 + i0, o1 + i1, o2 + i2};
+          bool inside = true;
+          for (int a = 3 - D; a < 3; ++a) inside = inside && g[a] >= r && g[a] < n3[static_cast<std::size_t>(a)] - r;
+          if (inside) norm += std::fabs(static_cast<double>(mine[k]));
+        }
+    norm = ctx.comm().allreduce(norm, ReduceOp::sum);
+    double active = 1;
+    for (int a = 3 - D; a < 3; ++a) active *= static_cast<double>(n3[static_cast<std::size_t>(a)] - 2 * r);
+    prk_norm = norm / active;
+    prk_reference = static_cast<double>(s.iters + 1) * D;
+    const double flops = (2.0 * (2 * D * r + 1) + 1) * active;  // PRK: (2 stencil_size + 1) per active point
+    prk_mflops = s.iters > 0 && prk_seconds > 0 ? 1e-6 * flops / (prk_seconds / static_cast<double>(s.iters)) : 0;
+    result["prk_l1_norm"] = prk_norm;
+    result["prk_reference_norm"] = prk_reference;
+    result["prk_mflops"] = prk_mflops;
+    rep.rows.emplace_back("PRK", "L1 norm " + format_number(prk_norm) + ", reference " + format_number(prk_reference) +
+                                     ", rate " + format_number(prk_mflops) + " MFlops/s (PRK's count: (2 (4R+1) + 1) "
+                                     "flops per interior point, over its iterations after the first)");
+  }
+  rep.result = result;
+  rep.result_text = std::to_string(iteration) + " iterations of " + s.op.name() + " on " + shape_text + " cells";
+
+  if (o.verify) {
+    Verdict verdict;
+    const double eps = std::numeric_limits<T>::epsilon();
+    if (prk) {
+      const double err = std::fabs(prk_norm - prk_reference);
+      // PRK's EPSILON (1e-8) in double; in float the norm's sum of 2 (R terms) per step rounds to
+      // within a few eps of each term's magnitude.
+      const double bound = std::max(1e-8, 8.0 * eps * static_cast<double>(2 * D * r + 2) * prk_reference);
+      verdict.ok = err <= bound;
+      verdict.detail = "PRK's closed form: L1 norm " + format_number(prk_norm) + ", reference (iterations + 1) x " +
+                       std::to_string(D) + " = " + format_number(prk_reference) + ", |difference| " + verify::sci(err) +
+                       (verdict.ok ? " <= " : " > ") + verify::sci(bound);
+    } else if (!s.periodic && s.op.kind == FieldOp::Kind::star && r == 1) {
+      // The sine mode is an eigenvector of the star:1 step with zero outer ghosts: each step
+      // multiplies it by g = w0 + 2 w1 sum_a cos(pi / (n_a + 1)).
+      double g = w[0];
+      for (int a = 0; a < D; ++a) g += 2 * w[1] * std::cos(3.14159265358979323846 / static_cast<double>(extents[static_cast<std::size_t>(a)] + 1));
+      const double m = static_cast<double>(iteration);
+      const double decay = std::pow(g, m);
+      const std::vector<T> mine = u.local_to_host();
+      double worst = 0;
+      std::size_t k = 0;
+      const index_t l0 = D == 3 ? u.local_extent(0) : 1, l1 = u.local_extent(D - 2), l2 = u.local_extent(D - 1);
+      const index_t o0 = D == 3 ? u.offset(0) : 0, o1 = u.offset(D - 2), o2 = u.offset(D - 1);
+      for (index_t i0 = 0; i0 < l0; ++i0)
+        for (index_t i1 = 0; i1 < l1; ++i1)
+          for (index_t i2 = 0; i2 < l2; ++i2, ++k) {
+            FieldIndex<D> at;
+            const index_t gi[3] = {o0 + i0, o1 + i1, o2 + i2};
+            for (int a = 0; a < D; ++a) at.i[a] = gi[3 - D + a];
+            const double e = std::fabs(static_cast<double>(mine[k]) - decay * sine(at));
+            worst = std::isfinite(e) ? std::max(worst, e) : std::numeric_limits<double>::infinity();
+          }
+      worst = ctx.comm().allreduce(worst, ReduceOp::max);
+      // Rounding: the initial value within eps/2; each step adds at most (2D + 3) eps times the sum
+      // of |weight x value| (<= |w0| + 2D |w1| times the largest value, itself <= max(1, |g|)^m),
+      // and carries the earlier errors on multiplied by at most |w0| + 2D |w1|.
+      const double a1 = std::max(1.0, std::fabs(w[0]) + 2.0 * D * std::fabs(w[1]));
+      const double bound = (0.5 + (2.0 * D + 3) * a1 * m) * eps * std::pow(a1, m);
+      verdict.ok = worst <= bound;
+      verdict.detail = "the exact solution g^m u0 of the discrete problem (g = " + format_number(g) + ", m = " +
+                       std::to_string(iteration) + "): max |u - g^m u0| " + verify::sci(worst) +
+                       (verdict.ok ? " <= " : " > ") + "bound " + verify::sci(bound) + " (rounding)";
+    } else if (iteration > first_iteration) {
+      // The last step recomputed on rank 0 from the previous field (v after the swap).
+      const std::vector<T> last = u.gather(0), previous = v.gather(0);
+      double worst_ratio = 0;
+      bool ok = true;
+      if (ctx.is_root()) {
+        std::vector<double> magnitude;
+        const std::vector<T> want = host_step<T, D>(s, w, n3, previous, &magnitude);
+        const double terms = s.op.kind == FieldOp::Kind::star ? 2.0 * D * r + 1 : std::pow(2.0 * r + 1, D);
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          const double err = std::fabs(static_cast<double>(last[k]) - static_cast<double>(want[k]));
+          const double bound = 2.0 * (terms + 1) * eps * magnitude[k];
+          if (!(err <= bound)) ok = false;
+          if (bound > 0) worst_ratio = std::max(worst_ratio, err / bound);
+        }
+      }
+      ok = ctx.comm().bcast_value(ok ? 1 : 0, 0) != 0;
+      worst_ratio = ctx.comm().bcast_value(worst_ratio, 0);
+      verdict.ok = ok;
+      verdict.detail = "the last step, every cell, against the same step on the host: largest |difference| / bound " +
+                       verify::sci(worst_ratio) + " (bound 2 (points + 1) eps sum |w u|)";
+    } else {
+      verdict.checked = false;
+      verdict.detail = "no step ran in this run: nothing to check";
+    }
+    rep.verdict = verdict;
+  }
+  rep.timing = timing;
+  const double swept = cells * static_cast<double>(iteration - first_iteration);
+  rep.throughput = timing.total > 0 ? 2.0 * swept * sizeof(T) / timing.total / 1e9 : 0;
+  rep.throughput_unit = "GB/s";
+  rep.throughput_basis = "each cell read and written once per step";
+  const bool wrong = rep.verdict && !rep.verdict->ok;
+  if (o.output && !wrong) {
+    io::OutputAttributes a = output_attributes(app, ctx, dtype);
+    a.extra.emplace_back("op", s.op.name());
+    a.extra.emplace_back("iteration", std::to_string(iteration));
+    a.extra.emplace_back("shape", shape_text);
+    a.extra.emplace_back("weights", weights_text);
+    a.extra.emplace_back("grid", grid.text());
+    for_flag("--output", [&] { io::write_field(prk ? out : u, *o.output, a); });
+  }
+  publish(app, ctx, rep);
+  return wrong ? kExitVerifyFailed : kExitOk;
+}
+
 }  // namespace
 }  // namespace tessera::apps::stencil
 
@@ -734,12 +1199,36 @@ int main(int argc, char** argv) {
   std::optional<index_t> radius;
   Boundary boundary = Boundary::zero;
   bool no_overlap = false;
-  p.add_option("--op", "jacobi5|jacobi9|convolve1d", "the operation (default jacobi5)", [&](std::string_view v) {
+  FieldSettings fs;
+  bool field_op = false;
+  p.add_option("--op", "jacobi5|jacobi9|convolve1d|star:R|box:R|prk-star:R",
+               "the operation (default jacobi5; star:1 with --nz)", [&](std::string_view v) {
+    field_op = false;
     if (v == "jacobi5") op = Op::jacobi5;
     else if (v == "jacobi9") op = Op::jacobi9;
     else if (v == "convolve1d") op = Op::convolve1d;
-    else throw UsageError("--op: unknown operation '" + std::string(v) + "' (expected jacobi5, jacobi9 or convolve1d)");
+    else {
+      const auto colon = v.find(':');
+      const std::string_view kind = v.substr(0, colon);
+      if (colon == std::string_view::npos || (kind != "star" && kind != "box" && kind != "prk-star"))
+        throw UsageError("--op: unknown operation '" + std::string(v) +
+                         "' (expected jacobi5, jacobi9, convolve1d, star:R, box:R or prk-star:R)");
+      fs.op.kind = kind == "star" ? FieldOp::Kind::star : kind == "box" ? FieldOp::Kind::box : FieldOp::Kind::prk_star;
+      fs.op.radius = static_cast<int>(parse_integer(v.substr(colon + 1), "--op", 1, kMaxFieldRadius));
+      field_op = true;
+    }
   });
+  p.add_option("--nz", "N", "a 3-D field of nx x ny x nz cells, z fastest (the user-stencil ops; default star:1)",
+               [&](std::string_view v) {
+                 fs.nz = parse_size(v, "--nz");
+                 if (fs.nz < 1) throw UsageError("--nz: the field needs at least one cell along z");
+               });
+  p.add_option("--weights-file", "FILE",
+               "star:R and box:R: the R + 1 weights as numbers in a text file (white space or commas between them)",
+               [&](std::string_view v) {
+                 if (v.empty()) throw UsageError("--weights-file: empty file name");
+                 fs.weights_origin = std::string(v);
+               });
   p.add_option("--nx", "N", "columns of the field (jacobi; default 1024)", [&](std::string_view v) {
     s.nx = parse_size(v, "--nx");
     if (s.nx < 1) throw UsageError("--nx: the field needs at least one column");
@@ -748,11 +1237,19 @@ int main(int argc, char** argv) {
     s.ny = parse_size(v, "--ny");
     if (s.ny < 1) throw UsageError("--ny: the field needs at least one row");
   });
-  p.add_option("--grid", "RxC", "process grid, R * C = ranks (default: MPI_Dims_create)", [&](std::string_view v) {
+  p.add_option("--grid", "RxC|AxBxC", "process grid, R * C (or A * B * C with --nz) = ranks (default: MPI_Dims_create)",
+               [&](std::string_view v) {
     const auto x = v.find('x');
-    if (x == std::string_view::npos) throw UsageError("--grid: expected RxC (e.g. 2x3), got '" + std::string(v) + "'");
-    s.grid_rows = static_cast<int>(parse_integer(v.substr(0, x), "--grid", 1, 1 << 24));
-    s.grid_cols = static_cast<int>(parse_integer(v.substr(x + 1), "--grid", 1, 1 << 24));
+    if (x == std::string_view::npos) throw UsageError("--grid: expected RxC or AxBxC (e.g. 2x3), got '" + std::string(v) + "'");
+    fs.grid_axes = 0;
+    for (std::size_t at = 0; at <= v.size() && fs.grid_axes < 4;) {
+      const std::size_t end = std::min(v.find('x', at), v.size());
+      if (fs.grid_axes == 3) throw UsageError("--grid: at most three extents, got '" + std::string(v) + "'");
+      fs.grid[static_cast<std::size_t>(fs.grid_axes++)] = static_cast<int>(parse_integer(v.substr(at, end - at), "--grid", 1, 1 << 24));
+      at = end + 1;
+    }
+    s.grid_rows = fs.grid[0];
+    s.grid_cols = fs.grid[1];
   });
   p.add_option("--iters", "N", "Jacobi iterations in all, counted from the start of the problem (default 1000)",
                [&](std::string_view v) { s.iters = parse_size(v, "--iters"); });
@@ -816,6 +1313,67 @@ int main(int argc, char** argv) {
 
   return app.run([&](const Context& ctx) -> int {
     CommonOptions& o = app.options();
+    if (field_op || p.given("--nz")) {
+      const bool three = p.given("--nz");
+      for (const char* flag : {"--tol", "--check-every", "--ghost", "--no-overlap", "--checkpoint", "--radius", "--n", "--input"})
+        if (p.given(flag))
+          throw UsageError(std::string(flag) + ": does not apply to the user-stencil ops (" +
+                           (three ? "--nz" : "--op star:R, box:R, prk-star:R") + "); it is for --op jacobi5, jacobi9 or convolve1d");
+      if (!field_op && p.given("--op"))
+        throw UsageError(std::string("--op: ") + op_name(op) + " is 2-D; with --nz give star:R, box:R (or none: star:1)");
+      if (three && fs.op.kind == FieldOp::Kind::prk_star)
+        throw UsageError("--op: prk-star is PRK's 2-D kernel; give no --nz");
+      if (fs.grid_axes != 0 && fs.grid_axes != (three ? 3 : 2))
+        throw UsageError(std::string("--grid: expected ") + (three ? "AxBxC for a 3-D field (--nz)" : "RxC for a 2-D field"));
+      if (fs.op.kind == FieldOp::Kind::prk_star && (weights.given() || p.given("--weights-file")))
+        throw UsageError("--weights: prk-star's weights are PRK's, 1/(2 j R); give none");
+      if (weights.file) throw UsageError("--weights: the user-stencil ops take a list of numbers or --weights-file");
+      if (p.given("--weights") && p.given("--weights-file"))
+        throw UsageError("--weights-file: give --weights or --weights-file, not both");
+      if (p.given("--weights-file")) {
+        const std::string file = fs.weights_origin;
+        fs.weights = read_weights_file(ctx, file);
+        fs.weights_origin = "--weights-file '" + file + "'";
+      } else if (!weights.values.empty()) {
+        fs.weights = weights.values;
+        fs.weights_origin = "--weights";
+      }
+      fs.nx = s.nx;
+      fs.ny = s.ny;
+      fs.iters = s.iters;
+      fs.periodic = boundary == Boundary::periodic;
+      fs.checkpoint_every = s.checkpoint_every;
+      fs.checkpoint_dir = s.checkpoint_dir;
+      fs.restart = s.restart;
+      fs.restart_auto = s.restart_auto;
+      fs.checkpoint_keep = s.checkpoint_keep;
+      if (fs.checkpoint_every.set() && !fs.checkpoint_dir)
+        throw UsageError("--checkpoint-every: needs --checkpoint-dir DIR, where to write them");
+      if (fs.checkpoint_dir && fs.checkpoint_every.iterations == 0)
+        throw UsageError("--checkpoint-every: the user-stencil ops checkpoint every N iterations; give N");
+      if (p.given("--checkpoint-keep") && !fs.checkpoint_dir)
+        throw UsageError("--checkpoint-keep: applies to --checkpoint-dir DIR");
+      if (fs.restart_auto && !fs.checkpoint_dir)
+        throw UsageError("--restart auto: needs --checkpoint-dir DIR, where to look for the checkpoints");
+      if (fs.op.kind == FieldOp::Kind::prk_star && (fs.checkpoint_dir || fs.restart))
+        throw UsageError(std::string(fs.restart ? "--restart" : "--checkpoint-dir") + ": prk-star does not checkpoint");
+      if (fs.checkpoint_dir || fs.restart) {
+        if ((p.given("--repeat") && o.repeat != 1) || (p.given("--warmup") && o.warmup != 0))
+          throw UsageError(std::string(p.given("--repeat") && o.repeat != 1 ? "--repeat" : "--warmup") +
+                           ": a run with --checkpoint-dir or --restart steps once (--repeat 1 --warmup 0)");
+        o.repeat = 1;
+        o.warmup = 0;
+      }
+      const io::DType dtype = o.dtype.value_or(io::DType::float64);
+      if (dtype != io::DType::float32 && dtype != io::DType::float64)
+        throw UsageError(std::string("--dtype: the stencils compute in float32 or float64, not ") + io::to_string(dtype));
+      if (three)
+        return dtype == io::DType::float32 ? run_field<float, 3>(app, ctx, fs) : run_field<double, 3>(app, ctx, fs);
+      return dtype == io::DType::float32 ? run_field<float, 2>(app, ctx, fs) : run_field<double, 2>(app, ctx, fs);
+    }
+    if (p.given("--weights-file"))
+      throw UsageError("--weights-file: applies to --op star:R and box:R");
+    if (fs.grid_axes > 2) throw UsageError("--grid: a 3-D grid needs --nz (a 3-D field)");
     s.op = op;
     s.overlap = !no_overlap;
     const bool jacobi = op != Op::convolve1d;

@@ -58,6 +58,19 @@ std::uint64_t local_checksum(const Context& ctx, const CheckpointEntry& entry) {
   const std::size_t count = block.bytes.size() / bytes;
   const std::size_t lc = static_cast<std::size_t>(block.local_cols);
   std::uint64_t sum = 0;
+  if (block.is_box) {
+    const auto& n = block.box_extent;
+    const auto& o = block.box_offset;
+    const auto& l = block.box_local;
+    std::size_t k = 0;
+    for (index_t i0 = 0; i0 < l[0]; ++i0)
+      for (index_t i1 = 0; i1 < l[1]; ++i1)
+        for (index_t i2 = 0; i2 < l[2]; ++i2, ++k) {
+          const auto index = static_cast<std::uint64_t>(((o[0] + i0) * n[1] + (o[1] + i1)) * n[2] + (o[2] + i2));
+          sum += mix(index ^ mix(hash_element(block.bytes.data() + k * bytes, entry.element(), 0xcbf29ce484222325ULL)));
+        }
+    return sum;
+  }
   for (std::size_t k = 0; k < count; ++k) {
     const auto row = static_cast<std::uint64_t>(block.row_offset) + k / lc;
     const auto col = static_cast<std::uint64_t>(block.col_offset) + k % lc;

@@ -198,6 +198,36 @@ void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, c
   field.local_from_host(read_2d_block(ctx, path, info, element, start, count).data());
 }
 
+void read_block_field(tessera::detail::BlockStorage& field, const DatasetPath& path, const H5Type& element) {
+  require_named(element, "read_field", path);
+  const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
+  QuietErrors quiet;
+  const Context& ctx = field.context();
+  const tessera::detail::BlockLayout& l = field.layout();
+  const int dims = l.dims;
+  const int first = 3 - dims;
+  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/false, &element);
+  bool same = static_cast<int>(info.shape.size()) == dims;
+  std::string extents;
+  for (int a = 0; a < dims; ++a) {
+    extents += (a ? " x " : "") + std::to_string(l.extent[static_cast<std::size_t>(first + a)]);
+    if (same && info.shape[static_cast<std::size_t>(a)] != l.extent[static_cast<std::size_t>(first + a)]) same = false;
+  }
+  if (!same)
+    throw wrong_shape(path, info, "this run's field is " + std::to_string(dims) + "-D (" + extents + ")");
+  std::vector<index_t> start, count;
+  for (int a = first; a < 3; ++a) {
+    start.push_back(l.offset(a));
+    count.push_back(l.local(a));
+  }
+  const std::size_t bytes = static_cast<std::size_t>(l.local_cells()) * element.bytes;
+  kernels::require_host_memory(bytes, "a host copy of this rank's block of " + path.str());
+  std::vector<unsigned char> host(bytes);
+  const detail::H5Types types = detail::h5_types(element);
+  detail::read_block(ctx, path, info.type_name, types.element(), dims, start.data(), count.data(), host.data());
+  field.local_from_host(host.data());
+}
+
 }  // namespace detail
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const Context& ctx, const DatasetPath& path) {
@@ -339,6 +369,25 @@ OutputFile& OutputFile::add_field(const tessera::detail::FieldStorage& field, co
   const index_t count[2] = {l.local_rows(), l.local_cols()};
   impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
   impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
+  return *this;
+}
+
+OutputFile& OutputFile::add_block_field(const tessera::detail::BlockStorage& field, const std::string& dataset,
+                                        const OutputAttributes& attributes, const H5Type& element) {
+  TESSERA_ASSERT(field.context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a field of another context");
+  detail::require_named(element, "write_field", {impl_->file, dataset});
+  const tessera::detail::BlockLayout& l = field.layout();
+  std::vector<unsigned char> host(static_cast<std::size_t>(l.local_cells()) * element.bytes);
+  field.local_to_host(host.data());
+  std::vector<index_t> dims, start, count;
+  for (int a = 3 - l.dims; a < 3; ++a) {
+    dims.push_back(l.extent[static_cast<std::size_t>(a)]);
+    start.push_back(l.offset(a));
+    count.push_back(l.local(a));
+  }
+  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
+  impl_->add(dataset, impl_->types.back()->element(), l.dims, dims.data(), start.data(), count.data(), host.data(),
+             attributes);
   return *this;
 }
 

@@ -7,7 +7,9 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <array>
 #include <complex>
+#include <functional>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 
 #include "algo_test_util.hpp"
 #include "tessera/framework/checkpoint.hpp"
+#include "tessera/framework/field.hpp"
 
 namespace tessera {
 namespace {
@@ -276,6 +279,139 @@ TEST(Checkpoint, RestoreErrorsNameTheEntry) {
   EXPECT_THROW(io::checkpoint(world, file, {{"a/b", time}}, 1), io::IoError);
   EXPECT_THROW(io::checkpoint(world, file, {{"t", time}, {"t", time}}, 1), io::IoError);
   EXPECT_EQ(io::restore(world, file, {{"counts", counts}, {"time", time}}), 5);
+}
+
+std::vector<CartesianGrid> every_3d_grid(const Context& ctx) {
+  std::vector<CartesianGrid> grids;
+  const int p = ctx.size();
+  for (int a = 1; a <= p; ++a)
+    for (int b = 1; a * b <= p; ++b)
+      if (p % (a * b) == 0) grids.push_back(CartesianGrid::create(ctx, {a, b, p / (a * b)}));
+  return grids;
+}
+
+// The whole dataset as HDF5 reads it (rank 0), with its shape: the reader the field's writer is
+// checked against.
+template <class T>
+std::vector<T> read_whole(const std::string& file, const std::string& dataset, hid_t memory_type,
+                          std::vector<hsize_t>* shape) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  const hid_t space = H5Dget_space(d);
+  shape->assign(static_cast<std::size_t>(H5Sget_simple_extent_ndims(space)), 0);
+  H5Sget_simple_extent_dims(space, shape->data(), nullptr);
+  std::size_t n = 1;
+  for (hsize_t e : *shape) n *= static_cast<std::size_t>(e);
+  std::vector<T> all(n);
+  EXPECT_GE(H5Dread(d, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()), 0);
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(f);
+  return all;
+}
+
+// Field<T, D>: io::write_field in global order (checked with HDF5's own read of the whole dataset),
+// io::read_field and a checkpoint of 3-D and 2-D fields written by the first w ranks on one 3-D grid
+// and restored by every rank count of the launch on every 3-D grid, bit for bit; fields with fewer
+// cells than ranks along an axis; a dataset of another shape refused.
+TEST(Checkpoint, FieldsOfDAxesOnEveryGrid) {
+  const Context& world = test::world();
+  SharedDir dir(world);
+  const std::uint64_t seed = test::seed() + 17;
+  const std::array<index_t, 3> n{7, 5, 6};
+  const std::array<index_t, 3> thin{2, 1, 3};
+  const std::vector<double> u_want = test::random_vector<double>(n[0] * n[1] * n[2], seed);
+  const std::vector<float> re = test::random_vector<float>(n[0] * n[1] * n[2], seed + 1);
+  const std::vector<float> im = test::random_vector<float>(n[0] * n[1] * n[2], seed + 2);
+  std::vector<std::complex<float>> c_want;
+  for (std::size_t i = 0; i < re.size(); ++i) c_want.emplace_back(re[i], im[i]);
+  const std::vector<float> p_want = test::random_vector<float>(n[1] * n[2], seed + 3);
+  const std::vector<std::int32_t> t_want = test::random_vector<std::int32_t>(thin[0] * thin[1] * thin[2], seed + 4);
+  for (int writers = 1; writers <= world.size(); ++writers) {
+    const std::string file = dir.file("fields_" + std::to_string(writers) + ".h5");
+    const std::string output = dir.file("u_" + std::to_string(writers) + ".h5");
+    if (const Context sub = world.first(writers); world.rank() < writers) {
+      const std::vector<CartesianGrid> grids = every_3d_grid(sub);
+      const CartesianGrid& grid = grids[static_cast<std::size_t>(writers) % grids.size()];
+      Field<double, 3> u(grid, n, {1, 2, 1}, {AxisBoundary::dirichlet, AxisBoundary::periodic, AxisBoundary::dirichlet});
+      u.fill(3.0);
+      u.from_replicated(u_want);
+      Field<std::complex<float>, 3> c(grid, n, {0, 0, 0});
+      c.from_replicated(c_want);
+      Field<std::int32_t, 3> t(grid, thin, {1, 1, 1});
+      t.from_replicated(t_want);
+      Field<float, 2> p(CartesianGrid::create(sub, {0, 0}), {n[1], n[2]}, {1, 1});
+      p.from_replicated(p_want);
+      io::OutputAttributes attrs;
+      attrs.app = "test";
+      io::write_field(u, {output, "/g/u"}, attrs);
+      io::OutputFile(sub, output).add(c, "/c", attrs).add(p, "/p", attrs).commit();
+      io::checkpoint(sub, file, {{"u", u}, {"c", c}, {"t", t}, {"p", p}}, 40 + writers, {"test", {}});
+    }
+    world.comm().barrier();
+    if (world.is_root()) {
+      std::vector<hsize_t> shape;
+      const std::vector<double> u_file = read_whole<double>(output, "/g/u", H5T_NATIVE_DOUBLE, &shape);
+      EXPECT_EQ(shape, (std::vector<hsize_t>{7, 5, 6}));
+      EXPECT_TRUE(same_bytes(u_file, u_want)) << "write_field by " << writers << " rank(s)";
+      const std::vector<float> p_file = read_whole<float>(output, "/p", H5T_NATIVE_FLOAT, &shape);
+      EXPECT_EQ(shape, (std::vector<hsize_t>{5, 6}));
+      EXPECT_TRUE(same_bytes(p_file, p_want)) << "2-D write_field by " << writers << " rank(s)";
+      const hid_t complex_type = H5Tcreate(H5T_COMPOUND, sizeof(std::complex<float>));
+      H5Tinsert(complex_type, "r", 0, H5T_NATIVE_FLOAT);
+      H5Tinsert(complex_type, "i", sizeof(float), H5T_NATIVE_FLOAT);
+      const auto c_file = read_whole<std::complex<float>>(output, "/c", complex_type, &shape);
+      H5Tclose(complex_type);
+      EXPECT_EQ(shape, (std::vector<hsize_t>{7, 5, 6}));
+      EXPECT_TRUE(same_bytes(c_file, c_want)) << "complex write_field by " << writers << " rank(s)";
+    }
+    for (const CartesianGrid& grid : every_3d_grid(world)) {
+      const std::string where = "written by " + std::to_string(writers) + " rank(s), restored by " +
+                                std::to_string(world.size()) + " on grid " + grid.text() + " seed=" +
+                                std::to_string(seed);
+      Field<double, 3> u(grid, n, {1, 1, 1});
+      u.fill(-7.0);  // the ghosts: restore leaves them
+      Field<std::complex<float>, 3> c(grid, n, {1, 0, 1});
+      Field<std::int32_t, 3> t(grid, thin, {0, 0, 0});
+      Field<float, 2> p(CartesianGrid::create(world, {0, 0}), {n[1], n[2]}, {0, 0});
+      EXPECT_EQ(io::restore(world, file, {{"u", u}, {"c", c}, {"t", t}, {"p", p}}), 40 + writers) << where;
+      const auto u_all = u.gather(0);
+      const auto c_all = c.gather(0);
+      const auto t_all = t.gather(0);
+      const auto p_all = p.gather(0);
+      if (world.is_root()) {
+        EXPECT_TRUE(same_bytes(u_all, u_want)) << "u " << where;
+        EXPECT_TRUE(same_bytes(c_all, c_want)) << "c " << where;
+        EXPECT_TRUE(same_bytes(t_all, t_want)) << "t " << where;
+        EXPECT_TRUE(same_bytes(p_all, p_want)) << "p " << where;
+      }
+      if (u.local_cells() > 0) {
+        double ghost = 0;
+        kernels::copy_to_host(world.queue(), &ghost, u.origin() - u.stride(0) - u.stride(1) - 1, sizeof ghost);
+        EXPECT_EQ(ghost, -7.0) << "a ghost cell changed " << where;
+      }
+      // read_field: the written dataset into this grid's field, converted to float.
+      Field<float, 3> v(grid, n, {0, 0, 0});
+      io::read_field(v, {output, "/g/u"});
+      const auto v_all = v.gather(0);
+      if (world.is_root()) {
+        for (std::size_t i = 0; i < v_all.size(); ++i) ASSERT_EQ(v_all[i], static_cast<float>(u_want[i])) << i << " " << where;
+      }
+    }
+  }
+  // Another shape or rank: refused, naming the dataset.
+  const std::string output = dir.file("u_1.h5");
+  Field<double, 3> other(world, {7, 6, 5}, 0);
+  Field<double, 2> flat(world, {7, 5}, 0);
+  for (auto read : {std::function<void()>([&] { io::read_field(other, {output, "/g/u"}); }),
+                    std::function<void()>([&] { io::read_field(flat, {output, "/g/u"}); })}) {
+    try {
+      read();
+      ADD_FAILURE() << "a dataset of another shape was read";
+    } catch (const io::IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("/g/u"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

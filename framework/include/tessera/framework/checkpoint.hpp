@@ -28,6 +28,10 @@
 // data is an IoError naming the file and the dataset ("checkpoint 'ck.h5': dataset '/u' does not
 // match its checksum ..."), on every rank.
 //
+// A Field<T, D> (field.hpp) is a dataset of D axes in its global order, as io::write_field writes it;
+// its checksum's global index is the row-major one, so a Field<T, 2> and a Field2D of the same cells
+// have the same checksum.
+//
 // restore reads every entry: a field must have the field's shape (its ghost cells are left as they
 // are); an array and a matrix take the shape in the file (an array is block-partitioned over its
 // context, a matrix cut over its grid); a scalar takes the value on every rank. Each entry's element
@@ -39,6 +43,7 @@
 // int64, float and double.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -61,6 +66,8 @@ class CheckpointEntry {
   CheckpointEntry(std::string name, DistMatrix<T>& matrix);
   template <class T>
   CheckpointEntry(std::string name, Field2D<T>& field);
+  template <class T, int D>
+  CheckpointEntry(std::string name, Field<T, D>& field);
   template <class T>
     requires is_dtype_element_v<T>
   CheckpointEntry(std::string name, T& scalar);
@@ -70,10 +77,13 @@ class CheckpointEntry {
   const H5Type& element() const { return element_; }
 
   // This rank's block on the host, row-major, and where it lies in the global dataset (an array and
-  // a scalar are one row of `global_cols` elements).
+  // a scalar are one row of `global_cols` elements; a Field<T, D> a box of 3 axes, leading axes of
+  // one cell for D < 3, described by the box_* members instead).
   struct HostBlock {
     std::vector<unsigned char> bytes;
     index_t global_cols = 0, row_offset = 0, col_offset = 0, local_cols = 0;
+    bool is_box = false;
+    std::array<index_t, 3> box_extent{1, 1, 1}, box_offset{0, 0, 0}, box_local{0, 0, 0};
   };
 
   // Used by checkpoint() and restore().
@@ -161,6 +171,28 @@ CheckpointEntry::CheckpointEntry(std::string name, Field2D<T>& field)
     b.row_offset = f->row_offset();
     b.col_offset = f->col_offset();
     b.local_cols = f->local_cols();
+    return b;
+  };
+  add_to = [f](OutputFile& out, const std::string& dataset, const OutputAttributes& attrs) { out.add(*f, dataset, attrs); };
+  read_from = [f](const Context&, const DatasetPath& path) { read_field(*f, path); };
+}
+
+template <class T, int D>
+CheckpointEntry::CheckpointEntry(std::string name, Field<T, D>& field)
+    : name_(std::move(name)), kind_(Kind::field), element_(h5_type_of<T>()) {
+  Field<T, D>* f = &field;
+  host_block = [f] {
+    HostBlock b;
+    const tessera::detail::BlockLayout& l = f->layout();
+    b.bytes.resize(static_cast<std::size_t>(l.local_cells()) * sizeof(T));
+    f->storage().local_to_host(b.bytes.data());
+    b.is_box = true;
+    b.box_extent = l.extent;
+    for (int a = 0; a < 3; ++a) {
+      b.box_offset[static_cast<std::size_t>(a)] = l.offset(a);
+      b.box_local[static_cast<std::size_t>(a)] = l.local(a);
+    }
+    b.local_cols = l.local_cells();
     return b;
   };
   add_to = [f](OutputFile& out, const std::string& dataset, const OutputAttributes& attrs) { out.add(*f, dataset, attrs); };

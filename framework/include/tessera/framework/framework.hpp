@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tessera/framework/algorithms.hpp"
+#include "tessera/framework/algorithms/apply_stencil.hpp"
 #include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/collective_plan.hpp"
 #include "tessera/framework/comm.hpp"
@@ -16,6 +17,7 @@
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/fault.hpp"
+#include "tessera/framework/field.hpp"
 #include "tessera/framework/field_2d.hpp"
 #include "tessera/framework/io.hpp"
 #include "tessera/framework/mpi_check.hpp"

@@ -37,6 +37,7 @@
 
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/field.hpp"
 #include "tessera/framework/field_2d.hpp"
 #include "tessera/kernels/element_traits.hpp"
 
@@ -224,6 +225,8 @@ namespace detail {
 // (h5_type_of<T>()). An element type with no HDF5 name: IoError before any file is touched.
 tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element);
 void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element);
+// A Field<T, D>'s owned cells from a dataset of D axes of exactly its extents.
+void read_block_field(tessera::detail::BlockStorage& field, const DatasetPath& path, const H5Type& element);
 }  // namespace detail
 
 // This rank's box [start, start + count) of a dataset of 1 to 3 axes that probe_dataset or
@@ -317,6 +320,14 @@ class OutputFile {
                          const OutputAttributes& attributes, const H5Type& element);
   OutputFile& add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
                         const OutputAttributes& attributes, const H5Type& element);
+  // A Field<T, D>'s owned cells as one dataset of D axes (its extents), in global order (row-major:
+  // the last axis fastest); element types as for matrices.
+  template <class T, int D>
+  OutputFile& add(const Field<T, D>& field, const std::string& dataset, const OutputAttributes& attributes) {
+    return add_block_field(field.storage(), dataset, attributes, h5_type_of<T>());
+  }
+  OutputFile& add_block_field(const tessera::detail::BlockStorage& field, const std::string& dataset,
+                              const OutputAttributes& attributes, const H5Type& element);
   // A dataset of dims (1 to 3 axes) of which this rank holds the box [start, start + count),
   // row-major in host memory at `host` (copied at once), of elements of the type `element` describes.
   OutputFile& add_box(const std::string& dataset, const H5Type& element, const std::vector<index_t>& dims,
@@ -362,6 +373,24 @@ void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputA
 template <class T>
 void read_field(Field2D<T>& field, const DatasetPath& path) {
   detail::read_field(field.storage(), path, h5_type_of<T>());
+}
+
+// Writes a Field<T, D>'s owned cells (any process grid, any ghost widths) as one dataset of D axes,
+// extent(0) x ... x extent(D-1), in global order: the last axis is the fastest, as in the field's
+// own global order (gather) and as numpy and h5py index it (f["/u"][i0, i1, i2] is the cell
+// (i0, i1, i2)). Element types as for write_matrix (complex numbers as the compound {r, i}). An
+// OutputFile of one dataset: committed by rename, an existing file kept (see OutputFile).
+template <class T, int D>
+void write_field(const Field<T, D>& field, const DatasetPath& path, const OutputAttributes& attributes) {
+  OutputFile(field.context(), path.file).add(field, path.dataset, attributes).commit();
+}
+
+// Reads a dataset of D axes of exactly the field's extents (in the order above) into its owned cells,
+// on any process grid (its ghost cells are left as they are). IoError for another rank or shape. T
+// as for read_matrix: numbers converted by HDF5, complex numbers and named structs from compounds.
+template <class T, int D>
+void read_field(Field<T, D>& field, const DatasetPath& path) {
+  detail::read_block_field(field.storage(), path, h5_type_of<T>());
 }
 
 // The scalar attributes of a dataset (strings, and integers and floats as text), in name order.

@@ -1,0 +1,216 @@
+// The user stencil over a Field<T, D> (field.hpp):
+//
+//   apply_stencil(out, f, in, coefficient...)          on the fields' context's queue
+//   apply_stencil(ctx, out, f, in, coefficient...)     on ctx's queue (the fields' ranks)
+//
+// out(i) = f(view of in at i, view of each coefficient field at i..., FieldIndex<D>{i}) for every
+// owned cell i. The functor declares how far it reads, as two static members:
+//
+//   struct Heat {
+//     static constexpr int radius = 1;                          // |offset| <= 1 along each axis
+//     static constexpr tessera::StencilForm shape = tessera::StencilForm::star;  // or ::box
+//     double c;
+//     TESSERA_HOST_DEVICE double operator()(const tessera::StencilView<double, 3, 1, tessera::StencilForm::star>& u,
+//                                           const tessera::FieldIndex<3>&) const {
+//       return u(0, 0, 0) + c * (u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0) + u(0, 0, -1) + u(0, 0, 1) - 6 * u(0, 0, 0));
+//     }
+//   };
+//
+// or, for a lambda, through make_stencil<radius, shape>(lambda). A view v gives the cell at offset
+// (d0, ..., d(D-1)) from the current one: v(d0, d1, d2) for D = 3 (read-only); a star allows one
+// non-zero offset, a box any, each within the radius. A translation unit compiled with
+// TESSERA_STENCIL_CHECKS=1 (the default where NDEBUG is not defined) checks every offset on the cpu
+// backend and throws UsageError for one outside the declared reach; the device path never checks.
+//
+// Element types: any trivially copyable ones (float, double, std::complex<double>, a struct of
+// several fields), different between out, in and the coefficient fields; f's result converts to
+// out's. Every field has the same layout (extents, process grid, ghost widths, boundaries), the
+// ghost width of every axis is at least the radius, and out is none of the inputs: UsageError
+// otherwise, naming the fields, on every rank.
+//
+// One step: the halo exchange of in and of every coefficient field (the shape's cells: faces for a
+// star, faces, edges and corners for a box; Dirichlet outer ghosts are read as they are), started
+// first; the interior (the cells at least `radius` from the block's faces, which read no ghost) is
+// swept while it travels; then the exchange is finished and the shell of the block (the rest) is
+// swept. The inputs' ghost cells are overwritten by the exchange: they are a cache of the
+// neighbours' cells, which is why the inputs are const. Stream-ordered; collective over the fields'
+// ranks. The kernels are kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu, one
+// thread per cell under cuda in a translation unit compiled by nvcc (a TESSERA_HOST_DEVICE functor),
+// as kernels::transform dispatches.
+//
+// The collectives of one call: stencil_plan(in, shape, coefficient...) (collective_plan.hpp), one
+// neighbour exchange of the bytes sent to other ranks.
+#pragma once
+
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tessera/framework/field.hpp"
+#include "tessera/kernels/cells.hpp"
+
+#if !defined(TESSERA_STENCIL_CHECKS)
+#if defined(NDEBUG)
+#define TESSERA_STENCIL_CHECKS 0
+#else
+#define TESSERA_STENCIL_CHECKS 1
+#endif
+#endif
+
+namespace tessera {
+
+namespace detail {
+// UsageError: the offset (d0, d1, d2) (the last D given) is outside a stencil of `radius` and `shape`.
+[[noreturn]] void throw_stencil_offset(int dims, int d0, int d1, int d2, int radius, StencilForm shape);
+}  // namespace detail
+
+// Read-only access to the cells within a stencil's reach of one cell of a field's block.
+template <class T, int D, int Radius, StencilForm Shape>
+class StencilView {
+ public:
+  TESSERA_HOST_DEVICE StencilView(const T* center, index_t stride0, index_t stride1)
+      : at_(center), stride0_(stride0), stride1_(stride1) {}
+
+  TESSERA_HOST_DEVICE const T& operator()(int d0, int d1, int d2) const
+    requires(D == 3)
+  {
+    check(d0, d1, d2);
+    return at_[d0 * stride0_ + d1 * stride1_ + d2];
+  }
+  TESSERA_HOST_DEVICE const T& operator()(int d0, int d1) const
+    requires(D == 2)
+  {
+    check(0, d0, d1);
+    return at_[d0 * stride1_ + d1];
+  }
+  TESSERA_HOST_DEVICE const T& operator()(int d0) const
+    requires(D == 1)
+  {
+    check(0, 0, d0);
+    return at_[d0];
+  }
+  TESSERA_HOST_DEVICE const T& center() const { return *at_; }
+
+  static constexpr int radius = Radius;
+  static constexpr StencilForm shape = Shape;
+
+ private:
+  TESSERA_HOST_DEVICE static void check(int d0, int d1, int d2) {
+#if TESSERA_STENCIL_CHECKS && !defined(__CUDA_ARCH__)
+    const auto far = [](int d) { return d < -Radius || d > Radius; };
+    const int moved = (d0 != 0) + (d1 != 0) + (d2 != 0);
+    if (far(d0) || far(d1) || far(d2) || (Shape == StencilForm::star && moved > 1))
+      detail::throw_stencil_offset(D, d0, d1, d2, Radius, Shape);
+#else
+    (void)d0;
+    (void)d1;
+    (void)d2;
+#endif
+  }
+
+  const T* at_;
+  index_t stride0_, stride1_;  // of the block's axes 0 and 1 in three (a D < 3 field's lead axes)
+};
+
+// A functor F with its reach declared (the wrapper make_stencil gives a lambda).
+template <int Radius, StencilForm Shape, class F>
+struct StencilFunctor {
+  using wrapped_functor = F;
+  static constexpr int radius = Radius;
+  static constexpr StencilForm shape = Shape;
+  F f;
+  template <class... A>
+  TESSERA_HOST_DEVICE auto operator()(const A&... a) const {
+    return f(a...);
+  }
+};
+
+template <int Radius, StencilForm Shape, class F>
+StencilFunctor<Radius, Shape, F> make_stencil(F f) {
+  return {f};
+}
+
+template <class F>
+concept DeclaresStencilReach = requires {
+  { F::radius } -> std::convertible_to<int>;
+  { F::shape } -> std::convertible_to<StencilForm>;
+};
+
+namespace detail {
+
+template <class F, class Out, class In, int D, class... C>
+struct StencilCell {
+  using wrapped_functor = F;
+  static constexpr int kRadius = F::radius;
+  static constexpr StencilForm kShape = F::shape;
+  static constexpr std::size_t kCoefficients = sizeof...(C);
+  Out* out;
+  const In* in;
+  const void* coefficient[kCoefficients > 0 ? kCoefficients : 1];
+  index_t stride0, stride1;
+  index_t first[3];  // the block's global offsets
+  F f;
+
+  template <std::size_t... I>
+  TESSERA_HOST_DEVICE void cell(std::index_sequence<I...>, index_t at, const FieldIndex<D>& index) const {
+    out[at] = f(StencilView<In, D, kRadius, kShape>(in + at, stride0, stride1),
+                StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)...,
+                index);
+  }
+  TESSERA_HOST_DEVICE void operator()(index_t l0, index_t l1, index_t l2) const {
+    const index_t g[3] = {first[0] + l0, first[1] + l1, first[2] + l2};
+    FieldIndex<D> index;
+    for (int a = 0; a < D; ++a) index.i[a] = g[3 - D + a];
+    cell(std::index_sequence_for<C...>{}, l0 * stride0 + l1 * stride1 + l2, index);
+  }
+};
+
+// The checks of apply_stencil that need no element type.
+void check_stencil_fields(const Context& ctx, const BlockStorage& out, const BlockStorage& in,
+                          std::span<const BlockStorage* const> coefficients, int radius);
+
+// The interior (cells at least `radius` from the faces of the block along each of the field's
+// axes) and the shell around it as at most six boxes.
+kernels::CellBox stencil_interior(const BlockLayout& layout, int radius);
+std::vector<kernels::CellBox> stencil_shell(const BlockLayout& layout, int radius);
+
+}  // namespace detail
+
+template <class F, class Out, class In, int D, class... C>
+void apply_stencil(const Context& ctx, Field<Out, D>& out, F f, const Field<In, D>& in, const Field<C, D>&... coefficient) {
+  static_assert(DeclaresStencilReach<F>,
+                "apply_stencil: the functor declares its reach: static constexpr int radius = ...; static constexpr "
+                "tessera::StencilForm shape = ...; (or wrap a lambda: make_stencil<radius, shape>(lambda))");
+  static_assert(F::radius >= 0, "apply_stencil: a negative radius");
+  const detail::BlockStorage* coefficients[sizeof...(C) + 1] = {&coefficient.storage()..., nullptr};
+  detail::check_stencil_fields(ctx, out.storage(), in.storage(), std::span(coefficients, sizeof...(C)), F::radius);
+  const detail::BlockLayout& l = in.layout();
+  detail::StencilCell<F, Out, In, D, C...> cell{out.origin(),
+                                                in.origin(),
+                                                {static_cast<const void*>(coefficient.origin())...},
+                                                l.stride[0],
+                                                l.stride[1],
+                                                {l.offset(0), l.offset(1), l.offset(2)},
+                                                f};
+  std::vector<detail::BlockStorage*> inputs{const_cast<detail::BlockStorage*>(&in.storage()),
+                                            const_cast<detail::BlockStorage*>(&coefficient.storage())...};
+  const kernels::Queue& q = ctx.queue();
+  detail::exchange_halos(ctx, inputs, F::shape,
+                         [&] { kernels::for_each_cell(q, detail::stencil_interior(l, F::radius), cell); });
+  for (const kernels::CellBox& box : detail::stencil_shell(l, F::radius)) kernels::for_each_cell(q, box, cell);
+}
+
+template <class F, class Out, class In, int D, class... C>
+void apply_stencil(Field<Out, D>& out, F f, const Field<In, D>& in, const Field<C, D>&... coefficient) {
+  apply_stencil(out.context(), out, f, in, coefficient...);
+}
+
+// The collectives of one apply_stencil with these inputs and a functor of `shape`.
+template <class In, int D, class... C>
+CollectivePlan stencil_plan(const Field<In, D>& in, StencilForm shape, const Field<C, D>&... coefficient) {
+  const detail::BlockStorage* inputs[] = {&in.storage(), &coefficient.storage()...};
+  return detail::halo_plan(inputs, shape);
+}
+
+}  // namespace tessera

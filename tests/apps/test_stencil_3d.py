@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""stencil's user-stencil ops on Field<T, D> end to end:
+  - --nz: the 7-point heat step (star:1, the defaults) on a 3-D grid the sizes do not divide, its
+    --verify, and its --output against numpy's g^m u0 (the exact solution of the discrete problem);
+  - box:2 on a periodic 3-D field with weights from --weights-file: --verify, and --output against a
+    numpy loop of one step per iteration (np.roll);
+  - checkpoints: a run of star:2 checkpointing every 4 steps, restarted from its first checkpoint on
+    another rank count and grid, ends with bitwise the field of the run never interrupted;
+  - prk-star:2 (2-D): --verify, and the L1 norm of the --output field over PRK's interior against
+    PRK's closed form (iterations + 1) (COEFX + COEFY), with PRK's MFlops/s in the report;
+  - bad input at 1 rank: exit status 2, one line naming the flag, no output file."""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from apptest import Harness, np, program, read_h5  # noqa: E402
+
+h = Harness(__doc__)
+S = "stencil"
+nx, ny, nz = 17, 13, 11
+
+
+def sine_mode(shape):
+    axes = [np.sin(math.pi * (np.arange(n) + 1) / (n + 1)) for n in shape]
+    return np.einsum("i,j,k->ijk", *axes) if len(shape) == 3 else np.outer(*axes)
+
+
+# ---- the heat step, 3-D ----------------------------------------------------------------------------------
+steps = 20
+out = h.path("heat.h5")
+res = h.run_json(S, ["--nx", nx, "--ny", ny, "--nz", nz, "--iters", steps, "--verify", "--output", f"{out}:/u",
+                     "--repeat", 1, "--warmup", 0])
+if res:
+    h.check(res[0]["verified"] is True, f"heat: not verified: {res[0].get('verify_detail')}")
+    got = read_h5(out, "/u")[0]
+    g = 0.25 + 2 * 0.125 * sum(math.cos(math.pi / (n + 1)) for n in (nx, ny, nz))
+    want = g ** steps * sine_mode((nx, ny, nz))
+    if h.check(got.shape == (nx, ny, nz) and got.dtype == np.float64, f"heat: output {got.shape} {got.dtype}"):
+        err = np.abs(got - want).max()
+        h.check(err <= 1e-13, f"heat: max |u - g^m u0| = {err}")
+
+# ---- box:2, periodic, weights from a file ----------------------------------------------------------------
+w = [0.25, 0.01, -0.005]
+weights_file = h.path("weights.txt")
+with open(weights_file, "w") as f:
+    f.write("0.25\n0.01, -0.005\n")
+box_steps = 3
+out = h.path("box.h5")
+grid = {3: "1x3x1", 2: "1x1x2"}.get(h.ranks)
+res = h.run_json(S, ["--nx", nx, "--ny", ny, "--nz", nz, "--op", "box:2", "--boundary", "periodic", "--weights-file",
+                     weights_file, "--iters", box_steps, "--verify", "--output", f"{out}:/u", "--repeat", 1, "--warmup", 0]
+                 + (["--grid", grid] if grid else []))
+if res:
+    h.check(res[0]["verified"] is True, f"box: not verified: {res[0].get('verify_detail')}")
+    u = sine_mode((nx, ny, nz))
+    mag = np.abs(u)
+    for _ in range(box_steps):
+        nxt = np.zeros_like(u)
+        m = np.zeros_like(u)
+        for d0 in range(-2, 3):
+            for d1 in range(-2, 3):
+                for d2 in range(-2, 3):
+                    shifted = np.roll(u, (-d0, -d1, -d2), axis=(0, 1, 2))  # shifted[i] = u[i + d]
+                    wk = w[max(abs(d0), abs(d1), abs(d2))]
+                    nxt += wk * shifted
+                    m += abs(wk) * np.roll(mag, (-d0, -d1, -d2), axis=(0, 1, 2))
+        u, mag = nxt, m
+    got = read_h5(out, "/u")[0]
+    tol = 64 * box_steps * np.finfo(np.float64).eps * mag
+    bad = np.argwhere(np.abs(got - u) > tol)
+    h.check(bad.size == 0, f"box: {len(bad)} cells differ from numpy's loop, first {bad[:1].tolist()}")
+
+# ---- checkpoint at h.ranks, restart at one rank fewer (or 2), bit for bit -------------------------------
+common = ["--nx", nx, "--ny", ny, "--nz", nz, "--op", "star:2", "--weights", "0.4,0.07,0.03", "--iters", 9]
+ck_dir = h.path("ck")
+full = h.path("full.h5")
+status, _, err = h.run(S, [*common, "--checkpoint-dir", ck_dir, "--checkpoint-every", 4, "--output", f"{full}:/u"])
+h.check(status == 0, f"checkpointing run: status {status}\n{err}")
+first = os.path.join(ck_dir, "checkpoint-000000000004.h5")
+h.check(os.path.exists(first) and os.path.exists(os.path.join(ck_dir, "checkpoint-000000000008.h5")),
+        f"checkpoints: {sorted(os.listdir(ck_dir)) if os.path.isdir(ck_dir) else 'no directory'}")
+restarted = h.path("restarted.h5")
+other = max(1, h.ranks - 1) if h.ranks != 1 else 2
+status, _, err = h.run(S, [*common, "--restart", first, "--output", f"{restarted}:/u"], ranks=other)
+if h.check(status == 0, f"restart at {other} rank(s): status {status}\n{err}"):
+    a, b = read_h5(full, "/u")[0], read_h5(restarted, "/u")[0]
+    h.check(a.shape == (nx, ny, nz) and a.tobytes() == b.tobytes(),
+            f"restart at {other} rank(s) from iteration 4: the field differs from the uninterrupted run's")
+
+# ---- PRK's star, 2-D ------------------------------------------------------------------------------------
+n, r, iters = 41, 2, 6
+out = h.path("prk.h5")
+res = h.run_json(S, ["--nx", n, "--ny", n, "--op", f"prk-star:{r}", "--iters", iters, "--verify", "--output",
+                     f"{out}:/out", "--repeat", 1, "--warmup", 0])
+if res:
+    report = res[0]
+    h.check(report["verified"] is True, f"prk: not verified: {report.get('verify_detail')}")
+    h.check(report["result"].get("prk_mflops", 0) > 0, f"prk: no MFlops/s in {report['result']}")
+    got = read_h5(out, "/out")[0]
+    norm = np.abs(got[r:n - r, r:n - r]).sum() / (n - 2 * r) ** 2
+    h.check(abs(norm - (iters + 1) * 2.0) <= 1e-8, f"prk: L1 norm {norm}, PRK's reference {(iters + 1) * 2.0}")
+    outside = np.concatenate([got[:r].ravel(), got[n - r:].ravel(), got[:, :r].ravel(), got[:, n - r:].ravel()])
+    h.check(not outside.any(), "prk: cells outside PRK's interior changed")
+
+# ---- bad input, at 1 rank --------------------------------------------------------------------------------
+small = ["--nx", 5, "--ny", 4, "--nz", 3, "--iters", 2]
+bad_cases = [
+    ([*small, "--grid", "1x2x1"], ["--grid", "2 ranks"]),
+    ([*small, "--op", "box:4", "--boundary", "periodic"], ["--op", "radius 4", "--nz"]),
+    ([*small, "--weights", "1,2,3"], ["--weights", "2 weights"]),
+    ([*small, "--op", "star:2", "--weights-file", weights_file, "--weights", "1"], ["--weights-file"]),
+    ([*small, "--op", "box:1", "--weights-file", weights_file], ["--weights-file", "2 weights", "got 3"]),
+    ([*small, "--tol", "1e-3"], ["--tol", "does not apply"]),
+    ([*small, "--op", "jacobi9"], ["--op", "jacobi9"]),
+    ([*small, "--op", "prk-star:2"], ["--op", "prk-star", "--nz"]),
+    (["--nx", 6, "--ny", 4, "--nz", 3, "--op", "star:2", "--weights", "0.4,0.07,0.03", "--restart", first],
+     ["--restart", "17 x 13 x 11"]),
+]
+for args, words in bad_cases:
+    bad_out = h.path("bad_out.h5")
+    status, _, err = h.run(S, [*args, "--output", f"{bad_out}:/u"], ranks=1)
+    lines = [ln for ln in err.splitlines() if ln.startswith(program(S))]
+    what = f"bad input {args}"
+    h.check(status == 2, f"{what}: status {status}, expected 2\n{err}")
+    h.check(len(lines) == 1 and all(x in lines[0] for x in words), f"{what}: expected one line naming {words}, got {err!r}")
+    h.check(not os.path.exists(bad_out), f"{what}: an output file was written")
+h.finish()

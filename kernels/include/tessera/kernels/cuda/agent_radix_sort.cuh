@@ -495,6 +495,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
         for (int u = first; u < last; ++u) {
           const int i = static_cast<int>(threadIdx.x) + u * kThreads;
           if (full_tile || i < tile_items) {
+            // The address before the value (as below).
             Word* const out = s.destination[sorted_digits[u]].values + i;
             *out = area[i - low];
           }
@@ -531,6 +532,8 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
       if (full_tile || i < tile_items) {
+        // The destination's address is read before the value: the order the measured kernels were
+        // compiled from (with the value read first, the pairs' passes schedule differently).
         Word* const out = s.destination[sorted_digits[u]].values + i;
         *out = sorted_values[i];
       }

@@ -48,7 +48,6 @@ struct Options {
   bool study64 = false;           // the tuning study of 8-byte keys instead of the table
   bool study_carveout = false;    // the shared-memory carveout study instead of the table
   bool study_packed = false;      // pairs staged or packed into one word per pair, instead of the table
-  bool study_hints = false;       // the tuning's shapes with streaming cache hints, instead of the table
 };
 
 // The harness's flags (-b/-e: bytes of 4-byte keys, default 256 MiB to 1 GiB by 4, that is 2^26 and
@@ -78,10 +77,6 @@ Options parse(Harness& h, int argc, char** argv) {
                "(uint32, uint32), (uint32, uint64) and (uint64, uint64) pairs staged (values beside the keys) or packed "
                "into one word per pair, each against CUB",
                &o.study_packed);
-  h.add_switch({"--study-hints"},
-               "the tuning's shapes with the streaming cache hint on the tile's loads or on the scattered stores, each "
-               "against CUB",
-               &o.study_hints);
   parse_command_line(h, argc, argv);
   if (h.sizes_given() && h.given("--sizes")) usage_error("--sizes and -b/-e: give one or the other");
   if (!h.given("--sizes")) o.sizes = h.sizes(4);
@@ -256,17 +251,12 @@ void bench_sort(const Queue& q, const Options& o, index_t n, double copy_gbs) {
 
 using tessera::kernels::cuda::detail::WarpMatch;
 
-std::string hints_name(int hints) {
-  return std::string((hints & 1) ? " ld.cs" : "") + ((hints & 2) ? " st.cs" : "");
-}
-
-template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Early, bool Stage, bool Dynamic, bool Fit,
-          bool Parts, int Hints>
+template <int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match, bool Stage, bool Dynamic, bool Fit, bool Parts>
 struct Shape {
   static std::string name() {
     return std::to_string(Threads) + "x" + std::to_string(Items) + " min" + std::to_string(MinBlocks) + " batch" +
-           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Early ? " early" : "") + (Stage ? " stage" : "") +
-           (Dynamic ? " dyn" : "") + (Fit ? " fit" : "") + (Parts ? " parts" : "") + hints_name(Hints);
+           std::to_string(Batch) + (Match == WarpMatch::atomic_or ? " or" : "") + (Stage ? " stage" : "") + (Dynamic ? " dyn" : "") +
+           (Fit ? " fit" : "") + (Parts ? " parts" : "");
   }
 };
 
@@ -359,11 +349,11 @@ void print_study(const std::string& op, const std::string& shape, index_t n, con
 }
 
 template <class Key, class Word, int Threads, int Items, int MinBlocks, int Batch, WarpMatch Match = WarpMatch::ballots,
-          bool Early = false, bool Stage = false, bool Dynamic = false, bool Fit = false, bool Parts = false, int Hints = 0>
+          bool Stage = false, bool Dynamic = false, bool Fit = false, bool Parts = false>
 void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   using namespace tessera::kernels;
-  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Early,
-                                                                Stage, Dynamic, Fit, Parts, false, Hints>;
+  using Tuning = tessera::kernels::cuda::detail::RadixSortShape<Key, Word, Threads, Items, MinBlocks, Batch, Match, Stage,
+                                                                Dynamic, Fit, Parts, false>;
   constexpr bool kPairs = !std::is_same_v<Word, RadixNoValue>;
   const StudyTimes t = time_study<Key, std::conditional_t<kPairs, Word, void>>(q, o, a, [&] {
     tessera::kernels::cuda::detail::device_radix_sort<Key, Word, Tuning>(
@@ -378,7 +368,7 @@ void study_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a) {
   cudaFuncAttributes attributes{};
   TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, tessera::kernels::cuda::detail::onesweep_kernel<Tuning, Key, Word>));
   const std::string op = std::string(kPairs ? (sizeof(Word) == 4 ? "pairs" : "pairs8") : "keys") + (sizeof(Key) == 8 ? "64" : "");
-  print_study(op, Shape<Threads, Items, MinBlocks, Batch, Match, Early, Stage, Dynamic, Fit, Parts, Hints>::name(), a.n, t,
+  print_study(op, Shape<Threads, Items, MinBlocks, Batch, Match, Stage, Dynamic, Fit, Parts>::name(), a.n, t,
               "  " + std::to_string(resident) + " blocks/SM, carveout " + std::to_string(attributes.preferredShmemCarveout) + "%");
 }
 
@@ -423,24 +413,18 @@ void study(const Queue& q, const Options& o, index_t n) {
   STUDY(std::uint32_t, 384, 22, 2, 4);
   STUDY(std::uint32_t, 384, 23, 2, 4);
   STUDY(std::uint32_t, 384, 24, 2, 4);
-  STUDY(std::uint32_t, 384, 21, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint32_t, 384, 23, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint32_t, 384, 24, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint32_t, 384, 26, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint32_t, 384, 28, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint32_t, 384, 30, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint32_t, 384, 21, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 23, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 24, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 26, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 28, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint32_t, 384, 30, 2, 4, WarpMatch::ballots, true);
   STUDY(std::uint64_t, 384, 15, 2, 4);
-  STUDY(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true);
-  STUDY(std::uint64_t, 384, 20, 2, 4, WarpMatch::ballots, false, true);
+  STUDY(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, true);
+  STUDY(std::uint64_t, 384, 20, 2, 4, WarpMatch::ballots, true);
   STUDY(std::uint32_t, 384, 23, 2, 4, WarpMatch::atomic_or);
   STUDY(std::uint32_t, 384, 20, 2, 4, WarpMatch::atomic_or);
-  STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::ballots, true);
-  STUDY(std::uint32_t, 384, 20, 2, 4, WarpMatch::ballots, true);
-  STUDY(std::uint32_t, 384, 23, 1, 4, WarpMatch::ballots, true);
-  STUDY(std::uint32_t, 256, 17, 3, 4, WarpMatch::ballots, true);
-  STUDY(std::uint32_t, 512, 13, 2, 4, WarpMatch::ballots, true);
-  STUDY(std::uint32_t, 384, 17, 2, 4, WarpMatch::atomic_or, true);
 #undef STUDY
 }
 
@@ -452,14 +436,14 @@ void study64(const Queue& q, const Options& o, index_t n) {
   std::printf("\n%-6s %-8s %-28s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
 #define STUDY64(Word, T, I, M, B, ...) study_shape<std::uint64_t, Word, T, I, M, B __VA_OPT__(, ) __VA_ARGS__>(q, o, arrays)
   STUDY64(RadixNoValue, 384, 15, 2, 4);
-  STUDY64(RadixNoValue, 384, 15, 2, 4, WarpMatch::ballots, false, false, true);
-  STUDY64(RadixNoValue, 384, 18, 2, 4, WarpMatch::ballots, false, false, true);
-  STUDY64(RadixNoValue, 384, 20, 2, 4, WarpMatch::ballots, false, false, true);
-  STUDY64(RadixNoValue, 384, 22, 2, 4, WarpMatch::ballots, false, false, true);
-  STUDY64(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, false, true);
-  STUDY64(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, false, true, true);
-  STUDY64(std::uint64_t, 384, 17, 2, 4, WarpMatch::ballots, false, true, true);
-  STUDY64(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true, true);
+  STUDY64(RadixNoValue, 384, 15, 2, 4, WarpMatch::ballots, false, true);
+  STUDY64(RadixNoValue, 384, 18, 2, 4, WarpMatch::ballots, false, true);
+  STUDY64(RadixNoValue, 384, 20, 2, 4, WarpMatch::ballots, false, true);
+  STUDY64(RadixNoValue, 384, 22, 2, 4, WarpMatch::ballots, false, true);
+  STUDY64(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, true);
+  STUDY64(std::uint64_t, 384, 15, 2, 4, WarpMatch::ballots, true, true);
+  STUDY64(std::uint64_t, 384, 17, 2, 4, WarpMatch::ballots, true, true);
+  STUDY64(std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, true, true);
 #undef STUDY64
 }
 
@@ -474,7 +458,7 @@ void study_carveout(const Queue& q, const Options& o, index_t n) {
   {
     const StudyArrays<std::uint32_t> arrays(q, n);
 #define STUDY(Word, I, Match, Stage, Dynamic, Fit, Parts) \
-  study_shape<std::uint32_t, Word, 384, I, 2, 4, Match, false, Stage, Dynamic, Fit, Parts>(q, o, arrays)
+  study_shape<std::uint32_t, Word, 384, I, 2, 4, Match, Stage, Dynamic, Fit, Parts>(q, o, arrays)
     STUDY(RadixNoValue, 24, WarpMatch::atomic_or, false, false, false, false);
     STUDY(RadixNoValue, 24, WarpMatch::atomic_or, false, false, true, false);
     STUDY(RadixNoValue, 24, WarpMatch::atomic_or, false, true, true, false);
@@ -494,7 +478,7 @@ void study_carveout(const Queue& q, const Options& o, index_t n) {
   {
     const StudyArrays<std::uint64_t> arrays(q, n);
 #define STUDY64(Word, I, Stage, Dynamic, Fit) \
-  study_shape<std::uint64_t, Word, 384, I, 2, 4, WarpMatch::ballots, false, Stage, Dynamic, Fit>(q, o, arrays)
+  study_shape<std::uint64_t, Word, 384, I, 2, 4, WarpMatch::ballots, Stage, Dynamic, Fit>(q, o, arrays)
     STUDY64(RadixNoValue, 15, false, false, false);
     STUDY64(RadixNoValue, 15, false, false, true);
     STUDY64(RadixNoValue, 20, false, true, false);
@@ -509,12 +493,12 @@ void study_carveout(const Queue& q, const Options& o, index_t n) {
 // One packed shape of (Key, Value) pairs of unsigned words (4 + 4, 8 + 8, 4 + 8 bytes): one word
 // per pair, Items per thread, the words between the places in a spare array and over the output
 // arrays, or in two spare arrays; the carveout fitted or the largest; the warp match of the ranking.
-template <class Key, class Value, int Items, bool Fit, int Hints = 0, WarpMatch Match = WarpMatch::ballots>
+template <class Key, class Value, int Items, bool Fit, WarpMatch Match = WarpMatch::ballots>
 void study_packed_shape(const Queue& q, const Options& o, const StudyArrays<Key>& a, bool two_spares) {
   using tessera::kernels::RadixNoValue;
   using tessera::kernels::cuda::detail::PackedWord;
   using Tuning = tessera::kernels::cuda::detail::RadixSortShape<PackedWord<Key, Value>, RadixNoValue, 384, Items, 2, 4,
-                                                                Match, false, false, true, Fit, false, true, Hints>;
+                                                                Match, false, true, Fit, false, true>;
   const StudyTimes t = time_study<Key, Value>(q, o, a, [&] {
     tessera::kernels::cuda::detail::device_radix_sort_packed<Tuning>(
         q, tessera::kernels::RadixTwiddle<Key>{}, a.keys_in, a.ours, reinterpret_cast<const Value*>(a.values_in),
@@ -523,7 +507,7 @@ void study_packed_shape(const Queue& q, const Options& o, const StudyArrays<Key>
   const std::string op = std::string(sizeof(Value) == 4 ? "pairs" : "pairs8") + (sizeof(Key) == 8 ? "64" : "");
   print_study(op,
               "packed " + std::to_string(8 * sizeof(PackedWord<Key, Value>)) + "b 384x" + std::to_string(Items) + (Fit ? " fit" : "") +
-                  (two_spares ? " two spares" : " over output") + hints_name(Hints) +
+                  (two_spares ? " two spares" : " over output") +
                   (Match == WarpMatch::atomic_or ? " or" : ""),
               a.n, t, "");
 }
@@ -536,65 +520,31 @@ void study_packed(const Queue& q, const Options& o, index_t n) {
   std::printf("\n%-6s %-8s %-34s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
   {
     const StudyArrays<std::uint32_t> arrays(q, n);
-    study_shape<std::uint32_t, std::uint32_t, 384, 34, 2, 4, WarpMatch::ballots, false, true, true, false, false>(q, o, arrays);
+    study_shape<std::uint32_t, std::uint32_t, 384, 34, 2, 4, WarpMatch::ballots, true, true, false, false>(q, o, arrays);
     study_packed_shape<std::uint32_t, std::uint32_t, 20, true>(q, o, arrays, false);
     study_packed_shape<std::uint32_t, std::uint32_t, 20, true>(q, o, arrays, true);
     study_packed_shape<std::uint32_t, std::uint32_t, 20, false>(q, o, arrays, false);
     study_packed_shape<std::uint32_t, std::uint32_t, 18, true>(q, o, arrays, false);
     study_packed_shape<std::uint32_t, std::uint32_t, 22, true>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
-    study_shape<std::uint32_t, std::uint64_t, 384, 24, 2, 4, WarpMatch::ballots, false, true, false, false, true>(q, o, arrays);
+    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, WarpMatch::atomic_or>(q, o, arrays, false);
+    study_shape<std::uint32_t, std::uint64_t, 384, 24, 2, 4, WarpMatch::ballots, true, false, false, true>(q, o, arrays);
     study_packed_shape<std::uint32_t, std::uint64_t, 16, true>(q, o, arrays, false);
     study_packed_shape<std::uint32_t, std::uint64_t, 16, true>(q, o, arrays, true);
     study_packed_shape<std::uint32_t, std::uint64_t, 16, false>(q, o, arrays, false);
     study_packed_shape<std::uint32_t, std::uint64_t, 14, true>(q, o, arrays, false);
     study_packed_shape<std::uint32_t, std::uint64_t, 18, true>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, std::uint64_t, 16, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, std::uint64_t, 15, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 16, true, WarpMatch::atomic_or>(q, o, arrays, false);
+    study_packed_shape<std::uint32_t, std::uint64_t, 15, true, WarpMatch::atomic_or>(q, o, arrays, false);
   }
   {
     const StudyArrays<std::uint64_t> arrays(q, n);
-    study_shape<std::uint64_t, std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, false, true, true, false, false>(q, o, arrays);
+    study_shape<std::uint64_t, std::uint64_t, 384, 18, 2, 4, WarpMatch::ballots, true, true, false, false>(q, o, arrays);
     study_packed_shape<std::uint64_t, std::uint64_t, 12, true>(q, o, arrays, false);
     study_packed_shape<std::uint64_t, std::uint64_t, 12, true>(q, o, arrays, true);
     study_packed_shape<std::uint64_t, std::uint64_t, 12, false>(q, o, arrays, false);
     study_packed_shape<std::uint64_t, std::uint64_t, 10, true>(q, o, arrays, false);
     study_packed_shape<std::uint64_t, std::uint64_t, 14, true>(q, o, arrays, false);
-    study_packed_shape<std::uint64_t, std::uint64_t, 12, true, 0, WarpMatch::atomic_or>(q, o, arrays, false);
-  }
-}
-
-// The tuning's shapes with the streaming hint on the tile's loads (ld.cs) or on the scattered
-// stores (st.cs), each against CUB.
-void study_hints(const Queue& q, const Options& o, index_t n) {
-  using tessera::kernels::RadixNoValue;
-  std::printf("\n%-6s %-8s %-34s %11s %9s %9s %7s %s\n", "study", "op", "shape", "n", "ours ms", "cub ms", "speedup", "agree");
-  {
-    const StudyArrays<std::uint32_t> arrays(q, n);
-#define STUDY(Word, I, Match, Stage, Dynamic, Fit, Parts, Hints) \
-  study_shape<std::uint32_t, Word, 384, I, 2, 4, Match, false, Stage, Dynamic, Fit, Parts, Hints>(q, o, arrays)
-    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 0);
-    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 1);
-    STUDY(RadixNoValue, 32, WarpMatch::atomic_or, false, true, true, false, 2);
-    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 0>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 1>(q, o, arrays, false);
-    study_packed_shape<std::uint32_t, std::uint32_t, 20, true, 2>(q, o, arrays, false);
-    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 0);
-    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 1);
-    STUDY(std::uint64_t, 24, WarpMatch::ballots, true, false, false, true, 2);
-#undef STUDY
-  }
-  {
-    const StudyArrays<std::uint64_t> arrays(q, n);
-#define STUDY64(Word, I, Stage, Hints) \
-  study_shape<std::uint64_t, Word, 384, I, 2, 4, WarpMatch::ballots, false, Stage, true, !Stage, false, Hints>(q, o, arrays)
-    STUDY64(RadixNoValue, 20, false, 0);
-    STUDY64(RadixNoValue, 20, false, 1);
-    STUDY64(RadixNoValue, 20, false, 2);
-    STUDY64(std::uint64_t, 18, true, 0);
-    STUDY64(std::uint64_t, 18, true, 1);
-    STUDY64(std::uint64_t, 18, true, 2);
-#undef STUDY64
+    study_packed_shape<std::uint64_t, std::uint64_t, 12, true, WarpMatch::atomic_or>(q, o, arrays, false);
   }
 }
 
@@ -620,12 +570,11 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-7s %-7s %11s %9s %9s %8s %8s %7s %7s %s\n", "op", "keys", "values", "n", "ours ms", "cub ms",
               "ours G/s", "cub G/s", "speedup", "%floor", "agree");
   for (index_t n : o.sizes) {
-    if (o.study || o.study64 || o.study_carveout || o.study_packed || o.study_hints) {
+    if (o.study || o.study64 || o.study_carveout || o.study_packed) {
       if (o.study) study(q, o, n);
       if (o.study64) study64(q, o, n);
       if (o.study_carveout) study_carveout(q, o, n);
       if (o.study_packed) study_packed(q, o, n);
-      if (o.study_hints) study_hints(q, o, n);
       continue;
     }
     bench_sort<std::uint32_t, void>(q, o, n, copy_gbs);

@@ -9,11 +9,11 @@
 //   ratio   geam time / our time (> 1: ours is faster)
 //   %copy   the time of the same bytes at the measured copy rate / our time
 //
-// --variants also times tuning alternatives: evict-first vector tiles (aligned float), and on rows
-// off 16-byte boundaries both paths of TransposeTuning::kShiftedTiles with the default tuning
-// (scalar tiles and shifted vector tiles), then other unit shapes of the shifted tiles (float,
-// double, int8, int16) and other shapes of the skewed tiles (float, double, 16-byte elements), for
-// the record of how the default tuning was chosen.
+// --variants also times tuning alternatives: on rows off 16-byte boundaries both paths of
+// TransposeTuning::kShiftedTiles with the default tuning (scalar tiles and shifted vector tiles),
+// then other unit shapes of the shifted tiles (float, double, int8, int16) and other shapes of the
+// skewed tiles (float, double, 16-byte elements), for the record of how the default tuning was
+// chosen.
 //
 // Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,... | -b 64M -e 1G -f 4]
 //          [-n 20] [-w 3] [--variants] [--json FILE]   (the harness's flags, bench/common; --reps: -n)
@@ -209,19 +209,6 @@ void print_row(const Bench& b, const char* type, Shape s, const std::string& ker
   b.harness->print_pending();
 }
 
-// Tuning alternatives of the vector tiles (timed with --variants; the library keeps one).
-template <int Bytes, int UnitRows, int UnitCols, int Threads, bool Streaming = false>
-struct VectorVariant : detail::TransposeTuning<Bytes> {
-  static constexpr bool kStreaming = Streaming;
-  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, Streaming>;
-  static constexpr int kThreads = Threads;
-  static constexpr int kBytes = Bytes;
-  static std::string name() {
-    return "vector " + std::to_string(UnitRows) + "x" + std::to_string(UnitCols) + " units, " + std::to_string(Threads) +
-           " thr" + (Streaming ? ", .cs" : "");
-  }
-};
-
 template <int Bytes, int TileRows, int TileCols, int Threads>
 struct ScalarVariant : detail::TransposeTuning<Bytes> {
   static constexpr int kScalarTileRows = TileRows;
@@ -252,7 +239,7 @@ struct SkewedVariant {
 // Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
 template <int Bytes, int UnitRows, int UnitCols, int Threads>
 struct ShiftedVariant : detail::TransposeTuning<Bytes> {
-  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, false, true>;
+  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, true>;
   static constexpr int kThreads = Threads;
   static constexpr int kBytes = Bytes;
   static std::string name() {
@@ -338,9 +325,7 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
     // of kShiftedTiles with the default tuning, then alternatives of the shifted tiles.
     const bool aligned4 = (s.rows * static_cast<index_t>(bytes)) % 4 == 0 && (s.cols * static_cast<index_t>(bytes)) % 4 == 0;
     const bool unaligned = !aligned && !(bytes < 4 && aligned4);
-    if (type == "float" && aligned) {
-      time_variant<VectorVariant<4, 16, 16, 128, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-    } else if (type == "float" && unaligned) {
+    if (type == "float" && unaligned) {
       time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<DefaultShifted<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<ShiftedVariant<4, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);

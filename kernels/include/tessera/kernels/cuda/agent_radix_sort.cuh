@@ -219,25 +219,6 @@ struct OnesweepPass {
   index_t portion_first;
 };
 
-// A tile's key read, and a sorted key or value written, with the streaming hint where Stream
-// (RadixSortShape::kStreamLoads / kStreamStores; 4- and 8-byte words), else plainly.
-template <bool Stream, class T>
-__device__ __forceinline__ T load_item(const T* p) {
-  if constexpr (Stream && (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>)) {
-    return __ldcs(p);
-  } else {
-    return *p;
-  }
-}
-template <bool Stream, class T>
-__device__ __forceinline__ void store_item(T* p, T value) {
-  if constexpr (Stream && (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>)) {
-    __stcs(p, value);
-  } else {
-    *p = value;
-  }
-}
-
 // Which segment of OnesweepPass::segment holds position p, its first position, and p's address.
 template <class Bits, class Word>
 __device__ __forceinline__ int segment_of(const OnesweepPass<Bits, Word>& pass, index_t p) {
@@ -324,13 +305,13 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
     }
   };
   auto load_array = [&](const Bits* tile_in) {
-    load_tile([&](int i) { return load_item<Tuning::kStreamLoads>(tile_in + i); });
+    load_tile([&](int i) { return tile_in[i]; });
   };
   if constexpr (kSplitIn) {
     const auto* const tile_keys = pass.split_keys_in + tile_base;
     const auto* const tile_values = pass.split_values_in + tile_base;
     load_tile([&](int i) {
-      return PackedPair<Bits>::pack(load_item<Tuning::kStreamLoads>(tile_keys + i), load_item<Tuning::kStreamLoads>(tile_values + i));
+      return PackedPair<Bits>::pack(tile_keys[i], tile_values[i]);
     });
   } else if constexpr (kSegmentedIn) {
     // A tile within one segment loads as from one array; the one tile across a segment's end
@@ -379,6 +360,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
   for (int u = 0; u < kItems; ++u) s.keys[ranks[u]] = keys[u];
 
+  // Values that are not staged are read into registers once the keys are stored.
   constexpr bool kValuesInRegisters = kHasValues && !Tuning::kStageValues;
   Word values[kValuesInRegisters ? kItems : 1];
   auto load_values = [&] {
@@ -388,8 +370,6 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       if (full_tile || i < tile_items) values[u] = pass.values_in[tile_base + i];
     }
   };
-  if constexpr (kValuesInRegisters && Tuning::kEarlyValues) load_values();
-
   if (digit < kRadixDigits) {
     // Look-back: the keys of this digit in the portion's tiles before this one, kLookbackBatch
     // predecessors per round trip (their words are read at once, then added in order up to the
@@ -448,10 +428,10 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
       if (decltype(full)::value || i < tile_items) {
         const Bits out = decltype(convert)::value ? pass.twiddle.from_radix(radix) : radix;
         if constexpr (kSplitOut) {
-          store_item<Tuning::kStreamStores>(s.destination[d].split_keys + i, PackedPair<Bits>::key(out));
-          store_item<Tuning::kStreamStores>(s.split_values[d] + i, PackedPair<Bits>::value(out));
+          s.destination[d].split_keys[i] = PackedPair<Bits>::key(out);
+          s.split_values[d][i] = PackedPair<Bits>::value(out);
         } else {
-          store_item<Tuning::kStreamStores>(s.destination[d].keys + i, out);
+          s.destination[d].keys[i] = out;
         }
       }
     }
@@ -483,7 +463,7 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
   }
 
   if constexpr (kHasValues) {
-    if constexpr (kValuesInRegisters && !Tuning::kEarlyValues) load_values();
+    if constexpr (kValuesInRegisters) load_values();
     if constexpr (Tuning::kStageValues) copy_async_wait<0>();
     // Every key is read back from shared memory, every key destination used; the staged values
     // are visible to every thread.
@@ -514,7 +494,11 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
         for (int u = first; u < last; ++u) {
           const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-          if (full_tile || i < tile_items) store_item<Tuning::kStreamStores>(s.destination[sorted_digits[u]].values + i, area[i - low]);
+          if (full_tile || i < tile_items) {
+            // The address before the value (as below).
+            Word* const out = s.destination[sorted_digits[u]].values + i;
+            *out = area[i - low];
+          }
         }
       }
       return;
@@ -547,7 +531,12 @@ __device__ __forceinline__ void onesweep_agent(OnesweepStorage<Tuning, Bits, Wor
 #pragma unroll
     for (int u = 0; u < kItems; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kThreads;
-      if (full_tile || i < tile_items) store_item<Tuning::kStreamStores>(s.destination[sorted_digits[u]].values + i, sorted_values[i]);
+      if (full_tile || i < tile_items) {
+        // The destination's address is read before the value: the order the measured kernels were
+        // compiled from (with the value read first, the pairs' passes schedule differently).
+        Word* const out = s.destination[sorted_digits[u]].values + i;
+        *out = sorted_values[i];
+      }
     }
   }
 }

@@ -90,22 +90,16 @@ inline TileRegion tile_region(index_t row0, index_t col0, index_t rows, index_t 
   return r;
 }
 
-template <class W, bool kStreaming>
+// A word of the input, read through the read-only path, and a word of the output, written with the
+// default cache policy (evict-first loads and stores measured no faster: tuning/transpose.cuh).
+template <class W>
 __device__ __forceinline__ W load_word(const unsigned char* p) {
-  if constexpr (kStreaming) {
-    return __ldcs(reinterpret_cast<const W*>(p));
-  } else {
-    return __ldg(reinterpret_cast<const W*>(p));
-  }
+  return __ldg(reinterpret_cast<const W*>(p));
 }
 
-template <class W, bool kStreaming>
+template <class W>
 __device__ __forceinline__ void store_word(unsigned char* p, const W& w) {
-  if constexpr (kStreaming) {
-    __stcs(reinterpret_cast<W*>(p), w);
-  } else {
-    *reinterpret_cast<W*>(p) = w;
-  }
+  *reinterpret_cast<W*>(p) = w;
 }
 
 // ---- rows off 16-byte boundaries ----------------------------------------------------------------
@@ -141,10 +135,10 @@ __device__ __forceinline__ uint4 bytes_at(const uint4& lo, const uint4& hi, unsi
 // Part of an aligned 16-byte vector: bytes [from, to), 0 <= from <= to <= 16, both multiples of the
 // element size, moved as aligned pieces of 1, 2, 4 and 8 bytes (at most four up to an 8-byte
 // boundary, then at most four down). A vector held as two 8-byte halves.
-template <int Piece, bool kStreaming>
+template <int Piece>
 __device__ __forceinline__ void load_piece(const unsigned char* vector, unsigned& from, unsigned long long& lo,
                                            unsigned long long& hi) {
-  const auto v = static_cast<unsigned long long>(load_word<word_t<Piece>, kStreaming>(vector + from));
+  const auto v = static_cast<unsigned long long>(load_word<word_t<Piece>>(vector + from));
   if (from < 8) {
     lo |= v << (8 * from);
   } else {
@@ -153,44 +147,44 @@ __device__ __forceinline__ void load_piece(const unsigned char* vector, unsigned
   from += Piece;
 }
 
-template <int Piece, bool kStreaming>
+template <int Piece>
 __device__ __forceinline__ void store_piece(unsigned char* vector, unsigned& from, unsigned long long lo,
                                             unsigned long long hi) {
   const unsigned long long v = from < 8 ? lo >> (8 * from) : hi >> (8 * (from - 8));
-  store_word<word_t<Piece>, kStreaming>(vector + from, static_cast<word_t<Piece>>(v));
+  store_word<word_t<Piece>>(vector + from, static_cast<word_t<Piece>>(v));
   from += Piece;
 }
 
 // Bytes [from, to) of the aligned vector at `vector`; the others are zero. Nothing outside them is read.
-template <int ElementBytes, bool kStreaming>
+template <int ElementBytes>
 __device__ __forceinline__ uint4 load_vector_part(const unsigned char* vector, unsigned from, unsigned to) {
   unsigned long long lo = 0, hi = 0;
-  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) load_piece<1, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) load_piece<2, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) load_piece<4, kStreaming>(vector, from, lo, hi);
-  if ((from & 8) && from + 8 <= to) load_piece<8, kStreaming>(vector, from, lo, hi);
-  if (from + 8 <= to) load_piece<8, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if (from + 4 <= to) load_piece<4, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if (from + 2 <= to) load_piece<2, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 1) if (from + 1 <= to) load_piece<1, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) load_piece<1>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) load_piece<2>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) load_piece<4>(vector, from, lo, hi);
+  if ((from & 8) && from + 8 <= to) load_piece<8>(vector, from, lo, hi);
+  if (from + 8 <= to) load_piece<8>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if (from + 4 <= to) load_piece<4>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if (from + 2 <= to) load_piece<2>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 1) if (from + 1 <= to) load_piece<1>(vector, from, lo, hi);
   return make_uint4(static_cast<unsigned>(lo), static_cast<unsigned>(lo >> 32), static_cast<unsigned>(hi),
                     static_cast<unsigned>(hi >> 32));
 }
 
 // Bytes [from, to) of v into the aligned vector at `vector`; nothing outside them is written (the
 // rest of the vector belongs to a neighbouring tile, or lies outside the block).
-template <int ElementBytes, bool kStreaming>
+template <int ElementBytes>
 __device__ __forceinline__ void store_vector_part(unsigned char* vector, const uint4& v, unsigned from, unsigned to) {
   const unsigned long long lo = v.x | static_cast<unsigned long long>(v.y) << 32;
   const unsigned long long hi = v.z | static_cast<unsigned long long>(v.w) << 32;
-  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) store_piece<1, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) store_piece<2, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) store_piece<4, kStreaming>(vector, from, lo, hi);
-  if ((from & 8) && from + 8 <= to) store_piece<8, kStreaming>(vector, from, lo, hi);
-  if (from + 8 <= to) store_piece<8, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if (from + 4 <= to) store_piece<4, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if (from + 2 <= to) store_piece<2, kStreaming>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 1) if (from + 1 <= to) store_piece<1, kStreaming>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) store_piece<1>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) store_piece<2>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) store_piece<4>(vector, from, lo, hi);
+  if ((from & 8) && from + 8 <= to) store_piece<8>(vector, from, lo, hi);
+  if (from + 8 <= to) store_piece<8>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 4) if (from + 4 <= to) store_piece<4>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 2) if (from + 2 <= to) store_piece<2>(vector, from, lo, hi);
+  if constexpr (ElementBytes <= 1) if (from + 1 <= to) store_piece<1>(vector, from, lo, hi);
 }
 
 __device__ __forceinline__ unsigned misalignment16(const void* p) {
@@ -247,17 +241,17 @@ __device__ __forceinline__ void transpose_registers(const unsigned (&in)[V][kWor
   }
 }
 
-template <int VecBytes, bool kStreaming>
+template <int VecBytes>
 __device__ __forceinline__ void load_vector_words(const unsigned char* p, unsigned (&w)[VecBytes / 4]) {
   if constexpr (VecBytes == 16) {
-    const uint4 v = load_word<uint4, kStreaming>(p);
+    const uint4 v = load_word<uint4>(p);
     w[0] = v.x;
     w[1] = v.y;
     w[2] = v.z;
     w[3] = v.w;
   } else {
     static_assert(VecBytes == 4, "vector tiles move 16- or 4-byte vectors");
-    w[0] = load_word<unsigned, kStreaming>(p);
+    w[0] = load_word<unsigned>(p);
   }
 }
 
@@ -277,7 +271,7 @@ __device__ __forceinline__ void load_vector_words(const unsigned char* p, unsign
 // vectors, the first and the last shared with the tiles above and below: those two are written in
 // pieces of their own bytes only. Reads stay inside the block's rows: a unit at either end of a row
 // reads only the part of the vector beyond it that lies inside the row.
-template <int ElementBytes, int VecBytes, int UnitRows, int UnitCols, int Threads, bool kStreaming, bool kShifted = false>
+template <int ElementBytes, int VecBytes, int UnitRows, int UnitCols, int Threads, bool kShifted = false>
 struct VectorTileAgent {
   static constexpr int V = VecBytes / ElementBytes;  // elements per vector
   static constexpr int kWords = VecBytes / 4;
@@ -312,8 +306,8 @@ struct VectorTileAgent {
       for (int k = 0; k < V; ++k) {
         const unsigned char* row = p + k * a.in_pitch;
         const unsigned char* vector = row - misalignment16(row);
-        lo[k] = load_word<uint4, kStreaming>(vector);
-        hi[k] = load_word<uint4, kStreaming>(vector + 16);
+        lo[k] = load_word<uint4>(vector);
+        hi[k] = load_word<uint4>(vector + 16);
       }
     } else {
 #pragma unroll
@@ -323,11 +317,11 @@ struct VectorTileAgent {
         const unsigned char* vector = row - shift;
         // The aligned vector at `vector` starts col_bytes - shift bytes into the row (before it
         // where negative); the row holds in_row_bytes - (col_bytes - shift + 16) bytes from vector + 16 on.
-        lo[k] = col_bytes >= shift ? load_word<uint4, kStreaming>(vector)
-                                   : load_vector_part<ElementBytes, kStreaming>(vector, static_cast<unsigned>(shift - col_bytes), 16);
+        lo[k] = col_bytes >= shift ? load_word<uint4>(vector)
+                                   : load_vector_part<ElementBytes>(vector, static_cast<unsigned>(shift - col_bytes), 16);
         const index_t beyond = static_cast<index_t>(a.in_row_bytes) - (col_bytes - shift + 16);
-        hi[k] = beyond >= 16 ? load_word<uint4, kStreaming>(vector + 16)
-                             : load_vector_part<ElementBytes, kStreaming>(vector + 16, 0, static_cast<unsigned>(beyond));
+        hi[k] = beyond >= 16 ? load_word<uint4>(vector + 16)
+                             : load_vector_part<ElementBytes>(vector + 16, 0, static_cast<unsigned>(beyond));
       }
     }
 #pragma unroll
@@ -345,19 +339,19 @@ struct VectorTileAgent {
     const unsigned t = misalignment16(line);
     const Vec current = s.slot[slot_of(row, chunk)];
     if (t == 0) {
-      store_word<Vec, kStreaming>(line + chunk * VecBytes, current);
+      store_word<Vec>(line + chunk * VecBytes, current);
       return;
     }
     unsigned char* const first = line - t;  // the aligned vector holding the row's first bytes
     const Vec previous = s.slot[slot_of(row, chunk > 0 ? chunk - 1 : 0)];
     const uint4 v = bytes_at<ElementBytes>(previous, current, 16 - t);
     if (chunk > 0) {
-      store_word<Vec, kStreaming>(first + chunk * VecBytes, v);
+      store_word<Vec>(first + chunk * VecBytes, v);
     } else {
-      store_vector_part<ElementBytes, kStreaming>(first, v, t, 16);
+      store_vector_part<ElementBytes>(first, v, t, 16);
     }
     if (chunk == UnitRows - 1)
-      store_vector_part<ElementBytes, kStreaming>(first + UnitRows * VecBytes, bytes_at<ElementBytes>(current, current, 16 - t), 0, t);
+      store_vector_part<ElementBytes>(first + UnitRows * VecBytes, bytes_at<ElementBytes>(current, current, 16 - t), 0, t);
   }
 
   __device__ static __forceinline__ void move(Storage& s, const TransposeArgs& a, index_t r0, index_t c0) {
@@ -372,7 +366,7 @@ struct VectorTileAgent {
         load_shifted(a, p, c0 * ElementBytes + unit_col * VecBytes, loaded[u]);
       } else {
 #pragma unroll
-        for (int k = 0; k < V; ++k) load_vector_words<VecBytes, kStreaming>(p + k * a.in_pitch, loaded[u][k]);
+        for (int k = 0; k < V; ++k) load_vector_words<VecBytes>(p + k * a.in_pitch, loaded[u][k]);
       }
     }
 #pragma unroll
@@ -398,7 +392,7 @@ struct VectorTileAgent {
       if constexpr (kShifted) {
         store_shifted(s, tile_out + static_cast<std::size_t>(row) * a.out_pitch, row, chunk);
       } else {
-        store_word<Vec, kStreaming>(tile_out + static_cast<std::size_t>(row) * a.out_pitch + chunk * VecBytes,
+        store_word<Vec>(tile_out + static_cast<std::size_t>(row) * a.out_pitch + chunk * VecBytes,
                                     s.slot[slot_of(row, chunk)]);
       }
     }
@@ -425,7 +419,7 @@ struct NoVectorTiles {
 // transposed row (y + k * warps) at column x + 32 g and writes it out. Rows of the transposed tile
 // are padded by one element (4 bytes for smaller ones), so that a warp's column falls into distinct
 // banks.
-template <class E, int TileRows, int TileCols, int Threads, bool kStreaming>
+template <class E, int TileRows, int TileCols, int Threads>
 struct ScalarTileAgent {
   static constexpr int kTileRows = TileRows, kTileCols = TileCols;
   static constexpr int kElementBytes = static_cast<int>(sizeof(E));
@@ -458,7 +452,7 @@ struct ScalarTileAgent {
       for (int k = 0; k < kLoadSteps; ++k) {
         const int r = y + k * kWarps, c = x + 32 * g;
         if (kFull || (r < rows && c < cols))
-          v[g][k] = load_word<E, kStreaming>(src + static_cast<std::size_t>(r) * a.in_pitch + 32 * g * kElementBytes);
+          v[g][k] = load_word<E>(src + static_cast<std::size_t>(r) * a.in_pitch + 32 * g * kElementBytes);
       }
 #pragma unroll
     for (int g = 0; g < kColumnGroups; ++g)
@@ -476,7 +470,7 @@ struct ScalarTileAgent {
       for (int k = 0; k < kStoreSteps; ++k) {
         const int c = y + k * kWarps, r = x + 32 * g;
         if (kFull || (c < cols && r < rows))
-          store_word<E, kStreaming>(dst + static_cast<std::size_t>(c) * a.out_pitch + 32 * g * kElementBytes, at(s, c, r));
+          store_word<E>(dst + static_cast<std::size_t>(c) * a.out_pitch + 32 * g * kElementBytes, at(s, c, r));
       }
     __syncthreads();
   }
@@ -557,7 +551,7 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
           const int r = y + k * kWarps, c = x + 32 * g;
           const index_t row = first + r;
           if ((kEvenRead || r < kInRows) && (full || (row >= 0 && row < rows && c0 + c < cols)))
-            v[g][k] = load_word<E, false>(a.in + (offset + k * kWarps * pitch + 32 * g * static_cast<index_t>(sizeof(E))));
+            v[g][k] = load_word<E>(a.in + (offset + k * kWarps * pitch + 32 * g * static_cast<index_t>(sizeof(E))));
         }
 #pragma unroll
       for (int g = 0; g < kGroups; ++g)
@@ -577,7 +571,7 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
             const int j = x + 32 * g;
             const index_t r = r0 - t + j;
             if (full || (r >= 0 && r < rows))
-              store_word<E, false>(dst + static_cast<std::size_t>(j) * sizeof(E), tile[c][kSkew - t + j]);
+              store_word<E>(dst + static_cast<std::size_t>(j) * sizeof(E), tile[c][kSkew - t + j]);
           }
         }
       }
@@ -601,7 +595,7 @@ void launch_transpose_skewed(const TransposeArgs& args, index_t rows, index_t co
 // which for a contiguous block is one run of the whole tile; the transposed tile is written out row
 // by row (cols runs of the tile's rows). Wide (rows < 32): the mirror image. Rows of the transposed
 // tile are an odd number of max(element, 4)-byte bank units long.
-template <class E, int Threads, int Steps, bool kStreaming>
+template <class E, int Threads, int Steps>
 struct SkinnyTileAgent {
   static constexpr int kElementBytes = static_cast<int>(sizeof(E));
   static constexpr int kBankUnit = kElementBytes < 4 ? 4 : kElementBytes;
@@ -649,7 +643,7 @@ struct SkinnyTileAgent {
 #pragma unroll
       for (int k = 0; k < Steps; ++k)
         if (r_first + k * per_step < length)
-          v[k] = load_word<E, kStreaming>(src + static_cast<std::size_t>(k * per_step) * a.in_pitch);
+          v[k] = load_word<E>(src + static_cast<std::size_t>(k * per_step) * a.in_pitch);
 #pragma unroll
       for (int k = 0; k < Steps; ++k)
         if (r_first + k * per_step < length)
@@ -662,7 +656,7 @@ struct SkinnyTileAgent {
 #pragma unroll
     for (int k = 0; k < Steps; ++k) {
       if (w.line < cols)
-        store_word<E, kStreaming>(dst + static_cast<std::size_t>(w.line) * a.out_pitch + w.offset * kElementBytes,
+        store_word<E>(dst + static_cast<std::size_t>(w.line) * a.out_pitch + w.offset * kElementBytes,
                                   *reinterpret_cast<const E*>(s.bytes + w.line * stride + w.offset * kElementBytes));
       w.next(length);
     }
@@ -683,7 +677,7 @@ struct SkinnyTileAgent {
 #pragma unroll
       for (int k = 0; k < Steps; ++k) {
         if (w.line < rows)
-          v[k] = load_word<E, kStreaming>(src + static_cast<std::size_t>(w.line) * a.in_pitch + w.offset * kElementBytes);
+          v[k] = load_word<E>(src + static_cast<std::size_t>(w.line) * a.in_pitch + w.offset * kElementBytes);
         w.next(length);
       }
       Walk again(length);
@@ -701,7 +695,7 @@ struct SkinnyTileAgent {
 #pragma unroll
       for (int k = 0; k < Steps; ++k)
         if (x_first + k * per_step < length)
-          store_word<E, kStreaming>(dst + static_cast<std::size_t>(k * per_step) * a.out_pitch,
+          store_word<E>(dst + static_cast<std::size_t>(k * per_step) * a.out_pitch,
                                     *reinterpret_cast<const E*>(s.bytes + (x_first + k * per_step) * stride + r * kElementBytes));
     }
     __syncthreads();
@@ -763,7 +757,7 @@ template <class Tuning, class E, class VectorAgent, int Threads>
 void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr bool kVectorTiles = !std::is_same_v<VectorAgent, NoVectorTiles>;
   using Scalar = ScalarTileAgent<E, kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileRows,
-                                 kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileCols, Threads, Tuning::kStreaming>;
+                                 kVectorTiles ? Tuning::kEdgeTile : Tuning::kScalarTileCols, Threads>;
   constexpr auto kernel = transpose_tiles_kernel<VectorAgent, Scalar, Threads>;
   const index_t full_rows = rows / VectorAgent::kTileRows * VectorAgent::kTileRows;
   const index_t full_cols = cols / VectorAgent::kTileCols * VectorAgent::kTileCols;
@@ -793,7 +787,7 @@ void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t col
                                                                                                        stream);
   } else if constexpr (kShifted) {
     constexpr int kThreads = Tuning::kVectorThreads;
-    using Shifted = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, Tuning::kStreaming, true>;
+    using Shifted = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, true>;
     launch_transpose_tiles<Tuning, E, Shifted, kThreads>(args, rows, cols, stream);
   } else {
     launch_transpose_tiles<Tuning, E, NoVectorTiles, Tuning::kScalarThreads>(args, rows, cols, stream);
@@ -813,7 +807,7 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
   constexpr index_t kSkinny = 32;
   if (rows < kSkinny || cols < kSkinny) {
     constexpr int kThreads = Tuning::kSkinnyThreads, kSteps = Tuning::kSkinnySteps;
-    using Agent = SkinnyTileAgent<E, kThreads, kSteps, Tuning::kStreaming>;
+    using Agent = SkinnyTileAgent<E, kThreads, kSteps>;
     constexpr auto kernel = transpose_skinny_kernel<Agent, kThreads, kSteps>;
     const bool narrow = cols < kSkinny;
     const index_t short_side = narrow ? cols : rows, long_side = narrow ? rows : cols;
@@ -835,12 +829,12 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
   }
   if (rows_aligned(16)) {
     constexpr int kThreads = Tuning::kVectorThreads;
-    using Vector = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, Tuning::kStreaming>;
+    using Vector = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads>;
     launch_transpose_tiles<Tuning, E, Vector, kThreads>(args, rows, cols, stream);
   } else if constexpr (kBytes < 4) {
     if (rows_aligned(4)) {
       constexpr int kThreads = Tuning::kWordThreads;
-      using Vector = VectorTileAgent<kBytes, 4, Tuning::kWordUnits, Tuning::kWordUnits, kThreads, Tuning::kStreaming>;
+      using Vector = VectorTileAgent<kBytes, 4, Tuning::kWordUnits, Tuning::kWordUnits, kThreads>;
       launch_transpose_tiles<Tuning, E, Vector, kThreads>(args, rows, cols, stream);
     } else {
       launch_unaligned_tiles<Tuning, E>(args, rows, cols, stream);

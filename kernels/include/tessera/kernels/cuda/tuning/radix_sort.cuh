@@ -16,8 +16,8 @@ namespace tessera::kernels::cuda::detail {
 // per SM the compiler must allow, the look-back's predecessors per round trip, and how a warp's
 // lanes with one digit find each other (block_radix_rank.cuh).
 template <class Bits, class Word, int BlockThreads, int ItemsPerThread, int MinBlocksPerSm, int LookbackBatch,
-          WarpMatch Match = WarpMatch::ballots, bool EarlyValues = false, bool StageValues = false,
-          bool DynamicStorage = false, bool FitCarveout = false, bool ValuesInParts = false, bool PackedPairs = false, int CacheHints = 0>
+          WarpMatch Match = WarpMatch::ballots, bool StageValues = false, bool DynamicStorage = false,
+          bool FitCarveout = false, bool ValuesInParts = false, bool PackedPairs = false>
 struct RadixSortShape {
   static constexpr WarpMatch kWarpMatch = Match;
   static constexpr bool kHasValues = !std::is_same_v<Word, RadixNoValue>;
@@ -27,9 +27,6 @@ struct RadixSortShape {
   static constexpr bool kStageValues = StageValues && kHasValues;
   static_assert(!kStageValues || sizeof(Word) == 4 || sizeof(Word) == 8 || sizeof(Word) == 16,
                 "staged values are copied 4, 8 or 16 bytes at a time");
-  // Values read from global memory as soon as the keys are ranked (their latency under the
-  // look-back and the keys' stores), rather than after the keys are stored.
-  static constexpr bool kEarlyValues = EarlyValues;
   static constexpr int kBlockThreads = BlockThreads;
   static constexpr int kItemsPerThread = ItemsPerThread;
   static constexpr int kMinBlocksPerSm = MinBlocksPerSm;
@@ -54,10 +51,6 @@ struct RadixSortShape {
   static constexpr bool kPackedPairs = PackedPairs;
   static_assert(!kPackedPairs || ((sizeof(Bits) == 8 || sizeof(Bits) == 12 || sizeof(Bits) == 16) && !kHasValues),
                 "packed pairs are 8-, 12- or 16-byte words without values");
-  // The tile's keys read with the streaming hint (ld.global.cs: evict first), and the scattered
-  // keys and values written with it (st.global.cs), rather than with the default policy.
-  static constexpr bool kStreamLoads = (CacheHints & 1) != 0;
-  static constexpr bool kStreamStores = (CacheHints & 2) != 0;
 };
 
 // Values of 4, 8 or 16 bytes (naturally aligned) are staged in shared memory (kStageValues).
@@ -120,9 +113,17 @@ struct RadixSortItems {
 template <class Bits, class Word>
 inline constexpr WarpMatch kRadixSortWarpMatch =
     sizeof(Bits) == 4 && std::is_same_v<Word, RadixNoValue> ? WarpMatch::atomic_or : WarpMatch::ballots;
+// The tile's loads and the scattered stores of keys and values take the default cache policy.
+// Evict-first hints measured slower for every kind (H100, 2026-11-25, one run, speedup over CUB at
+// 2^26 / 2^28, bench/results/sort.json): ld.global.cs on the tile's loads or st.global.cs on the
+// stores took 32-bit keys from 1.272 / 1.315 to 1.239 / 1.265 and 1.249 / 1.262, packed 4 + 4 from
+// 1.055 / 1.062 to 1.012-1.030 / 1.016-1.018, 4 + 8 from 1.024 / 1.011 to 1.008-1.021 / 0.996-1.008,
+// 64-bit keys from 1.081 / 1.105 to 1.026-1.051 / 1.049-1.054, staged 8 + 8 from 0.992 / 1.014 to
+// 0.974-0.985 / 0.996-1.003: the next pass reads a pass's scattered writes long after, and evicting
+// them first loses the L2's merging of partly written sectors.
 template <class Bits, class Word>
 struct RadixSortTuning : RadixSortShape<Bits, Word, 384, RadixSortItems<Bits, Word>::value, 2, 4,
-                                        kRadixSortWarpMatch<Bits, Word>, false, kRadixSortStageValues<Word>,
+                                        kRadixSortWarpMatch<Bits, Word>, kRadixSortStageValues<Word>,
                                         RadixSortItems<Bits, Word>::kDynamicStorage, RadixSortItems<Bits, Word>::kFitCarveout,
                                         RadixSortItems<Bits, Word>::kValuesInParts> {};
 
@@ -147,7 +148,7 @@ inline constexpr int kRadixSortPackedItems =
                                         : (sizeof(PackedWord<Key, Value>) == 12 ? 16 : 12);
 template <class Key, class Value>
 using RadixSortPackedTuning = RadixSortShape<PackedWord<Key, Value>, RadixNoValue, 384, kRadixSortPackedItems<Key, Value>, 2,
-                                             4, WarpMatch::ballots, false, false, true, true, false, true>;
+                                             4, WarpMatch::ballots, false, true, true, false, true>;
 
 // The histogram pass: 128 threads of 16 keys (as CUB's sm80/sm90 histogram policy).
 template <class Bits>

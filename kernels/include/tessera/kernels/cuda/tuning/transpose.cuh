@@ -12,9 +12,11 @@ namespace tessera::kernels::cuda::detail {
 //     counts are at least 8 (the swizzle's period: 8 16-byte slots span the 32 banks), so that each
 //     side of a tile is a run of at least 128 bytes. float 16384^2: 16 x 16 units, 128 threads
 //     0.750; 256 threads 0.756; 8 x 8 and 64 threads 0.807; 32 x 16 and 256 threads 0.747;
-//     evict-first loads and stores (kStreaming) 0.744-0.753. double 16384 x 8192: 32 x 32 and 256
-//     threads 0.749, 16 x 16 and 128 or 256 threads 0.746-0.747. int8 32768^2: 16 x 8 and 128
-//     threads 0.781, 8 x 8 and 64 threads 0.798, 8 x 16 and 128 threads 0.789.
+//     16 x 16 and 128 threads with evict-first loads and stores (ld.global.cs / st.global.cs)
+//     0.744-0.753, no gain beyond the spread between runs, so the tiles load through the read-only
+//     path (__ldg) and store with the default policy. double 16384 x 8192: 32 x 32 and 256 threads
+//     0.749, 16 x 16 and 128 or 256 threads 0.746-0.747. int8 32768^2: 16 x 8 and 128 threads
+//     0.781, 8 x 8 and 64 threads 0.798, 8 x 16 and 128 threads 0.789.
 //   4-byte vector tiles (1- and 2-byte elements on rows aligned to 4 bytes but not 16): 32 x 32
 //     units of 4 x 4 bytes or 2 x 2 halves.
 //   scalar tiles (rows not on 16-byte boundaries): kScalarTileRows x kScalarTileCols elements,
@@ -54,7 +56,6 @@ struct TransposeTuning {
   static constexpr int kSkinnyThreads = 256;
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
-  static constexpr bool kStreaming = false;  // evict-first loads and stores (ld.global.cs / st.global.cs)
   // Rows not on 16-byte boundaries (1- to 8-byte elements): shifted vector tiles (true: the vector
   // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the
   // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte

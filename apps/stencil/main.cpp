@@ -278,6 +278,20 @@ struct JacobiSettings {
   index_t checkpoint_keep = kDefaultCheckpointKeep;
 };
 
+// --checkpoint-dir: made where it is missing (one level); UsageError on every rank where it cannot
+// be made or is not a directory. Collective.
+void make_checkpoint_dir(const Context& ctx, const std::string& dir) {
+  int made = 0;
+  if (ctx.is_root()) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) made = ::mkdir(dir.c_str(), 0777) == 0 ? 1 : -1;
+    else made = S_ISDIR(st.st_mode) ? 0 : -2;
+  }
+  made = ctx.comm().bcast_value(made, 0);
+  if (made == -1) throw UsageError("--checkpoint-dir: cannot make the directory '" + dir + "'");
+  if (made == -2) throw UsageError("--checkpoint-dir: '" + dir + "' is not a directory");
+}
+
 template <class T>
 int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const WeightsSource& weights_source) {
   const CommonOptions& o = app.options();
@@ -335,18 +349,8 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, *restart_path); });
     first_iteration = check_restart(*s.restart, attrs, "--restart");
   }
-  // --checkpoint-dir: made when missing (one level); --restart auto reads it.
-  if (s.checkpoint_dir) {
-    int made = 0;
-    if (ctx.is_root()) {
-      struct stat st {};
-      if (::stat(s.checkpoint_dir->c_str(), &st) != 0) made = ::mkdir(s.checkpoint_dir->c_str(), 0777) == 0 ? 1 : -1;
-      else made = S_ISDIR(st.st_mode) ? 0 : -2;
-    }
-    made = ctx.comm().bcast_value(made, 0);
-    if (made == -1) throw UsageError("--checkpoint-dir: cannot make the directory '" + *s.checkpoint_dir + "'");
-    if (made == -2) throw UsageError("--checkpoint-dir: '" + *s.checkpoint_dir + "' is not a directory");
-  }
+  // --restart auto reads the directory.
+  if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
   std::optional<io::DatasetPath> checkpoint_path;
   if (s.checkpoint_dir) {
     if (!o.json.empty() && same_file(ctx, o.json, *s.checkpoint_dir))
@@ -915,17 +919,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, {*s.restart, kFieldDataset}); });
     first_iteration = check_restart(*s.restart, attrs, "--restart");
   }
-  if (s.checkpoint_dir) {
-    int made = 0;
-    if (ctx.is_root()) {
-      struct stat st {};
-      if (::stat(s.checkpoint_dir->c_str(), &st) != 0) made = ::mkdir(s.checkpoint_dir->c_str(), 0777) == 0 ? 1 : -1;
-      else made = S_ISDIR(st.st_mode) ? 0 : -2;
-    }
-    made = ctx.comm().bcast_value(made, 0);
-    if (made == -1) throw UsageError("--checkpoint-dir: cannot make the directory '" + *s.checkpoint_dir + "'");
-    if (made == -2) throw UsageError("--checkpoint-dir: '" + *s.checkpoint_dir + "' is not a directory");
-  }
+  if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
 
   const std::string what = std::string(D == 3 ? "--nx/--ny/--nz" : "--nx/--ny") + ": fields of " + shape_text + " " +
                            io::to_string(dtype) + " cells with ghost width " + std::to_string(r) + " on " +

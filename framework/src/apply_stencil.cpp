@@ -39,11 +39,18 @@ void check_stencil_fields(const Context& ctx, const BlockStorage& out, const Blo
 }
 
 namespace {
-// [begin, end) of axis a's interior: `radius` cells in from both faces along the field's axes.
+// [begin, end) of axis a's interior: `radius` cells in from each face of the block whose ghosts
+// the exchange writes (a neighbour's face, or a periodic boundary), along the field's axes. A
+// Dirichlet outer face's ghosts are read as they are, so the cells beside it need not wait.
 void interior_range(const BlockLayout& l, int radius, int a, index_t& begin, index_t& end) {
-  const index_t n = l.local(a), r = a >= 3 - l.dims ? radius : 0;
-  begin = std::min(r, n);
-  end = std::max(begin, n - r);
+  const auto u = static_cast<std::size_t>(a);
+  const bool periodic = l.boundary[u] == AxisBoundary::periodic;
+  const bool field_axis = a >= 3 - l.dims;
+  const index_t n = l.local(a);
+  const index_t low = field_axis && (periodic || l.coord[u] > 0) ? radius : 0;
+  const index_t high = field_axis && (periodic || l.coord[u] < l.grid[u] - 1) ? radius : 0;
+  begin = std::min(low, n);
+  end = std::max(begin, n - high);
 }
 }  // namespace
 

@@ -233,12 +233,20 @@ void case_star_and_box_on_every_grid() {
     weighted_sum_case<2, StencilForm::box>(grids, n, 2, {kPer, kPer, kDir}, 1);
   }
   weighted_sum_case<4, StencilForm::star>(grids, {9, 5, 8}, 4, {kPer, kPer, kPer}, 1);
+  // Blocks a warp wide along axis 2 and a tile's rows along axis 1 at 1 and 2 ranks on those axes,
+  // and deeper than two batches of planes: the tiled device pass (cuda/device_cells.cuh) with its
+  // planes moved down the tile and a last batch cut short.
+  const Extents wide{37, 19, 67};
+  weighted_sum_case<1, StencilForm::star>(grids, wide, 1, {kDir, kDir, kDir}, 2);
+  weighted_sum_case<1, StencilForm::box>(grids, wide, 1, {kPer, kDir, kPer}, 2);
+  weighted_sum_case<2, StencilForm::box>(grids, wide, 2, {kDir, kPer, kPer}, 1);
+  weighted_sum_case<4, StencilForm::star>(grids, wide, 4, {kPer, kPer, kDir}, 1);
 }
 
 void case_variable_coefficient() {
   const int ranks = test::world().size();
   for (const auto& g : grids_of(ranks))
-    for (const Extents& n : {Extents{7, 5, 3}, Extents{17, 13, 11}, Extents{1, 8, 1}}) {
+    for (const Extents& n : {Extents{7, 5, 3}, Extents{17, 13, 11}, Extents{1, 8, 1}, Extents{21, 17, 40}}) {
       const CartesianGrid grid = CartesianGrid::create(test::world(), g);
       const Boundaries bc{kDir, kPer, kDir};
       const index_t cells = n[0] * n[1] * n[2];
@@ -272,7 +280,7 @@ void case_variable_coefficient() {
 void case_struct_of_two_fields_and_complex() {
   const int ranks = test::world().size();
   for (const auto& g : grids_of(ranks))
-    for (const Extents& n : {Extents{7, 5, 3}, Extents{17, 13, 11}, Extents{3, 2, 9}}) {
+    for (const Extents& n : {Extents{7, 5, 3}, Extents{17, 13, 11}, Extents{3, 2, 9}, Extents{20, 9, 35}}) {
       const CartesianGrid grid = CartesianGrid::create(test::world(), g);
       const index_t cells = n[0] * n[1] * n[2];
       const std::vector<double> r = random_doubles(2 * cells, test::seed() + 11);
@@ -508,7 +516,7 @@ struct Star2D {
 void case_two_dimensional_fields() {
   const Context& world = test::world();
   const int ranks = world.size();
-  for (const std::array<index_t, 2>& n : {std::array<index_t, 2>{7, 5}, {2, 9}, {13, 1}}) {
+  for (const std::array<index_t, 2>& n : {std::array<index_t, 2>{7, 5}, {2, 9}, {13, 1}, {45, 70}}) {
     const std::vector<double> x = random_doubles(n[0] * n[1], test::seed() + 17);
     auto at = [&](index_t i, index_t j) {
       i = ((i % n[0]) + n[0]) % n[0];

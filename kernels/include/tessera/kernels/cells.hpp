@@ -10,9 +10,10 @@
 //
 //   cpu   OpenMP over the rows (i0, i1) of the box (cpu::parallel_for), the row's cells in order.
 //   cuda  one thread per cell: thread blocks of 32 x 8 cells of an (i2, i1) tile, one plane i0 per
-//         grid layer (grid-stride loops where an extent passes the grid's limits). Stream-ordered.
-//         cuda::for_each_cell (cuda/device_cells.cuh) also takes CellOrder::march: thread blocks
-//         that march along axis 0 through up to 32 planes each (bench_stencil_3d times both).
+//         grid layer (grid-stride loops where an extent passes the grid's limits); for a body that
+//         reads a neighbourhood of one array (cuda::TiledCellBody, the user stencil's cell), thread
+//         blocks that stage a tile of it in shared memory and march along axis 0 (cuda/device_cells.cuh
+//         says when each order runs; bench_stencil_3d times them). Stream-ordered.
 #pragma once
 
 #include <type_traits>

@@ -30,13 +30,15 @@
 //
 // One step: the halo exchange of in and of every coefficient field (the shape's cells: faces for a
 // star, faces, edges and corners for a box; Dirichlet outer ghosts are read as they are), started
-// first; the interior (the cells at least `radius` from the block's faces, which read no ghost) is
-// swept while it travels; then the exchange is finished and the shell of the block (the rest) is
+// first; the interior (the cells at least `radius` from the block's faces whose ghosts the exchange
+// writes, which read no such ghost; the whole block where no face is exchanged) is swept while it
+// travels; then the exchange is finished and the shell of the block (the rest) is
 // swept. The inputs' ghost cells are overwritten by the exchange: they are a cache of the
 // neighbours' cells, which is why the inputs are const. Stream-ordered; collective over the fields'
-// ranks. The kernels are kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu, one
-// thread per cell under cuda in a translation unit compiled by nvcc (a TESSERA_HOST_DEVICE functor),
-// as kernels::transform dispatches.
+// ranks. The kernels are kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu; under
+// cuda, in a translation unit compiled by nvcc (a TESSERA_HOST_DEVICE functor), as kernels::transform
+// dispatches, thread blocks that stage a tile of `in` with its reach in shared memory and march
+// along the slowest axis (cuda/device_cells.cuh; the coefficient fields are read in place).
 //
 // The collectives of one call: stencil_plan(in, shape, coefficient...) (collective_plan.hpp), one
 // neighbour exchange of the bytes sent to other ranks.
@@ -158,11 +160,39 @@ struct StencilCell {
                 StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)...,
                 index);
   }
-  TESSERA_HOST_DEVICE void operator()(index_t l0, index_t l1, index_t l2) const {
+  TESSERA_HOST_DEVICE FieldIndex<D> global_index(index_t l0, index_t l1, index_t l2) const {
     const index_t g[3] = {first[0] + l0, first[1] + l1, first[2] + l2};
     FieldIndex<D> index;
     for (int a = 0; a < D; ++a) index.i[a] = g[3 - D + a];
-    cell(std::index_sequence_for<C...>{}, l0 * stride0 + l1 * stride1 + l2, index);
+    return index;
+  }
+  TESSERA_HOST_DEVICE void operator()(index_t l0, index_t l1, index_t l2) const {
+    cell(std::index_sequence_for<C...>{}, l0 * stride0 + l1 * stride1 + l2, global_index(l0, l1, l2));
+  }
+
+  // The tiled device pass (kernels::cuda::TiledCellBody, device_cells.cuh): `in` staged in shared
+  // memory with its reach, the coefficient fields read where they are.
+  using tile_type = In;
+  using value_type = Out;
+  static constexpr int kReach0 = D == 3 ? kRadius : 0;
+  static constexpr int kReach1 = D >= 2 ? kRadius : 0;
+  static constexpr int kReach2 = kRadius;
+  TESSERA_HOST_DEVICE const In* tile_origin() const { return in; }
+  TESSERA_HOST_DEVICE index_t tile_stride0() const { return stride0; }
+  TESSERA_HOST_DEVICE index_t tile_stride1() const { return stride1; }
+  template <std::size_t... I>
+  TESSERA_HOST_DEVICE Out value(std::index_sequence<I...>, const In* center, index_t s0, index_t s1, index_t at,
+                                const FieldIndex<D>& index) const {
+    return static_cast<Out>(
+        f(StencilView<In, D, kRadius, kShape>(center, s0, s1),
+          StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)..., index));
+  }
+  TESSERA_HOST_DEVICE Out value(const In* center, index_t s0, index_t s1, index_t l0, index_t l1, index_t l2) const {
+    return value(std::index_sequence_for<C...>{}, center, s0, s1, l0 * stride0 + l1 * stride1 + l2,
+                 global_index(l0, l1, l2));
+  }
+  TESSERA_HOST_DEVICE void store(index_t l0, index_t l1, index_t l2, const Out& v) const {
+    out[l0 * stride0 + l1 * stride1 + l2] = v;
   }
 };
 
@@ -170,8 +200,9 @@ struct StencilCell {
 void check_stencil_fields(const Context& ctx, const BlockStorage& out, const BlockStorage& in,
                           std::span<const BlockStorage* const> coefficients, int radius);
 
-// The interior (cells at least `radius` from the faces of the block along each of the field's
-// axes) and the shell around it as at most six boxes.
+// The interior (cells at least `radius` from the faces of the block whose ghosts the exchange
+// writes: a neighbour's or a periodic face, along the field's axes) and the shell around it as at
+// most six boxes.
 kernels::CellBox stencil_interior(const BlockLayout& layout, int radius);
 std::vector<kernels::CellBox> stencil_shell(const BlockLayout& layout, int radius);
 

@@ -1,19 +1,35 @@
-// The user stencil (apply_stencil on a Field<float, 3>) on one GPU against the device-to-device copy
+// The user stencil (apply_stencil on a Field<float, D>) on one GPU against the device-to-device copy
 // rate: one read and one write of each cell counted, as the copy moves them.
 //
-//   tessera_bench_stencil_3d [--shapes 512x512x512,1024x1024x512] [-n ITERS] [-w WARMUP] [--json FILE]
+//   tessera_bench_stencil_3d [--shapes 512x512x512,1024x1024x512] [--n2d 16384] [-n ITERS] [-w WARMUP] [--json FILE]
 //
-// Rows per shape: the 7-point star (radius 1), the 27-point box (radius 1) and the 25-point star
-// (radius 4), each as apply_stencil on one rank (its halo exchange has nothing to move; the interior
-// and the shell are swept as in a distributed call), then its sweep alone in each order of the
-// device pass (kernels::cuda::for_each_cell: a plane per grid layer, or thread blocks marching along
-// axis 0), each timed over 10 calls queued back to back. %copy: the same bytes at the measured
-// copy rate / our time. Each row is checked on 4096 cells spread over the field against the host's
-// evaluation (inputs are small integers and the weights powers of two: the results are exact).
+// Rows per 3-D shape: the 7-point star (radius 1), the 27-point box (radius 1) and the 25-point
+// star (radius 4), each as apply_stencil on one rank with Dirichlet boundaries (no face exchanged:
+// the whole block is the interior), as apply_stencil with periodic boundaries (the exchange writes
+// every ghost: the interior, then the shell of six thin boxes after the exchange), then the sweep
+// alone in the tiled and the marching orders of kernels::cuda::for_each_cell (cuda/device_cells.cuh;
+// apply_stencil's 3-D choice is march). Then the 2-D 5- and 9-point Jacobi sweeps of
+// kernels::stencil_2d on a Field2D (the Jacobi solver's) beside the same arithmetic as user stencils
+// on a Field<float, 2>: apply_stencil (its choice is tiled), and the sweep alone tiled and one
+// thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
+// bytes at the measured copy rate / our time. Each row is checked on 4096 cells spread over the
+// field against the host's evaluation (inputs are small integers and the 3-D weights powers of two:
+// those results are exact).
+//
+// On several ranks (one GPU each, or sharing one), the overlapped step instead: per rank a block of
+// each shape, the ranks along axis 0 (grid Px1x1, Dirichlet: each rank exchanges its faces along
+// axis 0 with its neighbours), the 7-point star and the 27-point box. Rows: the step (apply_stencil:
+// exchange started, interior swept, exchange finished, shell swept), the exchange alone
+// (Field::exchange_halo), and the sweep alone (the block in apply_stencil's order); each the slowest
+// rank's time. hidden = (sweep + exchange - step) / exchange: the share of the exchange the step
+// hides behind its sweep (1: all of it).
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_cli.hpp"
@@ -70,27 +86,34 @@ struct Shape {
   index_t n[3];
 };
 
-// The input field seen from cell (i0, i1, i2), Dirichlet 0 outside: the host's view for the check.
+// The input field seen from cell (i0, i1, i2), Dirichlet 0 or periodic outside: the host's view
+// for the check.
 struct HostView {
   const Shape* s;
+  bool periodic;
   index_t i0, i1, i2;
   TESSERA_HOST_DEVICE float operator()(int a, int b, int c) const {
-    const index_t x = i0 + a, y = i1 + b, z = i2 + c;
+    index_t x = i0 + a, y = i1 + b, z = i2 + c;
+    if (periodic) {
+      x = (x + s->n[0]) % s->n[0];
+      y = (y + s->n[1]) % s->n[1];
+      z = (z + s->n[2]) % s->n[2];
+    }
     if (x < 0 || y < 0 || z < 0 || x >= s->n[0] || y >= s->n[1] || z >= s->n[2]) return 0.0f;
     return Input{}(FieldIndex<3>{{x, y, z}});
   }
 };
 
 template <class F>
-float host_value(const F& f, const Shape& s, index_t i0, index_t i1, index_t i2) {
-  return f(HostView{&s, i0, i1, i2}, FieldIndex<3>{{i0, i1, i2}});
+float host_value(const F& f, const Shape& s, bool periodic, index_t i0, index_t i1, index_t i2) {
+  return f(HostView{&s, periodic, i0, i1, i2}, FieldIndex<3>{{i0, i1, i2}});
 }
 
 // One row: `run` timed (kCalls calls queued back to back per sample, per call), then v checked on
 // 4096 cells spread over the field (both faces of axis 2 among them) against the host.
 template <class F, class Run>
 void time_row(Harness& h, const Shape& s, const std::string& name, const std::string& how, double copy_gbs,
-              const tessera::Context& ctx, tessera::Field<float, 3>& v, Run run) {
+              const tessera::Context& ctx, tessera::Field<float, 3>& v, bool periodic, Run run) {
   constexpr int kCalls = 10;
   v.fill(-1.0f);
   tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
@@ -105,7 +128,7 @@ void time_row(Harness& h, const Shape& s, const std::string& name, const std::st
     const index_t i0 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[0]));
     const index_t i1 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[1]));
     const index_t i2 = k % 2 ? (k % 4 == 1 ? 0 : s.n[2] - 1) : static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[2]));
-    if (got[static_cast<std::size_t>((i0 * s.n[1] + i1) * s.n[2] + i2)] != host_value(F{}, s, i0, i1, i2)) ++wrong;
+    if (got[static_cast<std::size_t>((i0 * s.n[1] + i1) * s.n[2] + i2)] != host_value(F{}, s, periodic, i0, i1, i2)) ++wrong;
   }
   const double cells = static_cast<double>(s.n[0]) * static_cast<double>(s.n[1]) * static_cast<double>(s.n[2]);
   const double gbs = 2.0 * cells * sizeof(float) / (ms.median * 1e6);
@@ -127,25 +150,194 @@ void time_row(Harness& h, const Shape& s, const std::string& name, const std::st
   h.print_pending();
 }
 
-// apply_stencil whole, then its sweep alone over the block in each of the device pass's orders
-// (kernels::cuda::for_each_cell; on one rank with Dirichlet 0 ghosts the sweep is the whole call's
-// work, without the interior/shell split and the halo's planning).
+// apply_stencil whole (Dirichlet: all interior; periodic: interior and shell), then its sweep alone
+// over the block in the tiled and the marching orders (kernels::cuda::for_each_cell).
 template <class F>
 void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name, double copy_gbs) {
   const int r = F::radius;
-  tessera::Field<float, 3> u(ctx, {s.n[0], s.n[1], s.n[2]}, r), v(ctx, {s.n[0], s.n[1], s.n[2]}, r);
+  const std::array<index_t, 3> n{s.n[0], s.n[1], s.n[2]};
+  tessera::Field<float, 3> u(ctx, n, r), v(ctx, n, r);
   u.set_outer_ghosts(0.0f);
   u.generate(Input{});
-  time_row<F>(h, s, name, "apply_stencil", copy_gbs, ctx, v, [&] { tessera::apply_stencil(v, F{}, u); });
+  time_row<F>(h, s, name, "apply_stencil", copy_gbs, ctx, v, false, [&] { tessera::apply_stencil(v, F{}, u); });
+  {
+    const tessera::CartesianGrid grid = tessera::CartesianGrid::create(ctx, {0, 0, 0});
+    const std::array<tessera::AxisBoundary, 3> periodic{tessera::AxisBoundary::periodic, tessera::AxisBoundary::periodic,
+                                                        tessera::AxisBoundary::periodic};
+    tessera::Field<float, 3> pu(grid, n, {r, r, r}, periodic), pv(grid, n, {r, r, r}, periodic);
+    pu.generate(Input{});
+    time_row<F>(h, s, name, "apply periodic", copy_gbs, ctx, pv, true, [&] { tessera::apply_stencil(pv, F{}, pu); });
+  }
   const tessera::detail::BlockLayout& l = u.layout();
   const tessera::detail::StencilCell<F, float, float, 3> cell{
       v.origin(), u.origin(), {}, l.stride[0], l.stride[1], {l.offset(0), l.offset(1), l.offset(2)}, F{}};
   const index_t begin[3] = {0, 0, 0}, end[3] = {s.n[0], s.n[1], s.n[2]};
   namespace kc = tessera::kernels::cuda;
-  time_row<F>(h, s, name, "sweep planes", copy_gbs, ctx, v,
-              [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::planes); });
-  time_row<F>(h, s, name, "sweep march", copy_gbs, ctx, v,
+  time_row<F>(h, s, name, "sweep tiled", copy_gbs, ctx, v, false,
+              [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::tiled); });
+  time_row<F>(h, s, name, "sweep march", copy_gbs, ctx, v, false,
               [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::march); });
+}
+
+// The overlapped step on `ctx`'s ranks along axis 0, a block of shape s per rank.
+template <class F>
+void bench_overlap(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name) {
+  const int r = F::radius, p = ctx.size();
+  const tessera::CartesianGrid grid = tessera::CartesianGrid::create(ctx, {p, 1, 1});
+  const std::array<index_t, 3> n{s.n[0] * p, s.n[1], s.n[2]};
+  tessera::Field<float, 3> u(grid, n, {r, r, r}), v(grid, n, {r, r, r});
+  u.set_outer_ghosts(0.0f);
+  u.generate(Input{});
+  constexpr int kCalls = 10;
+  const auto timed = [&](auto&& run) {
+    tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
+      for (int k = 0; k < kCalls; ++k) run();
+    });
+    std::vector<double> seconds;
+    for (double sample : ms.samples_ms) seconds.push_back(sample / kCalls * 1e-3);
+    return tessera::bench::slowest_rank(ctx, seconds);
+  };
+  const tessera::detail::BlockLayout& l = u.layout();
+  const tessera::detail::StencilCell<F, float, float, 3> cell{
+      v.origin(), u.origin(), {}, l.stride[0], l.stride[1], {l.offset(0), l.offset(1), l.offset(2)}, F{}};
+  const index_t begin[3] = {0, 0, 0}, end[3] = {l.local(0), l.local(1), l.local(2)};
+  namespace kc = tessera::kernels::cuda;
+  const std::vector<double> step = timed([&] { tessera::apply_stencil(v, F{}, u); });
+  // The step's result against the host on 4096 cells (rank 0 gathers).
+  const std::vector<float> got = v.gather(0);
+  int wrong = 0;
+  if (ctx.rank() == 0) {
+    const Shape whole{{n[0], n[1], n[2]}};
+    std::mt19937_64 gen(5);
+    for (int k = 0; k < 4096; ++k) {
+      // half the cells on the planes beside the ranks' faces, where the exchanged ghosts are read
+      index_t i0 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(n[0]));
+      if (k % 2) i0 = (i0 / s.n[0]) * s.n[0] + (k % 4 == 1 ? 0 : s.n[0] - 1);
+      const index_t i1 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(n[1]));
+      const index_t i2 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(n[2]));
+      if (got[static_cast<std::size_t>((i0 * n[1] + i1) * n[2] + i2)] != host_value(F{}, whole, false, i0, i1, i2)) ++wrong;
+    }
+  }
+  const std::vector<double> exchange = timed([&] { u.exchange_halo(F::shape); });
+  const std::vector<double> sweep = timed([&] { kc::for_each_cell(ctx.queue(), begin, end, cell); });
+  const double t_step = tessera::bench::median(step), t_exchange = tessera::bench::median(exchange),
+               t_sweep = tessera::bench::median(sweep);
+  const double hidden = t_exchange > 0 ? (t_sweep + t_exchange - t_step) / t_exchange : 0;
+  char shape[64];
+  std::snprintf(shape, sizeof shape, "%lldx%lldx%lld/rank", static_cast<long long>(s.n[0]), static_cast<long long>(s.n[1]),
+                static_cast<long long>(s.n[2]));
+  if (!h.root()) return;
+  std::printf("%-20s %-20s step %9.1f us  exchange %9.1f us  sweep %9.1f us  hidden %5.1f%% %s\n", shape, name,
+              t_step * 1e6, t_exchange * 1e6, t_sweep * 1e6, 100.0 * hidden, wrong ? "WRONG" : "ok");
+  std::fflush(stdout);
+  h.row(std::string("float ") + shape + " " + name + " overlapped step on " + std::to_string(p) + " ranks")
+      .set("shape", shape)
+      .set("stencil", name)
+      .set("ranks", p)
+      .set("exchange_us", t_exchange * 1e6)
+      .set("sweep_us", t_sweep * 1e6)
+      .time(step)
+      .share("hidden", hidden)
+      .verdict(wrong == 0, wrong ? std::to_string(wrong) + " of 4096 checked cells differ from the host's" : "");
+  h.print_pending();
+}
+
+// The Jacobi weights of StencilWeights<float>::jacobi5 / jacobi9 as user stencils.
+struct Jacobi5 {
+  static constexpr int radius = 1;
+  static constexpr StencilForm shape = StencilForm::star;
+  template <class V>
+  TESSERA_HOST_DEVICE float operator()(const V& u, const FieldIndex<2>&) const {
+    return 0.25f * u(-1, 0) + 0.25f * u(1, 0) + 0.25f * u(0, -1) + 0.25f * u(0, 1);
+  }
+};
+struct Jacobi9 {
+  static constexpr int radius = 1;
+  static constexpr StencilForm shape = StencilForm::box;
+  template <class V>
+  TESSERA_HOST_DEVICE float operator()(const V& u, const FieldIndex<2>&) const {
+    return 0.2f * u(-1, 0) + 0.2f * u(1, 0) + 0.2f * u(0, -1) + 0.2f * u(0, 1) + 0.05f * u(-1, -1) + 0.05f * u(-1, 1) +
+           0.05f * u(1, -1) + 0.05f * u(1, 1);
+  }
+};
+
+struct Input2 {
+  TESSERA_HOST_DEVICE float operator()(const FieldIndex<2>& i) const { return static_cast<float>((i[0] * 3 + i[1]) % 16); }
+};
+
+// One 2-D row: `run` timed as time_row does, then `got` (the n x n owned cells) checked against
+// the host's evaluation of F on 4096 cells (Dirichlet 0 outside), to 1.6e-5 (the inputs are below 16).
+template <class F, class Run, class Gather>
+void time_row_2d(Harness& h, index_t n, const std::string& name, const std::string& how, double copy_gbs,
+                 const tessera::Context& ctx, Run run, Gather gather) {
+  constexpr int kCalls = 10;
+  tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
+    for (int k = 0; k < kCalls; ++k) run();
+  });
+  for (double& sample : ms.samples_ms) sample /= kCalls;
+  ms.median /= kCalls;
+  const std::vector<float> got = gather();
+  std::mt19937_64 gen(11);
+  int wrong = 0;
+  for (int k = 0; k < 4096; ++k) {
+    const index_t i = static_cast<index_t>(gen() % static_cast<std::uint64_t>(n));
+    const index_t j = k % 2 ? (k % 4 == 1 ? 0 : n - 1) : static_cast<index_t>(gen() % static_cast<std::uint64_t>(n));
+    const auto at = [&](int a, int b) {
+      const index_t y = i + a, x = j + b;
+      return y < 0 || x < 0 || y >= n || x >= n ? 0.0f : Input2{}(FieldIndex<2>{{y, x}});
+    };
+    // The 9-point weights (0.2, 0.05) are not powers of two: a fused multiply-add (nvcc contracts
+    // them in device code) may round the last bit differently from the host's products and sums.
+    const float want = F{}(at, FieldIndex<2>{{i, j}}), have = got[static_cast<std::size_t>(i * n + j)];
+    if (!(std::fabs(have - want) <= 1e-6f * 16)) ++wrong;
+  }
+  const double gbs = 2.0 * static_cast<double>(n) * static_cast<double>(n) * sizeof(float) / (ms.median * 1e6);
+  const std::string shape = std::to_string(n) + "x" + std::to_string(n);
+  std::printf("%-16s %-20s %-14s %10.4f %9.1f %6.1f%% %s\n", shape.c_str(), name.c_str(), how.c_str(), ms.median, gbs,
+              100.0 * gbs / copy_gbs, wrong ? "WRONG" : "ok");
+  std::fflush(stdout);
+  h.row(std::string("float ") + shape + " " + name + " " + how)
+      .set("shape", shape)
+      .set("stencil", name)
+      .set("how", how)
+      .set("ms", ms.median)
+      .set("gbs", gbs)
+      .time(tessera::bench::seconds(ms))
+      .share("copy", gbs / copy_gbs)
+      .verdict(wrong == 0, wrong ? std::to_string(wrong) + " of 4096 checked cells differ from the host's" : "");
+  h.print_pending();
+}
+
+// The Jacobi solver's sweep (kernels::stencil_2d on a Field2D<float>) and the same weights as a user
+// stencil (apply_stencil on a Field<float, 2>), n x n on one rank.
+template <class F>
+void bench_2d(Harness& h, const tessera::Context& ctx, index_t n, const char* name,
+              const tessera::StencilWeights<float>& weights, double copy_gbs) {
+  {
+    tessera::Field2D<float> a(tessera::ProcessGrid::create(ctx, 1, 1), n, n, 1), b(tessera::ProcessGrid::create(ctx, 1, 1), n, n, 1);
+    a.set_outer_ghosts([](index_t, index_t) { return 0.0f; });
+    std::vector<float> cells(static_cast<std::size_t>(n * n));
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < n; ++j) cells[static_cast<std::size_t>(i * n + j)] = Input2{}(FieldIndex<2>{{i, j}});
+    a.local_from_host(cells);
+    time_row_2d<F>(
+        h, n, name, "Jacobi sweep", copy_gbs, ctx,
+        [&] { tessera::kernels::stencil_2d(ctx.queue(), a.origin(), a.ld(), b.origin(), b.ld(), n, n, weights); },
+        [&] { return b.gather(0); });
+  }
+  tessera::Field<float, 2> u(ctx, {n, n}, 1), v(ctx, {n, n}, 1);
+  u.set_outer_ghosts(0.0f);
+  u.generate(Input2{});
+  time_row_2d<F>(h, n, name, "apply_stencil", copy_gbs, ctx, [&] { tessera::apply_stencil(v, F{}, u); },
+                 [&] { return v.gather(0); });
+  const tessera::detail::BlockLayout& l = u.layout();
+  const tessera::detail::StencilCell<F, float, float, 2> cell{
+      v.origin(), u.origin(), {}, l.stride[0], l.stride[1], {l.offset(0), l.offset(1), l.offset(2)}, F{}};
+  const index_t begin[3] = {0, 0, 0}, end[3] = {1, n, n};
+  namespace kc = tessera::kernels::cuda;
+  for (const auto& [how, order] : {std::pair{"sweep tiled", kc::CellOrder::tiled}, std::pair{"sweep planes", kc::CellOrder::planes}})
+    time_row_2d<F>(h, n, name, how, copy_gbs, ctx, [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, order); },
+                   [&] { return v.gather(0); });
 }
 
 }  // namespace
@@ -157,6 +349,10 @@ int main(int argc, char** argv) {
             "7-point star, 27-point box, 25-point star (radius 4).",
             {.minbytes = index_t(1) << 20, .maxbytes = index_t(1) << 20, .stepfactor = 2, .iters = 20, .warmup = 3});
   std::vector<Shape> shapes = {{{512, 512, 512}}, {{1024, 1024, 512}}};
+  index_t n2d = 16384;
+  h.add_option({"--n2d"}, "N", "the 2-D fields' side (default 16384; 0: no 2-D rows)", [&](std::string_view text) {
+    n2d = tessera::bench::parse_count(std::string(text), "--n2d");
+  });
   h.add_option({"--shapes"}, "AxBxC,...", "the fields' shapes (default 512x512x512,1024x1024x512)",
                [&](std::string_view text) {
                  shapes.clear();
@@ -179,8 +375,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tessera_bench_stencil_3d: %s\n", e.what());
     return 2;
   }
-  if (ctx.size() != 1) tessera::bench::usage_error("runs on one rank (one GPU)");
+  h.set_root(ctx.rank() == 0);
   h.set_environment(tessera::bench::environment_json(tessera::describe_environment(ctx)));
+  if (ctx.size() > 1) {
+    if (h.root())
+      std::printf("tessera_bench_stencil_3d: the overlapped step on %d ranks, rank 0 on %s\n\n", ctx.size(),
+                  tessera::kernels::describe_device(ctx.queue()).c_str());
+    for (const Shape& s : shapes) {
+      bench_overlap<Star<1>>(h, ctx, s, "star r1 (7-point)");
+      bench_overlap<Box27>(h, ctx, s, "box r1 (27-point)");
+    }
+    return tessera::bench::finish(h);
+  }
   const double copy_gbs = tessera::bench::measure_copy_gbs(ctx.queue());
   h.configuration()["copy_gbs"] = copy_gbs;
   std::printf("tessera_bench_stencil_3d on %s\ndevice-to-device copy: %.1f GB/s (bytes read + written)\n\n",
@@ -190,6 +396,10 @@ int main(int argc, char** argv) {
     bench_stencil<Star<1>>(h, ctx, s, "star r1 (7-point)", copy_gbs);
     bench_stencil<Box27>(h, ctx, s, "box r1 (27-point)", copy_gbs);
     bench_stencil<Star<4>>(h, ctx, s, "star r4 (25-point)", copy_gbs);
+  }
+  if (n2d > 0) {
+    bench_2d<Jacobi5>(h, ctx, n2d, "2-D 5-point", tessera::StencilWeights<float>::jacobi5(), copy_gbs);
+    bench_2d<Jacobi9>(h, ctx, n2d, "2-D 9-point", tessera::StencilWeights<float>::jacobi9(), copy_gbs);
   }
   return tessera::bench::finish(h);
 }

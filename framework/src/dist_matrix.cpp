@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "block_transfer.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "tessera/kernels/transform.hpp"
@@ -168,53 +169,31 @@ void copy_rows(unsigned char* whole, index_t whole_cols, const BlockOf& b, unsig
 constexpr int kGatherTag = 7301;
 constexpr int kScatterTag = 7302;
 
+BlockGeometry geometry(const MatrixStorage& m, std::size_t element_bytes) {
+  return {[&m, element_bytes](int p) {
+            const BlockOf b = block_of(m, p);
+            return static_cast<std::size_t>(b.rows * b.cols) * element_bytes;
+          },
+          [&m, element_bytes](int p, unsigned char* whole, unsigned char* block, bool into_whole) {
+            copy_rows(whole, m.cols(), block_of(m, p), block, element_bytes, into_whole);
+          }};
+}
+
 }  // namespace
 
 void MatrixStorage::gather(void* all, int root) const {
-  const Communicator& comm = grid_.context().comm();
-  std::vector<unsigned char> block(local_bytes());
-  local_to_host(block.data());
-  if (comm.rank() != root) {
-    comm.send(block.data(), static_cast<index_t>(block.size()), root, kGatherTag);
-    return;
-  }
-  std::vector<unsigned char> incoming;
-  for (int p = 0; p < comm.size(); ++p) {
-    const BlockOf b = block_of(*this, p);
-    unsigned char* src = block.data();
-    if (p != root) {
-      incoming.resize(static_cast<std::size_t>(b.rows * b.cols) * element_bytes_);
-      comm.recv(incoming.data(), static_cast<index_t>(incoming.size()), p, kGatherTag);
-      src = incoming.data();
-    }
-    copy_rows(static_cast<unsigned char*>(all), cols_, b, src, element_bytes_, true);
-  }
+  gather_blocks(grid_.context().comm(), geometry(*this, element_bytes_), [this](void* h) { local_to_host(h); }, all, root,
+                kGatherTag);
 }
 
 void MatrixStorage::scatter(const void* all, int root) {
-  const Communicator& comm = grid_.context().comm();
-  if (comm.rank() != root) {
-    std::vector<unsigned char> block(local_bytes());
-    comm.recv(block.data(), static_cast<index_t>(block.size()), root, kScatterTag);
-    local_from_host(block.data());
-    return;
-  }
-  std::vector<unsigned char> outgoing;
-  auto* whole = static_cast<unsigned char*>(const_cast<void*>(all));  // only read
-  for (int p = 0; p < comm.size(); ++p) {
-    const BlockOf b = block_of(*this, p);
-    outgoing.resize(static_cast<std::size_t>(b.rows * b.cols) * element_bytes_);
-    copy_rows(whole, cols_, b, outgoing.data(), element_bytes_, false);
-    if (p == root) local_from_host(outgoing.data());
-    else comm.send(outgoing.data(), static_cast<index_t>(outgoing.size()), p, kScatterTag);
-  }
+  scatter_blocks(grid_.context().comm(), geometry(*this, element_bytes_), [this](const void* h) { local_from_host(h); }, all,
+                 root, kScatterTag);
 }
 
 void MatrixStorage::from_replicated(const void* global) {
-  std::vector<unsigned char> block(local_bytes());
-  copy_rows(static_cast<unsigned char*>(const_cast<void*>(global)), cols_, block_of(*this, grid_.context().rank()),
-            block.data(), element_bytes_, false);
-  local_from_host(block.data());
+  fill_from_replicated(grid_.context().rank(), geometry(*this, element_bytes_), [this](const void* h) { local_from_host(h); },
+                       global);
 }
 
 }  // namespace detail

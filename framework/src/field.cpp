@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "block_transfer.hpp"
 #include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -382,50 +383,28 @@ std::size_t copy_block(const BlockLayout& l, int p, unsigned char* whole, unsign
 
 std::size_t block_bytes(const BlockLayout& l, int p, std::size_t bytes) { return copy_block(l, p, nullptr, nullptr, bytes, false); }
 
+BlockGeometry geometry(const BlockLayout& l, std::size_t element_bytes) {
+  return {[&l, element_bytes](int p) { return block_bytes(l, p, element_bytes); },
+          [&l, element_bytes](int p, unsigned char* whole, unsigned char* block, bool into_whole) {
+            copy_block(l, p, whole, block, element_bytes, into_whole);
+          }};
+}
+
 }  // namespace
 
 void BlockStorage::gather(void* all, int root) const {
-  const Communicator& comm = context().comm();
-  std::vector<unsigned char> block(block_bytes(layout_, comm.rank(), element_bytes_));
-  local_to_host(block.data());
-  if (comm.rank() != root) {
-    comm.send(block.data(), static_cast<index_t>(block.size()), root, kGatherTag);
-    return;
-  }
-  std::vector<unsigned char> incoming;
-  for (int p = 0; p < comm.size(); ++p) {
-    unsigned char* src = block.data();
-    if (p != root) {
-      incoming.resize(block_bytes(layout_, p, element_bytes_));
-      comm.recv(incoming.data(), static_cast<index_t>(incoming.size()), p, kGatherTag);
-      src = incoming.data();
-    }
-    copy_block(layout_, p, static_cast<unsigned char*>(all), src, element_bytes_, true);
-  }
+  gather_blocks(context().comm(), geometry(layout_, element_bytes_), [this](void* h) { local_to_host(h); }, all, root,
+                kGatherTag);
 }
 
 void BlockStorage::scatter(const void* all, int root) {
-  const Communicator& comm = context().comm();
-  if (comm.rank() != root) {
-    std::vector<unsigned char> block(block_bytes(layout_, comm.rank(), element_bytes_));
-    comm.recv(block.data(), static_cast<index_t>(block.size()), root, kScatterTag);
-    local_from_host(block.data());
-    return;
-  }
-  std::vector<unsigned char> outgoing;
-  for (int p = 0; p < comm.size(); ++p) {
-    outgoing.resize(block_bytes(layout_, p, element_bytes_));
-    copy_block(layout_, p, static_cast<unsigned char*>(const_cast<void*>(all)), outgoing.data(), element_bytes_, false);
-    if (p == root) local_from_host(outgoing.data());
-    else comm.send(outgoing.data(), static_cast<index_t>(outgoing.size()), p, kScatterTag);
-  }
+  scatter_blocks(context().comm(), geometry(layout_, element_bytes_), [this](const void* h) { local_from_host(h); }, all,
+                 root, kScatterTag);
 }
 
 void BlockStorage::from_replicated(const void* global) {
-  const int me = context().rank();
-  std::vector<unsigned char> block(block_bytes(layout_, me, element_bytes_));
-  copy_block(layout_, me, static_cast<unsigned char*>(const_cast<void*>(global)), block.data(), element_bytes_, false);
-  local_from_host(block.data());
+  fill_from_replicated(context().rank(), geometry(layout_, element_bytes_), [this](const void* h) { local_from_host(h); },
+                       global);
 }
 
 const HaloGeometry& BlockStorage::halo(StencilForm shape) const {

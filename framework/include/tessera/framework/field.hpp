@@ -311,6 +311,22 @@ class Field {
     storage_.local_to_host(host.data());
     return host;
   }
+  // f(global index, value) for each owned cell, row-major, from one copy of the block to the host
+  // (checks and reports; local).
+  template <class F>
+  void for_each_owned_on_host(F f) const {
+    const std::vector<T> host = local_to_host();
+    const detail::BlockLayout& l = layout();
+    std::size_t k = 0;
+    for (index_t i0 = 0; i0 < l.local(0); ++i0)
+      for (index_t i1 = 0; i1 < l.local(1); ++i1)
+        for (index_t i2 = 0; i2 < l.local(2); ++i2, ++k) {
+          const index_t g[3] = {l.offset(0) + i0, l.offset(1) + i1, l.offset(2) + i2};
+          FieldIndex<D> at;
+          for (int a = 0; a < D; ++a) at.i[a] = g[3 - D + a];
+          f(at, host[k]);
+        }
+  }
   void local_from_host(std::span<const T> block) {
     if (static_cast<index_t>(block.size()) != local_cells())
       throw UsageError("Field::local_from_host: " + std::to_string(block.size()) + " values for a block of " +

@@ -198,6 +198,63 @@ CheckpointInterval parse_checkpoint_interval(std::string_view v) {
   return c;
 }
 
+// When a run that checkpoints writes the next checkpoint: every N iterations, or by the clock (the
+// ranks agree on the longest time any of them has solved since the last one; auto: at least
+// kAutoCheckpointFactor times the last write). Collective where the interval is a time.
+class CheckpointClock {
+ public:
+  explicit CheckpointClock(const CheckpointInterval& every) : every_(every) {}
+  // After a step that reached `iteration`, with work left (`unfinished`) or not, and a stop signal
+  // caught by some rank (`signalled`, which writes one anyway).
+  bool due(const Context& ctx, index_t iteration, bool unfinished, bool signalled) const {
+    if (every_.seconds > 0 && unfinished && !signalled) {
+      const double since = ctx.comm().allreduce(since_.seconds(), ReduceOp::max);
+      double interval = every_.seconds;
+      if (every_.automatic) interval = std::max(interval, kAutoCheckpointFactor * last_write_seconds_);
+      return since >= interval;
+    }
+    return every_.iterations > 0 && iteration % every_.iterations == 0;
+  }
+  // A checkpoint took `seconds` on this rank: the ranks agree on the slowest, the clock restarts.
+  void written(const Context& ctx, double seconds) {
+    last_write_seconds_ = ctx.comm().allreduce(seconds, ReduceOp::max);
+    since_.restart();
+  }
+
+ private:
+  CheckpointInterval every_;
+  Stopwatch since_;                // solving time since the last checkpoint (or the start)
+  double last_write_seconds_ = 0;  // the slowest rank's time for the last checkpoint
+};
+
+// The stop signal any rank caught (srun and mpirun forward it to every task, not all at the same
+// step). Collective.
+int agreed_stop_signal(const Context& ctx) { return ctx.comm().allreduce(static_cast<int>(stop_signal), ReduceOp::max); }
+
+// After a checkpoint at `iteration` was written: the test hook's pause (TESSERA_TEST_PAUSE_AFTER_CHECKPOINT).
+void pause_after_checkpoint(const Context& ctx, const std::string& app, index_t iteration, bool signalled) {
+  if (const int pause = test_pause_after_checkpoint(); pause > 0 && !signalled) {
+    if (ctx.is_root()) {
+      std::fprintf(stderr, "%s: checkpoint at iteration %lld written; paused for a test (process %ld)\n", app.c_str(),
+                   static_cast<long long>(iteration), static_cast<long>(getpid()));
+      std::fflush(stderr);
+    }
+    sleep(static_cast<unsigned>(pause));
+  }
+}
+
+// A run stopped by a signal after its checkpoint: rank 0 says so; the status asks for a requeue.
+int report_requeue(const Context& ctx, const std::string& app, int signo, index_t iterations, index_t total,
+                   const std::string& checkpoint) {
+  if (ctx.is_root()) {
+    std::fprintf(stderr, "%s: %s: stopped at iteration %lld of %lld after writing the checkpoint %s; exit status %d "
+                 "asks for a requeue (continue with --restart auto)\n", app.c_str(), signal_name(signo),
+                 static_cast<long long>(iterations), static_cast<long long>(total), checkpoint.c_str(), kExitRequeue);
+    std::fflush(stderr);
+  }
+  return kExitRequeue;
+}
+
 std::string checkpoint_name(const std::string& dir, index_t iteration) {
   char digits[32];
   std::snprintf(digits, sizeof digits, "%012lld", static_cast<long long>(iteration));
@@ -471,8 +528,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     initialise();
     Jacobi<T>& solver = last_solver.emplace(u, weights, options, first_iteration);
     checkpoints = 0;
-    Stopwatch since_checkpoint;     // solving time since the last checkpoint (or the start)
-    double last_write_seconds = 0;  // the slowest rank's time for the last checkpoint
+    CheckpointClock clock(s.checkpoint_every);
     // Progress on long solves: the run is cut into pieces of whole --check-every intervals, which
     // grow while a piece takes under a second (cutting changes no result: the checks fall where
     // they would), and a line follows each (Progress prints one every few seconds at most).
@@ -489,34 +545,15 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       progress.update(static_cast<double>(solver.iteration()));
       if (piece < s.iters && ctx.comm().allreduce(piece_time.seconds(), ReduceOp::max) < 1.0)
         piece = piece > s.iters / 2 ? s.iters : 2 * piece;
-      // Every rank learns of a signal any rank caught (srun and mpirun forward it to every task, not
-      // all at the same step).
-      const int signalled = checkpointing ? ctx.comm().allreduce(static_cast<int>(stop_signal), ReduceOp::max) : 0;
+      const int signalled = checkpointing ? agreed_stop_signal(ctx) : 0;
       const bool unfinished = solver.iteration() < s.iters && !solver.converged();
-      bool due = every > 0 && solver.iteration() % every == 0;
-      if (s.checkpoint_every.seconds > 0 && unfinished && !signalled) {
-        // By the clock: the ranks agree on the longest time any of them has run since the last
-        // checkpoint (last_write_seconds is already agreed).
-        const double since = ctx.comm().allreduce(since_checkpoint.seconds(), ReduceOp::max);
-        double interval = s.checkpoint_every.seconds;
-        if (s.checkpoint_every.automatic) interval = std::max(interval, kAutoCheckpointFactor * last_write_seconds);
-        due = since >= interval;
-      }
-      if (unfinished && (due || signalled)) {
+      if (unfinished && (clock.due(ctx, solver.iteration(), unfinished, signalled != 0) || signalled)) {
         Stopwatch write;
         write_checkpoint(solver.iteration());
         ++checkpoints;
         if (times) times->host += write.seconds();
-        last_write_seconds = ctx.comm().allreduce(write.seconds(), ReduceOp::max);
-        if (const int pause = test_pause_after_checkpoint(); pause > 0 && !signalled) {
-          if (ctx.is_root()) {
-            std::fprintf(stderr, "%s: checkpoint at iteration %lld written; paused for a test (process %ld)\n",
-                         app.name().c_str(), static_cast<long long>(solver.iteration()), static_cast<long>(getpid()));
-            std::fflush(stderr);
-          }
-          sleep(static_cast<unsigned>(pause));
-        }
-        since_checkpoint.restart();
+        clock.written(ctx, write.seconds());
+        pause_after_checkpoint(ctx, app.name(), solver.iteration(), signalled != 0);
       }
       if (unfinished && signalled) {
         stopped_by = signalled;
@@ -528,16 +565,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     converged = solver.converged();
   });
 
-  if (stopped_by) {
-    if (ctx.is_root()) {
-      std::fprintf(stderr, "%s: %s: stopped at iteration %lld of %lld after writing the checkpoint %s; exit status %d "
-                   "asks for a requeue (continue with --restart auto)\n", app.name().c_str(), signal_name(stopped_by),
-                   static_cast<long long>(iterations), static_cast<long long>(s.iters), last_checkpoint.c_str(),
-                   kExitRequeue);
-      std::fflush(stderr);
-    }
-    return kExitRequeue;
-  }
+  if (stopped_by) return report_requeue(ctx, app.name(), stopped_by, iterations, s.iters, last_checkpoint);
   if (s.restart_auto && !resumed_from.empty()) restart_path = io::DatasetPath{resumed_from, kFieldDataset};
 
   Report r;
@@ -968,6 +996,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     }
     u.generate(AsElement<T, SineMode<D>>{sine});
   };
+  std::string last_checkpoint;
   auto write_checkpoint = [&](index_t iteration) {
     io::CheckpointOptions c;
     c.app = app.name();
@@ -976,8 +1005,12 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
                {"grid", grid.text()}};
     const std::string file = checkpoint_name(*s.checkpoint_dir, iteration);
     for_flag("--checkpoint-dir", [&] { io::checkpoint(ctx, file, {{"field", u}}, iteration, c); });
+    last_checkpoint = file;
     prune_checkpoints(ctx, *s.checkpoint_dir, iteration, s.checkpoint_keep);
   };
+  const bool checkpointing = s.checkpoint_dir.has_value();
+  if (checkpointing) install_stop_handlers();
+  int stopped_by = 0;
 
   // One step of the op: u <- op(u) through v.
   auto step = [&] {
@@ -1010,6 +1043,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     iteration = first_iteration;
     checkpoints = 0;
     Stopwatch since_first;
+    CheckpointClock clock(s.checkpoint_every);
     while (iteration < steps) {
       if (prk && iteration == 1) {
         ctx.queue().synchronize();
@@ -1018,15 +1052,26 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       }
       step();
       ++iteration;
-      const index_t every = s.checkpoint_every.iterations;
-      if (s.checkpoint_dir && every > 0 && iteration % every == 0 && iteration < steps) {
+      if (!checkpointing) continue;
+      // After every step: a stop signal any rank caught, and whether a checkpoint is due.
+      const int signalled = agreed_stop_signal(ctx);
+      const bool unfinished = iteration < steps;
+      if (unfinished && (clock.due(ctx, iteration, unfinished, signalled != 0) || signalled)) {
+        Stopwatch write;
         write_checkpoint(iteration);
         ++checkpoints;
+        clock.written(ctx, write.seconds());
+        pause_after_checkpoint(ctx, app.name(), iteration, signalled != 0);
+      }
+      if (unfinished && signalled) {
+        stopped_by = signalled;
+        break;
       }
     }
     ctx.queue().synchronize();
     prk_seconds = ctx.comm().allreduce(since_first.seconds(), ReduceOp::max);
   });
+  if (stopped_by) return report_requeue(ctx, app.name(), stopped_by, iteration, steps, last_checkpoint);
 
   Report rep;
   rep.input = !resumed_from.empty() ? "restart from " + resumed_from + " at iteration " + std::to_string(first_iteration)
@@ -1042,6 +1087,10 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
   rep.parameters["weights"] = weights_text;
   rep.parameters["boundary"] = s.periodic ? "periodic" : "zero";
   rep.parameters["checkpoint_dir"] = s.checkpoint_dir ? Json(*s.checkpoint_dir) : Json();
+  if (s.checkpoint_every.iterations > 0)
+    rep.parameters["checkpoint_every"] = static_cast<long long>(s.checkpoint_every.iterations);
+  else
+    rep.parameters["checkpoint_every"] = s.checkpoint_dir ? Json(s.checkpoint_every.spec) : Json();
   rep.parameters["restart"] = s.restart_auto ? Json("auto") : s.restart ? Json(*s.restart) : Json();
   rep.parameters["path"] = communication_path(ctx);
   rep.rows.emplace_back("stencil", "apply_stencil on Field<" + std::string(io::to_string(dtype)) + ", " + std::to_string(D) +
@@ -1057,19 +1106,12 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
   // (iterations + 1) * (COEFX + COEFY + ...), one per axis.
   double prk_norm = 0, prk_reference = 0, prk_mflops = 0;
   if (prk) {
-    const std::vector<T> mine = out.local_to_host();
     double norm = 0;
-    std::size_t k = 0;
-    const index_t l0 = D == 3 ? out.local_extent(0) : 1, l1 = out.local_extent(D - 2), l2 = out.local_extent(D - 1);
-    const index_t o0 = D == 3 ? out.offset(0) : 0, o1 = out.offset(D - 2), o2 = out.offset(D - 1);
-    for (index_t i0 = 0; i0 < l0; ++i0)
-      for (index_t i1 = 0; i1 < l1; ++i1)
-        for (index_t i2 = 0; i2 < l2; ++i2, ++k) {
-          const index_t g[3] = {o0 + i0, o1 + i1, o2 + i2};
-          bool inside = true;
-          for (int a = 3 - D; a < 3; ++a) inside = inside && g[a] >= r && g[a] < n3[static_cast<std::size_t>(a)] - r;
-          if (inside) norm += std::fabs(static_cast<double>(mine[k]));
-        }
+    out.for_each_owned_on_host([&](const FieldIndex<D>& at, const T& value) {
+      bool inside = true;
+      for (int a = 0; a < D; ++a) inside = inside && at[a] >= r && at[a] < n3[static_cast<std::size_t>(3 - D + a)] - r;
+      if (inside) norm += std::fabs(static_cast<double>(value));
+    });
     norm = ctx.comm().allreduce(norm, ReduceOp::sum);
     double active = 1;
     for (int a = 3 - D; a < 3; ++a) active *= static_cast<double>(n3[static_cast<std::size_t>(a)] - 2 * r);
@@ -1106,20 +1148,11 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       for (int a = 0; a < D; ++a) g += 2 * w[1] * std::cos(3.14159265358979323846 / static_cast<double>(extents[static_cast<std::size_t>(a)] + 1));
       const double m = static_cast<double>(iteration);
       const double decay = std::pow(g, m);
-      const std::vector<T> mine = u.local_to_host();
       double worst = 0;
-      std::size_t k = 0;
-      const index_t l0 = D == 3 ? u.local_extent(0) : 1, l1 = u.local_extent(D - 2), l2 = u.local_extent(D - 1);
-      const index_t o0 = D == 3 ? u.offset(0) : 0, o1 = u.offset(D - 2), o2 = u.offset(D - 1);
-      for (index_t i0 = 0; i0 < l0; ++i0)
-        for (index_t i1 = 0; i1 < l1; ++i1)
-          for (index_t i2 = 0; i2 < l2; ++i2, ++k) {
-            FieldIndex<D> at;
-            const index_t gi[3] = {o0 + i0, o1 + i1, o2 + i2};
-            for (int a = 0; a < D; ++a) at.i[a] = gi[3 - D + a];
-            const double e = std::fabs(static_cast<double>(mine[k]) - decay * sine(at));
-            worst = std::isfinite(e) ? std::max(worst, e) : std::numeric_limits<double>::infinity();
-          }
+      u.for_each_owned_on_host([&](const FieldIndex<D>& at, const T& value) {
+        const double e = std::fabs(static_cast<double>(value) - decay * sine(at));
+        worst = std::isfinite(e) ? std::max(worst, e) : std::numeric_limits<double>::infinity();
+      });
       worst = ctx.comm().allreduce(worst, ReduceOp::max);
       // Rounding: the initial value within eps/2; each step adds at most (2D + 3) eps times the sum
       // of |weight x value| (<= |w0| + 2D |w1| times the largest value, itself <= max(1, |g|)^m),
@@ -1277,8 +1310,8 @@ int main(int argc, char** argv) {
                  else throw UsageError("--boundary: unknown boundary '" + std::string(v) + "' (expected zero or periodic)");
                });
   p.add_option("--checkpoint-every", "N|TIME|auto",
-               "jacobi: write a checkpoint every N iterations, every TIME of solving (90s, 10min, 2h), or auto: every "
-               "10 min and at least 19x the last write (at most 5% of the run; the default with --checkpoint-dir)",
+               "jacobi, star:R, box:R: write a checkpoint every N iterations, every TIME of solving (90s, 10min, 2h), or "
+               "auto: every 10 min and at least 19x the last write (at most 5% of the run; the default with --checkpoint-dir)",
                [&](std::string_view v) { s.checkpoint_every = parse_checkpoint_interval(v); });
   p.add_option("--checkpoint", "FILE.h5", "jacobi: the checkpoint file (rewritten whole, under a temporary name first)",
                [&](std::string_view v) {
@@ -1286,18 +1319,18 @@ int main(int argc, char** argv) {
                  s.checkpoint = std::string(v);
                });
   p.add_option("--checkpoint-dir", "DIR",
-               "jacobi: write checkpoints to DIR/checkpoint-ITERATION.h5 (made when missing), keeping the newest "
-               "--checkpoint-keep; SIGUSR1 or SIGTERM then writes one at the next step and exits with status 75",
+               "jacobi, star:R, box:R: write checkpoints to DIR/checkpoint-ITERATION.h5 (made when missing), keeping the "
+               "newest --checkpoint-keep; SIGUSR1 or SIGTERM then writes one at the next step and exits with status 75",
                [&](std::string_view v) {
                  if (v.empty()) throw UsageError("--checkpoint-dir: empty directory name");
                  s.checkpoint_dir = std::string(v);
                });
   p.add_option("--checkpoint-keep", "K",
-               "jacobi: checkpoints kept in --checkpoint-dir, the newest K (default " +
+               "jacobi, star:R, box:R: checkpoints kept in --checkpoint-dir, the newest K (default " +
                    std::to_string(kDefaultCheckpointKeep) + ")",
                [&](std::string_view v) { s.checkpoint_keep = parse_count(v, "--checkpoint-keep", 1, 1000000); });
   p.add_option("--restart", "FILE.h5|auto",
-               "jacobi: continue from a checkpoint of the same problem; auto: from the newest in --checkpoint-dir that "
+               "jacobi, star:R, box:R: continue from a checkpoint of the same problem; auto: the newest in --checkpoint-dir that "
                "verifies, or from the beginning when there is none",
                [&](std::string_view v) {
                  if (v.empty()) throw UsageError("--restart: empty file name");
@@ -1343,8 +1376,7 @@ int main(int argc, char** argv) {
       fs.checkpoint_keep = s.checkpoint_keep;
       if (fs.checkpoint_every.set() && !fs.checkpoint_dir)
         throw UsageError("--checkpoint-every: needs --checkpoint-dir DIR, where to write them");
-      if (fs.checkpoint_dir && fs.checkpoint_every.iterations == 0)
-        throw UsageError("--checkpoint-every: the user-stencil ops checkpoint every N iterations; give N");
+      if (fs.checkpoint_dir && !fs.checkpoint_every.set()) fs.checkpoint_every = parse_checkpoint_interval("auto");
       if (p.given("--checkpoint-keep") && !fs.checkpoint_dir)
         throw UsageError("--checkpoint-keep: applies to --checkpoint-dir DIR");
       if (fs.restart_auto && !fs.checkpoint_dir)

@@ -5,13 +5,20 @@
   - box:2 on a periodic 3-D field with weights from --weights-file: --verify, and --output against a
     numpy loop of one step per iteration (np.roll);
   - checkpoints: a run of star:2 checkpointing every 4 steps, restarted from its first checkpoint on
-    another rank count and grid, ends with bitwise the field of the run never interrupted;
+    another rank count and grid, ends with bitwise the field of the run never interrupted; a run
+    stopped by SIGUSR1 (sent to mpiexec, which forwards it) writes a checkpoint after the step it is
+    in and exits with status 75, and --restart auto (the interval auto by default) ends it bitwise;
   - prk-star:2 (2-D): --verify, and the L1 norm of the --output field over PRK's interior against
     PRK's closed form (iterations + 1) (COEFX + COEFY), with PRK's MFlops/s in the report;
   - bad input at 1 rank: exit status 2, one line naming the flag, no output file."""
+import json
 import math
 import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from apptest import Harness, np, program, read_h5  # noqa: E402
@@ -87,6 +94,51 @@ if h.check(status == 0, f"restart at {other} rank(s): status {status}\n{err}"):
     a, b = read_h5(full, "/u")[0], read_h5(restarted, "/u")[0]
     h.check(a.shape == (nx, ny, nz) and a.tobytes() == b.tobytes(),
             f"restart at {other} rank(s) from iteration 4: the field differs from the uninterrupted run's")
+
+# ---- SIGUSR1: a checkpoint after the current step, exit 75; --restart auto ends it bitwise -----------------
+long_run = [*common[:-1], 60]  # the same problem, 60 steps
+reference = h.path("uninterrupted.h5")
+status, _, err = h.run(S, [*long_run, "--output", f"{reference}:/u"])
+h.check(status == 0, f"uninterrupted run of 60 steps: status {status}\n{err}")
+sig_dir = h.path("ck_signal")
+cmd = h.command(S, [*long_run, "--checkpoint-dir", sig_dir, "--checkpoint-every", 10])
+proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+                        cwd=h.work, env={**os.environ, "TESSERA_TEST_PAUSE_AFTER_CHECKPOINT": "60"})
+lines = []
+reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+reader.start()
+deadline = time.time() + 90
+while time.time() < deadline and proc.poll() is None and not any("paused for a test" in ln for ln in lines):
+    time.sleep(0.05)
+if h.check(any("paused for a test" in ln and "iteration 10 " in ln for ln in lines),
+           f"the run never paused after its first checkpoint: {' '.join(map(str, cmd))}\n{''.join(lines)}"):
+    proc.send_signal(signal.SIGUSR1)
+try:
+    status = proc.wait(timeout=90)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    status = proc.wait()
+reader.join(timeout=5)
+stop_lines = [ln for ln in lines if "SIGUSR1" in ln and "requeue" in ln]
+h.check(status == 75, f"SIGUSR1: status {status}, expected 75\n{''.join(lines)}")
+files = sorted(os.listdir(sig_dir)) if os.path.isdir(sig_dir) else []
+stopped_at = int(files[-1][11:23]) if files else -1
+h.check(len(files) == 2 and files[0] == "checkpoint-000000000010.h5" and 10 < stopped_at < 60,
+        f"SIGUSR1: the directory holds {files}, expected the checkpoint at 10 and one written at the signal")
+h.check(len(stop_lines) == 1 and files and files[-1] in stop_lines[0],
+        f"SIGUSR1: expected one line naming the last checkpoint, got {''.join(lines)!r}")
+resumed = h.path("resumed.h5")
+report = h.path("resumed.json")
+status, _, err = h.run(S, [*long_run, "--checkpoint-dir", sig_dir, "--restart", "auto", "--output", f"{resumed}:/u",
+                           "--json", report], ranks=other)
+if h.check(status == 0, f"--restart auto at {other} rank(s): status {status}\n{err}"):
+    with open(report) as f:
+        rep = json.load(f)
+    h.check(rep["result"]["resumed_iteration"] == stopped_at and rep["result"]["iterations"] == 60
+            and rep["parameters"]["checkpoint_every"] == "auto",
+            f"--restart auto: result {rep['result']}, checkpoint_every {rep['parameters'].get('checkpoint_every')!r}")
+    h.check(read_h5(resumed, "/u")[0].tobytes() == read_h5(reference, "/u")[0].tobytes(),
+            "SIGUSR1 + --restart auto: the field differs from the uninterrupted run's")
 
 # ---- PRK's star, 2-D ------------------------------------------------------------------------------------
 n, r, iters = 41, 2, 6

@@ -24,7 +24,10 @@ enum class Op { c2c_forward, c2c_inverse, r2c, c2r };
 
 std::string shape_text(const std::vector<index_t>& s) {
   std::string t;
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t += 'x';
+    t += std::to_string(s[i]);
+  }
   return t;
 }
 

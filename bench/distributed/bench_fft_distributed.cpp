@@ -377,7 +377,10 @@ VendorResult cufft_run(const Context& ctx, const std::vector<index_t>& shape, bo
 
 std::string shape_text(const std::vector<index_t>& s) {
   std::string t;
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t += 'x';
+    t += std::to_string(s[i]);
+  }
   return t;
 }
 

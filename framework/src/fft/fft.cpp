@@ -83,7 +83,10 @@ struct Step {
 
 std::string dims_text(const std::vector<index_t>& shape) {
   std::string s;
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
   return s;
 }
 

@@ -10,8 +10,11 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 SKIP = 77  # registered as SKIP_RETURN_CODE: h5py or numpy missing
 
@@ -120,6 +123,31 @@ class Harness:
 # ---- inputs ---------------------------------------------------------------------------------------
 
 DTYPES = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
+
+
+def signal_after_pause(h, cmd, paused_at, signo=signal.SIGUSR1, timeout=90):
+    """Runs `cmd` (h.command's list) with TESSERA_TEST_PAUSE_AFTER_CHECKPOINT=60; once rank 0 says it
+    paused after a checkpoint (a line holding `paused_at`, such as "iteration 10 "), sends `signo` to
+    mpiexec, which forwards it to every rank. Returns (exit status, rank 0's stderr lines, whether it
+    paused there)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+                            cwd=h.work, env={**os.environ, "TESSERA_TEST_PAUSE_AFTER_CHECKPOINT": "60"})
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None and not any("paused for a test" in ln for ln in lines):
+        time.sleep(0.05)
+    paused = any("paused for a test" in ln and paused_at in ln for ln in lines)
+    if paused:
+        proc.send_signal(signo)
+    try:
+        status = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        status = proc.wait()
+    reader.join(timeout=5)
+    return status, lines, paused
 
 
 def random_array(rng, dtype, shape):

@@ -14,14 +14,10 @@
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apptest import Harness, np, program, read_h5  # noqa: E402
+from apptest import Harness, np, program, read_h5, signal_after_pause  # noqa: E402
 
 h = Harness(__doc__)
 S = "stencil"
@@ -102,23 +98,8 @@ status, _, err = h.run(S, [*long_run, "--output", f"{reference}:/u"])
 h.check(status == 0, f"uninterrupted run of 60 steps: status {status}\n{err}")
 sig_dir = h.path("ck_signal")
 cmd = h.command(S, [*long_run, "--checkpoint-dir", sig_dir, "--checkpoint-every", 10])
-proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
-                        cwd=h.work, env={**os.environ, "TESSERA_TEST_PAUSE_AFTER_CHECKPOINT": "60"})
-lines = []
-reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
-reader.start()
-deadline = time.time() + 90
-while time.time() < deadline and proc.poll() is None and not any("paused for a test" in ln for ln in lines):
-    time.sleep(0.05)
-if h.check(any("paused for a test" in ln and "iteration 10 " in ln for ln in lines),
-           f"the run never paused after its first checkpoint: {' '.join(map(str, cmd))}\n{''.join(lines)}"):
-    proc.send_signal(signal.SIGUSR1)
-try:
-    status = proc.wait(timeout=90)
-except subprocess.TimeoutExpired:
-    proc.kill()
-    status = proc.wait()
-reader.join(timeout=5)
+status, lines, paused = signal_after_pause(h, cmd, "iteration 10 ")
+h.check(paused, f"the run never paused after its first checkpoint: {' '.join(map(str, cmd))}\n{''.join(lines)}")
 stop_lines = [ln for ln in lines if "SIGUSR1" in ln and "requeue" in ln]
 h.check(status == 75, f"SIGUSR1: status {status}, expected 75\n{''.join(lines)}")
 files = sorted(os.listdir(sig_dir)) if os.path.isdir(sig_dir) else []

@@ -16,14 +16,10 @@ import glob
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apptest import Harness, h5py, np, read_h5  # noqa: E402
+from apptest import Harness, h5py, np, read_h5, signal_after_pause  # noqa: E402
 
 h = Harness(__doc__)
 S = "stencil"
@@ -77,23 +73,8 @@ shutil.rmtree(d, ignore_errors=True)
 grid = ["--grid", f"{h.ranks}x1"]
 cmd = h.command(S, common + grid + ["--checkpoint-dir", d, "--checkpoint-every", every, "--checkpoint-keep", 3,
                                     "--restart", "auto"])
-proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
-                        cwd=h.work, env={**os.environ, "TESSERA_TEST_PAUSE_AFTER_CHECKPOINT": "60"})
-lines = []
-reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
-reader.start()
-deadline = time.time() + 90
-while time.time() < deadline and proc.poll() is None and not any("paused for a test" in ln for ln in lines):
-    time.sleep(0.05)
-paused = any("paused for a test" in ln and f"iteration {every} " in ln for ln in lines)
-if h.check(paused, f"the run never paused after its first checkpoint: {' '.join(map(str, cmd))}\n{''.join(lines)}"):
-    proc.send_signal(signal.SIGUSR1)  # mpiexec forwards it to every rank
-try:
-    status = proc.wait(timeout=90)
-except subprocess.TimeoutExpired:
-    proc.kill()
-    status = proc.wait()
-reader.join(timeout=5)
+status, lines, paused = signal_after_pause(h, cmd, f"iteration {every} ")
+h.check(paused, f"the run never paused after its first checkpoint: {' '.join(map(str, cmd))}\n{''.join(lines)}")
 err = "".join(lines)
 stop_lines = [ln for ln in lines if "SIGUSR1" in ln and "requeue" in ln]
 h.check(status == REQUEUE, f"SIGUSR1: status {status}, expected {REQUEUE}\n{err}")

@@ -109,33 +109,23 @@ float host_value(const F& f, const Shape& s, bool periodic, index_t i0, index_t 
   return f(HostView{&s, periodic, i0, i1, i2}, FieldIndex<3>{{i0, i1, i2}});
 }
 
-// One row: `run` timed (kCalls calls queued back to back per sample, per call), then v checked on
-// 4096 cells spread over the field (both faces of axis 2 among them) against the host.
-template <class F, class Run>
-void time_row(Harness& h, const Shape& s, const std::string& name, const std::string& how, double copy_gbs,
-              const tessera::Context& ctx, tessera::Field<float, 3>& v, bool periodic, Run run) {
+// `run` timed: 10 calls queued back to back per sample; the samples and the median per call.
+template <class Run>
+tessera::bench::Timing per_call_ms(Harness& h, const tessera::Context& ctx, Run run) {
   constexpr int kCalls = 10;
-  v.fill(-1.0f);
   tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
     for (int k = 0; k < kCalls; ++k) run();
   });
   for (double& sample : ms.samples_ms) sample /= kCalls;
   ms.median /= kCalls;
-  const std::vector<float> got = v.gather(0);
-  std::mt19937_64 gen(7);
-  int wrong = 0;
-  for (int k = 0; k < 4096; ++k) {
-    const index_t i0 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[0]));
-    const index_t i1 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[1]));
-    const index_t i2 = k % 2 ? (k % 4 == 1 ? 0 : s.n[2] - 1) : static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[2]));
-    if (got[static_cast<std::size_t>((i0 * s.n[1] + i1) * s.n[2] + i2)] != host_value(F{}, s, periodic, i0, i1, i2)) ++wrong;
-  }
-  const double cells = static_cast<double>(s.n[0]) * static_cast<double>(s.n[1]) * static_cast<double>(s.n[2]);
+  return ms;
+}
+
+// Prints and records one row: `cells` cells each read and written once per call.
+void report_row(Harness& h, const std::string& shape, const std::string& name, const std::string& how,
+                const tessera::bench::Timing& ms, double cells, double copy_gbs, int wrong) {
   const double gbs = 2.0 * cells * sizeof(float) / (ms.median * 1e6);
-  char shape[64];
-  std::snprintf(shape, sizeof shape, "%lldx%lldx%lld", static_cast<long long>(s.n[0]), static_cast<long long>(s.n[1]),
-                static_cast<long long>(s.n[2]));
-  std::printf("%-16s %-20s %-14s %10.4f %9.1f %6.1f%% %s\n", shape, name.c_str(), how.c_str(), ms.median, gbs,
+  std::printf("%-16s %-20s %-14s %10.4f %9.1f %6.1f%% %s\n", shape.c_str(), name.c_str(), how.c_str(), ms.median, gbs,
               100.0 * gbs / copy_gbs, wrong ? "WRONG" : "ok");
   std::fflush(stdout);
   h.row(std::string("float ") + shape + " " + name + " " + how)
@@ -148,6 +138,29 @@ void time_row(Harness& h, const Shape& s, const std::string& name, const std::st
       .share("copy", gbs / copy_gbs)
       .verdict(wrong == 0, wrong ? std::to_string(wrong) + " of 4096 checked cells differ from the host's" : "");
   h.print_pending();
+}
+
+// One row: `run` timed (per_call_ms), then v checked on 4096 cells spread over the field (both faces
+// of axis 2 among them) against the host.
+template <class F, class Run>
+void time_row(Harness& h, const Shape& s, const std::string& name, const std::string& how, double copy_gbs,
+              const tessera::Context& ctx, tessera::Field<float, 3>& v, bool periodic, Run run) {
+  v.fill(-1.0f);
+  const tessera::bench::Timing ms = per_call_ms(h, ctx, run);
+  const std::vector<float> got = v.gather(0);
+  std::mt19937_64 gen(7);
+  int wrong = 0;
+  for (int k = 0; k < 4096; ++k) {
+    const index_t i0 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[0]));
+    const index_t i1 = static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[1]));
+    const index_t i2 = k % 2 ? (k % 4 == 1 ? 0 : s.n[2] - 1) : static_cast<index_t>(gen() % static_cast<std::uint64_t>(s.n[2]));
+    if (got[static_cast<std::size_t>((i0 * s.n[1] + i1) * s.n[2] + i2)] != host_value(F{}, s, periodic, i0, i1, i2)) ++wrong;
+  }
+  char shape[64];
+  std::snprintf(shape, sizeof shape, "%lldx%lldx%lld", static_cast<long long>(s.n[0]), static_cast<long long>(s.n[1]),
+                static_cast<long long>(s.n[2]));
+  report_row(h, shape, name, how, ms, static_cast<double>(s.n[0]) * static_cast<double>(s.n[1]) * static_cast<double>(s.n[2]),
+             copy_gbs, wrong);
 }
 
 // apply_stencil whole (Dirichlet: all interior; periodic: interior and shell), then its sweep alone
@@ -188,14 +201,8 @@ void bench_overlap(Harness& h, const tessera::Context& ctx, const Shape& s, cons
   tessera::Field<float, 3> u(grid, n, {r, r, r}), v(grid, n, {r, r, r});
   u.set_outer_ghosts(0.0f);
   u.generate(Input{});
-  constexpr int kCalls = 10;
-  const auto timed = [&](auto&& run) {
-    tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
-      for (int k = 0; k < kCalls; ++k) run();
-    });
-    std::vector<double> seconds;
-    for (double sample : ms.samples_ms) seconds.push_back(sample / kCalls * 1e-3);
-    return tessera::bench::slowest_rank(ctx, seconds);
+  const auto timed = [&](auto&& run) {  // seconds per call, the slowest rank's, per sample
+    return tessera::bench::slowest_rank(ctx, tessera::bench::seconds(per_call_ms(h, ctx, run)));
   };
   const tessera::detail::BlockLayout& l = u.layout();
   const tessera::detail::StencilCell<F, float, float, 3> cell{
@@ -270,12 +277,7 @@ struct Input2 {
 template <class F, class Run, class Gather>
 void time_row_2d(Harness& h, index_t n, const std::string& name, const std::string& how, double copy_gbs,
                  const tessera::Context& ctx, Run run, Gather gather) {
-  constexpr int kCalls = 10;
-  tessera::bench::Timing ms = tessera::bench::median_ms(ctx.queue(), h.warmup(), h.iters(), [&] {
-    for (int k = 0; k < kCalls; ++k) run();
-  });
-  for (double& sample : ms.samples_ms) sample /= kCalls;
-  ms.median /= kCalls;
+  const tessera::bench::Timing ms = per_call_ms(h, ctx, run);
   const std::vector<float> got = gather();
   std::mt19937_64 gen(11);
   int wrong = 0;
@@ -291,21 +293,8 @@ void time_row_2d(Harness& h, index_t n, const std::string& name, const std::stri
     const float want = F{}(at, FieldIndex<2>{{i, j}}), have = got[static_cast<std::size_t>(i * n + j)];
     if (!(std::fabs(have - want) <= 1e-6f * 16)) ++wrong;
   }
-  const double gbs = 2.0 * static_cast<double>(n) * static_cast<double>(n) * sizeof(float) / (ms.median * 1e6);
-  const std::string shape = std::to_string(n) + "x" + std::to_string(n);
-  std::printf("%-16s %-20s %-14s %10.4f %9.1f %6.1f%% %s\n", shape.c_str(), name.c_str(), how.c_str(), ms.median, gbs,
-              100.0 * gbs / copy_gbs, wrong ? "WRONG" : "ok");
-  std::fflush(stdout);
-  h.row(std::string("float ") + shape + " " + name + " " + how)
-      .set("shape", shape)
-      .set("stencil", name)
-      .set("how", how)
-      .set("ms", ms.median)
-      .set("gbs", gbs)
-      .time(tessera::bench::seconds(ms))
-      .share("copy", gbs / copy_gbs)
-      .verdict(wrong == 0, wrong ? std::to_string(wrong) + " of 4096 checked cells differ from the host's" : "");
-  h.print_pending();
+  report_row(h, std::to_string(n) + "x" + std::to_string(n), name, how, ms, static_cast<double>(n) * static_cast<double>(n),
+             copy_gbs, wrong);
 }
 
 // The Jacobi solver's sweep (kernels::stencil_2d on a Field2D<float>) and the same weights as a user

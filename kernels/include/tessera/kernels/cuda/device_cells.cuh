@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/device_guard.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -143,24 +144,16 @@ inline constexpr int kAsyncChunk = sizeof(T) % 16 == 0 && alignof(T) >= 16 ? 16
                                    : sizeof(T) % 4 == 0 && alignof(T) >= 4 ? 4
                                                                            : 0;
 
-// *dst = *src, dst in shared memory: on sm_80 and later an asynchronous copy (complete after
-// async_wait_all), otherwise a load and a store.
+// *dst = *src, dst in shared memory: on sm_80 and later asynchronous copies (async_copy.cuh; complete
+// once the issuing thread waits for its groups), otherwise a load and a store.
 template <class T>
 __device__ __forceinline__ void copy_cell_async(T* dst, const T* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int C = kAsyncChunk<T>;
   if constexpr (C > 0) {
-    const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    const char* from = reinterpret_cast<const char*>(src);
 #pragma unroll
-    for (int c = 0; c < static_cast<int>(sizeof(T)) / C; ++c) {
-      if constexpr (C == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d + 16 * c), "l"(from + 16 * c) : "memory");
-      else if constexpr (C == 8)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d + 8 * c), "l"(from + 8 * c) : "memory");
-      else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d + 4 * c), "l"(from + 4 * c) : "memory");
-    }
+    for (int c = 0; c < static_cast<int>(sizeof(T)) / C; ++c)
+      copy_async<C>(reinterpret_cast<char*>(dst) + C * c, reinterpret_cast<const char*>(src) + C * c);
     return;
   }
 #endif
@@ -168,12 +161,12 @@ __device__ __forceinline__ void copy_cell_async(T* dst, const T* src) {
 }
 __device__ __forceinline__ void async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  copy_async_commit();
 #endif
 }
 __device__ __forceinline__ void async_wait_all() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  copy_async_wait<0>();
 #endif
 }
 

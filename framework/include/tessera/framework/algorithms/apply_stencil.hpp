@@ -37,8 +37,8 @@
 // neighbours' cells, which is why the inputs are const. Stream-ordered; collective over the fields'
 // ranks. The kernels are kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu; under
 // cuda, in a translation unit compiled by nvcc (a TESSERA_HOST_DEVICE functor), as kernels::transform
-// dispatches, thread blocks that stage a tile of `in` with its reach in shared memory and march
-// along the slowest axis (cuda/device_cells.cuh; the coefficient fields are read in place).
+// dispatches, thread blocks that march along the slowest axis (3-D), or that stage a tile of `in`
+// with its reach in shared memory and march along the rows (2-D); cuda/device_cells.cuh says when.
 //
 // The collectives of one call: stencil_plan(in, shape, coefficient...) (collective_plan.hpp), one
 // neighbour exchange of the bytes sent to other ranks.

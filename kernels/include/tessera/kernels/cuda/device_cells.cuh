@@ -3,7 +3,7 @@
 //   planes  one thread per cell, thread blocks of 32 x 8 cells of an (i2, i1) tile, a plane i0 per
 //           grid layer; a box thinner than a warp along axis 2 puts the warp along axis 1 instead.
 //           Any body: body(i0, i1, i2).
-//   march   thread blocks of 32 x 8 threads that march along axis 0 through up to 32 planes each.
+//   march   thread blocks of 64 x 8 threads that march along axis 0 through up to 32 planes each.
 //   tiled   for a body that reads a neighbourhood of one array (a TiledCellBody: the user stencil's
 //           cell, apply_stencil.hpp): thread blocks stage a tile of that array, reach included, in
 //           shared memory, and march along axis 0 (axis 1 for a 2-D body) in batches of 8 planes.
@@ -17,8 +17,8 @@
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2 and 8
 // rows along axis 1, tiled for a 2-D body (no reach along axis 0: a 16384^2 5-point sweep at 70% of
-// the copy rate, against 62% streaming from global memory) and march for a 3-D one (512^3: 61% for
-// the 7-point star, 41% for the 27-point box, 44% for the radius-4 star, against 44%, 39% and 30%
+// the copy rate, against 62% streaming from global memory) and march for a 3-D one (512^3: 63% for
+// the 7-point star, 41% for the 27-point box, 45% for the radius-4 star, against 44%, 38% and 30%
 // tiled); march where a tile does not fit in shared memory; planes for every other box and body.
 #pragma once
 
@@ -62,6 +62,12 @@ namespace detail {
 
 inline constexpr int kCellTileX = 32;  // cells along axis 2 (the fastest) per thread block
 inline constexpr int kCellTileY = 8;   // thread rows along axis 1
+// The marching order's thread blocks: 64 cells along axis 2 by 8 rows. Against 32 x 8 (H200,
+// bench_stencil_3d, 512^3 / 1024x1024x512): the 7-point star 62.9 / 59.2% of the copy rate against
+// 61.2 / 52.7%, the radius-4 star 45.2 / 45.5% against 44.4 / 43.7%, the 27-point box within 1%;
+// 128 x 2 to 512 x 1 gained no more for the 7-point star and lost up to 20% for the radius-4 one.
+inline constexpr int kMarchTileX = 64;
+inline constexpr int kMarchTileY = 8;
 // Resident thread blocks per SM the tiled order's registers are held to (64 a thread; unbounded,
 // the compiler gave it 145-178, one thread block per SM).
 inline constexpr int kCellTiledBlocksPerSm = 4;
@@ -86,14 +92,14 @@ __global__ void __launch_bounds__(kCellTileX* kCellTileY) for_each_cell_kernel(C
         body(r.begin0 + i0, r.begin1 + (Across ? x : y), r.begin2 + (Across ? y : x));
 }
 
-// The marching order: thread (x, y) of block (bx, by, bz) takes cell (i0, by * 8 + y, bx * 32 + x)
+// The marching order: thread (x, y) of block (bx, by, bz) takes cell (i0, by * 8 + y, bx * 64 + x)
 // for `planes` consecutive planes i0 from bz * planes, one after the other, so that the planes a
 // stencil reads around i0 were just read by the same thread block (L1 reuse). The grid covers axes 1
 // and 2 whole (the caller checks they fit).
 template <class Body>
-__global__ void __launch_bounds__(kCellTileX* kCellTileY) for_each_cell_march_kernel(CellRange r, index_t planes, Body body) {
-  const index_t i1 = static_cast<index_t>(blockIdx.y) * kCellTileY + threadIdx.y;
-  const index_t i2 = static_cast<index_t>(blockIdx.x) * kCellTileX + threadIdx.x;
+__global__ void __launch_bounds__(kMarchTileX* kMarchTileY) for_each_cell_march_kernel(CellRange r, index_t planes, Body body) {
+  const index_t i1 = static_cast<index_t>(blockIdx.y) * kMarchTileY + threadIdx.y;
+  const index_t i2 = static_cast<index_t>(blockIdx.x) * kMarchTileX + threadIdx.x;
   if (i1 >= r.n1 || i2 >= r.n2) return;
   const index_t first = static_cast<index_t>(blockIdx.z) * planes;
   const index_t last = first + planes < r.n0 ? first + planes : r.n0;
@@ -313,17 +319,18 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
       order = CellOrder::march;
     }
   }
-  const index_t tiles_x = detail::ceil_div<index_t>(r.n2, detail::kCellTileX);
-  const index_t tiles_y = detail::ceil_div<index_t>(r.n1, detail::kCellTileY);
+  const index_t tiles_x = detail::ceil_div<index_t>(r.n2, detail::kMarchTileX);
+  const index_t tiles_y = detail::ceil_div<index_t>(r.n1, detail::kMarchTileY);
   if (order == CellOrder::march && tiles_x <= 0x7fffffff && tiles_y <= 65535) {
-    // Up to 32 planes per thread block, fewer where the grid would then be under 4 waves of 8
-    // resident blocks per SM.
-    const index_t waves = 4 * 8 * static_cast<index_t>(detail::current_device_info().sm_count);
+    // Up to 32 planes per thread block, fewer where the grid would then be under 4 waves of the
+    // blocks resident per SM (2048 threads).
+    constexpr index_t kResident = 2048 / (detail::kMarchTileX * detail::kMarchTileY);
+    const index_t waves = 4 * kResident * static_cast<index_t>(detail::current_device_info().sm_count);
     index_t planes = std::clamp<index_t>(r.n0 * tiles_x * tiles_y / waves, 1, 32);
     if (detail::ceil_div<index_t>(r.n0, planes) > 65535) planes = detail::ceil_div<index_t>(r.n0, 65535);
     const dim3 grid(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
                     static_cast<unsigned>(detail::ceil_div<index_t>(r.n0, planes)));
-    detail::for_each_cell_march_kernel<<<grid, dim3(detail::kCellTileX, detail::kCellTileY, 1), 0,
+    detail::for_each_cell_march_kernel<<<grid, dim3(detail::kMarchTileX, detail::kMarchTileY, 1), 0,
                                          detail::to_cuda(queue.stream)>>>(r, planes, body);
     TESSERA_CUDA_CHECK_LAUNCH();
     return;

@@ -14,7 +14,9 @@
 //            of axes in memory).
 //   pencil   (an R x C grid, 3-D only): the input is cut along axis 0 over R and axis 1 over C,
 //            axis 2 whole. The forward output is cut along axis 1 over R and axis 2 over C, axis 0
-//            whole.
+//            whole. A 3-D slab keeps at most min(n0, n1) ranks busy; a pencil keeps as many as
+//            each pass has lines (n0 n1, n0 n2 or n1 n2). A 2-D transform has no pencil: its passes
+//            have n0 and n1 lines, and a slab already gives every rank a pass can use a share.
 // Options::return_to_input_layout makes the forward output take the input's distribution (one
 // more exchange per exchange of the transform, in reverse). The inverse transform takes the
 // forward output's layout and returns the input's. input_box() and output_box() state the boxes;

@@ -154,20 +154,16 @@ struct StencilCell {
   index_t first[3];  // the block's global offsets
   F f;
 
-  template <std::size_t... I>
-  TESSERA_HOST_DEVICE void cell(std::index_sequence<I...>, index_t at, const FieldIndex<D>& index) const {
-    out[at] = f(StencilView<In, D, kRadius, kShape>(in + at, stride0, stride1),
-                StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)...,
-                index);
-  }
   TESSERA_HOST_DEVICE FieldIndex<D> global_index(index_t l0, index_t l1, index_t l2) const {
     const index_t g[3] = {first[0] + l0, first[1] + l1, first[2] + l2};
     FieldIndex<D> index;
     for (int a = 0; a < D; ++a) index.i[a] = g[3 - D + a];
     return index;
   }
+  // Cell (l0, l1, l2) of the block: `in` read where it lies (the cpu pass and the device passes
+  // that do not stage a tile).
   TESSERA_HOST_DEVICE void operator()(index_t l0, index_t l1, index_t l2) const {
-    cell(std::index_sequence_for<C...>{}, l0 * stride0 + l1 * stride1 + l2, global_index(l0, l1, l2));
+    store(l0, l1, l2, value(in + (l0 * stride0 + l1 * stride1 + l2), stride0, stride1, l0, l1, l2));
   }
 
   // The tiled device pass (kernels::cuda::TiledCellBody, device_cells.cuh): `in` staged in shared

@@ -86,6 +86,11 @@ if got:
     expect("global_sum", got, "transform_reduce",
            ["transform_reduce: local", "transform_reduce: communication", "transform_reduce: fix-up"], n=1009)
     anywhere("global_sum", got, "read " + h.path("x.h5") + ":/x")
+# The exact sum: the same three phases under its own name.
+got = records("global_sum", ["--input", h.path("x.h5") + ":/x", "--reproducible", "--repeat", 1, "--warmup", 0])
+if got:
+    expect("global_sum", got, "reproducible_sum",
+           ["reproducible_sum: local", "reproducible_sum: communication", "reproducible_sum: fix-up"], n=1009)
 
 # The sort: its exchange's phases inside the sort's range, then the one commit of its outputs.
 got = records("sort", ["--n", 3001, "--values", "--output", h.path("s.h5") + ":/s", "--repeat", 1, "--warmup", 0])

@@ -16,9 +16,9 @@ if not os.environ.get("NVTX_INJECTION64_PATH"):
     sys.exit(77)
 
 
-def records(app, args):
+def records(app, args, tag=None):
     """Runs app with the recorder; returns each rank's list of (depth, message), or None."""
-    where = h.path(f"nvtx_{app}")
+    where = h.path(f"nvtx_{tag or app}")  # one directory per run
     os.makedirs(where, exist_ok=True)
     status, out, err = h.run(app, args, env={"TESSERA_NVTX_RECORD": where})
     if not h.check(status == 0, f"{app}: status {status}: {h.last_command}\n{out}\n{err}"):
@@ -87,7 +87,8 @@ if got:
            ["transform_reduce: local", "transform_reduce: communication", "transform_reduce: fix-up"], n=1009)
     anywhere("global_sum", got, "read " + h.path("x.h5") + ":/x")
 # The exact sum: the same three phases under its own name.
-got = records("global_sum", ["--input", h.path("x.h5") + ":/x", "--reproducible", "--repeat", 1, "--warmup", 0])
+got = records("global_sum", ["--input", h.path("x.h5") + ":/x", "--reproducible", "--repeat", 1, "--warmup", 0],
+              tag="global_sum_reproducible")
 if got:
     expect("global_sum", got, "reproducible_sum",
            ["reproducible_sum: local", "reproducible_sum: communication", "reproducible_sum: fix-up"], n=1009)

@@ -97,12 +97,12 @@ index_t checked_product(index_t a, index_t b, const std::string& what) {
   return p;
 }
 
-// The rectangles (offsets from the origin) of the box of local cells [begin, begin + count), one per
-// plane along axis 0, each row-major: their cells one after another are the box in row-major order.
+// The box of local cells [begin, begin + count) as one rectangle of its planes along axis 0 (offset
+// from the origin, row-major): its cells one after another are the box in row-major order.
 void box_rectangles(const BlockLayout& l, const index_t* begin, const index_t* count, std::vector<kernels::Rectangle>& out) {
   if (count[0] <= 0 || count[1] <= 0 || count[2] <= 0) return;
-  for (index_t i = 0; i < count[0]; ++i)
-    out.push_back({(begin[0] + i) * l.stride[0] + begin[1] * l.stride[1] + begin[2], l.stride[1], count[1], count[2]});
+  out.push_back({begin[0] * l.stride[0] + begin[1] * l.stride[1] + begin[2], l.stride[1], count[1], count[2], count[0],
+                 l.stride[0]});
 }
 
 // A piece of one segment of an axis of a receiver's halo: `count` cells from local coordinate
@@ -314,7 +314,7 @@ std::vector<kernels::Rectangle> BlockStorage::outer_ghosts(std::vector<std::arra
 
 void BlockStorage::set_cells(const std::vector<kernels::Rectangle>& rectangles, const void* values) {
   index_t cells = 0;
-  for (const kernels::Rectangle& r : rectangles) cells += r.rows * r.cols;
+  for (const kernels::Rectangle& r : rectangles) cells += r.size();
   if (cells == 0) return;
   const kernels::Queue& q = context().queue();
   const std::size_t bytes = static_cast<std::size_t>(cells) * element_bytes_;

@@ -128,7 +128,9 @@ void dispatch_convolve(const Queue& q, const T* in, index_t n, std::span<const T
 
 void check_rectangles(std::span<const Rectangle> rectangles, const char* operation) {
   for (const Rectangle& r : rectangles)
-    if (r.rows < 0 || r.cols < 0 || (r.rows > 1 && r.ld < r.cols)) TESSERA_FATAL(operation, "bad rectangle");
+    if (r.rows < 0 || r.cols < 0 || r.planes < 0 || (r.rows > 1 && r.ld < r.cols) ||
+        (r.planes > 1 && r.rows > 0 && r.plane_stride < (r.rows - 1) * r.ld + r.cols))
+      TESSERA_FATAL(operation, "bad rectangle");
 }
 
 }  // namespace

@@ -92,13 +92,17 @@ struct StencilFrame {
 };
 
 // A rectangle of a row-major 2-D array: the elements at base + offset + r * ld + c for r < rows and
-// c < cols (offset may be negative: ghost cells before a block's first owned element).
+// c < cols (offset may be negative: ghost cells before a block's first owned element); or a stack
+// of `planes` such rectangles `plane_stride` elements apart (a box of a 3-D array), packed plane
+// after plane, row after row.
 struct Rectangle {
   index_t offset = 0;
   index_t ld = 0;
   index_t rows = 0;
   index_t cols = 0;
-  index_t size() const { return rows * cols; }
+  index_t planes = 1;
+  index_t plane_stride = 0;
+  index_t size() const { return planes * rows * cols; }
 };
 
 // stencil_2d over the frame of the region only, as one launch under cuda: the cells a halo exchange

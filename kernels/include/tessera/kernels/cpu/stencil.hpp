@@ -112,10 +112,12 @@ inline void copy_rectangles_out(const void* base, std::span<const Rectangle> rec
   const auto* src = static_cast<const unsigned char*>(base);
   for (const Rectangle& rect : rectangles) {
     const std::size_t row_bytes = static_cast<std::size_t>(rect.cols) * element_bytes;
-    for (index_t r = 0; r < rect.rows; ++r) {
-      std::memcpy(dst, src + (rect.offset + r * rect.ld) * static_cast<index_t>(element_bytes), row_bytes);
-      dst += row_bytes;
-    }
+    for (index_t p = 0; p < rect.planes; ++p)
+      for (index_t r = 0; r < rect.rows; ++r) {
+        std::memcpy(dst, src + (rect.offset + p * rect.plane_stride + r * rect.ld) * static_cast<index_t>(element_bytes),
+                    row_bytes);
+        dst += row_bytes;
+      }
   }
 }
 
@@ -125,10 +127,12 @@ inline void copy_rectangles_in(const void* packed, std::span<const Rectangle> re
   auto* dst = static_cast<unsigned char*>(base);
   for (const Rectangle& rect : rectangles) {
     const std::size_t row_bytes = static_cast<std::size_t>(rect.cols) * element_bytes;
-    for (index_t r = 0; r < rect.rows; ++r) {
-      std::memcpy(dst + (rect.offset + r * rect.ld) * static_cast<index_t>(element_bytes), src, row_bytes);
-      src += row_bytes;
-    }
+    for (index_t p = 0; p < rect.planes; ++p)
+      for (index_t r = 0; r < rect.rows; ++r) {
+        std::memcpy(dst + (rect.offset + p * rect.plane_stride + r * rect.ld) * static_cast<index_t>(element_bytes), src,
+                    row_bytes);
+        src += row_bytes;
+      }
   }
 }
 

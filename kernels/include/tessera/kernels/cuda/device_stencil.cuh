@@ -1238,11 +1238,12 @@ template <class Word, bool kUnpack>
 __global__ void __launch_bounds__(PackTuning::kThreads) pack_rectangles_kernel(Word* base, Word* packed, RectangleBatch batch) {
   const Rectangle rect = batch.rectangle[blockIdx.y];
   Word* slot = packed + batch.packed_offset[blockIdx.y];
-  const index_t count = rect.rows * rect.cols;
+  const index_t count = rect.planes * rect.rows * rect.cols;
   for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
        e += static_cast<index_t>(gridDim.x) * blockDim.x) {
-    const index_t r = e / rect.cols;
-    Word* element = base + rect.offset + r * rect.ld + (e - r * rect.cols);
+    const index_t row = e / rect.cols;  // of all the planes' rows
+    const index_t p = rect.planes == 1 ? 0 : row / rect.rows;
+    Word* element = base + rect.offset + p * rect.plane_stride + (row - p * rect.rows) * rect.ld + (e - row * rect.cols);
     if constexpr (kUnpack) *element = slot[e];
     else slot[e] = *element;
   }
@@ -1258,10 +1259,10 @@ void launch_pack(void* base, void* packed, std::span<const Rectangle> rectangles
     index_t largest = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const Rectangle& r = rectangles[first + i];
-      batch.rectangle[i] = Rectangle{r.offset * scale, r.ld * scale, r.rows, r.cols * scale};
+      batch.rectangle[i] = Rectangle{r.offset * scale, r.ld * scale, r.rows, r.cols * scale, r.planes, r.plane_stride * scale};
       batch.packed_offset[i] = packed_words;
-      packed_words += r.rows * r.cols * scale;
-      largest = std::max(largest, r.rows * r.cols * scale);
+      packed_words += r.size() * scale;
+      largest = std::max(largest, r.size() * scale);
     }
     if (largest == 0) continue;
     const auto blocks_x = static_cast<unsigned>(std::min<index_t>(ceil_div<index_t>(largest, PackTuning::kThreads), 4 * sms));

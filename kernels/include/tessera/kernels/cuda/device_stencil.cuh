@@ -20,7 +20,8 @@
 //                Wider kernels: tiles of kTile outputs through shared memory, each thread computing
 //                kItems consecutive outputs (an odd kItems puts a warp's reads on 32 banks), the
 //                weights from global memory in chunks.
-//   pack / unpack of rectangles: one launch for up to kMaxRectangles rectangles (grid y = rectangle).
+//   pack / unpack of rectangles: one launch for up to kMaxRectangles rectangles (grid y = rectangle),
+//                each a stack of planes or one plane.
 //
 // Every product and sum is rounded on its own (__fmul_rn / __fadd_rn, which nvcc never contracts into
 // a fused multiply-add), in the order of the contract, so results match the cpu backend bit for bit.

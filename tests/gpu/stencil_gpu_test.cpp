@@ -459,6 +459,13 @@ void check_pack(std::uint64_t seed) {
     rectangles.push_back({row * ld + col, ld, height, width});
     total += height * width;
   }
+  // Stacks of planes (the frame read as planes of 4 rows): a 3-D box's halo faces are such stacks.
+  for (int k = 0; k < 6; ++k) {
+    const index_t planes = 1 + static_cast<index_t>(gen() % 8), height = 1 + static_cast<index_t>(gen() % 3);
+    const index_t width = static_cast<index_t>(gen() % 13), col = static_cast<index_t>(gen() % 40);
+    rectangles.push_back({(k % 2) * ld + col, ld, height, width, planes, 4 * ld});
+    total += planes * height * width;
+  }
   std::vector<unsigned char> want(static_cast<std::size_t>(total) * sizeof(E));
   kernels::pack_rectangles(cpu_queue(), frame.data(), rectangles, want.data(), sizeof(E));
   Mirrored<unsigned char> device_frame(frame);

@@ -287,6 +287,44 @@ TYPED_TEST(CpuGemm, MatchesTripleLoopReference) {
   }
 }
 
+// Stacks of planes (boxes of a 3-D array with ghost layers): packed plane after plane, row after
+// row, and unpacked back into their places only, against loops over the box.
+TEST(PackRectangles, StacksOfPlanesInRowMajorOrder) {
+  const index_t n0 = 7, n1 = 9, n2 = 11, stride1 = n2 + 4, stride0 = (n1 + 2) * stride1;  // ghosts around
+  std::vector<std::int32_t> array(static_cast<std::size_t>((n0 + 2) * stride0));
+  for (std::size_t i = 0; i < array.size(); ++i) array[i] = static_cast<std::int32_t>(i * 7 + 3);
+  const index_t origin = stride0 + stride1 + 2;  // cell (0, 0, 0)
+  struct Box { index_t b0, b1, b2, c0, c1, c2; };
+  const std::vector<Box> boxes = {{0, 0, 0, n0, n1, n2}, {-1, 0, 0, 1, n1, n2}, {0, -1, 0, n0, 1, n2},
+                                  {0, 0, -2, n0, n1, 2}, {2, 3, 4, 3, 1, 5}, {0, 0, 0, 0, 5, 5}, {-1, -1, -2, n0 + 2, n1 + 2, n2 + 4}};
+  std::vector<kernels::Rectangle> rectangles;
+  std::vector<std::int32_t> want;
+  for (const Box& b : boxes) {
+    rectangles.push_back({b.b0 * stride0 + b.b1 * stride1 + b.b2, stride1, b.c1, b.c2, b.c0, stride0});
+    for (index_t i0 = 0; i0 < b.c0; ++i0)
+      for (index_t i1 = 0; i1 < b.c1; ++i1)
+        for (index_t i2 = 0; i2 < b.c2; ++i2)
+          want.push_back(array[static_cast<std::size_t>(origin + (b.b0 + i0) * stride0 + (b.b1 + i1) * stride1 + b.b2 + i2)]);
+  }
+  std::vector<std::int32_t> packed(want.size() + 1, -1);
+  kernels::pack_rectangles(kCpu, array.data() + origin, rectangles, packed.data(), sizeof(std::int32_t));
+  EXPECT_EQ(packed.back(), -1) << "pack wrote past the packed data";
+  packed.pop_back();
+  EXPECT_EQ(packed, want);
+  // Unpack the fourth box (a face two cells deep) into a cleared array: only its cells are written.
+  std::vector<std::int32_t> cleared(array.size(), 0);
+  index_t skip = 0;
+  for (std::size_t k = 0; k < 3; ++k) skip += rectangles[k].size();
+  kernels::unpack_rectangles(kCpu, packed.data() + skip, std::span(&rectangles[3], 1), cleared.data() + origin,
+                             sizeof(std::int32_t));
+  for (index_t i = 0; i < static_cast<index_t>(cleared.size()); ++i) {
+    const index_t l = i - origin + stride0 + stride1 + 2, i0 = l / stride0 - 1, i1 = l % stride0 / stride1 - 1,
+                  i2 = l % stride1 - 2;
+    const bool inside = i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1 && i2 >= -2 && i2 < 0;
+    ASSERT_EQ(cleared[static_cast<std::size_t>(i)], inside ? array[static_cast<std::size_t>(i)] : 0) << "element " << i;
+  }
+}
+
 TEST(Predicates, FollowIeeeForNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_FALSE((Predicate<float>{PredicateKind::gt, 0.f, 0.f}(nan)));

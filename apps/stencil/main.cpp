@@ -964,14 +964,18 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
   for (int a = 0; a < D; ++a) sine.h[a] = 1.0 / static_cast<double>(extents[static_cast<std::size_t>(a)] + 1);
 
   std::string resumed_from;
+  // What a checkpoint holds: the field, and PRK's OUT beside it.
+  auto checkpointed = [&] {
+    std::vector<io::CheckpointEntry> entries{{"field", u}};
+    if (prk) entries.push_back({"out", out});
+    return entries;
+  };
   auto initialise = [&] {
     u.fill(T(0));
     v.fill(T(0));
     if (prk) {
-      u.generate(AsElement<T, PrkInput<D>>{PrkInput<D>{}});
       out.fill(T(0));
       out_next.fill(T(0));
-      return;
     }
     first_iteration = 0;
     if (s.restart_auto) {
@@ -979,7 +983,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
         try {
           const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
           const index_t iteration = check_restart(file, attrs, "--restart auto");
-          io::restore(ctx, file, {{"field", u}});
+          io::restore(ctx, file, checkpointed());
           first_iteration = iteration;
           resumed_from = file;
           return;
@@ -990,11 +994,12 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       }
     } else if (s.restart) {
       first_iteration = check_restart(*s.restart, io::read_attributes(ctx, {*s.restart, kFieldDataset}), "--restart");
-      for_flag("--restart", [&] { io::restore(ctx, *s.restart, {{"field", u}}); });
+      for_flag("--restart", [&] { io::restore(ctx, *s.restart, checkpointed()); });
       resumed_from = *s.restart;
       return;
     }
-    u.generate(AsElement<T, SineMode<D>>{sine});
+    if (prk) u.generate(AsElement<T, PrkInput<D>>{PrkInput<D>{}});
+    else u.generate(AsElement<T, SineMode<D>>{sine});
   };
   std::string last_checkpoint;
   auto write_checkpoint = [&](index_t iteration) {
@@ -1004,7 +1009,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
                {"shape", shape_text}, {"weights", weights_text}, {"boundary", s.periodic ? "periodic" : "zero"},
                {"grid", grid.text()}};
     const std::string file = checkpoint_name(*s.checkpoint_dir, iteration);
-    for_flag("--checkpoint-dir", [&] { io::checkpoint(ctx, file, {{"field", u}}, iteration, c); });
+    for_flag("--checkpoint-dir", [&] { io::checkpoint(ctx, file, checkpointed(), iteration, c); });
     last_checkpoint = file;
     prune_checkpoints(ctx, *s.checkpoint_dir, iteration, s.checkpoint_keep);
   };
@@ -1036,7 +1041,8 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
 
   index_t iteration = 0;
   int checkpoints = 0;
-  double prk_seconds = 0;  // PRK's timed iterations: all but the first
+  double prk_seconds = 0;  // PRK's timed iterations: all but the first (of those this run made)
+  index_t prk_timed = 0;
   const index_t steps = prk ? s.iters + 1 : s.iters;  // PRK runs iterations + 1 (the first untimed)
   const TimingSummary timing = measure(ctx, o, [&](PhaseTimes*) {
     initialise();
@@ -1044,8 +1050,9 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     checkpoints = 0;
     Stopwatch since_first;
     CheckpointClock clock(s.checkpoint_every);
+    prk_timed = steps - std::max<index_t>(first_iteration, 1);
     while (iteration < steps) {
-      if (prk && iteration == 1) {
+      if (prk && iteration == std::max<index_t>(first_iteration, 1)) {
         ctx.queue().synchronize();
         ctx.comm().barrier();
         since_first.restart();
@@ -1118,7 +1125,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     prk_norm = norm / active;
     prk_reference = static_cast<double>(s.iters + 1) * D;
     const double flops = (2.0 * (2 * D * r + 1) + 1) * active;  // PRK: (2 stencil_size + 1) per active point
-    prk_mflops = s.iters > 0 && prk_seconds > 0 ? 1e-6 * flops / (prk_seconds / static_cast<double>(s.iters)) : 0;
+    prk_mflops = prk_timed > 0 && prk_seconds > 0 ? 1e-6 * flops / (prk_seconds / static_cast<double>(prk_timed)) : 0;
     result["prk_l1_norm"] = prk_norm;
     result["prk_reference_norm"] = prk_reference;
     result["prk_mflops"] = prk_mflops;
@@ -1381,8 +1388,6 @@ int main(int argc, char** argv) {
         throw UsageError("--checkpoint-keep: applies to --checkpoint-dir DIR");
       if (fs.restart_auto && !fs.checkpoint_dir)
         throw UsageError("--restart auto: needs --checkpoint-dir DIR, where to look for the checkpoints");
-      if (fs.op.kind == FieldOp::Kind::prk_star && (fs.checkpoint_dir || fs.restart))
-        throw UsageError(std::string(fs.restart ? "--restart" : "--checkpoint-dir") + ": prk-star does not checkpoint");
       if (fs.checkpoint_dir || fs.restart) {
         if ((p.given("--repeat") && o.repeat != 1) || (p.given("--warmup") && o.warmup != 0))
           throw UsageError(std::string(p.given("--repeat") && o.repeat != 1 ? "--repeat" : "--warmup") +

@@ -9,7 +9,9 @@
     stopped by SIGUSR1 (sent to mpiexec, which forwards it) writes a checkpoint after the step it is
     in and exits with status 75, and --restart auto (the interval auto by default) ends it bitwise;
   - prk-star:2 (2-D): --verify, and the L1 norm of the --output field over PRK's interior against
-    PRK's closed form (iterations + 1) (COEFX + COEFY), with PRK's MFlops/s in the report;
+    PRK's closed form (iterations + 1) (COEFX + COEFY), with PRK's MFlops/s in the report; a run
+    checkpointing every 3 steps, restarted from its first checkpoint on another rank count, ends
+    with bitwise the OUT of the run never interrupted, verified;
   - bad input at 1 rank: exit status 2, one line naming the flag, no output file."""
 import json
 import math
@@ -135,6 +137,21 @@ if res:
     h.check(abs(norm - (iters + 1) * 2.0) <= 1e-8, f"prk: L1 norm {norm}, PRK's reference {(iters + 1) * 2.0}")
     outside = np.concatenate([got[:r].ravel(), got[n - r:].ravel(), got[:, :r].ravel(), got[:, n - r:].ravel()])
     h.check(not outside.any(), "prk: cells outside PRK's interior changed")
+    # Checkpoints hold IN and OUT: a restart on another rank count ends bitwise where this run ended.
+    prk_args = ["--nx", n, "--ny", n, "--op", f"prk-star:{r}", "--iters", iters, "--repeat", 1, "--warmup", 0]
+    prk_dir = h.path("ck_prk")
+    status, _, err = h.run(S, [*prk_args, "--checkpoint-dir", prk_dir, "--checkpoint-every", 3])
+    prk_first = os.path.join(prk_dir, "checkpoint-000000000003.h5")
+    if h.check(status == 0 and os.path.exists(prk_first), f"prk checkpoints: status {status}\n{err}"):
+        prk_restarted = h.path("prk_restarted.h5")
+        res = h.run_json(S, [*prk_args, "--restart", prk_first, "--verify", "--output", f"{prk_restarted}:/out"],
+                         ranks=other)
+        if res:
+            h.check(res[0]["verified"] is True and res[0]["result"]["resumed_iteration"] == 3
+                    and res[0]["result"]["prk_mflops"] > 0,
+                    f"prk restart: verified {res[0].get('verified')}, result {res[0]['result']}")
+            h.check(read_h5(prk_restarted, "/out")[0].tobytes() == got.tobytes(),
+                    f"prk restart at {other} rank(s) from iteration 3: OUT differs from the uninterrupted run's")
 
 # ---- bad input, at 1 rank --------------------------------------------------------------------------------
 small = ["--nx", 5, "--ny", 4, "--nz", 3, "--iters", 2]

@@ -106,34 +106,35 @@ void convolve_1d_range(const T* in, index_t n, std::span<const T> weights, T* ou
   });
 }
 
+// f(byte offset of the row from the base, row bytes) for every row of the rectangles, in packed order.
+template <class F>
+void for_each_rectangle_row(std::span<const Rectangle> rectangles, std::size_t element_bytes, F&& f) {
+  const auto e = static_cast<index_t>(element_bytes);
+  for (const Rectangle& rect : rectangles) {
+    const std::size_t row_bytes = static_cast<std::size_t>(rect.cols) * element_bytes;
+    for (index_t p = 0; p < rect.planes; ++p)
+      for (index_t r = 0; r < rect.rows; ++r) f((rect.offset + p * rect.plane_stride + r * rect.ld) * e, row_bytes);
+  }
+}
+
 inline void copy_rectangles_out(const void* base, std::span<const Rectangle> rectangles, void* packed,
                                 std::size_t element_bytes) {
   auto* dst = static_cast<unsigned char*>(packed);
   const auto* src = static_cast<const unsigned char*>(base);
-  for (const Rectangle& rect : rectangles) {
-    const std::size_t row_bytes = static_cast<std::size_t>(rect.cols) * element_bytes;
-    for (index_t p = 0; p < rect.planes; ++p)
-      for (index_t r = 0; r < rect.rows; ++r) {
-        std::memcpy(dst, src + (rect.offset + p * rect.plane_stride + r * rect.ld) * static_cast<index_t>(element_bytes),
-                    row_bytes);
-        dst += row_bytes;
-      }
-  }
+  for_each_rectangle_row(rectangles, element_bytes, [&](index_t at, std::size_t bytes) {
+    std::memcpy(dst, src + at, bytes);
+    dst += bytes;
+  });
 }
 
 inline void copy_rectangles_in(const void* packed, std::span<const Rectangle> rectangles, void* base,
                                std::size_t element_bytes) {
   const auto* src = static_cast<const unsigned char*>(packed);
   auto* dst = static_cast<unsigned char*>(base);
-  for (const Rectangle& rect : rectangles) {
-    const std::size_t row_bytes = static_cast<std::size_t>(rect.cols) * element_bytes;
-    for (index_t p = 0; p < rect.planes; ++p)
-      for (index_t r = 0; r < rect.rows; ++r) {
-        std::memcpy(dst + (rect.offset + p * rect.plane_stride + r * rect.ld) * static_cast<index_t>(element_bytes), src,
-                    row_bytes);
-        src += row_bytes;
-      }
-  }
+  for_each_rectangle_row(rectangles, element_bytes, [&](index_t at, std::size_t bytes) {
+    std::memcpy(dst + at, src, bytes);
+    src += bytes;
+  });
 }
 
 }  // namespace tessera::kernels::cpu

@@ -1050,9 +1050,10 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     checkpoints = 0;
     Stopwatch since_first;
     CheckpointClock clock(s.checkpoint_every);
-    prk_timed = steps - std::max<index_t>(first_iteration, 1);
+    const index_t timed_from = std::max<index_t>(first_iteration, 1);  // PRK's first iteration is untimed
+    prk_timed = steps - timed_from;
     while (iteration < steps) {
-      if (prk && iteration == std::max<index_t>(first_iteration, 1)) {
+      if (prk && iteration == timed_from) {
         ctx.queue().synchronize();
         ctx.comm().barrier();
         since_first.restart();

@@ -13,6 +13,7 @@
 
 #include "support/test_support.hpp"
 #include "tessera/kernels/error.hpp"
+#include "tessera/kernels/detail/histogram_bins.hpp"
 #include "tessera/kernels/histogram.hpp"
 
 namespace tessera {
@@ -122,6 +123,43 @@ TEST(CpuHistogramBincount, CountsEachValueWithThreads) {
     EXPECT_EQ(got, want) << "threads=" << threads;
   }
   omp_set_num_threads(1);
+}
+
+// A binner's answer as a slot: [0, bins) its bin, kBinBelow and kBinAbove the slots below and
+// above, every other value (negative or not, of any integer width) the NaN slot that the
+// histogram refuses.
+template <class B>
+struct Answer {
+  B value;
+  B operator()(int) const { return value; }
+};
+template <class B>
+int slot_of(B answer, int bins) {
+  return kernels::detail::UserBinning<Answer<B>>{Answer<B>{answer}, bins}(0);
+}
+TEST(CpuHistogramUserBinning, MapsEveryAnswerToItsSlot) {
+  for (int bins : {1, 7, 1000}) {
+    const int below = bins + 0, above = bins + 1, nan = bins + 2;  // HistogramSlot's order
+    for (int b = 0; b < bins; b += 1 + bins / 10) {
+      EXPECT_EQ(slot_of<int>(b, bins), b);
+      EXPECT_EQ(slot_of<std::int64_t>(b, bins), b);
+      EXPECT_EQ(slot_of<std::int16_t>(static_cast<std::int16_t>(b), bins), b);
+      EXPECT_EQ(slot_of<std::uint32_t>(static_cast<std::uint32_t>(b), bins), b);
+    }
+    EXPECT_EQ(slot_of<int>(kernels::kBinBelow, bins), below);
+    EXPECT_EQ(slot_of<int>(kernels::kBinAbove, bins), above);
+    EXPECT_EQ(slot_of<std::int64_t>(kernels::kBinBelow, bins), below);
+    EXPECT_EQ(slot_of<std::int64_t>(kernels::kBinAbove, bins), above);
+    EXPECT_EQ(slot_of<signed char>(-1, bins), below);
+    EXPECT_EQ(slot_of<signed char>(-2, bins), above);
+    for (int bad : {bins, bins + 1, bins + 2, -3, -4, -1000, std::numeric_limits<int>::max(), std::numeric_limits<int>::min()})
+      EXPECT_EQ(slot_of<int>(bad, bins), nan) << "answer " << bad << ", bins " << bins;
+    for (std::int64_t bad : {std::int64_t(bins), std::int64_t(1) << 32, (std::int64_t(1) << 32) - 1, -(std::int64_t(1) << 32) - 1,
+                             -(std::int64_t(1) << 32) - 2, std::int64_t(-3), std::numeric_limits<std::int64_t>::min()})
+      EXPECT_EQ(slot_of<std::int64_t>(bad, bins), nan) << "answer " << bad << ", bins " << bins;
+    for (std::uint64_t bad : {std::uint64_t(bins), std::uint64_t(1) << 32, ~std::uint64_t(0), ~std::uint64_t(1)})
+      EXPECT_EQ(slot_of<std::uint64_t>(bad, bins), nan) << "answer " << bad << ", bins " << bins;
+  }
 }
 
 // numpy.linspace(lo, hi, bins + 1) for these ranges (printed by numpy 1.24 with repr).

@@ -298,10 +298,15 @@ struct UserBinning {
     using B = decltype(b);
     static_assert(std::is_integral_v<B>, "histogram: the binner must return an integer bin");
     if constexpr (std::is_signed_v<B>) {
-      if (b >= 0 && static_cast<long long>(b) < bins) return static_cast<int>(b);
-      if (b == static_cast<B>(kBinBelow)) return bins + kSlotBelow;
-      if (b == static_cast<B>(kBinAbove)) return bins + kSlotAbove;
-      return bins + kSlotNaN;
+      // Without branches (it runs once per sample): in range is one unsigned comparison; outside,
+      // -1 - b is 0 for kBinBelow, 1 for kBinAbove and 2 or more (or negative, so huge) for any
+      // other value, and min(-1 - b, 2) is the tail slot: below, above or NaN.
+      using U = std::make_unsigned_t<std::common_type_t<B, int>>;
+      static_assert(kBinBelow == -1 && kBinAbove == -2 && kSlotBelow == 0 && kSlotAbove == 1 && kSlotNaN == 2);
+      const U u = static_cast<U>(b);
+      const U tail = static_cast<U>(static_cast<U>(-1) - u);
+      const int tail_slot = static_cast<int>(tail < static_cast<U>(kSlotNaN) ? tail : static_cast<U>(kSlotNaN));
+      return u < static_cast<U>(bins) ? static_cast<int>(u) : bins + tail_slot;
     } else {
       return static_cast<unsigned long long>(b) < static_cast<unsigned long long>(bins) ? static_cast<int>(b)
                                                                                        : bins + kSlotNaN;

@@ -106,6 +106,9 @@ echo "cluster: $(sinfo -h -N -o '%N %T cpus=%c gres=%G' | tr '\n' ';') on $NETNS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMP_NUM_THREADS=1
+# hwloc without I/O devices: reading every PCI device's configuration space costs each rank and
+# launcher about 0.03 s of CPU in a VM (tests/CMakeLists.txt).
+export HWLOC_COMPONENTS=-linuxio,-pci
 export OMPI_MCA_btl_tcp_if_include=$NETNS_CLUSTER_SUBNET.0/24 OMPI_MCA_oob_tcp_if_include=$NETNS_CLUSTER_SUBNET.0/24
 # Every peer set up in MPI_Init, not on first use: under srun the lazy set-up crashed MPI_Init now
 # and then (netns_cluster.sh, at mpi.conf).

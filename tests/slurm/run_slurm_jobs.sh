@@ -71,6 +71,8 @@ echo "slurm: $(sinfo -h -N -o '%N %T cpus=%c gres=%G') (config in $work)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMP_NUM_THREADS=1
+# hwloc without I/O devices (tests/CMakeLists.txt says why).
+export HWLOC_COMPONENTS=-linuxio,-pci
 export TESSERA_BIN=$app TESSERA_RESULTS=$work/results
 
 # submit NAME SBATCH-ARGS... : submits, waits for the end (150 s at most; scontrol every 0.5 s,

@@ -377,9 +377,11 @@ TYPED_TEST(JacobiTest, PeerStoreStepsGiveTheSerialLoopsIterates) {
   for (auto [gr, gc] : grids(world.size())) {
     const ProcessGrid grid = ProcessGrid::create(world, gr, gc);
     // 520 x 1100: under cuda on two GPUs the 9-point float step (and the 5-point double) sweeps its
-    // frame at the end of the interior's launch (Jacobi::frame_last).
+    // frame at the end of the interior's launch (Jacobi::frame_last). The CPU backend runs
+    // peer-store at one rank only, where that size adds nothing but the serial loop's time.
     for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{7, 5}, {17, 13}, {29, 70}, {520, 1100}}) {
       if (rows < grid.rows() || cols < grid.cols()) continue;
+      if (rows == 520 && world.backend() != Backend::cuda) continue;
       const auto initial = test::random_vector<T>(rows * cols, seed + static_cast<std::uint64_t>(rows));
       for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point})
         for (int ghost : {1, 2}) {

@@ -25,8 +25,12 @@
 namespace tessera {
 namespace {
 
-std::vector<index_t> chain_sizes(int ranks) {
-  return {0, 1, index_t(ranks) + 1, 31, 33, 4099, 100003, (index_t(1) << 20) + 1};
+// 2^20 + 1: several waves of thread blocks per rank under cuda, where the order of the queue's
+// work is what these tests check; the CPU backend runs every call in order, and stops at 100003.
+std::vector<index_t> chain_sizes(const Context& world) {
+  std::vector<index_t> sizes{0, 1, index_t(world.size()) + 1, 31, 33, 4099, 100003};
+  if (world.backend() == Backend::cuda) sizes.push_back((index_t(1) << 20) + 1);
+  return sizes;
 }
 
 void expect_valid(const PhaseTimes& t, const std::string& where) {
@@ -38,7 +42,7 @@ void expect_valid(const PhaseTimes& t, const std::string& where) {
 
 TEST(StreamOrder, ScanFilterRebalanceReduceBackToBack) {
   const Context& world = test::world();
-  for (index_t n : chain_sizes(world.size())) {
+  for (index_t n : chain_sizes(world)) {
     const std::uint64_t s = test::seed() + static_cast<std::uint64_t>(n);
     const std::string where = test::where(n, s);
     const auto global = test::random_vector<std::int64_t>(n, s);
@@ -67,7 +71,7 @@ TEST(StreamOrder, ScanFilterRebalanceReduceBackToBack) {
 
 TEST(StreamOrder, ExactSizeFilterThenScanThenCount) {
   const Context& world = test::world();
-  for (index_t n : chain_sizes(world.size())) {
+  for (index_t n : chain_sizes(world)) {
     const std::uint64_t s = test::seed() + 7 + static_cast<std::uint64_t>(n);
     const std::string where = test::where(n, s);
     const auto global = test::random_vector<double>(n, s);
@@ -107,7 +111,7 @@ TEST(StreamOrder, ExactSizeFilterThenScanThenCount) {
 
 TEST(StreamOrder, SortThenScan) {
   const Context& world = test::world();
-  for (index_t n : chain_sizes(world.size())) {
+  for (index_t n : chain_sizes(world)) {
     const std::uint64_t s = test::seed() + 11 + static_cast<std::uint64_t>(n);
     const std::string where = test::where(n, s);
     const auto global = test::random_vector<std::int32_t>(n, s);

@@ -14,9 +14,9 @@
 #   4. the two-level network on a slower link between the hosts (tc on the veth pairs): the
 #      scaling app fitted on 1 and 2 nodes predicts 3 (tests/scaling/check_two_level_json.py);
 #   5. faults: the ranks of one node killed in the middle of a job made of collectives (srun, then
-#      mpirun), and that node's slurmd stopped: the job must end within the deadline with a
-#      non-zero status and a message naming the lost node, no rank may be left running, and no
-#      output file may exist;
+#      mpirun), and that node's slurmd stopped (and the node marked down, as slurmctld would after
+#      SlurmdTimeout): the job must end within the deadline with a non-zero status and a message
+#      naming the lost node, no rank may be left running, and no output file may exist;
 #   6. restart: jobs/stencil.sbatch (checkpoints every few hundred iterations, --restart auto) on
 #      the 3 hosts loses one host after its first checkpoint (the host's ranks and slurmd killed):
 #      every rank is gone within TESSERA_MPI_TIMEOUT + 5 s; the job, resubmitted on the 2 remaining
@@ -356,7 +356,12 @@ fault() {
     echo "$name: killed the ranks on $node2"
   else
     netns_cluster_stop_slurmd 1
-    echo "$name: stopped the slurmd of $node2"
+    # What slurmctld does once SlurmdTimeout has passed without an answer (15-20 s here, the
+    # surviving ranks spinning all the while), at once: the node down. Slurm's own detection is
+    # Slurm's; what is checked here is the job's end, its words and the lost node's ranks.
+    scontrol update nodename="$node2" state=down reason="slurmd lost in a test" ||
+      fail "$name: scontrol could not mark $node2 down"
+    echo "$name: stopped the slurmd of $node2 and marked it down"
   fi
   local state
   state=$(wait_job "$id" 90) || fail "$name: job $id still not ended $((SECONDS - t0)) s after the fault: $state"

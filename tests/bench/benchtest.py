@@ -1,5 +1,6 @@
 """Shared pieces of the benchmark tests: a benchmark run under mpiexec on the cpu backend, checks
 collected so that one run reports every failure, and a work directory removed when all passed."""
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,11 @@ class BenchTest:
     def run(self, ranks, bench, args, timeout):
         """(status, stdout, stderr, command line) of `bench --backend cpu args` on `ranks` ranks."""
         cmd = [self.mpiexec, self.np_flag, str(ranks), *self.mpiexec_flags, bench, "--backend", "cpu", *args]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        # A refused run's ranks end by themselves: no 1 s + 1 s of mpiexec's kill grace after them
+        # (tests/apps/apptest.py says more).
+        env = {**os.environ}
+        env.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "0")
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         return p.returncode, p.stdout, p.stderr, " ".join(cmd)
 
     def check(self, cond, what):

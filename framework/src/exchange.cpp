@@ -100,6 +100,7 @@ void Exchange::release() {
 }
 
 void Exchange::send(int peer, const void* data, std::size_t bytes, std::size_t lead) {
+  TESSERA_ASSERT(pattern_ != ExchangePattern::broadcast, "Exchange::send on a broadcast (Exchange::broadcast)");
   TESSERA_ASSERT(!prepared_, "Exchange::send after prepare");
   TESSERA_ASSERT(lead == kLeadOfAddress || lead < kBoundary, "Exchange::send: a lead of 16 bytes or more");
   TESSERA_ASSERT(peer >= 0 && peer < ctx_.size(), "Exchange::send: no such rank");
@@ -113,7 +114,22 @@ void Exchange::send(int peer, const void* data, std::size_t bytes, std::size_t l
   (peer == ctx_.rank() ? bytes_to_self_ : bytes_to_others_) += static_cast<double>(bytes);
 }
 
+void Exchange::broadcast(int root, void* data, std::size_t bytes) {
+  TESSERA_ASSERT(pattern_ == ExchangePattern::broadcast, "Exchange::broadcast on an exchange that is not a broadcast");
+  TESSERA_ASSERT(!prepared_, "Exchange::broadcast after prepare");
+  TESSERA_ASSERT(sends_.empty(), "Exchange::broadcast: one broadcast per exchange");
+  TESSERA_ASSERT(root >= 0 && root < ctx_.size(), "Exchange::broadcast: no such rank");
+  TESSERA_ASSERT(bytes == 0 || data != nullptr, "Exchange::broadcast: no data");
+  Piece p;
+  p.peer = root;
+  p.data = static_cast<char*>(data);  // the root's is only read
+  p.bytes = bytes;
+  sends_.push_back(p);
+  bytes_to_others_ = static_cast<double>(bytes);
+}
+
 void Exchange::receive(int peer, void* data, std::size_t bytes, std::size_t sender_lead) {
+  TESSERA_ASSERT(pattern_ != ExchangePattern::broadcast, "Exchange::receive on a broadcast (Exchange::broadcast)");
   TESSERA_ASSERT(!prepared_, "Exchange::receive after prepare");
   TESSERA_ASSERT(peer >= 0 && peer < ctx_.size(), "Exchange::receive: no such rank");
   TESSERA_ASSERT(sender_lead < kBoundary, "Exchange::receive: a lead of 16 bytes or more");
@@ -127,6 +143,7 @@ void Exchange::receive(int peer, void* data, std::size_t bytes, std::size_t send
 }
 
 std::size_t Exchange::send_packed(int peer, std::size_t bytes) {
+  TESSERA_ASSERT(pattern_ != ExchangePattern::broadcast, "Exchange::send_packed on a broadcast (Exchange::broadcast)");
   TESSERA_ASSERT(!prepared_, "Exchange::send_packed after prepare");
   TESSERA_ASSERT(peer >= 0 && peer < ctx_.size(), "Exchange::send_packed: no such rank");
   Piece p;
@@ -140,6 +157,7 @@ std::size_t Exchange::send_packed(int peer, std::size_t bytes) {
 }
 
 std::size_t Exchange::receive_packed(int peer, std::size_t bytes, std::size_t sender_lead) {
+  TESSERA_ASSERT(pattern_ != ExchangePattern::broadcast, "Exchange::receive_packed on a broadcast (Exchange::broadcast)");
   TESSERA_ASSERT(!prepared_, "Exchange::receive_packed after prepare");
   TESSERA_ASSERT(peer >= 0 && peer < ctx_.size(), "Exchange::receive_packed: no such rank");
   TESSERA_ASSERT(sender_lead < kBoundary, "Exchange::receive_packed: a lead of 16 bytes or more");
@@ -154,6 +172,10 @@ std::size_t Exchange::receive_packed(int peer, std::size_t bytes, std::size_t se
 }
 
 CollectivePlan Exchange::plan() const {
+  if (pattern_ == ExchangePattern::broadcast) {
+    if (sends_.empty()) return {};
+    return {{Collective::bcast, bytes_to_others_}};
+  }
   if (pattern_ == ExchangePattern::all_to_all) return {{Collective::alltoallv, bytes_to_others_ + bytes_to_self_}};
   return {{Collective::neighbor_exchange, bytes_to_others_}};
 }
@@ -199,6 +221,15 @@ const void* Exchange::received_slot(std::size_t piece) const {
 void Exchange::start() {
   TESSERA_ASSERT(!pending_, "Exchange::start: the exchange is in flight already");
   prepare();
+  if (pattern_ == ExchangePattern::broadcast) {
+    if (sends_.empty()) {  // nothing named: nothing travels
+      pending_.emplace();
+      return;
+    }
+    const Piece& p = sends_.front();
+    pending_.emplace(comm_.ibcast(p.data, p.bytes, p.peer));
+    return;
+  }
   std::vector<DeviceComm::Message> sends, recvs;
   sends.reserve(sends_.size());
   recvs.reserve(recvs_.size());

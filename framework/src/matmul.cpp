@@ -7,9 +7,11 @@
 //   global  the A panel's owner broadcasts it along each process row, the B panel's owner along
 //           each process column (device path: NCCL, CUDA-aware MPI, staged, or host MPI)
 //   local   C_block += A_panel * B_panel with the local GEMM kernel (beta = 1)
-// Two panel buffers alternate so that the broadcast of step s+1 is posted before the product of
-// step s and travels while it runs. There is no fix-up phase: C is complete after the last step.
-// The steps are stream-ordered: the host does not wait for a product before posting the next
+// The steps run on the pipelined exchange skeleton (pipelined_exchange_phases, exchange.hpp): each
+// step's two broadcasts are its exchange, the owner's copy of its A columns its pack, the product
+// its unpack; the broadcasts of step s+1 are posted before the product of step s and travel while
+// it runs (two panel buffers alternate). There is no fix-up phase: C is complete after the last
+// step. The steps are stream-ordered: the host does not wait for a product before posting the next
 // broadcast. The broadcast into a buffer is ordered after the product that last read it by the
 // device path itself (NCCL and the staged copies run in the queue's order, CUDA-aware MPI waits for
 // the queue before it posts), and a staged broadcast waits for the root's packed panel before it
@@ -20,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/framework/device_comm.hpp"
+#include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/dist_matrix.hpp"
 #include "tessera/framework/timer.hpp"
 #include "tessera/framework/trace.hpp"
@@ -57,7 +59,6 @@ std::vector<Step> summa_steps(index_t k_total, index_t panel_width, const Partit
 
 template <class T>
 DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const MatmulOptions& options, PhaseTimes* times) {
-  const trace::Range range({"matmul", a.rows() * b.cols()}, a.grid().context());
   if (a.cols() != b.rows())
     throw UsageError("matmul: A is " + shape(a.rows(), a.cols()) + " and B is " + shape(b.rows(), b.cols()) +
                      ": the columns of A must equal the rows of B");
@@ -71,7 +72,6 @@ DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const Matmu
                      std::to_string(b.grid().cols()) + ")");
 
   const kernels::Queue& queue = grid.context().queue();
-  PhaseClock clock(queue, times != nullptr);
   DistMatrix<T> c(grid, a.rows(), b.cols());
   c.fill(T(0));
   const index_t m = c.local_rows();  // == a.local_rows(): same process row, same row partition
@@ -79,62 +79,47 @@ DistMatrix<T> matmul(const DistMatrix<T>& a, const DistMatrix<T>& b, const Matmu
   const std::vector<Step> steps = summa_steps(a.cols(), options.panel_width, a.col_partition(), b.row_partition());
   index_t widest = 0;
   for (const Step& s : steps) widest = std::max(widest, s.width());
+  // Two panel buffers of each kind, alternating between steps (the pipeline's two steps in flight).
   kernels::ScratchBuffer a_panels(queue, 2 * static_cast<std::size_t>(m * widest) * sizeof(T));
   kernels::ScratchBuffer b_panels(queue, 2 * static_cast<std::size_t>(widest * n) * sizeof(T));
-  const DeviceComm along_row(grid.row());
-  const DeviceComm along_column(grid.column());
   const bool row_alone = grid.cols() == 1;  // my A blocks are all mine: no packing, no broadcast
-
-  struct InFlight {
-    const T* a;
-    index_t lda;
-    const T* b;
-    DeviceComm::Request a_request, b_request;
+  auto a_buffer = [&](std::size_t s) { return a_panels.as<T>() + (s % 2) * static_cast<std::size_t>(m * widest); };
+  // B's rows are contiguous in the owner's block: it broadcasts straight from there (only read).
+  auto b_panel = [&](std::size_t s) {
+    return grid.process_row() == steps[s].b_owner
+               ? const_cast<T*>(b.local_data()) + (steps[s].k0 - b.row_offset()) * n
+               : b_panels.as<T>() + (s % 2) * static_cast<std::size_t>(widest * n);
   };
-  InFlight slot[2];
 
-  // Posts the broadcasts of step s into buffer s % 2 (the owner packs its A columns first).
-  auto post = [&](std::size_t s) {
-    const Step& step = steps[s];
-    InFlight& f = slot[s % 2];
-    const index_t w = step.width();
-    T* a_buffer = a_panels.as<T>() + (s % 2) * static_cast<std::size_t>(m * widest);
-    T* b_buffer = b_panels.as<T>() + (s % 2) * static_cast<std::size_t>(widest * n);
-    if (row_alone) {
-      f.a = a.local_data() + (step.k0 - a.col_offset());
-      f.lda = a.local_cols();
-    } else {
-      if (grid.process_col() == step.a_owner)
-        kernels::copy_2d(queue, a_buffer, w, a.local_data() + (step.k0 - a.col_offset()), a.local_cols(), m, w,
-                         sizeof(T));
-      f.a_request = along_row.ibcast(a_buffer, static_cast<std::size_t>(m * w) * sizeof(T), step.a_owner);
-      f.a = a_buffer;
-      f.lda = w;
-    }
-    // B's rows are contiguous in the owner's block: it broadcasts straight from there.
-    T* b_source = grid.process_row() == step.b_owner
-                      ? const_cast<T*>(b.local_data()) + (step.k0 - b.row_offset()) * n  // only read at the root
-                      : b_buffer;
-    f.b_request = along_column.ibcast(b_source, static_cast<std::size_t>(w * n) * sizeof(T), step.b_owner);
-    f.b = b_source;
-  };
-  clock.end_phase(times ? &times->host : nullptr);
-
-  if (!steps.empty()) post(0);
-  clock.end_phase(times ? &times->communication : nullptr);
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    // Global: step s+1 goes on the wire, then step s must have arrived.
-    if (s + 1 < steps.size()) post(s + 1);
-    InFlight& f = slot[s % 2];
-    f.a_request.wait();
-    f.b_request.wait();
-    clock.end_phase(times ? &times->communication : nullptr);
-
-    // Local: the panel product, accumulated into C.
-    kernels::gemm(queue, options.engine, m, n, steps[s].width(), T(1), f.a, f.lda, f.b, n, T(1), c.local_data(), n);
-    clock.end_phase(times ? &times->local : nullptr);
-  }
-  clock.finish();
+  pipelined_exchange_phases(
+      {"matmul", a.rows() * b.cols()}, grid.context(), times, steps.size(),
+      [&](std::size_t s) {  // plan: the A panel along my process row, the B panel along my column
+        const Step& step = steps[s];
+        const index_t w = step.width();
+        std::vector<Exchange> panels;
+        if (!row_alone) {
+          Exchange along_row(grid.row(), ExchangePattern::broadcast);
+          along_row.broadcast(step.a_owner, a_buffer(s), static_cast<std::size_t>(m * w) * sizeof(T));
+          panels.push_back(std::move(along_row));
+        }
+        Exchange along_column(grid.column(), ExchangePattern::broadcast);
+        along_column.broadcast(step.b_owner, b_panel(s), static_cast<std::size_t>(w * n) * sizeof(T));
+        panels.push_back(std::move(along_column));
+        return panels;
+      },
+      [&](std::size_t s, std::vector<Exchange>&) {  // pack: the A panel's owner gathers its columns
+        const Step& step = steps[s];
+        if (!row_alone && grid.process_col() == step.a_owner)
+          kernels::copy_2d(queue, a_buffer(s), step.width(), a.local_data() + (step.k0 - a.col_offset()),
+                           a.local_cols(), m, step.width(), sizeof(T));
+      },
+      [&](std::size_t s, std::vector<Exchange>&) {  // unpack: the panel product, accumulated into C
+        const Step& step = steps[s];
+        const T* a_panel = row_alone ? a.local_data() + (step.k0 - a.col_offset()) : a_buffer(s);
+        const index_t lda = row_alone ? a.local_cols() : step.width();
+        kernels::gemm(queue, options.engine, m, n, step.width(), T(1), a_panel, lda, b_panel(s), n, T(1),
+                      c.local_data(), n);
+      });
   return c;
 }
 

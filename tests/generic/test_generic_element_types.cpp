@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "element_types.hpp"
 #include "generic_test_util.hpp"
@@ -129,6 +130,52 @@ TEST(Exchange, RunsFromAnyOffsetArriveWhole) {
                                                                   : exchange.bytes_to_others());
     }
   });
+}
+
+// The pipelined form: 7 steps, each a broadcast of a run of bytes from a root that moves from rank to
+// rank, into one of two buffers that alternate. Every step's bytes arrive whole; step s + 1 is
+// planned before step s is unpacked; each step's exchange plans one bcast of its bytes.
+TEST(Exchange, PipelinedBroadcastsArriveWholeAndInOrder) {
+  const Context& world = test::world();
+  const int ranks = world.size(), me = world.rank();
+  const kernels::Queue& q = world.queue();
+  constexpr std::size_t kSteps = 7;
+  auto root_of = [&](std::size_t s) { return static_cast<int>((s * 3 + 1) % static_cast<std::size_t>(ranks)); };
+  auto length_of = [](std::size_t s) { return static_cast<std::size_t>((s * 37 + 5) % 61); };  // 0 at none, odd sizes
+  auto byte_of = [](std::size_t s, std::size_t i) { return static_cast<unsigned char>(s * 29 + i * 11 + 3); };
+  kernels::ScratchBuffer buffers(q, 2 * 64);
+  std::vector<std::string> order;
+  PhaseTimes times;
+  pipelined_exchange_phases(
+      {"pipelined broadcasts", static_cast<index_t>(kSteps)}, world, &times, kSteps,
+      [&](std::size_t s) {
+        order.push_back("plan " + std::to_string(s));
+        std::vector<Exchange> xs;
+        xs.emplace_back(world, ExchangePattern::broadcast);
+        xs.back().broadcast(root_of(s), buffers.as<char>() + (s % 2) * 64, length_of(s));
+        EXPECT_EQ(xs.back().plan(), (CollectivePlan{{Collective::bcast, static_cast<double>(length_of(s))}}));
+        return xs;
+      },
+      [&](std::size_t s, std::vector<Exchange>&) {
+        if (me != root_of(s) || length_of(s) == 0) return;
+        std::vector<unsigned char> run(length_of(s));
+        for (std::size_t i = 0; i < run.size(); ++i) run[i] = byte_of(s, i);
+        kernels::copy_from_host(q, buffers.as<char>() + (s % 2) * 64, run.data(), run.size());
+      },
+      [&](std::size_t s, std::vector<Exchange>&) {
+        order.push_back("unpack " + std::to_string(s));
+        std::vector<unsigned char> got(length_of(s));
+        if (!got.empty()) kernels::copy_to_host(q, got.data(), buffers.as<char>() + (s % 2) * 64, got.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], byte_of(s, i)) << "step " << s << " from root " << root_of(s) << " byte " << i;
+      });
+  std::vector<std::string> expected{"plan 0"};
+  for (std::size_t s = 0; s < kSteps; ++s) {
+    if (s + 1 < kSteps) expected.push_back("plan " + std::to_string(s + 1));
+    expected.push_back("unpack " + std::to_string(s));
+  }
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(times.fixup, 0.0);
 }
 
 // ---- the algorithms on one array ---------------------------------------------------------------------

@@ -49,10 +49,11 @@
 namespace tessera {
 
 // Whom a rank exchanges with: every rank (one all-to-all, counted as one alltoallv of every byte
-// sent, this rank's own included), or a few neighbours (counted as one neighbor_exchange of the
-// bytes sent to other ranks). Both are one exchange in flight at once; the count is what the
-// collective plans (collective_plan.hpp) charge.
-enum class ExchangePattern { all_to_all, neighbours };
+// sent, this rank's own included), a few neighbours (counted as one neighbor_exchange of the bytes
+// sent to other ranks), or one root to every rank (one broadcast, counted as one bcast of its
+// bytes). Each is one exchange in flight at once; the count is what the collective plans
+// (collective_plan.hpp) charge.
+enum class ExchangePattern { all_to_all, neighbours, broadcast };
 
 // The messages of one exchange on one rank, and the buffers of those that travel packed.
 //
@@ -91,12 +92,17 @@ class Exchange {
   // whose slot prepare() allocates.
   std::size_t send_packed(int peer, std::size_t bytes);
   std::size_t receive_packed(int peer, std::size_t bytes, std::size_t sender_lead = 0);
+  // A broadcast (ExchangePattern::broadcast, one per exchange): `bytes` bytes of backend memory
+  // from root's `data` into every other rank's `data` (each rank names its own buffer; the root's
+  // is only read). Every rank names the same root and size.
+  void broadcast(int root, void* data, std::size_t bytes);
 
   // The bytes this rank sends to other ranks, and to itself (messages to itself).
   double bytes_to_others() const { return bytes_to_others_; }
   double bytes_to_self() const { return bytes_to_self_; }
   // The collectives of one run (collective_plan.hpp): one alltoallv of every byte sent (all_to_all),
-  // or one neighbor_exchange of the bytes sent to other ranks (neighbours). Pure arithmetic.
+  // one neighbor_exchange of the bytes sent to other ranks (neighbours), or one bcast of the
+  // broadcast's bytes (broadcast). Pure arithmetic.
   CollectivePlan plan() const;
 
   // Allocates the slots of the packed pieces (and of the straight receives the remedy stages).
@@ -204,6 +210,60 @@ decltype(auto) exchange_phases(const trace::Call& call, const Context& ctx, Phas
   }
 }
 
+// A pipeline of exchanges: steps 0 .. steps - 1, each planned (plan(s) -> its exchanges: any range
+// of Exchange, started together), packed (pack(s, exchanges)), exchanged and unpacked (unpack(s,
+// exchanges): the local work that reads what the step received), with step s + 1 planned, packed
+// and started before step s is finished and unpacked, so that its messages travel while step s's
+// unpack runs (SUMMA's panels: the broadcasts of the next panels behind the product of these).
+// Two steps are in flight at most: the buffers a step packs and receives into must differ from the
+// step before's (two that alternate suffice: the pack of step s + 1 is queued after the unpack of
+// step s - 1, the last reader of the same buffer).
+//
+// Timed as PhaseTimes says (skeleton.hpp), each step's unpack counting as local work, since it is
+// the work the next step's exchange travels behind: host = the plans, local = the packs and the
+// unpacks, communication = the waits for exchanges not yet done; no fixup. `call` names the NVTX
+// range, inside which each step's "plan", "pack", "exchange" and "unpack" are ranges of their own.
+template <class Plan, class Pack, class Unpack>
+void pipelined_exchange_phases(const trace::Call& call, const Context& ctx, PhaseTimes* times, std::size_t steps,
+                               Plan&& plan, Pack&& pack, Unpack&& unpack) {
+  const trace::Range whole(call, ctx);
+  PhaseClock clock(ctx.queue(), times != nullptr);
+  using Exchanges = std::decay_t<decltype(plan(std::size_t{0}))>;
+  std::optional<Exchanges> in_flight[2];
+  auto post = [&](std::size_t s) {
+    std::optional<Exchanges>& step = in_flight[s % 2];
+    {
+      const trace::Range phase(call, "plan");
+      step.emplace(plan(s));
+      for (Exchange& x : *step) x.prepare();
+    }
+    clock.end_phase(times ? &times->host : nullptr);
+    {
+      const trace::Range phase(call, "pack");
+      pack(s, *step);
+    }
+    for (Exchange& x : *step) x.start();
+    clock.end_phase(times ? &times->local : nullptr);
+  };
+  if (steps > 0) post(0);
+  for (std::size_t s = 0; s < steps; ++s) {
+    if (s + 1 < steps) post(s + 1);
+    std::optional<Exchanges>& step = in_flight[s % 2];
+    {
+      const trace::Range phase(call, "exchange");
+      for (Exchange& x : *step) x.finish();
+    }
+    clock.end_phase(times ? &times->communication : nullptr);
+    {
+      const trace::Range phase(call, "unpack");
+      unpack(s, *step);
+    }
+    clock.end_phase(times ? &times->local : nullptr);
+    step.reset();  // the exchanges' own buffers go in stream order, after the unpack
+  }
+  clock.finish();
+}
+
 // The same, named "exchange" for profilers.
 template <class Plan, class Pack, class Overlap, class Unpack>
 decltype(auto) exchange_phases(const Context& ctx, PhaseTimes* times, Plan&& plan, Pack&& pack, Overlap&& overlap,
@@ -234,6 +294,7 @@ namespace detail {
 // The library's own algorithms name them here, beside three_phases.
 using tessera::exchange_phases;
 using tessera::lead_of;
+using tessera::pipelined_exchange_phases;
 using tessera::no_overlap;
 using tessera::no_pack;
 using tessera::no_unpack;

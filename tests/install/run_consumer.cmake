@@ -106,6 +106,7 @@ if(NVCC)
   set(_library_architectures "${CMAKE_MATCH_1}")
   if(_config MATCHES "set\\(Tessera_HAVE_CUDA 1\\)")
     foreach(arch IN LISTS _library_architectures)
+      string(REGEX REPLACE "-(real|virtual)$" "" arch "${arch}")  # 80-virtual: PTX of compute_80 alone
       if(NOT out MATCHES "arch=compute_${arch}")
         message(FATAL_ERROR "the CUDA consumer was not compiled for the library's architecture ${arch}:\n${out}")
       endif()

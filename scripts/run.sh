@@ -34,15 +34,19 @@ arch_args=()
 # compute_80 (80-virtual: what any GPU from sm_80 on runs, the driver compiling it at the first
 # launch), and ptxas, which would turn it into machine code for one GPU, does not run: 15-35% of a
 # CUDA file's compile time. The local kernels' benchmarks against CUB, cuBLAS and Thrust
-# (bench/kernels: a quarter of the whole build's compile time on 2 cores) are left out. CMAKE_ARGS
-# chooses otherwise (-DCMAKE_CUDA_ARCHITECTURES=..., -DTESSERA_BUILD_GPU_BENCH=ON).
+# (bench/kernels: a quarter of the whole build's compile time on 2 cores) are left out, and the
+# tests that run on either backend are compiled as C++ for the cpu backend they run on here
+# (TESSERA_CUDA_TESTS=OFF; nvcc would take 3-4 times as long), while the GPU tests are still
+# compiled by nvcc. CMAKE_ARGS chooses otherwise (-DCMAKE_CUDA_ARCHITECTURES=...,
+# -DTESSERA_BUILD_GPU_BENCH=ON, -DTESSERA_CUDA_TESTS=ON).
 if [ "$what" = test ] && ! nvidia-smi -L >/dev/null 2>&1; then
   [[ "${CMAKE_ARGS:-}" == *CMAKE_CUDA_ARCHITECTURES* ]] || arch_args+=(-DCMAKE_CUDA_ARCHITECTURES=80-virtual)
   [[ "${CMAKE_ARGS:-}" == *TESSERA_BUILD_GPU_BENCH* ]] || arch_args+=(-DTESSERA_BUILD_GPU_BENCH=OFF)
+  [[ "${CMAKE_ARGS:-}" == *TESSERA_CUDA_TESTS* ]] || arch_args+=(-DTESSERA_CUDA_TESTS=OFF)
 fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   if [ ${#arch_args[@]} -gt 0 ]; then
-    echo "run.sh: no GPU here: CUDA code (where nvcc exists) is compiled to PTX for compute_80 only, without the GPU kernels' benchmarks"
+    echo "run.sh: no GPU here: CUDA code (where nvcc exists) is compiled to PTX for compute_80 only, without the GPU kernels' benchmarks; the tests that run on the cpu backend are compiled as C++"
   fi
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${arch_args[@]}" ${CMAKE_ARGS:-}
 fi

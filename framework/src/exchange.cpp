@@ -159,7 +159,7 @@ std::size_t Exchange::send_packed(int peer, std::size_t bytes) {
   return packed_sends_.size() - 1;
 }
 
-std::size_t Exchange::receive_packed(int peer, std::size_t bytes, std::size_t sender_lead) {
+std::size_t Exchange::receive_packed(int peer, std::size_t bytes, std::size_t sender_lead, std::size_t alignment) {
   TESSERA_ASSERT(pattern_ != ExchangePattern::broadcast, "Exchange::receive_packed on a broadcast (Exchange::broadcast)");
   TESSERA_ASSERT(!prepared_, "Exchange::receive_packed after prepare");
   TESSERA_ASSERT(peer >= 0 && peer < ctx_.size(), "Exchange::receive_packed: no such rank");
@@ -167,8 +167,11 @@ std::size_t Exchange::receive_packed(int peer, std::size_t bytes, std::size_t se
   Piece p;
   p.peer = peer;
   p.bytes = bytes;
+  TESSERA_ASSERT(alignment == 0 || ((alignment & (alignment - 1)) == 0 && alignment <= packed_alignment_),
+                 "Exchange::receive_packed: an alignment that is not a power of two up to the packed alignment");
   p.lead = sender_lead;
   p.packed = true;
+  p.alignment = alignment;
   packed_recvs_.push_back(recvs_.size());
   recvs_.push_back(p);
   return packed_recvs_.size() - 1;
@@ -195,6 +198,8 @@ void Exchange::prepare() {
     p.lead = 0;
     send_total = round_up(send_total + p.bytes, packed_alignment_);
   }
+  // A packed receive that brings no lead and names its own alignment follows the piece before it
+  // on that boundary alone (end to end, for pieces of one element type).
   for (Piece& p : recvs_) {
     const bool brings_lead = travels_aligned(p);
     if (!p.packed) {
@@ -202,8 +207,9 @@ void Exchange::prepare() {
       if (!p.staged) continue;
     }
     if (!brings_lead) p.lead = 0;
-    p.slot = recv_total;
-    recv_total = round_up(recv_total + p.lead + p.bytes, packed_alignment_);
+    const std::size_t boundary = p.packed && !brings_lead && p.alignment != 0 ? p.alignment : packed_alignment_;
+    p.slot = round_up(recv_total, boundary);
+    recv_total = p.slot + p.lead + p.bytes;
   }
   if (send_total) send_buffer_ = kernels::allocate(ctx_.queue(), send_total);
   if (recv_total) recv_buffer_ = kernels::allocate(ctx_.queue(), recv_total);

@@ -178,6 +178,16 @@ struct SampleOrder {
 
 // Where the runs a rank receives lie (one per sender, in rank order, elements of `element_bytes`
 // bytes): each at its own address, end to end or with gaps between (the exchange's slots).
+// The boundary a run of elements of `bytes` bytes needs: the largest power of two dividing it, at
+// most 16 (an element's alignment divides its size).
+std::size_t element_alignment(std::size_t bytes) {
+  std::size_t a = 1;
+  while (a < 16 && bytes % (2 * a) == 0) a *= 2;
+  return a;
+}
+
+bool on_boundary(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 struct Runs {
   std::vector<char*> at;       // the first element of each sender's run
   std::vector<index_t> count;  // its elements
@@ -527,7 +537,9 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
   // Each peer's keys, and values, go as messages straight from the sorted block into the exchange's
   // slots, one run per sender in source-rank order (Exchange: from the 16-byte boundary before each
   // run, landing on one, where the path copies faster from there): one exchange, nothing packed.
-  // The merge then reads the runs where they landed.
+  // The keys' slots follow one another on the keys' own alignment, then the values', so that runs
+  // that bring no lead (this rank's own; every run where the path takes no remedy) land end to
+  // end. The merge then reads the runs where they landed.
   PhaseTimes exchanged;
   const bool timed = times != nullptr || sort_times != nullptr;
   std::vector<std::size_t> key_piece(static_cast<std::size_t>(ranks), SIZE_MAX), value_piece = key_piece;
@@ -553,13 +565,20 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
               exchange.send(p, sorted_values + out.start * value_bytes, static_cast<std::size_t>(out.count) * value_bytes,
                             lead_of(static_cast<std::size_t>(out.start) * value_bytes));
           }
-          if (in.count > 0) {
+          if (in.count > 0)
             key_piece[q] = exchange.receive_packed(p, static_cast<std::size_t>(in.count) * key_bytes,
-                                                   lead_of(static_cast<std::size_t>(in.start) * key_bytes));
-            if (has_values)
-              value_piece[q] = exchange.receive_packed(p, static_cast<std::size_t>(in.count) * value_bytes,
-                                                       lead_of(static_cast<std::size_t>(in.start) * value_bytes));
-          }
+                                                   lead_of(static_cast<std::size_t>(in.start) * key_bytes),
+                                                   element_alignment(key_bytes));
+        }
+        // The values' runs after all the keys' (each peer's key before its value, as sent), so that
+        // the runs of each land end to end wherever no lead separates them.
+        for (int p = 0; p < ranks && has_values; ++p) {
+          const PeerRange& in = recv[static_cast<std::size_t>(p)];
+          if (in.count > 0)
+            value_piece[static_cast<std::size_t>(p)] =
+                exchange.receive_packed(p, static_cast<std::size_t>(in.count) * value_bytes,
+                                        lead_of(static_cast<std::size_t>(in.start) * value_bytes),
+                                        element_alignment(value_bytes));
         }
         // The slots, and the merge's buffers, agreed on before the exchange: a rank without the
         // memory must not leave the others waiting in it.
@@ -599,11 +618,13 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
         char* merged_keys = key_runs.first;
         char* merged_values = value_runs.first;
         if (!in_order && received > 0) {
-          if (key_runs.gapped) {
+          // The local sort reads its arrays from 16-byte boundaries (as every block starts on one):
+          // runs end to end but off a boundary are moved too.
+          if (key_runs.gapped || !on_boundary(key_runs.first)) {
             key_runs.copy(queue, 0, received, closed_keys);
             key_runs.close_at(closed_keys, received);
           }
-          if (has_values && value_runs.gapped) {
+          if (has_values && (value_runs.gapped || !on_boundary(value_runs.first))) {
             value_runs.copy(queue, 0, received, closed_values);
             value_runs.close_at(closed_values, received);
           }

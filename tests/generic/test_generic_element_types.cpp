@@ -4,6 +4,7 @@
 // scatter, HDF5) with both the path's own exchanges and the remedy for unaligned runs forced on.
 // Compiled by nvcc where the build has CUDA, so that TESSERA_TEST_BACKEND=cuda runs the same tests
 // on the device backend.
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -128,6 +129,58 @@ TEST(Exchange, RunsFromAnyOffsetArriveWhole) {
       const double planned = exchange.plan()[0].bytes;
       EXPECT_EQ(planned, pattern == ExchangePattern::all_to_all ? exchange.bytes_to_others() + exchange.bytes_to_self()
                                                                   : exchange.bytes_to_others());
+    }
+  });
+}
+
+// Packed receives that name an element alignment: runs of int32 from each rank (itself included),
+// sent from element offsets that are off 16-byte boundaries. Without the remedy every run follows
+// the one before it end to end; with it (forced) a run from another rank lands on a 16-byte
+// boundary plus its sender's lead, and one from this rank follows the run before it. Every run
+// arrives whole.
+TEST(Exchange, PackedReceivesOfOneTypeLandEndToEnd) {
+  const Context& world = test::world();
+  const int ranks = world.size(), me = world.rank();
+  const kernels::Queue& q = world.queue();
+  auto count_of = [&](int from, int to) { return static_cast<index_t>((from * 5 + to * 3) % 7 + 1); };
+  auto start_of = [&](int from, int to) { return static_cast<index_t>((from + 2 * to) % 5); };  // elements
+  auto value_of = [](int from, int to, index_t i) { return static_cast<std::int32_t>(from * 1000 + to * 100 + i); };
+  with_both_exchanges([&](bool aligned) {
+    Exchange exchange(world, ExchangePattern::all_to_all);
+    std::vector<std::unique_ptr<kernels::ScratchBuffer>> blocks;
+    std::vector<std::size_t> piece(static_cast<std::size_t>(ranks));
+    for (int p = 0; p < ranks; ++p) {
+      const index_t n = count_of(me, p), start = start_of(me, p);
+      std::vector<std::int32_t> run(static_cast<std::size_t>(start + n));
+      for (index_t i = 0; i < n; ++i) run[static_cast<std::size_t>(start + i)] = value_of(me, p, i);
+      blocks.push_back(std::make_unique<kernels::ScratchBuffer>(q, run.size() * sizeof(std::int32_t)));
+      kernels::copy_from_host(q, blocks.back()->as<char>(), run.data(), run.size() * sizeof(std::int32_t));
+      exchange.send(p, blocks.back()->as<std::int32_t>() + start, static_cast<std::size_t>(n) * 4,
+                    lead_of(static_cast<std::size_t>(start) * 4));
+    }
+    for (int p = 0; p < ranks; ++p)
+      piece[static_cast<std::size_t>(p)] = exchange.receive_packed(
+          p, static_cast<std::size_t>(count_of(p, me)) * 4, lead_of(static_cast<std::size_t>(start_of(p, me)) * 4), 4);
+    exchange.prepare();
+    for (int p = 0; p < ranks; ++p) {
+      const auto* at = static_cast<const char*>(exchange.received_slot(piece[static_cast<std::size_t>(p)]));
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(at) % 4, 0u) << "from rank " << p;
+      const bool brings_lead = aligned && p != me;
+      if (brings_lead) {
+        EXPECT_EQ((reinterpret_cast<std::uintptr_t>(at) - lead_of(static_cast<std::size_t>(start_of(p, me)) * 4)) % 16, 0u)
+            << "from rank " << p;
+      } else if (p > 0) {
+        EXPECT_EQ(at, static_cast<const char*>(exchange.received_slot(piece[static_cast<std::size_t>(p - 1)])) +
+                          count_of(p - 1, me) * 4)
+            << "the run from rank " << p << " does not follow the one before it" << (aligned ? " (aligned)" : "");
+      }
+    }
+    exchange.run();
+    for (int p = 0; p < ranks; ++p) {
+      std::vector<std::int32_t> got(static_cast<std::size_t>(count_of(p, me)));
+      kernels::copy_to_host(q, got.data(), exchange.received_slot(piece[static_cast<std::size_t>(p)]), got.size() * 4);
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], value_of(p, me, static_cast<index_t>(i))) << "from rank " << p << (aligned ? " aligned" : "");
     }
   });
 }

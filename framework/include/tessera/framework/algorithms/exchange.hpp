@@ -92,8 +92,14 @@ class Exchange {
   void receive(int peer, void* data, std::size_t bytes, std::size_t sender_lead = 0);
   // Packed messages: the index of the piece (0, 1, ... in the order of the calls of each kind),
   // whose slot prepare() allocates.
+  // A packed receive's slot starts on the exchange's packed alignment, or, where `alignment` is
+  // given (a power of two, at most the packed alignment), on that boundary alone where the message
+  // brings no lead (a message from this rank itself; any message on a path without the remedy):
+  // packed receives of one element type laid one after another then land end to end, in one run
+  // a caller can read as a whole (the distributed sort's merge). A message that brings a lead
+  // lands on a 16-byte boundary whatever `alignment` says.
   std::size_t send_packed(int peer, std::size_t bytes);
-  std::size_t receive_packed(int peer, std::size_t bytes, std::size_t sender_lead = 0);
+  std::size_t receive_packed(int peer, std::size_t bytes, std::size_t sender_lead = 0, std::size_t alignment = 0);
   // A broadcast (ExchangePattern::broadcast, one per exchange): `bytes` bytes of backend memory
   // from root's `data` into every other rank's `data` (each rank names its own buffer; the root's
   // is only read). Every rank names the same root and size.
@@ -147,6 +153,7 @@ class Exchange {
     bool packed = false;
     bool staged = false;       // a straight receive that lands in a slot first
     std::size_t slot = 0;      // offset of the slot in the exchange's buffer
+    std::size_t alignment = 0; // packed receives: the slot's boundary without a lead (0: packed_alignment_)
   };
   // The remedy for a message to another rank of at least kAlignedFromBytes (every message where a
   // test forces it): below, staging it costs more than the alignment gains.

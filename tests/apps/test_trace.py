@@ -2,10 +2,14 @@
 recorder (tests/support/nvtx_recorder.cpp, NVTX_INJECTION64_PATH in the environment, as Nsight
 Systems sets it), and each rank's record is checked: the domain "Tessera", ranges that nest and
 close, the algorithm's range naming its size and the rank, its phases inside it, the halo
-exchanges and the HDF5 reads and writes."""
+exchanges and the HDF5 reads and writes. On the cuda backend, where Nsight Compute (ncu) is
+installed, the same ranges as a profiler on the GPU machine shows them: each kernel's NVTX stack
+(ncu --nvtx) inside a reduction names the domain Tessera, the reduction's range and its phase."""
 import glob
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 from apptest import Harness, write_h5
@@ -112,5 +116,38 @@ if got:
     expect("stencil", got, "jacobi: iteration", [])
     for prefix in ("halo: send", "halo: receive", "jacobi: residual"):
         anywhere("stencil", got, prefix)
+
+# Under a profiler on the GPU machine: Nsight Compute with NVTX support, one rank, the kernels of a
+# reduction of generated samples. ncu injects itself through NVTX_INJECTION64_PATH: the recorder's
+# is left out of this run.
+ncu = os.environ.get("TESSERA_TEST_NCU") or shutil.which("ncu") or (
+    "/usr/local/cuda/bin/ncu" if os.path.exists("/usr/local/cuda/bin/ncu") else None)
+if h.backend == "cuda" and ncu:
+    env = {k: v for k, v in os.environ.items() if k not in ("NVTX_INJECTION64_PATH", "TESSERA_NVTX_RECORD")}
+    cmd = [ncu, "--nvtx", "--metrics", "gpu__time_duration.sum",
+           os.path.join(h.bin, "tessera-global-sum"), "--backend", "cuda", "--n", "100003", "--repeat", "1",
+           "--warmup", "0", "--quiet"]
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300, env=env, cwd=h.work)
+    if h.check(p.returncode == 0, f"ncu: status {p.returncode}: {' '.join(cmd)}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"):
+        # Each profiled kernel's "NVTX Push/Pop Stack for Thread N:" and the lines indented below it.
+        stacks, lines = [], p.stdout.splitlines()
+        for i, line in enumerate(lines):
+            if "NVTX Push/Pop Stack" in line:
+                indent = len(line) - len(line.lstrip())
+                block = []
+                for nxt in lines[i + 1:]:
+                    if not nxt.strip() or len(nxt) - len(nxt.lstrip()) <= indent:
+                        break
+                    block.append(nxt.strip())
+                stacks.append("\n".join(block))
+        top = "transform_reduce (n 100003, rank 0 of 1)"
+        inside = [b for b in stacks if "Tessera" in b and top in b]
+        h.check(stacks, f"ncu: no kernel with an NVTX stack:\n{p.stdout[-3000:]}")
+        h.check(any("transform_reduce: local" in b for b in inside),
+                f"ncu: no kernel inside '{top}' and its local phase in the domain Tessera; the stacks:\n" +
+                "\n--\n".join(stacks))
+        print(f"ncu: {len(stacks)} kernels profiled, {len(inside)} inside '{top}'")
+elif h.backend == "cuda":
+    print("ncu not found: the ranges under a profiler on the GPU are not checked here")
 
 h.finish()

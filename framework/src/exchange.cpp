@@ -40,7 +40,7 @@ Exchange::Exchange(const Context& ctx, ExchangePattern pattern, std::size_t pack
     : ctx_(ctx), pattern_(pattern), packed_alignment_(std::max(packed_alignment, kBoundary)), comm_(ctx) {
   TESSERA_ASSERT(packed_alignment_ % kBoundary == 0, "Exchange: packed slots on a multiple of 16 bytes");
   aligned_ = detail::forced_aligned_exchange().value_or(comm_.prefers_aligned_messages());
-  aligned_forced_ = detail::forced_aligned_exchange() == std::optional<bool>(true);
+  if (detail::forced_aligned_exchange() == std::optional<bool>(true)) aligned_from_bytes_ = 0;
 }
 
 Exchange::~Exchange() { release(); }
@@ -51,7 +51,7 @@ Exchange::Exchange(Exchange&& o) noexcept
       packed_alignment_(o.packed_alignment_),
       comm_(o.comm_),
       aligned_(o.aligned_),
-      aligned_forced_(o.aligned_forced_),
+      aligned_from_bytes_(o.aligned_from_bytes_),
       prepared_(o.prepared_),
       sends_(std::move(o.sends_)),
       recvs_(std::move(o.recvs_)),
@@ -73,7 +73,7 @@ Exchange& Exchange::operator=(Exchange&& o) noexcept {
     packed_alignment_ = o.packed_alignment_;
     comm_ = o.comm_;
     aligned_ = o.aligned_;
-    aligned_forced_ = o.aligned_forced_;
+    aligned_from_bytes_ = o.aligned_from_bytes_;
     prepared_ = o.prepared_;
     sends_ = std::move(o.sends_);
     recvs_ = std::move(o.recvs_);

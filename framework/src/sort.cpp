@@ -186,8 +186,6 @@ std::size_t element_alignment(std::size_t bytes) {
   return a;
 }
 
-bool on_boundary(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 struct Runs {
   std::vector<char*> at;       // the first element of each sender's run
   std::vector<index_t> count;  // its elements
@@ -620,11 +618,11 @@ SortedBlocks distributed_sort(const Context& ctx, const Partition& partition, co
         if (!in_order && received > 0) {
           // The local sort reads its arrays from 16-byte boundaries (as every block starts on one):
           // runs end to end but off a boundary are moved too.
-          if (key_runs.gapped || !on_boundary(key_runs.first)) {
+          if (key_runs.gapped || lead_of(reinterpret_cast<std::uintptr_t>(key_runs.first)) != 0) {
             key_runs.copy(queue, 0, received, closed_keys);
             key_runs.close_at(closed_keys, received);
           }
-          if (has_values && (value_runs.gapped || !on_boundary(value_runs.first))) {
+          if (has_values && (value_runs.gapped || lead_of(reinterpret_cast<std::uintptr_t>(value_runs.first)) != 0)) {
             value_runs.copy(queue, 0, received, closed_values);
             value_runs.close_at(closed_values, received);
           }

@@ -158,7 +158,7 @@ class Exchange {
   // The remedy for a message to another rank of at least kAlignedFromBytes (every message where a
   // test forces it): below, staging it costs more than the alignment gains.
   bool travels_aligned(const Piece& piece) const {
-    return aligned_ && piece.peer != ctx_.rank() && (aligned_forced_ || piece.bytes >= kAlignedFromBytes);
+    return aligned_ && piece.peer != ctx_.rank() && piece.bytes >= aligned_from_bytes_;
   }
   void release();
 
@@ -167,7 +167,7 @@ class Exchange {
   std::size_t packed_alignment_;
   DeviceComm comm_;
   bool aligned_ = false;
-  bool aligned_forced_ = false;  // detail::force_aligned_exchange(true)
+  std::size_t aligned_from_bytes_ = kAlignedFromBytes;  // 0 where detail::force_aligned_exchange(true)
   bool prepared_ = false;
   std::vector<Piece> sends_, recvs_;
   std::vector<std::size_t> packed_sends_, packed_recvs_;  // indices into sends_ / recvs_

@@ -2,7 +2,8 @@
 // transform of the same array in the same run:
 //   cpu backend   FFTW-MPI on the same ranks, the same global shape, slab decomposition, the same
 //                 planning effort (FFTW_MEASURE by default) and its transposed output
-//                 (FFTW_MPI_TRANSPOSED_OUT, the counterpart of the plan's cut output)
+//                 (FFTW_MPI_TRANSPOSED_OUT: the plan's cut output; its order in memory is ours'
+//                 with --order swapped)
 //   cuda backend  cuFFT alone on the whole array (one rank: the framework's overhead over cuFFT)
 // and, for slab plans over more than one rank, the exchange against a bare DeviceComm::alltoallv of
 // the same byte counts per peer (what the exchange cannot beat).
@@ -51,6 +52,7 @@
 #include "tessera/framework/io.hpp"
 #include "tessera/framework/runtime.hpp"
 #include "tessera/framework/timer.hpp"
+#include "tessera/kernels/copy_2d.hpp"
 #include "tessera/kernels/memory.hpp"
 #if TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -67,6 +69,7 @@ struct Options {
   std::string decomposition = "slab";
   std::string kind = "c2c";
   std::string effort = "measure";
+  std::string order = "natural";  // the output's order in memory (fft::Order)
   int calls = 0;  // per sample; 0: 1 on the cpu backend, 8 under cuda
   int iters = 10, warmup = 2;  // from the harness
 };
@@ -115,6 +118,12 @@ void add_options(bench::Harness& h, Options& o) {
     if (v != "measure" && v != "estimate") throw UsageError("--effort: '" + std::string(v) + "' (expected measure or estimate)");
     o.effort = std::string(v);
   });
+  h.add_option({"--order"}, "natural|swapped",
+               "ours' output order in memory (fft::Order; default natural; FFTW-MPI's transposed output is swapped)",
+               [&o](std::string_view v) {
+                 if (v != "natural" && v != "swapped") throw UsageError("--order: '" + std::string(v) + "' (expected natural or swapped)");
+                 o.order = std::string(v);
+               });
   h.add_option({"--calls"}, "C", "forward calls per timed sample, back to back, one synchronisation (default 1 on the cpu, 8 under cuda)",
                [&o](std::string_view v) { o.calls = static_cast<int>(apps::parse_count(v, "--calls", 1, 1 << 20)); });
 }
@@ -222,6 +231,7 @@ struct VendorResult {
 template <class Real>
 struct OurOutput {
   fft::Box box;
+  bool swapped = false;  // values in fft::Order::swapped
   std::vector<std::complex<Real>> values;
   double max_abs = 0;  // over all ranks
 };
@@ -288,8 +298,8 @@ class FftwMpi {
     else fftw_execute(plan_);
   }
 
-  // Collective: its output ([local_n1 of N1, N0, R]) against ours' ([N0, ours' N1 range, R]) where
-  // both hold; the largest difference and the count compared, over all ranks.
+  // Collective: its output ([local_n1 of N1, N0, R]) against ours' ([N0, ours' N1 range, R], or
+  // [ours' N1 range, N0, R] swapped) where both hold; the largest difference and the count compared, over all ranks.
   template <class Ours>
   void compare(const Ours& ours, VendorResult& v) const {
     const index_t n0 = shape_[0];
@@ -302,7 +312,9 @@ class FftwMpi {
       for (index_t j0 = 0; j0 < n0; ++j0)
         for (index_t k = 0; k < r; ++k) {
           const std::complex<Real> a = out_[((j1 - local_1_) * n0 + j0) * r + k];
-          const auto at = static_cast<std::size_t>(((j0 - ours.box.lo[0]) * ours.box.size[1] + (j1 - ours.box.lo[1])) * r + k);
+          const index_t i0 = j0 - ours.box.lo[0], i1 = j1 - ours.box.lo[1];
+          const auto at = static_cast<std::size_t>(
+              (ours.swapped ? i1 * ours.box.size[0] + i0 : i0 * ours.box.size[1] + i1) * r + k);
           if (at >= ours.values.size()) continue;
           err = std::max(err, std::abs(std::complex<double>(a) - std::complex<double>(ours.values[at])));
           ++count;
@@ -363,7 +375,22 @@ VendorResult cufft_run(const Context& ctx, const std::vector<index_t>& shape, bo
   v.name = "cufft";
   exec();
   std::vector<std::complex<Real>> got(ours.values.size());
-  if (!got.empty()) kernels::copy_to_host(q, got.data(), out, got.size() * sizeof(got[0]));
+  if (!got.empty() && !ours.swapped) {
+    kernels::copy_to_host(q, got.data(), out, got.size() * sizeof(got[0]));
+  } else if (!got.empty()) {
+    // Ours' first elements in the swapped order, [o1][o0][r]: cuFFT's rows gathered to that order.
+    const auto d = dims3(shape);
+    const index_t o0 = d[0], o1 = shape.size() == 2 && r2c ? d[1] / 2 + 1 : d[1];
+    const index_t r = shape.size() == 3 ? (r2c ? d[2] / 2 + 1 : d[2]) : 1;
+    const index_t rows = std::min<index_t>(o1, (static_cast<index_t>(got.size()) + o0 * r - 1) / (o0 * r));
+    const std::size_t elem = sizeof(std::complex<Real>);
+    void* gathered = kernels::allocate(q, static_cast<std::size_t>(rows * o0 * r) * elem);
+    for (index_t j1 = 0; j1 < rows; ++j1)
+      kernels::copy_2d(q, static_cast<char*>(gathered) + static_cast<std::size_t>(j1 * o0 * r) * elem, r,
+                       static_cast<const char*>(out) + static_cast<std::size_t>(j1 * r) * elem, o1 * r, o0, r, elem);
+    kernels::copy_to_host(q, got.data(), gathered, got.size() * elem);
+    kernels::deallocate(q, gathered);
+  }
   for (std::size_t i = 0; i < got.size(); ++i)
     v.max_error = std::max(v.max_error, std::abs(std::complex<double>(got[i]) - std::complex<double>(ours.values[i])));
   v.compared = static_cast<std::int64_t>(got.size());
@@ -390,6 +417,8 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
   fft::Options po;
   po.decomposition = o.decomposition == "pencil" ? fft::Decomposition::pencil : fft::Decomposition::slab;
   po.effort = o.effort == "estimate" ? fft::Effort::estimate : fft::Effort::measure;
+  const std::string& order = o.order;
+  po.output_order = order == "swapped" ? fft::Order::swapped : fft::Order::natural;
   const bool r2c = o.kind == "r2c";
   const char* dtype = sizeof(Real) == 4 ? "float" : "double";
   double n_total = 1;
@@ -463,6 +492,7 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
       samples = time_samples(ctx, o, [&] { plan.forward(in, out); });
     // Ours' output (on the GPU its first 2^24 elements) for the vendor's to be compared with.
     ours.box = plan.output_box();
+    ours.swapped = po.output_order == fft::Order::swapped;
     const std::size_t keep = std::min<std::size_t>(out_bytes / sizeof(std::complex<Real>), cuda ? std::size_t(1) << 24 : SIZE_MAX);
     ours.values.resize(keep);
     if (keep) kernels::copy_to_host(q, ours.values.data(), out, keep * sizeof(std::complex<Real>));
@@ -517,7 +547,8 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
         .set("kind", o.kind)
         .set("decomposition", o.decomposition)
         .set("ranks", ctx.size())
-        .set("effort", o.effort);
+        .set("effort", o.effort)
+        .set("order", order);
   };
   bench::Row& row = h.row("fft " + what);
   describe(row)

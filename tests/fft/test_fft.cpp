@@ -2,7 +2,8 @@
 // (c2c and r2c, float and double, 2-D and 3-D over slabs, 3-D over pencils on every grid of the
 // rank count, batched 1-D along either axis of a 2-D array, every norm, sizes the ranks do not
 // divide and more ranks than an axis is long), each rank's block of the forward transform against
-// numpy's, and the inverse against the input. Bad plans are refused with a UsageError on every rank.
+// numpy's, in the natural and the swapped output order, and the inverse against the input. Bad
+// plans are refused with a UsageError on every rank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,6 +76,19 @@ std::vector<T> extract(const std::vector<T>& global, const std::vector<index_t>&
   return out;
 }
 
+// The same box with axes 0 and 1 swapped in memory (fft::Order::swapped).
+template <class T>
+std::vector<T> extract_swapped(const std::vector<T>& global, const std::vector<index_t>& shape, const fft::Box& b) {
+  const std::vector<T> natural = extract(global, shape, b);
+  std::vector<T> out(natural.size());
+  const index_t n0 = b.size[0], n1 = b.size[1], n2 = b.size[2];
+  for (index_t i = 0; i < n0; ++i)
+    for (index_t j = 0; j < n1; ++j)
+      for (index_t k = 0; k < n2; ++k)
+        out[static_cast<std::size_t>((j * n0 + i) * n2 + k)] = natural[static_cast<std::size_t>((i * n1 + j) * n2 + k)];
+  return out;
+}
+
 template <class T>
 T* to_backend(const Context& ctx, const std::vector<T>& host) {
   void* p = kernels::allocate(ctx.queue(), std::max<std::size_t>(16, host.size() * sizeof(T)));
@@ -103,7 +117,7 @@ template <class A, class B>
 }
 
 template <class Real>
-void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols) {
+void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols, fft::Order order) {
   using C = std::complex<Real>;
   fft::Options o;
   o.decomposition = c.decomposition == "pencil" ? fft::Decomposition::pencil : fft::Decomposition::slab;
@@ -112,11 +126,14 @@ void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols) {
   o.axis = c.axis;
   o.norm = fft::parse_norm(c.norm);
   o.return_to_input_layout = c.ret;
+  o.output_order = order;
   o.effort = fft::Effort::estimate;
   const bool r2c = c.kind == "r2c";
   fft::Plan<Real> plan(ctx, c.shape, r2c ? fft::Kind::r2c : fft::Kind::c2c, o);
   const fft::Box ib = plan.input_box(), ob = plan.output_box();
-  const std::vector<std::complex<double>> ref = extract(read_raw<std::complex<double>>(c.output), plan.output_shape(), ob);
+  const std::vector<std::complex<double>> ref =
+      order == fft::Order::swapped ? extract_swapped(read_raw<std::complex<double>>(c.output), plan.output_shape(), ob)
+                                   : extract(read_raw<std::complex<double>>(c.output), plan.output_shape(), ob);
   double scale = 0;
   for (const auto& v : read_raw<std::complex<double>>(c.output)) scale = std::max(scale, std::abs(v));
   double n = 1;
@@ -179,11 +196,15 @@ TEST(Fft, MatchesNumpy) {
       for (int r = 1; r <= ctx.size(); ++r)
         if (ctx.size() % r == 0) grids.push_back({r, ctx.size() / r});
     }
-    for (auto [r, g] : grids) {
-      if (c.real == "float") run_case<float>(ctx, c, r, g);
-      else run_case<double>(ctx, c, r, g);
-      ++runs;
-    }
+    // Every case in the natural order, and in the swapped one where axis 0 is transformed last.
+    std::vector<fft::Order> orders = {fft::Order::natural};
+    if (!c.ret && c.axis != 1) orders.push_back(fft::Order::swapped);
+    for (auto [r, g] : grids)
+      for (fft::Order order : orders) {
+        if (c.real == "float") run_case<float>(ctx, c, r, g, order);
+        else run_case<double>(ctx, c, r, g, order);
+        ++runs;
+      }
   }
   EXPECT_GE(runs, static_cast<int>(cases.size()));
 }
@@ -213,6 +234,13 @@ TEST(Fft, RefusesBadPlans) {
   refused({4, 4}, axis, "outside");
   axis.axis = 0;
   refused({4, 4, 4}, axis, "takes a 2-D array");
+  fft::Options swapped;
+  swapped.output_order = fft::Order::swapped;
+  swapped.return_to_input_layout = true;
+  refused({4, 4, 4}, swapped, "swapped output order needs axis 0 transformed last");
+  swapped.return_to_input_layout = false;
+  swapped.axis = 1;
+  refused({4, 4}, swapped, "batched 1-D transform along axis 1");
   refused({4, 0}, {}, "shorter than 1");
   refused({4}, {}, "a plan takes 2 or 3");
   EXPECT_THROW(fft::parse_norm("unitary"), UsageError);

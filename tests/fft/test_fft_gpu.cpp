@@ -1,6 +1,6 @@
 // The distributed FFT on the cuda backend (cuFFT locally) against the same plan on the cpu backend
-// (FFTW), on the same ranks: c2c and r2c, float and double, slab and pencil, batched 1-D, forward
-// and inverse, on sizes the ranks do not divide. Run with TESSERA_TEST_BACKEND=cuda under mpiexec
+// (FFTW), on the same ranks: c2c and r2c, float and double, slab and pencil, batched 1-D, both
+// output orders, forward and inverse, on sizes the ranks do not divide. Run with TESSERA_TEST_BACKEND=cuda under mpiexec
 // (tests/fft/CMakeLists.txt registers gpu_fft_tests, label gpu: 2 ranks sharing the GPU, then 1);
 // skipped on the cpu backend.
 #include <gtest/gtest.h>
@@ -75,8 +75,11 @@ TEST(FftGpu, MatchesCpu) {
   if (gpu.backend() != Backend::cuda) GTEST_SKIP() << "TESSERA_TEST_BACKEND is not cuda";
   const Context cpu = gpu.with_queue(kernels::Queue{});
   for (fft::Kind kind : {fft::Kind::c2c, fft::Kind::r2c}) {
-    fft::Options slab, pencil, ret, axis0, axis1;
+    fft::Options slab, pencil, ret, axis0, axis1, swapped, swapped_pencil, swapped_axis0;
     pencil.decomposition = fft::Decomposition::pencil;
+    swapped.output_order = swapped_pencil.output_order = swapped_axis0.output_order = fft::Order::swapped;
+    swapped_pencil.decomposition = fft::Decomposition::pencil;
+    swapped_axis0.axis = 0;
     ret.return_to_input_layout = true;
     ret.norm = fft::Norm::ortho;
     axis0.axis = 0;
@@ -86,11 +89,15 @@ TEST(FftGpu, MatchesCpu) {
       compare<float>(gpu, cpu, shape, kind, slab);
       compare<double>(gpu, cpu, shape, kind, pencil);
       compare<double>(gpu, cpu, shape, kind, ret);
+      compare<float>(gpu, cpu, shape, kind, swapped);
+      compare<double>(gpu, cpu, shape, kind, swapped_pencil);
     }
     for (std::vector<index_t> shape : {std::vector<index_t>{256, 255}, {31, 1}, {1, 33}, {1000, 7}}) {
       compare<double>(gpu, cpu, shape, kind, slab);
       compare<float>(gpu, cpu, shape, kind, axis0);
       compare<double>(gpu, cpu, shape, kind, axis1);
+      compare<double>(gpu, cpu, shape, kind, swapped);
+      compare<float>(gpu, cpu, shape, kind, swapped_axis0);
     }
   }
 }

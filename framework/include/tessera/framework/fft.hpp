@@ -18,8 +18,16 @@
 //            each pass has lines (n0 n1, n0 n2 or n1 n2). A 2-D transform has no pencil: its passes
 //            have n0 and n1 lines, and a slab already gives every rank a pass can use a share.
 // Options::return_to_input_layout makes the forward output take the input's distribution (one
-// more exchange per exchange of the transform, in reverse). The inverse transform takes the
-// forward output's layout and returns the input's. input_box() and output_box() state the boxes;
+// more exchange per exchange of the transform, in reverse). Options::output_order = Order::swapped
+// keeps the forward output's block with axes 0 and 1 swapped in memory: a slab's output block is
+// then [b1][n0][n2] (FFTW_MPI_TRANSPOSED_OUT's order: the global spectrum as an n1 x n0 x n2 array
+// cut along its first axis), a pencil's [b1][n0][c2], one rank's [n1][n0][n2]. The block swaps
+// the two axes before axis 0, the last, is transformed (FFTW-MPI's schedule for that output), so
+// that transform runs over contiguous [n0][n2] panels; the swap costs no pass of its own where an
+// exchange makes axis 0 whole (its unpack writes the swapped order), one transposition of the
+// block otherwise (one rank, or a pencil grid of one row). It needs axis 0 transformed last: not with
+// return_to_input_layout or a batched 1-D transform along axis 1. The inverse transform takes the
+// forward output's layout and order and returns the input's. input_box() and output_box() state the boxes;
 // the cuts are Partition::block of each axis over the ranks of its grid dimension, so any sizes
 // work, ranks with empty blocks included.
 //
@@ -55,6 +63,7 @@ enum class Kind { c2c, r2c };  // r2c: forward r2c, inverse c2r
 enum class Norm { backward, ortho, forward };  // numpy.fft's norm
 enum class Decomposition { slab, pencil };
 enum class Effort { estimate, measure };  // FFTW_ESTIMATE or FFTW_MEASURE (cuFFT: ignored)
+enum class Order { natural, swapped };     // the forward output's axes in memory: global order, or 0 and 1 swapped
 
 // "backward", "ortho", "forward" (UsageError naming the text otherwise), and back.
 Norm parse_norm(const std::string& text);
@@ -68,6 +77,7 @@ struct Options {
   int axis = -1;
   Norm norm = Norm::backward;
   bool return_to_input_layout = false;
+  Order output_order = Order::natural;
   Effort effort = Effort::measure;
 };
 
@@ -96,7 +106,7 @@ class Plan {
   // shape: 2 or 3 global lengths, each >= 1. UsageError (the same on every rank, naming what was
   // wrong) for: a shape of another rank; a length below 1; a pencil decomposition of a 2-D array
   // or with a grid whose product is not the rank count; an axis outside the array or a batched
-  // 1-D plan of a 3-D array. Collective over ctx.
+  // 1-D plan of a 3-D array; Order::swapped where axis 0 is not transformed last. Collective over ctx.
   Plan(const Context& ctx, std::vector<index_t> shape, Kind kind, const Options& options = {});
   ~Plan();
   Plan(Plan&&) noexcept;
@@ -109,6 +119,7 @@ class Plan {
   const ProcessGrid& grid() const;                      // slab: P x 1
   Box input_box() const;                                // this rank's block of the input
   Box output_box() const;                               // this rank's block of the forward output
+                                                        // (global axes; Order::swapped: 0, 1 swapped in memory)
   // Which grid dimension cuts each axis of the input and of the output (-1: whole; 0: the grid's
   // rows, slab's only one; 1: the grid's columns), e.g. "[0,-1,-1] -> [-1,0,-1]".
   std::string layout_text() const;

@@ -70,6 +70,7 @@ struct Options {
   std::string kind = "c2c";
   std::string effort = "measure";
   std::string order = "natural";  // the output's order in memory (fft::Order)
+  std::vector<int> chunks = {0};  // fft::Options::exchange_chunks, one case per value
   int calls = 0;  // per sample; 0: 1 on the cpu backend, 8 under cuda
   int iters = 10, warmup = 2;  // from the harness
 };
@@ -123,6 +124,13 @@ void add_options(bench::Harness& h, Options& o) {
                [&o](std::string_view v) {
                  if (v != "natural" && v != "swapped") throw UsageError("--order: '" + std::string(v) + "' (expected natural or swapped)");
                  o.order = std::string(v);
+               });
+  h.add_option({"--chunks"}, "LIST",
+               "fft::Options::exchange_chunks, comma-separated, a case each (default 0: the backend's default)",
+               [&o](std::string_view v) {
+                 o.chunks.clear();
+                 for (const std::string& c : split(std::string(v), ','))
+                   o.chunks.push_back(static_cast<int>(apps::parse_count(c, "--chunks", 0, 64)));
                });
   h.add_option({"--calls"}, "C", "forward calls per timed sample, back to back, one synchronisation (default 1 on the cpu, 8 under cuda)",
                [&o](std::string_view v) { o.calls = static_cast<int>(apps::parse_count(v, "--calls", 1, 1 << 20)); });
@@ -413,8 +421,9 @@ std::string shape_text(const std::vector<index_t>& s) {
 
 // Prints the case's table line and adds its rows (ours, then the vendor's where there is one).
 template <class Real>
-void run_case(const Context& ctx, const std::vector<index_t>& shape, const Options& o, bench::Harness& h) {
+void run_case(const Context& ctx, const std::vector<index_t>& shape, const Options& o, int chunks, bench::Harness& h) {
   fft::Options po;
+  po.exchange_chunks = chunks;
   po.decomposition = o.decomposition == "pencil" ? fft::Decomposition::pencil : fft::Decomposition::slab;
   po.effort = o.effort == "estimate" ? fft::Effort::estimate : fft::Effort::measure;
   const std::string& order = o.order;
@@ -533,13 +542,16 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
   const double vendor_p50 = vendor ? bench::statistics(vendor->samples).p50 : 0;
 
   if (ctx.is_root()) {
+    const std::string dec = o.decomposition + (chunks > 0 ? ":" + std::to_string(chunks) : std::string());
     std::printf("%-16s %-6s %-4s %-6s %5d %9.4f %8.1f %9.4f %9.4f %9.4f %9.4f %-8s %9.4f %7.3f\n", shape_text(shape).c_str(),
-                dtype, o.kind.c_str(), o.decomposition.c_str(), ctx.size(), st.p50 * 1e3, st.p50 > 0 ? flops / st.p50 / 1e9 : 0.0,
+                dtype, o.kind.c_str(), dec.c_str(), ctx.size(), st.p50 * 1e3, st.p50 > 0 ? flops / st.p50 / 1e9 : 0.0,
                 local * 1e3, xch * 1e3, unpack * 1e3, alone * 1e3, vendor ? vendor->name.c_str() : "-", vendor_p50 * 1e3,
                 vendor_p50 > 0 && st.p50 > 0 ? vendor_p50 / st.p50 : 0.0);
     std::fflush(stdout);
   }
-  const std::string what = o.kind + " " + shape_text(shape) + " " + dtype + " " + o.decomposition;
+  const std::string what = o.kind + " " + shape_text(shape) + " " + dtype + " " + o.decomposition +
+                           (chunks > 0 ? " chunks " + std::to_string(chunks) : std::string()) +
+                           (order != "natural" ? " " + order : std::string());
   // The case's configuration, the same on our row and the vendor's.
   const auto describe = [&](bench::Row& r) -> bench::Row& {
     return r.set("shape", shape_text(shape))
@@ -548,7 +560,8 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
         .set("decomposition", o.decomposition)
         .set("ranks", ctx.size())
         .set("effort", o.effort)
-        .set("order", order);
+        .set("order", order)
+        .set("exchange_chunks", chunks);
   };
   bench::Row& row = h.row("fft " + what);
   describe(row)
@@ -644,8 +657,10 @@ int main(int argc, char** argv) {
         }
       }
       for (const auto& shape : shapes) {
-        if (d == "float") run_case<float>(ctx, shape, o, h);
-        else run_case<double>(ctx, shape, o, h);
+        for (int chunks : o.chunks) {
+          if (d == "float") run_case<float>(ctx, shape, o, chunks, h);
+          else run_case<double>(ctx, shape, o, chunks, h);
+        }
       }
     }
 #if TESSERA_BENCH_FFTW_MPI

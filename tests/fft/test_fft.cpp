@@ -2,7 +2,8 @@
 // (c2c and r2c, float and double, 2-D and 3-D over slabs, 3-D over pencils on every grid of the
 // rank count, batched 1-D along either axis of a 2-D array, every norm, sizes the ranks do not
 // divide and more ranks than an axis is long), each rank's block of the forward transform against
-// numpy's, in the natural and the swapped output order, and the inverse against the input. Bad
+// numpy's, in the natural and the swapped output order, with the exchange that makes axis 0 whole
+// in one piece and in chunks, and the inverse against the input. Bad
 // plans are refused with a UsageError on every rank.
 #include <gtest/gtest.h>
 
@@ -117,7 +118,7 @@ template <class A, class B>
 }
 
 template <class Real>
-void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols, fft::Order order) {
+void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols, fft::Order order, int chunks) {
   using C = std::complex<Real>;
   fft::Options o;
   o.decomposition = c.decomposition == "pencil" ? fft::Decomposition::pencil : fft::Decomposition::slab;
@@ -127,6 +128,7 @@ void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols, f
   o.norm = fft::parse_norm(c.norm);
   o.return_to_input_layout = c.ret;
   o.output_order = order;
+  o.exchange_chunks = chunks;
   o.effort = fft::Effort::estimate;
   const bool r2c = c.kind == "r2c";
   fft::Plan<Real> plan(ctx, c.shape, r2c ? fft::Kind::r2c : fft::Kind::c2c, o);
@@ -143,7 +145,7 @@ void run_case(const Context& ctx, const Case& c, int grid_rows, int grid_cols, f
   const std::string what = c.name + " " + c.kind + " " + c.real + " " + c.decomposition + " axis " +
                            std::to_string(c.axis) + " " + c.norm + (c.ret ? " return" : "") + " grid " +
                            std::to_string(plan.grid().rows()) + "x" + std::to_string(plan.grid().cols()) + " " +
-                           plan.layout_text();
+                           plan.layout_text() + " chunks " + std::to_string(chunks);
   C* out = to_backend(ctx, std::vector<C>(static_cast<std::size_t>(ob.count())));
   // The plan reused (it keeps its exchanges between calls): a second forward into another buffer,
   // then a third into the first, each checked.
@@ -196,15 +198,17 @@ TEST(Fft, MatchesNumpy) {
       for (int r = 1; r <= ctx.size(); ++r)
         if (ctx.size() % r == 0) grids.push_back({r, ctx.size() / r});
     }
-    // Every case in the natural order, and in the swapped one where axis 0 is transformed last.
+    // Every case in the natural order, and in the swapped one where axis 0 is transformed last;
+    // each with the exchange that makes axis 0 whole in one piece and in 3 chunks.
     std::vector<fft::Order> orders = {fft::Order::natural};
     if (!c.ret && c.axis != 1) orders.push_back(fft::Order::swapped);
     for (auto [r, g] : grids)
-      for (fft::Order order : orders) {
-        if (c.real == "float") run_case<float>(ctx, c, r, g, order);
-        else run_case<double>(ctx, c, r, g, order);
-        ++runs;
-      }
+      for (fft::Order order : orders)
+        for (int chunks : {1, 3}) {
+          if (c.real == "float") run_case<float>(ctx, c, r, g, order, chunks);
+          else run_case<double>(ctx, c, r, g, order, chunks);
+          ++runs;
+        }
   }
   EXPECT_GE(runs, static_cast<int>(cases.size()));
 }
@@ -241,6 +245,11 @@ TEST(Fft, RefusesBadPlans) {
   swapped.return_to_input_layout = false;
   swapped.axis = 1;
   refused({4, 4}, swapped, "batched 1-D transform along axis 1");
+  fft::Options chunks;
+  chunks.exchange_chunks = -1;
+  refused({4, 4}, chunks, "exchange_chunks -1 is outside");
+  chunks.exchange_chunks = 65;
+  refused({4, 4}, chunks, "exchange_chunks 65 is outside");
   refused({4, 0}, {}, "shorter than 1");
   refused({4}, {}, "a plan takes 2 or 3");
   EXPECT_THROW(fft::parse_norm("unitary"), UsageError);

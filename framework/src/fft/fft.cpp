@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -54,6 +56,9 @@ namespace detail {
 namespace {
 
 constexpr std::size_t kPieceAlignment = 256;
+// Options::exchange_chunks: at most, and the cuda backend's default.
+constexpr int kMaxChunks = 64;
+constexpr int kCudaChunks = 4;
 
 // Which axes are cut, and the global lengths, at one point of the schedule.
 struct State {
@@ -92,6 +97,16 @@ struct Step {
   // and kept while calls name the same one (the schedule's work buffer, unless the exchange is the
   // last step): that destination, forward and inverse.
   void* straight_destination[2] = {nullptr, nullptr};
+  // On an exchange that makes axis 0 whole after a local step of axes 1 onwards (batches along
+  // axis 0): the pair run in chunks of axis 0's rows (Options::exchange_chunks), chunk s's exchange
+  // travelling while the local transforms of chunk s + 1 run (forward) or of chunk s - 1 (inverse).
+  struct Chunks {
+    std::map<index_t, std::unique_ptr<LocalFft>> forward_fft, inverse_fft;  // by chunk length
+    std::vector<Exchange> forward, inverse;                                  // by chunk
+    std::vector<std::vector<std::size_t>> forward_send, forward_recv, inverse_send, inverse_recv;
+    void* destination = nullptr;  // the one the forward exchanges' straight receives are listed for
+  };
+  std::unique_ptr<Chunks> chunks;
 };
 
 std::string dims_text(const std::vector<index_t>& shape) {
@@ -139,6 +154,11 @@ class PlanImpl {
       throw UsageError(std::string("fft: the swapped output order needs axis 0 transformed last, which ") +
                        (options_.return_to_input_layout ? "return_to_input_layout" : "a batched 1-D transform along axis 1") +
                        " does not do");
+    if (options_.exchange_chunks < 0 || options_.exchange_chunks > kMaxChunks)
+      throw UsageError("fft: exchange_chunks " + std::to_string(options_.exchange_chunks) + " is outside 0.." +
+                       std::to_string(kMaxChunks));
+    chunks_ = options_.exchange_chunks > 0 ? options_.exchange_chunks
+                                           : ctx.backend() == Backend::cuda ? kCudaChunks : 1;
     if (ctx.backend() == Backend::cuda && !have_cufft())
       throw UsageError("fft: the cuda backend needs cuFFT, which this build does not have");
     grid_ = pencil ? ProcessGrid::create(ctx, options_.grid_rows, options_.grid_cols)
@@ -236,6 +256,8 @@ class PlanImpl {
       }
       work_area = std::max({work_area, step.forward_fft->work_bytes(), step.inverse_fft->work_bytes()});
     }
+    for (std::size_t i = 0; i + 1 < steps_.size(); ++i)
+      if (pipelined(steps_[i], steps_[i + 1])) work_area = std::max(work_area, make_chunks(steps_[i], steps_[i + 1]));
     // One scratch area for every local plan (cuFFT's): the steps run one after another.
     if (work_area > 0) {
       scratch_ = kernels::allocate(ctx_.queue(), work_area);
@@ -244,6 +266,10 @@ class PlanImpl {
           step.forward_fft->set_work_area(scratch_);
           step.inverse_fft->set_work_area(scratch_);
         }
+      for (Step& step : steps_)
+        if (step.chunks)
+          for (auto* plans : {&step.chunks->forward_fft, &step.chunks->inverse_fft})
+            for (auto& [length, fft] : *plans) fft->set_work_area(scratch_);
     }
   }
 
@@ -328,6 +354,7 @@ class PlanImpl {
     const std::size_t n_steps = steps_.size();
     const void* cur = in;
     auto other = [&](const void* p) { return work_[0] != nullptr && p == work_[0] ? work(1) : work(0); };
+    // (A third buffer serves a pipelined pair, whose input and output must differ from its middle.)
     auto copy_in = [&](const State& s) {  // the caller's input into a work buffer
       void* w = other(cur);
       if (block_bytes(s) > 0) kernels::copy_within(queue, w, cur, block_bytes(s));
@@ -347,6 +374,20 @@ class PlanImpl {
       // c2r may overwrite its input: never the caller's.
       if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
       void* dst = last && usable(out) ? out : other(cur);
+      // A pipelined pair: the local step and the exchange after it (forward), or the exchange and
+      // the local step after it (inverse), through a buffer between them.
+      Step* next = i + 1 < n_steps ? &steps_[forward ? i + 1 : n_steps - 2 - i] : nullptr;
+      if (next != nullptr && (forward ? pipelined(step, *next) : pipelined(*next, step))) {
+        const bool pair_last = i + 2 == n_steps;
+        void* mid = other(cur);
+        void* end = pair_last && usable(out) ? out : other(mid);
+        if (end == cur) end = work(2);  // the pair reads `cur` while it writes `end`
+        if (forward) run_chunks(step, *next, true, cur, mid, end, times);
+        else run_chunks(*next, step, false, cur, mid, end, times);
+        cur = end;
+        ++i;
+        continue;
+      }
       if (step.transpose) {
         transpose(forward ? step.before : step.after, forward, cur, dst, times);
       } else if (step.local) {
@@ -613,6 +654,194 @@ class PlanImpl {
     }
   }
 
+  // Whether the local step `local` and the exchange `x` after it run in chunks: x makes axis 0
+  // whole and cuts axis 1, and `local` transforms axis 1 onwards in batches along axis 0 (the
+  // chunks are runs of those batches). The same on every rank.
+  bool pipelined(const Step& local, const Step& x) const {
+    return chunks_ > 1 && local.local && !local.transpose && local.axis == 1 && !x.local && x.whole == 0 && x.cut == 1;
+  }
+  // This rank's or peer q's rows of axis 0 (the exchange's B) in chunks.
+  Partition chunk_rows(const Geometry& geo, int q) const { return Partition::block(geo.pb.local_size(q), chunks_); }
+  // Bytes of one batch of a local step on its input or output side.
+  std::size_t batch_bytes(const LocalShape& shape, LocalKind kind, bool input) const {
+    const bool complex_side = input ? kind != LocalKind::r2c : kind != LocalKind::c2r;
+    const bool halved = (kind == LocalKind::r2c && !input) || (kind == LocalKind::c2r && input);
+    const index_t elements = halved ? shape.complex_elements() : shape.full_elements();
+    return static_cast<std::size_t>(elements) * (complex_side ? 2 * real_bytes_ : real_bytes_);
+  }
+
+  // The chunks' local plans and the inverse's exchanges (the forward's are listed at the first call,
+  // for its destination); returns the plans' largest work area.
+  std::size_t make_chunks(Step& local, Step& x) {
+    auto ch = std::make_unique<Step::Chunks>();
+    const Geometry fwd = geometry(x, true);
+    const Partition mine = chunk_rows(fwd, fwd.me);
+    std::size_t area = 0;
+    for (int c = 0; c < chunks_; ++c) {
+      const index_t length = mine.local_size(c);
+      if (length == 0 || local.shape.s == 0 || ch->forward_fft.count(length)) continue;
+      LocalShape shape = local.shape;
+      shape.a = length;
+      const bool measure = options_.effort == Effort::measure;
+      for (bool forward : {true, false}) {
+        const LocalKind kind = forward ? local.forward_kind : local.inverse_kind;
+        std::unique_ptr<LocalFft> fft =
+            ctx_.backend() == Backend::cuda
+                ? (real_bytes_ == 4 ? make_cufft<float>(ctx_.queue(), kind, shape) : make_cufft<double>(ctx_.queue(), kind, shape))
+                : (real_bytes_ == 4 ? make_fftw<float>(kind, shape, work(0), work(1), measure)
+                                    : make_fftw<double>(kind, shape, work(0), work(1), measure));
+        area = std::max(area, fft->work_bytes());
+        (forward ? ch->forward_fft : ch->inverse_fft)[length] = std::move(fft);
+      }
+    }
+    const Geometry inv = geometry(x, false);
+    ch->inverse_send.resize(static_cast<std::size_t>(chunks_));
+    ch->inverse_recv.resize(static_cast<std::size_t>(chunks_));
+    for (int c = 0; c < chunks_; ++c) {
+      Exchange e = list_chunk(x, inv, c, false, ch->inverse_send[static_cast<std::size_t>(c)],
+                              ch->inverse_recv[static_cast<std::size_t>(c)], nullptr);
+      e.prepare();
+      ch->inverse.push_back(std::move(e));
+    }
+    x.chunks = std::move(ch);
+    return area;
+  }
+
+  // Chunk c's exchange: forward, each rank's rows of chunk c [Bc, Cq] to each q, received straight
+  // into `dst` at q's rows where the destination is in natural order and `dst` is given (packed
+  // otherwise); inverse, q's rows of chunk c [Bc(q), Cl] to each q, every piece packed.
+  Exchange list_chunk(const Step& x, const Geometry& geo, int c, bool forward, std::vector<std::size_t>& send,
+                      std::vector<std::size_t>& recv, char* dst) const {
+    Exchange e(axis_context(x.g), ExchangePattern::all_to_all, kPieceAlignment);
+    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
+    recv = send;
+    const index_t cl = geo.pc.local_size(geo.me);
+    const Partition mine = chunk_rows(geo, geo.me);
+    for (int q = 0; q < geo.peers; ++q) {
+      if (q == geo.me) continue;
+      const Partition theirs = chunk_rows(geo, q);
+      const index_t cq = geo.pc.local_size(q);
+      const index_t sent_rows = forward ? mine.local_size(c) : theirs.local_size(c);
+      const index_t received_rows = forward ? theirs.local_size(c) : mine.local_size(c);
+      const auto sb = static_cast<std::size_t>(sent_rows * (forward ? cq : cl) * geo.e);
+      const auto rb = static_cast<std::size_t>(received_rows * (forward ? cl : cq) * geo.e);
+      if (sb > 0) send[static_cast<std::size_t>(q)] = e.send_packed(q, sb);
+      if (rb == 0) continue;
+      if (forward && dst != nullptr && !geo.swapped)
+        e.receive(q, dst + static_cast<std::size_t>((geo.pb.offset(q) + theirs.offset(c)) * cl * geo.e), rb);
+      else
+        recv[static_cast<std::size_t>(q)] = e.receive_packed(q, rb);
+    }
+    return e;
+  }
+
+  // The pipelined pair (pipelined()): forward, `local` from `in` into `mid` and `x` from `mid` into
+  // `out`, chunk by chunk; inverse, `x` from `in` into `mid` and `local` from `mid` into `out`.
+  // Through pipelined_exchange_phases: chunk c + 1's exchange is packed and started before chunk
+  // c's is finished. A = M = 1 in this exchange's geometry: the block is [B, C, E].
+  void run_chunks(Step& local, Step& x, bool forward, const void* in, void* mid, void* out, PhaseTimes* times) {
+    const kernels::Queue& queue = ctx_.queue();
+    const Geometry geo = geometry(x, forward);
+    Step::Chunks& ch = *x.chunks;
+    const Partition mine = chunk_rows(geo, geo.me);
+    const index_t cl = geo.pc.local_size(geo.me);
+    const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
+    const auto e = static_cast<std::size_t>(geo.e);
+    const auto* src = static_cast<const char*>(in);
+    auto* between = static_cast<char*>(mid);
+    auto* dst = static_cast<char*>(out);
+    const LocalKind kind = forward ? local.forward_kind : local.inverse_kind;
+    const std::size_t local_in = batch_bytes(local.shape, kind, true), local_out = batch_bytes(local.shape, kind, false);
+    std::vector<Exchange>& xs = forward ? ch.forward : ch.inverse;
+    std::vector<std::vector<std::size_t>>& sends = forward ? ch.forward_send : ch.inverse_send;
+    std::vector<std::vector<std::size_t>>& recvs = forward ? ch.forward_recv : ch.inverse_recv;
+    if (forward && (xs.empty() || (!geo.swapped && ch.destination != out))) {  // listed for this destination
+      xs.clear();
+      sends.assign(static_cast<std::size_t>(chunks_), {});
+      recvs.assign(static_cast<std::size_t>(chunks_), {});
+      for (int c = 0; c < chunks_; ++c) {
+        Exchange ex = list_chunk(x, geo, c, true, sends[static_cast<std::size_t>(c)], recvs[static_cast<std::size_t>(c)], dst);
+        ex.prepare();
+        xs.push_back(std::move(ex));
+      }
+      ch.destination = out;
+    }
+    auto transform = [&](index_t first, index_t length, const void* from, void* to) {
+      if (length == 0 || local.shape.s == 0) return;
+      LocalFft& fft = *(forward ? ch.forward_fft : ch.inverse_fft).at(length);
+      fft.execute(static_cast<const char*>(from) + static_cast<std::size_t>(first) * local_in,
+                  static_cast<char*>(to) + static_cast<std::size_t>(first) * local_out);
+    };
+    pipelined_exchange_phases(
+        {"fft exchange", box(forward ? x.before : x.after).count()}, axis_context(x.g), times,
+        static_cast<std::size_t>(chunks_),
+        [&](std::size_t c) { return std::span<Exchange>(&xs[c], 1); },
+        [&](std::size_t cs, std::span<Exchange> step) {
+          const int c = static_cast<int>(cs);
+          Exchange& ex = step.front();
+          const index_t r0 = mine.offset(c), rows = mine.local_size(c);
+          if (forward) {
+            transform(r0, rows, src, between);  // this chunk's rows of [B, C, E] in `mid`
+            if (rows * cl * geo.e > 0) {        // this rank's own piece into place
+              if (geo.swapped)
+                kernels::transpose_bytes(queue, between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, rows, cl, geo.nc,
+                                         dst + static_cast<std::size_t>(b0 + r0) * e, geo.nb, e);
+              else
+                kernels::copy_2d(queue, dst + static_cast<std::size_t>((b0 + r0) * cl) * e, cl,
+                                 between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, geo.nc, rows, cl, e);
+            }
+            for (int q = 0; q < geo.peers; ++q) {  // [rows, Cq] at column Pc(q)
+              const std::size_t piece = sends[cs][static_cast<std::size_t>(q)];
+              if (piece == SIZE_MAX) continue;
+              const index_t cq = geo.pc.local_size(q);
+              kernels::copy_2d(queue, ex.send_slot(piece), cq,
+                               between + static_cast<std::size_t>(r0 * geo.nc + geo.pc.offset(q)) * e, geo.nc, rows, cq, e);
+            }
+          } else {
+            if (rows * cl * geo.e > 0) {  // this rank's own piece: [rows, Cl] into `mid` at column c0
+              if (geo.swapped)
+                kernels::transpose_bytes(queue, src + static_cast<std::size_t>(b0 + r0) * e, cl, rows, geo.nb,
+                                         between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, geo.nc, e);
+              else
+                kernels::copy_2d(queue, between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, geo.nc,
+                                 src + static_cast<std::size_t>((b0 + r0) * cl) * e, cl, rows, cl, e);
+            }
+            for (int q = 0; q < geo.peers; ++q) {  // q's rows of this chunk, [Bc(q), Cl]
+              const std::size_t piece = sends[cs][static_cast<std::size_t>(q)];
+              if (piece == SIZE_MAX) continue;
+              const Partition theirs = chunk_rows(geo, q);
+              const index_t row = geo.pb.offset(q) + theirs.offset(c), n = theirs.local_size(c);
+              if (geo.swapped)
+                kernels::transpose_bytes(queue, src + static_cast<std::size_t>(row) * e, cl, n, geo.nb, ex.send_slot(piece), cl, e);
+              else
+                kernels::copy_2d(queue, ex.send_slot(piece), cl, src + static_cast<std::size_t>(row * cl) * e, cl, n, cl, e);
+            }
+          }
+        },
+        [&](std::size_t cs, std::span<Exchange> step) {
+          const int c = static_cast<int>(cs);
+          Exchange& ex = step.front();
+          const index_t r0 = mine.offset(c), rows = mine.local_size(c);
+          for (int q = 0; q < geo.peers; ++q) {
+            const std::size_t piece = recvs[cs][static_cast<std::size_t>(q)];
+            if (piece == SIZE_MAX) continue;
+            if (forward) {  // q's rows of this chunk into place (swapped: transposed; natural: packed only without `out`)
+              const Partition theirs = chunk_rows(geo, q);
+              const index_t row = geo.pb.offset(q) + theirs.offset(c), n = theirs.local_size(c);
+              if (geo.swapped)
+                kernels::transpose_bytes(queue, ex.received_slot(piece), n, cl, cl, dst + static_cast<std::size_t>(row) * e, geo.nb, e);
+              else
+                kernels::copy_2d(queue, dst + static_cast<std::size_t>(row * cl) * e, cl, ex.received_slot(piece), cl, n, cl, e);
+            } else {  // [rows, Cq] into `mid` at column Pc(q)
+              const index_t cq = geo.pc.local_size(q);
+              kernels::copy_2d(queue, between + static_cast<std::size_t>(r0 * geo.nc + geo.pc.offset(q)) * e, geo.nc,
+                               ex.received_slot(piece), cq, rows, cq, e);
+            }
+          }
+          if (!forward) transform(r0, rows, between, dst);  // the chunk's rows, whole now, into `out`
+        });
+  }
+
   void exchange(Step& step, bool forward, const State& from, const State& to, const void* src, void* dst,
                 PhaseTimes* times) {
     (void)from;
@@ -696,7 +925,8 @@ class PlanImpl {
   State input_, output_;
   std::vector<Step> steps_;
   std::size_t buffer_bytes_ = 0;
-  void* work_[2] = {nullptr, nullptr};
+  void* work_[3] = {nullptr, nullptr, nullptr};
+  int chunks_ = 1;
   void* scratch_ = nullptr;
 };
 

@@ -78,6 +78,11 @@ struct Options {
   Norm norm = Norm::backward;
   bool return_to_input_layout = false;
   Order output_order = Order::natural;
+  // The exchange that makes axis 0 whole (a slab's, a pencil's second) and the local transforms
+  // before it run in this many chunks of axis 0's rows, each chunk's exchange travelling while the
+  // next chunk is transformed (the inverse: while the chunk before is). 1: one exchange after all
+  // the transforms. 0: the backend's default (1 on the cpu, 4 under cuda). At most 64.
+  int exchange_chunks = 0;
   Effort effort = Effort::measure;
 };
 

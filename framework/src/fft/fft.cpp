@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -105,6 +106,7 @@ struct Step {
     std::vector<Exchange> forward, inverse;                                  // by chunk
     std::vector<std::vector<std::size_t>> forward_send, forward_recv, inverse_send, inverse_recv;
     void* destination = nullptr;  // the one the forward exchanges' straight receives are listed for
+    index_t granule = 1;          // chunks start at multiples of this many rows (chunk_granule)
   };
   std::unique_ptr<Chunks> chunks;
 };
@@ -660,8 +662,32 @@ class PlanImpl {
   bool pipelined(const Step& local, const Step& x) const {
     return chunks_ > 1 && local.local && !local.transpose && local.axis == 1 && !x.local && x.whole == 0 && x.cut == 1;
   }
-  // This rank's or peer q's rows of axis 0 (the exchange's B) in chunks.
-  Partition chunk_rows(const Geometry& geo, int q) const { return Partition::block(geo.pb.local_size(q), chunks_); }
+  // Rank q's rows of axis 0 (the exchange's B) in chunks: the balanced blocks of its rows in units
+  // of `granule` rows, so that every chunk of the local step starts on a 16-byte boundary on both
+  // sides (cuFFT refuses others; FFTW's plans assume their planning buffers' alignment). The
+  // granule depends only on the lengths of the axes after 0, the same for every rank of the exchange.
+  struct ChunkRows {
+    index_t rows = 0, granule = 1;
+    int chunks = 1;
+    index_t offset(int c) const {
+      const index_t units = (rows + granule - 1) / granule;
+      return std::min(rows, Partition::block(units, chunks).offset(c) * granule);
+    }
+    index_t local_size(int c) const { return (c + 1 < chunks ? offset(c + 1) : rows) - offset(c); }
+  };
+  ChunkRows chunk_rows(const Geometry& geo, int q, index_t granule) const {
+    return {geo.pb.local_size(q), granule, chunks_};
+  }
+  // Rows of the local step whose bytes on each side are a multiple of 16.
+  index_t chunk_granule(const Step& local) const {
+    index_t g = 1;
+    for (bool input : {true, false}) {
+      const auto bytes = static_cast<index_t>(batch_bytes(local.shape, local.forward_kind, input));
+      const index_t side = bytes > 0 ? 16 / std::gcd(index_t{16}, bytes) : 1;
+      g = std::lcm(g, side);
+    }
+    return g;
+  }
   // Bytes of one batch of a local step on its input or output side.
   std::size_t batch_bytes(const LocalShape& shape, LocalKind kind, bool input) const {
     const bool complex_side = input ? kind != LocalKind::r2c : kind != LocalKind::c2r;
@@ -675,7 +701,8 @@ class PlanImpl {
   std::size_t make_chunks(Step& local, Step& x) {
     auto ch = std::make_unique<Step::Chunks>();
     const Geometry fwd = geometry(x, true);
-    const Partition mine = chunk_rows(fwd, fwd.me);
+    ch->granule = chunk_granule(local);
+    const ChunkRows mine = chunk_rows(fwd, fwd.me, ch->granule);
     std::size_t area = 0;
     for (int c = 0; c < chunks_; ++c) {
       const index_t length = mine.local_size(c);
@@ -695,15 +722,16 @@ class PlanImpl {
       }
     }
     const Geometry inv = geometry(x, false);
-    ch->inverse_send.resize(static_cast<std::size_t>(chunks_));
-    ch->inverse_recv.resize(static_cast<std::size_t>(chunks_));
-    for (int c = 0; c < chunks_; ++c) {
-      Exchange e = list_chunk(x, inv, c, false, ch->inverse_send[static_cast<std::size_t>(c)],
-                              ch->inverse_recv[static_cast<std::size_t>(c)], nullptr);
-      e.prepare();
-      ch->inverse.push_back(std::move(e));
-    }
     x.chunks = std::move(ch);
+    Step::Chunks& made = *x.chunks;
+    made.inverse_send.resize(static_cast<std::size_t>(chunks_));
+    made.inverse_recv.resize(static_cast<std::size_t>(chunks_));
+    for (int c = 0; c < chunks_; ++c) {
+      Exchange e = list_chunk(x, inv, c, false, made.inverse_send[static_cast<std::size_t>(c)],
+                              made.inverse_recv[static_cast<std::size_t>(c)], nullptr);
+      e.prepare();
+      made.inverse.push_back(std::move(e));
+    }
     return area;
   }
 
@@ -716,10 +744,11 @@ class PlanImpl {
     send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
     recv = send;
     const index_t cl = geo.pc.local_size(geo.me);
-    const Partition mine = chunk_rows(geo, geo.me);
+    const index_t granule = x.chunks->granule;
+    const ChunkRows mine = chunk_rows(geo, geo.me, granule);
     for (int q = 0; q < geo.peers; ++q) {
       if (q == geo.me) continue;
-      const Partition theirs = chunk_rows(geo, q);
+      const ChunkRows theirs = chunk_rows(geo, q, granule);
       const index_t cq = geo.pc.local_size(q);
       const index_t sent_rows = forward ? mine.local_size(c) : theirs.local_size(c);
       const index_t received_rows = forward ? theirs.local_size(c) : mine.local_size(c);
@@ -743,7 +772,7 @@ class PlanImpl {
     const kernels::Queue& queue = ctx_.queue();
     const Geometry geo = geometry(x, forward);
     Step::Chunks& ch = *x.chunks;
-    const Partition mine = chunk_rows(geo, geo.me);
+    const ChunkRows mine = chunk_rows(geo, geo.me, ch.granule);
     const index_t cl = geo.pc.local_size(geo.me);
     const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
     const auto e = static_cast<std::size_t>(geo.e);
@@ -809,7 +838,7 @@ class PlanImpl {
             for (int q = 0; q < geo.peers; ++q) {  // q's rows of this chunk, [Bc(q), Cl]
               const std::size_t piece = sends[cs][static_cast<std::size_t>(q)];
               if (piece == SIZE_MAX) continue;
-              const Partition theirs = chunk_rows(geo, q);
+              const ChunkRows theirs = chunk_rows(geo, q, ch.granule);
               const index_t row = geo.pb.offset(q) + theirs.offset(c), n = theirs.local_size(c);
               if (geo.swapped)
                 kernels::transpose_bytes(queue, src + static_cast<std::size_t>(row) * e, cl, n, geo.nb, ex.send_slot(piece), cl, e);
@@ -826,7 +855,7 @@ class PlanImpl {
             const std::size_t piece = recvs[cs][static_cast<std::size_t>(q)];
             if (piece == SIZE_MAX) continue;
             if (forward) {  // q's rows of this chunk into place (swapped: transposed; natural: packed only without `out`)
-              const Partition theirs = chunk_rows(geo, q);
+              const ChunkRows theirs = chunk_rows(geo, q, ch.granule);
               const index_t row = geo.pb.offset(q) + theirs.offset(c), n = theirs.local_size(c);
               if (geo.swapped)
                 kernels::transpose_bytes(queue, ex.received_slot(piece), n, cl, cl, dst + static_cast<std::size_t>(row) * e, geo.nb, e);

@@ -1,10 +1,10 @@
 // The CUDA transpose against the CPU backend on the same random bytes: elements of 1, 2, 4, 8 and 16
-// bytes (the typed passes) and of 3, 12 and 24 bytes (runs of words), shapes around every tile edge
-// (32-element scalar tiles, vector tiles of up to 256 x 128 bytes, skinny blocks with a side under
-// 32), tight and padded leading dimensions, rows that start on 16-byte boundaries, on 4-byte ones
-// only, and on none, and elements off their size's alignment. The whole output block is poisoned
-// first: what the transpose does not own (the padding past each output row, the guard zones) must
-// still hold the poison afterwards.
+// bytes (the typed passes), of 3, 12 and 24 bytes (runs of words) and of 256 to 4096 bytes (a warp
+// per element), shapes around every tile edge (32-element scalar tiles, vector tiles of up to
+// 256 x 128 bytes, skinny blocks with a side under 32), tight and padded leading dimensions, rows
+// that start on 16-byte boundaries, on 4-byte ones only, and on none, and elements off their size's
+// alignment. The whole output block is poisoned first: what the transpose does not own (the padding
+// past each output row, the guard zones) must still hold the poison afterwards.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,6 +105,19 @@ TEST(TransposeGpu, OtherElementSizesMatchCpu) {
         check_transpose(bytes, rows, cols, l);
         if (HasFatalFailure() || HasFailure()) return;
       }
+}
+
+// Elements of 256 bytes and more (a warp each), aligned to 16, 8 and 1 bytes (the tight layout of
+// an odd size), on the shapes small enough for them.
+TEST(TransposeGpu, LargeElementsMatchCpu) {
+  for (std::size_t bytes : {256, 264, 1001, 4096})
+    for (auto [rows, cols] : shapes()) {
+      if (rows * cols > 40000) continue;
+      for (const Layout& l : layouts(bytes, rows, cols)) {
+        check_transpose(bytes, rows, cols, l);
+        if (HasFatalFailure() || HasFailure()) return;
+      }
+    }
 }
 
 // A sub-block in the middle of a larger matrix, into a sub-block of another: what is around both

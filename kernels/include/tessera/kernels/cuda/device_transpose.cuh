@@ -844,6 +844,38 @@ void device_transpose(const E* in, index_t rows, index_t cols, index_t ld_in, E*
   }
 }
 
+// Large elements (TransposeWordsTuning::kLargeBytes and more: a row of a 3-D block, a slab's
+// [n2] line): one warp per element, elements taken in the output's order, the element's words moved
+// by the warp's lanes, so that every load and store of a warp is one contiguous run whatever the
+// shape. The tiled kernel above would hand a whole tile of such elements to one thread block.
+template <class W, int Threads>
+__global__ void __launch_bounds__(Threads)
+    transpose_large_kernel(const W* __restrict__ in, W* __restrict__ out, index_t rows, index_t cols, index_t ld_in,
+                           index_t ld_out, int count) {
+  const index_t elements = rows * cols;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const index_t warps = static_cast<index_t>(gridDim.x) * (Threads / 32);
+  for (index_t e = static_cast<index_t>(blockIdx.x) * (Threads / 32) + static_cast<index_t>(threadIdx.x / 32); e < elements;
+       e += warps) {
+    const index_t j = e / rows, i = e - j * rows;  // output row j, column i
+    const W* src = in + (i * ld_in + j) * count;
+    W* dst = out + (j * ld_out + i) * count;
+    for (int w = lane; w < count; w += 32) dst[w] = __ldg(src + w);
+  }
+}
+
+template <class W>
+void device_transpose_large(const W* in, index_t rows, index_t cols, index_t ld_in, W* out, index_t ld_out, int count,
+                            StreamHandle stream) {
+  if (rows == 0 || cols == 0) return;
+  using Tuning = TransposeWordsTuning;
+  constexpr int kThreads = Tuning::kThreads;
+  constexpr auto kernel = transpose_large_kernel<W, kThreads>;
+  const int grid = transpose_grid<kernel>(kThreads, ceil_div<index_t>(rows * cols, kThreads / 32), Tuning::kWaves);
+  kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, out, rows, cols, ld_in, ld_out, count);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
 // Elements of `count` words of W each (any size); see transpose_words_kernel.
 template <class W>
 void device_transpose_words(const W* in, index_t rows, index_t cols, index_t ld_in, W* out, index_t ld_out, int count,

@@ -3,6 +3,8 @@
 // architecture, tuning/arch.cuh; none of these was measured on an sm_80 device).
 #pragma once
 
+#include <cstddef>
+
 namespace tessera::kernels::cuda::detail {
 
 // The one place the transpose is tuned, per element size. Measured on an H100 with
@@ -88,10 +90,12 @@ struct TransposeTuning {
 
 // Elements of any size, moved as runs of words (device_transpose_words): kTile x kTile elements per
 // step of a thread block of kThreads, at most kWaves waves of resident thread blocks.
+// Elements of kLargeBytes or more take a warp each (device_transpose_large).
 struct TransposeWordsTuning {
   static constexpr int kThreads = 256;
   static constexpr int kTile = 32;
   static constexpr int kWaves = 32;
+  static constexpr std::size_t kLargeBytes = 256;
 };
 
 }  // namespace tessera::kernels::cuda::detail

@@ -21,15 +21,14 @@
 // more exchange per exchange of the transform, in reverse). Options::output_order = Order::swapped
 // keeps the forward output's block with axes 0 and 1 swapped in memory: a slab's output block is
 // then [b1][n0][n2] (FFTW_MPI_TRANSPOSED_OUT's order: the global spectrum as an n1 x n0 x n2 array
-// cut along its first axis), a pencil's [b1][n0][c2], one rank's [n1][n0][n2]. The block swaps
-// the two axes before axis 0, the last, is transformed (FFTW-MPI's schedule for that output), so
-// that transform runs over contiguous [n0][n2] panels; the swap costs no pass of its own where an
-// exchange makes axis 0 whole (its unpack writes the swapped order), one transposition of the
-// block otherwise (one rank, or a pencil grid of one row). It needs axis 0 transformed last: not with
-// return_to_input_layout or a batched 1-D transform along axis 1. The inverse transform takes the
-// forward output's layout and order and returns the input's. input_box() and output_box() state the boxes;
-// the cuts are Partition::block of each axis over the ranks of its grid dimension, so any sizes
-// work, ranks with empty blocks included.
+// cut along its first axis), a pencil's [b1][n0][c2], one rank's [n1][n0][n2]. Where an exchange
+// makes axis 0 whole, its unpack writes the swapped order and axis 0's transform runs over
+// contiguous [n0][n2] panels (FFTW-MPI's schedule for that output); elsewhere (one rank, a pencil
+// grid of one row) one transposition of the block follows the last transform. It needs axis 0
+// transformed last: not with return_to_input_layout or a batched 1-D transform along axis 1. The
+// inverse transform takes the forward output's layout and order and returns the input's.
+// input_box() and output_box() state the boxes; the cuts are Partition::block of each axis over
+// the ranks of its grid dimension, so any sizes work, ranks with empty blocks included.
 //
 // r2c: the input is real with the shape given; the output is complex with the last transformed
 // axis n/2 + 1 long (numpy.fft.rfftn's layout; rfft along the one axis of a batched 1-D plan).

@@ -244,7 +244,12 @@ class PlanImpl {
       work(1);
     }
     std::size_t work_area = 0;
-    for (Step& step : steps_) {
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+      Step& step = steps_[i];
+      // A pipelined pair runs on its chunks' plans and exchanges alone (make_chunks, below).
+      const bool in_pair = (i + 1 < steps_.size() && pipelined(step, steps_[i + 1])) ||
+                           (i > 0 && pipelined(steps_[i - 1], step));
+      if (in_pair) continue;
       if (!step.local) {
         make_exchange(step, true);
         make_exchange(step, false);

@@ -15,7 +15,8 @@
 // 10 eps log2 N of max |x|; the vendor's when its output agrees with ours within 10 eps log2 N of
 // max |X| (on the elements both hold on a rank; cuFFT: the first 2^24). Fields: GFLOP/s by
 // 5 N log2 N (half for r2c) over the p50; the phases (local = local FFTs + packs, exchange,
-// unpack), the slowest rank's mean per call from a separate loop of calls that time them;
+// unpack; with --chunks above 1, exchange = only the waits the FFTs did not hide, and the unpacks
+// count as local), the slowest rank's mean per call from a separate loop of calls that time them;
 // share.vendor = the vendor's p50 over ours; share.alltoall_alone = the bare all-to-all's p50 over
 // the exchange phase. Flags, statistics and the JSON report: the harness (bench/common).
 //

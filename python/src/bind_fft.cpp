@@ -35,7 +35,7 @@ class FftPlan {
 
   FftPlan(const SessionPtr& session, const std::vector<index_t>& shape, bool r2c, bool single, int axis,
           const std::string& norm, const std::string& decomposition, int grid_rows, int grid_cols,
-          bool return_to_input_layout, bool measure)
+          bool return_to_input_layout, bool measure, int exchange_chunks)
       : session_(session), r2c_(r2c), single_(single) {
     if (shape.size() != 2)
       throw UsageError("fft.Plan: the shape of a 2-D array is needed (tessera's arrays are 1-D or 2-D; got " +
@@ -54,6 +54,7 @@ class FftPlan {
     options.norm = fft::parse_norm(norm);
     options.return_to_input_layout = return_to_input_layout;
     options.effort = measure ? fft::Effort::measure : fft::Effort::estimate;
+    options.exchange_chunks = exchange_chunks;
     const Call call(*session_);
     const fft::Kind kind = r2c ? fft::Kind::r2c : fft::Kind::c2c;
     if (single) {
@@ -178,7 +179,7 @@ py::tuple box_tuple(const fft::Box& box) {
 void bind_fft(py::module_& m) {
   py::class_<FftPlan, std::shared_ptr<FftPlan>>(m, "_FftPlan")
       .def(py::init<const SessionPtr&, const std::vector<index_t>&, bool, bool, int, const std::string&,
-                    const std::string&, int, int, bool, bool>())
+                    const std::string&, int, int, bool, bool, int>())
       .def("forward", &FftPlan::forward)
       .def("inverse", &FftPlan::inverse)
       .def_property_readonly("shape", [](FftPlan& p) { return p.visit([](auto& plan) { return plan.shape(); }); })

@@ -152,6 +152,13 @@ def test_plan_reuse_and_attributes(dtype):
         (r0, c0), (rows, cols) = plan.input_box
         expect(x.local_offset == (r0, c0) and x.local_shape == (rows, cols), "input_box is the input's block")
         check(plan.inverse(X), a, dtype, "Plan.inverse seed=%d" % seed, layout=plan.input_layout)
+    # The exchange in chunks beside the transforms: the same spectrum.
+    chunked = tfft.Plan(shape, dtype, norm="ortho", effort="estimate", exchange_chunks=3)
+    a = data_of(shape, dtype, seed=5)
+    X = chunked.forward(tessera.from_global(a, layout="rows"))
+    ref = np.fft.rfftn(a, norm="ortho") if real else np.fft.fftn(a.astype(np.complex128), norm="ortho")
+    check(X, ref, dtype, "exchange_chunks=3 forward", layout=chunked.output_layout)
+    check(chunked.inverse(X), a, dtype, "exchange_chunks=3 inverse", layout=chunked.input_layout)
     back = tfft.Plan(shape, dtype, return_to_input_layout=True, effort="estimate")
     expect(back.output_layout == (P, 1), "return_to_input_layout: output layout %s" % (back.output_layout,))
     a = data_of(shape, dtype, seed=4)
@@ -188,6 +195,8 @@ def test_errors_on_every_rank():
     expect_raises(ValueError, lambda: tfft.Plan((4, 6), decomposition="pencil", effort="estimate"), match="pencil")
     expect_raises(ValueError, lambda: tfft.Plan((4, 6), decomposition="cubes"), match="decomposition")
     expect_raises(ValueError, lambda: tfft.Plan((4, 6), effort="patient"), match="effort")
+    expect_raises(ValueError, lambda: tfft.Plan((4, 6), effort="estimate", exchange_chunks=65), match="exchange_chunks")
+    expect_raises(TypeError, lambda: tfft.Plan((4, 6), exchange_chunks=1.5), match="exchange_chunks")
     plan = tfft.Plan((4, 6), "complex128", effort="estimate")
     expect_raises(ValueError, lambda: plan.forward(tessera.from_global(data_of((4, 5), "complex128", 1))),
                   match="shape")

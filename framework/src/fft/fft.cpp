@@ -384,7 +384,6 @@ class PlanImpl {
     for (std::size_t i = 0; i < n_steps; ++i) {
       Step& step = steps_[forward ? i : n_steps - 1 - i];
       const State& from = forward ? step.before : step.after;
-      const State& to = forward ? step.after : step.before;
       const bool last = i + 1 == n_steps;
       // c2r may overwrite its input: never the caller's.
       if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
@@ -413,7 +412,7 @@ class PlanImpl {
           if (times) *times += t;
         }
       } else {
-        exchange(step, forward, from, to, cur, dst, times);
+        exchange(step, forward, from, cur, dst, times);
       }
       cur = dst;
     }
@@ -586,99 +585,15 @@ class PlanImpl {
     geo.swapped = step.swap_folded;
     return geo;
   }
-  // Bytes of the piece this rank sends to q and receives from q.
-  static std::pair<std::size_t, std::size_t> piece_bytes(const Geometry& g, int q) {
-    const index_t bl = g.pb.local_size(g.me), cl = g.pc.local_size(g.me);
-    const index_t bq = g.pb.local_size(q), cq = g.pc.local_size(q);
-    const index_t unit = g.a * g.m * g.e;
-    // b_to_c: send [A, Bl, M, Cq], receive [A, Bq, M, Cl]; otherwise send [A, Bq, M, Cl], receive [A, Bl, M, Cq].
-    const index_t send = g.b_to_c ? unit * bl * cq : unit * bq * cl;
-    const index_t recv = g.b_to_c ? unit * bq * cl : unit * bl * cq;
-    return {static_cast<std::size_t>(send), static_cast<std::size_t>(recv)};
-  }
-
-  // Whether the pieces this rank receives land straight in its new block: [A, Bq, M, Cl] into
-  // [A, B, M, Cl] is one run where A is 1 (a slab's forward exchange). The exchange is then listed
-  // at each call, with the destination of that call; otherwise it is made once, every piece packed.
-  static bool receives_straight(const Geometry& geo) { return geo.b_to_c && geo.a == 1 && !geo.swapped; }
-
-  Exchange list_exchange(const Step& step, const Geometry& geo, std::vector<std::size_t>& send,
-                         std::vector<std::size_t>& recv, char* out) const {
-    Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
-    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
-    recv = send;
-    const index_t cl = geo.pc.local_size(geo.me);
-    for (int q = 0; q < geo.peers; ++q) {
-      if (q == geo.me) continue;  // copied straight (copy_own_piece)
-      const auto [sb, rb] = piece_bytes(geo, q);
-      if (sb > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, sb);
-      if (rb == 0) continue;
-      if (out != nullptr && receives_straight(geo))
-        x.receive(q, out + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl * geo.e), rb);
-      else
-        recv[static_cast<std::size_t>(q)] = x.receive_packed(q, rb);
-    }
-    return x;
-  }
-
-  void make_exchange(Step& step, bool forward) {
-    const Geometry geo = geometry(step, forward);
-    if (receives_straight(geo)) return;  // listed at each call
-    Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
-    std::vector<std::size_t>& send = forward ? step.forward_send : step.inverse_send;
-    std::vector<std::size_t>& recv = forward ? step.forward_recv : step.inverse_recv;
-    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
-    recv = send;
-    for (int q = 0; q < geo.peers; ++q) {
-      if (q == geo.me) continue;  // copied straight (copy_own_piece)
-      const auto [s, r] = piece_bytes(geo, q);
-      if (s > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, s);
-      if (r > 0) recv[static_cast<std::size_t>(q)] = x.receive_packed(q, r);
-    }
-    x.prepare();
-    (forward ? step.forward_exchange : step.inverse_exchange).emplace(std::move(x));
-  }
-
-  // This rank's own piece, from `in` straight into its place in `out` (the pieces to other ranks
-  // travel packed): b_to_c, [A, Bl, M, C] at column Pc(me) into [A, B, M, Cl] at Pb(me); otherwise
-  // [A, B, M, Cl] at Pb(me) into [A, Bl, M, C] at column Pc(me).
-  void copy_own_piece(const Geometry& geo, const char* in, char* out) const {
-    const kernels::Queue& queue = ctx_.queue();
-    const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
-    if (bl * cl * geo.m * geo.e == 0) return;
-    const auto e = static_cast<std::size_t>(geo.e);
-    const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
-    if (geo.swapped) {  // [Bl, C] at column c0 <-> [Cl, B] at column b0 (A and M are 1)
-      if (geo.b_to_c)
-        kernels::transpose_bytes(queue, in + static_cast<std::size_t>(c0) * e, bl, cl, geo.nc, out + static_cast<std::size_t>(b0) * e,
-                                 geo.nb, e);
-      else
-        kernels::transpose_bytes(queue, in + static_cast<std::size_t>(b0) * e, cl, bl, geo.nb, out + static_cast<std::size_t>(c0) * e,
-                                 geo.nc, e);
-      return;
-    }
-    for (index_t a = 0; a < geo.a; ++a) {
-      const char* a_in = in + static_cast<std::size_t>(a * (geo.b_to_c ? bl * geo.m * geo.nc : geo.nb * geo.m * cl)) * e;
-      char* a_out = out + static_cast<std::size_t>(a * (geo.b_to_c ? geo.nb * geo.m * cl : bl * geo.m * geo.nc)) * e;
-      if (geo.b_to_c)
-        kernels::copy_2d(queue, a_out + static_cast<std::size_t>(b0 * geo.m * cl) * e, cl, a_in + static_cast<std::size_t>(c0) * e,
-                         geo.nc, bl * geo.m, cl, e);
-      else
-        kernels::copy_2d(queue, a_out + static_cast<std::size_t>(c0) * e, geo.nc, a_in + static_cast<std::size_t>(b0 * geo.m * cl) * e,
-                         cl, bl * geo.m, cl, e);
-    }
-  }
-
-  // Whether the local step `local` and the exchange `x` after it run in chunks: x makes axis 0
-  // whole and cuts axis 1, and `local` transforms axis 1 onwards in batches along axis 0 (the
-  // chunks are runs of those batches). The same on every rank.
-  bool pipelined(const Step& local, const Step& x) const {
-    return chunks_ > 1 && local.local && !local.transpose && local.axis == 1 && !x.local && x.whole == 0 && x.cut == 1;
-  }
-  // Rank q's rows of axis 0 (the exchange's B) in chunks: the balanced blocks of its rows in units
-  // of `granule` rows, so that every chunk of the local step starts on a 16-byte boundary on both
-  // sides (cuFFT refuses others; FFTW's plans assume their planning buffers' alignment). The
-  // granule depends only on the lengths of the axes after 0, the same for every rank of the exchange.
+  // The rows of B that rank q's pieces cover, in `chunks` chunks (one: all its rows): balanced
+  // blocks of its rows in units of `granule` rows, so that every chunk of a pipelined local step
+  // starts on a 16-byte boundary on both sides (cuFFT refuses others; FFTW's plans assume their
+  // planning buffers' alignment). The granule depends only on the lengths of the axes after 0, the
+  // same for every rank of the exchange.
+  struct Chunking {
+    int chunks = 1;
+    index_t granule = 1;
+  };
   struct ChunkRows {
     index_t rows = 0, granule = 1;
     int chunks = 1;
@@ -688,8 +603,124 @@ class PlanImpl {
     }
     index_t local_size(int c) const { return (c + 1 < chunks ? offset(c + 1) : rows) - offset(c); }
   };
-  ChunkRows chunk_rows(const Geometry& geo, int q, index_t granule) const {
-    return {geo.pb.local_size(q), granule, chunks_};
+  static ChunkRows rows_of(const Geometry& geo, int q, const Chunking& k) {
+    return {geo.pb.local_size(q), k.granule, k.chunks};
+  }
+  // The piece of chunk c this rank sends to q (sending) or receives from q: [A, rows, M, cols]. Its
+  // rows of B are this rank's (`first` an index into its block) where B is cut on the side the piece
+  // comes from or goes to, q's (`first` a global index) otherwise; its columns of C are q's or this
+  // rank's: b_to_c sends [A, Bl, M, Cq] and receives [A, Bq, M, Cl], the other way round otherwise.
+  struct PieceRows {
+    index_t first = 0, rows = 0, cols = 0;
+  };
+  static PieceRows piece_rows(const Geometry& geo, int q, bool sending, const Chunking& k, int c) {
+    const bool mine = sending == geo.b_to_c;
+    const ChunkRows r = rows_of(geo, mine ? geo.me : q, k);
+    return {(mine ? 0 : geo.pb.offset(q)) + r.offset(c), r.local_size(c), geo.pc.local_size(mine ? q : geo.me)};
+  }
+
+  // Whether the pieces this rank receives land straight in its new block: [A, Bq, M, Cl] into
+  // [A, B, M, Cl] is one run where A is 1 (a slab's forward exchange). The exchange is then listed
+  // at each call, with the destination of that call; otherwise it is made once, every piece packed.
+  static bool receives_straight(const Geometry& geo) { return geo.b_to_c && geo.a == 1 && !geo.swapped; }
+
+  // The messages of chunk c's exchange (of the whole exchange with Chunking{}): every piece packed,
+  // except the receives that land straight in `out` where it is given and receives_straight holds.
+  Exchange list_pieces(const Step& step, const Geometry& geo, const Chunking& k, int c, std::vector<std::size_t>& send,
+                       std::vector<std::size_t>& recv, char* out) const {
+    Exchange x(axis_context(step.g), ExchangePattern::all_to_all, kPieceAlignment);
+    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
+    recv = send;
+    const index_t unit = geo.a * geo.m * geo.e;
+    for (int q = 0; q < geo.peers; ++q) {
+      if (q == geo.me) continue;  // copied straight (copy_own_piece)
+      const PieceRows sent = piece_rows(geo, q, true, k, c), received = piece_rows(geo, q, false, k, c);
+      const auto sb = static_cast<std::size_t>(unit * sent.rows * sent.cols);
+      const auto rb = static_cast<std::size_t>(unit * received.rows * received.cols);
+      if (sb > 0) send[static_cast<std::size_t>(q)] = x.send_packed(q, sb);
+      if (rb == 0) continue;
+      if (out != nullptr && receives_straight(geo))
+        x.receive(q, out + static_cast<std::size_t>(received.first * geo.m * received.cols * geo.e), rb);
+      else
+        recv[static_cast<std::size_t>(q)] = x.receive_packed(q, rb);
+    }
+    return x;
+  }
+
+  void make_exchange(Step& step, bool forward) {
+    const Geometry geo = geometry(step, forward);
+    if (receives_straight(geo)) return;  // listed at each call
+    Exchange x = list_pieces(step, geo, {}, 0, forward ? step.forward_send : step.inverse_send,
+                             forward ? step.forward_recv : step.inverse_recv, nullptr);
+    x.prepare();
+    (forward ? step.forward_exchange : step.inverse_exchange).emplace(std::move(x));
+  }
+
+  // The copies of chunk c's pieces between [A, B, M, C] blocks (A is 1 where the chunk is short of
+  // all the rows); the swapped side is [Cl, B] (A and M 1). pack: q's piece from `in` into its slot.
+  void pack(const Geometry& geo, int q, const Chunking& k, int c, const char* in, void* slot) const {
+    const kernels::Queue& queue = ctx_.queue();
+    const PieceRows p = piece_rows(geo, q, true, k, c);
+    const auto e = static_cast<std::size_t>(geo.e);
+    if (geo.b_to_c)  // [A, rows, M, Cq] from [A, Bl, M, C] at column Pc(q)
+      kernels::copy_2d(queue, slot, p.cols, in + static_cast<std::size_t>(p.first * geo.m * geo.nc + geo.pc.offset(q)) * e,
+                       geo.nc, geo.a * p.rows * geo.m, p.cols, e);
+    else if (geo.swapped)  // [rows, Cl] from the swapped [Cl, B] at column `first`
+      kernels::transpose_bytes(queue, in + static_cast<std::size_t>(p.first) * e, p.cols, p.rows, geo.nb, slot, p.cols, e);
+    else  // [A, rows, M, Cl] from [A, B, M, Cl] at row `first`
+      kernels::copy_2d(queue, slot, p.rows * geo.m * p.cols, in + static_cast<std::size_t>(p.first * geo.m * p.cols) * e,
+                       geo.nb * geo.m * p.cols, geo.a, p.rows * geo.m * p.cols, e);
+  }
+  // unpack: q's piece from its slot into its place in `out`.
+  void unpack(const Geometry& geo, int q, const Chunking& k, int c, const void* slot, char* out) const {
+    const kernels::Queue& queue = ctx_.queue();
+    const PieceRows p = piece_rows(geo, q, false, k, c);
+    const auto e = static_cast<std::size_t>(geo.e);
+    if (!geo.b_to_c)  // [A, rows, M, Cq] into [A, Bl, M, C] at column Pc(q)
+      kernels::copy_2d(queue, out + static_cast<std::size_t>(p.first * geo.m * geo.nc + geo.pc.offset(q)) * e, geo.nc, slot,
+                       p.cols, geo.a * p.rows * geo.m, p.cols, e);
+    else if (geo.swapped)  // [rows, Cl] into the swapped [Cl, B] at column `first`
+      kernels::transpose_bytes(queue, slot, p.rows, p.cols, p.cols, out + static_cast<std::size_t>(p.first) * e, geo.nb, e);
+    else  // [A, rows, M, Cl] into [A, B, M, Cl] at row `first`
+      kernels::copy_2d(queue, out + static_cast<std::size_t>(p.first * geo.m * p.cols) * e, geo.nb * geo.m * p.cols, slot,
+                       p.rows * geo.m * p.cols, geo.a, p.rows * geo.m * p.cols, e);
+  }
+  // copy_own_piece: this rank's own piece, from `in` straight into its place in `out` (b_to_c: its
+  // rows of [A, Bl, M, C] at column Pc(me) into [A, B, M, Cl] at its rows of Pb(me); otherwise back).
+  void copy_own_piece(const Geometry& geo, const Chunking& k, int c, const char* in, char* out) const {
+    const kernels::Queue& queue = ctx_.queue();
+    const ChunkRows mine = rows_of(geo, geo.me, k);
+    const index_t first = mine.offset(c), rows = mine.local_size(c);
+    const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
+    if (rows * cl * geo.m * geo.e == 0) return;
+    const auto e = static_cast<std::size_t>(geo.e);
+    const index_t b = geo.pb.offset(geo.me) + first, c0 = geo.pc.offset(geo.me);
+    if (geo.swapped) {  // [rows, C] at column c0 <-> the swapped [Cl, B] at column b
+      if (geo.b_to_c)
+        kernels::transpose_bytes(queue, in + static_cast<std::size_t>(first * geo.nc + c0) * e, rows, cl, geo.nc,
+                                 out + static_cast<std::size_t>(b) * e, geo.nb, e);
+      else
+        kernels::transpose_bytes(queue, in + static_cast<std::size_t>(b) * e, cl, rows, geo.nb,
+                                 out + static_cast<std::size_t>(first * geo.nc + c0) * e, geo.nc, e);
+      return;
+    }
+    for (index_t a = 0; a < geo.a; ++a) {
+      const char* a_in = in + static_cast<std::size_t>(a * (geo.b_to_c ? bl * geo.m * geo.nc : geo.nb * geo.m * cl)) * e;
+      char* a_out = out + static_cast<std::size_t>(a * (geo.b_to_c ? geo.nb * geo.m * cl : bl * geo.m * geo.nc)) * e;
+      const std::size_t at_c = static_cast<std::size_t>(first * geo.m * geo.nc + c0) * e;  // in [A, Bl, M, C]
+      const std::size_t at_b = static_cast<std::size_t>(b * geo.m * cl) * e;                // in [A, B, M, Cl]
+      if (geo.b_to_c)
+        kernels::copy_2d(queue, a_out + at_b, cl, a_in + at_c, geo.nc, rows * geo.m, cl, e);
+      else
+        kernels::copy_2d(queue, a_out + at_c, geo.nc, a_in + at_b, cl, rows * geo.m, cl, e);
+    }
+  }
+
+  // Whether the local step `local` and the exchange `x` after it run in chunks: x makes axis 0
+  // whole and cuts axis 1, and `local` transforms axis 1 onwards in batches along axis 0 (the
+  // chunks are runs of those batches). The same on every rank.
+  bool pipelined(const Step& local, const Step& x) const {
+    return chunks_ > 1 && local.local && !local.transpose && local.axis == 1 && !x.local && x.whole == 0 && x.cut == 1;
   }
   // Rows of the local step whose bytes on each side are a multiple of 16.
   index_t chunk_granule(const Step& local) const {
@@ -715,7 +746,7 @@ class PlanImpl {
     auto ch = std::make_unique<Step::Chunks>();
     const Geometry fwd = geometry(x, true);
     ch->granule = chunk_granule(local);
-    const ChunkRows mine = chunk_rows(fwd, fwd.me, ch->granule);
+    const ChunkRows mine = rows_of(fwd, fwd.me, {chunks_, ch->granule});
     std::size_t area = 0;
     for (int c = 0; c < chunks_; ++c) {
       const index_t length = mine.local_size(c);
@@ -740,41 +771,12 @@ class PlanImpl {
     made.inverse_send.resize(static_cast<std::size_t>(chunks_));
     made.inverse_recv.resize(static_cast<std::size_t>(chunks_));
     for (int c = 0; c < chunks_; ++c) {
-      Exchange e = list_chunk(x, inv, c, false, made.inverse_send[static_cast<std::size_t>(c)],
-                              made.inverse_recv[static_cast<std::size_t>(c)], nullptr);
+      Exchange e = list_pieces(x, inv, {chunks_, made.granule}, c, made.inverse_send[static_cast<std::size_t>(c)],
+                               made.inverse_recv[static_cast<std::size_t>(c)], nullptr);
       e.prepare();
       made.inverse.push_back(std::move(e));
     }
     return area;
-  }
-
-  // Chunk c's exchange: forward, each rank's rows of chunk c [Bc, Cq] to each q, received straight
-  // into `dst` at q's rows where the destination is in natural order and `dst` is given (packed
-  // otherwise); inverse, q's rows of chunk c [Bc(q), Cl] to each q, every piece packed.
-  Exchange list_chunk(const Step& x, const Geometry& geo, int c, bool forward, std::vector<std::size_t>& send,
-                      std::vector<std::size_t>& recv, char* dst) const {
-    Exchange e(axis_context(x.g), ExchangePattern::all_to_all, kPieceAlignment);
-    send.assign(static_cast<std::size_t>(geo.peers), SIZE_MAX);
-    recv = send;
-    const index_t cl = geo.pc.local_size(geo.me);
-    const index_t granule = x.chunks->granule;
-    const ChunkRows mine = chunk_rows(geo, geo.me, granule);
-    for (int q = 0; q < geo.peers; ++q) {
-      if (q == geo.me) continue;
-      const ChunkRows theirs = chunk_rows(geo, q, granule);
-      const index_t cq = geo.pc.local_size(q);
-      const index_t sent_rows = forward ? mine.local_size(c) : theirs.local_size(c);
-      const index_t received_rows = forward ? theirs.local_size(c) : mine.local_size(c);
-      const auto sb = static_cast<std::size_t>(sent_rows * (forward ? cq : cl) * geo.e);
-      const auto rb = static_cast<std::size_t>(received_rows * (forward ? cl : cq) * geo.e);
-      if (sb > 0) send[static_cast<std::size_t>(q)] = e.send_packed(q, sb);
-      if (rb == 0) continue;
-      if (forward && dst != nullptr && !geo.swapped)
-        e.receive(q, dst + static_cast<std::size_t>((geo.pb.offset(q) + theirs.offset(c)) * cl * geo.e), rb);
-      else
-        recv[static_cast<std::size_t>(q)] = e.receive_packed(q, rb);
-    }
-    return e;
   }
 
   // The pipelined pair (pipelined()): forward, `local` from `in` into `mid` and `x` from `mid` into
@@ -782,13 +784,10 @@ class PlanImpl {
   // Through pipelined_exchange_phases: chunk c + 1's exchange is packed and started before chunk
   // c's is finished. A = M = 1 in this exchange's geometry: the block is [B, C, E].
   void run_chunks(Step& local, Step& x, bool forward, const void* in, void* mid, void* out, PhaseTimes* times) {
-    const kernels::Queue& queue = ctx_.queue();
     const Geometry geo = geometry(x, forward);
     Step::Chunks& ch = *x.chunks;
-    const ChunkRows mine = chunk_rows(geo, geo.me, ch.granule);
-    const index_t cl = geo.pc.local_size(geo.me);
-    const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
-    const auto e = static_cast<std::size_t>(geo.e);
+    const Chunking k{chunks_, ch.granule};
+    const ChunkRows mine = rows_of(geo, geo.me, k);
     const auto* src = static_cast<const char*>(in);
     auto* between = static_cast<char*>(mid);
     auto* dst = static_cast<char*>(out);
@@ -797,104 +796,57 @@ class PlanImpl {
     std::vector<Exchange>& xs = forward ? ch.forward : ch.inverse;
     std::vector<std::vector<std::size_t>>& sends = forward ? ch.forward_send : ch.inverse_send;
     std::vector<std::vector<std::size_t>>& recvs = forward ? ch.forward_recv : ch.inverse_recv;
-    if (forward && (xs.empty() || (!geo.swapped && ch.destination != out))) {  // listed for this destination
+    if (forward && (xs.empty() || (receives_straight(geo) && ch.destination != out))) {  // listed for this destination
       xs.clear();
       sends.assign(static_cast<std::size_t>(chunks_), {});
       recvs.assign(static_cast<std::size_t>(chunks_), {});
       for (int c = 0; c < chunks_; ++c) {
-        Exchange ex = list_chunk(x, geo, c, true, sends[static_cast<std::size_t>(c)], recvs[static_cast<std::size_t>(c)], dst);
+        Exchange ex = list_pieces(x, geo, k, c, sends[static_cast<std::size_t>(c)], recvs[static_cast<std::size_t>(c)], dst);
         ex.prepare();
         xs.push_back(std::move(ex));
       }
       ch.destination = out;
     }
-    auto transform = [&](index_t first, index_t length, const void* from, void* to) {
+    // The local step on the chunk's rows (batches), `from` into `to`.
+    auto transform = [&](int c, const void* from, void* to) {
+      const index_t first = mine.offset(c), length = mine.local_size(c);
       if (length == 0 || local.shape.s == 0) return;
       LocalFft& fft = *(forward ? ch.forward_fft : ch.inverse_fft).at(length);
       fft.execute(static_cast<const char*>(from) + static_cast<std::size_t>(first) * local_in,
                   static_cast<char*>(to) + static_cast<std::size_t>(first) * local_out);
     };
+    // Forward: transform `in` into `mid`, pack from `mid`, unpack into `out`; inverse: pack from
+    // `in`, unpack into `mid`, transform `mid` into `out`.
+    const char* packed_from = forward ? between : src;
+    char* unpacked_into = forward ? dst : between;
     pipelined_exchange_phases(
         {"fft exchange", box(forward ? x.before : x.after).count()}, axis_context(x.g), times,
         static_cast<std::size_t>(chunks_),
         [&](std::size_t c) { return std::span<Exchange>(&xs[c], 1); },
         [&](std::size_t cs, std::span<Exchange> step) {
           const int c = static_cast<int>(cs);
-          Exchange& ex = step.front();
-          const index_t r0 = mine.offset(c), rows = mine.local_size(c);
-          if (forward) {
-            transform(r0, rows, src, between);  // this chunk's rows of [B, C, E] in `mid`
-            if (rows * cl * geo.e > 0) {        // this rank's own piece into place
-              if (geo.swapped)
-                kernels::transpose_bytes(queue, between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, rows, cl, geo.nc,
-                                         dst + static_cast<std::size_t>(b0 + r0) * e, geo.nb, e);
-              else
-                kernels::copy_2d(queue, dst + static_cast<std::size_t>((b0 + r0) * cl) * e, cl,
-                                 between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, geo.nc, rows, cl, e);
-            }
-            for (int q = 0; q < geo.peers; ++q) {  // [rows, Cq] at column Pc(q)
-              const std::size_t piece = sends[cs][static_cast<std::size_t>(q)];
-              if (piece == SIZE_MAX) continue;
-              const index_t cq = geo.pc.local_size(q);
-              kernels::copy_2d(queue, ex.send_slot(piece), cq,
-                               between + static_cast<std::size_t>(r0 * geo.nc + geo.pc.offset(q)) * e, geo.nc, rows, cq, e);
-            }
-          } else {
-            if (rows * cl * geo.e > 0) {  // this rank's own piece: [rows, Cl] into `mid` at column c0
-              if (geo.swapped)
-                kernels::transpose_bytes(queue, src + static_cast<std::size_t>(b0 + r0) * e, cl, rows, geo.nb,
-                                         between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, geo.nc, e);
-              else
-                kernels::copy_2d(queue, between + static_cast<std::size_t>(r0 * geo.nc + c0) * e, geo.nc,
-                                 src + static_cast<std::size_t>((b0 + r0) * cl) * e, cl, rows, cl, e);
-            }
-            for (int q = 0; q < geo.peers; ++q) {  // q's rows of this chunk, [Bc(q), Cl]
-              const std::size_t piece = sends[cs][static_cast<std::size_t>(q)];
-              if (piece == SIZE_MAX) continue;
-              const ChunkRows theirs = chunk_rows(geo, q, ch.granule);
-              const index_t row = geo.pb.offset(q) + theirs.offset(c), n = theirs.local_size(c);
-              if (geo.swapped)
-                kernels::transpose_bytes(queue, src + static_cast<std::size_t>(row) * e, cl, n, geo.nb, ex.send_slot(piece), cl, e);
-              else
-                kernels::copy_2d(queue, ex.send_slot(piece), cl, src + static_cast<std::size_t>(row * cl) * e, cl, n, cl, e);
-            }
+          if (forward) transform(c, src, between);
+          copy_own_piece(geo, k, c, packed_from, unpacked_into);
+          for (int q = 0; q < geo.peers; ++q) {
+            const std::size_t piece = sends[cs][static_cast<std::size_t>(q)];
+            if (piece != SIZE_MAX) pack(geo, q, k, c, packed_from, step.front().send_slot(piece));
           }
         },
         [&](std::size_t cs, std::span<Exchange> step) {
           const int c = static_cast<int>(cs);
-          Exchange& ex = step.front();
-          const index_t r0 = mine.offset(c), rows = mine.local_size(c);
           for (int q = 0; q < geo.peers; ++q) {
             const std::size_t piece = recvs[cs][static_cast<std::size_t>(q)];
-            if (piece == SIZE_MAX) continue;
-            if (forward) {  // q's rows of this chunk into place (swapped: transposed; natural: packed only without `out`)
-              const ChunkRows theirs = chunk_rows(geo, q, ch.granule);
-              const index_t row = geo.pb.offset(q) + theirs.offset(c), n = theirs.local_size(c);
-              if (geo.swapped)
-                kernels::transpose_bytes(queue, ex.received_slot(piece), n, cl, cl, dst + static_cast<std::size_t>(row) * e, geo.nb, e);
-              else
-                kernels::copy_2d(queue, dst + static_cast<std::size_t>(row * cl) * e, cl, ex.received_slot(piece), cl, n, cl, e);
-            } else {  // [rows, Cq] into `mid` at column Pc(q)
-              const index_t cq = geo.pc.local_size(q);
-              kernels::copy_2d(queue, between + static_cast<std::size_t>(r0 * geo.nc + geo.pc.offset(q)) * e, geo.nc,
-                               ex.received_slot(piece), cq, rows, cq, e);
-            }
+            if (piece != SIZE_MAX) unpack(geo, q, k, c, step.front().received_slot(piece), unpacked_into);
           }
-          if (!forward) transform(r0, rows, between, dst);  // the chunk's rows, whole now, into `out`
+          if (!forward) transform(c, between, dst);  // the chunk's rows, whole now, into `out`
         });
   }
 
-  void exchange(Step& step, bool forward, const State& from, const State& to, const void* src, void* dst,
-                PhaseTimes* times) {
-    (void)from;
-    (void)to;
+  void exchange(Step& step, bool forward, const State& from, const void* src, void* dst, PhaseTimes* times) {
     const Geometry geo = geometry(step, forward);
-    const kernels::Queue& queue = ctx_.queue();
     std::optional<Exchange>& held = forward ? step.forward_exchange : step.inverse_exchange;
-    const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
     const auto* in = static_cast<const char*>(src);
     auto* out = static_cast<char*>(dst);
-    const auto e = static_cast<std::size_t>(geo.e);
     // Pieces received straight into `out`: the exchange listed for it, kept for the next call.
     void*& destination = step.straight_destination[forward ? 0 : 1];
     const bool list_now = receives_straight(geo) && (!held.has_value() || destination != dst);
@@ -909,7 +861,7 @@ class PlanImpl {
         {"fft exchange", box(from).count()}, axis_context(step.g), times ? &t : nullptr,
         [&] {
           if (list_now) {
-            Exchange x = list_exchange(step, geo, send, recv, out);
+            Exchange x = list_pieces(step, geo, {}, 0, send, recv, out);
             x.prepare();
             destination = dst;
             return x;
@@ -917,38 +869,17 @@ class PlanImpl {
           return std::move(*held);
         },
         [&](Exchange& x) {
-          copy_own_piece(geo, in, out);
+          copy_own_piece(geo, {}, 0, in, out);
           for (int q = 0; q < geo.peers; ++q) {
             const std::size_t piece = send[static_cast<std::size_t>(q)];
-            if (piece == SIZE_MAX) continue;
-            const index_t bq = geo.pb.local_size(q), cq = geo.pc.local_size(q);
-            if (geo.swapped && !geo.b_to_c)  // [Bq, Cl] from the swapped [Cl, B] at column Pb(q)
-              kernels::transpose_bytes(queue, in + static_cast<std::size_t>(geo.pb.offset(q)) * e, cl, bq, geo.nb,
-                                       x.send_slot(piece), cl, e);
-            else if (geo.b_to_c)  // [A, Bl, M, Cq] from [A, Bl, M, C] at column Pc(q)
-              kernels::copy_2d(queue, x.send_slot(piece), cq, in + static_cast<std::size_t>(geo.pc.offset(q)) * e,
-                               geo.nc, geo.a * bl * geo.m, cq, e);
-            else  // [A, Bq, M, Cl] from [A, B, M, Cl] at Pb(q)
-              kernels::copy_2d(queue, x.send_slot(piece), bq * geo.m * cl,
-                               in + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl) * e, geo.nb * geo.m * cl,
-                               geo.a, bq * geo.m * cl, e);
+            if (piece != SIZE_MAX) pack(geo, q, {}, 0, in, x.send_slot(piece));
           }
         },
         no_overlap,
         [&](Exchange& x) {
           for (int q = 0; q < geo.peers; ++q) {
             const std::size_t piece = recv[static_cast<std::size_t>(q)];
-            if (piece == SIZE_MAX) continue;
-            const index_t bq = geo.pb.local_size(q), cq = geo.pc.local_size(q);
-            if (geo.swapped && geo.b_to_c)  // [Bq, Cl] into the swapped [Cl, B] at column Pb(q)
-              kernels::transpose_bytes(queue, x.received_slot(piece), bq, cl, cl,
-                                       out + static_cast<std::size_t>(geo.pb.offset(q)) * e, geo.nb, e);
-            else if (geo.b_to_c)  // [A, Bq, M, Cl] into [A, B, M, Cl] at Pb(q)
-              kernels::copy_2d(queue, out + static_cast<std::size_t>(geo.pb.offset(q) * geo.m * cl) * e,
-                               geo.nb * geo.m * cl, x.received_slot(piece), bq * geo.m * cl, geo.a, bq * geo.m * cl, e);
-            else  // [A, Bl, M, Cq] into [A, Bl, M, C] at column Pc(q)
-              kernels::copy_2d(queue, out + static_cast<std::size_t>(geo.pc.offset(q)) * e, geo.nc,
-                               x.received_slot(piece), cq, geo.a * bl * geo.m, cq, e);
+            if (piece != SIZE_MAX) unpack(geo, q, {}, 0, x.received_slot(piece), out);
           }
           held.emplace(std::move(x));
         });

@@ -2,7 +2,7 @@
 // (1, 2, 4, 8, 16 bytes) for elements aligned to their size, and once per word size (1, 2, 4, 8
 // bytes) for every other element: a size that is not a power of two, or an element placed off its
 // size's alignment (a 16-byte struct of doubles at an 8-byte boundary). Elements of 256 bytes and
-// more take a warp each, in words of up to 16 bytes (device_transpose_large).
+// more take a warp each, in words of up to 16 bytes (device_transpose_words).
 #include <cstddef>
 #include <cstdint>
 
@@ -36,14 +36,6 @@ void transpose_words(const void* in, index_t rows, index_t cols, index_t ld_in, 
                                  static_cast<int>(element_bytes / WordBytes), stream);
 }
 
-template <int WordBytes>
-void transpose_large(const void* in, index_t rows, index_t cols, index_t ld_in, void* out, index_t ld_out,
-                     std::size_t element_bytes, StreamHandle stream) {
-  using W = detail::word_t<WordBytes>;
-  detail::device_transpose_large(static_cast<const W*>(in), rows, cols, ld_in, static_cast<W*>(out), ld_out,
-                                 static_cast<int>(element_bytes / WordBytes), stream);
-}
-
 }  // namespace
 
 void transpose_bytes(const Queue& queue, const void* in, index_t rows, index_t cols, index_t ld_in, void* out,
@@ -61,16 +53,10 @@ void transpose_bytes(const Queue& queue, const void* in, index_t rows, index_t c
       default: break;
     }
   }
-  if (element_bytes >= detail::TransposeWordsTuning::kLargeBytes) {
-    switch (common_alignment(16, element_bytes, in_address, out_address)) {
-      case 16: transpose_large<16>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
-      case 8: transpose_large<8>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
-      case 4: transpose_large<4>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
-      case 2: transpose_large<2>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
-      default: transpose_large<1>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
-    }
-  }
-  switch (common_alignment(8, element_bytes, in_address, out_address)) {
+  // Words of up to 8 bytes; large elements (a warp each) in words of up to 16.
+  const std::size_t widest = element_bytes >= detail::TransposeWordsTuning::kLargeBytes ? 16 : 8;
+  switch (common_alignment(widest, element_bytes, in_address, out_address)) {
+    case 16: transpose_words<16>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
     case 8: transpose_words<8>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
     case 4: transpose_words<4>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;
     case 2: transpose_words<2>(in, rows, cols, ld_in, out, ld_out, element_bytes, stream); return;

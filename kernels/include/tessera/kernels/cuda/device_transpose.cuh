@@ -864,30 +864,25 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
-template <class W>
-void device_transpose_large(const W* in, index_t rows, index_t cols, index_t ld_in, W* out, index_t ld_out, int count,
-                            StreamHandle stream) {
-  if (rows == 0 || cols == 0) return;
-  using Tuning = TransposeWordsTuning;
-  constexpr int kThreads = Tuning::kThreads;
-  constexpr auto kernel = transpose_large_kernel<W, kThreads>;
-  const int grid = transpose_grid<kernel>(kThreads, ceil_div<index_t>(rows * cols, kThreads / 32), Tuning::kWaves);
-  kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, out, rows, cols, ld_in, ld_out, count);
-  TESSERA_CUDA_CHECK_LAUNCH();
-}
-
-// Elements of `count` words of W each (any size); see transpose_words_kernel.
+// Elements of `count` words of W each (any size): a warp each from kLargeBytes on
+// (transpose_large_kernel), square tiles of them below (transpose_words_kernel).
 template <class W>
 void device_transpose_words(const W* in, index_t rows, index_t cols, index_t ld_in, W* out, index_t ld_out, int count,
                             StreamHandle stream) {
   if (rows == 0 || cols == 0) return;
   using Tuning = TransposeWordsTuning;
   constexpr int kThreads = Tuning::kThreads;
-  constexpr auto kernel = transpose_words_kernel<W, kThreads>;
-  const index_t tiles_across = ceil_div<index_t>(cols, Tuning::kTile);
-  const index_t tiles = ceil_div<index_t>(rows, Tuning::kTile) * tiles_across;
-  const int grid = transpose_grid<kernel>(kThreads, tiles, Tuning::kWaves);
-  kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, out, rows, cols, ld_in, ld_out, count, tiles_across, tiles);
+  if (static_cast<std::size_t>(count) * sizeof(W) >= Tuning::kLargeBytes) {
+    constexpr auto kernel = transpose_large_kernel<W, kThreads>;
+    const int grid = transpose_grid<kernel>(kThreads, ceil_div<index_t>(rows * cols, kThreads / 32), Tuning::kWaves);
+    kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, out, rows, cols, ld_in, ld_out, count);
+  } else {
+    constexpr auto kernel = transpose_words_kernel<W, kThreads>;
+    const index_t tiles_across = ceil_div<index_t>(cols, Tuning::kTile);
+    const index_t tiles = ceil_div<index_t>(rows, Tuning::kTile) * tiles_across;
+    const int grid = transpose_grid<kernel>(kThreads, tiles, Tuning::kWaves);
+    kernel<<<grid, kThreads, 0, to_cuda(stream)>>>(in, out, rows, cols, ld_in, ld_out, count, tiles_across, tiles);
+  }
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -248,12 +249,17 @@ BlockStorage::BlockStorage(const CartesianGrid& grid, int dims, const std::array
     l.partition[k] = Partition::block(extent[k], l.grid[k]);
   }
   const index_t e0 = l.local(0) + 2 * ghost[0], e1 = l.local(1) + 2 * ghost[1], e2 = l.local(2) + 2 * ghost[2];
-  l.stride = {checked_product(e1, e2, what), e2, 1};
+  // Rows start kRowAlignment-byte aligned and the owned cells of each row on such a boundary: `front`
+  // padding cells before each row's ghosts, the row's stride rounded up to whole boundaries.
+  const index_t granule = kRowAlignment / std::gcd<index_t>(kRowAlignment, static_cast<index_t>(element_bytes));
+  const index_t front = (granule - ghost[2] % granule) % granule;
+  const index_t row = e2 == 0 ? 0 : (front + e2 + granule - 1) / granule * granule;
+  l.stride = {checked_product(e1, row, what), row, 1};
   storage_elements_ = checked_product(e0, l.stride[0], what);
   if (storage_elements_ == 0) return;
   const std::size_t bytes = kernels::array_bytes(storage_elements_, element_bytes, "a field block");
   storage_ = kernels::allocate(context().queue(), bytes);
-  const index_t lead = ghost[0] * l.stride[0] + ghost[1] * l.stride[1] + ghost[2];
+  const index_t lead = ghost[0] * l.stride[0] + ghost[1] * l.stride[1] + front + ghost[2];
   origin_ = static_cast<char*>(storage_) + static_cast<std::size_t>(lead) * element_bytes;
 }
 

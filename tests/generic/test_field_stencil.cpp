@@ -10,6 +10,7 @@
 // every rank.
 // Built with TESSERA_STENCIL_CHECKS=1 (tests/generic/CMakeLists.txt): the cpu path checks offsets.
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <random>
 
@@ -377,6 +378,30 @@ void case_layout_gather_scatter_generate() {
   const std::vector<float> got = out.gather(0);
   if (world.rank() == 0) {
     EXPECT_EQ(got, want) << "2-D field";
+  }
+  // The padded rows (field.hpp): every row and the owned cells of every row on a 32-byte boundary,
+  // for element sizes that divide 32 and ones that do not (a 12-byte struct, a 16-byte Pair).
+  struct Three {
+    float x, y, z;
+  };
+  const auto expect_padded = [&](const auto& f, std::size_t bytes, const std::string& what) {
+    constexpr int D = std::remove_cvref_t<decltype(f)>::dims;
+    const auto origin = reinterpret_cast<std::uintptr_t>(f.origin());
+    const int rows = D >= 2 ? D - 2 : 0, last = D - 1;
+    if (f.local_cells() == 0) return;
+    EXPECT_EQ(origin % 32, 0u) << what;
+    if (D >= 2) {
+      EXPECT_EQ(static_cast<std::size_t>(f.stride(rows)) * bytes % 32, 0u) << what;
+      EXPECT_GE(f.stride(rows), f.local_extent(last) + 2 * f.ghost_width(last)) << what;
+    }
+  };
+  for (const int w : {0, 1, 2, 3, 5}) {
+    const CartesianGrid grid = CartesianGrid::create(world, {1, 1, world.size()});
+    expect_padded(Field<float, 3>(grid, {3, 4, 37}, {w, w, w}), sizeof(float), "float, ghost " + std::to_string(w));
+    expect_padded(Field<double, 3>(grid, {3, 4, 5}, {1, 0, w}), sizeof(double), "double, ghost " + std::to_string(w));
+    expect_padded(Field<Three, 3>(grid, {2, 3, 11}, {w, 1, w}), sizeof(Three), "12 bytes, ghost " + std::to_string(w));
+    expect_padded(Field<Pair, 3>(grid, {2, 3, 11}, {w, 1, w}), sizeof(Pair), "16 bytes, ghost " + std::to_string(w));
+    expect_padded(Field<std::uint8_t, 2>(world, {5, 33}, w), 1, "1 byte, 2-D, ghost " + std::to_string(w));
   }
 }
 

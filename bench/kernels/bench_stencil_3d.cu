@@ -8,10 +8,10 @@
 // the whole block is the interior), as apply_stencil with periodic boundaries (the exchange writes
 // every ghost: the interior, then the shell of six thin boxes after the exchange), then the sweep
 // alone in the tiled and the marching orders of kernels::cuda::for_each_cell (cuda/device_cells.cuh;
-// apply_stencil's 3-D choice is march). Then the 2-D 5- and 9-point Jacobi sweeps of
-// kernels::stencil_2d on a Field2D (the Jacobi solver's) beside the same arithmetic as user stencils
-// on a Field<float, 2>: apply_stencil (its choice is tiled), and the sweep alone tiled and one
-// thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
+// apply_stencil's 3-D choice is tiled for radius 1, march beyond). Then the 2-D 5- and 9-point
+// Jacobi sweeps of kernels::stencil_2d on a Field2D (the Jacobi solver's) beside the same
+// arithmetic as user stencils on a Field<float, 2>: apply_stencil (its choice is tiled), and the
+// sweep alone tiled and one thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
 // bytes at the measured copy rate / our time. Each row is checked on 4096 cells spread over the
 // field against the host's evaluation (inputs are small integers and the 3-D weights powers of two:
 // those results are exact).

@@ -37,8 +37,9 @@
 // neighbours' cells, which is why the inputs are const. Stream-ordered; collective over the fields'
 // ranks. The kernels are kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu; under
 // cuda, in a translation unit compiled by nvcc (a TESSERA_HOST_DEVICE functor), as kernels::transform
-// dispatches, thread blocks that march along the slowest axis (3-D), or that stage a tile of `in`
-// with its reach in shared memory and march along the rows (2-D); cuda/device_cells.cuh says when.
+// dispatches, thread blocks that stage a tile of `in` with its reach in shared memory and march
+// along the slowest axis (a 3-D stencil of radius 1, and 2-D ones along the rows), or that march
+// reading `in` where it lies (a wider 3-D reach); cuda/device_cells.cuh says when.
 //
 // The collectives of one call: stencil_plan(in, shape, coefficient...) (collective_plan.hpp), one
 // neighbour exchange of the bytes sent to other ranks.
@@ -173,6 +174,7 @@ struct StencilCell {
   static constexpr int kReach0 = D == 3 ? kRadius : 0;
   static constexpr int kReach1 = D >= 2 ? kRadius : 0;
   static constexpr int kReach2 = kRadius;
+  static constexpr bool kTileRowsPadded = true;  // `in` is a Field's block
   TESSERA_HOST_DEVICE const In* tile_origin() const { return in; }
   TESSERA_HOST_DEVICE index_t tile_stride0() const { return stride0; }
   TESSERA_HOST_DEVICE index_t tile_stride1() const { return stride1; }

@@ -6,26 +6,28 @@
 //   march   thread blocks of 64 x 8 threads that march along axis 0 through up to 32 planes each.
 //   tiled   for a body that reads a neighbourhood of one array (a TiledCellBody: the user stencil's
 //           cell, apply_stencil.hpp): thread blocks stage a tile of that array, reach included, in
-//           shared memory, and march along axis 0 (axis 1 for a 2-D body) in batches of 8 planes.
-//           Two buffers take turns: while the threads compute a batch from one (each thread the
-//           cells of its column, in groups of 4 whose reads come before their stores, so that a
-//           tile cell two of them read is read once), the next batch's new planes travel into the
-//           other by asynchronous copies (cp.async, sm_80 and later), and the planes both batches
-//           read are moved across. Each input cell comes from global memory once, plus the tile's
-//           halo; the loads of a whole batch are in flight at once.
+//           a ring of shared-memory planes and march along axis 0 (axis 1 for a 2-D body), a few
+//           planes a step: while the threads compute a step's planes from the ring (each thread
+//           the cells of one or two columns, all their reads before their stores, so that a ring
+//           cell two of them read is read once), the planes of the next steps travel into the
+//           ring by asynchronous copies (cp.async, sm_80 and later), in aligned 16-byte pieces
+//           where the array's rows are a Field's (padded to 32-byte boundaries). Each input cell
+//           comes from global memory once, plus the tile's halo.
 //
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
-// H200; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2 and 8
-// rows along axis 1, tiled for a 2-D body (no reach along axis 0: a 16384^2 5-point sweep at 70% of
-// the copy rate, against 62% streaming from global memory) and march for a 3-D one (512^3: 63% for
-// the 7-point star, 41% for the 27-point box, 45% for the radius-4 star, against 44%, 38% and 30%
-// tiled); march where a tile does not fit in shared memory; planes for every other box and body.
+// H200, float; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2
+// and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at 91.0% of the copy rate,
+// 9-point 86.6%: the Jacobi sweep's rate) and for a 3-D body that reads at most one cell away (512^3:
+// the 7-point star at 83.5% against 67.6% marching, the 27-point box 42.5% against 40.5%), march for
+// a wider 3-D reach (the radius-4 star: 44.3% against at most 38.2% tiled in any shape tried) and
+// where a ring does not fit in shared memory; planes for every other box and body.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <concepts>
+#include <cstdint>
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
@@ -46,6 +48,11 @@ namespace tessera::kernels::cuda {
 //       the new value of cell (i0, i1, i2), reading the tile array through `center` (the cell in a
 //       copy with those strides, the reach around it filled in)
 //   void store(i0, i1, i2, const value_type&) const;
+// A TiledCellBody may also declare
+//   static constexpr bool kTileRowsPadded = true;
+// where the tile array's rows are a Field block's (field.hpp: each row padded to 32-byte boundaries),
+// so that every aligned 16-byte piece holding a cell within reach lies inside the array: the tiled
+// order then copies the tile in such pieces.
 template <class Body>
 concept TiledCellBody = requires(const Body& b, const typename Body::tile_type* p, index_t i) {
   requires std::is_default_constructible_v<typename Body::value_type>;
@@ -68,11 +75,6 @@ inline constexpr int kCellTileY = 8;   // thread rows along axis 1
 // 128 x 2 to 512 x 1 gained no more for the 7-point star and lost up to 20% for the radius-4 one.
 inline constexpr int kMarchTileX = 64;
 inline constexpr int kMarchTileY = 8;
-// Resident thread blocks per SM the tiled order's registers are held to (64 a thread; unbounded,
-// the compiler gave it 145-178, one thread block per SM).
-inline constexpr int kCellTiledBlocksPerSm = 4;
-inline constexpr int kCellValueGroup = 4;  // cells a thread computes before it stores them
-
 struct CellRange {
   index_t begin0, begin1, begin2;
   index_t n0, n1, n2;
@@ -106,40 +108,57 @@ __global__ void __launch_bounds__(kMarchTileX* kMarchTileY) for_each_cell_march_
   for (index_t i0 = first; i0 < last; ++i0) body(r.begin0 + i0, r.begin1 + i1, r.begin2 + i2);
 }
 
-// The tile of for_each_cell_tiled_kernel for a body of reach (R0, R1, R2). The block marches along
-// axis A (axis 0; axis 1 for a body without reach along axis 0, the 2-D field's) in batches of K
-// planes, over a tile of TY rows along axis B (the other of axes 0 and 1) and TX cells along axis 2,
-// one thread per column of cells. A plane of the tile is H rows of W cells, the reach included;
-// each of the two buffers holds P planes.
-template <class Body, bool Rows>
-struct CellTile {
+// The tiled order's shape for a body of reach (R0, R1, R2). A thread block marches along axis A
+// (axis 0; axis 1 for a body without reach along axis 0, the 2-D field's) over a tile of TY rows
+// along axis B (the other of axes 0 and 1) and TX cells along axis 2, each thread the cells of CY
+// consecutive rows in one column along axis 2, G planes a step. The planes of the tile (H rows of W cells, the reach included) live in a
+// ring of NS slots, NS a multiple of G, followed by 2 RA mirror slots: a plane whose slot s is
+// below 2 RA is also copied into slot NS + s, so that the G + 2 RA planes a step reads, which start
+// at a multiple of G, are consecutive slots (the body's view steps from plane to plane by one
+// stride). A step reads E groups of G planes; F more groups travel while it computes.
+//
+// The shapes (one H200, float, 512^3 and 16384^2; the tiles are 512 bytes wide in 3-D, so the other
+// element sizes keep the bytes of a float's tile, unmeasured): a 2-D body 512 x 1 cells a block,
+// G = 4; a 3-D body 128 x 8 cells, each thread two rows (CY), G = 4: the 7-point star at 84.3% of
+// the copy rate, against 61.0% for 64 x 8 one row a thread, 78.0% for 128 x 8, 81.9% for 64 x 16 two
+// rows, 84.7% for 128 x 16 two rows (1024 threads), 75.0% four rows.
+template <class T, bool Rows>
+struct CellRingShape {
+  static constexpr int TX = Rows ? 512 : std::clamp(static_cast<int>(512 / sizeof(T)), 32, 128);
+  static constexpr int TY = Rows ? 1 : 8, CY = Rows ? 1 : 2, G = 4;
+  static constexpr int kBudget = 96 * 1024;  // bytes of shared memory the ring may take
+};
+
+template <class Body, bool Rows, class Shape = CellRingShape<typename Body::tile_type, Rows>>
+struct CellRing {
   using T = typename Body::tile_type;
   static constexpr int RA = Rows ? Body::kReach1 : Body::kReach0;
   static constexpr int RB = Rows ? Body::kReach0 : Body::kReach1;
   static constexpr int RC = Body::kReach2;
-  static constexpr int TX = Rows ? 256 : kCellTileX, TY = Rows ? 1 : kCellTileY;
-  static constexpr int kThreads = TX * TY;
-  static constexpr int K = 8;  // planes a batch
-  static constexpr int W = TX + 2 * RC, H = TY + 2 * RB, P = K + 2 * RA;
+  static constexpr int TX = Shape::TX, TY = Shape::TY, CY = Shape::CY;  // CY rows a thread
+  static constexpr int kThreads = TX * TY / CY;
+  static constexpr int kMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
+  static constexpr int G = Shape::G;
+  // Elements of one copy: a 16-byte piece where the body's rows are padded and 16 bytes hold whole
+  // elements (a row of the tile then starts at the piece that holds its first cell, up to CE - 1
+  // cells before it), else one element.
+  static constexpr bool kPieces = [] {
+    if constexpr (requires { Body::kTileRowsPadded; })
+      return Body::kTileRowsPadded && sizeof(T) < 16 && 16 % sizeof(T) == 0 && TX % (16 / sizeof(T)) == 0;
+    else
+      return false;
+  }();
+  static constexpr int CE = kPieces ? static_cast<int>(16 / sizeof(T)) : 1;
+  static constexpr int W = (RC + CE - 1 + TX + RC + CE - 1) / CE * CE, H = TY + 2 * RB;
+  static constexpr int kRowPieces = W / CE;
   static constexpr int kPlane = W * H;
-  static constexpr std::size_t kBytes = 2 * sizeof(T) * static_cast<std::size_t>(P) * kPlane;
-};
-
-// Where this thread's cells of a tile plane lie: cell tid + j * threads of the plane, at offset
-// off[j] from the plane's corner in the array, within the block's reach where ok[j].
-template <class Tile>
-struct TilePlaneCells {
-  static constexpr int J = (Tile::kPlane + Tile::kThreads - 1) / Tile::kThreads;
-  index_t off[J];
-  bool ok[J];
-  __device__ __forceinline__ TilePlaneCells(int tid, index_t row_stride, int rows, int cols) {
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-      const int e = tid + j * Tile::kThreads, y = e / Tile::W, x = e - y * Tile::W;
-      ok[j] = e < Tile::kPlane && y < rows && x < cols;
-      off[j] = y * row_stride + x;
-    }
-  }
+  static constexpr std::size_t kPlaneBytes = sizeof(T) * static_cast<std::size_t>(kPlane);
+  static constexpr int E = (2 * G + 2 * RA - 1) / G;
+  // Groups in flight: as many as fit (up to 4) in the budget, at least one.
+  static constexpr int F =
+      std::clamp<int>((static_cast<int>(Shape::kBudget / kPlaneBytes) - 2 * RA) / G - E - 1, 1, 4);
+  static constexpr int NS = (E + F + 1) * G;
+  static constexpr std::size_t kBytes = kPlaneBytes * static_cast<std::size_t>(NS + 2 * RA);
 };
 
 // The bytes of one asynchronous copy (cp.async: 4, 8 or 16) that a T is made of, or 0: a T of
@@ -165,137 +184,176 @@ __device__ __forceinline__ void copy_cell_async(T* dst, const T* src) {
 #endif
   *dst = *src;
 }
+// 16 bytes from global src to shared dst (both 16-byte aligned): an asynchronous copy on sm_80 and
+// later, otherwise a load and a store.
+template <class T>
+__device__ __forceinline__ void copy_piece_async(T* dst, const T* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  copy_async<16>(dst, src);
+#else
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
 __device__ __forceinline__ void async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   copy_async_commit();
 #endif
 }
-__device__ __forceinline__ void async_wait_all() {
+// Waits until at most `Pending` of this thread's committed groups are still travelling.
+template <int Pending>
+__device__ __forceinline__ void async_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  copy_async_wait<0>();
+  copy_async_wait<Pending>();
 #endif
 }
 
-// Starts the copy of `Count` planes of the tile, box planes q0, q0 + 1, ... along axis A (those
-// before plane_end), into slots s_first, s_first + 1, ... of `buffer`.
-template <class Tile, int Count, class T>
-__device__ __forceinline__ void load_tile_planes(T* buffer, const T* corner, index_t plane_stride,
-                                                 const TilePlaneCells<Tile>& at, int tid, int s_first, index_t q0,
-                                                 index_t plane_end) {
-#pragma unroll
-  for (int p = 0; p < Count; ++p) {
-    if (q0 + p < plane_end) {
-      const T* plane = corner + (q0 + p) * plane_stride;
-#pragma unroll
-      for (int j = 0; j < TilePlaneCells<Tile>::J; ++j)
-        if (at.ok[j]) copy_cell_async(buffer + (s_first + p) * Tile::kPlane + tid + j * Tile::kThreads, plane + at.off[j]);
-    }
-  }
-}
-
 // Block (bx, by, bz) computes the cells at (a, by * TY + y, bx * TX + x) along axes (A, B, 2) of
-// the box, for `planes` planes a from bz * planes, K a batch. Two buffers take turns: while the
-// threads compute a batch from one, the next batch's K new planes travel into the other
-// (asynchronous copies) and the 2 RA planes both batches read are moved across. Slot s of the
-// buffer of the batch p0 .. p0 + K - 1 holds box plane p0 - RA + s.
-template <class Body, bool Rows>
-__global__ void __launch_bounds__(CellTile<Body, Rows>::kThreads, kCellTiledBlocksPerSm)
+// the box for `planes` planes a from bz * planes, G a step (CellRing). Plane k of the block's loads
+// is box plane first - RA + k; it lies in slot k % NS (and NS + k % NS below 2 RA). Step t waits for
+// its E groups, then starts group t + E + F into the slots step t - 1 read, then computes its G
+// planes: their values first, then their stores (no store between the reads, so that a tile cell
+// two of them read is read once).
+template <class Body, bool Rows, class Shape>
+__global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRing<Body, Rows, Shape>::kMinBlocks)
     for_each_cell_tiled_kernel(CellRange r, index_t planes, Body body) {
-  using Tile = CellTile<Body, Rows>;
+  using Ring = CellRing<Body, Rows, Shape>;
   using T = typename Body::tile_type;
   using V = typename Body::value_type;
-  constexpr int RA = Tile::RA, RB = Tile::RB, RC = Tile::RC, K = Tile::K;
-  extern __shared__ __align__(16) unsigned char cell_tile_bytes[];
-  T* const buffer0 = reinterpret_cast<T*>(cell_tile_bytes);
-  constexpr int kBuffer = Tile::P * Tile::kPlane;  // cells of one buffer; buffer 1 follows buffer 0
+  constexpr int RA = Ring::RA, RB = Ring::RB, RC = Ring::RC, G = Ring::G, NS = Ring::NS;
+  constexpr int kPlane = Ring::kPlane, kThreads = Ring::kThreads, CE = Ring::CE;
+  constexpr int kPieces = Ring::H * Ring::kRowPieces;
+  constexpr int J = (kPieces + kThreads - 1) / kThreads;  // copies a thread issues per plane
+  extern __shared__ __align__(16) unsigned char cell_ring_bytes[];
+  T* const ring = reinterpret_cast<T*>(cell_ring_bytes);
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int tid = ty * Tile::TX + tx;
+  const int tid = ty * Ring::TX + tx;
   const index_t nA = Rows ? r.n1 : r.n0, nB = Rows ? r.n0 : r.n1;
   const index_t beginA = Rows ? r.begin1 : r.begin0, beginB = Rows ? r.begin0 : r.begin1;
   const index_t sA = Rows ? body.tile_stride1() : body.tile_stride0();
   const index_t sB = Rows ? body.tile_stride0() : body.tile_stride1();
-  const index_t tB = static_cast<index_t>(blockIdx.y) * Tile::TY;
-  const index_t t2 = static_cast<index_t>(blockIdx.x) * Tile::TX;
+  const index_t tB = static_cast<index_t>(blockIdx.y) * Ring::TY;
+  const index_t t2 = static_cast<index_t>(blockIdx.x) * Ring::TX;
   const index_t first = static_cast<index_t>(blockIdx.z) * planes;
   const index_t last = first + planes < nA ? first + planes : nA;
-  const int rows = static_cast<int>((nB - tB < Tile::TY ? nB - tB : Tile::TY) + 2 * RB);
-  const int cols = static_cast<int>((r.n2 - t2 < Tile::TX ? r.n2 - t2 : Tile::TX) + 2 * RC);
-  // The tile's corner (slot 0, row 0, column 0) for box plane 0 along axis A.
-  const T* corner = body.tile_origin() + beginA * sA + (beginB + tB - RB) * sB + (r.begin2 + t2 - RC);
-  const index_t plane_end = last + RA;  // the planes the batches read: first - RA .. last + RA - 1
-  const TilePlaneCells<Tile> at(tid, sB, rows, cols);
-  // The view's strides along axes 0 and 1 in the tile (a 2-D body's view reads axis 1's only).
-  constexpr index_t kViewStride0 = Rows ? 0 : Tile::kPlane, kViewStride1 = Rows ? Tile::kPlane : Tile::W;
-  const index_t b = tB + ty, i2 = t2 + tx;
-  const bool column = b < nB && i2 < r.n2;
-  load_tile_planes<Tile, 2 * RA + K>(buffer0, corner, sA, at, tid, 0, first - RA, plane_end);
-  async_commit();
-  int turn = 0;
-  for (index_t p0 = first; p0 < last; p0 += K) {
-    async_wait_all();
-    __syncthreads();  // the batch's planes are in; every thread is done with the other buffer
-    const T* now = buffer0 + turn * kBuffer;
-    if (p0 + K < last) {
-      T* next = buffer0 + (turn ^ 1) * kBuffer;
-      load_tile_planes<Tile, K>(next, corner, sA, at, tid, 2 * RA, p0 + K + RA, plane_end);
-      async_commit();
-      for (int e = tid; e < 2 * RA * Tile::kPlane; e += Tile::kThreads) next[e] = now[K * Tile::kPlane + e];
-    }
-    // The batch's cells in groups of G planes: a group's values, then their stores (no store
-    // between the reads of a group, so that a tile cell two of its cells read is read once).
-    constexpr int G = K < kCellValueGroup ? K : kCellValueGroup;
+  const index_t count = last - first + 2 * RA;  // the planes loaded: first - RA .. last + RA - 1
+  const int rows = static_cast<int>((nB - tB < Ring::TY ? nB - tB : Ring::TY) + 2 * RB);
+  // A tile row: the pieces from the one holding column x0 - RC (x0 the tile's first column) to the
+  // one holding its last column + RC; the row's element `lead` is column x0.
+  const index_t x0 = r.begin2 + t2, x_end = x0 + (r.n2 - t2 < Ring::TX ? r.n2 - t2 : Ring::TX) + RC;
+  const index_t x_first = x0 - RC >= 0 ? (x0 - RC) / CE * CE : -((RC - x0 + CE - 1) / CE) * CE;
+  const int pieces = static_cast<int>((x_end - x_first + CE - 1) / CE);
+  const int lead = static_cast<int>(x0 - x_first);
+  // The tile's corner (row 0, the first piece) in plane k = 0.
+  const T* corner = body.tile_origin() + (beginA + first - RA) * sA + (beginB + tB - RB) * sB + x_first;
+  index_t off[J];
+  bool ok[J];
 #pragma unroll
-    for (int g = 0; g < K; g += G) {
-      V v[G];
+  for (int j = 0; j < J; ++j) {
+    const int e = tid + j * kThreads, y = e / Ring::kRowPieces, c = e - y * Ring::kRowPieces;
+    ok[j] = e < kPieces && y < rows && c < pieces;
+    off[j] = y * sB + c * CE;
+  }
+  const auto copy = [](T* dst, const T* src) {
+    if constexpr (CE > 1)
+      copy_piece_async(dst, src);
+    else
+      copy_cell_async(dst, src);
+  };
+  const auto load_group = [&](index_t group) {  // planes group * G .. + G - 1, one commit group
+    const int slot0 = static_cast<int>(group % (NS / G)) * G;
+#pragma unroll
+    for (int p = 0; p < G; ++p) {
+      const index_t k = group * G + p;
+      if (k < count) {
+        const T* plane = corner + k * sA;
+        T* dst = ring + (slot0 + p) * kPlane + tid * CE;
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+          if (ok[j]) copy(dst + j * kThreads * CE, plane + off[j]);
+        if (slot0 + p < 2 * RA) {
+#pragma unroll
+          for (int j = 0; j < J; ++j)
+            if (ok[j]) copy(dst + NS * kPlane + j * kThreads * CE, plane + off[j]);
+        }
+      }
+    }
+    async_commit();
+  };
+#pragma unroll
+  for (int g = 0; g < Ring::E + Ring::F; ++g) load_group(g);
+  // The view's strides along axes 0 and 1 in the ring (a 2-D body's view reads axis 1's only).
+  constexpr index_t kViewStride0 = Rows ? 0 : kPlane, kViewStride1 = Rows ? kPlane : Ring::W;
+  const index_t i2 = t2 + tx;
+  const bool column = i2 < r.n2;
+  const index_t b0 = tB + ty * Ring::CY;  // this thread's first row
+  const int at = (ty * Ring::CY + RB) * Ring::W + lead + tx;  // its first cell in a slot
+  const index_t steps = ceil_div<index_t>(last - first, G);
+  for (index_t t = 0; t < steps; ++t) {
+    async_wait<Ring::F>();  // this thread's copies of groups t .. t + E - 1 are in
+    __syncthreads();        // and every thread's; every thread is done with step t - 1's slots
+    load_group(t + Ring::E + Ring::F);
+    const T* window = ring + static_cast<int>(t % (NS / G)) * G * kPlane + at;
+    V v[Ring::CY][G];
+#pragma unroll
+    for (int c = 0; c < Ring::CY; ++c)
 #pragma unroll
       for (int k = 0; k < G; ++k) {
-        const index_t a = p0 + g + k;
-        if (column && a < last)
-          v[k] = body.value(now + (g + k + RA) * Tile::kPlane + (ty + RB) * Tile::W + tx + RC, kViewStride0,
-                            kViewStride1, Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2);
+        const index_t a = first + t * G + k, b = b0 + c;
+        if (column && b < nB && a < last)
+          v[c][k] = body.value(window + (k + RA) * kPlane + c * Ring::W, kViewStride0, kViewStride1,
+                               Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2);
       }
 #pragma unroll
+    for (int c = 0; c < Ring::CY; ++c)
+#pragma unroll
       for (int k = 0; k < G; ++k) {
-        const index_t a = p0 + g + k;
-        if (column && a < last) body.store(Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2, v[k]);
+        const index_t a = first + t * G + k, b = b0 + c;
+        if (column && b < nB && a < last)
+          body.store(Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2, v[c][k]);
       }
-    }
-    turn ^= 1;
   }
 }
 
 // The tiled order for a TiledCellBody, marching along axis 0, or along axis 1 for a body without
-// reach along axis 0. False (nothing launched) where the tile does not fit in a thread block's
+// reach along axis 0. False (nothing launched) where the ring does not fit in a thread block's
 // shared memory or the grid would pass its limits.
-template <class Body>
+template <class Body, class Shape = CellRingShape<typename Body::tile_type, Body::kReach0 == 0>>
 bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& body) {
   constexpr bool Rows = Body::kReach0 == 0;
-  using Tile = CellTile<Body, Rows>;
-  constexpr auto kernel = &for_each_cell_tiled_kernel<Body, Rows>;
+  using Ring = CellRing<Body, Rows, Shape>;
+  constexpr auto kernel = &for_each_cell_tiled_kernel<Body, Rows, Shape>;
   const DeviceInfo& info = current_device_info();
-  if (Tile::kBytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
+  if (Ring::kBytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
+  if constexpr (Ring::kPieces) {  // the rows start on 16-byte boundaries (a Field's do)
+    constexpr index_t kSize = sizeof(typename Ring::T);
+    if (reinterpret_cast<std::uintptr_t>(body.tile_origin()) % 16 != 0 || body.tile_stride0() * kSize % 16 != 0 ||
+        body.tile_stride1() * kSize % 16 != 0)
+      return false;
+  }
   const index_t nA = Rows ? r.n1 : r.n0, nB = Rows ? r.n0 : r.n1;
-  const index_t tiles_x = ceil_div<index_t>(r.n2, Tile::TX), tiles_y = ceil_div<index_t>(nB, Tile::TY);
+  const index_t tiles_x = ceil_div<index_t>(r.n2, Ring::TX), tiles_y = ceil_div<index_t>(nB, Ring::TY);
   if (tiles_x > 0x7fffffff || tiles_y > 65535) return false;
-  if (Tile::kBytes > 48 * 1024) {
+  if (Ring::kBytes > 48 * 1024) {
     static thread_local int opted_device = -1;  // the attribute is per device
     if (opted_device != info.ordinal) {
       TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(Tile::kBytes)));
+                                              static_cast<int>(Ring::kBytes)));
       opted_device = info.ordinal;
     }
   }
-  // Planes per thread block: enough blocks for about six waves, whole batches, at least two of them
-  // (the first batch's extra 2 RA planes spread over several).
+  // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
+  // waves of the resident blocks, each layer at least 8 steps and 16 RA planes deep (the 2 RA
+  // planes a layer loads beyond its own are then a small share); whole steps.
   const index_t resident =
-      static_cast<index_t>(blocks_per_sm<kernel>(Tile::kThreads, Tile::kBytes)) * info.sm_count;
+      static_cast<index_t>(blocks_per_sm<kernel>(Ring::kThreads, Ring::kBytes)) * info.sm_count;
   const index_t tiles = tiles_x * tiles_y;
-  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(6 * resident, tiles), 1, ceil_div<index_t>(nA, Tile::K));
-  index_t planes = std::max<index_t>(2 * Tile::K, ceil_div<index_t>(ceil_div<index_t>(nA, layers), Tile::K) * Tile::K);
-  if (ceil_div<index_t>(nA, planes) > 65535) planes = ceil_div<index_t>(ceil_div<index_t>(nA, 65535), Tile::K) * Tile::K;
+  const index_t deepest = std::max<index_t>(8 * Ring::G, 16 * Ring::RA);
+  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, std::max<index_t>(1, nA / deepest));
+  index_t planes = ceil_div<index_t>(ceil_div<index_t>(nA, layers), Ring::G) * Ring::G;
+  if (ceil_div<index_t>(nA, planes) > 65535) planes = ceil_div<index_t>(ceil_div<index_t>(nA, 65535), Ring::G) * Ring::G;
   const dim3 grid(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
                   static_cast<unsigned>(ceil_div<index_t>(nA, planes)));
-  kernel<<<grid, dim3(Tile::TX, Tile::TY, 1), Tile::kBytes, to_cuda(queue.stream)>>>(r, planes, body);
+  kernel<<<grid, dim3(Ring::TX, Ring::TY / Ring::CY, 1), Ring::kBytes, to_cuda(queue.stream)>>>(r, planes, body);
   TESSERA_CUDA_CHECK_LAUNCH();
   return true;
 }
@@ -313,7 +371,8 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
   const kernels::cuda::detail::ScopedDevice on_queue_device(queue.device);
   const bool wide = r.n2 >= detail::kCellTileX && r.n1 >= detail::kCellTileY;
   if constexpr (TiledCellBody<Body>) {
-    if (order == CellOrder::automatic && wide) order = Body::kReach0 == 0 ? CellOrder::tiled : CellOrder::march;
+    constexpr bool kNear = Body::kReach0 <= 1 && Body::kReach1 <= 1 && Body::kReach2 <= 1;
+    if (order == CellOrder::automatic && wide) order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : CellOrder::march;
     if (order == CellOrder::tiled) {
       if (detail::for_each_cell_tiled(queue, r, body)) return;
       order = CellOrder::march;

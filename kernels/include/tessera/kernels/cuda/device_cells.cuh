@@ -8,19 +8,21 @@
 //           cell, apply_stencil.hpp): thread blocks stage a tile of that array, reach included, in
 //           a ring of shared-memory planes and march along axis 0 (axis 1 for a 2-D body), a few
 //           planes a step: while the threads compute a step's planes from the ring (each thread
-//           the cells of one or two columns, all their reads before their stores, so that a ring
-//           cell two of them read is read once), the planes of the next steps travel into the
-//           ring by asynchronous copies (cp.async, sm_80 and later), in aligned 16-byte pieces
-//           where the array's rows are a Field's (padded to 32-byte boundaries). Each input cell
-//           comes from global memory once, plus the tile's halo.
+//           the cells of up to four rows, all their reads before their stores and without a
+//           condition away from the box's edges, so that a ring cell several of them read is read
+//           once: the 27-point box 6.75 reads a cell, not 27), the planes of the next steps
+//           travel into the ring by asynchronous copies (cp.async, sm_80 and later), in aligned
+//           16-byte pieces where the array's rows are a Field's (padded to 32-byte boundaries).
+//           Each input cell comes from global memory once, plus the tile's halo.
 //
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200, float; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2
 // and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at 91.0% of the copy rate,
-// 9-point 86.6%: the Jacobi sweep's rate) and for a 3-D body that reads at most one cell away (512^3:
-// the 7-point star at 83.5% against 67.6% marching, the 27-point box 42.5% against 40.5%), march for
-// a wider 3-D reach (the radius-4 star: 44.3% against at most 38.2% tiled in any shape tried) and
-// where a ring does not fit in shared memory; planes for every other box and body.
+// 9-point 92.0%: 1.04x and 1.06x the Jacobi sweep's rate) and for a 3-D body that reads at most one
+// cell away (512^3: the 7-point star at 88.7% against 68.2% marching, the 27-point box 84.1% against
+// 40.8%), march for a wider 3-D reach (the radius-4 star: 44.6% against at most 43.5% tiled in any
+// shape that fits) and where a ring does not fit in shared memory; planes for every other box and
+// body.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -117,15 +119,16 @@ __global__ void __launch_bounds__(kMarchTileX* kMarchTileY) for_each_cell_march_
 // at a multiple of G, are consecutive slots (the body's view steps from plane to plane by one
 // stride). A step reads E groups of G planes; F more groups travel while it computes.
 //
-// The shapes (one H200, float, 512^3 and 16384^2; the tiles are 512 bytes wide in 3-D, so the other
-// element sizes keep the bytes of a float's tile, unmeasured): a 2-D body 512 x 1 cells a block,
-// G = 4; a 3-D body 128 x 8 cells, each thread two rows (CY), G = 4: the 7-point star at 84.3% of
-// the copy rate, against 61.0% for 64 x 8 one row a thread, 78.0% for 128 x 8, 81.9% for 64 x 16 two
-// rows, 84.7% for 128 x 16 two rows (1024 threads), 75.0% four rows.
+// The shapes (one H200, float, 512^3, the shapes compiled into a benchmark of the pass for that run;
+// the tiles are 512 bytes wide in 3-D, so the other element sizes keep the bytes of a float's tile,
+// unmeasured): a 2-D body 512 x 1 cells a block, G = 4; a 3-D body 128 x 16 cells, each thread four
+// rows (CY), G = 4: the 7-point star at 87.8% of the copy rate and the 27-point box at 84.3%, against
+// 85.8 / 83.5% for 128 x 8 four rows a thread, 84.8 / 78.3% two rows, 84.2 / 81.0% for 64 x 16 four
+// rows, 84.5 / 74.5% for 128 x 8 two rows with G = 8.
 template <class T, bool Rows>
 struct CellRingShape {
   static constexpr int TX = Rows ? 512 : std::clamp(static_cast<int>(512 / sizeof(T)), 32, 128);
-  static constexpr int TY = Rows ? 1 : 8, CY = Rows ? 1 : 2, G = 4;
+  static constexpr int TY = Rows ? 1 : 16, CY = Rows ? 1 : 4, G = 4;
   static constexpr int kBudget = 96 * 1024;  // bytes of shared memory the ring may take
 };
 
@@ -137,7 +140,6 @@ struct CellRing {
   static constexpr int RC = Body::kReach2;
   static constexpr int TX = Shape::TX, TY = Shape::TY, CY = Shape::CY;  // CY rows a thread
   static constexpr int kThreads = TX * TY / CY;
-  static constexpr int kMinBlocks = kThreads >= 1024 ? 1 : 1024 / kThreads;
   static constexpr int G = Shape::G;
   // Elements of one copy: a 16-byte piece where the body's rows are padded and 16 bytes hold whole
   // elements (a row of the tile then starts at the piece that holds its first cell, up to CE - 1
@@ -159,6 +161,10 @@ struct CellRing {
       std::clamp<int>((static_cast<int>(Shape::kBudget / kPlaneBytes) - 2 * RA) / G - E - 1, 1, 4);
   static constexpr int NS = (E + F + 1) * G;
   static constexpr std::size_t kBytes = kPlaneBytes * static_cast<std::size_t>(NS + 2 * RA);
+  // Thread blocks an SM holds at once (sm_90's 227 KiB of shared memory a block, 1024 threads at
+  // 64 registers), which the compiler's register budget follows.
+  static constexpr int kMinBlocks = std::clamp<int>(
+      std::min<std::size_t>(kThreads >= 1024 ? 1 : 1024 / kThreads, 227 * 1024 / std::max<std::size_t>(kBytes, 1)), 1, 8);
 };
 
 // The bytes of one asynchronous copy (cp.async: 4, 8 or 16) that a T is made of, or 0: a T of
@@ -285,6 +291,7 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
   constexpr index_t kViewStride0 = Rows ? 0 : kPlane, kViewStride1 = Rows ? kPlane : Ring::W;
   const index_t i2 = t2 + tx;
   const bool column = i2 < r.n2;
+  const bool whole_tile = t2 + Ring::TX <= r.n2 && tB + Ring::TY <= nB;  // the same for the whole block
   const index_t b0 = tB + ty * Ring::CY;  // this thread's first row
   const int at = (ty * Ring::CY + RB) * Ring::W + lead + tx;  // its first cell in a slot
   const index_t steps = ceil_div<index_t>(last - first, G);
@@ -293,24 +300,34 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
     __syncthreads();        // and every thread's; every thread is done with step t - 1's slots
     load_group(t + Ring::E + Ring::F);
     const T* window = ring + static_cast<int>(t % (NS / G)) * G * kPlane + at;
-    V v[Ring::CY][G];
+    // A step whose cells are all in the box computes them without a condition, so that the
+    // compiler reads a ring cell that several of them read once (a condition per cell keeps each
+    // cell's reads apart); the other steps (at the box's edges) check each cell.
+    const auto compute = [&](auto whole) {
+      constexpr bool kWhole = decltype(whole)::value;
+      V v[Ring::CY][G];
 #pragma unroll
-    for (int c = 0; c < Ring::CY; ++c)
+      for (int c = 0; c < Ring::CY; ++c)
 #pragma unroll
-      for (int k = 0; k < G; ++k) {
-        const index_t a = first + t * G + k, b = b0 + c;
-        if (column && b < nB && a < last)
-          v[c][k] = body.value(window + (k + RA) * kPlane + c * Ring::W, kViewStride0, kViewStride1,
-                               Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2);
-      }
+        for (int k = 0; k < G; ++k) {
+          const index_t a = first + t * G + k, b = b0 + c;
+          if (kWhole || (column && b < nB && a < last))
+            v[c][k] = body.value(window + (k + RA) * kPlane + c * Ring::W, kViewStride0, kViewStride1,
+                                 Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2);
+        }
 #pragma unroll
-    for (int c = 0; c < Ring::CY; ++c)
+      for (int c = 0; c < Ring::CY; ++c)
 #pragma unroll
-      for (int k = 0; k < G; ++k) {
-        const index_t a = first + t * G + k, b = b0 + c;
-        if (column && b < nB && a < last)
-          body.store(Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2, v[c][k]);
-      }
+        for (int k = 0; k < G; ++k) {
+          const index_t a = first + t * G + k, b = b0 + c;
+          if (kWhole || (column && b < nB && a < last))
+            body.store(Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2, v[c][k]);
+        }
+    };
+    if (whole_tile && first + t * G + G <= last)
+      compute(std::true_type{});
+    else
+      compute(std::false_type{});
   }
 }
 

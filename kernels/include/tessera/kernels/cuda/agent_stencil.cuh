@@ -1,0 +1,620 @@
+// The stencils' agents and kernels (device_stencil.cuh describes the family and dispatches them):
+// what one thread block does with its tile of rows, cells or inputs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/async_copy.cuh"
+#include "tessera/kernels/cuda/block_stencil.cuh"
+#include "tessera/kernels/cuda/tuning/stencil.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
+#include "tessera/kernels/cuda/warp_stencil.cuh"
+#include "tessera/kernels/stencil.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+// ---- stencil_2d --------------------------------------------------------------------------------------
+
+// The geometry of one sweep: which tile a thread block takes, where a lane's slice starts.
+struct Stencil2dShape {
+  index_t rows = 0, cols = 0;
+  index_t shift = 0;           // elements between the 16-byte boundary before the region and its column 0
+  index_t chunks_per_row = 0;  // slices per row (the first may start left of column 0)
+  index_t tiles_x = 0;         // tiles across a row
+  index_t segments = 1;        // segments of rows per strip of columns, of near-equal length
+  index_t tiles = 0;
+};
+
+// The rows [segment_begin(s), segment_begin(s + 1)) of segment s (empty where rows < segments).
+__host__ __device__ __forceinline__ index_t segment_begin(const Stencil2dShape& shape, index_t s) {
+  return s * shape.rows / shape.segments;
+}
+
+// Elements of a lane's slice: kVectorsPerLane 16-byte vectors, or one element on the element path.
+template <class T, bool kVector, class Tuning>
+inline constexpr int kSliceItems = kVector ? Tuning::kVectorsPerLane * Vector<T>::kItems : 1;
+
+template <class T, bool kNine, bool kVector, class Tuning = Stencil2dTuning>
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
+    stencil_2d_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                      Stencil2dShape shape, StencilWeights<T> w, T* max_change) {
+  constexpr int kItems = kSliceItems<T, kVector, Tuning>;
+  constexpr int kAhead = Tuning::kPrefetchRows;
+  using Slice = RowSlice<T, kItems>;
+  const int lane = lane_id();
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  ChangeBits<T> largest = 0;
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t first_chunk = (tile_x * Tuning::kWarps + warp) * kWarpThreads;
+    if (first_chunk >= shape.chunks_per_row) continue;  // the same for the whole warp
+    const index_t x0 = (first_chunk + lane) * kItems - shape.shift;
+    const LaneColumns<kItems> columns(x0, shape.cols, lane);
+    const index_t row_begin = segment_begin(shape, tile_y);
+    const int rows_here = static_cast<int>(segment_begin(shape, tile_y + 1) - row_begin);
+    if (rows_here <= 0) continue;  // the same for the whole block
+
+    // Every load of the segment's first rows goes out before the first wait for its data. Row
+    // row_begin + rows_here is the last (south) row the segment reads.
+    const T* next_row = in + (row_begin - 1) * in_ld + x0;
+    const Slice north_slice = load_slice<T, kItems, kVector>(next_row, columns);
+    next_row += in_ld;
+    const Slice centre_slice = load_slice<T, kItems, kVector>(next_row, columns);
+    Slice ahead[kAhead];
+#pragma unroll
+    for (int d = 0; d < kAhead; ++d) {
+      next_row += in_ld;
+      if (1 + d <= rows_here) ahead[d] = load_slice<T, kItems, kVector>(next_row, columns);
+    }
+    next_row += in_ld;  // row row_begin + 1 + kAhead, the next to load
+    RowNeighbourhood<T, kItems> north = resolve(north_slice, lane);
+    RowNeighbourhood<T, kItems> centre = resolve(centre_slice, lane);
+    T* out_row = out + row_begin * out_ld + x0;
+    for (int i = 0; i < rows_here; i += kAhead) {
+#pragma unroll
+      for (int d = 0; d < kAhead; ++d) {
+        if (i + d < rows_here) {  // the same for the whole warp: the shuffles below see every lane
+          const RowNeighbourhood<T, kItems> south = resolve(ahead[d], lane);
+          if (i + d + 1 + kAhead <= rows_here) ahead[d] = load_slice<T, kItems, kVector>(next_row, columns);
+          next_row += in_ld;
+          T result[kItems];
+          apply_stencil<T, kItems, kNine>(north, centre, south, w, result);
+          store_slice<T, kItems, kVector>(out_row, columns, result);
+          out_row += out_ld;
+          if (max_change) {
+#pragma unroll
+            for (int k = 0; k < kItems; ++k)
+              if (columns.written >> k & 1u) largest = std::max(largest, change_bits(result[k], centre.item[k]));
+          }
+          north = centre;
+          centre = south;
+        }
+      }
+    }
+  }
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+}
+
+// Up to four rectangles of one region, swept by one launch of the cells kernel: rectangle k holds
+// cells [first_cell[k], first_cell[k + 1]) of the launch, row-major.
+struct CellRegions {
+  static constexpr int kMax = 4;
+  int count = 0;
+  index_t row[kMax]{}, col[kMax]{}, cols[kMax]{};
+  index_t first_cell[kMax + 1]{};
+
+  void add(index_t r, index_t c, index_t rows, index_t columns) {
+    if (rows <= 0 || columns <= 0) return;
+    row[count] = r;
+    col[count] = c;
+    cols[count] = columns;
+    first_cell[count + 1] = first_cell[count] + rows * columns;
+    ++count;
+  }
+  __host__ __device__ index_t cells() const { return first_cell[count]; }
+};
+
+// Rectangles of the output whose cells the cells kernel also writes elsewhere as it computes them
+// (stencil_2d_frame's copies): rectangle k's cell (r, c) of the region goes to
+// to[k][(r - row[k]) * to_ld[k] + (c - col[k])].
+struct CellPacks {
+  static constexpr int kMax = static_cast<int>(kMaxFramePacks);
+  int count = 0;
+  index_t row[kMax]{}, col[kMax]{}, rows[kMax]{}, cols[kMax]{}, to_ld[kMax]{};
+  void* to[kMax]{};
+};
+
+// Cell i of the regions (in the cells kernel's order) swept: to out, and to each pack that holds
+// it. kFrameLast (a cell of the frame-last sweep): its reads go to L2 (ld.cg), past a first-level
+// cache that may hold lines another GPU has written since (the ghosts), and the regions hold fewer
+// than 2^32 cells, so that the cell's row and column come from a 32-bit division (a 64-bit one is
+// a call, whose saved registers the bulk kernel around the frame-last sweep has no room for).
+template <class T, bool kNine, bool kFrameLast = false>
+__device__ __forceinline__ void stencil_cell(const T* __restrict__ in, index_t in_ld, T* __restrict__ out,
+                                             index_t out_ld, const CellRegions& regions, const StencilWeights<T>& w,
+                                             const CellPacks& packs, index_t i, bool change, ChangeBits<T>& largest) {
+  // Every array indexed by constants, so that the arguments are read where they lie (an argument
+  // indexed at run time is copied to local memory first).
+  index_t first = 0, row = regions.row[0], col = regions.col[0], cols = regions.cols[0];
+#pragma unroll
+  for (int j = 1; j < CellRegions::kMax; ++j)
+    if (j < regions.count && i >= regions.first_cell[j]) {
+      first = regions.first_cell[j];
+      row = regions.row[j];
+      col = regions.col[j];
+      cols = regions.cols[j];
+    }
+  const index_t at = i - first;
+  index_t r, c;
+  if constexpr (kFrameLast) {
+    r = row + static_cast<std::uint32_t>(at) / static_cast<std::uint32_t>(cols);
+    c = col + static_cast<std::uint32_t>(at) % static_cast<std::uint32_t>(cols);
+  } else {
+    r = row + at / cols;
+    c = col + at % cols;
+  }
+  const T* p = in + r * in_ld + c;
+  auto read = [p](index_t o) {
+    if constexpr (kFrameLast) return __ldcg(p + o);
+    else return p[o];
+  };
+  const T centre = read(0);
+  T acc;
+  if constexpr (kNine)
+    acc = stencil_point<T, true>(w, centre, read(-in_ld), read(in_ld), read(-1), read(1), read(-in_ld - 1),
+                                 read(-in_ld + 1), read(in_ld - 1), read(in_ld + 1));
+  else
+    acc = stencil_point<T, false>(w, centre, read(-in_ld), read(in_ld), read(-1), read(1), T{}, T{}, T{}, T{});
+  out[r * out_ld + c] = acc;
+#pragma unroll
+  for (int q = 0; q < CellPacks::kMax; ++q) {
+    if (q >= packs.count) break;
+    const index_t dr = r - packs.row[q], dc = c - packs.col[q];
+    if (dr >= 0 && dr < packs.rows[q] && dc >= 0 && dc < packs.cols[q])
+      static_cast<T*>(packs.to[q])[dr * packs.to_ld[q] + dc] = acc;
+  }
+  if (change) largest = std::max(largest, change_bits(acc, centre));
+}
+
+// Thin regions (a block's edge rows and columns, a few cells wide): one thread per cell, consecutive
+// threads along a row and on to the next, so that every cell is in flight at once rather than
+// marched down by a few lanes.
+template <class T, bool kNine, class Tuning = Stencil2dTuning>
+__global__ void __launch_bounds__(Tuning::kNarrowThreads)
+    stencil_2d_cells_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                            CellRegions regions, StencilWeights<T> w, T* max_change, CellPacks packs) {
+  ChangeBits<T> largest = 0;
+  const index_t cells = regions.cells();
+  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < cells; i += stride)
+    stencil_cell<T, kNine>(in, in_ld, out, out_ld, regions, w, packs, i, max_change != nullptr, largest);
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane_id() == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+}
+
+// The frame of the frame-last sweep (stencil_2d_frame_last): the region's origin, its frame's cells,
+// their copies, and the flags around them.
+template <class T>
+struct FrameLast {
+  const T* in = nullptr;
+  index_t in_ld = 0;
+  T* out = nullptr;
+  index_t out_ld = 0;
+  index_t cells = 0;   // regions.cells(), which indexes its array at run time
+  index_t chunks = 0;  // blocks of the launch that sweep kThreads cells of the frame each
+  // Each such block's share of kFrameFlagStep, block 0's (with the remainder): a 64-bit division
+  // in the kernel is a call.
+  std::uint64_t share = 0, first_share = 0;
+  CellRegions regions;
+  CellPacks packs;
+  FrameFlags flags;
+};
+struct NoFrameLast {};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+// The frame, after a thread block's share of the interior: the first `chunks` blocks take kThreads
+// cells each (the frame-last launch has at least four times as many blocks), wait, thread 0
+// polling, until every flag to wait for is at its value, sweep their cells, and add their share of
+// kFrameFlagStep to each flag to set (block 0 the remainder), with release at system scope after
+// the block's barrier: every store of the block is visible before its share.
+template <class T, bool kNine, int kThreads>
+__device__ __forceinline__ void sweep_frame_last(const FrameLast<T>& f, const StencilWeights<T>& w, bool change,
+                                                 ChangeBits<T>& largest) {
+  if (static_cast<index_t>(blockIdx.x) >= f.chunks) return;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) {
+#pragma unroll
+    for (int k = 0; k < FrameFlags::kMax; ++k)
+      if (k < f.flags.waits) {
+        const std::uint64_t started = f.flags.limit.armed() ? global_time_ns() : 0;
+        while (load_acquire_system(f.flags.wait[k]) < f.flags.wait_value) {
+          check_wait_limit(f.flags.limit, f.flags.wait_peer[k], started);
+          __nanosleep(100);
+        }
+      }
+  }
+  __syncthreads();
+  const index_t i = static_cast<index_t>(blockIdx.x) * kThreads + tid;
+  if (i < f.cells) stencil_cell<T, kNine, true>(f.in, f.in_ld, f.out, f.out_ld, f.regions, w, f.packs, i, change, largest);
+  __syncthreads();
+  if (tid == 0) {
+    const std::uint64_t share = blockIdx.x == 0 ? f.first_share : f.share;
+#pragma unroll
+    for (int k = 0; k < FrameFlags::kMax; ++k)
+      if (k < f.flags.sets) add_release_system(f.flags.set[k], share);
+  }
+}
+#endif
+
+// ---- the sweep through a ring of rows filled by bulk copies (sm_90) ------------------------------------
+
+// Elements of a ring slot: the strip's row, with one 16-byte vector of halo on either side.
+template <class T, class Tuning>
+inline constexpr int kBulkStrip = Tuning::kWarps * kWarpThreads * Tuning::kVectorsPerLane * Vector<T>::kItems;
+template <class T, class Tuning>
+inline constexpr int kBulkSlot = kBulkStrip<T, Tuning> + 2 * Vector<T>::kItems;
+template <class T, class Tuning>
+inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kBulkSlot<T, Tuning> * sizeof(T) +
+                                                std::size_t(Tuning::kDepth) * sizeof(unsigned long long);
+
+// The column march with the rows in shared memory. Each thread block walks down a strip of
+// kBulkStrip columns (x0 = tile_x * kBulkStrip, on a 16-byte boundary: in and out are aligned at
+// column 0 and their rows keep the boundary); thread 0 fills a ring of kDepth row slots, each
+// with one bulk copy of the row's 16-byte vectors that lie in the readable columns -1 .. cols, and
+// with cp.async of single elements for the rest of the columns the strip needs (x0 - 1 where
+// x0 = 0, up to kV - 1 elements at the region's east edge); each slot's mbarrier completes when
+// its row has landed. Thread t computes vectors t, t + kThreads, ... of the strip (a warp's reads
+// of a slot are consecutive 16-byte vectors), reading each row once from the ring into registers,
+// its west and east neighbours beside it in the slot. A barrier per row frees the slot just read,
+// which thread 0 refills kDepth rows ahead (after a proxy fence: the reads were the generic
+// proxy's, the copy is the async proxy's). The slot reads are volatile, so that the compiler never
+// reads a slot again after the barrier in place of keeping the values. sm_90 only: the dispatch checks the kernel was
+// compiled for it (the body is empty below).
+template <class T, bool kNine, class Tuning = Stencil2dBulkTuning, bool kFrameLast = false>
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
+                                  sizeof(T) == 8 && kNine ? Tuning::kMinBlocksPerSmNineDouble : Tuning::kMinBlocksPerSm)
+    stencil_2d_bulk_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
+                           Stencil2dShape shape, StencilWeights<T> w, T* max_change,
+                           std::conditional_t<kFrameLast, FrameLast<T>, NoFrameLast> last) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "single elements are copied by cp.async of 4 or 8 bytes");
+  constexpr int kV = Vector<T>::kItems;
+  constexpr int kThreads = Tuning::kWarps * kWarpThreads;
+  constexpr int kLaneVectors = Tuning::kVectorsPerLane;
+  constexpr int kStrip = kBulkStrip<T, Tuning>;
+  constexpr int kSlot = kBulkSlot<T, Tuning>;
+  constexpr int kDepth = Tuning::kDepth;
+  extern __shared__ __align__(16) unsigned char bulk_shared[];
+  T* ring = reinterpret_cast<T*>(bulk_shared);
+  auto* full = reinterpret_cast<unsigned long long*>(bulk_shared + std::size_t(kDepth) * kSlot * sizeof(T));
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) {
+    for (int s = 0; s < kDepth; ++s) mbarrier_init(shared_address(full + s), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  unsigned fills = 0;  // rows copied into the ring before this tile: fill g uses slot g % kDepth, phase g / kDepth
+  ChangeBits<T> largest = 0;
+  for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
+    const index_t tile_y = tile / shape.tiles_x;
+    const index_t tile_x = tile - tile_y * shape.tiles_x;
+    const index_t row_begin = segment_begin(shape, tile_y);
+    const int rows_here = static_cast<int>(segment_begin(shape, tile_y + 1) - row_begin);
+    if (rows_here <= 0) continue;  // the same for the whole block
+    const int loads = rows_here + 2;  // rows row_begin - 1 .. row_begin + rows_here
+    const index_t x0 = tile_x * kStrip;
+    // Slot element k holds column x0 - kV + k. The columns the strip needs: x0 - 1 .. last.
+    const index_t last = std::min<index_t>(x0 + kStrip, shape.cols);
+    // The bulk copy: the 16-byte vectors [lo, hi) inside the readable columns (-1 .. cols).
+    const index_t lo = x0 >= kV ? x0 - kV : x0;
+    const index_t hi = std::max(lo, std::min<index_t>(x0 + kStrip + kV, (shape.cols + 1) / kV * kV));
+    const auto bulk_bytes = static_cast<unsigned>((hi - lo) * index_t(sizeof(T)));
+    const bool west_single = x0 == 0;  // column -1
+    const index_t east_single = std::max(hi, x0);  // columns east_single .. last, by single copies
+
+    auto fill = [&](int k) {  // row row_begin - 1 + k into its slot (thread 0)
+      const unsigned g = fills + static_cast<unsigned>(k);
+      T* slot = ring + (g % kDepth) * kSlot;
+      const unsigned bar = shared_address(full + g % kDepth);
+      const T* row = in + (row_begin - 1 + k) * in_ld;
+      bool singles = false;
+      if (west_single) {
+        copy_async<sizeof(T)>(slot + kV - 1, row - 1);
+        singles = true;
+      }
+      for (index_t c = east_single; c <= last; ++c) {
+        copy_async<sizeof(T)>(slot + (c - x0 + kV), row + c);
+        singles = true;
+      }
+      if (singles) mbarrier_track_copies(bar);
+      mbarrier_arrive_expect_tx(bar, bulk_bytes);
+      if (bulk_bytes > 0) bulk_copy_to_shared(shared_address(slot + (lo - x0 + kV)), row + lo, bulk_bytes, bar);
+    };
+    if (tid == 0)
+      for (int k = 0; k < kDepth && k < loads; ++k) fill(k);
+
+    bool active[kLaneVectors];
+#pragma unroll
+    for (int j = 0; j < kLaneVectors; ++j) active[j] = x0 + index_t(tid + j * kThreads) * kV < shape.cols;
+    RowNeighbourhood<T, kV> north[kLaneVectors], centre[kLaneVectors], south[kLaneVectors];
+    T* out_row = out + row_begin * out_ld + x0;
+    for (int k = 0; k < loads; ++k) {
+      const unsigned g = fills + static_cast<unsigned>(k);
+      mbarrier_wait(shared_address(full + g % kDepth), (g / kDepth) & 1u);
+      const T* slot = ring + (g % kDepth) * kSlot;
+#pragma unroll
+      for (int j = 0; j < kLaneVectors; ++j) {
+        north[j] = centre[j];
+        centre[j] = south[j];
+        if (active[j]) {
+          const unsigned at = shared_address(slot + kV + (tid + j * kThreads) * kV);
+          load_shared_vector(south[j].item, at);
+          load_shared(south[j].west, at - unsigned(sizeof(T)));
+          load_shared(south[j].east, at + unsigned(kV * sizeof(T)));
+        }
+      }
+      __syncthreads();  // every thread has read row k: its slot may be refilled
+      if (tid == 0 && k + kDepth < loads) {
+        fence_proxy_async_shared();
+        fill(k + kDepth);
+      }
+      if (k >= 2) {
+#pragma unroll
+        for (int j = 0; j < kLaneVectors; ++j) {
+          if (!active[j]) continue;
+          const index_t c = x0 + index_t(tid + j * kThreads) * kV;
+          T result[kV];
+          apply_stencil<T, kV, kNine>(north[j], centre[j], south[j], w, result);
+          T* dst = out_row + (tid + j * kThreads) * kV;
+          if (c + kV <= shape.cols) {
+            Vector<T> v;
+#pragma unroll
+            for (int e = 0; e < kV; ++e) v.item[e] = result[e];
+            store_vector(dst, v);
+          } else {
+#pragma unroll
+            for (int e = 0; e < kV; ++e)
+              if (c + e < shape.cols) dst[e] = result[e];
+          }
+          if (max_change) {
+#pragma unroll
+            for (int e = 0; e < kV; ++e)
+              if (c + e < shape.cols) largest = std::max(largest, change_bits(result[e], centre[j].item[e]));
+          }
+        }
+        out_row += out_ld;
+      }
+    }
+    fills += static_cast<unsigned>(loads);
+  }
+  if constexpr (kFrameLast) sweep_frame_last<T, kNine, kThreads>(last, w, max_change != nullptr, largest);
+  if (max_change) {
+    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
+    if (lane_id() == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  }
+#endif
+}
+
+// ---- convolve_1d -------------------------------------------------------------------------------------
+
+// The weights of the kernel by lanes, centred: taps[kMaxRadius - radius + k] = weights[k], the rest
+// unused (never multiplied: a zero times an infinity would make a NaN).
+template <class T, int kMaxRadius>
+struct CentredTaps {
+  T tap[2 * kMaxRadius + 1];
+};
+
+// Outputs per thread of the chunked convolution: odd, so that a warp's reads of its windows in
+// shared memory (at a stride of kItems elements) fall on 32 different banks; fewer for 8-byte
+// elements.
+template <class T, class Tuning>
+inline constexpr int kConvolveItems = sizeof(T) > 4 ? Tuning::kItems8 : Tuning::kItems;
+
+// Any radius: the weights in global memory, kTapChunk of them per pass over the tile.
+template <class T, class Tuning = Convolve1dTuning>
+__global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
+    convolve_1d_chunked_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out, const T* __restrict__ weights,
+                               index_t radius, index_t tiles) {
+  constexpr int kItems = kConvolveItems<T, Tuning>;
+  constexpr int kTile = Tuning::kThreads * kItems;
+  constexpr int kChunk = Tuning::kTapChunk;
+  constexpr int kV = Vector<T>::kItems;
+  __shared__ alignas(16) T window[kTile + kChunk + 2 * kV];
+  __shared__ alignas(16) T result[kTile];
+  const index_t taps = 2 * radius + 1;
+  const int first = static_cast<int>(threadIdx.x) * kItems;
+  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const index_t start = tile * kTile;
+    const index_t count = std::min(index_t(kTile), n - start);
+    T acc[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) acc[i] = T(-0.0);
+    for (index_t k0 = 0; k0 < taps; k0 += kChunk) {
+      const index_t k1 = std::min(k0 + kChunk, taps);
+      // Output o and weight k read input o + radius - k: this pass reads [start + radius - k1 + 1,
+      // start + count + radius - k0), all inside the readable [-radius, n + radius).
+      const index_t lo = start + radius - k1 + 1;
+      const index_t hi = start + count + radius - k0;
+      const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in + lo) % kVectorBytes) / sizeof(T);
+      __syncthreads();  // the previous pass has finished reading the window
+      load_window<T, Tuning::kThreads>(in, lo - lead, hi, lo, hi, window);
+      __syncthreads();
+      if (first < count) {
+        for (index_t k = k0; k < k1; ++k) {
+          const T wk = __ldg(weights + k);
+          const T* x = window + lead + first + (k1 - 1 - k);  // input start + first + radius - k
+#pragma unroll
+          for (int i = 0; i < kItems; ++i) acc[i] = add_rn(acc[i], mul_rn(wk, x[i]));
+        }
+      }
+    }
+    if (first < count) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) result[first + i] = acc[i];
+    }
+    __syncthreads();
+    store_tile<T, Tuning::kThreads>(out + start, count, result);
+  }
+}
+
+// Radius R <= kMaxRadius (a template parameter: only the taps of R are issued), by lanes: lane l of
+// warp tile w owns outputs [first, first + kI), first = w kWarpTile + l kI - out_lead, so that out +
+// first lies on a 16-byte boundary (out_lead: the elements before out's first boundary). It loads
+// the kI inputs at in + first - shift, the 16-byte boundary at or below in + first, as whole
+// vectors; takes the shift's remainder from the next lane; and the R inputs on either side from the
+// lanes beside it by shuffles (the lanes at a warp's edges read theirs from memory, where the
+// neighbouring warp's loads left them in L1/L2). Inputs outside the readable [-R, n + R) are never
+// read (zeros stand in; no tap of an output in [0, n) meets them); outputs outside [0, n) are never
+// written.
+template <class T, class Tuning, int R>
+__global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMinBlocksPerSm8 : Tuning::kMinBlocksPerSm)
+    convolve_1d_lanes_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out,
+                             CentredTaps<T, Tuning::kMaxRadius> taps, int out_lead, int shift, index_t warp_tiles) {
+  constexpr int kV = Vector<T>::kItems;
+  constexpr int kLaneVectors = Tuning::kVectorsPerLane;
+  constexpr int kI = kLaneVectors * kV;
+  constexpr index_t kWarpTile = index_t(kWarpThreads) * kI;
+  constexpr int kTap0 = Tuning::kMaxRadius - R;  // taps.tap[kTap0 + k] = weights[k]
+  const int lane = lane_id();
+  const index_t lo = -R;
+  const index_t hi = n + R;
+  const index_t warps = static_cast<index_t>(gridDim.x) * (Tuning::kThreads / kWarpThreads);
+
+  // One warp tile; kGuarded: some of its inputs or outputs lie outside [lo, hi) or [0, n), so every
+  // access is tested (the first and last tiles only).
+  auto tile = [&](index_t first, auto guarded) {
+    constexpr bool kGuarded = decltype(guarded)::value;
+    auto read = [&](index_t p) { return !kGuarded || (p >= lo && p < hi) ? __ldg(in + p) : T(0); };
+    const index_t base = first - shift;
+    T raw[kI];
+#pragma unroll
+    for (int v = 0; v < kLaneVectors; ++v) {
+      const index_t p = base + v * kV;
+      if (!kGuarded || (p >= lo && p + kV <= hi)) {
+        const Vector<T> vec = load_vector_readonly(in + p);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) raw[v * kV + k] = vec.item[k];
+      } else {
+#pragma unroll
+        for (int k = 0; k < kV; ++k) raw[v * kV + k] = read(p + k);
+      }
+    }
+    // The lanes within kQ of a warp's edge read the inputs the shuffles cannot bring: edge[j] = input
+    // first - R + j on the first kQ lanes, input first + kI + j on the last kQ (kQ = 1 unless the
+    // radius reaches past the next lane, as for 8-byte elements beyond radius 4).
+    constexpr int kQ = (R + kI - 1) / kI;
+    T edge[R > 0 ? R : 1];
+    if (lane < kQ || lane >= kWarpThreads - kQ) {
+      const index_t from = lane < kQ ? first - R : first + kI;
+#pragma unroll
+      for (int j = 0; j < R; ++j) edge[j] = read(from + j);
+    }
+    // x[m] = input first - R + m; x[R + j] the lane's own inputs.
+    T x[kI + 2 * R];
+    if (shift == 0) {
+#pragma unroll
+      for (int j = 0; j < kI; ++j) x[R + j] = raw[j];
+    } else {
+      // next[k] = input base + kI + k, the first kV - 1 inputs of the next lane, which complete this
+      // lane's kI from base + shift; lane 31 reads its own.
+      T next[kV > 1 ? kV - 1 : 1];
+#pragma unroll
+      for (int k = 0; k < kV - 1; ++k) {
+        const T from_next = shfl_down(raw[k], 1);
+        next[k] = lane < kWarpThreads - 1 ? from_next : read(base + kI + k);
+      }
+      auto from = [&](int m) { return m < kI ? raw[m] : next[m - kI]; };  // input base + m
+#pragma unroll
+      for (int j = 0; j < kI; ++j) {
+        T value = from(j + 1);
+#pragma unroll
+        for (int s = 2; s < kV; ++s) value = shift == s ? from(j + s) : value;
+        x[R + j] = value;
+      }
+    }
+#pragma unroll
+    for (int d = 1; d <= R; ++d) {
+      const int q = (d + kI - 1) / kI;  // input first - d is held by lane - q, input first + kI - 1 + d by lane + q
+      const T west = shfl_up(x[R + q * kI - d], q);
+      const T east = shfl_down(x[R + kI - 1 + d - q * kI], q);
+      x[R - d] = lane >= q ? west : edge[R - d];
+      x[R + kI - 1 + d] = lane + q < kWarpThreads ? east : edge[d - 1];
+    }
+    T result[kI];
+#pragma unroll
+    for (int i = 0; i < kI; ++i) {
+      // Output first + i takes weights[k] * in[first + i + R - k] = weights[k] * x[i + 2R - k]. -0 + p
+      // == p for every p: the first term enters exactly.
+      T acc = T(-0.0);
+#pragma unroll
+      for (int k = 0; k <= 2 * R; ++k) acc = add_rn(acc, mul_rn(taps.tap[kTap0 + k], x[i + 2 * R - k]));
+      result[i] = acc;
+    }
+    if (!kGuarded || (first >= 0 && first + kI <= n)) {
+#pragma unroll
+      for (int v = 0; v < kLaneVectors; ++v) {
+        Vector<T> vec;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) vec.item[k] = result[v * kV + k];
+        store_vector(out + first + v * kV, vec);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kI; ++j)
+        if (first + j >= 0 && first + j < n) out[first + j] = result[j];
+    }
+  };
+
+  for (index_t w = (static_cast<index_t>(blockIdx.x) * Tuning::kThreads + threadIdx.x) / kWarpThreads; w < warp_tiles;
+       w += warps) {
+    const index_t warp_first = w * kWarpTile - out_lead;
+    const index_t first = warp_first + static_cast<index_t>(lane) * kI;
+    // The tile reads inputs [warp_first - shift - R, warp_first + kWarpTile + kV + R) at most and
+    // writes outputs [warp_first, warp_first + kWarpTile).
+    const bool inside = warp_first - shift - R >= lo && warp_first + kWarpTile + kV + R <= hi && warp_first >= 0 &&
+                        warp_first + kWarpTile <= n;
+    if (inside) {
+      tile(first, std::false_type{});
+    } else {
+      tile(first, std::true_type{});
+    }
+  }
+}
+
+// ---- pack / unpack of rectangles ---------------------------------------------------------------------
+
+// Rectangles of words (the elements, or pieces of them of the widest size that divides the element
+// and both addresses), with the offset of each in the packed buffer.
+struct RectangleBatch {
+  Rectangle rectangle[PackTuning::kMaxRectangles];
+  index_t packed_offset[PackTuning::kMaxRectangles];
+};
+
+template <class Word, bool kUnpack>
+__global__ void __launch_bounds__(PackTuning::kThreads) pack_rectangles_kernel(Word* base, Word* packed, RectangleBatch batch) {
+  const Rectangle rect = batch.rectangle[blockIdx.y];
+  Word* slot = packed + batch.packed_offset[blockIdx.y];
+  const index_t count = rect.planes * rect.rows * rect.cols;
+  for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    const index_t row = e / rect.cols;  // of all the planes' rows
+    const index_t p = rect.planes == 1 ? 0 : row / rect.rows;
+    Word* element = base + rect.offset + p * rect.plane_stride + (row - p * rect.rows) * rect.ld + (e - row * rect.cols);
+    if constexpr (kUnpack) *element = slot[e];
+    else slot[e] = *element;
+  }
+}
+
+}  // namespace tessera::kernels::cuda::detail

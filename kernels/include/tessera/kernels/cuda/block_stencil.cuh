@@ -1,0 +1,145 @@
+// The stencils' block-level pieces (device_stencil.cuh describes the family): the flags of the
+// frame-last sweep at system scope and its wait under a limit; the mbarriers, bulk copies and
+// volatile shared-memory loads of the ring of rows (sm_90); the chunked convolution's window of
+// inputs in shared memory and its tile of outputs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/async_copy.cuh"
+#include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/queue.hpp"
+
+namespace tessera::kernels::cuda::detail {
+
+// ---- flags at system scope, and waits under a limit ----------------------------------------------
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ std::uint64_t load_acquire_system(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void add_release_system(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+#endif
+
+__device__ __forceinline__ std::uint64_t global_time_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// A wait under a limit (queue.hpp, DeviceWaitLimit) that has expired or been aborted: names the
+// peer in host memory and traps (the launch fails; the host's next CUDA call reports it).
+__device__ __forceinline__ void check_wait_limit(const DeviceWaitLimit& limit, int peer, std::uint64_t started) {
+  if (!limit.armed()) return;
+  const bool aborted = limit.abort != nullptr && *limit.abort != 0;
+  if (aborted || (limit.timeout_ns > 0 && global_time_ns() - started > limit.timeout_ns)) {
+    if (limit.lost_rank) {
+      *reinterpret_cast<volatile std::int32_t*>(limit.lost_rank) = peer;
+      __threadfence_system();
+    }
+    __trap();
+  }
+}
+
+// ---- the ring of rows (sm_90) ------------------------------------------------------------------------
+
+// The mbarrier / bulk-copy instructions the ring uses (shared_address, copy_async: async_copy.cuh).
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits until the phase of the given parity has completed.
+__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// bytes (a multiple of 16) from global src to shared dst (both 16-byte aligned), counted on bar.
+__device__ __forceinline__ void bulk_copy_to_shared(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// Makes bar's phase wait for this thread's cp.async copies (copy_async) issued so far.
+__device__ __forceinline__ void mbarrier_track_copies(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Orders this thread's (and, after a barrier, the block's) generic-proxy accesses to shared memory
+// before the bulk copies it issues next.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Loads from a ring slot that the compiler may neither repeat nor move: a slot's contents change
+// under the bulk copies, which it does not see.
+__device__ __forceinline__ void load_shared(float& v, unsigned a) {
+  asm volatile("ld.volatile.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+}
+__device__ __forceinline__ void load_shared(double& v, unsigned a) {
+  asm volatile("ld.volatile.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(a) : "memory");
+}
+__device__ __forceinline__ void load_shared_vector(float (&v)[4], unsigned a) {
+  asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+               : "r"(a)
+               : "memory");
+}
+__device__ __forceinline__ void load_shared_vector(double (&v)[2], unsigned a) {
+  asm volatile("ld.volatile.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v[0]), "=d"(v[1]) : "r"(a) : "memory");
+}
+#endif
+
+// ---- the chunked convolution's tile ------------------------------------------------------------------
+
+// Copies inputs [lo, hi) (relative to `in`) to window[lead ...], where window[0] lies on the 16-byte
+// boundary at or below in + lo - lead_extra ... : the caller passes base = the input index of
+// window[0] (base <= lo, in + base 16-byte aligned when `in` is). Positions of [base, end) outside
+// [lo, hi) are set to 0.
+template <class T, int kThreads>
+__device__ __forceinline__ void load_window(const T* in, index_t base, index_t end, index_t lo, index_t hi, T* window) {
+  constexpr int kV = Vector<T>::kItems;
+  const bool aligned = is_aligned(in + base, kVectorBytes);
+  for (index_t j = static_cast<index_t>(threadIdx.x) * kV; j < end - base; j += index_t(kThreads) * kV) {
+    const index_t g = base + j;
+    if (aligned && g >= lo && g + kV <= hi) {
+      const Vector<T> v = load_vector_readonly(in + g);
+      *reinterpret_cast<Vector<T>*>(window + j) = v;
+    } else {
+#pragma unroll
+      for (int k = 0; k < kV; ++k) window[j + k] = g + k >= lo && g + k < hi ? in[g + k] : T(0);
+    }
+  }
+}
+
+// Writes result[0, count) to out[0, count): 16-byte stores from the first 16-byte boundary of out.
+template <class T, int kThreads>
+__device__ __forceinline__ void store_tile(T* out, index_t count, const T* result) {
+  constexpr int kV = Vector<T>::kItems;
+  const index_t head = unaligned_head(out, count);
+  for (index_t j = threadIdx.x; j < head; j += kThreads) out[j] = result[j];
+  const index_t body = (count - head) / kV;
+  for (index_t v = threadIdx.x; v < body; v += kThreads) {
+    Vector<T> vec;
+#pragma unroll
+    for (int k = 0; k < kV; ++k) vec.item[k] = result[head + v * kV + k];
+    store_vector(out + head + v * kV, vec);
+  }
+  for (index_t j = head + body * kV + threadIdx.x; j < count; j += kThreads) out[j] = result[j];
+}
+
+}  // namespace tessera::kernels::cuda::detail

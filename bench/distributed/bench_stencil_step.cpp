@@ -140,19 +140,20 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   Field2D<T> u = make();
   JacobiOptions options;
   Jacobi<T> solver(u, w, options);
-  r.sweep = slowest_median(ctx, o.warmup, o.iters, [&] { solver.sweep(); });
-  r.split = slowest_median(ctx, o.warmup, o.iters, [&] { solver.sweep_split(); });
-  r.exchange = slowest_median(ctx, o.warmup, o.iters, [&] { solver.exchange(); });
-  r.back_to_back = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(false); });
-  r.overlapped = slowest_median(ctx, o.warmup, o.iters, [&] { solver.step(true); }, &r.overlapped_samples);
+  tessera::detail::JacobiParts<T> parts(solver);
+  r.sweep = slowest_median(ctx, o.warmup, o.iters, [&] { parts.sweep(); });
+  r.split = slowest_median(ctx, o.warmup, o.iters, [&] { parts.sweep_split(); });
+  r.exchange = slowest_median(ctx, o.warmup, o.iters, [&] { parts.exchange(); });
+  r.back_to_back = slowest_median(ctx, o.warmup, o.iters, [&] { parts.step(false); });
+  r.overlapped = slowest_median(ctx, o.warmup, o.iters, [&] { parts.step(true); }, &r.overlapped_samples);
   if (o.run > 0) {
     const int warmup = std::min(o.warmup, 1);
     const double k = o.run;
-    r.run_sweep = slowest_median(ctx, warmup, o.iters, [&] { solver.sweep(o.run); }) / k;
-    r.run_split = slowest_median(ctx, warmup, o.iters, [&] { solver.sweep_split(o.run); }) / k;
-    r.run_exchange = slowest_median(ctx, warmup, o.iters, [&] { solver.exchange(o.run); }) / k;
-    r.run_back_to_back = slowest_median(ctx, warmup, o.iters, [&] { solver.step(false, o.run); }) / k;
-    r.run_overlapped = slowest_median(ctx, warmup, o.iters, [&] { solver.step(true, o.run); }) / k;
+    r.run_sweep = slowest_median(ctx, warmup, o.iters, [&] { parts.sweep(o.run); }) / k;
+    r.run_split = slowest_median(ctx, warmup, o.iters, [&] { parts.sweep_split(o.run); }) / k;
+    r.run_exchange = slowest_median(ctx, warmup, o.iters, [&] { parts.exchange(o.run); }) / k;
+    r.run_back_to_back = slowest_median(ctx, warmup, o.iters, [&] { parts.step(false, o.run); }) / k;
+    r.run_overlapped = slowest_median(ctx, warmup, o.iters, [&] { parts.step(true, o.run); }) / k;
   }
   r.halo_bytes = ctx.comm().allreduce(static_cast<double>(solver.halo().bytes_sent()), ReduceOp::max);
   r.peers = ctx.comm().allreduce(solver.halo().peers(), ReduceOp::max);

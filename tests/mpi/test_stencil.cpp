@@ -352,11 +352,12 @@ TYPED_TEST(JacobiTest, PartsQueuedBackToBackLeaveTheSerialLoopsIterates) {
       Field2D<T> u = Field2D<T>::from_replicated(grid, rows, cols, 2, initial);
       u.set_outer_ghosts(boundary);
       Jacobi<T> solver(u, w, JacobiOptions{});
-      solver.sweep(3);
-      solver.sweep_split(2);
-      solver.exchange(3);
-      solver.step(true, 4);
-      solver.step(false, 3);
+      detail::JacobiParts<T> parts(solver);
+      parts.sweep(3);
+      parts.sweep_split(2);
+      parts.exchange(3);
+      parts.step(true, 4);
+      parts.step(false, 3);
       EXPECT_EQ(solver.iteration(), 7) << where;
       const std::vector<T> got = u.gather(0);
       if (world.rank() != 0) continue;
@@ -413,14 +414,15 @@ TYPED_TEST(JacobiTest, PeerStoreStepsGiveTheSerialLoopsIterates) {
           EXPECT_EQ(std::string(solver.exchange_path()),
                     world.size() > 1 ? std::string("peer-store") : std::string(solver.halo().path()))
               << where;
-          solver.step(true, 2);
-          solver.step(false, 1);
-          solver.exchange(1);
-          solver.step(true, 1);
-          solver.sweep(1);
-          solver.sweep_split(1);
+          detail::JacobiParts<T> parts(solver);
+          parts.step(true, 2);
+          parts.step(false, 1);
+          parts.exchange(1);
+          parts.step(true, 1);
+          parts.sweep(1);
+          parts.sweep_split(1);
           solver.run_until(7);
-          solver.step(true, 1);
+          parts.step(true, 1);
           EXPECT_EQ(solver.iteration(), 8) << where;
           const std::vector<T> got = u.gather(0);
           if (world.rank() != 0) continue;

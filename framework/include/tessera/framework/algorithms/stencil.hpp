@@ -63,6 +63,11 @@ struct JacobiOptions {
   bool overlap = true;      // edge cells first, their exchange hidden behind the interior sweep
 };
 
+namespace detail {
+template <class T>
+class JacobiParts;
+}  // namespace detail
+
 // The Jacobi iteration u_(k+1) = S u_k of the stencil S on a field whose outer ghost cells hold the
 // Dirichlet boundary values (Field2D::set_outer_ghosts) and whose ghost width is at least 1. The
 // solver keeps a second field of u's layout and swaps the two after each iteration; u holds the
@@ -93,17 +98,7 @@ class Jacobi {
   // last step read. For checking the last step (tessera-stencil --verify).
   const Field2D<T>& previous() const { return v_; }
 
-  // The parts of one iteration, for measuring them: step() is one iteration without a residual
-  // (overlapped or not, whatever the options say); sweep() the stencil over the whole block into the
-  // second field, without exchange or swap; sweep_split() the same cells cut as the overlapped step
-  // cuts them (the interior, and the frame on the second queue, queued in that step's order),
-  // without the exchange: the least an overlapped step can take; exchange() the halo exchange of u
-  // alone. Each queues its work `times` times back to back, as run_until queues iterations (the
-  // host queues the next while the device runs the last), and returns when all of it is done.
-  void step(bool overlap, index_t times = 1);
-  void sweep(index_t times = 1);
-  void sweep_split(index_t times = 1);
-  void exchange(index_t times = 1);
+  // The halo exchange of u (its path: halo().path()).
   const HaloExchange& halo() const { return *halo_; }
   // How the overlapped step moves the frame's cells: "peer-store" (under cuda with every neighbour
   // on the node and its GPU mappable: the frame's sweep writes them straight into the neighbours'
@@ -122,6 +117,19 @@ class Jacobi {
   CollectivePlan plan(index_t last) const;
 
  private:
+  friend class detail::JacobiParts<T>;
+  // The parts of one iteration (detail::JacobiParts, which measures them): step() is one iteration
+  // without a residual (overlapped or not, whatever the options say); sweep() the stencil over the
+  // whole block into the second field, without exchange or swap; sweep_split() the same cells cut as
+  // the overlapped step cuts them (the interior, and the frame on the second queue, queued in that
+  // step's order), without the exchange: the least an overlapped step can take; exchange() the halo
+  // exchange of u alone. Each queues its work `times` times back to back, as run_until queues
+  // iterations (the host queues the next while the device runs the last), and returns when all of
+  // it is done.
+  void step(bool overlap, index_t times = 1);
+  void sweep(index_t times = 1);
+  void sweep_split(index_t times = 1);
+  void exchange(index_t times = 1);
   // Whether this rank has anything to exchange (one rank alone has not).
   bool exchanges() const { return halo_->peers() > 0 || halo_->bytes_sent() > 0; }
   void iterate(bool check);
@@ -154,6 +162,24 @@ class Jacobi {
   // cells, or the halo's packed send buffer.
   std::array<std::vector<kernels::FrameCopy<T>>, 2> copies_;
 };
+
+namespace detail {
+// The parts of one Jacobi iteration, for measuring them (tessera_bench_stencil_step) and testing
+// them, outside the solver's interface: step(overlap, times), sweep(times), sweep_split(times) and
+// exchange(times), as the solver's private members of those names describe.
+template <class T>
+class JacobiParts {
+ public:
+  explicit JacobiParts(Jacobi<T>& solver) : solver_(solver) {}
+  void step(bool overlap, index_t times = 1) { solver_.step(overlap, times); }
+  void sweep(index_t times = 1) { solver_.sweep(times); }
+  void sweep_split(index_t times = 1) { solver_.sweep_split(times); }
+  void exchange(index_t times = 1) { solver_.exchange(times); }
+
+ private:
+  Jacobi<T>& solver_;
+};
+}  // namespace detail
 
 extern template DistArray<float> convolve<float>(const DistArray<float>&, std::span<const float>, Boundary, PhaseTimes*);
 extern template DistArray<double> convolve<double>(const DistArray<double>&, std::span<const double>, Boundary,

@@ -216,10 +216,10 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
       throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
                        why_not);
   }
-  // The frame at the end of the interior's launch where a frame launched on its own would wait
-  // for the interior's end anyway.
-  try_frame_last_ = stores_ && stores_->frame_flags() &&
-                    !kernels::stencil_2d_frame_fits_beside_interior(u.context().queue(), weights_.shape, sizeof(T));
+  // The frame at the end of the interior's launch where the kernels take it so
+  // (kernels::stencil_2d_frame_last: where a frame launched on its own would wait for the
+  // interior's end anyway).
+  try_frame_last_ = stores_ && stores_->frame_flags();
   for (int f = 0; f < 2; ++f) {
     auto& copies = copies_[static_cast<std::size_t>(f)];
     if (stores_)

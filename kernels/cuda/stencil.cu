@@ -17,13 +17,6 @@ void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, in
   detail::stencil_2d_frame(in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, queue.stream);
 }
 
-bool stencil_2d_frame_fits_beside_interior(const Queue&, StencilShape shape, std::size_t element_bytes) {
-  const bool nine = shape == StencilShape::nine_point;
-  if (element_bytes == 8)
-    return nine ? detail::frame_fits_beside_interior<double, true>() : detail::frame_fits_beside_interior<double, false>();
-  return nine ? detail::frame_fits_beside_interior<float, true>() : detail::frame_fits_beside_interior<float, false>();
-}
-
 template <class T>
 bool stencil_2d_frame_last(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                            index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,

@@ -29,7 +29,6 @@ template <class T>
 void stencil_2d_frame(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                       index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,
                       std::span<const FrameCopy<T>> copies);
-bool stencil_2d_frame_fits_beside_interior(const Queue& queue, StencilShape shape, std::size_t element_bytes);
 template <class T>
 bool stencil_2d_frame_last(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                            index_t cols, const StencilFrame& frame, const StencilWeights<T>& weights, T* max_change,

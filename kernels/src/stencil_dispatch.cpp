@@ -157,13 +157,6 @@ void stencil_2d_frame(const Queue& q, const double* in, index_t in_ld, double* o
   dispatch_stencil_frame(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, pack_to, packed);
 }
 
-bool stencil_2d_frame_fits_beside_interior(const Queue& q, [[maybe_unused]] StencilShape shape, std::size_t element_bytes) {
-  TESSERA_ASSERT(element_bytes == 4 || element_bytes == 8, "stencil_2d_frame_fits_beside_interior: 4- or 8-byte elements");
-  bool fits = false;
-  TESSERA_DISPATCH(q, fits = false, fits = cuda::stencil_2d_frame_fits_beside_interior(q, shape, element_bytes));
-  return fits;
-}
-
 bool stencil_2d_frame_last(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,
                            index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights,
                            float* max_change, std::span<const FrameCopy<float>> copies, const FrameFlags& flags) {

@@ -175,15 +175,16 @@ struct FrameFlags {
 };
 // The whole region swept in one launch, the frame last: the interior (the region less the frame)
 // as stencil_2d sweeps it, then, in the thread blocks that swept it, the frame's cells with their
-// copies as stencil_2d_frame writes them, ordered by `flags`. For a frame that cannot run beside
-// the interior (stencil_2d_frame_fits_beside_interior), which launched on its own runs only after
-// it, behind a launch and a hand-off between queues. Under cuda where the interior takes the
-// ring-of-rows sweep (sm_90, interior in and out on 16-byte boundaries, lds of whole 16-byte
-// vectors, wider than 16 columns), the frame has cells, at most kMaxFramePacks copies, and takes
-// at most a quarter of the launch's thread blocks (256 cells to a block; with more, the blocks
-// that sweep it would lengthen the launch): returns true.
+// copies as stencil_2d_frame writes them, ordered by `flags`. For a frame that has no room on the
+// SMs while the interior runs (a thread block of it would not fit beside as many of the interior's
+// as an SM holds), which launched on its own would run only after it, behind a launch and a
+// hand-off between queues. Under cuda where a frame launched on its own would not have that room,
+// the interior takes the ring-of-rows sweep (sm_90, interior in and out on 16-byte boundaries, lds
+// of whole 16-byte vectors, wider than 16 columns), the frame has cells, at most kMaxFramePacks
+// copies, and takes at most a quarter of the launch's thread blocks (256 cells to a block; with
+// more, the blocks that sweep it would lengthen the launch): returns true.
 // Returns false and queues nothing otherwise (and under cpu); the caller sweeps the parts as it
-// would without it. The flags waited for must be set by work on other devices: a thread block
+// would without it (the frame on another queue beside the interior). The flags waited for must be set by work on other devices: a thread block
 // polls them on an SM the device's other work cannot take meanwhile.
 bool stencil_2d_frame_last(const Queue& queue, const float* in, index_t in_ld, float* out, index_t out_ld,
                            index_t rows, index_t cols, const StencilFrame& frame, const StencilWeights<float>& weights,
@@ -191,12 +192,6 @@ bool stencil_2d_frame_last(const Queue& queue, const float* in, index_t in_ld, f
 bool stencil_2d_frame_last(const Queue& queue, const double* in, index_t in_ld, double* out, index_t out_ld,
                            index_t rows, index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
                            double* max_change, std::span<const FrameCopy<double>> copies, const FrameFlags& flags);
-
-// Whether a frame swept on its own (stencil_2d_frame, launched on another queue beside
-// stencil_2d's interior) has room on the SMs while the interior runs: a thread block of it fits
-// beside as many of the interior's as an SM holds. Under cuda, for elements of element_bytes (4
-// or 8) and the shape's sweep on the queue's device; false under cpu.
-bool stencil_2d_frame_fits_beside_interior(const Queue& queue, StencilShape shape, std::size_t element_bytes);
 
 // The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
 //   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]

@@ -249,10 +249,11 @@ bool frame_fits_beside_interior() {
 }
 
 // The interior by the bulk kernel with the frame after it in the same launch
-// (kernels::stencil_2d_frame_last); false, and nothing queued, where the interior does not take
-// the bulk sweep (not sm_90, not aligned, no wider than kNarrowCols), the frame has no cells, more
-// than a quarter of the launch's blocks would take them, or it has more copies or flags than one
-// launch holds.
+// (kernels::stencil_2d_frame_last); false, and nothing queued, where a frame launched on its own
+// has room beside the interior (frame_fits_beside_interior: it then runs beside it on another
+// queue), the interior does not take the bulk sweep (not sm_90, not aligned, no wider than
+// kNarrowCols), the frame has no cells, more than a quarter of the launch's blocks would take them,
+// or it has more copies or flags than one launch holds.
 template <class T, class Tuning = Stencil2dTuning>
 bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                            const StencilFrame& frame, const StencilWeights<T>& w, T* max_change,
@@ -261,6 +262,9 @@ bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, i
   if constexpr (sizeof(T) != 4 && sizeof(T) != 8) {
     return false;
   } else {
+    const bool beside = w.shape == StencilShape::nine_point ? frame_fits_beside_interior<T, true, Tuning>()
+                                                            : frame_fits_beside_interior<T, false, Tuning>();
+    if (beside) return false;
     const index_t interior_rows = rows - frame.top - frame.bottom, interior_cols = cols - frame.left - frame.right;
     if (interior_rows <= 0 || interior_cols <= Tuning::kNarrowCols) return false;
     const CellRegions regions = frame_regions(frame, rows, cols);

@@ -166,8 +166,8 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   {
     Jacobi<T> sa(a, w, options), sb(b, w, options);
     for (int k = 0; k < 3; ++k) {
-      sa.step(true);
-      sb.step(false);
+      tessera::detail::JacobiParts<T>(sa).step(true);
+      tessera::detail::JacobiParts<T>(sb).step(false);
     }
   }
   const std::vector<T> x = a.local_to_host(), y = b.local_to_host();

@@ -81,6 +81,9 @@ struct CellRange {
   index_t begin0, begin1, begin2;
   index_t n0, n1, n2;
 };
+struct CellIndex01 {  // a cell's indices along axes 0 and 1
+  index_t i0, i1;
+};
 
 // Thread (x, y) of block (bx, by, bz) takes cell (bz, by * 8 + y, bx * 32 + x) of the box, and the
 // cells a grid's extent further along each axis where the box passes the grid. Across: x walks
@@ -190,16 +193,6 @@ __device__ __forceinline__ void copy_cell_async(T* dst, const T* src) {
 #endif
   *dst = *src;
 }
-// 16 bytes from global src to shared dst (both 16-byte aligned): an asynchronous copy on sm_80 and
-// later, otherwise a load and a store.
-template <class T>
-__device__ __forceinline__ void copy_piece_async(T* dst, const T* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  copy_async<16>(dst, src);
-#else
-  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-#endif
-}
 __device__ __forceinline__ void async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   copy_async_commit();
@@ -259,9 +252,9 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
     ok[j] = e < kPieces && y < rows && c < pieces;
     off[j] = y * sB + c * CE;
   }
-  const auto copy = [](T* dst, const T* src) {
+  const auto copy = [](T* dst, const T* src) {  // one piece: CE elements
     if constexpr (CE > 1)
-      copy_piece_async(dst, src);
+      copy_cell_async(reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src));
     else
       copy_cell_async(dst, src);
   };
@@ -272,14 +265,13 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
       const index_t k = group * G + p;
       if (k < count) {
         const T* plane = corner + k * sA;
-        T* dst = ring + (slot0 + p) * kPlane + tid * CE;
 #pragma unroll
-        for (int j = 0; j < J; ++j)
-          if (ok[j]) copy(dst + j * kThreads * CE, plane + off[j]);
-        if (slot0 + p < 2 * RA) {
+        for (int m = 0; m < 2; ++m) {  // the slot, and below 2 RA its mirror NS slots on
+          if (m == 1 && slot0 + p >= 2 * RA) break;
+          T* dst = ring + (slot0 + p + m * NS) * kPlane + tid * CE;
 #pragma unroll
           for (int j = 0; j < J; ++j)
-            if (ok[j]) copy(dst + NS * kPlane + j * kThreads * CE, plane + off[j]);
+            if (ok[j]) copy(dst + j * kThreads * CE, plane + off[j]);
         }
       }
     }
@@ -305,24 +297,30 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
     // cell's reads apart); the other steps (at the box's edges) check each cell.
     const auto compute = [&](auto whole) {
       constexpr bool kWhole = decltype(whole)::value;
+      // Cell (c, k) of the step: row b0 + c, plane first + t G + k; its box indices along axes 0, 1.
+      const auto live = [&](int c, int k) { return kWhole || (column && b0 + c < nB && first + t * G + k < last); };
+      const auto index01 = [&](int c, int k) {
+        const index_t a = beginA + first + t * G + k, b = beginB + b0 + c;
+        return Rows ? CellIndex01{b, a} : CellIndex01{a, b};
+      };
       V v[Ring::CY][G];
 #pragma unroll
       for (int c = 0; c < Ring::CY; ++c)
 #pragma unroll
-        for (int k = 0; k < G; ++k) {
-          const index_t a = first + t * G + k, b = b0 + c;
-          if (kWhole || (column && b < nB && a < last))
-            v[c][k] = body.value(window + (k + RA) * kPlane + c * Ring::W, kViewStride0, kViewStride1,
-                                 Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2);
-        }
+        for (int k = 0; k < G; ++k)
+          if (live(c, k)) {
+            const CellIndex01 i = index01(c, k);
+            v[c][k] = body.value(window + (k + RA) * kPlane + c * Ring::W, kViewStride0, kViewStride1, i.i0, i.i1,
+                                 r.begin2 + i2);
+          }
 #pragma unroll
       for (int c = 0; c < Ring::CY; ++c)
 #pragma unroll
-        for (int k = 0; k < G; ++k) {
-          const index_t a = first + t * G + k, b = b0 + c;
-          if (kWhole || (column && b < nB && a < last))
-            body.store(Rows ? beginB + b : beginA + a, Rows ? beginA + a : beginB + b, r.begin2 + i2, v[c][k]);
-        }
+        for (int k = 0; k < G; ++k)
+          if (live(c, k)) {
+            const CellIndex01 i = index01(c, k);
+            body.store(i.i0, i.i1, r.begin2 + i2, v[c][k]);
+          }
     };
     if (whole_tile && first + t * G + G <= last)
       compute(std::true_type{});

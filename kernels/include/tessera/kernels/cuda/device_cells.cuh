@@ -21,8 +21,8 @@
 // 9-point 92.0%: 1.04x and 1.06x the Jacobi sweep's rate) and for a 3-D body that reads at most one
 // cell away (512^3: the 7-point star at 88.7% against 68.2% marching, the 27-point box 84.1% against
 // 40.8%), march for a wider 3-D reach (the radius-4 star: 44.6% against at most 43.5% tiled in any
-// shape that fits) and where a ring does not fit in shared memory; planes for every other box and
-// body.
+// shape that fits) and where a ring does not fit in shared memory; planes for a box under 16
+// planes deep (a stencil's shell) and for every other box and body.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,6 +71,7 @@ namespace detail {
 
 inline constexpr int kCellTileX = 32;  // cells along axis 2 (the fastest) per thread block
 inline constexpr int kCellTileY = 8;   // thread rows along axis 1
+inline constexpr int kDeepPlanes = 16;  // planes along the marching axis below which no marching order is chosen
 // The marching order's thread blocks: 64 cells along axis 2 by 8 rows. Against 32 x 8 (H200,
 // bench_stencil_3d, 512^3 / 1024x1024x512): the 7-point star 62.9 / 59.2% of the copy rate against
 // 61.2 / 52.7%, the radius-4 star 45.2 / 45.5% against 44.4 / 43.7%, the 27-point box within 1%;
@@ -357,13 +358,13 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
     }
   }
   // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
-  // waves of the resident blocks, each layer at least 8 steps and 16 RA planes deep (the 2 RA
-  // planes a layer loads beyond its own are then a small share); whole steps.
+  // waves of the resident blocks, each layer but the last at least 8 steps and 16 RA planes deep
+  // (the 2 RA planes a layer loads beyond its own are then a small share); whole steps.
   const index_t resident =
       static_cast<index_t>(blocks_per_sm<kernel>(Ring::kThreads, Ring::kBytes)) * info.sm_count;
   const index_t tiles = tiles_x * tiles_y;
   const index_t deepest = std::max<index_t>(8 * Ring::G, 16 * Ring::RA);
-  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, std::max<index_t>(1, nA / deepest));
+  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, ceil_div<index_t>(nA, deepest));
   index_t planes = ceil_div<index_t>(ceil_div<index_t>(nA, layers), Ring::G) * Ring::G;
   if (ceil_div<index_t>(nA, planes) > 65535) planes = ceil_div<index_t>(ceil_div<index_t>(nA, 65535), Ring::G) * Ring::G;
   const dim3 grid(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
@@ -387,7 +388,13 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
   const bool wide = r.n2 >= detail::kCellTileX && r.n1 >= detail::kCellTileY;
   if constexpr (TiledCellBody<Body>) {
     constexpr bool kNear = Body::kReach0 <= 1 && Body::kReach1 <= 1 && Body::kReach2 <= 1;
-    if (order == CellOrder::automatic && wide) order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : CellOrder::march;
+    // A box thinner than kDeepPlanes along the marching axis (a stencil's shell) takes the planes
+    // order: a ring would load its reach again for every plane or two it computes, in a grid of a
+    // few blocks, and the planes order's small thread blocks fit on an SM beside a sweep's (the
+    // shell runs beside the interior's sweep in apply_stencil).
+    const bool deep = (Body::kReach0 == 0 ? r.n1 : r.n0) >= detail::kDeepPlanes;
+    if (order == CellOrder::automatic && wide && deep)
+      order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : CellOrder::march;
     if (order == CellOrder::tiled) {
       if (detail::for_each_cell_tiled(queue, r, body)) return;
       order = CellOrder::march;

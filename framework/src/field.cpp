@@ -6,13 +6,17 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <utility>
 
 #include "block_transfer.hpp"
+#include "halo_peer_copy.hpp"
 #include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -266,6 +270,8 @@ BlockStorage::BlockStorage(const CartesianGrid& grid, int dims, const std::array
 BlockStorage::~BlockStorage() { release(); }
 
 void BlockStorage::release() {
+  peer_halo_ = {};  // waits for the neighbours to unmap its receive slots (halo_peer_copy.hpp)
+  halo_path_decided_ = {};
   if (storage_) kernels::deallocate(context().queue(), storage_);
   storage_ = origin_ = nullptr;
 }
@@ -277,7 +283,9 @@ BlockStorage::BlockStorage(BlockStorage&& o) noexcept
       storage_elements_(std::exchange(o.storage_elements_, 0)),
       storage_(std::exchange(o.storage_, nullptr)),
       origin_(std::exchange(o.origin_, nullptr)),
-      halo_(std::move(o.halo_)) {}
+      halo_(std::move(o.halo_)),
+      peer_halo_(std::move(o.peer_halo_)),
+      halo_path_decided_(std::exchange(o.halo_path_decided_, {})) {}
 
 BlockStorage& BlockStorage::operator=(BlockStorage&& o) noexcept {
   if (this != &o) {
@@ -289,6 +297,8 @@ BlockStorage& BlockStorage::operator=(BlockStorage&& o) noexcept {
     storage_ = std::exchange(o.storage_, nullptr);
     origin_ = std::exchange(o.origin_, nullptr);
     halo_ = std::move(o.halo_);
+    peer_halo_ = std::move(o.peer_halo_);
+    halo_path_decided_ = std::exchange(o.halo_path_decided_, {});
   }
   return *this;
 }
@@ -421,24 +431,167 @@ const HaloGeometry& BlockStorage::halo(StencilForm shape) const {
 
 // ---- the halo exchange ---------------------------------------------------------------------------------
 
+// The peer-copy path of one field's halo exchange for one shape: the cells of every message packed
+// into a buffer of its own, copied by the copy engines into each neighbour's receive slot
+// (PeerCopy), unpacked from this rank's slot; the message of a rank to itself (along a periodic
+// axis it spans alone) unpacked straight from the packed buffer.
+class PeerHalo {
+ public:
+  // Collective over ctx, whose queue the pack, copies and unpack go on; null where a rank cannot
+  // take the path (the reason in *why_not).
+  static std::unique_ptr<PeerHalo> make(const Context& ctx, const HaloGeometry& g, std::size_t element_bytes,
+                                        std::string* why_not) {
+    std::unique_ptr<PeerHalo> h(new PeerHalo);
+    h->ctx_ = ctx;
+    h->element_bytes_ = element_bytes;
+    const int me = ctx.rank();
+    std::vector<DeviceComm::Message> sends, recvs;  // data: offsets until the buffers exist
+    std::size_t send_bytes = 0, recv_bytes = 0;
+    for (const HaloMessage& m : g.sends) {
+      const std::size_t bytes = static_cast<std::size_t>(m.cells) * element_bytes;
+      if (m.peer == me) h->self_at_ = send_bytes;
+      else sends.push_back({m.peer, reinterpret_cast<void*>(send_bytes), bytes});
+      h->send_rectangles_.insert(h->send_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
+      send_bytes += bytes;
+    }
+    for (const HaloMessage& m : g.receives) {
+      if (m.peer == me) {
+        h->self_rectangles_ = m.rectangles;
+        continue;
+      }
+      recvs.push_back({m.peer, reinterpret_cast<void*>(recv_bytes), static_cast<std::size_t>(m.cells) * element_bytes});
+      h->recv_rectangles_.insert(h->recv_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
+      recv_bytes += static_cast<std::size_t>(m.cells) * element_bytes;
+    }
+    h->slot_bytes_ = (recv_bytes + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
+    // Agreed before PeerCopy's collectives, so that a rank out of memory leaves none waiting there.
+    std::size_t missing = 0;
+    try {
+      if (send_bytes) h->send_ = kernels::allocate(ctx.queue(), send_bytes);
+      if (recv_bytes) h->receive_ = kernels::allocate(ctx.queue(), 2 * h->slot_bytes_);
+    } catch (const OutOfMemory& e) {
+      missing = std::clamp<std::size_t>(e.bytes(), 1, static_cast<std::size_t>(INT64_MAX));
+    }
+    if (const auto worst = ctx.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0)
+      throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
+    for (DeviceComm::Message& m : sends) m.data = static_cast<char*>(h->send_) + reinterpret_cast<std::uintptr_t>(m.data);
+    for (DeviceComm::Message& m : recvs) m.data = static_cast<char*>(h->receive_) + reinterpret_cast<std::uintptr_t>(m.data);
+    h->peer_ = PeerCopy::make(ctx, sends, recvs, h->receive_, h->slot_bytes_, why_not);
+    if (!h->peer_) return nullptr;
+    return h;
+  }
+
+  ~PeerHalo() {
+    peer_.reset();  // waits for this rank's queue, then for the neighbours to unmap the slots
+    if (send_) kernels::deallocate(ctx_.queue(), send_);
+    if (receive_) kernels::deallocate(ctx_.queue(), receive_);
+  }
+  PeerHalo(const PeerHalo&) = delete;
+  PeerHalo& operator=(const PeerHalo&) = delete;
+
+  // The pack and the copies, after the work already on the queue.
+  void start(const void* origin) {
+    if (!send_rectangles_.empty()) kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_, element_bytes_);
+    peer_->start();
+  }
+  // The wait for the neighbours' copies, and the unpack.
+  void finish(void* origin) {
+    peer_->finish();
+    const kernels::Queue& q = ctx_.queue();
+    if (!recv_rectangles_.empty())
+      kernels::unpack_rectangles(q, static_cast<char*>(receive_) + static_cast<std::size_t>(peer_->slot()) * slot_bytes_,
+                                 recv_rectangles_, origin, element_bytes_);
+    if (!self_rectangles_.empty())
+      kernels::unpack_rectangles(q, static_cast<char*>(send_) + self_at_, self_rectangles_, origin, element_bytes_);
+    peer_->drained();
+  }
+
+ private:
+  PeerHalo() = default;
+  Context ctx_;
+  std::size_t element_bytes_ = 0;
+  std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_, self_rectangles_;
+  std::size_t self_at_ = 0;  // bytes into the send buffer of the message to this rank
+  void* send_ = nullptr;
+  void* receive_ = nullptr;  // two slots of slot_bytes_
+  std::size_t slot_bytes_ = 0;
+  std::unique_ptr<PeerCopy> peer_;
+};
+
+PeerHalo* BlockStorage::peer_halo(StencilForm shape, const Context& ctx) const {
+  const std::size_t k = shape == StencilForm::star ? 0 : 1;
+  if (halo_path_decided_[k]) return peer_halo_[k].get();
+  const HaloPath requested = requested_halo_path(ctx);  // collective
+  halo_path_decided_[k] = true;
+  if (requested == HaloPath::device_comm || ctx.size() == 1 ||
+      (ctx.backend() != Backend::cuda && requested != HaloPath::peer_copy))
+    return nullptr;
+  std::string why_not;
+  peer_halo_[k] = PeerHalo::make(ctx, halo(shape), element_bytes_, &why_not);
+  if (!peer_halo_[k] && requested == HaloPath::peer_copy)
+    throw UsageError("TESSERA_HALO=peer-copy: the field's halo exchange cannot copy between the ranks' GPUs: " + why_not);
+  return peer_halo_[k].get();
+}
+
 void check_same_layout(const BlockStorage& reference, const BlockStorage& other, const std::string& what) {
   if (!reference.layout().same_as(other.layout()) || reference.context().size() != other.context().size())
     throw UsageError(what + " has another layout (" + other.layout().text() + ") than the first field (" +
                      reference.layout().text() + ")");
 }
 
+namespace {
+
+// The queue of a halo's pack, messages and unpack: one of the highest stream priority on the device
+// of q, made at the first exchange there and kept for the process's life (never destroyed: at exit
+// the driver may be gone already); q itself under cpu.
+kernels::Queue halo_queue(const kernels::Queue& q) {
+  if (q.backend != Backend::cuda) return q;
+  static std::mutex lock;
+  static auto* queues = new std::map<int, kernels::Queue>;
+  const std::lock_guard<std::mutex> hold(lock);
+  auto it = queues->find(q.device);
+  if (it == queues->end()) it = queues->emplace(q.device, kernels::make_priority_queue(q)).first;
+  return it->second;
+}
+
+}  // namespace
+
 void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, StencilForm shape,
-                    const std::function<void()>& overlap) {
+                    const std::function<void()>& overlap, const std::function<void(const kernels::Queue&)>& after) {
   TESSERA_ASSERT(!fields.empty(), "exchange_halos without a field");
   for (std::size_t f = 1; f < fields.size(); ++f) check_same_layout(*fields[0], *fields[f], "a field of the exchange");
   TESSERA_ASSERT(ctx.size() == fields[0]->context().size() && ctx.rank() == fields[0]->context().rank(),
                  "exchange_halos: the context is not the fields' ranks");
   const HaloGeometry& g = fields[0]->halo(shape);
-  const kernels::Queue& q = ctx.queue();
+  // The pack, the messages, the unpack and after() run on a queue of their own, of the highest
+  // priority, beside overlap()'s work on ctx's queue (overlap() reads no ghost the exchange writes,
+  // and the exchange reads only owned cells): the device starts their short kernels as soon as the
+  // sweep's thread blocks leave room. Only the work queued after the call waits for them.
+  const kernels::Queue q = halo_queue(ctx.queue());
+  const Context on_q = ctx.with_queue(q);
+  kernels::queue_wait(q, ctx.queue());  // the pack reads what was queued before the call
+  std::vector<PeerHalo*> peers;  // every field takes the peer-copy path, or none: they share a layout
+  for (const BlockStorage* f : fields)
+    if (PeerHalo* p = f->peer_halo(shape, on_q)) peers.push_back(p);
+  if (!peers.empty()) {
+    TESSERA_ASSERT(peers.size() == fields.size(), "exchange_halos: fields of one layout on different paths");
+    const trace::Range whole(trace::Call{"halo"}, on_q);
+    double sent = 0;
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      sent += static_cast<double>(g.cells_sent_to_others) * static_cast<double>(fields[f]->element_bytes());
+      peers[f]->start(fields[f]->origin());
+    }
+    TESSERA_COLLECTIVE(Collective::neighbor_exchange, sent);
+    overlap();
+    for (std::size_t f = 0; f < fields.size(); ++f) peers[f]->finish(fields[f]->origin());
+    if (after) after(q);
+    kernels::queue_wait(ctx.queue(), q);
+    return;
+  }
   exchange_phases(
-      trace::Call{"halo"}, ctx, nullptr,
+      trace::Call{"halo"}, on_q, nullptr,
       [&] {
-        Exchange x(ctx, ExchangePattern::neighbours);
+        Exchange x(on_q, ExchangePattern::neighbours);
         for (const BlockStorage* f : fields) {
           for (const HaloMessage& m : g.sends) x.send_packed(m.peer, static_cast<std::size_t>(m.cells) * f->element_bytes());
           for (const HaloMessage& m : g.receives)
@@ -458,7 +611,9 @@ void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, S
         for (BlockStorage* f : fields)
           for (const HaloMessage& m : g.receives)
             kernels::unpack_rectangles(q, x.received_slot(piece++), m.rectangles, f->origin(), f->element_bytes());
+        if (after) after(q);
       });
+  kernels::queue_wait(ctx.queue(), q);  // the work queued after the call reads the ghosts
 }
 
 CollectivePlan halo_plan(std::span<const BlockStorage* const> fields, StencilForm shape) {

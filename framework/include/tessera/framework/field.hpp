@@ -127,6 +127,8 @@ struct HaloGeometry {
   index_t cells_sent_to_others = 0;
 };
 
+class PeerHalo;  // field.cpp: the peer-copy path of one field's halo exchange
+
 // The storage of a Field with its element type erased.
 class BlockStorage {
  public:
@@ -170,6 +172,10 @@ class BlockStorage {
 
   // The halo exchange's geometry for `shape` (made once per shape, then kept).
   const HaloGeometry& halo(StencilForm shape) const;
+  // The peer-copy path of the halo exchange for `shape`, its copies queued on ctx's queue, or null
+  // where the exchange takes the context's device path (exchange_halos says which). Decided at the
+  // first call per shape, which is collective over the field's ranks, then kept.
+  PeerHalo* peer_halo(StencilForm shape, const Context& ctx) const;
 
  private:
   void release();
@@ -180,13 +186,32 @@ class BlockStorage {
   void* storage_ = nullptr;
   void* origin_ = nullptr;
   mutable std::array<std::shared_ptr<const HaloGeometry>, 2> halo_;
+  mutable std::array<std::shared_ptr<PeerHalo>, 2> peer_halo_;
+  mutable std::array<bool, 2> halo_path_decided_{};
 };
 
 // The halo exchange of several fields of one layout (their storages; the first one's geometry),
-// for `shape`: pack, start, overlap(), finish, unpack, then after(). On the exchange skeleton
-// (algorithms/exchange.hpp); stream-ordered on ctx's queue (the fields' ranks).
+// for `shape`: pack, start, overlap(), finish, unpack, after(queue). Stream-ordered on ctx's queue
+// (the fields' ranks): it starts after the work queued before it, and the work queued after it sees
+// the ghosts and after()'s work. Under cuda the pack, the messages, the unpack and after()'s work
+// (queued on the queue it is given) run on a second queue of the highest priority, beside the work
+// overlap() queues on ctx's queue; overlap()'s work must neither read the ghosts the exchange
+// writes nor write the cells it sends, and after()'s must not touch what overlap()'s writes.
+//
+// The path, decided once per field and shape (TESSERA_HALO, the same on every rank):
+//   auto         peer-copy where every rank's neighbours are on its node and their GPUs' memory
+//                can be mapped (CUDA IPC); the context's device path otherwise
+//   peer-copy    that path, or a UsageError where a rank cannot take it
+//   device-comm  the context's device path (DeviceComm: NCCL, CUDA-aware MPI, staging through
+//                host memory, host MPI under cpu), on the exchange skeleton
+//                (algorithms/exchange.hpp)
+// On the peer-copy path (halo_peer_copy.hpp) the copy engines move each message from the field's
+// packed send buffer into the neighbour's receive slot: no SM moves data, so the exchange travels
+// beside a sweep that fills every SM (NCCL's kernels wait for SMs there, and slow the sweep once
+// they hold some).
 void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, StencilForm shape,
-                    const std::function<void()>& overlap);
+                    const std::function<void()>& overlap,
+                    const std::function<void(const kernels::Queue&)>& after = nullptr);
 // The collectives of one such exchange: one neighbour exchange of the bytes sent to other ranks.
 CollectivePlan halo_plan(std::span<const BlockStorage* const> fields, StencilForm shape);
 

@@ -32,14 +32,18 @@
 // star, faces, edges and corners for a box; Dirichlet outer ghosts are read as they are), started
 // first; the interior (the cells at least `radius` from the block's faces whose ghosts the exchange
 // writes, which read no such ghost; the whole block where no face is exchanged) is swept while it
-// travels; then the exchange is finished and the shell of the block (the rest) is
-// swept. The inputs' ghost cells are overwritten by the exchange: they are a cache of the
-// neighbours' cells, which is why the inputs are const. Stream-ordered; collective over the fields'
-// ranks. The kernels are kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu; under
-// cuda, in a translation unit compiled by nvcc (a TESSERA_HOST_DEVICE functor), as kernels::transform
-// dispatches, thread blocks that stage a tile of `in` with its reach in shared memory and march
-// along the slowest axis (a 3-D stencil of radius 1, and 2-D ones along the rows), or that march
-// reading `in` where it lies (a wider 3-D reach); cuda/device_cells.cuh says when.
+// travels; then the exchange is finished and the shell of the block (the rest) is swept (under
+// cuda on the exchange's own queue of the highest priority, right after the unpack, beside the
+// interior's sweep if that is still running). The inputs' ghost cells are overwritten by the
+// exchange: they are a cache of the neighbours' cells, which is why the inputs are const.
+// Stream-ordered; collective over the fields' ranks. The exchange's path (peer copies between GPUs
+// of one node, or the context's device path) is field.hpp's exchange_halos's. The kernels are
+// kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu; under cuda, in a translation
+// unit compiled by nvcc (a TESSERA_HOST_DEVICE functor), as kernels::transform dispatches, thread
+// blocks that stage a tile of `in` with its reach in shared memory and march along the slowest axis
+// (a 3-D stencil of radius 1, and 2-D ones along the rows), or that march reading `in` where it lies
+// (a wider 3-D reach), and one thread per cell for the shell's thin boxes; cuda/device_cells.cuh
+// says when.
 //
 // The collectives of one call: stencil_plan(in, shape, coefficient...) (collective_plan.hpp), one
 // neighbour exchange of the bytes sent to other ranks.
@@ -225,9 +229,12 @@ void apply_stencil(const Context& ctx, Field<Out, D>& out, F f, const Field<In, 
   std::vector<detail::BlockStorage*> inputs{const_cast<detail::BlockStorage*>(&in.storage()),
                                             const_cast<detail::BlockStorage*>(&coefficient.storage())...};
   const kernels::Queue& q = ctx.queue();
-  detail::exchange_halos(ctx, inputs, F::shape,
-                         [&] { kernels::for_each_cell(q, detail::stencil_interior(l, F::radius), cell); });
-  for (const kernels::CellBox& box : detail::stencil_shell(l, F::radius)) kernels::for_each_cell(q, box, cell);
+  detail::exchange_halos(
+      ctx, inputs, F::shape, [&] { kernels::for_each_cell(q, detail::stencil_interior(l, F::radius), cell); },
+      [&](const kernels::Queue& after_unpack) {
+        for (const kernels::CellBox& box : detail::stencil_shell(l, F::radius))
+          kernels::for_each_cell(after_unpack, box, cell);
+      });
 }
 
 template <class F, class Out, class In, int D, class... C>

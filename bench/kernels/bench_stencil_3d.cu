@@ -20,10 +20,13 @@
 // each shape, the ranks along axis 0 (grid Px1x1, Dirichlet: each rank exchanges its faces along
 // axis 0 with its neighbours), the 7-point star and the 27-point box. Rows: the step (apply_stencil:
 // exchange started, interior swept, exchange finished, shell swept), the exchange alone
-// (Field::exchange_halo), and the sweep alone (the block in apply_stencil's order); each the slowest
-// rank's time. hidden = (sweep + exchange - step) / exchange: the share of the exchange the step
+// (Field::exchange_halo), the sweep alone (the block in apply_stencil's order), and the step's
+// interior and shell sweeps alone; each the slowest rank's time; and rank 0's host time to queue
+// one call of each. hidden = (sweep + exchange - step) / exchange: the share of the exchange the step
 // hides behind its sweep (1: all of it).
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -227,15 +230,47 @@ void bench_overlap(Harness& h, const tessera::Context& ctx, const Shape& s, cons
   }
   const std::vector<double> exchange = timed([&] { u.exchange_halo(F::shape); });
   const std::vector<double> sweep = timed([&] { kc::for_each_cell(ctx.queue(), begin, end, cell); });
+  // The step's two sweeps alone: the interior, then the shell's boxes.
+  const tessera::kernels::CellBox inner = tessera::detail::stencil_interior(l, r);
+  const std::vector<tessera::kernels::CellBox> shell = tessera::detail::stencil_shell(l, r);
+  const std::vector<double> interior = timed([&] { tessera::kernels::for_each_cell(ctx.queue(), inner, cell); });
+  const std::vector<double> outer = timed([&] {
+    for (const tessera::kernels::CellBox& box : shell) tessera::kernels::for_each_cell(ctx.queue(), box, cell);
+  });
+  // Host time to queue one call (10 queued back to back after the queue drained; median of 9).
+  const auto host_us = [&](auto&& run) {
+    std::vector<double> us;
+    for (int k = 0; k < 9; ++k) {
+      ctx.queue().synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int c = 0; c < 10; ++c) run();
+      const auto t1 = std::chrono::steady_clock::now();
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 10);
+    }
+    ctx.queue().synchronize();
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  };
+  const double host_step = host_us([&] { tessera::apply_stencil(v, F{}, u); });
+  const double host_exchange = host_us([&] { u.exchange_halo(F::shape); });
+  const double host_interior = host_us([&] { tessera::kernels::for_each_cell(ctx.queue(), inner, cell); });
+  const double host_shell = host_us([&] {
+    for (const tessera::kernels::CellBox& box : shell) tessera::kernels::for_each_cell(ctx.queue(), box, cell);
+  });
+  if (h.root())
+    std::printf("host us per call: step %.1f  exchange %.1f  interior %.1f  shell %.1f\n", host_step, host_exchange,
+                host_interior, host_shell);
   const double t_step = tessera::bench::median(step), t_exchange = tessera::bench::median(exchange),
-               t_sweep = tessera::bench::median(sweep);
+               t_sweep = tessera::bench::median(sweep), t_interior = tessera::bench::median(interior),
+               t_shell = tessera::bench::median(outer);
   const double hidden = t_exchange > 0 ? (t_sweep + t_exchange - t_step) / t_exchange : 0;
   char shape[64];
   std::snprintf(shape, sizeof shape, "%lldx%lldx%lld/rank", static_cast<long long>(s.n[0]), static_cast<long long>(s.n[1]),
                 static_cast<long long>(s.n[2]));
   if (!h.root()) return;
-  std::printf("%-20s %-20s step %9.1f us  exchange %9.1f us  sweep %9.1f us  hidden %5.1f%% %s\n", shape, name,
-              t_step * 1e6, t_exchange * 1e6, t_sweep * 1e6, 100.0 * hidden, wrong ? "WRONG" : "ok");
+  std::printf("%-20s %-20s step %8.1f us  exchange %7.1f us  sweep %8.1f us  (interior %8.1f + shell %6.1f us)  hidden %5.1f%% %s\n",
+              shape, name, t_step * 1e6, t_exchange * 1e6, t_sweep * 1e6, t_interior * 1e6, t_shell * 1e6, 100.0 * hidden,
+              wrong ? "WRONG" : "ok");
   std::fflush(stdout);
   h.row(std::string("float ") + shape + " " + name + " overlapped step on " + std::to_string(p) + " ranks")
       .set("shape", shape)
@@ -243,6 +278,10 @@ void bench_overlap(Harness& h, const tessera::Context& ctx, const Shape& s, cons
       .set("ranks", p)
       .set("exchange_us", t_exchange * 1e6)
       .set("sweep_us", t_sweep * 1e6)
+      .set("interior_us", t_interior * 1e6)
+      .set("shell_us", t_shell * 1e6)
+      .set("host_step_us", host_step)
+      .set("host_exchange_us", host_exchange)
       .time(step)
       .share("hidden", hidden)
       .verdict(wrong == 0, wrong ? std::to_string(wrong) + " of 4096 checked cells differ from the host's" : "");

@@ -452,6 +452,30 @@ void case_bad_input() {
   EXPECT_EQ(world.comm().allreduce(1, ReduceOp::sum), ranks);
 }
 
+// TESSERA_HALO chooses how a field's halo travels (exchange_halos, field.hpp), once per field and
+// shape: every path gives the reference's result (fresh fields each time, on every grid, with
+// messages of a rank to itself along periodic axes); peer-copy where a rank cannot take it (the cpu
+// backend at more than one rank) and a value that names no path are a UsageError on every rank.
+void case_halo_path_follows_tessera_halo() {
+  const Context& world = test::world();
+  const auto grids = grids_of(world.size());
+  const bool peer_copy_refused = world.backend() == Backend::cpu && world.size() > 1;
+  for (const char* path : {"auto", "device-comm", "peer-store", "peer-copy"}) {
+    const test::ScopedEnv halo("TESSERA_HALO", path);
+    if (std::string(path) == "peer-copy" && peer_copy_refused) {
+      Field<double, 3> u(CartesianGrid::create(world, {0, 0, 0}), {7, 5, 3}, {1, 1, 1});
+      expect_usage_error([&] { u.exchange_halo(StencilForm::star); }, "cuda backend", "TESSERA_HALO=peer-copy on cpu");
+      continue;
+    }
+    weighted_sum_case<1, StencilForm::box>(grids, {7, 5, 3}, 1, {kPer, kDir, kPer}, 2);
+    weighted_sum_case<2, StencilForm::star>(grids, {17, 13, 11}, 2, {kDir, kPer, kPer}, 1);
+  }
+  const test::ScopedEnv halo("TESSERA_HALO", "nccl");
+  Field<double, 3> u(CartesianGrid::create(world, {0, 0, 0}), {7, 5, 3}, {1, 1, 1});
+  expect_usage_error([&] { u.exchange_halo(StencilForm::box); }, "TESSERA_HALO: 'nccl'", "TESSERA_HALO naming no path");
+  EXPECT_EQ(world.comm().allreduce(1, ReduceOp::sum), world.size());  // every rank still in step
+}
+
 // The halo's bytes sent to other ranks, counted cell by cell: every ghost cell of every other
 // rank's block (within the shape, inside the domain or wrapped along a periodic axis) whose owner
 // is this rank.
@@ -579,6 +603,7 @@ TEST(FieldStencil, VariableCoefficient) { case_variable_coefficient(); }
 TEST(FieldStencil, StructOfTwoFieldsAndComplex) { case_struct_of_two_fields_and_complex(); }
 TEST(FieldStencil, LayoutGatherScatterGenerate) { case_layout_gather_scatter_generate(); }
 TEST(FieldStencil, BadInput) { case_bad_input(); }
+TEST(FieldStencil, HaloPathFollowsTesseraHalo) { case_halo_path_follows_tessera_halo(); }
 TEST(FieldStencil, CollectivePlan) { case_collective_plan(); }
 TEST(FieldStencil, TwoDimensionalFields) { case_two_dimensional_fields(); }
 

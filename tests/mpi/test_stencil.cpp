@@ -90,25 +90,7 @@ void expect_field_equal(const std::vector<T>& got, const std::vector<T>& want, i
   EXPECT_EQ(c, rows * cols) << where << " cell (" << c / cols << "," << c % cols << ") differs";
 }
 
-// An environment variable set for a scope, and put back as it was after it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* saved = std::getenv(name);
-    if (saved) saved_ = saved;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (saved_) ::setenv(name_, saved_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
+using test::ScopedEnv;
 
 // ---- the halo exchange ----------------------------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -45,5 +47,25 @@ void set_world(const Context& ctx);
 // for the whole launch at its start (OpenMP threads per rank).
 const Context& launch();
 void set_launch(const Context& ctx);
+
+// An environment variable set for a scope, and put back as it was after it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* saved = std::getenv(name);
+    if (saved) saved_ = saved;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (saved_) ::setenv(name_, saved_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
 
 }  // namespace tessera::test

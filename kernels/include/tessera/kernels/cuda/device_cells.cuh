@@ -390,8 +390,8 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
     constexpr bool kNear = Body::kReach0 <= 1 && Body::kReach1 <= 1 && Body::kReach2 <= 1;
     // A box thinner than kDeepPlanes along the marching axis (a stencil's shell) takes the planes
     // order: a ring would load its reach again for every plane or two it computes, in a grid of a
-    // few blocks, and the planes order's small thread blocks fit on an SM beside a sweep's (the
-    // shell runs beside the interior's sweep in apply_stencil).
+    // few blocks; the planes order's thread blocks are small (256 threads, no shared memory), for
+    // a shell swept beside the interior's sweep (apply_stencil).
     const bool deep = (Body::kReach0 == 0 ? r.n1 : r.n0) >= detail::kDeepPlanes;
     if (order == CellOrder::automatic && wide && deep)
       order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : CellOrder::march;

@@ -445,12 +445,17 @@ class PeerHalo {
     h->ctx_ = ctx;
     h->element_bytes_ = element_bytes;
     const int me = ctx.rank();
-    std::vector<DeviceComm::Message> sends, recvs;  // data: offsets until the buffers exist
+    // Every message's peer, bytes and place in its buffer (a byte offset until the buffers exist).
+    struct Planned {
+      int peer;
+      std::size_t at, bytes;
+    };
+    std::vector<Planned> sends, recvs;
     std::size_t send_bytes = 0, recv_bytes = 0;
     for (const HaloMessage& m : g.sends) {
       const std::size_t bytes = static_cast<std::size_t>(m.cells) * element_bytes;
       if (m.peer == me) h->self_at_ = send_bytes;
-      else sends.push_back({m.peer, reinterpret_cast<void*>(send_bytes), bytes});
+      else sends.push_back({m.peer, send_bytes, bytes});
       h->send_rectangles_.insert(h->send_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
       send_bytes += bytes;
     }
@@ -459,9 +464,10 @@ class PeerHalo {
         h->self_rectangles_ = m.rectangles;
         continue;
       }
-      recvs.push_back({m.peer, reinterpret_cast<void*>(recv_bytes), static_cast<std::size_t>(m.cells) * element_bytes});
+      const std::size_t bytes = static_cast<std::size_t>(m.cells) * element_bytes;
+      recvs.push_back({m.peer, recv_bytes, bytes});
       h->recv_rectangles_.insert(h->recv_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
-      recv_bytes += static_cast<std::size_t>(m.cells) * element_bytes;
+      recv_bytes += bytes;
     }
     h->slot_bytes_ = (recv_bytes + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
     // Agreed before PeerCopy's collectives, so that a rank out of memory leaves none waiting there.
@@ -474,9 +480,13 @@ class PeerHalo {
     }
     if (const auto worst = ctx.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0)
       throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
-    for (DeviceComm::Message& m : sends) m.data = static_cast<char*>(h->send_) + reinterpret_cast<std::uintptr_t>(m.data);
-    for (DeviceComm::Message& m : recvs) m.data = static_cast<char*>(h->receive_) + reinterpret_cast<std::uintptr_t>(m.data);
-    h->peer_ = PeerCopy::make(ctx, sends, recvs, h->receive_, h->slot_bytes_, why_not);
+    const auto messages = [](const std::vector<Planned>& planned, void* buffer) {
+      std::vector<DeviceComm::Message> list;
+      for (const Planned& p : planned) list.push_back({p.peer, static_cast<char*>(buffer) + p.at, p.bytes});
+      return list;
+    };
+    h->peer_ = PeerCopy::make(ctx, messages(sends, h->send_), messages(recvs, h->receive_), h->receive_, h->slot_bytes_,
+                              why_not);
     if (!h->peer_) return nullptr;
     return h;
   }

@@ -25,44 +25,6 @@ inline constexpr bool kAllVectorizable = (kVectorizable<Ts> && ...);
 template <class... Ts>
 inline constexpr int kChunkItems = kAllVectorizable<Ts...> ? std::max({Vector<Ts>::kItems...}) : 1;
 
-// Loads K consecutive elements at p: whole 16-byte vectors where vector_ok, elements otherwise.
-template <int K, class T>
-__device__ __forceinline__ void load_chunk(const T* p, bool vector_ok, T (&items)[K]) {
-  if constexpr (kVectorizable<T> && K % Vector<T>::kItems == 0) {
-    if (vector_ok) {
-      constexpr int kV = Vector<T>::kItems;
-#pragma unroll
-      for (int v = 0; v < K / kV; ++v) {
-        const Vector<T> loaded = load_vector_readonly(p + v * kV);
-#pragma unroll
-        for (int k = 0; k < kV; ++k) items[v * kV + k] = loaded.item[k];
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) items[k] = p[k];
-}
-
-template <int K, class T>
-__device__ __forceinline__ void store_chunk(T* p, bool vector_ok, const T (&items)[K]) {
-  if constexpr (kVectorizable<T> && K % Vector<T>::kItems == 0) {
-    if (vector_ok) {
-      constexpr int kV = Vector<T>::kItems;
-#pragma unroll
-      for (int v = 0; v < K / kV; ++v) {
-        Vector<T> result;
-#pragma unroll
-        for (int k = 0; k < kV; ++k) result.item[k] = items[v * kV + k];
-        store_vector(p + v * kV, result);
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) p[k] = items[k];
-}
-
 // The shape of a pass over n elements: [0, head) and [tail, n) element by element, the chunks of K
 // in between. When the arrays disagree on where 16-byte boundaries fall, K-element chunks are still
 // used but loaded element by element (vector_ok false).

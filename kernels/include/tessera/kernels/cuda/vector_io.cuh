@@ -113,6 +113,45 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
   *reinterpret_cast<Vector<T>*>(p) = v;
 }
 
+// Loads K consecutive elements at p: whole 16-byte vectors where vector_ok, elements otherwise.
+template <int K, class T>
+__device__ __forceinline__ void load_chunk(const T* p, bool vector_ok, T (&items)[K]) {
+  if constexpr (kVectorizable<T> && K % Vector<T>::kItems == 0) {
+    if (vector_ok) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < K / kV; ++v) {
+        const Vector<T> loaded = load_vector_readonly(p + v * kV);
+#pragma unroll
+        for (int k = 0; k < kV; ++k) items[v * kV + k] = loaded.item[k];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) items[k] = p[k];
+}
+
+// Stores K consecutive elements at p: whole 16-byte vectors where vector_ok, elements otherwise.
+template <int K, class T>
+__device__ __forceinline__ void store_chunk(T* p, bool vector_ok, const T (&items)[K]) {
+  if constexpr (kVectorizable<T> && K % Vector<T>::kItems == 0) {
+    if (vector_ok) {
+      constexpr int kV = Vector<T>::kItems;
+#pragma unroll
+      for (int v = 0; v < K / kV; ++v) {
+        Vector<T> result;
+#pragma unroll
+        for (int k = 0; k < kV; ++k) result.item[k] = items[v * kV + k];
+        store_vector(p + v * kV, result);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) p[k] = items[k];
+}
+
 // A load through L2 only (ld.cg): for values other thread blocks of the same kernel wrote before a
 // fence, which this SM's L1 must not serve from an older line.
 template <class T>

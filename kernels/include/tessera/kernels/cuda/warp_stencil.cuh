@@ -170,16 +170,7 @@ __device__ __forceinline__ void apply_stencil(const RowNeighbourhood<T, kItems>&
 template <class T, int kItems, bool kVector>
 __device__ __forceinline__ void store_slice(T* slice, const LaneColumns<kItems>& lane, const T (&result)[kItems]) {
   if (kVector && lane.whole_store) {
-    if constexpr (kVector) {
-      constexpr int kV = Vector<T>::kItems;
-#pragma unroll
-      for (int v = 0; v < kItems / kV; ++v) {
-        Vector<T> out;
-#pragma unroll
-        for (int k = 0; k < kV; ++k) out.item[k] = result[v * kV + k];
-        store_vector(slice + v * kV, out);
-      }
-    }
+    store_chunk(slice, true, result);
   } else {
 #pragma unroll
     for (int k = 0; k < kItems; ++k)

@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -470,16 +469,13 @@ class PeerHalo {
       recv_bytes += bytes;
     }
     h->slot_bytes_ = (recv_bytes + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
-    // Agreed before PeerCopy's collectives, so that a rank out of memory leaves none waiting there.
-    std::size_t missing = 0;
-    try {
-      if (send_bytes) h->send_ = kernels::allocate(ctx.queue(), send_bytes);
-      if (recv_bytes) h->receive_ = kernels::allocate(ctx.queue(), 2 * h->slot_bytes_);
-    } catch (const OutOfMemory& e) {
-      missing = std::clamp<std::size_t>(e.bytes(), 1, static_cast<std::size_t>(INT64_MAX));
-    }
-    if (const auto worst = ctx.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0)
-      throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
+    allocate_halo_buffers(
+        ctx,
+        [&] {
+          if (send_bytes) h->send_ = kernels::allocate(ctx.queue(), send_bytes);
+          if (recv_bytes) h->receive_ = kernels::allocate(ctx.queue(), 2 * h->slot_bytes_);
+        },
+        [] {});  // h's destructor frees them
     const auto messages = [](const std::vector<Planned>& planned, void* buffer) {
       std::vector<DeviceComm::Message> list;
       for (const Planned& p : planned) list.push_back({p.peer, static_cast<char*>(buffer) + p.at, p.bytes});

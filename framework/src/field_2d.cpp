@@ -327,18 +327,13 @@ HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size
     }
   // The peer-copy path receives into two slots in turn (halo_peer_copy.hpp says why).
   recv_slot_bytes_ = (packed_recv + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
-  // Agreed before the collectives below, so that a rank out of memory leaves none waiting in them.
-  std::size_t missing = 0;
-  try {
-    if (packed_send) send_buffer_ = kernels::allocate(q, packed_send);
-    if (packed_recv) recv_buffer_ = kernels::allocate(q, try_peer_copy ? 2 * recv_slot_bytes_ : packed_recv);
-  } catch (const OutOfMemory& e) {
-    missing = std::clamp<std::size_t>(e.bytes(), 1, static_cast<std::size_t>(INT64_MAX));
-  }
-  if (const auto worst = ctx_.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0) {
-    free_buffers();
-    throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
-  }
+  detail::allocate_halo_buffers(
+      ctx_,
+      [&] {
+        if (packed_send) send_buffer_ = kernels::allocate(q, packed_send);
+        if (packed_recv) recv_buffer_ = kernels::allocate(q, try_peer_copy ? 2 * recv_slot_bytes_ : packed_recv);
+      },
+      [&] { free_buffers(); });
   for (std::size_t i = 0; i < sends_.size(); ++i)
     if (send_at[i] >= 0) sends_[i].data = static_cast<char*>(send_buffer_) + send_at[i];
   for (std::size_t i = 0; i < recvs_.size(); ++i)

@@ -25,6 +25,19 @@
 
 namespace tessera::detail {
 
+void allocate_halo_buffers(const Context& ctx, const std::function<void()>& allocate, const std::function<void()>& release) {
+  std::size_t missing = 0;
+  try {
+    allocate();
+  } catch (const OutOfMemory& e) {
+    missing = std::clamp<std::size_t>(e.bytes(), 1, static_cast<std::size_t>(INT64_MAX));
+  }
+  if (const auto worst = ctx.comm().allreduce(static_cast<std::int64_t>(missing), ReduceOp::max); worst > 0) {
+    release();
+    throw OutOfMemory(static_cast<std::size_t>(worst), "the halo exchange's buffers");
+  }
+}
+
 #if TESSERA_HAVE_CUDA
 
 namespace {

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,12 @@
 #include "tessera/kernels/stencil.hpp"
 
 namespace tessera::detail {
+
+// A halo exchange's buffers: allocate() takes them on this rank, then the ranks of ctx agree
+// (collective), so that a rank out of memory leaves none waiting in the collectives that follow
+// (PeerCopy::make's): where some rank could not, release() frees what this rank took, and every
+// rank throws OutOfMemory naming the largest request that failed.
+void allocate_halo_buffers(const Context& ctx, const std::function<void()>& allocate, const std::function<void()>& release);
 
 // What TESSERA_HALO asks for (field_2d.hpp; peer-store: the Jacobi step's, stencil.hpp), the same on
 // every rank of ctx: a UsageError otherwise (collective: ranks that went different ways would wait

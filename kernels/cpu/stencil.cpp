@@ -22,6 +22,11 @@ void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, vo
   copy_rectangles_out(base, rectangles, packed, element_bytes);
 }
 
+void pack_rectangles_to(const void* base, std::span<const Rectangle> rectangles, std::span<void* const> places,
+                        std::size_t element_bytes) {
+  for (std::size_t i = 0; i < rectangles.size(); ++i) copy_rectangles_out(base, rectangles.subspan(i, 1), places[i], element_bytes);
+}
+
 void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes) {
   copy_rectangles_in(packed, rectangles, base, element_bytes);
 }

@@ -35,6 +35,11 @@ void pack_rectangles(const Queue& queue, const void* base, std::span<const Recta
   detail::pack_rectangles<false>(const_cast<void*>(base), packed, rectangles, element_bytes, queue.stream);
 }
 
+void pack_rectangles_to(const Queue& queue, const void* base, std::span<const Rectangle> rectangles,
+                        std::span<void* const> places, std::size_t element_bytes) {
+  detail::pack_rectangles_to(const_cast<void*>(base), rectangles, places, element_bytes, queue.stream);
+}
+
 void unpack_rectangles(const Queue& queue, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes) {
   detail::pack_rectangles<true>(base, const_cast<void*>(packed), rectangles, element_bytes, queue.stream);

@@ -16,6 +16,8 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
 template <class T>
 void convolve_1d(const T* in, index_t n, std::span<const T> weights, T* out);
 void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, void* packed, std::size_t element_bytes);
+void pack_rectangles_to(const void* base, std::span<const Rectangle> rectangles, std::span<void* const> places,
+                        std::size_t element_bytes);
 void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes);
 }  // namespace cpu
 
@@ -37,6 +39,8 @@ template <class T>
 void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> weights, T* out);
 void pack_rectangles(const Queue& queue, const void* base, std::span<const Rectangle> rectangles, void* packed,
                      std::size_t element_bytes);
+void pack_rectangles_to(const Queue& queue, const void* base, std::span<const Rectangle> rectangles,
+                        std::span<void* const> places, std::size_t element_bytes);
 void unpack_rectangles(const Queue& queue, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes);
 }  // namespace cuda

@@ -196,6 +196,14 @@ void pack_rectangles(const Queue& q, const void* base, std::span<const Rectangle
                    cuda::pack_rectangles(q, base, rectangles, packed, element_bytes));
 }
 
+void pack_rectangles_to(const Queue& q, const void* base, std::span<const Rectangle> rectangles,
+                        std::span<void* const> places, std::size_t element_bytes) {
+  check_rectangles(rectangles, "pack_rectangles_to");
+  if (places.size() != rectangles.size()) TESSERA_FATAL("pack_rectangles_to", "one place per rectangle");
+  TESSERA_DISPATCH(q, cpu::pack_rectangles_to(base, rectangles, places, element_bytes),
+                   cuda::pack_rectangles_to(q, base, rectangles, places, element_bytes));
+}
+
 void unpack_rectangles(const Queue& q, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes) {
   check_rectangles(rectangles, "unpack_rectangles");

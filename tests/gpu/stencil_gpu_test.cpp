@@ -487,6 +487,21 @@ void check_pack(std::uint64_t seed) {
   EXPECT_EQ(got.back(), DeviceArray<unsigned char>::poison_byte()) << "pack wrote past the packed data";
   got.pop_back();
   EXPECT_EQ(first_difference(got, want), -1) << "pack, elements of " << sizeof(E) << " bytes";
+  // Each rectangle to a place of its own: in reverse order, one element apart (so that the word the
+  // kernel moves follows the places' alignment too), against the CPU's.
+  std::vector<void*> host_places(rectangles.size()), device_places(rectangles.size());
+  std::vector<unsigned char> want_to = poisoned<unsigned char>(want.size() + (rectangles.size() + 1) * sizeof(E));
+  Mirrored<unsigned char> packed_to(want_to);
+  std::size_t at = sizeof(E);
+  for (std::size_t k = rectangles.size(); k-- > 0;) {
+    host_places[k] = want_to.data() + at;
+    device_places[k] = packed_to.device + at;
+    at += static_cast<std::size_t>(rectangles[k].size()) * sizeof(E) + sizeof(E);
+  }
+  kernels::pack_rectangles_to(cpu_queue(), frame.data(), rectangles, host_places, sizeof(E));
+  kernels::pack_rectangles_to(cuda_queue(), device_frame.device, rectangles, device_places, sizeof(E));
+  EXPECT_EQ(first_difference(packed_to.device_to_host(), want_to), -1)
+      << "pack to places, elements of " << sizeof(E) << " bytes";
 }
 
 TEST(StencilGpu, PackMatchesCpuForEveryElementSize) {

@@ -325,6 +325,45 @@ TEST(PackRectangles, StacksOfPlanesInRowMajorOrder) {
   }
 }
 
+// Each rectangle to a place of its own (the halo's pack straight into its receivers' buffers):
+// places in reverse order with a gap of one cell between them; each holds its box's cells as the
+// loops over the box give them, and the gaps are untouched.
+TEST(PackRectangles, EachToAPlaceOfItsOwn) {
+  const index_t n0 = 5, n1 = 6, n2 = 9, stride1 = n2 + 2, stride0 = (n1 + 2) * stride1;
+  std::vector<std::int32_t> array(static_cast<std::size_t>((n0 + 2) * stride0));
+  for (std::size_t i = 0; i < array.size(); ++i) array[i] = static_cast<std::int32_t>(i * 5 + 1);
+  const index_t origin = stride0 + stride1 + 1;
+  struct Box { index_t b0, b1, b2, c0, c1, c2; };
+  const std::vector<Box> boxes = {{0, 0, 0, n0, n1, 1}, {-1, 2, 3, 1, 3, 4}, {0, 0, 0, 0, 2, 2}, {1, -1, -1, 3, n1 + 2, n2 + 2}};
+  std::vector<kernels::Rectangle> rectangles;
+  std::vector<std::vector<std::int32_t>> want;
+  for (const Box& b : boxes) {
+    rectangles.push_back({b.b0 * stride0 + b.b1 * stride1 + b.b2, stride1, b.c1, b.c2, b.c0, stride0});
+    want.emplace_back();
+    for (index_t i0 = 0; i0 < b.c0; ++i0)
+      for (index_t i1 = 0; i1 < b.c1; ++i1)
+        for (index_t i2 = 0; i2 < b.c2; ++i2)
+          want.back().push_back(array[static_cast<std::size_t>(origin + (b.b0 + i0) * stride0 + (b.b1 + i1) * stride1 + b.b2 + i2)]);
+  }
+  std::size_t total = 0;
+  for (const auto& w : want) total += w.size() + 1;
+  std::vector<std::int32_t> out(total + 1, -1);
+  std::vector<void*> places(boxes.size());
+  std::size_t at = 1;  // the gap before the last box's place
+  for (std::size_t k = boxes.size(); k-- > 0;) {
+    places[k] = out.data() + at;
+    at += want[k].size() + 1;
+  }
+  kernels::pack_rectangles_to(kCpu, array.data() + origin, rectangles, places, sizeof(std::int32_t));
+  std::vector<std::int32_t> expect(total + 1, -1);
+  at = 1;
+  for (std::size_t k = boxes.size(); k-- > 0;) {
+    std::copy(want[k].begin(), want[k].end(), expect.begin() + static_cast<std::ptrdiff_t>(at));
+    at += want[k].size() + 1;
+  }
+  EXPECT_EQ(out, expect);
+}
+
 TEST(Predicates, FollowIeeeForNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_FALSE((Predicate<float>{PredicateKind::gt, 0.f, 0.f}(nan)));

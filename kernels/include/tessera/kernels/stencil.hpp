@@ -208,6 +208,11 @@ void pack_rectangles(const Queue& queue, const void* base, std::span<const Recta
                      std::size_t element_bytes);
 void unpack_rectangles(const Queue& queue, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes);
+// pack_rectangles with a place of its own for each rectangle: rectangle i, row-major, at places[i]
+// (places.size() == rectangles.size()), memory the queue's device can write, a neighbour's mapped
+// through CUDA IPC included: the halo's pack straight into its receivers' buffers.
+void pack_rectangles_to(const Queue& queue, const void* base, std::span<const Rectangle> rectangles,
+                        std::span<void* const> places, std::size_t element_bytes);
 
 }  // namespace kernels
 }  // namespace tessera

@@ -599,13 +599,13 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
 // and both addresses), with the offset of each in the packed buffer.
 struct RectangleBatch {
   Rectangle rectangle[PackTuning::kMaxRectangles];
-  index_t packed_offset[PackTuning::kMaxRectangles];
+  void* packed[PackTuning::kMaxRectangles];  // each rectangle's packed cells
 };
 
 template <class Word, bool kUnpack>
-__global__ void __launch_bounds__(PackTuning::kThreads) pack_rectangles_kernel(Word* base, Word* packed, RectangleBatch batch) {
+__global__ void __launch_bounds__(PackTuning::kThreads) pack_rectangles_kernel(Word* base, RectangleBatch batch) {
   const Rectangle rect = batch.rectangle[blockIdx.y];
-  Word* slot = packed + batch.packed_offset[blockIdx.y];
+  Word* slot = static_cast<Word*>(batch.packed[blockIdx.y]);
   const index_t count = rect.planes * rect.rows * rect.cols;
   for (index_t e = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
        e += static_cast<index_t>(gridDim.x) * blockDim.x) {

@@ -9,7 +9,6 @@
 
 #include "device_wait_limit.hpp"
 #include "tessera/framework/mpi_check.hpp"
-#include "tessera/framework/mpi_watchdog.hpp"
 #include "tessera/kernels/error.hpp"
 
 #if TESSERA_HAVE_CUDA
@@ -42,20 +41,20 @@ void allocate_halo_buffers(const Context& ctx, const std::function<void()>& allo
 
 namespace {
 
-constexpr int kTokenTag = 1;  // "copied for this exchange is recorded"
 constexpr int kCloseTag = 2;  // "nothing of yours is mapped here any more"
 constexpr int kExportTag = 3;
 constexpr int kOffsetsTag = 4;
 
 cudaStream_t stream_of(const Context& ctx) { return reinterpret_cast<cudaStream_t>(ctx.queue().stream); }
 
-// What a rank exports to each neighbour: its receive allocation and its two events.
+// What a rank exports to each neighbour: its receive allocation, its flags, and which pair of
+// flags is that neighbour's.
 struct Exported {
   cudaIpcMemHandle_t memory;
-  cudaIpcEventHandle_t copied;
-  cudaIpcEventHandle_t drained;
+  cudaIpcMemHandle_t flags;
   std::uint64_t slot_bytes;
   std::int32_t has_memory;
+  std::int32_t pair;
 };
 
 // Why a rank cannot take the path, ordered so that the largest over the ranks is the one to report.
@@ -98,13 +97,13 @@ int agree_on_node(const Context& ctx, const std::vector<int>& ranks) {
 struct PeerCopy::Peer {
   int rank = 0;
   std::vector<DeviceComm::Message> messages;  // this rank's sends to it, in order
+  std::vector<std::size_t> index;             // of each among all of this rank's sends
   std::vector<std::uint64_t> offsets;         // where each lands in its slot
   bool receives_from = false;                 // it sends to this rank
   char* mapped = nullptr;                     // its receive allocation, mapped here (this rank sends to it)
   std::size_t slot_bytes = 0;
-  cudaEvent_t copied = nullptr;   // its events, opened here: copied where it sends to this rank,
-  cudaEvent_t drained = nullptr;  // drained where this rank sends to it
-  MPI_Request token = MPI_REQUEST_NULL;
+  std::uint64_t* flags = nullptr;  // its flags, mapped here
+  int pair = 0;                    // this rank's pair among them: [2 pair] copied, [2 pair + 1] drained
 
   bool sends_bytes() const {
     return std::any_of(messages.begin(), messages.end(), [](const DeviceComm::Message& m) { return m.bytes > 0; });
@@ -127,6 +126,7 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
   pc->ctx_ = ctx;
   pc->slot_bytes_ = slot_bytes;
   pc->receive_ = static_cast<char*>(receive);
+  pc->sends_ = sends;
 
   // The neighbours, in rank order, and what goes to each.
   std::set<int> neighbours;
@@ -138,8 +138,11 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
   for (const int rank : neighbours) {
     Peer peer;
     peer.rank = rank;
-    for (const DeviceComm::Message& m : sends)
-      if (m.peer == rank) peer.messages.push_back(m);
+    for (std::size_t j = 0; j < sends.size(); ++j)
+      if (sends[j].peer == rank) {
+        peer.messages.push_back(sends[j]);
+        peer.index.push_back(j);
+      }
     peer.receives_from = std::any_of(recvs.begin(), recvs.end(), [&](const DeviceComm::Message& m) { return m.peer == rank; });
     pc->peers_.push_back(std::move(peer));
   }
@@ -150,37 +153,43 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
     return nullptr;
   }
 
+  if ((reason = agree_max(ctx, kernels::queue_flags_available(ctx.queue()) ? kOk : kNoFlags)) != kOk) {
+    *why_not = reason_text(reason);
+    return nullptr;
+  }
+
+  // The flags, zero, and everything queued before done before any neighbour may write into this
+  // rank's memory (the allocator hands out blocks that served earlier work on this queue): it
+  // writes only after the agreements below.
+  const kernels::Queue& q = ctx.queue();
+  TESSERA_CUDA_CHECK(cudaSetDevice(q.device));
+  const std::size_t n = pc->peers_.size();
+  const std::size_t flag_bytes = std::max<std::size_t>(2 * n, 1) * sizeof(std::uint64_t);
+  pc->flags_ = static_cast<std::uint64_t*>(kernels::allocate(q, flag_bytes));
+  TESSERA_CUDA_CHECK(cudaMemsetAsync(pc->flags_, 0, flag_bytes, stream_of(ctx)));
+  q.synchronize();
+  pc->handshake_ = ctx.comm().split(0, me);
+
   // Export (where the platform has no CUDA IPC, every rank learns it here and takes another path),
   // then receive the neighbours' exports and where this rank's messages land.
-  TESSERA_CUDA_CHECK(cudaSetDevice(ctx.queue().device));
-  pc->tokens_ = ctx.comm().split(0, me);
-  Exported mine;
-  std::memset(&mine, 0, sizeof mine);  // no uninitialised padding goes out
-  cudaEvent_t copied = nullptr, drained = nullptr;
-  bool exported = ipc_call(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming | cudaEventInterprocess));
-  pc->copied_ = copied;
-  exported = exported && ipc_call(cudaEventCreateWithFlags(&drained, cudaEventDisableTiming | cudaEventInterprocess));
-  pc->drained_ = drained;
-  exported = exported && ipc_call(cudaIpcGetEventHandle(&mine.copied, copied)) &&
-             ipc_call(cudaIpcGetEventHandle(&mine.drained, drained));
+  Exported base;
+  std::memset(&base, 0, sizeof base);  // no uninitialised padding goes out
+  bool exported = ipc_call(cudaIpcGetMemHandle(&base.flags, pc->flags_));
   if (exported && receive) {
-    exported = ipc_call(cudaIpcGetMemHandle(&mine.memory, receive));
-    mine.has_memory = 1;
+    exported = ipc_call(cudaIpcGetMemHandle(&base.memory, receive));
+    base.has_memory = 1;
   }
-  mine.slot_bytes = slot_bytes;
+  base.slot_bytes = slot_bytes;
+  std::vector<Exported> mine(n, base);
+  for (std::size_t i = 0; i < n; ++i) mine[i].pair = static_cast<std::int32_t>(i);  // neighbour i writes pair i here
   if ((reason = agree_max(ctx, exported ? kOk : kCannotExport)) != kOk) {
     *why_not = reason_text(reason);
-    return nullptr;  // the destructor destroys what was made, with the neighbours
+    return nullptr;  // the destructor frees what was made, with the neighbours
   }
-  // The receive slots may have served other work on this rank's queue before (the allocator
-  // reuses blocks in the order of the queue that freed them): `drained` recorded once here, before
-  // the agreement below, makes the first copies into them wait for that work.
-  TESSERA_CUDA_CHECK(cudaEventRecord(drained, stream_of(ctx)));
-  const std::size_t n = pc->peers_.size();
   std::vector<Exported> theirs(n);
   std::vector<std::vector<std::uint64_t>> my_offsets(n);
   std::vector<MPI_Request> requests;
-  const MPI_Comm comm = pc->tokens_.get();
+  const MPI_Comm comm = pc->handshake_.get();
   for (std::size_t i = 0; i < n; ++i) {
     Peer& p = pc->peers_[i];
     for (const DeviceComm::Message& m : recvs)
@@ -188,7 +197,7 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
     p.offsets.resize(p.messages.size());
     requests.resize(requests.size() + 4);
     MPI_Request* r = &requests[requests.size() - 4];
-    TESSERA_MPI_CHECK(MPI_Isend(&mine, sizeof mine, MPI_BYTE, p.rank, kExportTag, comm, &r[0]));
+    TESSERA_MPI_CHECK(MPI_Isend(&mine[i], sizeof(Exported), MPI_BYTE, p.rank, kExportTag, comm, &r[0]));
     TESSERA_MPI_CHECK(MPI_Irecv(&theirs[i], sizeof(Exported), MPI_BYTE, p.rank, kExportTag, comm, &r[1]));
     TESSERA_MPI_CHECK(MPI_Isend(my_offsets[i].data(), static_cast<int>(my_offsets[i].size()), MPI_UINT64_T, p.rank,
                                 kOffsetsTag, comm, &r[2]));
@@ -203,16 +212,17 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
   for (std::size_t i = 0; i < n && reason == kOk; ++i) {
     Peer& p = pc->peers_[i];
     p.slot_bytes = theirs[i].slot_bytes;
-    if (p.sends_bytes()) {
+    p.pair = theirs[i].pair;
+    void* flags = nullptr;
+    if (cudaIpcOpenMemHandle(&flags, theirs[i].flags, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) reason = kCannotMap;
+    p.flags = static_cast<std::uint64_t*>(flags);
+    if (reason == kOk && p.sends_bytes()) {
       void* mapped = nullptr;
       if (!theirs[i].has_memory ||
-          cudaIpcOpenMemHandle(&mapped, theirs[i].memory, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess ||
-          cudaIpcOpenEventHandle(&p.drained, theirs[i].drained) != cudaSuccess)
+          cudaIpcOpenMemHandle(&mapped, theirs[i].memory, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess)
         reason = kCannotMap;
       p.mapped = static_cast<char*>(mapped);
     }
-    if (reason == kOk && p.receives_from && cudaIpcOpenEventHandle(&p.copied, theirs[i].copied) != cudaSuccess)
-      reason = kCannotMap;
     if (reason != kOk) (void)cudaGetLastError();  // not a sticky error: clear it for the next call
   }
   if ((reason = agree_max(ctx, reason)) != kOk) {
@@ -225,75 +235,80 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
       TESSERA_ASSERT(p.offsets[j] + p.messages[j].bytes <= p.slot_bytes,
                      "peer copy: a message does not fit the receiver's slot (the sends and receives disagree)");
   }
+  for (std::size_t slot = 0; slot < 2; ++slot) {
+    pc->places_[slot].assign(sends.size(), nullptr);
+    for (const Peer& p : pc->peers_)
+      for (std::size_t j = 0; j < p.messages.size() && p.mapped; ++j)
+        pc->places_[slot][p.index[j]] = p.mapped + slot * p.slot_bytes + p.offsets[j];
+  }
   return pc;
 }
 
 PeerCopy::~PeerCopy() {
   // Nothing of this rank's queue refers to a neighbour any more once it is idle; then each closes
-  // what it mapped and says so, and only after every neighbour has, the events go (the receive
+  // what it mapped and says so, and only after every neighbour has, the flags go (the receive
   // allocation goes with its owner, after this).
   ctx_.queue().synchronize();
   for (Peer& p : peers_) {
     if (p.mapped) TESSERA_CUDA_CHECK(cudaIpcCloseMemHandle(p.mapped));
-    if (p.copied) TESSERA_CUDA_CHECK(cudaEventDestroy(p.copied));
-    if (p.drained) TESSERA_CUDA_CHECK(cudaEventDestroy(p.drained));
+    if (p.flags) TESSERA_CUDA_CHECK(cudaIpcCloseMemHandle(p.flags));
   }
-  if (!tokens_.is_null()) {
-    // An exchange started and never finished: its tokens are received first, in the order sent.
-    if (awaiting_tokens_)
-      for (Peer& p : peers_)
-        TESSERA_MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), MPI_STATUS_IGNORE));
+  if (!handshake_.is_null()) {
     std::vector<MPI_Request> requests;
     for (Peer& p : peers_) {
       requests.resize(requests.size() + 2);
-      TESSERA_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, p.rank, kCloseTag, tokens_.get(), &requests[requests.size() - 2]));
-      TESSERA_MPI_CHECK(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rank, kCloseTag, tokens_.get(), &requests.back()));
+      TESSERA_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, p.rank, kCloseTag, handshake_.get(), &requests[requests.size() - 2]));
+      TESSERA_MPI_CHECK(MPI_Irecv(nullptr, 0, MPI_BYTE, p.rank, kCloseTag, handshake_.get(), &requests.back()));
     }
-    for (Peer& p : peers_)
-      if (p.token != MPI_REQUEST_NULL) requests.push_back(p.token);
     TESSERA_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
   }
-  if (copied_) TESSERA_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(copied_)));
-  if (drained_) TESSERA_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(drained_)));
+  if (flags_) kernels::deallocate(ctx_.queue(), flags_);
 }
 
 void PeerCopy::start() {
+  claim();
+  const std::span<void* const> to = places();
+  for (std::size_t j = 0; j < sends_.size(); ++j)
+    if (sends_[j].bytes) {
+      TESSERA_ASSERT(sends_[j].data, "peer copy: start without the messages' data (made for claim and publish)");
+      TESSERA_CUDA_CHECK(cudaMemcpyAsync(to[j], sends_[j].data, sends_[j].bytes, cudaMemcpyDeviceToDevice, stream_of(ctx_)));
+    }
+  publish();
+}
+
+void PeerCopy::claim() {
   TESSERA_ASSERT(!started_, "peer copy: an exchange was started before the last one drained");
-  const cudaStream_t stream = stream_of(ctx_);
-  const std::size_t slot = exchanges_ % 2;
-  for (Peer& p : peers_) {
-    if (!p.mapped) continue;
-    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream, p.drained, 0));
-    for (std::size_t j = 0; j < p.messages.size(); ++j)
-      if (p.messages[j].bytes)
-        TESSERA_CUDA_CHECK(cudaMemcpyAsync(p.mapped + slot * p.slot_bytes + p.offsets[j], p.messages[j].data,
-                                           p.messages[j].bytes, cudaMemcpyDeviceToDevice, stream));
+  // Slot k % 2 last held exchange k - 2, drained once the receiver's count reaches k - 1.
+  if (exchanges_ >= 2) {
+    const kernels::DeviceWaitLimit limit = device_wait_limit();
+    for (std::size_t i = 0; i < peers_.size(); ++i)
+      if (peers_[i].mapped) kernels::wait_flag(ctx_.queue(), flags_ + 2 * i + 1, exchanges_ - 1, limit, peers_[i].rank);
   }
-  TESSERA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(copied_), stream));
-  for (Peer& p : peers_) {
-    const WaitingFor waiting(p.rank);
-    TESSERA_MPI_CHECK(MPI_Wait(&p.token, MPI_STATUS_IGNORE));  // the last exchange's zero bytes
-    TESSERA_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), &p.token));
-  }
-  started_ = awaiting_tokens_ = true;
+  started_ = true;
+}
+
+void PeerCopy::publish() {
+  TESSERA_ASSERT(started_ && !published_, "peer copy: publish without claim");
+  for (const Peer& p : peers_)
+    if (p.mapped) kernels::write_flag(ctx_.queue(), p.flags + 2 * p.pair, exchanges_ + 1);
+  published_ = true;
 }
 
 void PeerCopy::finish() {
-  TESSERA_ASSERT(started_, "peer copy: finish without start");
-  const cudaStream_t stream = stream_of(ctx_);
-  for (Peer& p : peers_) {
-    const WaitingFor waiting(p.rank);
-    TESSERA_MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, p.rank, kTokenTag, tokens_.get(), MPI_STATUS_IGNORE));
-    if (p.copied) TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream, p.copied, 0));
-  }
-  awaiting_tokens_ = false;
+  TESSERA_ASSERT(published_, "peer copy: finish without start");
+  const kernels::Queue& q = ctx_.queue();
+  const kernels::DeviceWaitLimit limit = device_wait_limit();
+  for (std::size_t i = 0; i < peers_.size(); ++i)
+    if (peers_[i].receives_from) kernels::wait_flag(q, flags_ + 2 * i, exchanges_ + 1, limit, peers_[i].rank);
 }
 
 void PeerCopy::drained() {
   TESSERA_ASSERT(started_, "peer copy: drained without start");
-  TESSERA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(drained_), stream_of(ctx_)));
+  const kernels::Queue& q = ctx_.queue();
+  for (const Peer& p : peers_)
+    if (p.receives_from) kernels::write_flag(q, p.flags + 2 * p.pair + 1, exchanges_ + 1);
   ++exchanges_;
-  started_ = false;
+  started_ = published_ = false;
 }
 
 
@@ -532,6 +547,8 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
 
 PeerCopy::~PeerCopy() = default;
 void PeerCopy::start() {}
+void PeerCopy::claim() {}
+void PeerCopy::publish() {}
 void PeerCopy::finish() {}
 void PeerCopy::drained() {}
 

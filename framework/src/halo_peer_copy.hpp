@@ -1,29 +1,32 @@
 // The halo exchange's peer-copy path: the neighbours of a rank live on its node, and each message
-// goes from the sender's packed buffer straight into the receiver's with the GPU's copy engines,
-// through memory the receiver exported once (CUDA IPC). No SM moves data (NCCL's send/recv holds
-// one for every transfer, beside the interior sweep the exchange overlaps) and no host memory is
-// touched (the staged path copies through it twice).
+// goes straight into the receiver's buffer, through memory the receiver exported once (CUDA IPC):
+// copied there from the sender's packed buffer (start: Field2D's HaloExchange), or packed there by
+// the sender's own kernel (claim, publish: a Field's halo, field.cpp). No host memory is touched
+// (the staged path copies through it twice) and no host waits for another: the order is kept by
+// flags on the GPUs.
 //
 // The order across the processes, exchange k (every rank of the context runs the same exchanges in
-// the same order; the receive buffers alternate between two slots, k even and k odd):
-//   start    the queue waits for each receiver's `drained` event (its unpack of k - 2 from this
-//            slot), copies each message into the receiver's slot k % 2, records `copied`, and sends
-//            every neighbour a zero-byte MPI message: "copied for k is recorded";
-//   finish   receives that message from every neighbour, then the queue waits for each sender's
-//            `copied` event; the caller unpacks slot k % 2, and `drained` is recorded after it.
-// An event wait refers to the last record the host queued before it, so each wait must follow, on
-// the host, the record it is for. The zero-byte messages give that: a rank's `copied` for k is
-// recorded before its message for k, which its neighbour receives before waiting; and its `drained`
-// for k - 2 is recorded (finish of k - 2) before its message for k - 1, which the neighbour receives
-// (finish of k - 1) before its start of k waits for it. A later record only waits longer. With one
-// slot, the start of k would need `drained` of k - 1, which nothing orders.
+// the same order; the receive buffers alternate between two slots, k even and k odd), kept by flags
+// in device memory (kernels::write_flag, wait_flag: stream memory operations, no SM, no host wait):
+// each rank holds two counters per neighbour, written by that neighbour through a mapping, "copied
+// into my slots" and "drained of my messages".
+//   start    the queue waits until each receiver has drained k - 1 exchanges (slot k % 2 last held
+//            exchange k - 2), copies each message into the receiver's slot k % 2, then sets its
+//            `copied` counter at the receiver to k + 1;
+//   finish   the queue waits until each sender's `copied` counter here is at least k + 1;
+//   drained  after the caller's unpack of slot k % 2: each sender's `drained` counter becomes k + 1.
+// The hosts do not meet: a rank may run ahead of its neighbours by one exchange, never into a slot
+// its neighbour still reads. Under the MPI watchdog each wait gives up, naming the neighbour, as
+// the Jacobi step's peer-store waits do (device_wait_limit.hpp).
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,7 +58,8 @@ class PeerCopy {
   // receives, data the place of each within slot 0 of `receive` (an allocation's start, from
   // kernels::allocate, of 2 x slot_bytes bytes: slot 1 follows slot 0). Returns null on every rank
   // where some rank cannot take the path (not the cuda backend, a neighbour on another node or on a
-  // GPU this rank cannot map, one rank alone), with the reason in *why_not.
+  // GPU this rank cannot map, one rank alone, no stream memory operations), with the reason in
+  // *why_not.
   static std::unique_ptr<PeerCopy> make(const Context& ctx, const std::vector<DeviceComm::Message>& sends,
                                         const std::vector<DeviceComm::Message>& recvs, void* receive,
                                         std::size_t slot_bytes, std::string* why_not);
@@ -69,10 +73,18 @@ class PeerCopy {
   // The slot the current exchange receives into (0 or 1).
   int slot() const { return static_cast<int>(exchanges_ % 2); }
   // Queues the copies of every message into its receiver, after the work already on the context's
-  // queue (the packing), and tells the neighbours.
+  // queue (the packing), and the flags that tell the receivers: claim, the copies, publish.
   void start();
-  // The context's queue waits for every message into this rank's slot (the host waits only for the
-  // neighbours' start).
+  // For a caller that writes the messages into the receivers' slots itself (a pack straight into
+  // them, kernels::pack_rectangles_to), in place of start: claim() queues the wait until every
+  // receiver has drained the current slot, places() is where each message of `sends` (make's order)
+  // goes in it, and publish() tells the receivers once the caller's writes, queued after claim(),
+  // are done.
+  void claim();
+  std::span<void* const> places() const { return places(slot()); }
+  std::span<void* const> places(int slot) const { return places_[static_cast<std::size_t>(slot)]; }
+  void publish();
+  // The context's queue waits for every message into this rank's slot (the host does not wait).
   void finish();
   // After the unpack of slot() is queued: the slot may be written again; the next exchange begins.
   void drained();
@@ -83,15 +95,16 @@ class PeerCopy {
   PeerCopy() = default;
 
   Context ctx_;
-  Communicator tokens_;  // a communicator of its own, so that no other message matches the tokens
+  Communicator handshake_;  // a communicator of its own for making and closing
   std::vector<Peer> peers_;
   std::size_t slot_bytes_ = 0;
   char* receive_ = nullptr;
-  void* copied_ = nullptr;  // cudaEvent_t, interprocess
-  void* drained_ = nullptr;
-  long long exchanges_ = 0;
-  bool started_ = false;          // from start until drained
-  bool awaiting_tokens_ = false;  // from start until finish: the neighbours' tokens not yet received
+  std::uint64_t* flags_ = nullptr;  // backend memory: per neighbour i, [2i] copied, [2i + 1] drained
+  std::uint64_t exchanges_ = 0;
+  bool started_ = false;    // from claim until drained
+  bool published_ = false;  // from publish until drained
+  std::vector<DeviceComm::Message> sends_;
+  std::array<std::vector<void*>, 2> places_;  // of each of sends_ in its receiver's slot 0 and slot 1
 };
 
 // The Jacobi step's peer-store path (stencil.cpp): the neighbours of a rank live on its node, and

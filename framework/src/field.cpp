@@ -431,32 +431,32 @@ const HaloGeometry& BlockStorage::halo(StencilForm shape) const {
 // ---- the halo exchange ---------------------------------------------------------------------------------
 
 // The peer-copy path of one field's halo exchange for one shape: the cells of every message packed
-// into a buffer of its own, copied by the copy engines into each neighbour's receive slot
-// (PeerCopy), unpacked from this rank's slot; the message of a rank to itself (along a periodic
-// axis it spans alone) unpacked straight from the packed buffer.
+// straight into its neighbour's receive slot, mapped here (PeerCopy's claim and publish: one kernel
+// and two flags on the queue, no copy of its own, which beside a sweep that holds every SM costs
+// about as long as the kernel), unpacked from this rank's slot; the message of a rank to itself
+// (along a periodic axis it spans alone) packed into a buffer of this rank's and unpacked from it.
 class PeerHalo {
  public:
-  // Collective over ctx, whose queue the pack, copies and unpack go on; null where a rank cannot
-  // take the path (the reason in *why_not).
+  // Collective over ctx, whose queue the pack and unpack go on; null where a rank cannot take the
+  // path (the reason in *why_not).
   static std::unique_ptr<PeerHalo> make(const Context& ctx, const HaloGeometry& g, std::size_t element_bytes,
                                         std::string* why_not) {
     std::unique_ptr<PeerHalo> h(new PeerHalo);
     h->ctx_ = ctx;
     h->element_bytes_ = element_bytes;
     const int me = ctx.rank();
-    // Every message's peer, bytes and place in its buffer (a byte offset until the buffers exist).
+    std::vector<DeviceComm::Message> sends;  // their places in the receivers' slots come from PeerCopy
     struct Planned {
       int peer;
       std::size_t at, bytes;
     };
-    std::vector<Planned> sends, recvs;
-    std::size_t send_bytes = 0, recv_bytes = 0;
+    std::vector<Planned> recvs;
+    std::size_t self_bytes = 0, recv_bytes = 0;
     for (const HaloMessage& m : g.sends) {
       const std::size_t bytes = static_cast<std::size_t>(m.cells) * element_bytes;
-      if (m.peer == me) h->self_at_ = send_bytes;
-      else sends.push_back({m.peer, send_bytes, bytes});
+      if (m.peer == me) self_bytes = bytes;
+      else sends.push_back({m.peer, nullptr, bytes});
       h->send_rectangles_.insert(h->send_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
-      send_bytes += bytes;
     }
     for (const HaloMessage& m : g.receives) {
       if (m.peer == me) {
@@ -472,43 +472,55 @@ class PeerHalo {
     allocate_halo_buffers(
         ctx,
         [&] {
-          if (send_bytes) h->send_ = kernels::allocate(ctx.queue(), send_bytes);
+          if (self_bytes) h->self_ = kernels::allocate(ctx.queue(), self_bytes);
           if (recv_bytes) h->receive_ = kernels::allocate(ctx.queue(), 2 * h->slot_bytes_);
         },
         [] {});  // h's destructor frees them
-    const auto messages = [](const std::vector<Planned>& planned, void* buffer) {
-      std::vector<DeviceComm::Message> list;
-      for (const Planned& p : planned) list.push_back({p.peer, static_cast<char*>(buffer) + p.at, p.bytes});
-      return list;
-    };
-    h->peer_ = PeerCopy::make(ctx, messages(sends, h->send_), messages(recvs, h->receive_), h->receive_, h->slot_bytes_,
-                              why_not);
+    std::vector<DeviceComm::Message> receives;
+    for (const Planned& p : recvs) receives.push_back({p.peer, static_cast<char*>(h->receive_) + p.at, p.bytes});
+    h->peer_ = PeerCopy::make(ctx, sends, receives, h->receive_, h->slot_bytes_, why_not);
     if (!h->peer_) return nullptr;
+    // Where each rectangle goes, in either slot: its message's place, after the rectangles before it.
+    for (int slot = 0; slot < 2; ++slot) {
+      const std::span<void* const> places = h->peer_->places(slot);
+      std::vector<void*>& to = h->rectangle_places_[static_cast<std::size_t>(slot)];
+      std::size_t message = 0;
+      for (const HaloMessage& m : g.sends) {
+        char* at = m.peer == me ? static_cast<char*>(h->self_) : static_cast<char*>(places[message++]);
+        for (const kernels::Rectangle& r : m.rectangles) {
+          to.push_back(at);
+          if (at) at += static_cast<std::size_t>(r.size()) * element_bytes;
+        }
+      }
+    }
     return h;
   }
 
   ~PeerHalo() {
     peer_.reset();  // waits for this rank's queue, then for the neighbours to unmap the slots
-    if (send_) kernels::deallocate(ctx_.queue(), send_);
+    if (self_) kernels::deallocate(ctx_.queue(), self_);
     if (receive_) kernels::deallocate(ctx_.queue(), receive_);
   }
   PeerHalo(const PeerHalo&) = delete;
   PeerHalo& operator=(const PeerHalo&) = delete;
 
-  // The pack and the copies, after the work already on the queue.
+  // The pack into the neighbours' slots, after the work already on the queue and once they have
+  // drained them.
   void start(const void* origin) {
-    if (!send_rectangles_.empty()) kernels::pack_rectangles(ctx_.queue(), origin, send_rectangles_, send_, element_bytes_);
-    peer_->start();
+    peer_->claim();
+    if (!send_rectangles_.empty())
+      kernels::pack_rectangles_to(ctx_.queue(), origin, send_rectangles_,
+                                  rectangle_places_[static_cast<std::size_t>(peer_->slot())], element_bytes_);
+    peer_->publish();
   }
-  // The wait for the neighbours' copies, and the unpack.
+  // The wait for the neighbours' messages, and the unpack.
   void finish(void* origin) {
     peer_->finish();
     const kernels::Queue& q = ctx_.queue();
     if (!recv_rectangles_.empty())
       kernels::unpack_rectangles(q, static_cast<char*>(receive_) + static_cast<std::size_t>(peer_->slot()) * slot_bytes_,
                                  recv_rectangles_, origin, element_bytes_);
-    if (!self_rectangles_.empty())
-      kernels::unpack_rectangles(q, static_cast<char*>(send_) + self_at_, self_rectangles_, origin, element_bytes_);
+    if (!self_rectangles_.empty()) kernels::unpack_rectangles(q, self_, self_rectangles_, origin, element_bytes_);
     peer_->drained();
   }
 
@@ -517,8 +529,8 @@ class PeerHalo {
   Context ctx_;
   std::size_t element_bytes_ = 0;
   std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_, self_rectangles_;
-  std::size_t self_at_ = 0;  // bytes into the send buffer of the message to this rank
-  void* send_ = nullptr;
+  std::array<std::vector<void*>, 2> rectangle_places_;  // of each of send_rectangles_, per slot
+  void* self_ = nullptr;     // the message to this rank, packed
   void* receive_ = nullptr;  // two slots of slot_bytes_
   std::size_t slot_bytes_ = 0;
   std::unique_ptr<PeerCopy> peer_;

@@ -172,7 +172,7 @@ class BlockStorage {
 
   // The halo exchange's geometry for `shape` (made once per shape, then kept).
   const HaloGeometry& halo(StencilForm shape) const;
-  // The peer-copy path of the halo exchange for `shape`, its copies queued on ctx's queue, or null
+  // The peer-copy path of the halo exchange for `shape`, its work queued on ctx's queue, or null
   // where the exchange takes the context's device path (exchange_halos says which). Decided at the
   // first call per shape, which is collective over the field's ranks, then kept.
   PeerHalo* peer_halo(StencilForm shape, const Context& ctx) const;
@@ -205,10 +205,10 @@ class BlockStorage {
 //   device-comm  the context's device path (DeviceComm: NCCL, CUDA-aware MPI, staging through
 //                host memory, host MPI under cpu), on the exchange skeleton
 //                (algorithms/exchange.hpp)
-// On the peer-copy path (halo_peer_copy.hpp) the copy engines move each message from the field's
-// packed send buffer into the neighbour's receive slot: no SM moves data, so the exchange travels
-// beside a sweep that fills every SM (NCCL's kernels wait for SMs there, and slow the sweep once
-// they hold some).
+// On the peer-copy path (halo_peer_copy.hpp) one kernel packs every message straight into its
+// neighbour's receive slot (mapped once) and flags in GPU memory order the ranks, with no host in
+// between: the exchange is a pack, an unpack and a few stream operations beside a sweep that fills
+// every SM (NCCL's kernels wait for SMs there, and slow the sweep once they hold some).
 void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, StencilForm shape,
                     const std::function<void()>& overlap,
                     const std::function<void(const kernels::Queue&)>& after = nullptr);

@@ -521,8 +521,9 @@ class PeerHalo {
       kernels::unpack_rectangles(q, static_cast<char*>(receive_) + static_cast<std::size_t>(peer_->slot()) * slot_bytes_,
                                  recv_rectangles_, origin, element_bytes_);
     if (!self_rectangles_.empty()) kernels::unpack_rectangles(q, self_, self_rectangles_, origin, element_bytes_);
-    peer_->drained();
   }
+  // The slot may be written again (after the work that follows the unpack: exchange_halos).
+  void drained() { peer_->drained(); }
 
  private:
   PeerHalo() = default;
@@ -604,6 +605,9 @@ void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, S
     for (std::size_t f = 0; f < fields.size(); ++f) peers[f]->finish(fields[f]->origin());
     if (after) after(q);
     kernels::queue_wait(ctx.queue(), q);
+    // The slots' release last: beside a sweep each operation on q passes some microseconds after
+    // the one before it (PERFORMANCE.md), and nothing of this call waits for this one.
+    for (PeerHalo* p : peers) p->drained();
     return;
   }
   exchange_phases(

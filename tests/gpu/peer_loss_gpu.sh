@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # A peer lost in the middle of a step, on the GPU paths that poll: two ranks of tessera-stencil on
-# one GPU (CUDA IPC between them), the halo through peer copies (TESSERA_HALO=peer-copy: zero-byte
-# MPI tokens and IPC events) and through stores into the neighbour's ghost cells
-# (TESSERA_HALO=peer-store: device flags waited for by stream operations or, in the frame-last
-# sweep, by a polling thread). Once the solve runs, rank 1 is
+# one GPU (CUDA IPC between them), the halo through peer copies (TESSERA_HALO=peer-copy: device
+# flags waited for by stream operations) and through stores into the neighbour's ghost cells
+# (TESSERA_HALO=peer-store: the same, or, in the frame-last sweep, a polling thread). Once the solve runs, rank 1 is
 #   - stopped (SIGSTOP): it never sets its flags again, as a dead peer would, while the launcher,
 #     which would end the job at once for a dead process, sees nothing;
 #   - killed (SIGKILL), under mpirun told not to end the job for it where it can be.

@@ -596,7 +596,7 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
 // ---- pack / unpack of rectangles ---------------------------------------------------------------------
 
 // Rectangles of words (the elements, or pieces of them of the widest size that divides the element
-// and both addresses), with the offset of each in the packed buffer.
+// and every address), with the place of each one's packed cells.
 struct RectangleBatch {
   Rectangle rectangle[PackTuning::kMaxRectangles];
   void* packed[PackTuning::kMaxRectangles];  // each rectangle's packed cells

@@ -38,7 +38,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/agent_stencil.cuh"
@@ -374,10 +373,13 @@ void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> 
 
 // ---- pack / unpack of rectangles ---------------------------------------------------------------------
 
+// The rectangles' packed cells go to places[i] each, or, where places is empty, one after the
+// other from `packed` (no list of places is made for that: the packs of a halo run every step).
 template <class Word, bool kUnpack>
-void launch_pack(void* base, std::span<const Rectangle> rectangles, std::span<void* const> places, index_t scale,
-                 StreamHandle stream) {
+void launch_pack(void* base, std::span<const Rectangle> rectangles, void* packed, std::span<void* const> places,
+                 index_t scale, StreamHandle stream) {
   const index_t sms = current_device_info().sm_count;
+  index_t packed_words = 0;
   for (std::size_t first = 0; first < rectangles.size(); first += PackTuning::kMaxRectangles) {
     const std::size_t count = std::min<std::size_t>(PackTuning::kMaxRectangles, rectangles.size() - first);
     RectangleBatch batch{};
@@ -385,7 +387,8 @@ void launch_pack(void* base, std::span<const Rectangle> rectangles, std::span<vo
     for (std::size_t i = 0; i < count; ++i) {
       const Rectangle& r = rectangles[first + i];
       batch.rectangle[i] = Rectangle{r.offset * scale, r.ld * scale, r.rows, r.cols * scale, r.planes, r.plane_stride * scale};
-      batch.packed[i] = places[first + i];
+      batch.packed[i] = places.empty() ? static_cast<void*>(static_cast<Word*>(packed) + packed_words) : places[first + i];
+      packed_words += r.size() * scale;
       largest = std::max(largest, r.size() * scale);
     }
     if (largest == 0) continue;
@@ -397,25 +400,26 @@ void launch_pack(void* base, std::span<const Rectangle> rectangles, std::span<vo
 }
 
 // The widest word (8, 4, 2 or 1 bytes) that divides the element size and every address.
-inline std::size_t pack_word_bytes(const void* base, std::span<void* const> places, std::size_t element_bytes) {
+inline std::size_t pack_word_bytes(const void* base, const void* packed, std::span<void* const> places,
+                                   std::size_t element_bytes) {
   for (std::size_t word : {std::size_t(8), std::size_t(4), std::size_t(2)})
-    if (element_bytes % word == 0 && is_aligned(base, word) &&
+    if (element_bytes % word == 0 && is_aligned(base, word) && (!places.empty() || is_aligned(packed, word)) &&
         std::all_of(places.begin(), places.end(), [&](const void* p) { return is_aligned(p, word); }))
       return word;
   return 1;
 }
 
 template <bool kUnpack>
-void pack_rectangles_at(void* base, std::span<const Rectangle> rectangles, std::span<void* const> places,
+void pack_rectangles_at(void* base, std::span<const Rectangle> rectangles, void* packed, std::span<void* const> places,
                         std::size_t element_bytes, StreamHandle stream) {
   if (rectangles.empty()) return;
-  const std::size_t word = pack_word_bytes(base, places, element_bytes);
+  const std::size_t word = pack_word_bytes(base, packed, places, element_bytes);
   const auto scale = static_cast<index_t>(element_bytes / word);
   switch (word) {
-    case 8: launch_pack<unsigned long long, kUnpack>(base, rectangles, places, scale, stream); break;
-    case 4: launch_pack<unsigned int, kUnpack>(base, rectangles, places, scale, stream); break;
-    case 2: launch_pack<unsigned short, kUnpack>(base, rectangles, places, scale, stream); break;
-    default: launch_pack<unsigned char, kUnpack>(base, rectangles, places, scale, stream); break;
+    case 8: launch_pack<unsigned long long, kUnpack>(base, rectangles, packed, places, scale, stream); break;
+    case 4: launch_pack<unsigned int, kUnpack>(base, rectangles, packed, places, scale, stream); break;
+    case 2: launch_pack<unsigned short, kUnpack>(base, rectangles, packed, places, scale, stream); break;
+    default: launch_pack<unsigned char, kUnpack>(base, rectangles, packed, places, scale, stream); break;
   }
 }
 
@@ -423,19 +427,13 @@ void pack_rectangles_at(void* base, std::span<const Rectangle> rectangles, std::
 template <bool kUnpack>
 void pack_rectangles(void* base, void* packed, std::span<const Rectangle> rectangles, std::size_t element_bytes,
                      StreamHandle stream) {
-  std::vector<void*> places(rectangles.size());
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < rectangles.size(); ++i) {
-    places[i] = static_cast<char*>(packed) + at;
-    at += static_cast<std::size_t>(rectangles[i].size()) * element_bytes;
-  }
-  pack_rectangles_at<kUnpack>(base, rectangles, places, element_bytes, stream);
+  pack_rectangles_at<kUnpack>(base, rectangles, packed, {}, element_bytes, stream);
 }
 
 // Each rectangle to a place of its own.
 inline void pack_rectangles_to(void* base, std::span<const Rectangle> rectangles, std::span<void* const> places,
                                std::size_t element_bytes, StreamHandle stream) {
-  pack_rectangles_at<false>(base, rectangles, places, element_bytes, stream);
+  pack_rectangles_at<false>(base, rectangles, nullptr, places, element_bytes, stream);
 }
 
 }  // namespace tessera::kernels::cuda::detail

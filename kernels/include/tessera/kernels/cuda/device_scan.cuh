@@ -52,6 +52,31 @@ __device__ __forceinline__ void load_warp_items(const T* in, index_t warp_base, 
   }
 }
 
+// The general form of a warp's scan over kSteps steps, for any associative op (no identity): in
+// step j lane l holds step_total(j), the fold of its items of that step, which come after lane
+// l - 1's and before lane l + 1's; step j + 1 follows step j's lane 31. Returns the warp's total
+// (every lane) and leaves each step's prefix within the warp in lane_prefix (lane_prefix[0] of
+// lane 0 unspecified: the warp's first items have none). All 32 lanes must call it.
+template <int kSteps, class T, class StepTotal, class Op>
+__device__ __forceinline__ T warp_scan_steps(StepTotal step_total_of, T (&lane_prefix)[kSteps], Op op) {
+  const int lane = lane_id();
+  T warp_carry;  // the warp's total so far; set at j == 0
+#pragma unroll
+  for (int j = 0; j < kSteps; ++j) {
+    const T inclusive = warp_inclusive_scan(static_cast<T>(step_total_of(j)), op);
+    const T shifted = shfl_up(inclusive, 1);  // lane l - 1's inclusive value
+    const T step_total = warp_broadcast(inclusive, kWarpThreads - 1);
+    if (j == 0) {
+      lane_prefix[0] = shifted;
+      warp_carry = step_total;
+    } else {
+      lane_prefix[j] = lane == 0 ? warp_carry : op(warp_carry, shifted);
+      warp_carry = op(warp_carry, step_total);
+    }
+  }
+  return warp_carry;
+}
+
 // The prefix of each of this lane's vectors within the warp's share (lane_prefix), and the warp's
 // total (returned, the same in every lane). The warp's first vector (j == 0 in lane 0) has no prefix
 // within the warp: lane_prefix[0] of lane 0 is unspecified (the identity where the op has one).
@@ -77,24 +102,14 @@ __device__ __forceinline__ T warp_scan_items(const Vector<T> (&items)[Tuning::kV
     }
     return warp_carry;
   } else {
-    T warp_carry;  // the warp's total so far; set at j == 0
+    return warp_scan_steps<Tuning::kVectorsPerThread>(
+        [&](int j) {
+          T vector_total = items[j].item[0];
 #pragma unroll
-    for (int j = 0; j < Tuning::kVectorsPerThread; ++j) {
-      T vector_total = items[j].item[0];
-#pragma unroll
-      for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = op(vector_total, items[j].item[i]);
-      const T inclusive = warp_inclusive_scan(vector_total, op);
-      const T shifted = shfl_up(inclusive, 1);  // lane i - 1's inclusive value
-      const T step_total = warp_broadcast(inclusive, kWarpThreads - 1);
-      if (j == 0) {
-        lane_prefix[0] = shifted;
-        warp_carry = step_total;
-      } else {
-        lane_prefix[j] = lane == 0 ? warp_carry : op(warp_carry, shifted);
-        warp_carry = op(warp_carry, step_total);
-      }
-    }
-    return warp_carry;
+          for (int i = 1; i < Tuning::kVectorItems; ++i) vector_total = op(vector_total, items[j].item[i]);
+          return vector_total;
+        },
+        lane_prefix, op);
   }
 }
 
@@ -137,6 +152,35 @@ __device__ __forceinline__ void store_warp_scan(T* out, index_t warp_base, index
   }
 }
 
+// Warp 0 of a tile (all 32 lanes) links it to its predecessors: the scan of the warps' totals
+// (warp_totals, kWarps of them), the tile's aggregate published before the look-back so that
+// successors can use it, the tile's prefix from the look-back (carry_in for tile 0), and each
+// warp's prefix left in warp_prefixes. The look-back's sleeps are Tuning::Device's.
+template <class Tuning, class T, int kWarps, class Status, class Op>
+__device__ __forceinline__ void link_tile(SharedArray<T, kWarps>& warp_totals, SharedArray<T, kWarps>& warp_prefixes,
+                                          index_t tile, const T& carry_in, const Status& status, Op op) {
+  const int lane = lane_id();
+  T warp_total;
+  if constexpr (has_identity_element<Op, T>::value) {
+    warp_total = lane < kWarps ? warp_totals[lane] : identity_element<Op, T>();
+  } else {
+    warp_total = warp_totals[lane < kWarps ? lane : kWarps - 1];  // lanes past kWarps: any real value
+  }
+  const T inclusive = warp_inclusive_scan(warp_total, op);
+  const T shifted = shfl_up(inclusive, 1);
+  const T tile_aggregate = warp_broadcast(inclusive, kWarps - 1);
+  T tile_prefix;
+  if (tile == 0) {
+    tile_prefix = carry_in;
+    if (lane == 0) status.publish(0, kTileInclusive, op(carry_in, tile_aggregate));
+  } else {
+    if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
+    tile_prefix = look_back<Tuning::Device::kPartialDelayNs, Tuning::Device::kPollDelayNs>(status, tile, op);
+    if (lane == 0) status.publish(tile, kTileInclusive, op(tile_prefix, tile_aggregate));
+  }
+  if (lane < kWarps) warp_prefixes[lane] = lane == 0 ? tile_prefix : op(tile_prefix, shifted);
+}
+
 template <class Tuning, class T, ScanKind Kind, class Op>
 __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm)
     scan_single_pass_kernel(const T* in, T* out, index_t n, Op op, T carry_in, TileStatus<T> status,
@@ -166,29 +210,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   if (lane == 0) warp_totals[warp] = warp_carry;
   __syncthreads();
 
-  if (warp == 0) {
-    // The tile's aggregate first (its own warps only), published before the look-back so that
-    // successors can use it; the warps' prefixes once the tile's prefix is known.
-    T warp_total;
-    if constexpr (has_identity_element<Op, T>::value) {
-      warp_total = lane < kWarps ? warp_totals[lane] : identity_element<Op, T>();
-    } else {
-      warp_total = warp_totals[lane < kWarps ? lane : kWarps - 1];  // lanes past kWarps: any real value
-    }
-    const T inclusive = warp_inclusive_scan(warp_total, op);
-    const T shifted = shfl_up(inclusive, 1);
-    const T tile_aggregate = warp_broadcast(inclusive, kWarps - 1);
-    T tile_prefix;
-    if (tile == 0) {
-      tile_prefix = carry_in;
-      if (lane == 0) status.publish(0, kTileInclusive, op(carry_in, tile_aggregate));
-    } else {
-      if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
-      tile_prefix = look_back<Tuning::Device::kPartialDelayNs, Tuning::Device::kPollDelayNs>(status, tile, op);
-      if (lane == 0) status.publish(tile, kTileInclusive, op(tile_prefix, tile_aggregate));
-    }
-    if (lane < kWarps) warp_prefixes[lane] = lane == 0 ? tile_prefix : op(tile_prefix, shifted);
-  }
+  if (warp == 0) link_tile<Tuning>(warp_totals, warp_prefixes, tile, carry_in, status, op);
   __syncthreads();
 
   store_warp_scan<Tuning, Kind>(out, warp_base, n, full_vector_tile, items, lane_prefix, warp_prefixes[warp], op);

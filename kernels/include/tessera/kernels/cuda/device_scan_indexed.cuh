@@ -4,7 +4,8 @@
 // kItemsPerThread consecutive ones from warp_base + l * kItemsPerThread (a lane's items are computed
 // by the caller's functor, so there are no vector loads to arrange for). A lane folds its items, the
 // warp scans the 32 lane totals with shuffles, one warp scans the warps' totals and does the
-// look-back, and every lane then visits its items with their prefixes, in index order.
+// look-back (link_tile, device_scan.cuh), and every lane then visits its items with their prefixes,
+// in index order.
 //
 // Past the end of the last tile, lanes hold copies of item(n - 1) (a real value, so no combination
 // reads an uninitialised one); no prefix of a real index depends on them, and the total is taken
@@ -16,6 +17,7 @@
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/block.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/device_scan.cuh"
 #include "tessera/kernels/cuda/tile_status.cuh"
 #include "tessera/kernels/cuda/tuning/scan_indexed.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
@@ -61,22 +63,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   if (lane == kWarpThreads - 1) warp_totals[warp] = inclusive;
   __syncthreads();
 
-  if (warp == 0) {
-    const T warp_total = warp_totals[lane < kWarps ? lane : kWarps - 1];  // lanes past kWarps: any real value
-    const T warps_inclusive = warp_inclusive_scan(warp_total, op);
-    const T warps_exclusive = shfl_up(warps_inclusive, 1);
-    const T tile_aggregate = warp_broadcast(warps_inclusive, kWarps - 1);
-    T tile_prefix;
-    if (tile == 0) {
-      tile_prefix = seed;
-      if (lane == 0) status.publish(0, kTileInclusive, op(seed, tile_aggregate));
-    } else {
-      if (lane == 0) status.publish(tile, kTilePartial, tile_aggregate);
-      tile_prefix = look_back<Tuning::Device::kPartialDelayNs, Tuning::Device::kPollDelayNs>(status, tile, op);
-      if (lane == 0) status.publish(tile, kTileInclusive, op(tile_prefix, tile_aggregate));
-    }
-    if (lane < kWarps) warp_prefixes[lane] = lane == 0 ? tile_prefix : op(tile_prefix, warps_exclusive);
-  }
+  if (warp == 0) link_tile<Tuning>(warp_totals, warp_prefixes, tile, seed, status, op);
   __syncthreads();
 
   if (first >= n) return;

@@ -1,8 +1,10 @@
-// The device passes of the by-key operations (scan_indexed: kernels/cuda/device_scan_indexed.cuh)
-// and of the comparator sort (kernels/cuda/device_merge_sort.cuh) against the CPU backend: runs of
-// every length across tile edges, a non-commutative operation, a carry into the first run, in-place
-// scans, stability with many ties, keys alone and with values, inputs off 16-byte boundaries. Output
-// buffers are poisoned first and their guard zones checked afterwards.
+// The device passes of the by-key operations (reduce_by_key's own and unique's select pass:
+// kernels/cuda/device_by_key.cuh; the scans' scan_indexed: device_scan_indexed.cuh) and of the
+// comparator sort (kernels/cuda/device_merge_sort.cuh) against the CPU backend: runs of every
+// length across tile edges, a non-commutative operation, a carry into the first run, in-place scans,
+// stability with many ties, keys alone and with values, keys and values of sizes that read 4, 2 and
+// 1 elements per load, inputs off 16-byte boundaries. Output buffers are poisoned first and their
+// guard zones checked afterwards.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,11 +24,14 @@ namespace {
 using test::Affine;
 using test::ComposeAffine;
 
-// Tile edges of the passes under test (scan_indexed of 16-byte items: 2048; merge sort tiles of
-// 768, 1024 and 3840 elements) and sizes of several merge passes.
+// Tile edges of the passes under test (scan_indexed of 16-byte items: 2048; reduce_by_key of int32
+// keys: 4096 with 8-byte values, 8192 with 4-byte ones, 2048 with 12-byte ones; unique of int32
+// keys: 8192, with values 5120; merge sort tiles of 1280 (int32 keys with 16-byte values) and 1792
+// (16-byte elements), most of them in odd_sizes) and sizes of several merge passes.
 std::vector<index_t> sizes() {
   std::vector<index_t> s = odd_sizes();
-  for (index_t n : {767, 768, 769, 2047, 2048, 2049, 3839, 3840, 3841, 7681, 15361, 123457}) s.push_back(n);
+  for (index_t n : {1279, 1280, 1281, 1791, 1792, 1793, 2047, 2048, 2049, 5119, 5120, 5121, 3583, 3585, 7169, 123457})
+    s.push_back(n);
   if (!small_mode()) s.push_back((index_t(1) << 22) + 5);
   std::sort(s.begin(), s.end());
   return s;
@@ -58,14 +63,9 @@ void check_runs(index_t n, index_t longest) {
   const auto maps = test::random_affines(n, s + 1);
   const Affine init{3, 1}, carry{5, 9};
   // The CPU backend's results.
-  std::vector<std::int32_t> want_keys(keys.size());
-  std::vector<Affine> want_values(maps.size()), want_unique_values(maps.size());
-  index_t want_runs = 0, want_kept = 0;
-  kernels::reduce_by_key(cpu_queue(), keys.data(), maps.data(), n, equal_to{}, ComposeAffine{}, want_keys.data(),
-                         want_values.data(), &want_runs);
+  index_t want_kept = 0;
   std::vector<std::int32_t> want_unique_keys(keys.size());
-  kernels::unique_by_key(cpu_queue(), keys.data(), maps.data(), n, equal_to{}, want_unique_keys.data(),
-                         want_unique_values.data(), &want_kept);
+  kernels::unique(cpu_queue(), keys.data(), n, equal_to{}, want_unique_keys.data(), &want_kept);
   std::vector<Affine> want_inclusive(maps.size()), want_exclusive(maps.size()), want_carried(maps.size());
   kernels::scan_by_key(cpu_queue(), keys.data(), maps.data(), want_inclusive.data(), n, ScanKind::inclusive,
                        ComposeAffine{}, Affine{}, equal_to{});
@@ -84,17 +84,6 @@ void check_runs(index_t n, index_t longest) {
     DeviceArray<RunFold<Affine>> d_total(1);
     d_keys.upload(keys);
     d_maps.upload(maps);
-    d_out_keys.poison();
-    d_out_values.poison();
-    kernels::reduce_by_key(cuda_queue(), d_keys.data(), d_maps.data(), n, equal_to{}, ComposeAffine{},
-                           d_out_keys.data(), d_out_values.data(), d_count.data());
-    const index_t runs = d_count.download()[0];
-    ASSERT_EQ(runs, want_runs) << at << " reduce_by_key";
-    EXPECT_TRUE(same(d_out_keys.download(), want_keys, runs)) << at << " reduce_by_key keys";
-    EXPECT_TRUE(same(d_out_values.download(), want_values, runs)) << at << " reduce_by_key values";
-    EXPECT_TRUE(d_out_keys.untouched_outside(runs)) << at;
-    EXPECT_TRUE(d_out_values.untouched_outside(runs)) << at;
-
     kernels::reduce_by_key_total(cuda_queue(), d_keys.data(), d_maps.data(), n, equal_to{}, ComposeAffine{},
                                  d_total.data());
     const RunFold<Affine> total = d_total.download()[0];
@@ -102,18 +91,10 @@ void check_runs(index_t n, index_t longest) {
     if (n > 0) EXPECT_EQ(total.value, want_total.value) << at << " reduce_by_key_total";
 
     d_out_keys.poison();
-    d_out_values.poison();
-    kernels::unique_by_key(cuda_queue(), d_keys.data(), d_maps.data(), n, equal_to{}, d_out_keys.data(),
-                           d_out_values.data(), d_count.data());
-    const index_t kept = d_count.download()[0];
-    ASSERT_EQ(kept, want_kept) << at << " unique_by_key";
-    EXPECT_TRUE(same(d_out_keys.download(), want_unique_keys, kept)) << at << " unique_by_key keys";
-    EXPECT_TRUE(same(d_out_values.download(), want_unique_values, kept)) << at << " unique_by_key values";
-    EXPECT_TRUE(d_out_values.untouched_outside(kept)) << at;
-    d_out_keys.poison();
     kernels::unique(cuda_queue(), d_keys.data(), n, equal_to{}, d_out_keys.data(), d_count.data());
     ASSERT_EQ(d_count.download()[0], want_kept) << at << " unique";
-    EXPECT_TRUE(same(d_out_keys.download(), want_unique_keys, kept)) << at << " unique";
+    EXPECT_TRUE(same(d_out_keys.download(), want_unique_keys, want_kept)) << at << " unique";
+    EXPECT_TRUE(d_out_keys.untouched_outside(want_kept)) << at;
 
     d_out_values.poison();
     kernels::scan_by_key(cuda_queue(), d_keys.data(), d_maps.data(), d_out_values.data(), n, ScanKind::inclusive,
@@ -130,9 +111,82 @@ void check_runs(index_t n, index_t longest) {
   }
 }
 
+// reduce_by_key and unique_by_key with keys of K and values of V (from make_values), against the CPU.
+template <class K, class V, class Op, class MakeValues>
+void check_reduce_and_unique(index_t n, index_t longest, Op op, MakeValues make_values) {
+  const std::uint64_t s = test_seed() + static_cast<std::uint64_t>(n) * 5 + static_cast<std::uint64_t>(longest);
+  const auto int_keys = run_keys(n, s, longest);
+  const std::vector<K> keys(int_keys.begin(), int_keys.end());
+  const std::vector<V> values = make_values(n, s + 1);
+  std::vector<K> want_keys(keys.size()), want_unique_keys(keys.size());
+  std::vector<V> want_values(values.size()), want_unique_values(values.size());
+  index_t want_runs = 0, want_kept = 0;
+  kernels::reduce_by_key(cpu_queue(), keys.data(), values.data(), n, equal_to{}, op, want_keys.data(),
+                         want_values.data(), &want_runs);
+  kernels::unique_by_key(cpu_queue(), keys.data(), values.data(), n, equal_to{}, want_unique_keys.data(),
+                         want_unique_values.data(), &want_kept);
+  for (index_t offset : kOffsets) {
+    const std::string at = where(n) + " key bytes=" + std::to_string(sizeof(K)) + " value bytes=" +
+                           std::to_string(sizeof(V)) + " longest=" + std::to_string(longest) +
+                           " offset=" + std::to_string(offset);
+    DeviceArray<K> d_keys(n, offset), d_out_keys(n, offset);
+    DeviceArray<V> d_values(n, offset), d_out_values(n, offset);
+    DeviceArray<index_t> d_count(1);
+    d_keys.upload(keys);
+    d_values.upload(values);
+    d_out_keys.poison();
+    d_out_values.poison();
+    kernels::reduce_by_key(cuda_queue(), d_keys.data(), d_values.data(), n, equal_to{}, op, d_out_keys.data(),
+                           d_out_values.data(), d_count.data());
+    const index_t runs = d_count.download()[0];
+    ASSERT_EQ(runs, want_runs) << at << " reduce_by_key";
+    EXPECT_TRUE(same(d_out_keys.download(), want_keys, runs)) << at << " reduce_by_key keys";
+    EXPECT_TRUE(same(d_out_values.download(), want_values, runs)) << at << " reduce_by_key values";
+    EXPECT_TRUE(d_out_keys.untouched_outside(runs)) << at;
+    EXPECT_TRUE(d_out_values.untouched_outside(runs)) << at;
+    d_out_keys.poison();
+    d_out_values.poison();
+    kernels::unique_by_key(cuda_queue(), d_keys.data(), d_values.data(), n, equal_to{}, d_out_keys.data(),
+                           d_out_values.data(), d_count.data());
+    const index_t kept = d_count.download()[0];
+    ASSERT_EQ(kept, want_kept) << at << " unique_by_key";
+    EXPECT_TRUE(same(d_out_keys.download(), want_unique_keys, kept)) << at << " unique_by_key keys";
+    EXPECT_TRUE(same(d_out_values.download(), want_unique_values, kept)) << at << " unique_by_key values";
+    EXPECT_TRUE(d_out_keys.untouched_outside(kept)) << at;
+    EXPECT_TRUE(d_out_values.untouched_outside(kept)) << at;
+  }
+}
+
+std::vector<std::uint32_t> random_words(index_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<std::uint32_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = static_cast<std::uint32_t>(gen());
+  return v;
+}
+
+struct AddWords {
+  TESSERA_HOST_DEVICE std::uint32_t operator()(std::uint32_t a, std::uint32_t b) const { return a + b; }
+};
+
+// Keys with 8-byte values under a non-commutative operation: reduce_by_key and unique_by_key, and
+// the scans, the total and unique of the keys alone.
 TEST(RunsGpu, ReduceUniqueAndScanByKeyMatchTheCpu) {
   for (index_t n : sizes())
-    for (index_t longest : {index_t(1), index_t(7), index_t(5000), index_t(1) << 30}) check_runs(n, longest);
+    for (index_t longest : {index_t(1), index_t(7), index_t(5000), index_t(1) << 30}) {
+      check_reduce_and_unique<std::int32_t, Affine>(n, longest, ComposeAffine{}, test::random_affines);
+      check_runs(n, longest);
+    }
+}
+
+// Keys and values of 4 bytes (four of each per load), 8-byte keys with 4-byte values (two), and
+// 12-byte values (one element per load).
+TEST(RunsGpu, ReduceAndUniqueByKeyOfEveryLoadWidthMatchTheCpu) {
+  for (index_t n : sizes())
+    for (index_t longest : {index_t(1), index_t(8), index_t(5000)}) {
+      check_reduce_and_unique<std::int32_t, std::uint32_t>(n, longest, AddWords{}, random_words);
+      check_reduce_and_unique<std::int64_t, std::uint32_t>(n, longest, AddWords{}, random_words);
+      check_reduce_and_unique<std::int32_t, test::Tagged>(n, longest, test::ComposeTagged{}, test::random_tagged);
+    }
 }
 
 struct Item {

@@ -1,7 +1,9 @@
 // Local operations on runs of equal keys (consecutive keys k[i-1], k[i] with pred(k[i-1], k[i]) are
-// in one run; pred defaults to equal_to and must be an equivalence on neighbours), and unique. All
-// are one scan_indexed pass (scan_indexed.hpp), so they take any functors and trivially copyable
-// types on either backend (under cuda from a translation unit nvcc compiles):
+// in one run; pred defaults to equal_to and must be an equivalence on neighbours), and unique. Each
+// is one pass that takes any functors and trivially copyable types on either backend (under cuda
+// from a translation unit nvcc compiles): a scan_indexed pass (scan_indexed.hpp) on the cpu and for
+// the scans under cuda; under cuda reduce_by_key has a pass of its own and unique keeps the heads of
+// runs in select's pass (cuda/device_by_key.cuh):
 //
 //   reduce_by_key(queue, keys, values, n, pred, op, keys_out, values_out, runs)
 //       one output per run, in order: its first key, and the fold of its values with op (index
@@ -25,22 +27,20 @@
 #include <optional>
 #include <type_traits>
 
+#include "tessera/build_config.hpp"
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/detail/dispatch.hpp"
+#include "tessera/kernels/detail/run_fold.hpp"
 #include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/queue.hpp"
 #include "tessera/kernels/scan_indexed.hpp"
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+#include "tessera/kernels/cuda/device_by_key.cuh"
+#include "tessera/kernels/cuda/device_guard.hpp"
+#endif
 
 namespace tessera {
-
-// A number of runs and the fold of the values of the last one: what a block tells the other ranks
-// about its runs, and the item of the segmented scans below.
-template <class V, class Count = index_t>
-struct RunFold {
-  Count runs = 0;
-  V value{};
-};
 
 namespace kernels {
 namespace detail {
@@ -55,17 +55,6 @@ struct RunHead {
   bool first_is_head;
   TESSERA_HOST_DEVICE bool operator()(index_t i) const {
     return i == 0 ? first_is_head : !pred(keys[i - 1], keys[i]);
-  }
-};
-
-// (runs, fold) pairs combine as segments: the right one restarts the fold where it holds a run's
-// start. Associative whenever op is.
-template <class V, class Op, class Count = index_t>
-struct CombineRuns {
-  using wrapped_functor = Op;
-  Op op;
-  TESSERA_HOST_DEVICE RunFold<V, Count> operator()(const RunFold<V, Count>& a, const RunFold<V, Count>& b) const {
-    return RunFold<V, Count>{static_cast<Count>(a.runs + b.runs), b.runs > 0 ? b.value : op(a.value, b.value)};
   }
 };
 
@@ -179,6 +168,17 @@ void reduce_by_key(const Queue& queue, const K* keys, const V* values, index_t n
     fill(queue, runs, 1, index_t(0));
     return;
   }
+  if (queue.backend == Backend::cuda) {
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+    if constexpr (detail::require_device_callable<Pred, Op>()) {
+      const cuda::detail::ScopedDevice on_queue_device(queue.device);
+      cuda::detail::device_reduce_by_key(queue, keys, values, n, pred, op, keys_out, values_out, runs);
+    }
+#else
+    detail::throw_needs_cuda_compiler("reduce_by_key");
+#endif
+    return;
+  }
   const detail::RunHead<K, Pred> head{keys, pred, true};
   detail::with_run_count(n, [&](auto zero) {
     using C = decltype(zero);
@@ -215,24 +215,49 @@ void scan_by_key(const Queue& queue, const K* keys, const V* values, V* out, ind
   });
 }
 
-template <class K, class V, class Pred>
-void unique_by_key(const Queue& queue, const K* keys, const V* values, index_t n, Pred pred, K* keys_out,
-                   V* values_out, index_t* kept) {
-  detail::require_key_predicate<Pred, K>();
+namespace detail {
+// unique_by_key, and unique where V is void (values and values_out then null).
+template <class V, class K, class Pred, class Out>
+void unique_runs(const Queue& queue, const K* keys, const Out* values, index_t n, Pred pred, K* keys_out,
+                 Out* values_out, index_t* kept) {
+  require_key_predicate<Pred, K>();
   if (n == 0) {
     fill(queue, kept, 1, index_t(0));
     return;
   }
-  detail::with_run_count(n, [&](auto zero) {
+  if (queue.backend == Backend::cuda) {
+#if defined(__CUDACC__) && TESSERA_HAVE_CUDA
+    if constexpr (require_device_callable<Pred>()) {
+      const cuda::detail::ScopedDevice on_queue_device(queue.device);
+      if constexpr (std::is_void_v<V>) {
+        cuda::detail::device_select_kept(queue, keys, n, cuda::detail::KeepRunHeads<Pred>{pred}, keys_out, kept);
+      } else {
+        cuda::detail::device_select_kept(queue, keys, n, cuda::detail::KeepRunHeads<Pred>{pred}, keys_out, kept,
+                                         values, values_out);
+      }
+    }
+#else
+    throw_needs_cuda_compiler("unique");
+#endif
+    return;
+  }
+  with_run_count(n, [&](auto zero) {
     using C = decltype(zero);
-    scan_indexed(queue, n, detail::HeadCount<K, Pred, C>{{keys, pred, true}}, plus{}, C{0},
-                 detail::UniqueVisit<K, V, C>{keys, values, n, keys_out, values_out, kept}, static_cast<C*>(nullptr));
+    scan_indexed(queue, n, HeadCount<K, Pred, C>{{keys, pred, true}}, plus{}, C{0},
+                 UniqueVisit<K, Out, C>{keys, values, n, keys_out, values_out, kept}, static_cast<C*>(nullptr));
   });
+}
+}  // namespace detail
+
+template <class K, class V, class Pred>
+void unique_by_key(const Queue& queue, const K* keys, const V* values, index_t n, Pred pred, K* keys_out,
+                   V* values_out, index_t* kept) {
+  detail::unique_runs<V>(queue, keys, values, n, pred, keys_out, values_out, kept);
 }
 
 template <class T, class Pred>
 void unique(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept) {
-  unique_by_key(queue, in, static_cast<const T*>(nullptr), n, pred, out, static_cast<T*>(nullptr), kept);
+  detail::unique_runs<void>(queue, in, static_cast<const T*>(nullptr), n, pred, out, static_cast<T*>(nullptr), kept);
 }
 
 }  // namespace kernels

@@ -32,15 +32,18 @@ struct SelectLookback<800, T>
 
 // The scan's tile arrangement, with at most 32 items per thread so that a thread's kept flags fit
 // one 32-bit word (8 vectors: 32 items of 4 bytes, 16 of 8 bytes; 2 vectors of 1-byte items), and at
-// most 32 KiB of staged elements per thread block (large structs: fewer). The launch shape was
+// most 32 KiB of staged elements per thread block (large structs: fewer), with their 2-byte places
+// where a companion array of values follows them (WithPlaces: unique_by_key). The launch shape was
 // measured on an H200 only; sm_80 runs the same (tuning/arch.cuh: a launch shape is one for every
 // architecture).
-template <class T>
+template <class T, bool WithPlaces = false>
 struct SelectTuning {
   static_assert(sizeof(T) <= 128, "select: elements larger than 128 bytes are not supported on the cuda backend");
   static constexpr int kBlockThreads = 256;
   static constexpr int kFlagLimit = 32 / Vector<T>::kItems;
-  static constexpr int kStageLimit = static_cast<int>(32768 / (kBlockThreads * sizeof(Vector<T>)));
+  static constexpr int kStageBudget = static_cast<int>(
+      32768 / (kBlockThreads * (sizeof(Vector<T>) + (WithPlaces ? 2 * Vector<T>::kItems : 0))));
+  static constexpr int kStageLimit = kStageBudget < 1 ? 1 : kStageBudget;
   static constexpr int kVectorsPerThread =
       kFlagLimit < 8 ? (kFlagLimit < kStageLimit ? kFlagLimit : kStageLimit) : (kStageLimit < 8 ? kStageLimit : 8);
   // 4 resident blocks (<= 64 registers; 5 was 4-8% slower on an H200, 128 or 384 threads and 4

@@ -121,8 +121,8 @@ struct RunBorder {
   std::int32_t has = 0;
 };
 
-// unique and unique_by_key (values == nullptr: none).
-template <class K, class V, class Pred>
+// unique (WithValues false, values null) and unique_by_key.
+template <bool WithValues, class K, class V, class Pred>
 std::pair<DistArray<K>, DistArray<V>> unique_blocks(const DistArray<K>& keys, const DistArray<V>* values, Pred pred,
                                                     const char* algorithm, PhaseTimes* times) {
   require_host_callable<Pred>();
@@ -138,16 +138,19 @@ std::pair<DistArray<K>, DistArray<V>> unique_blocks(const DistArray<K>& keys, co
       // Local: the runs' first elements, and the block's first and last key.
       [&] {
         return try_local([&] {
-          UniqueBorder<K> border;
-          if (n == 0) return border;
-          border.has = 1;
-          border.kept = result_on_host<index_t>(ctx, [&](index_t* kept) {
-            kernels::unique_by_key(ctx.queue(), keys.local_data(), values ? values->local_data() : nullptr, n, pred,
-                                   kept_keys.data, kept_values ? kept_values->data : nullptr, kept);
+          if (n == 0) return UniqueBorder<K>{};
+          // The count and the block's first and last key, read back with one wait.
+          return result_on_host<UniqueBorder<K>>(ctx, [&](UniqueBorder<K>* border) {
+            border->has = 1;
+            if constexpr (WithValues) {
+              kernels::unique_by_key(ctx.queue(), keys.local_data(), values->local_data(), n, pred, kept_keys.data,
+                                     kept_values->data, &border->kept);
+            } else {
+              kernels::unique(ctx.queue(), keys.local_data(), n, pred, kept_keys.data, &border->kept);
+            }
+            kernels::copy_to_host_async(ctx.queue(), &border->first, keys.local_data(), sizeof(K));
+            kernels::copy_to_host_async(ctx.queue(), &border->last, keys.local_data() + (n - 1), sizeof(K));
           });
-          kernels::copy_to_host(ctx.queue(), &border.first, keys.local_data(), sizeof(K));
-          kernels::copy_to_host(ctx.queue(), &border.last, keys.local_data() + (n - 1), sizeof(K));
-          return border;
         });
       },
       // Global: every rank's border; a first run that began before is not this rank's.
@@ -193,7 +196,7 @@ CollectivePlan by_key_plan() {
 template <class T, class Pred = equal_to>
 DistArray<T> unique(const DistArray<T>& array, Pred pred = {}, PhaseTimes* times = nullptr) {
   detail::require_key_predicate<Pred, T>();
-  return detail::unique_blocks(array, static_cast<const DistArray<T>*>(nullptr), pred, "unique", times).first;
+  return detail::unique_blocks<false>(array, static_cast<const DistArray<T>*>(nullptr), pred, "unique", times).first;
 }
 
 template <class K, class V, class Pred = equal_to>
@@ -201,7 +204,7 @@ KeyedArrays<K, V> unique_by_key(const DistArray<K>& keys, const DistArray<V>& va
                                 PhaseTimes* times = nullptr) {
   detail::require_key_predicate<Pred, K>();
   detail::require_same_layout(keys.context(), keys.partition(), values.context(), values.partition(), "unique_by_key");
-  auto blocks = detail::unique_blocks(keys, &values, pred, "unique_by_key", times);
+  auto blocks = detail::unique_blocks<true>(keys, &values, pred, "unique_by_key", times);
   return {std::move(blocks.first), std::move(blocks.second)};
 }
 
@@ -230,16 +233,17 @@ KeyedArrays<K, V> reduce_by_key(const DistArray<K>& keys, const DistArray<V>& va
       // Local: the block's runs, and its border: first and last key, first and last run's folds.
       [&] {
         return detail::try_local([&] {
-          detail::RunBorder<K, V> border;
-          if (n == 0) return border;
-          border.has = 1;
-          border.runs = detail::result_on_host<index_t>(ctx, [&](index_t* runs) {
+          if (n == 0) return detail::RunBorder<K, V>{};
+          // The run count, the block's first and last key and its first run's fold with one wait;
+          // the last run's fold, at a place the count gives, with a second.
+          detail::RunBorder<K, V> border = detail::result_on_host<detail::RunBorder<K, V>>(ctx, [&](auto* b) {
+            b->has = 1;
             kernels::reduce_by_key(ctx.queue(), keys.local_data(), values.local_data(), n, pred, op, run_keys.data,
-                                   run_values.data, runs);
+                                   run_values.data, &b->runs);
+            kernels::copy_to_host_async(ctx.queue(), &b->first, keys.local_data(), sizeof(K));
+            kernels::copy_to_host_async(ctx.queue(), &b->last, keys.local_data() + (n - 1), sizeof(K));
+            kernels::copy_to_host_async(ctx.queue(), &b->first_run, run_values.data, sizeof(V));
           });
-          kernels::copy_to_host(ctx.queue(), &border.first, keys.local_data(), sizeof(K));
-          kernels::copy_to_host(ctx.queue(), &border.last, keys.local_data() + (n - 1), sizeof(K));
-          kernels::copy_to_host(ctx.queue(), &border.first_run, run_values.data, sizeof(V));
           kernels::copy_to_host(ctx.queue(), &border.last_run, run_values.data + (border.runs - 1), sizeof(V));
           return border;
         });

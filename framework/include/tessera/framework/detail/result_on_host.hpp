@@ -21,21 +21,30 @@ inline constexpr std::size_t kPinnedResultBytes = 4096;
 void* pinned_result_slot(std::size_t bytes);
 
 // Runs produce(T* out), a call that leaves one T at `out` in the context's queue order, and returns
-// that T on the host: under cuda through the pinned slot (then the queue is synchronised), under
-// cpu straight into a local.
+// that T on the host. `out` is host memory that the device can write (under cuda the pinned slot,
+// or pinned memory of its own for a T larger than the slot; under cpu a local), so produce may
+// leave the T by kernels or by copy_to_host_async into its parts, and the caller waits once: the
+// queue is synchronised after produce.
 template <class T, class Produce>
 T result_on_host(const Context& ctx, Produce&& produce) {
-  if constexpr (sizeof(T) > kPinnedResultBytes) {
-    // Too large for the slot: device scratch and a copy.
-    if (ctx.backend() == Backend::cuda) {
-      kernels::ScratchBuffer scratch(ctx.queue(), sizeof(T));
-      produce(scratch.as<T>());
-      T value;
-      kernels::copy_to_host(ctx.queue(), &value, scratch.data(), sizeof(T));
-      return value;
+  if (ctx.backend() == Backend::cuda) {
+    void* owned = nullptr;
+    T* slot;
+    if constexpr (sizeof(T) > kPinnedResultBytes) {
+      owned = kernels::allocate_pinned_host(sizeof(T));
+      slot = static_cast<T*>(owned);
+    } else {
+      slot = static_cast<T*>(pinned_result_slot(sizeof(T)));
     }
-  } else if (ctx.backend() == Backend::cuda) {
-    T* slot = static_cast<T*>(pinned_result_slot(sizeof(T)));
+    struct Release {
+      void* p;
+      ~Release() {
+        try {
+          kernels::deallocate_pinned_host(p);
+        } catch (...) {  // a destructor does not throw; the memory is the driver's to reclaim
+        }
+      }
+    } release{owned};
     try {
       produce(slot);
     } catch (...) {

@@ -11,7 +11,7 @@
 //   radix       comp is tessera::less and the key (proj(x), or x itself) is a radix key (int32,
 //               uint32, int64, uint64, float, double): the projected keys are made once
 //               (transform), and the radix sort orders them with the elements as values (floating
-//               point in IEEE total order, as sort(a)). Values above 16 bytes are moved once, after
+//               point in IEEE total order, as sort(a)). Values above 8 bytes are moved once, after
 //               a radix sort of the keys with their positions.
 //   comparator  any other comp: a stable merge sort of each block (kernels::merge_sort), samples that
 //               are the keys themselves, compared on the host with comp and searched for on the
@@ -21,6 +21,7 @@
 // unit nvcc compiles.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -74,10 +75,10 @@ struct ProjectKey {
   }
 };
 
-template <class V>
+template <class V, class Position = index_t>
 struct GatherAt {
   const V* from;
-  const index_t* at;
+  const Position* at;
   TESSERA_HOST_DEVICE V operator()(index_t i) const { return from[at[i]]; }
 };
 
@@ -131,23 +132,38 @@ LocalSortFunction merge_sort_function(const kernels::Queue& queue, Comp comp) {
   };
 }
 
-// A radix sort of keys with values of any size: up to 16 bytes they move with their keys; larger
-// ones are gathered once, after a sort of the keys with their positions.
+// A radix sort of keys with values of any size: values of up to 8 bytes move with their keys
+// through every pass; larger ones are gathered once, after a sort of the keys with their positions
+// (32-bit where the block has fewer than 2^32 elements). With 4-byte keys and 16-byte values an
+// 8-bit sort moves 40 bytes per element and pass the first way, 16 and one gather of 48 (a 32-byte
+// sector read per value, and its write) the second.
 template <class Key, class Value>
 LocalSortFunction radix_pairs_function(const kernels::Queue& queue) {
-  if constexpr (sizeof(Value) <= 16) {
+  if constexpr (sizeof(Value) <= 8) {
     return local_sort_function<Key, Value>(queue);
   } else {
     return [queue](const void* keys_in, void* keys_out, const void* values_in, void* values_out, index_t n) {
       if (n == 0) return;
-      kernels::ScratchBuffer positions(queue, static_cast<std::size_t>(n) * sizeof(index_t));
-      kernels::ScratchBuffer gathered(queue, static_cast<std::size_t>(n) * sizeof(Value));
-      kernels::iota(queue, positions.as<index_t>(), n, index_t(0));
-      kernels::sort_pairs(queue, static_cast<const Key*>(keys_in), static_cast<Key*>(keys_out),
-                          positions.as<const index_t>(), positions.as<index_t>(), n);
-      kernels::transform_index(queue, 0, n, gathered.as<Value>(),
-                               GatherAt<Value>{static_cast<const Value*>(values_in), positions.as<const index_t>()});
-      kernels::copy_within_async(queue, values_out, gathered.data(), static_cast<std::size_t>(n) * sizeof(Value));
+      const auto by_positions = [&](auto zero) {
+        using Position = decltype(zero);
+        kernels::ScratchBuffer positions(queue, static_cast<std::size_t>(n) * sizeof(Position));
+        kernels::iota(queue, positions.as<Position>(), n, Position(0));
+        kernels::sort_pairs(queue, static_cast<const Key*>(keys_in), static_cast<Key*>(keys_out),
+                            positions.as<const Position>(), positions.as<Position>(), n);
+        const GatherAt<Value, Position> gather{static_cast<const Value*>(values_in), positions.as<const Position>()};
+        if (values_out != values_in) {
+          kernels::transform_index(queue, 0, n, static_cast<Value*>(values_out), gather);
+        } else {
+          kernels::ScratchBuffer gathered(queue, static_cast<std::size_t>(n) * sizeof(Value));
+          kernels::transform_index(queue, 0, n, gathered.as<Value>(), gather);
+          kernels::copy_within_async(queue, values_out, gathered.data(), static_cast<std::size_t>(n) * sizeof(Value));
+        }
+      };
+      if (n < (index_t(1) << 32)) {
+        by_positions(std::uint32_t{0});
+      } else {
+        by_positions(index_t{0});
+      }
     };
   }
 }

@@ -106,16 +106,16 @@ struct PutGlobal {  // out[index[k] - first] = from[k]
   TESSERA_HOST_DEVICE void operator()(index_t k) const { out[static_cast<index_t>(index[k]) - first] = from[k]; }
 };
 
-// out[j] = values[indices[j]], or T{} where the index lies outside [0, size), which raises *bad
-// (every such thread stores the same 1: no order needed).
+// values[index], or T{} where the index lies outside [0, size), which raises *bad (every such
+// thread stores the same 1: no order needed). A transform of the indices, so that they are read as
+// whole vectors.
 template <class T, class I>
 struct TakeChecked {
   const T* values;
-  const I* indices;
   index_t size;
   int* bad;
-  TESSERA_HOST_DEVICE T operator()(index_t j) const {
-    const auto i = static_cast<index_t>(indices[j]);
+  TESSERA_HOST_DEVICE T operator()(const I& index) const {
+    const auto i = static_cast<index_t>(index);
     if (i < 0 || i >= size) {
 #if defined(__CUDA_ARCH__)
       *bad = 1;
@@ -230,8 +230,8 @@ DistArray<T> gather(const DistArray<T>& values, const DistArray<I>& indices, Pha
     // One pass: the gather raises a flag where an index is outside (the result is then dropped).
     const int bad = detail::result_on_host<int>(ctx, [&](int* flag) {
       *flag = 0;  // host memory: the result's slot, or a local under cpu
-      kernels::transform_index(queue, 0, n, out.local_data(),
-                               detail::TakeChecked<T, I>{values.local_data(), indices.local_data(), size, flag});
+      kernels::transform(queue, indices.local_data(), n, out.local_data(),
+                         detail::TakeChecked<T, I>{values.local_data(), size, flag});
     });
     if (bad) throw UsageError("gather: an index on rank 0 lies outside [0, " + std::to_string(size) + ")");
     clock.end_phase(times ? &times->local : nullptr);

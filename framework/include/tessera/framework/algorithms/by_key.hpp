@@ -35,6 +35,7 @@
 #include "tessera/kernels/by_key.hpp"
 #include "tessera/kernels/functional.hpp"
 #include "tessera/kernels/memory.hpp"
+#include "tessera/kernels/transform.hpp"
 
 namespace tessera {
 
@@ -103,6 +104,15 @@ std::vector<bool> continues_from_before(const std::vector<K>& first, const std::
   return continues;
 }
 
+// The fold of the last run: values[*runs - 1], where *runs is the count a kernel left earlier in
+// queue order.
+template <class V>
+struct LastRun {
+  const V* values;
+  const index_t* runs;
+  TESSERA_HOST_DEVICE V operator()(index_t) const { return values[*runs - 1]; }
+};
+
 template <class K>
 struct UniqueBorder {
   K first{};
@@ -139,7 +149,8 @@ std::pair<DistArray<K>, DistArray<V>> unique_blocks(const DistArray<K>& keys, co
       [&] {
         return try_local([&] {
           if (n == 0) return UniqueBorder<K>{};
-          // The count and the block's first and last key, read back with one wait.
+          // The count and (where other ranks need them) the block's first and last key, read back
+          // with one wait.
           return result_on_host<UniqueBorder<K>>(ctx, [&](UniqueBorder<K>* border) {
             border->has = 1;
             if constexpr (WithValues) {
@@ -148,6 +159,7 @@ std::pair<DistArray<K>, DistArray<V>> unique_blocks(const DistArray<K>& keys, co
             } else {
               kernels::unique(ctx.queue(), keys.local_data(), n, pred, kept_keys.data, &border->kept);
             }
+            if (ctx.size() == 1) return;  // no borders to tell
             kernels::copy_to_host_async(ctx.queue(), &border->first, keys.local_data(), sizeof(K));
             kernels::copy_to_host_async(ctx.queue(), &border->last, keys.local_data() + (n - 1), sizeof(K));
           });
@@ -234,18 +246,19 @@ KeyedArrays<K, V> reduce_by_key(const DistArray<K>& keys, const DistArray<V>& va
       [&] {
         return detail::try_local([&] {
           if (n == 0) return detail::RunBorder<K, V>{};
-          // The run count, the block's first and last key and its first run's fold with one wait;
-          // the last run's fold, at a place the count gives, with a second.
-          detail::RunBorder<K, V> border = detail::result_on_host<detail::RunBorder<K, V>>(ctx, [&](auto* b) {
+          // The run count and (where other ranks need them) the block's first and last key and the
+          // folds of its first and last run, read back with one wait: the last run's fold is copied
+          // on the backend from the place the count gives.
+          return detail::result_on_host<detail::RunBorder<K, V>>(ctx, [&](auto* b) {
             b->has = 1;
             kernels::reduce_by_key(ctx.queue(), keys.local_data(), values.local_data(), n, pred, op, run_keys.data,
                                    run_values.data, &b->runs);
+            if (ctx.size() == 1) return;  // no borders to tell
             kernels::copy_to_host_async(ctx.queue(), &b->first, keys.local_data(), sizeof(K));
             kernels::copy_to_host_async(ctx.queue(), &b->last, keys.local_data() + (n - 1), sizeof(K));
             kernels::copy_to_host_async(ctx.queue(), &b->first_run, run_values.data, sizeof(V));
+            kernels::transform_index(ctx.queue(), 0, 1, &b->last_run, detail::LastRun<V>{run_values.data, &b->runs});
           });
-          kernels::copy_to_host(ctx.queue(), &border.last_run, run_values.data + (border.runs - 1), sizeof(V));
-          return border;
         });
       },
       // Global: every rank's border. A run that crosses borders belongs to the rank where it

@@ -11,7 +11,8 @@
 // values_out where the next element starts a run (the next head comes from the same word, the
 // lane above, the next step's first lane or, after the warp's last key, from memory).
 //
-// unique and unique_by_key: select's pass keeping the heads of runs (device_select.cuh).
+// unique and unique_by_key run select's pass with KeepRunHeads (device_select.cuh), called from
+// by_key.hpp.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -226,17 +227,6 @@ void device_reduce_by_key(const Queue& queue, const K* keys, const V* values, in
     launch(std::int32_t{0});
   } else {
     launch(index_t{0});
-  }
-}
-
-// unique_by_key (by_key.hpp; values null: unique) of n elements: select's pass keeping run heads.
-template <class K, class V, class Pred>
-void device_unique_by_key(const Queue& queue, const K* keys, const V* values, index_t n, Pred pred, K* keys_out,
-                          V* values_out, index_t* kept) {
-  if (values == nullptr) {
-    device_select_kept(queue, keys, n, KeepRunHeads<Pred>{pred}, keys_out, kept);
-  } else {
-    device_select_kept(queue, keys, n, KeepRunHeads<Pred>{pred}, keys_out, kept, values, values_out);
   }
 }
 

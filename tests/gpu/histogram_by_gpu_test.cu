@@ -1,5 +1,6 @@
 // Histograms with a binner of the caller's on the device (kernels/histogram_by.hpp) against the CPU
-// backend: a binner that computes numpy's binning against the precompiled path, counted exactly,
+// backend: binners that compute numpy's binning (one of the test's, kernels::EvenBinner) against
+// the precompiled path, counted exactly,
 // at every counter layout the device pass has (32- and 16-bit counters, bin-range passes, global
 // atomics: 7 to 2^22 bins); struct samples binned by a field, from inputs off 16-byte boundaries;
 // weights of int32, uint16, float and double summed per bin in shared memory (few bins) and in
@@ -59,6 +60,11 @@ TEST(HistogramByGpu, NumpysBinningAsAUserBinnerCountsAsThePrecompiledPath) {
       const NumpyBinner binner{kernels::detail::make_even_binning<float>(even.lower, even.upper, bins)};
       kernels::histogram_by(cuda_queue(), in.data(), n, binner, bins, got.data());
       ASSERT_EQ(got.download(), want.download()) << where(n, "numpy binner") << " bins=" << bins;
+      ASSERT_TRUE(got.untouched_outside(kernels::histogram_slots(bins))) << where(n) << " bins=" << bins;
+      // The library's own numpy binner (no NaN among these samples: the same counts).
+      got.poison();
+      kernels::histogram_by(cuda_queue(), in.data(), n, kernels::EvenBinner<float>(even), bins, got.data());
+      ASSERT_EQ(got.download(), want.download()) << where(n, "EvenBinner") << " bins=" << bins;
       ASSERT_TRUE(got.untouched_outside(kernels::histogram_slots(bins))) << where(n) << " bins=" << bins;
     }
   }

@@ -15,6 +15,7 @@
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/detail/histogram_bins.hpp"
 #include "tessera/kernels/histogram.hpp"
+#include "tessera/kernels/histogram_by.hpp"
 
 namespace tessera {
 namespace {
@@ -81,6 +82,32 @@ TYPED_TEST(CpuHistogram, EvenBinsAndEdgesMatchTheSerialReference) {
     }
   }
   omp_set_num_threads(1);
+}
+
+// numpy's binning as a binner of the caller's (EvenBinner through histogram_by) against the serial
+// reference: the same bins, below and above; a NaN counted above (numpy counts it in no bin), the
+// NaN slot empty. Bad bins are refused when the binner is made.
+TYPED_TEST(CpuHistogram, EvenBinnerCountsAsTheSerialReference) {
+  using T = TypeParam;
+  const double lo = std::is_integral_v<T> ? -999.5 : -0.75, hi = std::is_integral_v<T> ? 800.0 : 0.5;
+  for (index_t bins : {index_t(1), index_t(3), index_t(640)}) {
+    const std::vector<double> edges = kernels::even_bin_edges({lo, hi, bins});
+    std::vector<Compare<T>> rounded(edges.begin(), edges.end());
+    const kernels::EvenBinner<T> even(kernels::EvenBins{lo, hi, bins});
+    EXPECT_EQ(even.bins(), bins);
+    for (index_t n : {index_t(0), index_t(1), index_t(4099), index_t(100003)}) {
+      const std::uint64_t s = test::seed() * 3 + static_cast<std::uint64_t>(n + bins);
+      const auto x = samples<T>(n, edges, s);
+      std::vector<index_t> want = reference<T, Compare<T>>(x, rounded);
+      want[static_cast<std::size_t>(bins) + 1] += want[static_cast<std::size_t>(bins) + 2];
+      want[static_cast<std::size_t>(bins) + 2] = 0;
+      std::vector<index_t> got(static_cast<std::size_t>(bins) + 3, -1);
+      kernels::histogram_by(kCpu, x.data(), n, even, bins, got.data());
+      EXPECT_EQ(got, want) << test::where(n, s) << " bins=" << bins;
+    }
+  }
+  EXPECT_THROW(kernels::EvenBinner<T>(kernels::EvenBins{1.0, 1.0, 4}), UsageError);
+  EXPECT_THROW(kernels::EvenBinner<T>(kernels::EvenBins{0.0, 1.0, 0}), UsageError);
 }
 
 // Edges bunched in a small part of the range (cells of the lookup table holding many bins, most

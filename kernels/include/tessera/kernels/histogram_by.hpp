@@ -34,6 +34,32 @@
 
 namespace tessera::kernels {
 
+// numpy's binning of equal bins, as the precompiled histogram(x, EvenBins) bins (float samples in
+// float, the others in double, with numpy's correction at the edges), as a binner: a sample's bin,
+// kBinBelow below the range, kBinAbove above it and for NaN (numpy counts a NaN in no bin). For
+// binning samples of another type by a field with numpy's edges:
+//   const kernels::EvenBinner<float> even(kernels::EvenBins{0.0, 1.0, 64});
+//   histogram_by(queue, particles, n, [even] __host__ __device__ (const Particle& p) { return even(p.x); }, 64, counts);
+// T: int32, int64, float or double. The bins are checked when it is made (check_even_bins).
+template <class T>
+class EvenBinner {
+  static_assert(std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+                    std::is_same_v<T, double>,
+                "EvenBinner: samples of int32, int64, float or double");
+
+ public:
+  explicit EvenBinner(const EvenBins& bins)
+      : binning_((check_even_bins(bins, std::is_same_v<T, float>),
+                  detail::make_even_binning<T>(bins.lower, bins.upper, bins.count))) {}
+  TESSERA_HOST_DEVICE int operator()(const T& sample) const {
+    return binning_.bin_or(sample, kBinBelow, kBinAbove, kBinAbove);
+  }
+  index_t bins() const { return binning_.bins; }
+
+ private:
+  detail::EvenBinning<T> binning_;
+};
+
 template <class W>
 using histogram_weight_t =
     std::conditional_t<std::is_floating_point_v<W>, double,

@@ -105,10 +105,16 @@ struct EvenBinning {
     return static_cast<B>(add_rn(y, lower_d));
   }
 
+  // The slot of a sample: its bin, or bins + its tail slot.
   TESSERA_HOST_DEVICE_INLINE int operator()(T sample) const {
+    return bin_or(sample, bins + kSlotBelow, bins + kSlotAbove, bins + kSlotNaN);
+  }
+
+  // A sample's bin where lower <= x <= upper; otherwise `below`, `above`, or `nan` for a NaN.
+  TESSERA_HOST_DEVICE_INLINE int bin_or(T sample, int below, int above, int nan) const {
     const B x = to_bin_type(sample);
-    if (!(x >= lower)) return bins + (x != x ? kSlotNaN : kSlotBelow);
-    if (!(x <= upper)) return bins + kSlotAbove;
+    if (!(x >= lower)) return x != x ? nan : below;
+    if (!(x <= upper)) return above;
     const B f = mul_rn(sub_rn(x, lower), norm);
     int k = f < static_cast<B>(bins) ? static_cast<int>(f) : bins - 1;
     const B fraction = f - static_cast<B>(k);  // exact: k is f's integer part (or below it)

@@ -17,8 +17,9 @@
 //
 // --user-binner adds, after each even-bins row, a row "binner": kernels::histogram_by with a binner
 // of the caller's that computes numpy's binning (the precompiled path's EvenBinning, its slot turned
-// into a bin or kBinBelow / kBinAbove), on the same samples and the same device pass; its note
-// gives its time over the precompiled row's.
+// into a bin or kBinBelow / kBinAbove), and a row "evenbinner": the same with kernels::EvenBinner,
+// numpy's binning answering in bins and kBinBelow / kBinAbove itself; on the same samples and the
+// same device pass; their notes give their time over the precompiled row's.
 //
 // Usage: tessera_bench_histogram [--n N | -b 1G -e 4G -f 2] [--bins 16,256,...] [--types float,int32]
 //          [--dists uniform,skewed] [--ranged] [--variants] [--user-binner] [-n 20] [-w 3]
@@ -300,11 +301,20 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
     const UserBinning user_binning{{binner, bins}};
     run_row("binner", plan_text<kd::HistogramTuning, T, UserBinning>(user_binning, bins),
             [&] { tessera::kernels::histogram_by(q, samples, n, binner, bins, ours_counts); });
-    Row& row = g_rows.back();
-    char ratio[64];
-    std::snprintf(ratio, sizeof ratio, "binner / precompiled %.3f", row.ours_ms / precompiled_ms);
-    row.note += (row.note.empty() ? "" : "; ") + std::string(ratio);
-    std::printf("  %s\n", ratio);
+    auto note_ratio = [&](const char* name) {
+      Row& row = g_rows.back();
+      char ratio[64];
+      std::snprintf(ratio, sizeof ratio, "%s / precompiled %.3f", name, row.ours_ms / precompiled_ms);
+      row.note += (row.note.empty() ? "" : "; ") + std::string(ratio);
+      std::printf("  %s\n", ratio);
+    };
+    note_ratio("binner");
+    const tessera::kernels::EvenBinner<T> even(range);
+    using EvenUserBinning = kd::DeviceUserBinning<tessera::kernels::EvenBinner<T>>;
+    const EvenUserBinning even_binning{{even, bins}};
+    run_row("evenbinner", plan_text<kd::HistogramTuning, T, EvenUserBinning>(even_binning, bins),
+            [&] { tessera::kernels::histogram_by(q, samples, n, even, bins, ours_counts); });
+    note_ratio("evenbinner");
   }
   if (variants && std::is_same_v<T, float>) {
     auto variant = [&]<class Tuning>(const char* name) {

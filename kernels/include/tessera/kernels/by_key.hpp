@@ -216,10 +216,10 @@ void scan_by_key(const Queue& queue, const K* keys, const V* values, V* out, ind
 }
 
 namespace detail {
-// unique_by_key, and unique where V is void (values and values_out then null).
-template <class V, class K, class Pred, class Out>
-void unique_runs(const Queue& queue, const K* keys, const Out* values, index_t n, Pred pred, K* keys_out,
-                 Out* values_out, index_t* kept) {
+// unique_by_key, and unique (WithValues false: values and values_out null).
+template <bool WithValues, class K, class V, class Pred>
+void unique_runs(const Queue& queue, const K* keys, const V* values, index_t n, Pred pred, K* keys_out, V* values_out,
+                 index_t* kept) {
   require_key_predicate<Pred, K>();
   if (n == 0) {
     fill(queue, kept, 1, index_t(0));
@@ -229,11 +229,11 @@ void unique_runs(const Queue& queue, const K* keys, const Out* values, index_t n
 #if defined(__CUDACC__) && TESSERA_HAVE_CUDA
     if constexpr (require_device_callable<Pred>()) {
       const cuda::detail::ScopedDevice on_queue_device(queue.device);
-      if constexpr (std::is_void_v<V>) {
-        cuda::detail::device_select_kept(queue, keys, n, cuda::detail::KeepRunHeads<Pred>{pred}, keys_out, kept);
-      } else {
+      if constexpr (WithValues) {
         cuda::detail::device_select_kept(queue, keys, n, cuda::detail::KeepRunHeads<Pred>{pred}, keys_out, kept,
                                          values, values_out);
+      } else {
+        cuda::detail::device_select_kept(queue, keys, n, cuda::detail::KeepRunHeads<Pred>{pred}, keys_out, kept);
       }
     }
 #else
@@ -244,7 +244,7 @@ void unique_runs(const Queue& queue, const K* keys, const Out* values, index_t n
   with_run_count(n, [&](auto zero) {
     using C = decltype(zero);
     scan_indexed(queue, n, HeadCount<K, Pred, C>{{keys, pred, true}}, plus{}, C{0},
-                 UniqueVisit<K, Out, C>{keys, values, n, keys_out, values_out, kept}, static_cast<C*>(nullptr));
+                 UniqueVisit<K, V, C>{keys, values, n, keys_out, values_out, kept}, static_cast<C*>(nullptr));
   });
 }
 }  // namespace detail
@@ -252,12 +252,12 @@ void unique_runs(const Queue& queue, const K* keys, const Out* values, index_t n
 template <class K, class V, class Pred>
 void unique_by_key(const Queue& queue, const K* keys, const V* values, index_t n, Pred pred, K* keys_out,
                    V* values_out, index_t* kept) {
-  detail::unique_runs<V>(queue, keys, values, n, pred, keys_out, values_out, kept);
+  detail::unique_runs<true>(queue, keys, values, n, pred, keys_out, values_out, kept);
 }
 
 template <class T, class Pred>
 void unique(const Queue& queue, const T* in, index_t n, Pred pred, T* out, index_t* kept) {
-  detail::unique_runs<void>(queue, in, static_cast<const T*>(nullptr), n, pred, out, static_cast<T*>(nullptr), kept);
+  detail::unique_runs<false>(queue, in, static_cast<const T*>(nullptr), n, pred, out, static_cast<T*>(nullptr), kept);
 }
 
 }  // namespace kernels

@@ -104,15 +104,6 @@ std::vector<bool> continues_from_before(const std::vector<K>& first, const std::
   return continues;
 }
 
-// The fold of the last run: values[*runs - 1], where *runs is the count a kernel left earlier in
-// queue order.
-template <class V>
-struct LastRun {
-  const V* values;
-  const index_t* runs;
-  TESSERA_HOST_DEVICE V operator()(index_t) const { return values[*runs - 1]; }
-};
-
 template <class K>
 struct UniqueBorder {
   K first{};
@@ -129,6 +120,27 @@ struct RunBorder {
   V last_run{};   // the fold of the block's last run
   index_t runs = 0;
   std::int32_t has = 0;
+};
+
+// The border of a block of n > 0 keys, made on the backend after the runs' kernel left their count
+// at *count (in queue order): its first and last key, and (RunBorder) the folds of its first and
+// last run, at 0 and *count - 1 of the folds. One launch in place of a copy per field.
+template <class K>
+struct UniqueBorderOf {
+  const K* keys;
+  index_t n;
+  const index_t* count;
+  TESSERA_HOST_DEVICE UniqueBorder<K> operator()(index_t) const { return {keys[0], keys[n - 1], *count, 1}; }
+};
+template <class K, class V>
+struct RunBorderOf {
+  const K* keys;
+  index_t n;
+  const V* folds;
+  const index_t* count;
+  TESSERA_HOST_DEVICE RunBorder<K, V> operator()(index_t) const {
+    return {keys[0], keys[n - 1], folds[0], folds[*count - 1], *count, 1};
+  }
 };
 
 // unique (WithValues false, values null) and unique_by_key.
@@ -160,8 +172,7 @@ std::pair<DistArray<K>, DistArray<V>> unique_blocks(const DistArray<K>& keys, co
               kernels::unique(ctx.queue(), keys.local_data(), n, pred, kept_keys.data, &border->kept);
             }
             if (ctx.size() == 1) return;  // no borders to tell
-            kernels::copy_to_host_async(ctx.queue(), &border->first, keys.local_data(), sizeof(K));
-            kernels::copy_to_host_async(ctx.queue(), &border->last, keys.local_data() + (n - 1), sizeof(K));
+            kernels::transform_index(ctx.queue(), 0, 1, border, UniqueBorderOf<K>{keys.local_data(), n, &border->kept});
           });
         });
       },
@@ -247,17 +258,14 @@ KeyedArrays<K, V> reduce_by_key(const DistArray<K>& keys, const DistArray<V>& va
         return detail::try_local([&] {
           if (n == 0) return detail::RunBorder<K, V>{};
           // The run count and (where other ranks need them) the block's first and last key and the
-          // folds of its first and last run, read back with one wait: the last run's fold is copied
-          // on the backend from the place the count gives.
-          return detail::result_on_host<detail::RunBorder<K, V>>(ctx, [&](auto* b) {
+          // folds of its first and last run, read back with one wait.
+          return detail::result_on_host<detail::RunBorder<K, V>>(ctx, [&](detail::RunBorder<K, V>* b) {
             b->has = 1;
             kernels::reduce_by_key(ctx.queue(), keys.local_data(), values.local_data(), n, pred, op, run_keys.data,
                                    run_values.data, &b->runs);
             if (ctx.size() == 1) return;  // no borders to tell
-            kernels::copy_to_host_async(ctx.queue(), &b->first, keys.local_data(), sizeof(K));
-            kernels::copy_to_host_async(ctx.queue(), &b->last, keys.local_data() + (n - 1), sizeof(K));
-            kernels::copy_to_host_async(ctx.queue(), &b->first_run, run_values.data, sizeof(V));
-            kernels::transform_index(ctx.queue(), 0, 1, &b->last_run, detail::LastRun<V>{run_values.data, &b->runs});
+            kernels::transform_index(ctx.queue(), 0, 1, b,
+                                     detail::RunBorderOf<K, V>{keys.local_data(), n, run_values.data, &b->runs});
           });
         });
       },

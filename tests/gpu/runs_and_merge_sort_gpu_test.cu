@@ -134,26 +134,30 @@ void check_reduce_and_unique(index_t n, index_t longest, Op op, MakeValues make_
     DeviceArray<index_t> d_count(1);
     d_keys.upload(keys);
     d_values.upload(values);
-    d_out_keys.poison();
-    d_out_values.poison();
-    kernels::reduce_by_key(cuda_queue(), d_keys.data(), d_values.data(), n, equal_to{}, op, d_out_keys.data(),
-                           d_out_values.data(), d_count.data());
-    const index_t runs = d_count.download()[0];
-    ASSERT_EQ(runs, want_runs) << at << " reduce_by_key";
-    EXPECT_TRUE(same(d_out_keys.download(), want_keys, runs)) << at << " reduce_by_key keys";
-    EXPECT_TRUE(same(d_out_values.download(), want_values, runs)) << at << " reduce_by_key values";
-    EXPECT_TRUE(d_out_keys.untouched_outside(runs)) << at;
-    EXPECT_TRUE(d_out_values.untouched_outside(runs)) << at;
-    d_out_keys.poison();
-    d_out_values.poison();
-    kernels::unique_by_key(cuda_queue(), d_keys.data(), d_values.data(), n, equal_to{}, d_out_keys.data(),
-                           d_out_values.data(), d_count.data());
-    const index_t kept = d_count.download()[0];
-    ASSERT_EQ(kept, want_kept) << at << " unique_by_key";
-    EXPECT_TRUE(same(d_out_keys.download(), want_unique_keys, kept)) << at << " unique_by_key keys";
-    EXPECT_TRUE(same(d_out_values.download(), want_unique_values, kept)) << at << " unique_by_key values";
-    EXPECT_TRUE(d_out_keys.untouched_outside(kept)) << at;
-    EXPECT_TRUE(d_out_values.untouched_outside(kept)) << at;
+    // One operation into poisoned outputs: its count, its first `count` keys and values, the rest
+    // untouched.
+    const auto check = [&](const char* what, auto run, index_t want_count, const std::vector<K>& want_k,
+                           const std::vector<V>& want_v) {
+      d_out_keys.poison();
+      d_out_values.poison();
+      run();
+      const index_t count = d_count.download()[0];
+      ASSERT_EQ(count, want_count) << at << " " << what;
+      EXPECT_TRUE(same(d_out_keys.download(), want_k, count)) << at << " " << what << " keys";
+      EXPECT_TRUE(same(d_out_values.download(), want_v, count)) << at << " " << what << " values";
+      EXPECT_TRUE(d_out_keys.untouched_outside(count)) << at << " " << what;
+      EXPECT_TRUE(d_out_values.untouched_outside(count)) << at << " " << what;
+    };
+    check("reduce_by_key", [&] {
+      kernels::reduce_by_key(cuda_queue(), d_keys.data(), d_values.data(), n, equal_to{}, op, d_out_keys.data(),
+                             d_out_values.data(), d_count.data());
+    }, want_runs, want_keys, want_values);
+    if (::testing::Test::HasFatalFailure()) return;
+    check("unique_by_key", [&] {
+      kernels::unique_by_key(cuda_queue(), d_keys.data(), d_values.data(), n, equal_to{}, d_out_keys.data(),
+                             d_out_values.data(), d_count.data());
+    }, want_kept, want_unique_keys, want_unique_values);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -4,10 +4,14 @@
 // at every counter layout the device pass has (32- and 16-bit counters, bin-range passes, global
 // atomics: 7 to 2^22 bins); struct samples binned by a field, from inputs off 16-byte boundaries;
 // weights of int32, uint16, float and double summed per bin in shared memory (few bins) and in
-// global memory (many); a binner's invalid answers counted apart. Guard zones checked.
+// global memory (many); a binner's invalid answers (past either end of the slots, answers of int,
+// int64 and uint32) counted apart. Guard zones checked.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "generic_gpu_inputs.hpp"
@@ -29,18 +33,28 @@ struct NumpyBinner {
   }
 };
 
-// A 12-byte sample binned by its middle field; a third of the answers invalid where `invalid`.
+// A 12-byte sample binned by its middle field; a third of the answers invalid where `invalid`
+// (bins, bins + 5, -3 and the lowest R: past each end of the layout). Answers of R: int, int64 or
+// uint32 (an unsigned binner has no tails: out of range is invalid).
 struct Sample12 {
   float a;
   std::int32_t key;
   float c;
 };
+template <class R>
 struct ByKey {
   int bins;
   bool invalid;
-  __host__ __device__ int operator()(const Sample12& s) const {
-    if (invalid && s.key % 3 == 0) return bins + 5;
-    return s.key < 0 ? kernels::kBinBelow : s.key >= bins ? kernels::kBinAbove : s.key;
+  __host__ __device__ R operator()(const Sample12& s) const {
+    if constexpr (std::is_unsigned_v<R>) {
+      return s.key < 0 ? static_cast<R>(bins + 1) : static_cast<R>(s.key < bins ? s.key : -1);
+    } else {
+      if (invalid && s.key % 3 == 0) {
+        const int pick = (s.key / 3) & 3;
+        return pick == 0 ? R(bins) : pick == 1 ? R(bins + 5) : pick == 2 ? R(-3) : std::numeric_limits<R>::min();
+      }
+      return s.key < 0 ? R(kernels::kBinBelow) : s.key >= bins ? R(kernels::kBinAbove) : R(s.key);
+    }
   }
 };
 
@@ -90,14 +104,20 @@ TEST(HistogramByGpu, StructSamplesWithWeightsOfEveryKind) {
       DeviceArray<Sample12> in(n, 1);
       in.upload(samples);
       for (bool invalid : {false, true}) {
-        const ByKey binner{static_cast<int>(bins), invalid};
+        const ByKey<int> binner{static_cast<int>(bins), invalid};
         const std::string what = "bins=" + std::to_string(bins) + (invalid ? " with invalid answers" : "");
-        std::vector<index_t> want(static_cast<std::size_t>(kernels::histogram_slots(bins)));
-        kernels::histogram_by(cpu_queue(), samples.data(), n, binner, bins, want.data());
-        DeviceArray<index_t> got(kernels::histogram_slots(bins));
-        got.poison();
-        kernels::histogram_by(cuda_queue(), in.data(), n, binner, bins, got.data());
-        ASSERT_EQ(got.download(), want) << where(n, what.c_str());
+        auto counted = [&](auto by, const char* answers) {
+          std::vector<index_t> want(static_cast<std::size_t>(kernels::histogram_slots(bins)));
+          kernels::histogram_by(cpu_queue(), samples.data(), n, by, bins, want.data());
+          DeviceArray<index_t> got(kernels::histogram_slots(bins));
+          got.poison();
+          kernels::histogram_by(cuda_queue(), in.data(), n, by, bins, got.data());
+          ASSERT_EQ(got.download(), want) << where(n, what.c_str()) << " answers of " << answers;
+          ASSERT_TRUE(got.untouched_outside(kernels::histogram_slots(bins))) << where(n, what.c_str()) << " " << answers;
+        };
+        counted(binner, "int");
+        counted(ByKey<std::int64_t>{static_cast<int>(bins), invalid}, "int64");
+        counted(ByKey<std::uint32_t>{static_cast<int>(bins), invalid}, "uint32");
         auto weighted = [&](const auto& weights, const char* kind) {
           using W = typename std::decay_t<decltype(weights)>::value_type;
           using S = kernels::histogram_weight_t<W>;

@@ -159,10 +159,17 @@ struct DeviceEdgesBinning {
   }
 };
 
-// The caller's binner (kernels::detail::UserBinning): nothing in shared memory, the binner's bin
-// mapped to a slot in registers. The same counting pass as the library's binnings.
+// The caller's binner (kernels::detail::UserBinning): nothing in shared memory, the binner's answer
+// mapped to a slot of the front layout in registers: above 0, below 1, bin k at 2 + k, the invalid
+// answers bins + 2, no sample bins + 3. For a signed answer that is min(answer + 2, bins + 2) in
+// unsigned arithmetic (kBinAbove and kBinBelow land on 0 and 1, every other negative answer wraps
+// past bins + 2), one instruction on sm_90 (VIADDMNMX), where the standard layout needs a
+// comparison and a select more. The counters keep that layout in shared memory and turn it into the
+// standard one (bins first) when they are added to the global counts (HistogramCounter). The same
+// counting pass as the library's binnings.
 template <class Binner>
 struct DeviceUserBinning {
+  static constexpr bool kFrontTails = true;
   kernels::detail::UserBinning<Binner> bins;
   bool keys_shared = false;
   std::size_t table_bytes() const { return 0; }
@@ -170,16 +177,40 @@ struct DeviceUserBinning {
   __device__ __forceinline__ void prepare(unsigned char*) {}
   template <class T>
   __device__ __forceinline__ int operator()(const T& x) const {
-    return bins(x);
+    const auto b = bins.binner(x);
+    using B = decltype(b);
+    static_assert(std::is_integral_v<B>, "histogram: the binner must return an integer bin");
+    using U = std::make_unsigned_t<std::common_type_t<B, int>>;
+    const U count = static_cast<U>(bins.bins);
+    if constexpr (std::is_signed_v<B>) {
+      static_assert(kBinBelow == -1 && kBinAbove == -2);
+      const U slot = static_cast<U>(b) + U(2);
+      return static_cast<int>(slot < count + U(2) ? slot : count + U(2));
+    } else {
+      return static_cast<U>(b) < count ? static_cast<int>(b) + 2 : static_cast<int>(count) + 2;
+    }
   }
 };
+
+// Whether a binning answers in the front layout (DeviceUserBinning) rather than the standard one.
+template <class Binning>
+inline constexpr bool kFrontTailsOf = requires { Binning::kFrontTails; };
+
+// A slot of the front layout in the standard one (the invalid answers are the NaN slot, bins + 2,
+// and no sample stays bins + kSlotNone).
+__device__ __forceinline__ int standard_slot(int front, int bins) {
+  static_assert(kernels::detail::kSlotBelow == 0 && kernels::detail::kSlotAbove == 1 &&
+                kernels::detail::kSlotNaN == 2 && kernels::detail::kSlotNone == 3);
+  return front >= bins + 2 ? front : front >= 2 ? front - 2 : bins + 1 - front;
+}
 
 // ---- counting (the agent) ------------------------------------------------------------------------------
 
 // One warp's counting in one pass. CounterBits: 32 or 16 (shared memory), or 0 (global atomics).
 // Slots of a pass: 0 .. cap - 1 its bins, cap .. cap + 2 below, above and NaN (first pass only),
-// cap + 3 the slot of no sample (counted, never read).
-template <class Tuning, int CounterBits, bool MultiPass>
+// cap + 3 the slot of no sample (counted, never read). FrontTails: the binning answers in the
+// front layout (DeviceUserBinning), which one pass in shared memory keeps as it is.
+template <class Tuning, int CounterBits, bool MultiPass, bool FrontTails = false>
 struct HistogramCounter {
   unsigned int* copy;            // this warp's sub-histogram
   unsigned long long* counts;    // global: histogram_slots(bins)
@@ -201,10 +232,18 @@ struct HistogramCounter {
     }
   }
 
+  // Whether the counters keep the binning's front layout: in one pass in shared memory. Passes and
+  // global atomics count in the standard layout (count() converts).
+  static constexpr bool kFrontCounters = FrontTails && !MultiPass && CounterBits != 0;
+
   // The global index of a slot of this pass; -1 for the none slot, and for the tail slots after
   // the first pass.
   __device__ __forceinline__ int global_of(int slot) const {
-    return slot < cap ? base + slot : (first_pass && slot < cap + kSlotNone) ? bins + (slot - cap) : -1;
+    if constexpr (kFrontCounters) {
+      return slot < bins + kSlotNone ? standard_slot(slot, bins) : -1;
+    } else {
+      return slot < cap ? base + slot : (first_pass && slot < cap + kSlotNone) ? bins + (slot - cap) : -1;
+    }
   }
 
   __device__ __forceinline__ void add(int slot, unsigned inc) const {
@@ -219,7 +258,11 @@ struct HistogramCounter {
 
   // Every lane of the warp calls this with its sample's slot (bins + kSlotNone for none).
   __device__ __forceinline__ void count(int binning_slot) const {
-    add(pass_slot(binning_slot), 1u);
+    if constexpr (FrontTails && !kFrontCounters) {
+      add(pass_slot(standard_slot(binning_slot, bins)), 1u);
+    } else {
+      add(pass_slot(binning_slot), 1u);
+    }
   }
 };
 
@@ -292,7 +335,7 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
   const index_t grid_warp = block * kWarps + warp;
   const index_t grid_warps = static_cast<index_t>(gridDim.x) * kWarps;
 
-  HistogramCounter<Tuning, CounterBits, MultiPass> counter;
+  HistogramCounter<Tuning, CounterBits, MultiPass, kFrontTailsOf<Binning>> counter;
   counter.copy = words + (warp % layout.copies) * layout.copy_words;
   counter.counts = counts;
   counter.bins = layout.bins;
@@ -541,7 +584,8 @@ __global__ void __launch_bounds__(kWeightedThreads)
   const index_t stride = static_cast<index_t>(gridDim.x) * kWeightedThreads;
   const int nan_slot = slots - static_cast<int>(kHistogramTailSlots) + kernels::detail::kSlotNaN;
   for (index_t i = static_cast<index_t>(blockIdx.x) * kWeightedThreads + threadIdx.x; i < n; i += stride) {
-    const int at = binning(in[i]);
+    int at = binning(in[i]);
+    if constexpr (kFrontTailsOf<Binning>) at = standard_slot(at, slots - static_cast<int>(kHistogramTailSlots));
     // The NaN slot counts samples (the invalid answers of a binner), not weights.
     add_weight(into + at, at == nan_slot ? Acc(1) : static_cast<Acc>(weights[i]));
   }

@@ -252,17 +252,20 @@ BlockStorage::BlockStorage(const CartesianGrid& grid, int dims, const std::array
     l.partition[k] = Partition::block(extent[k], l.grid[k]);
   }
   const index_t e0 = l.local(0) + 2 * ghost[0], e1 = l.local(1) + 2 * ghost[1], e2 = l.local(2) + 2 * ghost[2];
-  // Rows start kRowAlignment-byte aligned and the owned cells of each row on such a boundary: `front`
-  // padding cells before each row's ghosts, the row's stride rounded up to whole boundaries.
+  // The owned cells of each row start on a kRowAlignment-byte boundary: the row's stride a whole
+  // number of boundaries, `front` padding cells before the first row's ghosts, and a boundary's
+  // cells after the last row (an aligned piece that holds a cell within a row's reach lies inside
+  // the allocation).
   const index_t granule = kRowAlignment / std::gcd<index_t>(kRowAlignment, static_cast<index_t>(element_bytes));
   const index_t front = (granule - ghost[2] % granule) % granule;
-  const index_t row = e2 == 0 ? 0 : (front + e2 + granule - 1) / granule * granule;
+  const index_t row = e2 == 0 ? 0 : (e2 + granule - 1) / granule * granule;
   l.stride = {checked_product(e1, row, what), row, 1};
-  storage_elements_ = checked_product(e0, l.stride[0], what);
-  if (storage_elements_ == 0) return;
+  const index_t cells = checked_product(e0, l.stride[0], what);
+  if (cells == 0) return;
+  storage_elements_ = front + cells + granule;
   const std::size_t bytes = kernels::array_bytes(storage_elements_, element_bytes, "a field block");
   storage_ = kernels::allocate(context().queue(), bytes);
-  const index_t lead = ghost[0] * l.stride[0] + ghost[1] * l.stride[1] + front + ghost[2];
+  const index_t lead = front + ghost[0] * l.stride[0] + ghost[1] * l.stride[1] + ghost[2];
   origin_ = static_cast<char*>(storage_) + static_cast<std::size_t>(lead) * element_bytes;
 }
 

@@ -21,14 +21,15 @@
 // Storage. The block with its ghost cells, row-major, in backend memory: cell (l0, ..., l(D-1)) of
 // the block (local coordinates, -wa <= la < local_extent(a) + wa) is origin()[l0 * stride(0) + ... +
 // l(D-1) * stride(D-1)], stride(D-1) = 1 and stride(a) = stride(a+1) * (local_extent(a+1) +
-// 2 w(a+1)) for a < D - 2. The rows (the last axis) are padded: stride(D-2) is at least
-// local_extent(D-1) + 2 w(D-1), rounded up so that every row and the owned cells of every row start on
-// a 32-byte boundary (BlockStorage::kRowAlignment; a few padding cells before each row's ghosts and
-// after its end, never read or written as cells). T is any trivially copyable type; everything that
+// 2 w(a+1)) for a < D - 2. The rows (the last axis) are padded: stride(D-2) is local_extent(D-1) +
+// 2 w(D-1) rounded up to whole 32-byte boundaries, and the owned cells of every row start on such a
+// boundary (BlockStorage::kRowAlignment; padding cells after each row's ghosts, before the first
+// row's and after the last's, never read or written as cells). T is any trivially copyable type; everything that
 // only moves cells (allocation, host copies, gather and scatter, the halo) works on bytes
 // underneath, so the library instantiates nothing per T.
 //
-// The existing 2-D Field2D (field_2d.hpp) and its Jacobi solver are separate and unchanged.
+// Field2D (field_2d.hpp) is a Field<T, 2> with the names of a matrix, on which the Jacobi solver
+// (algorithms/stencil.hpp) runs.
 #pragma once
 
 #include <array>
@@ -132,9 +133,10 @@ class PeerHalo;  // field.cpp: the peer-copy path of one field's halo exchange
 // The storage of a Field with its element type erased.
 class BlockStorage {
  public:
-  // Each row of the block (axis 2, ghosts included) starts on a boundary of this many bytes and its
-  // owned cells start on one too (the padding cells before a row's ghosts and after its end are
-  // never read or written as cells): device passes can then copy a row in aligned 16-byte pieces.
+  // The owned cells of each row of the block (axis 2) start on a boundary of this many bytes, and
+  // the row's stride is a whole number of them; the padding cells between rows, before the first
+  // and after the last hold every aligned 16-byte piece that reaches a row's ghosts (never read or
+  // written as cells): device passes can then copy a row in aligned 16-byte pieces.
   static constexpr index_t kRowAlignment = 32;
   BlockStorage() = default;
   BlockStorage(const CartesianGrid& grid, int dims, const std::array<index_t, 3>& extent,

@@ -126,7 +126,7 @@ template <class T, class BoundaryValue>
 Verdict check_last_step(const Field2D<T>& u, const std::vector<T>& latest, const std::vector<T>& previous,
                         const StencilWeights<T>& weights, BoundaryValue&& boundary) {
   const Context& ctx = u.context();
-  const FieldLayout& layout = u.layout();
+  const FieldLayout& layout = u.plane_layout();
   const std::vector<T> ring = with_ring(ctx, layout, previous, boundary);
   const index_t rows = u.local_rows(), cols = u.local_cols(), width = cols + 2;
   index_t wrong = 0;

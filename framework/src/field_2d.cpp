@@ -6,40 +6,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <utility>
 
-#include "block_transfer.hpp"
 #include "halo_peer_copy.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
-#include "tessera/kernels/transform.hpp"
 
 namespace tessera {
 namespace {
-
-// Elements of a 16-byte vector (1 for elements whose size does not divide 16 bytes).
-index_t vector_items(std::size_t element_bytes) {
-  return element_bytes <= 16 && 16 % element_bytes == 0 ? static_cast<index_t>(16 / element_bytes) : 1;
-}
-
-index_t round_up(index_t value, index_t multiple) { return (value + multiple - 1) / multiple * multiple; }
-
-// Elements before the owned block's first cell in the storage: the ghost rows and columns, and a
-// lead that puts that cell on a 16-byte boundary.
-index_t origin_offset(const FieldLayout& l, std::size_t element_bytes) {
-  const index_t v = vector_items(element_bytes);
-  const index_t lead = (v - l.ghost_width % v) % v;
-  return lead + static_cast<index_t>(l.ghost_width) * l.ld + l.ghost_width;
-}
-
-index_t storage_elements_of(const FieldLayout& l, std::size_t element_bytes) {
-  const index_t v = vector_items(element_bytes);
-  const index_t lead = (v - l.ghost_width % v) % v;
-  return lead + (l.local_rows() + 2 * static_cast<index_t>(l.ghost_width)) * l.ld;
-}
 
 std::string shape_text(index_t rows, index_t cols) { return std::to_string(rows) + " x " + std::to_string(cols); }
 
@@ -65,191 +40,35 @@ HaloPath requested_halo_path(const Context& ctx) {
 
 }  // namespace detail
 
-// ---- Field2D's storage ---------------------------------------------------------------------------------
+// ---- Field2D's 2-D view of a Field<T, 2> --------------------------------------------------------------
 
 namespace detail {
 
-FieldStorage::FieldStorage(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
-                           std::size_t element_bytes)
-    : grid_(grid), element_bytes_(element_bytes) {
-  TESSERA_ASSERT(!grid_.context().is_null(), "Field2D on a grid without a context");
-  TESSERA_ASSERT(element_bytes >= 1, "Field2D: cells of zero bytes");
+FieldLayout plane_layout(const BlockLayout& b) {
+  TESSERA_ASSERT(b.dims == 2 && b.ghost[1] == b.ghost[2], "Field2D: not the layout of a 2-D field with one ghost width");
+  FieldLayout l;
+  l.rows = b.extent[1];
+  l.cols = b.extent[2];
+  l.grid_rows = b.grid[1];
+  l.grid_cols = b.grid[2];
+  l.process_row = b.coord[1];
+  l.process_col = b.coord[2];
+  l.ghost_width = static_cast<int>(b.ghost[1]);
+  l.row_partition = b.partition[1];
+  l.col_partition = b.partition[2];
+  l.ld = b.stride[1];
+  return l;
+}
+
+CartesianGrid plane_grid(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width) {
+  TESSERA_ASSERT(!grid.context().is_null(), "Field2D on a grid without a context");
   const std::string grid_text = std::to_string(grid.rows()) + "x" + std::to_string(grid.cols());
   if (rows < grid.rows() || cols < grid.cols())
     throw UsageError("a field of " + shape_text(rows, cols) + " cells cannot be cut over the process grid " + grid_text +
                      ": every rank needs at least one row and one column (at least " + std::to_string(grid.rows()) +
                      " rows and " + std::to_string(grid.cols()) + " columns)");
   if (ghost_width < 0) throw UsageError("ghost width " + std::to_string(ghost_width) + " is negative");
-  // The field with a ring of ghost cells (and a vector's padding) must be numberable: every size
-  // below is then one too.
-  constexpr index_t kMaxExtent = std::numeric_limits<index_t>::max() / 2;
-  if (rows > kMaxExtent || cols > kMaxExtent)
-    throw UsageError("a field of " + shape_text(rows, cols) + " cells: an extent passes 2^62");
-  checked_elements(rows + 2 * static_cast<index_t>(ghost_width) + vector_items(element_bytes),
-                   cols + 2 * static_cast<index_t>(ghost_width) + vector_items(element_bytes), "a field with its ghost cells");
-  layout_.rows = rows;
-  layout_.cols = cols;
-  layout_.grid_rows = grid.rows();
-  layout_.grid_cols = grid.cols();
-  layout_.process_row = grid.process_row();
-  layout_.process_col = grid.process_col();
-  layout_.ghost_width = ghost_width;
-  layout_.row_partition = Partition::block(rows, grid.rows());
-  layout_.col_partition = Partition::block(cols, grid.cols());
-  layout_.ld = round_up(layout_.local_cols() + 2 * static_cast<index_t>(ghost_width), vector_items(element_bytes));
-  const std::size_t bytes = kernels::array_bytes(storage_elements(), element_bytes, "a field block");
-  storage_ = kernels::allocate(grid_.context().queue(), bytes);
-  origin_ = static_cast<char*>(storage_) + static_cast<std::size_t>(origin_offset(layout_, element_bytes)) * element_bytes;
-}
-
-FieldStorage::~FieldStorage() { release(); }
-
-void FieldStorage::release() {
-  if (storage_) kernels::deallocate(grid_.context().queue(), storage_);
-  storage_ = origin_ = nullptr;
-}
-
-FieldStorage::FieldStorage(FieldStorage&& o) noexcept
-    : grid_(std::move(o.grid_)),
-      layout_(std::move(o.layout_)),
-      element_bytes_(std::exchange(o.element_bytes_, 0)),
-      storage_(std::exchange(o.storage_, nullptr)),
-      origin_(std::exchange(o.origin_, nullptr)) {}
-
-FieldStorage& FieldStorage::operator=(FieldStorage&& o) noexcept {
-  if (this != &o) {
-    release();
-    grid_ = std::move(o.grid_);
-    layout_ = std::move(o.layout_);
-    element_bytes_ = std::exchange(o.element_bytes_, 0);
-    storage_ = std::exchange(o.storage_, nullptr);
-    origin_ = std::exchange(o.origin_, nullptr);
-  }
-  return *this;
-}
-
-index_t FieldStorage::storage_elements() const { return storage_elements_of(layout_, element_bytes_); }
-
-void FieldStorage::fill(const void* value) {
-  kernels::detail::fill_bytes(grid_.context().queue(), storage_, storage_elements(), element_bytes_, value);
-}
-
-void FieldStorage::copy_from(const FieldStorage& other) {
-  TESSERA_ASSERT(other.layout_.rows == layout_.rows && other.layout_.cols == layout_.cols &&
-                     other.layout_.ghost_width == layout_.ghost_width && other.layout_.ld == layout_.ld &&
-                     other.element_bytes_ == element_bytes_,
-                 "Field2D::copy_from: another layout");
-  if (other.storage_ == storage_) return;
-  kernels::copy_within_async(grid_.context().queue(), storage_, other.storage_,
-                             static_cast<std::size_t>(storage_elements()) * element_bytes_);
-}
-
-std::vector<kernels::Rectangle> FieldStorage::outer_ghost_rectangles(std::vector<GlobalRectangle>* global) const {
-  const FieldLayout& l = layout_;
-  const index_t w = l.ghost_width, lr = l.local_rows(), lc = l.local_cols();
-  const index_t r0 = l.row_offset(), c0 = l.col_offset();
-  std::vector<kernels::Rectangle> rectangles;
-  global->clear();
-  if (w == 0) return rectangles;
-  // Whole frame rows above and below the domain, then frame columns beside it on the rows
-  // between. Where a neighbour's block is thinner than the ghost width, they reach past that
-  // neighbour.
-  const index_t above = std::max<index_t>(0, w - r0), below = std::max<index_t>(0, lr + w - (l.rows - r0));
-  const index_t before = std::max<index_t>(0, w - c0), after = std::max<index_t>(0, lc + w - (l.cols - c0));
-  std::vector<GlobalRectangle> local;  // {row, col, rows, cols} in local coordinates
-  if (above) local.push_back({-w, -w, above, lc + 2 * w});
-  if (below) local.push_back({lr + w - below, -w, below, lc + 2 * w});
-  const index_t first = -w + above, middle = lr + 2 * w - above - below;
-  if (before && middle > 0) local.push_back({first, -w, middle, before});
-  if (after && middle > 0) local.push_back({first, lc + w - after, middle, after});
-  for (const GlobalRectangle& r : local) {
-    rectangles.push_back({r.row * l.ld + r.col, l.ld, r.rows, r.cols});
-    global->push_back({r0 + r.row, c0 + r.col, r.rows, r.cols});
-  }
-  return rectangles;
-}
-
-void FieldStorage::set_cells(const std::vector<kernels::Rectangle>& rectangles, const void* values) {
-  index_t cells = 0;
-  for (const kernels::Rectangle& r : rectangles) cells += r.rows * r.cols;
-  if (cells == 0) return;
-  const kernels::Queue& q = grid_.context().queue();
-  const std::size_t bytes = static_cast<std::size_t>(cells) * element_bytes_;
-  kernels::ScratchBuffer staging(q, bytes);
-  kernels::copy_from_host(q, staging.data(), values, bytes);
-  kernels::unpack_rectangles(q, staging.data(), rectangles, origin_, element_bytes_);
-  q.synchronize();
-}
-
-void FieldStorage::local_to_host(void* host) const {
-  const index_t lr = layout_.local_rows(), lc = layout_.local_cols();
-  if (lr * lc == 0) return;
-  const kernels::Queue& q = grid_.context().queue();
-  const std::size_t bytes = static_cast<std::size_t>(lr * lc) * element_bytes_;
-  kernels::ScratchBuffer packed(q, bytes);
-  const kernels::Rectangle block{0, layout_.ld, lr, lc};
-  kernels::pack_rectangles(q, origin_, std::span(&block, 1), packed.data(), element_bytes_);
-  kernels::copy_to_host(q, host, packed.data(), bytes);
-}
-
-void FieldStorage::local_from_host(const void* host) {
-  const index_t lr = layout_.local_rows(), lc = layout_.local_cols();
-  if (lr * lc == 0) return;
-  const kernels::Queue& q = grid_.context().queue();
-  const std::size_t bytes = static_cast<std::size_t>(lr * lc) * element_bytes_;
-  kernels::ScratchBuffer packed(q, bytes);
-  kernels::copy_from_host(q, packed.data(), host, bytes);
-  const kernels::Rectangle whole{0, layout_.ld, lr, lc};
-  kernels::unpack_rectangles(q, packed.data(), std::span(&whole, 1), origin_, element_bytes_);
-  q.synchronize();
-}
-
-namespace {
-
-constexpr int kGatherTag = 7501;
-constexpr int kScatterTag = 7502;
-
-// Rank p's owned cells in the whole field (host memory, row-major rows x cols), to and from a
-// contiguous block.
-void copy_block(const FieldLayout& l, int p, unsigned char* whole, unsigned char* block, std::size_t bytes,
-                bool into_whole) {
-  const int pr = p / l.grid_cols, pc = p % l.grid_cols;
-  const index_t lr = l.row_partition.local_size(pr), lc = l.col_partition.local_size(pc);
-  const index_t r0 = l.row_partition.offset(pr), c0 = l.col_partition.offset(pc);
-  const std::size_t row_bytes = static_cast<std::size_t>(lc) * bytes;
-  for (index_t r = 0; r < lr; ++r) {
-    unsigned char* at = whole + (static_cast<std::size_t>(r0 + r) * static_cast<std::size_t>(l.cols) + static_cast<std::size_t>(c0)) * bytes;
-    if (into_whole) std::memcpy(at, block + static_cast<std::size_t>(r) * row_bytes, row_bytes);
-    else std::memcpy(block + static_cast<std::size_t>(r) * row_bytes, at, row_bytes);
-  }
-}
-
-std::size_t block_bytes(const FieldLayout& l, int p, std::size_t bytes) {
-  return static_cast<std::size_t>(l.row_partition.local_size(p / l.grid_cols) * l.col_partition.local_size(p % l.grid_cols)) * bytes;
-}
-
-BlockGeometry geometry(const FieldLayout& l, std::size_t element_bytes) {
-  return {[&l, element_bytes](int p) { return block_bytes(l, p, element_bytes); },
-          [&l, element_bytes](int p, unsigned char* whole, unsigned char* block, bool into_whole) {
-            copy_block(l, p, whole, block, element_bytes, into_whole);
-          }};
-}
-
-}  // namespace
-
-void FieldStorage::gather(void* all, int root) const {
-  gather_blocks(grid_.context().comm(), geometry(layout_, element_bytes_), [this](void* h) { local_to_host(h); }, all, root,
-                kGatherTag);
-}
-
-void FieldStorage::scatter(const void* all, int root) {
-  scatter_blocks(grid_.context().comm(), geometry(layout_, element_bytes_), [this](const void* h) { local_from_host(h); },
-                 all, root, kScatterTag);
-}
-
-void FieldStorage::from_replicated(const void* global) {
-  fill_from_replicated(grid_.context().rank(), geometry(layout_, element_bytes_),
-                       [this](const void* h) { local_from_host(h); }, global);
+  return CartesianGrid::create(grid.context(), {grid.rows(), grid.cols()});
 }
 
 }  // namespace detail

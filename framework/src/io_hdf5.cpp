@@ -184,20 +184,6 @@ std::vector<unsigned char> read_box(const Context& ctx, const DatasetPath& path,
 
 namespace detail {
 
-void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element) {
-  require_named(element, "read_field", path);
-  const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
-  QuietErrors quiet;
-  const Context& ctx = field.grid().context();
-  const FieldLayout& l = field.layout();
-  const DatasetInfo info = probe(ctx, path, /*need_dtype=*/false, &element);
-  if (info.shape.size() != 2 || info.shape[0] != l.rows || info.shape[1] != l.cols)
-    throw wrong_shape(path, info, "this run's field is 2-D (" + std::to_string(l.rows) + " x " + std::to_string(l.cols) + ")");
-  const index_t start[2] = {l.row_offset(), l.col_offset()};
-  const index_t count[2] = {l.local_rows(), l.local_cols()};
-  field.local_from_host(read_2d_block(ctx, path, info, element, start, count).data());
-}
-
 void read_block_field(tessera::detail::BlockStorage& field, const DatasetPath& path, const H5Type& element) {
   require_named(element, "read_field", path);
   const trace::Range range(trace::enabled() ? "read " + path.str() : std::string());
@@ -354,21 +340,6 @@ OutputFile& OutputFile::add_box(const std::string& dataset, const H5Type& elemen
   impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
   impl_->add(dataset, impl_->types.back()->element(), static_cast<int>(dims.size()), dims.data(), start.data(),
              count.data(), host, attributes);
-  return *this;
-}
-
-OutputFile& OutputFile::add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
-                                  const OutputAttributes& attributes, const H5Type& element) {
-  TESSERA_ASSERT(field.grid().context().comm().congruent(impl_->ctx.comm()), "OutputFile::add: a field of another context");
-  detail::require_named(element, "write_field", {impl_->file, dataset});
-  const FieldLayout& l = field.layout();
-  std::vector<unsigned char> host(static_cast<std::size_t>(l.local_rows() * l.local_cols()) * element.bytes);
-  field.local_to_host(host.data());
-  const index_t dims[2] = {l.rows, l.cols};
-  const index_t start[2] = {l.row_offset(), l.col_offset()};
-  const index_t count[2] = {l.local_rows(), l.local_cols()};
-  impl_->types.push_back(std::make_unique<detail::H5Types>(detail::h5_types(element)));
-  impl_->add(dataset, impl_->types.back()->element(), 2, dims, start, count, host.data(), attributes);
   return *this;
 }
 

@@ -197,12 +197,12 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
   if (options.check_every < 1)
     throw UsageError("Jacobi: residual checks every " + std::to_string(options.check_every) +
                      " iterations; at least every 1 is needed");
-  v_ = Field2D<T>(u.grid(), u.rows(), u.cols(), u.ghost_width());
+  v_ = Field2D<T>(u.process_grid(), u.rows(), u.cols(), u.ghost_width());
   v_.copy_from(u);  // the outer ghosts: the Dirichlet values
   const kernels::Queue& q = u.context().queue();
   edge_queue_ = kernels::make_priority_queue(q);
   const HaloShape shape = weights.shape == StencilShape::five_point ? HaloShape::faces : HaloShape::box;
-  halo_ = std::make_unique<HaloExchange>(u.layout(), shape, sizeof(T), u.context().with_queue(edge_queue_));
+  halo_ = std::make_unique<HaloExchange>(u.plane_layout(), shape, sizeof(T), u.context().with_queue(edge_queue_));
   change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
   exchange();  // the ghosts of the first iterate
   // The peer-store path where every rank can take it (auto) or where asked for (PERFORMANCE.md has
@@ -211,7 +211,7 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
   if ((requested == detail::HaloPath::automatic || requested == detail::HaloPath::peer_store) &&
       u.context().size() > 1) {
     std::string why_not;
-    stores_ = detail::PeerStores::make(u.context(), u.layout(), shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
+    stores_ = detail::PeerStores::make(u.context(), u.plane_layout(), shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
     if (!stores_ && requested == detail::HaloPath::peer_store)
       throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
                        why_not);
@@ -286,7 +286,7 @@ const char* Jacobi<T>::exchange_path() const {
 template <class T>
 kernels::StencilFrame Jacobi<T>::frame() const {
   const index_t w = u_.ghost_width();
-  const FieldLayout& l = u_.layout();
+  const FieldLayout& l = u_.plane_layout();
   return {l.process_row > 0 ? w : 0, l.process_row < l.grid_rows - 1 ? w : 0,
           l.process_col > 0 ? interior_left_column() : 0, l.process_col < l.grid_cols - 1 ? w : 0};
 }

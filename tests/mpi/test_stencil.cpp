@@ -117,7 +117,7 @@ TEST(Field2D, HaloExchangeFillsEveryGhostCellOfItsShape) {
               block[static_cast<std::size_t>(i * f.local_cols() + j)] = cell(f.row_offset() + i, f.col_offset() + j);
           f.local_from_host(block);
           f.set_outer_ghosts(outer);
-          HaloExchange halo(f.layout(), shape, sizeof(float), grid.context());
+          HaloExchange halo(f.plane_layout(), shape, sizeof(float), grid.context());
           halo.run(f.origin());
           const std::vector<float> frame = frame_to_host(f);
           const index_t fr = f.local_rows() + 2 * w, fc = f.local_cols() + 2 * w;
@@ -151,7 +151,7 @@ TEST(Field2D, HaloPathFollowsTesseraHalo) {
   const Field2D<float> f(grid, 8, 8, 1);
   auto path_with = [&](const char* value) {
     const ScopedEnv halo_env("TESSERA_HALO", value);
-    const HaloExchange halo(f.layout(), HaloShape::faces, sizeof(float), grid.context());
+    const HaloExchange halo(f.plane_layout(), HaloShape::faces, sizeof(float), grid.context());
     return std::string(halo.path());
   };
   EXPECT_EQ(path_with("peer-store"), path_with("auto"));  // the Jacobi step's; a HaloExchange takes auto's
@@ -188,6 +188,49 @@ TEST(Field2D, GatherAndReplicatedRoundTrip) {
   const std::vector<double> back = f.gather(0);
   if (world.rank() == 0) {
     EXPECT_EQ(back, global);
+  }
+}
+
+// A Field2D is a Field<T, 2>: its 2-D layout names the base's, and the halo of either (HaloExchange
+// on the 2-D layout, Field::exchange_halo) fills the frame with the neighbours' cells and the
+// boundary values, as the global data and the boundary function say.
+TEST(Field2D, IsAField2WhoseHalosBothFillTheFrame) {
+  const Context& world = test::world();
+  const index_t rows = 13, cols = 31, w = 2;
+  const auto global = test::random_vector<double>(rows * cols, test::seed() + 7);
+  const auto outer = [](index_t i, index_t j) { return hashed<double>(99, i, j); };
+  for (const auto& [gr, gc] : grids(world.size())) {
+    const ProcessGrid grid = ProcessGrid::create(world, gr, gc);
+    const std::string where = "grid " + grid_text(grid);
+    Field2D<double> a = Field2D<double>::from_replicated(grid, rows, cols, static_cast<int>(w), global);
+    Field2D<double> b = Field2D<double>::from_replicated(grid, rows, cols, static_cast<int>(w), global);
+    const Field<double, 2>& base = a;
+    EXPECT_EQ(a.ld(), base.stride(0)) << where;
+    EXPECT_EQ(a.local_rows(), base.local_extent(0)) << where;
+    EXPECT_EQ(a.local_cols(), base.local_extent(1)) << where;
+    EXPECT_EQ(a.row_offset(), base.offset(0)) << where;
+    EXPECT_EQ(a.col_offset(), base.offset(1)) << where;
+    EXPECT_EQ(base.ghost_width(0), w) << where;
+    EXPECT_EQ(base.ghost_width(1), w) << where;
+    a.set_outer_ghosts(outer);
+    b.set_outer_ghosts(outer);
+    HaloExchange halo(a.plane_layout(), HaloShape::box, sizeof(double), grid.context());
+    halo.run(a.origin());
+    b.exchange_halo(StencilForm::box);
+    const index_t lr = a.local_rows(), lc = a.local_cols();
+    std::vector<double> want;
+    for (index_t i = -w; i < lr + w; ++i)
+      for (index_t j = -w; j < lc + w; ++j) {
+        const index_t gi = a.row_offset() + i, gj = a.col_offset() + j;
+        const bool inside = gi >= 0 && gi < rows && gj >= 0 && gj < cols;
+        want.push_back(inside ? global[static_cast<std::size_t>(gi * cols + gj)] : outer(gi, gj));
+      }
+    const std::vector<double> got_a = frame_to_host(a), got_b = frame_to_host(b);
+    ASSERT_EQ(got_a.size(), want.size()) << where;
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      ASSERT_TRUE(same_bits(got_a[k], want[k])) << where << " HaloExchange, frame cell " << k;
+      ASSERT_TRUE(same_bits(got_b[k], want[k])) << where << " Field::exchange_halo, frame cell " << k;
+    }
   }
 }
 

@@ -29,8 +29,7 @@
 // match its checksum ..."), on every rank.
 //
 // A Field<T, D> (field.hpp) is a dataset of D axes in its global order, as io::write_field writes it;
-// its checksum's global index is the row-major one, so a Field<T, 2> and a Field2D of the same cells
-// have the same checksum.
+// its checksum's global index is the row-major one. A Field2D is a Field<T, 2>.
 //
 // restore reads every entry: a field must have the field's shape (its ghost cells are left as they
 // are); an array and a matrix take the shape in the file (an array is block-partitioned over its
@@ -64,8 +63,6 @@ class CheckpointEntry {
   CheckpointEntry(std::string name, DistArray<T>& array);
   template <class T>
   CheckpointEntry(std::string name, DistMatrix<T>& matrix);
-  template <class T>
-  CheckpointEntry(std::string name, Field2D<T>& field);
   template <class T, int D>
   CheckpointEntry(std::string name, Field<T, D>& field);
   template <class T>
@@ -157,24 +154,6 @@ CheckpointEntry::CheckpointEntry(std::string name, DistMatrix<T>& matrix)
     const ProcessGrid grid = m->grid();
     *m = read_matrix<T>(grid, path);
   };
-}
-
-template <class T>
-CheckpointEntry::CheckpointEntry(std::string name, Field2D<T>& field)
-    : name_(std::move(name)), kind_(Kind::field), element_(h5_type_of<T>()) {
-  Field2D<T>* f = &field;
-  host_block = [f] {
-    HostBlock b;
-    b.bytes.resize(static_cast<std::size_t>(f->local_rows() * f->local_cols()) * sizeof(T));
-    f->storage().local_to_host(b.bytes.data());
-    b.global_cols = f->cols();
-    b.row_offset = f->row_offset();
-    b.col_offset = f->col_offset();
-    b.local_cols = f->local_cols();
-    return b;
-  };
-  add_to = [f](OutputFile& out, const std::string& dataset, const OutputAttributes& attrs) { out.add(*f, dataset, attrs); };
-  read_from = [f](const Context&, const DatasetPath& path) { read_field(*f, path); };
 }
 
 template <class T, int D>

@@ -1,14 +1,13 @@
-// Field2D<T>: a global rows x cols field in 2-D blocks over a process grid, each block surrounded by
-// `ghost_width` layers of ghost cells: copies of the neighbours' cells (filled by a halo exchange)
-// and, outside the global domain, the values a boundary condition gives. HaloExchange moves the
-// cells that other ranks' ghosts hold, for any ghost width: where a neighbour's block is thinner
-// than the ghost width, the ghost cells come from the ranks beyond it too.
+// Field2D<T>: a Field<T, 2> (field.hpp) under the names of a matrix: a global rows x cols field
+// in 2-D blocks over a ProcessGrid, with one ghost width for both axes and Dirichlet boundaries.
+// It is a Field<T, 2>: its storage, host copies, gather and scatter, HDF5 I/O, checkpoints and
+// apply_stencil are Field's, and a Field2D goes wherever a Field<T, 2>& does. What it adds is the
+// 2-D view the Jacobi solver (algorithms/stencil.hpp) and HaloExchange take: FieldLayout (rows,
+// columns, the process grid's row and column, the leading dimension ld()).
 //
-// Layout of a block in backend memory: row-major with leading dimension ld() >= local_cols() +
-// 2 ghost_width, rounded up so that every row starts on a 16-byte boundary at the same column
-// (for elements whose size divides 16); origin() points at the block's first owned cell, which is
-// on a 16-byte boundary (again where the size divides 16), and the ghost cells lie at negative
-// offsets from it.
+// Layout of a block in backend memory: Field's, row-major, cell (i, j) of the block (-ghost_width
+// <= i < local_rows() + ghost_width, the same for j) at origin()[i * ld() + j], every row's owned
+// cells on a 32-byte boundary (BlockStorage::kRowAlignment), the ghost cells at negative offsets.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +23,7 @@
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/device_comm.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/field.hpp"
 #include "tessera/framework/partition.hpp"
 #include "tessera/kernels/element_traits.hpp"
 #include "tessera/kernels/error.hpp"
@@ -60,60 +60,17 @@ struct GlobalRectangle {
 };
 
 namespace detail {
-
-// The storage of a Field2D with its element type erased: its layout and this rank's block, ghosts
-// included, of elements of element_bytes bytes. Everything that only moves cells (allocation,
-// host copies, gather and scatter, the halo, HDF5) works on it: nothing is instantiated per type.
-class FieldStorage {
- public:
-  FieldStorage() = default;
-  FieldStorage(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width, std::size_t element_bytes);
-  ~FieldStorage();
-  FieldStorage(FieldStorage&& other) noexcept;
-  FieldStorage& operator=(FieldStorage&& other) noexcept;
-  FieldStorage(const FieldStorage&) = delete;
-  FieldStorage& operator=(const FieldStorage&) = delete;
-
-  const ProcessGrid& grid() const { return grid_; }
-  const FieldLayout& layout() const { return layout_; }
-  std::size_t element_bytes() const { return element_bytes_; }
-  void* origin() const { return origin_; }
-  // The block's storage, ghosts included: storage_elements() cells from begin().
-  void* begin() const { return storage_; }
-  index_t storage_elements() const;
-
-  void fill(const void* value);
-  void copy_from(const FieldStorage& other);
-  // The local rectangles {first row, first column, rows, columns} of the ghost cells outside the
-  // domain, and the copy of their values (host memory, rectangle after rectangle, row-major) there.
-  std::vector<kernels::Rectangle> outer_ghost_rectangles(std::vector<GlobalRectangle>* global) const;
-  void set_cells(const std::vector<kernels::Rectangle>& rectangles, const void* values);
-  // The owned cells, row-major, to and from host memory.
-  void local_to_host(void* host) const;
-  void local_from_host(const void* host);
-  // The owned cells of the whole field into `all` on root (host memory, rows x cols). Collective.
-  void gather(void* all, int root) const;
-  // Each rank's owned cells from root's `all`. Collective.
-  void scatter(const void* all, int root);
-  // Each rank's owned cells from `global`, the same on every rank.
-  void from_replicated(const void* global);
-
- private:
-  void release();
-  ProcessGrid grid_;
-  FieldLayout layout_;
-  std::size_t element_bytes_ = 0;
-  void* storage_ = nullptr;  // from kernels::allocate
-  void* origin_ = nullptr;
-};
-
+// The 2-D view of a Field<T, 2>'s layout (its axes 1 and 2 of three).
+FieldLayout plane_layout(const BlockLayout& layout);
+// The Cartesian grid of a ProcessGrid's ranks (the same numbering), after Field2D's own checks of
+// its shape: UsageError where a rank would own no cell or the ghost width is negative.
+CartesianGrid plane_grid(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width);
 }  // namespace detail
 
-// T: any trivially copyable type (moved as bytes underneath: detail::FieldStorage). The stencils
-// (algorithms/stencil.hpp) need float or double.
+// T: any trivially copyable type. The Jacobi solver needs float or double.
 template <class T>
-class Field2D {
-  static_assert(std::is_trivially_copyable_v<T>, "Field2D: the element type must be trivially copyable");
+class Field2D : public Field<T, 2> {
+  using Base = Field<T, 2>;
 
  public:
   using value_type = T;
@@ -122,89 +79,51 @@ class Field2D {
   // UsageError when rows < grid.rows() or cols < grid.cols() (a rank would own no cell), or the
   // ghost width is negative. Contents undefined.
   Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width)
-      : storage_(grid, rows, cols, ghost_width, sizeof(T)) {}
+      : Base(detail::plane_grid(grid, rows, cols, ghost_width), {rows, cols}, {ghost_width, ghost_width}),
+        process_grid_(grid),
+        plane_(detail::plane_layout(Base::layout())) {}
 
-  const ProcessGrid& grid() const { return storage_.grid(); }
-  const Context& context() const { return storage_.grid().context(); }
-  const FieldLayout& layout() const { return storage_.layout(); }
-  const detail::FieldStorage& storage() const { return storage_; }
-  detail::FieldStorage& storage() { return storage_; }
-  index_t rows() const { return layout().rows; }
-  index_t cols() const { return layout().cols; }
-  int ghost_width() const { return layout().ghost_width; }
-  index_t local_rows() const { return layout().local_rows(); }
-  index_t local_cols() const { return layout().local_cols(); }
-  index_t row_offset() const { return layout().row_offset(); }
-  index_t col_offset() const { return layout().col_offset(); }
-  index_t ld() const { return layout().ld; }
+  const ProcessGrid& process_grid() const { return process_grid_; }
+  // The 2-D view of the layout (HaloExchange takes it).
+  const FieldLayout& plane_layout() const { return plane_; }
+  index_t rows() const { return plane_.rows; }
+  index_t cols() const { return plane_.cols; }
+  using Base::ghost_width;
+  int ghost_width() const { return plane_.ghost_width; }
+  index_t local_rows() const { return plane_.local_rows(); }
+  index_t local_cols() const { return plane_.local_cols(); }
+  index_t row_offset() const { return plane_.row_offset(); }
+  index_t col_offset() const { return plane_.col_offset(); }
+  index_t ld() const { return plane_.ld; }
 
-  // Backend memory: cell (i, j) of the block, -ghost_width <= i < local_rows() + ghost_width and the
-  // same for j, is origin()[i * ld() + j].
-  T* origin() { return static_cast<T*>(storage_.origin()); }
-  const T* origin() const { return static_cast<const T*>(storage_.origin()); }
-
-  // Every cell of the block, ghosts included.
-  void fill(const T& value) {
-    if constexpr (is_numeric_element_v<T>) {
-      kernels::fill(context().queue(), static_cast<T*>(storage_.begin()), storage_.storage_elements(), value);
-    } else {
-      storage_.fill(&value);
-    }
-  }
-  // Every cell of other's block, ghosts included; other has this field's layout. Stream-ordered:
-  // work queued after it sees the copy; the host does not wait.
-  void copy_from(const Field2D& other) { storage_.copy_from(other.storage_); }
   // The ghost cells outside the global domain (global row < 0 or >= rows(), or column < 0 or >=
   // cols()) become value(i, j) of their global index: the boundary condition. value runs on the
   // host, once per such cell; ghost cells inside the domain are left as they are.
+  using Base::set_outer_ghosts;
   void set_outer_ghosts(const std::function<T(index_t i, index_t j)>& value) {
-    std::vector<GlobalRectangle> global;
-    const std::vector<kernels::Rectangle> rectangles = storage_.outer_ghost_rectangles(&global);
-    std::vector<T> values;
-    for (const GlobalRectangle& g : global)
-      for (index_t i = 0; i < g.rows; ++i)
-        for (index_t j = 0; j < g.cols; ++j) values.push_back(value(g.row + i, g.col + j));
-    if (!values.empty()) storage_.set_cells(rectangles, values.data());
-  }
-  // The owned cells, row-major local_rows() x local_cols(), to and from host memory.
-  std::vector<T> local_to_host() const {
-    std::vector<T> host(static_cast<std::size_t>(local_rows() * local_cols()));
-    storage_.local_to_host(host.data());
-    return host;
-  }
-  void local_from_host(std::span<const T> block) {
-    TESSERA_ASSERT(static_cast<index_t>(block.size()) == local_rows() * local_cols(),
-                   "Field2D::local_from_host: size differs from the block");
-    storage_.local_from_host(block.data());
-  }
-  // The owned cells of the whole field, row-major, on `root` (empty elsewhere). Collective.
-  std::vector<T> gather(int root = 0) const {
-    std::vector<T> all(context().rank() == root ? static_cast<std::size_t>(rows() * cols()) : 0);
-    storage_.gather(all.data(), root);
-    return all;
+    Base::set_outer_ghosts([&](const typename Base::Extents& at) { return value(at[0], at[1]); });
   }
   // The field whose owned cells are `global` (row-major rows x cols) on `root` (ignored elsewhere):
   // each rank receives its block (ghosts undefined). Collective.
+  using Base::scatter;
   static Field2D scatter(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
                          std::span<const T> global, int root = 0) {
     Field2D f(grid, rows, cols, ghost_width);
-    if (grid.context().rank() == root)
-      TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols, "Field2D::scatter: size differs from rows x cols");
-    f.storage_.scatter(global.data(), root);
+    f.scatter(global, root);
     return f;
   }
   // Every rank passes the same row-major rows x cols data; each keeps its block (ghosts undefined).
+  using Base::from_replicated;
   static Field2D from_replicated(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width,
                                  std::span<const T> global) {
-    TESSERA_ASSERT(static_cast<index_t>(global.size()) == rows * cols,
-                   "Field2D::from_replicated: size differs from rows x cols");
     Field2D f(grid, rows, cols, ghost_width);
-    f.storage_.from_replicated(global.data());
+    f.from_replicated(global);
     return f;
   }
 
  private:
-  detail::FieldStorage storage_;
+  ProcessGrid process_grid_;
+  FieldLayout plane_;
 };
 
 namespace detail {

@@ -224,7 +224,6 @@ namespace detail {
 // The byte-level reads of matrices and fields, for elements of the type `element` describes
 // (h5_type_of<T>()). An element type with no HDF5 name: IoError before any file is touched.
 tessera::detail::MatrixStorage read_matrix(const ProcessGrid& grid, const DatasetPath& path, const H5Type& element);
-void read_field(tessera::detail::FieldStorage& field, const DatasetPath& path, const H5Type& element);
 // A Field<T, D>'s owned cells from a dataset of D axes of exactly its extents.
 void read_block_field(tessera::detail::BlockStorage& field, const DatasetPath& path, const H5Type& element);
 }  // namespace detail
@@ -310,16 +309,9 @@ class OutputFile {
   OutputFile& add(const DistMatrix<T>& matrix, const std::string& dataset, const OutputAttributes& attributes) {
     return add_matrix(matrix.storage(), dataset, attributes, h5_type_of<T>());
   }
-  // The field's owned cells as one rows x cols dataset, row-major; element types as for matrices.
-  template <class T>
-  OutputFile& add(const Field2D<T>& field, const std::string& dataset, const OutputAttributes& attributes) {
-    return add_field(field.storage(), dataset, attributes, h5_type_of<T>());
-  }
   // The same on bytes, for elements of the type `element` describes (IoError where HDF5 cannot name it).
   OutputFile& add_matrix(const tessera::detail::MatrixStorage& matrix, const std::string& dataset,
                          const OutputAttributes& attributes, const H5Type& element);
-  OutputFile& add_field(const tessera::detail::FieldStorage& field, const std::string& dataset,
-                        const OutputAttributes& attributes, const H5Type& element);
   // A Field<T, D>'s owned cells as one dataset of D axes (its extents), in global order (row-major:
   // the last axis fastest); element types as for matrices.
   template <class T, int D>
@@ -362,20 +354,8 @@ void write_matrix(const DistMatrix<T>& matrix, const DatasetPath& path, const Ou
   OutputFile(matrix.grid().context(), path.file).add(matrix, path.dataset, attributes).commit();
 }
 
-// Writes the field's owned cells as one rows x cols dataset, row-major, as write_matrix does.
-template <class T>
-void write_field(const Field2D<T>& field, const DatasetPath& path, const OutputAttributes& attributes) {
-  OutputFile(field.context(), path.file).add(field, path.dataset, attributes).commit();
-}
-
-// Reads a 2-D dataset of exactly field.rows() x field.cols() into the field's owned cells (its
-// ghost cells are left as they are). IoError for another shape. T as for read_matrix.
-template <class T>
-void read_field(Field2D<T>& field, const DatasetPath& path) {
-  detail::read_field(field.storage(), path, h5_type_of<T>());
-}
-
-// Writes a Field<T, D>'s owned cells (any process grid, any ghost widths) as one dataset of D axes,
+// Writes a Field<T, D>'s owned cells (any process grid, any ghost widths; a Field2D is a Field<T, 2>:
+// one rows x cols dataset) as one dataset of D axes,
 // extent(0) x ... x extent(D-1), in global order: the last axis is the fastest, as in the field's
 // own global order (gather) and as numpy and h5py index it (f["/u"][i0, i1, i2] is the cell
 // (i0, i1, i2)). Element types as for write_matrix (complex numbers as the compound {r, i}). An

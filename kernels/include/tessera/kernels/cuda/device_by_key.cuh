@@ -88,11 +88,8 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   static_assert(kSteps * kS <= 32, "a thread's run heads must fit one 32-bit word");
   __shared__ SharedArray<Item, kWarps> warp_totals;
   __shared__ SharedArray<Item, kWarps> warp_prefixes;
-  __shared__ unsigned int shared_tile;
 
-  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
-  __syncthreads();
-  const index_t tile = shared_tile;
+  const index_t tile = take_tile(tile_counter);
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
   const int lane = lane_id();
   const index_t tile_base = tile * Tuning::kTileItems;

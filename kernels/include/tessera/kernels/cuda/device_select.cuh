@@ -73,16 +73,13 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   static_assert(Tuning::kWarpItems <= 65536, "a kept element's place in its warp must fit 16 bits");
   __shared__ int warp_counts[kWarps];
   __shared__ index_t warp_offsets[kWarps];
-  __shared__ unsigned int shared_tile;
   // Two-phase scatter: each warp first packs its kept elements, in order, into its own region here;
   // once the tile's offset is known it copies them out with consecutive lanes writing consecutive
   // elements (full 128-byte stores, instead of one sparse store per vector slot).
   __shared__ SharedArray<T, Tuning::kBlockThreads * kV * kVI> staged;
   __shared__ SharedArray<std::uint16_t, kWithValues ? Tuning::kBlockThreads * kV * kVI : 1> staged_place;
 
-  if (threadIdx.x == 0) shared_tile = atomicAdd(tile_counter, 1u);
-  __syncthreads();
-  const index_t tile = shared_tile;
+  const index_t tile = take_tile(tile_counter);
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
   const int lane = lane_id();
   const index_t tile_base = tile * Tuning::kTileItems;

@@ -276,4 +276,14 @@ struct LookbackScratch {
   Status status;
 };
 
+// The tile a look-back pass's thread block takes: the next from LookbackScratch's counter (in the
+// order blocks start, not blockIdx), so that every tile before it belongs to a block that started
+// earlier. All threads of the block call it; one barrier.
+__device__ __forceinline__ index_t take_tile(unsigned int* tile_counter) {
+  __shared__ unsigned int taken;
+  if (threadIdx.x == 0) taken = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  return taken;
+}
+
 }  // namespace tessera::kernels::cuda::detail

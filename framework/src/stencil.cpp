@@ -190,19 +190,29 @@ T from_residual_bits(std::uint64_t bits) {
 }  // namespace
 
 template <class T>
-Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiOptions& options, index_t iteration)
+Jacobi<T>::Jacobi(Field<T, 2>& u, const StencilWeights<T>& weights, const JacobiOptions& options, index_t iteration)
     : u_(u), weights_(weights), options_(options), iteration_(iteration) {
-  if (u.ghost_width() < 1)
+  if (u.ghost_width(0) < 1 || u.ghost_width(1) < 1)
     throw UsageError("Jacobi: the field needs ghost cells (a ghost width of at least 1, the stencil's radius)");
+  if (u.ghost_width(0) != u.ghost_width(1))
+    throw UsageError("Jacobi: the field's ghost widths differ (" + std::to_string(u.ghost_width(0)) + " and " +
+                     std::to_string(u.ghost_width(1)) + "); the solver takes one width for both axes");
+  if (u.boundary(0) != AxisBoundary::dirichlet || u.boundary(1) != AxisBoundary::dirichlet)
+    throw UsageError("Jacobi: the field has a periodic axis; the solver takes Dirichlet boundaries (apply_stencil "
+                     "takes periodic ones)");
+  if (u.extent(0) < u.grid().extent(0) || u.extent(1) < u.grid().extent(1))
+    throw UsageError("Jacobi: a field of " + std::to_string(u.extent(0)) + " x " + std::to_string(u.extent(1)) +
+                     " cells on the process grid " + u.grid().text() + " leaves a rank without cells");
   if (options.check_every < 1)
     throw UsageError("Jacobi: residual checks every " + std::to_string(options.check_every) +
                      " iterations; at least every 1 is needed");
-  v_ = Field2D<T>(u.process_grid(), u.rows(), u.cols(), u.ghost_width());
+  plane_ = detail::plane_layout(u.layout());
+  v_ = Field<T, 2>(u.grid(), {u.extent(0), u.extent(1)}, {u.ghost_width(0), u.ghost_width(1)});
   v_.copy_from(u);  // the outer ghosts: the Dirichlet values
   const kernels::Queue& q = u.context().queue();
   edge_queue_ = kernels::make_priority_queue(q);
   const HaloShape shape = weights.shape == StencilShape::five_point ? HaloShape::faces : HaloShape::box;
-  halo_ = std::make_unique<HaloExchange>(u.plane_layout(), shape, sizeof(T), u.context().with_queue(edge_queue_));
+  halo_ = std::make_unique<HaloExchange>(plane_, shape, sizeof(T), u.context().with_queue(edge_queue_));
   change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
   exchange();  // the ghosts of the first iterate
   // The peer-store path where every rank can take it (auto) or where asked for (PERFORMANCE.md has
@@ -211,7 +221,7 @@ Jacobi<T>::Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiO
   if ((requested == detail::HaloPath::automatic || requested == detail::HaloPath::peer_store) &&
       u.context().size() > 1) {
     std::string why_not;
-    stores_ = detail::PeerStores::make(u.context(), u.plane_layout(), shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
+    stores_ = detail::PeerStores::make(u.context(), plane_, shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
     if (!stores_ && requested == detail::HaloPath::peer_store)
       throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
                        why_not);
@@ -243,13 +253,13 @@ Jacobi<T>::~Jacobi() {
 template <class T>
 void Jacobi<T>::iterate(bool check) {
   const kernels::Queue& q = u_.context().queue();
-  const trace::Range range({"jacobi: iteration", u_.rows() * u_.cols()}, u_.context());
+  const trace::Range range({"jacobi: iteration", plane_.rows * plane_.cols}, u_.context());
   if (check) kernels::fill(q, change_, 1, T(0));
   T* change = check ? change_ : nullptr;
   const T* in = u_.origin();
   T* out = v_.origin();
   auto sweep_whole = [&] {
-    kernels::stencil_2d(q, in, u_.ld(), out, v_.ld(), u_.local_rows(), u_.local_cols(), weights_, change);
+    kernels::stencil_2d(q, in, plane_.ld, out, plane_.ld, plane_.local_rows(), plane_.local_cols(), weights_, change);
   };
   if (!exchanges()) {
     sweep_whole();  // one rank: nothing to exchange, nothing to overlap
@@ -285,15 +295,15 @@ const char* Jacobi<T>::exchange_path() const {
 
 template <class T>
 kernels::StencilFrame Jacobi<T>::frame() const {
-  const index_t w = u_.ghost_width();
-  const FieldLayout& l = u_.plane_layout();
+  const index_t w = static_cast<index_t>(plane_.ghost_width);
+  const FieldLayout& l = plane_;
   return {l.process_row > 0 ? w : 0, l.process_row < l.grid_rows - 1 ? w : 0,
           l.process_col > 0 ? interior_left_column() : 0, l.process_col < l.grid_cols - 1 ? w : 0};
 }
 
 template <class T>
 bool Jacobi<T>::has_interior(const kernels::StencilFrame& frame) const {
-  return u_.local_rows() > frame.top + frame.bottom && u_.local_cols() > frame.left + frame.right;
+  return plane_.local_rows() > frame.top + frame.bottom && plane_.local_cols() > frame.left + frame.right;
 }
 
 // The overlapped step on the peer-store path in one launch on the field's queue, where every
@@ -310,7 +320,7 @@ bool Jacobi<T>::sweep_frame_last(const T* in, T* out, T* change) {
   if (!has_interior(f)) return false;
   const kernels::Queue& q = u_.context().queue();
   const std::vector<kernels::FrameCopy<T>>& copies = copies_[static_cast<std::size_t>(stores_->field(out))];
-  frame_last_ = kernels::stencil_2d_frame_last(q, in, u_.ld(), out, v_.ld(), u_.local_rows(), u_.local_cols(), f,
+  frame_last_ = kernels::stencil_2d_frame_last(q, in, plane_.ld, out, plane_.ld, plane_.local_rows(), plane_.local_cols(), f,
                                                weights_, change, copies, *flags);
   if (frame_last_) stores_->signalled();
   return frame_last_;
@@ -325,7 +335,7 @@ bool Jacobi<T>::sweep_frame_last(const T* in, T* out, T* change) {
 template <class T>
 void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   const kernels::Queue& q = u_.context().queue();
-  const index_t lr = u_.local_rows(), lc = u_.local_cols(), ld = u_.ld();
+  const index_t lr = plane_.local_rows(), lc = plane_.local_cols(), ld = plane_.ld;
   const kernels::StencilFrame frame = this->frame();
   const bool has_interior = this->has_interior(frame);
   auto sweep_interior = [&] {
@@ -390,13 +400,13 @@ void Jacobi<T>::sweep_split(index_t times) {
 // faster one on sm_90), as long as a column of interior is left.
 template <class T>
 index_t Jacobi<T>::interior_left_column() const {
-  const index_t w = u_.ghost_width(), ld = u_.ld();
+  const index_t w = static_cast<index_t>(plane_.ghost_width), ld = plane_.ld;
   constexpr std::uintptr_t kBoundary = 16;
   auto shift = [&](const T* p) { return reinterpret_cast<std::uintptr_t>(p + w * ld + w) % kBoundary; };
   const std::uintptr_t in_shift = shift(u_.origin()), out_shift = shift(v_.origin());
   if (in_shift != out_shift || in_shift % sizeof(T) != 0) return w;
   const index_t move = static_cast<index_t>(((kBoundary - in_shift) % kBoundary) / sizeof(T));
-  return u_.local_cols() > w + move + w ? w + move : w;
+  return plane_.local_cols() > w + move + w ? w + move : w;
 }
 
 template <class T>
@@ -460,7 +470,7 @@ void Jacobi<T>::sweep(index_t times) {
   const kernels::Queue& q = u_.context().queue();
   settle(q);
   for (index_t i = 0; i < times; ++i)
-    kernels::stencil_2d(q, u_.origin(), u_.ld(), v_.origin(), v_.ld(), u_.local_rows(), u_.local_cols(), weights_);
+    kernels::stencil_2d(q, u_.origin(), plane_.ld, v_.origin(), plane_.ld, plane_.local_rows(), plane_.local_cols(), weights_);
   q.synchronize();
 }
 

@@ -333,26 +333,37 @@ TYPED_TEST(JacobiTest, BitwiseEqualToTheSerialLoopOnEveryGrid) {
           double want_residual = 0;
           const std::vector<T> want = serial_jacobi<T>(rows, cols, initial, boundary, w, iterations, &want_residual);
           for (int ghost : {1, 3})
-            for (bool overlap : {true, false}) {
-              const std::string where = "grid " + grid_text(grid) + " field " + std::to_string(rows) + "x" +
-                                        std::to_string(cols) + " " + to_string(shape) + (laplace ? " laplace" : " random") +
-                                        " ghost " + std::to_string(ghost) + (overlap ? " overlapped" : " back to back") +
-                                        " seed=" + std::to_string(seed);
-              Field2D<T> u = Field2D<T>::from_replicated(grid, rows, cols, ghost, initial);
-              u.set_outer_ghosts(boundary);
-              JacobiOptions options;
-              options.check_every = 3;
-              options.overlap = overlap;
-              Jacobi<T> solver(u, w, options);
-              solver.run_until(iterations);
-              EXPECT_EQ(solver.iteration(), iterations) << where;
-              EXPECT_EQ(solver.residual_iteration(), iterations) << where;
-              EXPECT_TRUE(same_bits(solver.residual(), want_residual))
-                  << where << ": residual " << solver.residual() << ", serial " << want_residual;
-              const std::vector<T> got = u.gather(0);
-              if (world.rank() != 0) continue;
-              expect_field_equal(got, want, rows, cols, where);
-            }
+            for (bool overlap : {true, false})
+              for (bool plain : {false, true}) {
+                // plain: a Field<T, 2> made on a CartesianGrid, not a Field2D.
+                const std::string where = "grid " + grid_text(grid) + " field " + std::to_string(rows) + "x" +
+                                          std::to_string(cols) + " " + to_string(shape) + (laplace ? " laplace" : " random") +
+                                          " ghost " + std::to_string(ghost) + (overlap ? " overlapped" : " back to back") +
+                                          (plain ? " Field<T, 2>" : " Field2D") + " seed=" + std::to_string(seed);
+                Field2D<T> field2d;
+                Field<T, 2> field;
+                if (plain) {
+                  field = Field<T, 2>(CartesianGrid::create(world, {grid.rows(), grid.cols()}), {rows, cols}, {ghost, ghost});
+                  field.from_replicated(initial);
+                  field.set_outer_ghosts([&](const std::array<index_t, 2>& at) { return boundary(at[0], at[1]); });
+                } else {
+                  field2d = Field2D<T>::from_replicated(grid, rows, cols, ghost, initial);
+                  field2d.set_outer_ghosts(boundary);
+                }
+                Field<T, 2>& u = plain ? field : field2d;
+                JacobiOptions options;
+                options.check_every = 3;
+                options.overlap = overlap;
+                Jacobi<T> solver(u, w, options);
+                solver.run_until(iterations);
+                EXPECT_EQ(solver.iteration(), iterations) << where;
+                EXPECT_EQ(solver.residual_iteration(), iterations) << where;
+                EXPECT_TRUE(same_bits(solver.residual(), want_residual))
+                    << where << ": residual " << solver.residual() << ", serial " << want_residual;
+                const std::vector<T> got = u.gather(0);
+                if (world.rank() != 0) continue;
+                expect_field_equal(got, want, rows, cols, where);
+              }
         }
     }
   }
@@ -532,14 +543,26 @@ TYPED_TEST(JacobiTest, StopsAtTheSameCheckOnEveryGridAndWhenResumed) {
   }
 }
 
-TEST(Jacobi, RefusesAFieldWithoutGhostCells) {
-  const ProcessGrid grid = ProcessGrid::create(test::world());
+TEST(Jacobi, RefusesFieldsItCannotSweep) {
+  const Context& world = test::world();
+  const ProcessGrid grid = ProcessGrid::create(world);
+  const StencilWeights<float> w = StencilWeights<float>::jacobi5();
   Field2D<float> u(grid, 8, 8, 0);
-  EXPECT_THROW(Jacobi<float>(u, StencilWeights<float>::jacobi5(), JacobiOptions{}), UsageError);
+  EXPECT_THROW(Jacobi<float>(u, w, JacobiOptions{}), UsageError);
   Field2D<float> v(grid, 8, 8, 1);
   JacobiOptions never;
   never.check_every = 0;
-  EXPECT_THROW(Jacobi<float>(v, StencilWeights<float>::jacobi5(), never), UsageError);
+  EXPECT_THROW(Jacobi<float>(v, w, never), UsageError);
+  // A Field<T, 2> of two ghost widths, a periodic axis, or a rank without cells.
+  const CartesianGrid cartesian = CartesianGrid::create(world, {0, 0});
+  Field<float, 2> widths(cartesian, {8, 8}, {1, 2});
+  EXPECT_THROW(Jacobi<float>(widths, w, JacobiOptions{}), UsageError);
+  Field<float, 2> periodic(cartesian, {8, 8}, {1, 1}, {AxisBoundary::dirichlet, AxisBoundary::periodic});
+  EXPECT_THROW(Jacobi<float>(periodic, w, JacobiOptions{}), UsageError);
+  if (world.size() > 1) {
+    Field<float, 2> thin(CartesianGrid::create(world, {world.size(), 1}), {world.size() - 1, 8}, {1, 1});
+    EXPECT_THROW(Jacobi<float>(thin, w, JacobiOptions{}), UsageError);
+  }
 }
 
 // ---- convolve -------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 // Field2D<T>: a Field<T, 2> (field.hpp) under the names of a matrix: a global rows x cols field
 // in 2-D blocks over a ProcessGrid, with one ghost width for both axes and Dirichlet boundaries.
 // It is a Field<T, 2>: its storage, host copies, gather and scatter, HDF5 I/O, checkpoints and
-// apply_stencil are Field's, and a Field2D goes wherever a Field<T, 2>& does. What it adds is the
-// 2-D view the Jacobi solver (algorithms/stencil.hpp) and HaloExchange take: FieldLayout (rows,
-// columns, the process grid's row and column, the leading dimension ld()).
+// apply_stencil and the Jacobi solver (algorithms/stencil.hpp) are Field's, and a Field2D goes
+// wherever a Field<T, 2>& does. What it adds is the 2-D view HaloExchange takes: FieldLayout (rows,
+// columns, the process grid's row and column, the leading dimension ld()), which
+// detail::plane_layout gives of any Field<T, 2> with one ghost width.
 //
 // Layout of a block in backend memory: Field's, row-major, cell (i, j) of the block (-ghost_width
 // <= i < local_rows() + ghost_width, the same for j) at origin()[i * ld() + j], every row's owned

@@ -6,9 +6,10 @@
 //                                    beyond each end of its block from their owners (several ranks
 //                                    where the radius is wider than a neighbour's block), computes
 //                                    the inner outputs while they travel, then the two ends.
-//   Jacobi                           the Jacobi iteration of a 5- or 9-point stencil on a Field2D with
-//                                    Dirichlet values in its outer ghost cells (the heat equation's
-//                                    steady state with the Laplace weights): per iteration the block's
+//   Jacobi                           the Jacobi iteration of a 5- or 9-point stencil on a Field<T, 2>
+//                                    (a Field2D, for one) with Dirichlet values in its outer ghost
+//                                    cells (the heat equation's steady state with the Laplace
+//                                    weights): per iteration the block's
 //                                    edge cells first (on a high-priority stream under cuda), their
 //                                    exchange with the neighbours while the interior is swept, and
 //                                    every k iterations the global residual, max |u_k - u_(k-1)|,
@@ -69,15 +70,16 @@ class JacobiParts;
 }  // namespace detail
 
 // The Jacobi iteration u_(k+1) = S u_k of the stencil S on a field whose outer ghost cells hold the
-// Dirichlet boundary values (Field2D::set_outer_ghosts) and whose ghost width is at least 1. The
-// solver keeps a second field of u's layout and swaps the two after each iteration; u holds the
-// latest iterate whenever run_until returns. Collective over u's grid.
+// Dirichlet boundary values (set_outer_ghosts) and whose ghost width is at least 1, the same along
+// both axes, with at least one cell on every rank (UsageError otherwise). The solver keeps a second
+// field of u's layout and swaps the two after each iteration; u holds the latest iterate whenever
+// run_until returns. Collective over u's grid.
 template <class T>
 class Jacobi {
  public:
   // iteration: how many iterations u has had already (a run restarted from a checkpoint), so that
   // the residual is checked at the same iterations as in a run that was never interrupted.
-  Jacobi(Field2D<T>& u, const StencilWeights<T>& weights, const JacobiOptions& options, index_t iteration = 0);
+  Jacobi(Field<T, 2>& u, const StencilWeights<T>& weights, const JacobiOptions& options, index_t iteration = 0);
   ~Jacobi();
   Jacobi(const Jacobi&) = delete;
   Jacobi& operator=(const Jacobi&) = delete;
@@ -92,11 +94,11 @@ class Jacobi {
   // max |u_k - u_(k-1)| over the field at the latest check (NaN before any), and that k.
   double residual() const { return residual_; }
   index_t residual_iteration() const { return residual_iteration_; }
-  const Field2D<T>& field() const { return u_; }
+  const Field<T, 2>& field() const { return u_; }
   // The iterate before the latest, u_(k-1), in its owned cells (its ghost cells hold whatever the
   // last step left there), once this solver has made an iteration: the second field, which the
   // last step read. For checking the last step (tessera-stencil --verify).
-  const Field2D<T>& previous() const { return v_; }
+  const Field<T, 2>& previous() const { return v_; }
 
   // The halo exchange of u (its path: halo().path()).
   const HaloExchange& halo() const { return *halo_; }
@@ -143,8 +145,9 @@ class Jacobi {
   index_t interior_left_column() const;
   double finish_check();
 
-  Field2D<T>& u_;
-  Field2D<T> v_;
+  Field<T, 2>& u_;
+  Field<T, 2> v_;
+  FieldLayout plane_;  // the 2-D layout of both (detail::plane_layout)
   StencilWeights<T> weights_;
   JacobiOptions options_;
   index_t iteration_ = 0;

@@ -80,22 +80,19 @@ class Field2D : public Field<T, 2> {
   // UsageError when rows < grid.rows() or cols < grid.cols() (a rank would own no cell), or the
   // ghost width is negative. Contents undefined.
   Field2D(const ProcessGrid& grid, index_t rows, index_t cols, int ghost_width)
-      : Base(detail::plane_grid(grid, rows, cols, ghost_width), {rows, cols}, {ghost_width, ghost_width}),
-        process_grid_(grid),
-        plane_(detail::plane_layout(Base::layout())) {}
+      : Base(detail::plane_grid(grid, rows, cols, ghost_width), {rows, cols}, {ghost_width, ghost_width}) {}
 
-  const ProcessGrid& process_grid() const { return process_grid_; }
   // The 2-D view of the layout (HaloExchange takes it).
-  const FieldLayout& plane_layout() const { return plane_; }
-  index_t rows() const { return plane_.rows; }
-  index_t cols() const { return plane_.cols; }
+  FieldLayout plane_layout() const { return detail::plane_layout(Base::layout()); }
+  index_t rows() const { return Base::extent(0); }
+  index_t cols() const { return Base::extent(1); }
   using Base::ghost_width;
-  int ghost_width() const { return plane_.ghost_width; }
-  index_t local_rows() const { return plane_.local_rows(); }
-  index_t local_cols() const { return plane_.local_cols(); }
-  index_t row_offset() const { return plane_.row_offset(); }
-  index_t col_offset() const { return plane_.col_offset(); }
-  index_t ld() const { return plane_.ld; }
+  int ghost_width() const { return Base::ghost_width(0); }
+  index_t local_rows() const { return Base::local_extent(0); }
+  index_t local_cols() const { return Base::local_extent(1); }
+  index_t row_offset() const { return Base::offset(0); }
+  index_t col_offset() const { return Base::offset(1); }
+  index_t ld() const { return Base::stride(0); }
 
   // The ghost cells outside the global domain (global row < 0 or >= rows(), or column < 0 or >=
   // cols()) become value(i, j) of their global index: the boundary condition. value runs on the
@@ -121,10 +118,6 @@ class Field2D : public Field<T, 2> {
     f.from_replicated(global);
     return f;
   }
-
- private:
-  ProcessGrid process_grid_;
-  FieldLayout plane_;
 };
 
 namespace detail {

@@ -89,11 +89,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   __shared__ SharedArray<Item, kWarps> warp_totals;
   __shared__ SharedArray<Item, kWarps> warp_prefixes;
 
-  const index_t tile = take_tile(tile_counter);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  const int lane = lane_id();
-  const index_t tile_base = tile * Tuning::kTileItems;
-  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
+  const auto [tile, tile_base, warp_base, warp, lane] = take_tile_place<Tuning>(tile_counter);
   const bool full_tile = tile_base + Tuning::kTileItems <= n;
   const auto index_of = [&](int j, int i) {
     return warp_base + static_cast<index_t>(j * kWarpThreads + lane) * kS + i;
@@ -130,14 +126,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   std::uint32_t heads = 0;  // bit j * kS + i: the element of step j, place i starts a run
 #pragma unroll
   for (int j = 0; j < kSteps; ++j) {
-    const K from_lane_below = shfl_up(key[j][kS - 1], 1);
-    K before;
-    if (j == 0) {
-      before = lane == 0 ? before_warp : from_lane_below;
-    } else {
-      const K from_last_lane = shfl_idx(key[j - 1][kS - 1], kWarpThreads - 1);
-      before = lane == 0 ? from_last_lane : from_lane_below;
-    }
+    const K before = element_before_step(j, key[j][kS - 1], key[j > 0 ? j - 1 : 0][kS - 1], before_warp);
 #pragma unroll
     for (int i = 0; i < kS; ++i) {
       const index_t index = index_of(j, i);

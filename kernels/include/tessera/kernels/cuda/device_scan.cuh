@@ -190,11 +190,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   __shared__ SharedArray<T, kWarps> warp_totals;
   __shared__ SharedArray<T, kWarps> warp_prefixes;
 
-  const index_t tile = take_tile(tile_counter);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  const int lane = lane_id();
-  const index_t tile_base = tile * Tuning::kTileItems;
-  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
+  const auto [tile, tile_base, warp_base, warp, lane] = take_tile_place<Tuning>(tile_counter);
   const bool full_vector_tile = vector_io && tile_base + Tuning::kTileItems <= n;
 
   // Every input element is read into registers before the barrier below, and written only after

@@ -35,11 +35,8 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   __shared__ SharedArray<T, kWarps> warp_totals;
   __shared__ SharedArray<T, kWarps> warp_prefixes;
 
-  const index_t tile = take_tile(tile_counter);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  const int lane = lane_id();
-  const index_t first = tile * Tuning::kTileItems + static_cast<index_t>(warp) * Tuning::kWarpItems +
-                        static_cast<index_t>(lane) * kItems;
+  const auto [tile, tile_base, warp_base, warp, lane] = take_tile_place<Tuning>(tile_counter);
+  const index_t first = warp_base + static_cast<index_t>(lane) * kItems;
 
   T items[kItems];
   if (first + kItems <= n) {

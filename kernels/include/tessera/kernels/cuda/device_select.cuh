@@ -79,11 +79,7 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
   __shared__ SharedArray<T, Tuning::kBlockThreads * kV * kVI> staged;
   __shared__ SharedArray<std::uint16_t, kWithValues ? Tuning::kBlockThreads * kV * kVI : 1> staged_place;
 
-  const index_t tile = take_tile(tile_counter);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  const int lane = lane_id();
-  const index_t tile_base = tile * Tuning::kTileItems;
-  const index_t warp_base = tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems;
+  const auto [tile, tile_base, warp_base, warp, lane] = take_tile_place<Tuning>(tile_counter);
   const bool full_tile = tile_base + Tuning::kTileItems <= n;
 
   Vector<T> items[kV];
@@ -102,15 +98,8 @@ __global__ void __launch_bounds__(Tuning::kBlockThreads, Tuning::kMinBlocksPerSm
     int below = 0;
     int step_total = 0;
     T before_vector{};  // the element before this lane's vector j (by-neighbour policies)
-    if constexpr (Keep::kByNeighbour) {
-      const T from_lane_below = shfl_up(items[j].item[kVI - 1], 1);
-      if (j == 0) {
-        before_vector = lane == 0 ? before_warp : from_lane_below;
-      } else {
-        const T from_last_lane = shfl_idx(items[j - 1].item[kVI - 1], kWarpThreads - 1);
-        before_vector = lane == 0 ? from_last_lane : from_lane_below;
-      }
-    }
+    if constexpr (Keep::kByNeighbour)
+      before_vector = element_before_step(j, items[j].item[kVI - 1], items[j > 0 ? j - 1 : 0].item[kVI - 1], before_warp);
 #pragma unroll
     for (int i = 0; i < kVI; ++i) {
       const index_t index = warp_base + static_cast<index_t>(j * kWarpThreads + lane) * kVI + i;

@@ -286,4 +286,32 @@ __device__ __forceinline__ index_t take_tile(unsigned int* tile_counter) {
   return taken;
 }
 
+// Where a look-back pass's thread block and this thread stand: the tile the block took (take_tile)
+// and its first element, this thread's warp and lane, and the warp's first element (each warp owns
+// Tuning::kWarpItems consecutive elements of the tile). All threads of the block call it.
+struct TilePlace {
+  index_t tile, tile_base, warp_base;
+  int warp, lane;
+};
+template <class Tuning>
+__device__ __forceinline__ TilePlace take_tile_place(unsigned int* tile_counter) {
+  const index_t tile = take_tile(tile_counter);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const int lane = lane_id();
+  const index_t tile_base = tile * Tuning::kTileItems;
+  return {tile, tile_base, tile_base + static_cast<index_t>(warp) * Tuning::kWarpItems, warp, lane};
+}
+
+// In the scan's arrangement (step j of lane l follows lane l - 1's step j; lane 0's step j + 1
+// follows lane 31's step j), the element before this lane's first of step j: `last` is this lane's
+// last element of step j, `previous_last` its last of step j - 1 (unread at j == 0), `before_warp`
+// the element before the warp's first. All 32 lanes call it, j the same in each.
+template <class T>
+__device__ __forceinline__ T element_before_step(int j, const T& last, const T& previous_last, const T& before_warp) {
+  const T from_lane_below = shfl_up(last, 1);
+  if (j == 0) return lane_id() == 0 ? before_warp : from_lane_below;
+  const T from_last_lane = shfl_idx(previous_last, kWarpThreads - 1);
+  return lane_id() == 0 ? from_last_lane : from_lane_below;
+}
+
 }  // namespace tessera::kernels::cuda::detail

@@ -5,15 +5,17 @@
 //           Any body: body(i0, i1, i2).
 //   march   thread blocks of 64 x 8 threads that march along axis 0 through up to 32 planes each.
 //   tiled   for a body that reads a neighbourhood of one array (a TiledCellBody: the user stencil's
-//           cell, apply_stencil.hpp): thread blocks stage a tile of that array, reach included, in
+//           cell, apply_stencil.hpp; stencil_2d's cell of doubles, device_stencil.cuh, which also
+//           folds the residual over its cells: a FoldingCellBody): thread blocks stage a tile of that array, reach included, in
 //           a ring of shared-memory planes and march along axis 0 (axis 1 for a 2-D body), a few
 //           planes a step: while the threads compute a step's planes from the ring (each thread
 //           the cells of up to four rows, all their reads before their stores and without a
 //           condition away from the box's edges, so that a ring cell several of them read is read
 //           once: the 27-point box 6.75 reads a cell, not 27), the planes of the next steps
 //           travel into the ring by asynchronous copies (cp.async, sm_80 and later), in aligned
-//           16-byte pieces where the array's rows are a Field's (padded to 32-byte boundaries).
-//           Each input cell comes from global memory once, plus the tile's halo.
+//           16-byte pieces where the array's rows keep 16-byte boundaries (the pieces at a row's
+//           ends cell by cell unless the rows are a Field's, padded to 32-byte boundaries). Each
+//           input cell comes from global memory once, plus the tile's halo.
 //
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200, float; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2
@@ -31,11 +33,13 @@
 #include <concepts>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/device_guard.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
+#include "tessera/kernels/cuda/warp.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/queue.hpp"
 
@@ -50,11 +54,12 @@ namespace tessera::kernels::cuda {
 //       the new value of cell (i0, i1, i2), reading the tile array through `center` (the cell in a
 //       copy with those strides, the reach around it filled in)
 //   void store(i0, i1, i2, const value_type&) const;
-// A TiledCellBody may also declare
+// The tiled order copies the tile in aligned 16-byte pieces where 16 bytes hold whole elements and
+// the array's origin and strides keep 16-byte boundaries; the pieces at the ends of a row that hold
+// cells beyond the reach are copied cell by cell, unless the body declares
 //   static constexpr bool kTileRowsPadded = true;
-// where the tile array's rows are a Field block's (field.hpp: each row padded to 32-byte boundaries),
-// so that every aligned 16-byte piece holding a cell within reach lies inside the array: the tiled
-// order then copies the tile in such pieces.
+// where the tile array's rows are a Field block's (field.hpp: rows padded to 32-byte boundaries),
+// so that every aligned 16-byte piece holding a cell within reach lies inside the array.
 template <class Body>
 concept TiledCellBody = requires(const Body& b, const typename Body::tile_type* p, index_t i) {
   requires std::is_default_constructible_v<typename Body::value_type>;
@@ -65,6 +70,24 @@ concept TiledCellBody = requires(const Body& b, const typename Body::tile_type* 
   { b.tile_stride0() } -> std::convertible_to<index_t>;
   { b.tile_stride1() } -> std::convertible_to<index_t>;
   b.store(i, i, i, b.value(p, i, i, i, i, i));
+};
+
+// A TiledCellBody that also folds its cells into one value (the Jacobi sweep's residual,
+// max |new - old|):
+//   using fold_type = ...;                                  a 4- or 8-byte value; fold_type{} is
+//                                                           combine's identity
+//   fold_type fold(const tile_type* center, const value_type& v) const;   a cell's share (center as
+//                                                           value() reads it: the old cell in the tile)
+//   static fold_type combine(fold_type, fold_type);         commutative and associative
+//   void fold_result(fold_type) const;                      once per warp, with the fold of its cells
+// Such a body runs in the tiled order only (detail::for_each_cell_tiled).
+template <class Body>
+concept FoldingCellBody = TiledCellBody<Body> && requires(const Body& b, const typename Body::tile_type* p,
+                                                          const typename Body::value_type& v,
+                                                          typename Body::fold_type f) {
+  { b.fold(p, v) } -> std::convertible_to<typename Body::fold_type>;
+  { Body::combine(f, f) } -> std::convertible_to<typename Body::fold_type>;
+  b.fold_result(f);
 };
 
 namespace detail {
@@ -145,14 +168,16 @@ struct CellRing {
   static constexpr int TX = Shape::TX, TY = Shape::TY, CY = Shape::CY;  // CY rows a thread
   static constexpr int kThreads = TX * TY / CY;
   static constexpr int G = Shape::G;
-  // Elements of one copy: a 16-byte piece where the body's rows are padded and 16 bytes hold whole
-  // elements (a row of the tile then starts at the piece that holds its first cell, up to CE - 1
-  // cells before it), else one element.
-  static constexpr bool kPieces = [] {
+  // Elements of one copy: a 16-byte piece where 16 bytes hold whole elements (a row of the tile
+  // then starts at the piece that holds its first cell, up to CE - 1 cells before it), else one
+  // element. kClip: the pieces at a row's ends copy only the cells within reach (the body's rows
+  // are not declared padded).
+  static constexpr bool kPieces = sizeof(T) < 16 && 16 % sizeof(T) == 0 && TX % (16 / sizeof(T)) == 0;
+  static constexpr bool kClip = [] {
     if constexpr (requires { Body::kTileRowsPadded; })
-      return Body::kTileRowsPadded && sizeof(T) < 16 && 16 % sizeof(T) == 0 && TX % (16 / sizeof(T)) == 0;
+      return kPieces && !Body::kTileRowsPadded;
     else
-      return false;
+      return kPieces;
   }();
   static constexpr int CE = kPieces ? static_cast<int>(16 / sizeof(T)) : 1;
   static constexpr int W = (RC + CE - 1 + TX + RC + CE - 1) / CE * CE, H = TY + 2 * RB;
@@ -166,9 +191,26 @@ struct CellRing {
   static constexpr int NS = (E + F + 1) * G;
   static constexpr std::size_t kBytes = kPlaneBytes * static_cast<std::size_t>(NS + 2 * RA);
   // Thread blocks an SM holds at once (sm_90's 227 KiB of shared memory a block, 1024 threads at
-  // 64 registers), which the compiler's register budget follows.
-  static constexpr int kMinBlocks = std::clamp<int>(
-      std::min<std::size_t>(kThreads >= 1024 ? 1 : 1024 / kThreads, 227 * 1024 / std::max<std::size_t>(kBytes, 1)), 1, 8);
+  // 64 registers), which the compiler's register budget follows; or the shape's kMinBlocks, where it
+  // declares one (fewer blocks, more registers a thread).
+  static constexpr int kMinBlocks = [] {
+    if constexpr (requires { Shape::kMinBlocks; })
+      return Shape::kMinBlocks;
+    else
+      return std::clamp<int>(std::min<std::size_t>(kThreads >= 1024 ? 1 : 1024 / kThreads,
+                                                   227 * 1024 / std::max<std::size_t>(kBytes, 1)),
+                             1, 8);
+  }();
+};
+
+// A body's fold_type (a FoldingCellBody), or int for a body that folds nothing.
+template <class Body, bool = FoldingCellBody<Body>>
+struct FoldOf {
+  using type = int;
+};
+template <class Body>
+struct FoldOf<Body, true> {
+  using type = typename Body::fold_type;
 };
 
 // The bytes of one asynchronous copy (cp.async: 4, 8 or 16) that a T is made of, or 0: a T of
@@ -247,39 +289,66 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
   const T* corner = body.tile_origin() + (beginA + first - RA) * sA + (beginB + tB - RB) * sB + x_first;
   index_t off[J];
   bool ok[J];
+  // kClip: the cells [cut_lo, cut_hi) of a piece that lie within reach (all CE but at a row's ends).
+  [[maybe_unused]] int cut_lo[J], cut_hi[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) {
     const int e = tid + j * kThreads, y = e / Ring::kRowPieces, c = e - y * Ring::kRowPieces;
     ok[j] = e < kPieces && y < rows && c < pieces;
     off[j] = y * sB + c * CE;
+    if constexpr (Ring::kClip) {
+      const index_t at = x_first + c * CE;
+      cut_lo[j] = static_cast<int>(std::clamp<index_t>(x0 - RC - at, 0, CE));
+      cut_hi[j] = static_cast<int>(std::clamp<index_t>(x_end - at, 0, CE));
+    }
   }
-  const auto copy = [](T* dst, const T* src) {  // one piece: CE elements
+  const auto copy = [&](T* dst, const T* src, [[maybe_unused]] int j) {  // one piece: CE elements
+    if constexpr (Ring::kClip) {
+      if (cut_lo[j] != 0 || cut_hi[j] != CE) {
+#pragma unroll
+        for (int e = 0; e < CE; ++e)
+          if (e >= cut_lo[j] && e < cut_hi[j]) copy_cell_async(dst + e, src + e);
+        return;
+      }
+    }
     if constexpr (CE > 1)
       copy_cell_async(reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src));
     else
       copy_cell_async(dst, src);
   };
-  const auto load_group = [&](index_t group) {  // planes group * G .. + G - 1, one commit group
-    const int slot0 = static_cast<int>(group % (NS / G)) * G;
+  bool copies = false;  // whether this thread copies anything (a 2-D tile's row has fewer pieces than threads)
 #pragma unroll
-    for (int p = 0; p < G; ++p) {
-      const index_t k = group * G + p;
-      if (k < count) {
-        const T* plane = corner + k * sA;
+  for (int j = 0; j < J; ++j) copies = copies || ok[j];
+  // The groups are loaded in order, each into the next G slots: the next group's first plane, its
+  // index among the planes loaded and its slot group (group % (NS / G)), kept as running values.
+  const T* next_plane = corner;
+  index_t next_k = 0;
+  int next_slots = 0;
+  const auto load_group = [&] {  // the next G planes, one commit group
+    if (copies) {
+      const int slot0 = next_slots * G;
+      const T* plane = next_plane;
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {  // the slot, and below 2 RA its mirror NS slots on
-          if (m == 1 && slot0 + p >= 2 * RA) break;
-          T* dst = ring + (slot0 + p + m * NS) * kPlane + tid * CE;
+      for (int p = 0; p < G; ++p, plane += sA) {
+        if (next_k + p < count) {
 #pragma unroll
-          for (int j = 0; j < J; ++j)
-            if (ok[j]) copy(dst + j * kThreads * CE, plane + off[j]);
+          for (int m = 0; m < 2; ++m) {  // the slot, and below 2 RA its mirror NS slots on
+            if (m == 1 && slot0 + p >= 2 * RA) break;
+            T* dst = ring + (slot0 + p + m * NS) * kPlane + tid * CE;
+#pragma unroll
+            for (int j = 0; j < J; ++j)
+              if (ok[j]) copy(dst + j * kThreads * CE, plane + off[j], j);
+          }
         }
       }
     }
+    next_plane += G * sA;
+    next_k += G;
+    next_slots = next_slots + 1 == NS / G ? 0 : next_slots + 1;
     async_commit();
   };
 #pragma unroll
-  for (int g = 0; g < Ring::E + Ring::F; ++g) load_group(g);
+  for (int g = 0; g < Ring::E + Ring::F; ++g) load_group();
   // The view's strides along axes 0 and 1 in the ring (a 2-D body's view reads axis 1's only).
   constexpr index_t kViewStride0 = Rows ? 0 : kPlane, kViewStride1 = Rows ? kPlane : Ring::W;
   const index_t i2 = t2 + tx;
@@ -288,11 +357,16 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
   const index_t b0 = tB + ty * Ring::CY;  // this thread's first row
   const int at = (ty * Ring::CY + RB) * Ring::W + lead + tx;  // its first cell in a slot
   const index_t steps = ceil_div<index_t>(last - first, G);
+  int window_slots = 0;  // step t's slot group: t % (NS / G)
+  constexpr bool kFold = FoldingCellBody<Body>;
+  using Fold = typename FoldOf<Body>::type;
+  [[maybe_unused]] Fold folded{};
   for (index_t t = 0; t < steps; ++t) {
     async_wait<Ring::F>();  // this thread's copies of groups t .. t + E - 1 are in
     __syncthreads();        // and every thread's; every thread is done with step t - 1's slots
-    load_group(t + Ring::E + Ring::F);
-    const T* window = ring + static_cast<int>(t % (NS / G)) * G * kPlane + at;
+    load_group();  // group t + E + F
+    const T* window = ring + window_slots * G * kPlane + at;
+    window_slots = window_slots + 1 == NS / G ? 0 : window_slots + 1;
     // A step whose cells are all in the box computes them without a condition, so that the
     // compiler reads a ring cell that several of them read once (a condition per cell keeps each
     // cell's reads apart); the other steps (at the box's edges) check each cell.
@@ -311,8 +385,9 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
         for (int k = 0; k < G; ++k)
           if (live(c, k)) {
             const CellIndex01 i = index01(c, k);
-            v[c][k] = body.value(window + (k + RA) * kPlane + c * Ring::W, kViewStride0, kViewStride1, i.i0, i.i1,
-                                 r.begin2 + i2);
+            const T* center = window + (k + RA) * kPlane + c * Ring::W;
+            v[c][k] = body.value(center, kViewStride0, kViewStride1, i.i0, i.i1, r.begin2 + i2);
+            if constexpr (kFold) folded = Body::combine(folded, body.fold(center, v[c][k]));
           }
 #pragma unroll
       for (int c = 0; c < Ring::CY; ++c)
@@ -327,6 +402,10 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
       compute(std::true_type{});
     else
       compute(std::false_type{});
+  }
+  if constexpr (kFold) {  // every thread of the block is here (no thread leaves the loop early)
+    folded = warp_reduce(folded, [](Fold a, Fold b) { return Body::combine(a, b); });
+    if (lane_id() == 0) body.fold_result(folded);
   }
 }
 
@@ -385,6 +464,7 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
   const detail::CellRange r{begin[0], begin[1], begin[2], end[0] - begin[0], end[1] - begin[1], end[2] - begin[2]};
   if (r.n0 <= 0 || r.n1 <= 0 || r.n2 <= 0) return;
   const kernels::cuda::detail::ScopedDevice on_queue_device(queue.device);
+  static_assert(!FoldingCellBody<Body>, "for_each_cell: a folding body runs through detail::for_each_cell_tiled");
   const bool wide = r.n2 >= detail::kCellTileX && r.n1 >= detail::kCellTileY;
   if constexpr (TiledCellBody<Body>) {
     constexpr bool kNear = Body::kReach0 <= 1 && Body::kReach1 <= 1 && Body::kReach2 <= 1;

@@ -7,7 +7,7 @@ namespace tessera::kernels::cuda {
 template <class T>
 void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                 const StencilWeights<T>& weights, T* max_change) {
-  detail::stencil_2d(in, in_ld, out, out_ld, rows, cols, weights, max_change, queue.stream);
+  detail::stencil_2d(queue, in, in_ld, out, out_ld, rows, cols, weights, max_change);
 }
 
 template <class T>

@@ -75,15 +75,19 @@ StencilWeights<T> random_weights(StencilShape shape, std::uint64_t seed) {
 }
 
 // One sweep of a rows x cols region whose input frame row starts `in_shift` elements past a
-// 16-byte boundary (the region one further), with leading dimensions in_ld and out_ld.
+// 16-byte boundary (the region one further), with leading dimensions in_ld and out_ld. tight: the
+// input ends at the last cell the sweep may read (row rows, column cols of the region), so that
+// memcheck sees any read past it.
 template <class T>
 void check_sweep(index_t rows, index_t cols, index_t in_ld, index_t out_ld, index_t in_shift, index_t out_shift,
-                 const StencilWeights<T>& w, std::uint64_t seed) {
+                 const StencilWeights<T>& w, std::uint64_t seed, bool tight = false) {
   const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " ld " + std::to_string(in_ld) +
                             "/" + std::to_string(out_ld) + " shift " + std::to_string(in_shift) + "/" +
-                            std::to_string(out_shift) + " " + to_string(w.shape) + " seed=" + std::to_string(seed);
+                            std::to_string(out_shift) + " " + to_string(w.shape) + (tight ? " tight" : "") +
+                            " seed=" + std::to_string(seed);
   // Frames of rows + 2 rows; the region at (1, 1).
-  const auto in_frame = host_generate<T>(in_shift + (rows + 2) * in_ld, seed);
+  const index_t in_size = tight ? in_shift + (rows + 1) * in_ld + cols + 2 : in_shift + (rows + 2) * in_ld;
+  const auto in_frame = host_generate<T>(in_size, seed);
   Mirrored<T> in(in_frame);
   Mirrored<T> out(poisoned<T>(static_cast<std::size_t>(out_shift + (rows + 2) * out_ld)));
   const index_t in_origin = in_shift + in_ld + 1, out_origin = out_shift + out_ld + 1;
@@ -126,6 +130,7 @@ TYPED_TEST(StencilGpu, SweepIsBitIdenticalToCpuAtEveryAlignment) {
       // 16-byte boundary (a Field2D's layout); shift 0 one element past one.
       for (index_t shift = 0; shift < kV; ++shift) check_sweep<T>(rows, cols, aligned_ld, aligned_ld, shift, shift, laplace, ++seed);
       check_sweep<T>(rows, cols, aligned_ld, aligned_ld, kV - 1, kV - 1, random, ++seed);
+      check_sweep<T>(rows, cols, aligned_ld, aligned_ld, kV - 1, 0, random, ++seed, true);
       // Rows that do not keep a 16-byte boundary, or input and output at different shifts: the
       // element path.
       check_sweep<T>(rows, cols, cols + 2, cols + 3, 0, 0, random, ++seed);
@@ -392,15 +397,19 @@ TYPED_TEST(StencilGpu, FrameLastSweepsTheRegionCopiesItsFrameAndSetsItsFlags) {
 
 TYPED_TEST(StencilGpu, ResidualAddsToTheValueGiven) {
   using T = TypeParam;
+  constexpr index_t kV = 16 / sizeof(T);
   const index_t rows = 40, cols = 70, ld = 80;
   const auto frame = host_generate<T>((rows + 2) * ld, test_seed());
   Mirrored<T> in(frame);
   Mirrored<T> out(std::vector<T>(frame.size(), T(0)));
-  // A larger value already there stays: the sweep takes the maximum with it.
-  Mirrored<T> change(std::vector<T>{T(1000)});
-  kernels::stencil_2d(cuda_queue(), in.device + ld + 1, ld, out.device + ld + 1, ld, rows, cols, StencilWeights<T>::jacobi5(),
-                      change.device);
-  EXPECT_EQ(change.device_to_host()[0], T(1000));
+  // The region one element past a 16-byte boundary (the column march) and on one (the tiled pass).
+  for (index_t lead : {index_t(1), kV}) {
+    // A larger value already there stays: the sweep takes the maximum with it.
+    Mirrored<T> change(std::vector<T>{T(1000)});
+    kernels::stencil_2d(cuda_queue(), in.device + ld + lead, ld, out.device + ld + lead, ld, rows, cols,
+                        StencilWeights<T>::jacobi5(), change.device);
+    EXPECT_EQ(change.device_to_host()[0], T(1000)) << "region at column " << lead;
+  }
 }
 
 // ---- convolve_1d -------------------------------------------------------------------------------------

@@ -3,7 +3,14 @@
 // copies, the convolution's tile), agent_stencil.cuh (the kernels) and this file, the dispatch
 // (grids from the device, launches) of
 //
-//   stencil_2d   the 5- and 9-point sweep, by register-blocked column marching: each lane owns one
+//   stencil_2d   the 5- and 9-point sweep. A region of doubles at least kDeepPlanes rows deep and
+//                wider than kNarrowCols whose input rows start on 16-byte boundaries is swept by the
+//                user stencil's tiled pass (device_cells.cuh, the pass apply_stencil runs) with the
+//                cell StencilSweepCell, the residual folded into it: thread blocks of 1024 columns
+//                stage the rows in a ring of shared memory by asynchronous 16-byte copies and march
+//                down the rows, four a step (floats measure faster in the bulk ring below:
+//                Stencil2dTiledTuning).
+//                Other regions by register-blocked column marching: each lane owns one
 //                16-byte vector of a row (4 floats, 2 doubles) and walks down a segment of rows,
 //                keeping the north, centre and south vectors in registers, so that every row is read
 //                from memory once per segment; the neighbours in x come from the next lanes by
@@ -41,6 +48,7 @@
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/agent_stencil.cuh"
+#include "tessera/kernels/cuda/device_cells.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/tuning/stencil.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -51,6 +59,55 @@
 namespace tessera::kernels::cuda::detail {
 
 // ---- stencil_2d --------------------------------------------------------------------------------------
+
+// stencil_2d's cell as a body of the tiled cell pass (TiledCellBody, device_cells.cuh): cell
+// (i1, i2) of the region (axis 0 is one plane) from the tile of `in` that the pass stages in shared
+// memory, stencil_point's arithmetic. The pass reads `in` within the contract's ghost ring only
+// (the rows are not declared padded).
+template <class T, bool kNine>
+struct StencilSweepCell {
+  using tile_type = T;
+  using value_type = T;
+  static constexpr int kReach0 = 0, kReach1 = 1, kReach2 = 1;
+  const T* in;
+  index_t in_ld;
+  T* out;
+  index_t out_ld;
+  StencilWeights<T> w;
+  __host__ __device__ const T* tile_origin() const { return in; }
+  __host__ __device__ index_t tile_stride0() const { return 0; }
+  __host__ __device__ index_t tile_stride1() const { return in_ld; }
+  __device__ T value(const T* c, index_t, index_t s1, index_t, index_t, index_t) const {
+    return stencil_point<T, kNine>(w, c[0], c[-s1], c[s1], c[-1], c[1], c[-s1 - 1], c[-s1 + 1], c[s1 - 1], c[s1 + 1]);
+  }
+  __device__ void store(index_t, index_t i1, index_t i2, const T& v) const { out[i1 * out_ld + i2] = v; }
+};
+
+// The same cell with the residual folded in (FoldingCellBody): max |new - old| as change bits,
+// one atomic max into max_change per warp.
+template <class T, bool kNine>
+struct StencilSweepChangeCell : StencilSweepCell<T, kNine> {
+  using fold_type = ChangeBits<T>;
+  T* max_change;
+  __device__ fold_type fold(const T* c, const T& v) const { return change_bits(v, *c); }
+  __device__ static fold_type combine(fold_type a, fold_type b) { return a > b ? a : b; }
+  __device__ void fold_result(fold_type f) const {
+    if (f != 0) atomicMax(reinterpret_cast<fold_type*>(max_change), f);
+  }
+};
+
+// stencil_2d by the tiled cell pass in Stencil2dTiledTuning's shape; false, and nothing queued,
+// where the pass does not take the region (device_cells.cuh: its ring does not fit, or the grid
+// would pass its limits).
+template <class T, bool kNine>
+bool stencil_2d_tiled(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
+                      index_t cols, const StencilWeights<T>& w, T* max_change) {
+  using Shape = Stencil2dTiledTuning<T>;
+  const CellRange r{0, 0, 0, 1, rows, cols};
+  const StencilSweepCell<T, kNine> cell{in, in_ld, out, out_ld, w};
+  if (max_change == nullptr) return for_each_cell_tiled<StencilSweepCell<T, kNine>, Shape>(queue, r, cell);
+  return for_each_cell_tiled<StencilSweepChangeCell<T, kNine>, Shape>(queue, r, {cell, max_change});
+}
 
 template <class T, class Tuning = Stencil2dTuning>
 void launch_stencil_2d_cells(const T* in, index_t in_ld, T* out, index_t out_ld, const CellRegions& regions,
@@ -175,9 +232,10 @@ void launch_stencil_2d_bulk(const T* in, index_t in_ld, T* out, index_t out_ld, 
 }
 
 template <class T, class Tuning = Stencil2dTuning>
-void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
-                const StencilWeights<T>& w, T* max_change, StreamHandle stream) {
+void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                const StencilWeights<T>& w, T* max_change) {
   if (rows <= 0 || cols <= 0) return;
+  const StreamHandle stream = queue.stream;
   static_assert(kVectorizable<T>, "stencil_2d: element types of 1, 2, 4, 8 or 16 bytes");
   constexpr int kVectorItems = Vector<T>::kItems;
   constexpr index_t kVectorBytesT = kVectorBytes;
@@ -199,7 +257,15 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
     whole.add(0, 0, rows, cols);
     return launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, whole, w, max_change, stream);
   }
-  if constexpr ((sizeof(T) == 4 || sizeof(T) == 8) && Tuning::kBulk) {
+  // The tiled cell pass where Stencil2dTiledTuning takes the type, the input rows start on 16-byte
+  // boundaries (its copies are aligned 16-byte pieces) and the region is deep enough for its ring.
+  if constexpr (Stencil2dTiledTuning<T>::kTiled) {
+    if (in_shift == 0 && in_ld % kVectorItems == 0 && rows >= kDeepPlanes &&
+        (nine ? stencil_2d_tiled<T, true>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change)
+              : stencil_2d_tiled<T, false>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change)))
+      return;
+  }
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
     // The ring of rows filled by bulk copies: aligned regions on sm_90, 5- and 9-point sweeps (the
     // 9-point sweep of doubles with a looser register bound: kMinBlocksPerSmNineDouble).
     using Bulk = Stencil2dBulkTuning;

@@ -11,7 +11,6 @@ struct Stencil2dTuning {
   static constexpr int kPrefetchRows = 2;    // rows in flight ahead of the one computed
   static constexpr int kMinSegmentRows = 4;  // the shortest segment a warp walks (narrow regions)
   static constexpr int kMinBlocksPerSm = 5;  // 640 threads per SM, up to 102 registers per thread
-  static constexpr bool kBulk = true;        // aligned regions on sm_90: the ring of Stencil2dBulkTuning
   static constexpr int kNarrowCols = 16;     // regions this narrow or narrower: one thread per cell
   static constexpr int kNarrowThreads = 256;
   // float 16384^2 5-point sweep on an H100 (tessera_bench_stencil): 2 vectors per lane and 5
@@ -19,8 +18,26 @@ struct Stencil2dTuning {
   // segments making one wave (`--only variants --reps 15`, 2026-11-24): 0.880 ms (81.5%).
 };
 
-// The sweep through a ring of rows in shared memory that bulk copies fill (sm_90, aligned regions):
-// a thread block of kWarps warps takes a strip of kWarps x 32 x kVectorsPerLane 16-byte vectors
+// stencil_2d through the user stencil's tiled pass (device_cells.cuh, the cell StencilSweepCell):
+// a thread block takes TX columns and marches down the rows, G a step, kMinBlocks blocks an SM.
+// Where kTiled is false the aligned regions take the ring of Stencil2dBulkTuning on sm_90.
+// One H200, tessera_bench_stencil --only sweep5,sweep9,double,variants, 2026-11-30, three runs, us
+// per sweep: doubles (16384 x 8192), 1024 columns: 5-point 577-581 against the ring's 581-585,
+// 9-point 574-580 against 586-595 (512 columns and 2 blocks: 592-597); floats (16384^2), the
+// best shape 612-619 (5-point) and 616-672 (9-point) against the ring's 580-588 and 586-594, the
+// shapes with more registers a thread (1 block an SM, or 8 rows a step) 1.0-1.2 ms. (Doubles at 512
+// columns and 1 block an SM: 558-560 in one run, not taken.)
+template <class T>
+struct Stencil2dTiledTuning {
+  static constexpr bool kTiled = sizeof(T) == 8;
+  static constexpr int TX = 1024, TY = 1, CY = 1, G = 4;
+  static constexpr int kBudget = 96 * 1024;  // bytes of shared memory the ring may take
+  static constexpr int kMinBlocks = 1;
+};
+
+// The sweep through a ring of rows in shared memory that bulk copies fill (sm_90, aligned regions),
+// the sweep of aligned regions where Stencil2dTiledTuning does not take them and the interior of
+// stencil_2d_frame_last: a thread block of kWarps warps takes a strip of kWarps x 32 x kVectorsPerLane 16-byte vectors
 // (2048 floats, 1024 doubles) and keeps kDepth rows of it in flight.
 struct Stencil2dBulkTuning {
   static constexpr int kWarps = 8;

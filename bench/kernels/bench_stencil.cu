@@ -5,7 +5,8 @@
 //   sweep5 / sweep9   the 5- and 9-point sweep of an N x N float field (N = 16384 by default) and an
 //                     N x N/2 double field: one read and one write per cell at the floor. Also the
 //                     sweep that takes the residual (max |out - in|); with `variants`, the column
-//                     march of each, and other tunings of the 5-point bulk ring and column march.
+//                     march of each, the ring filled by bulk copies (the frame-last sweep's
+//                     interior) at the library's tuning and others, and other column marches.
 //   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the unrolled kernel) and 16,
 //                     64 (the chunked one): one read and one write per element at the floor.
 // "%copy" is the floor's time over ours; "x plain" the plain kernel's time over ours. Every result is
@@ -306,6 +307,15 @@ bool same(const Queue& q, const Frame<T>& a, const Frame<T>& b) {
   return true;
 }
 
+// A shape of the tiled cell pass for a 2-D body (device_cells.cuh's CellRingShape): kX columns a
+// thread block, kG rows a step.
+template <int kX, int kG, int kBlocks>
+struct SweepShape {
+  static constexpr int TX = kX, TY = 1, CY = 1, G = kG;
+  static constexpr int kBudget = 96 * 1024;
+  static constexpr int kMinBlocks = kBlocks;  // thread blocks an SM holds: the register budget
+};
+
 template <class T>
 void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, StencilShape shape, const char* type) {
   const StencilWeights<T> w = shape == StencilShape::five_point ? StencilWeights<T>::jacobi5() : StencilWeights<T>::jacobi9();
@@ -347,6 +357,72 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     };
     if (shape == StencilShape::five_point) march.template operator()<false>();
     else march.template operator()<true>();
+    // The ring filled by bulk copies at the library's tuning, without and with the residual, where
+    // stencil_2d takes the tiled pass (for the other types it is stencil_2d's own path, timed above:
+    // this program does not launch the library's instance of the kernel, whose shared memory limit
+    // the library lifts in its own module).
+    auto library_bulk = [&]<bool kNine>() {
+      using Bulk = detail::Stencil2dBulkTuning;
+      if constexpr (detail::Stencil2dTiledTuning<T>::kTiled) {
+        if (!detail::bulk_sweep_available<T, kNine, Bulk>()) return;
+        variant(std::string(name) + " (bulk ring)", [&] {
+          detail::launch_stencil_2d_bulk<T, kNine, Bulk>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w,
+                                                         nullptr, q.stream);
+        });
+        T* bulk_change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
+        variant(std::string(name) + " (bulk ring) +residual", [&] {
+          TESSERA_CUDA_CHECK(cudaMemsetAsync(bulk_change, 0, sizeof(T), stream_of(q)));
+          detail::launch_stencil_2d_bulk<T, kNine, Bulk>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w,
+                                                         bulk_change, q.stream);
+        });
+        tessera::kernels::deallocate(q, bulk_change);
+      }
+    };
+    if (shape == StencilShape::five_point) library_bulk.template operator()<false>();
+    else library_bulk.template operator()<true>();
+    // The tiled cell pass (stencil_2d's path) in other shapes: columns a block, rows a step; without
+    // and with the residual.
+    T* tiled_change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
+    auto tiled = [&]<bool kNine, class Shape>(const std::string& label) {
+      // A shape whose thread block cannot be resident (registers and shared memory) is skipped.
+      auto resident = [&]<class Body>() {
+        using Ring = detail::CellRing<Body, true, Shape>;
+        constexpr auto kernel = &detail::for_each_cell_tiled_kernel<Body, true, Shape>;
+        TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Ring::kBytes)));
+        int blocks = 0;
+        TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Ring::kThreads, Ring::kBytes));
+        cudaFuncAttributes a{};
+        TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel));
+        std::fprintf(stderr, "tiled %s %s: %d blocks an SM, %d registers, %zu bytes of shared memory\n", label.c_str(), type,
+                     blocks, a.numRegs, Ring::kBytes);
+        return blocks > 0;
+      };
+      if (!resident.template operator()<detail::StencilSweepCell<T, kNine>>() ||
+          !resident.template operator()<detail::StencilSweepChangeCell<T, kNine>>())
+        return;
+      const detail::CellRange r{0, 0, 0, 1, rows, cols};
+      const detail::StencilSweepCell<T, kNine> cell{in.origin(), in.ld, out.origin(), out.ld, w};
+      variant(std::string(name) + " (tiled, " + label + ")", [&] {
+        if (!detail::for_each_cell_tiled<detail::StencilSweepCell<T, kNine>, Shape>(q, r, cell))
+          std::fprintf(stderr, "the tiled pass refused the shape %s\n", label.c_str());
+      });
+      const detail::StencilSweepChangeCell<T, kNine> change_cell{cell, tiled_change};
+      variant(std::string(name) + " (tiled, " + label + ") +residual", [&] {
+        TESSERA_CUDA_CHECK(cudaMemsetAsync(tiled_change, 0, sizeof(T), stream_of(q)));
+        if (!detail::for_each_cell_tiled<detail::StencilSweepChangeCell<T, kNine>, Shape>(q, r, change_cell))
+          std::fprintf(stderr, "the tiled pass refused the shape %s\n", label.c_str());
+      });
+    };
+    auto tiled_shapes = [&]<bool kNine>() {
+      tiled.template operator()<kNine, SweepShape<512, 4, 2>>("512 wide, 4 rows, 2 blocks");
+      tiled.template operator()<kNine, SweepShape<1024, 4, 1>>("1024 wide, 4 rows, 1 block");
+      tiled.template operator()<kNine, SweepShape<512, 8, 1>>("512 wide, 8 rows, 1 block");
+      tiled.template operator()<kNine, SweepShape<512, 4, 1>>("512 wide, 4 rows, 1 block");
+      tiled.template operator()<kNine, SweepShape<256, 8, 2>>("256 wide, 8 rows, 2 blocks");
+    };
+    if (shape == StencilShape::five_point) tiled_shapes.template operator()<false>();
+    else tiled_shapes.template operator()<true>();
+    tessera::kernels::deallocate(q, tiled_change);
     // The ring filled by bulk copies at other tunings, where the device runs it.
     auto bulk = [&]<class Tuning>(const std::string& label) {
       if (!detail::bulk_sweep_available<T, false, Tuning>()) return;

@@ -75,7 +75,7 @@ CartesianGrid plane_grid(const ProcessGrid& grid, index_t rows, index_t cols, in
 
 // ---- the halo ------------------------------------------------------------------------------------------
 
-GlobalRectangle halo_piece(const FieldLayout& l, HaloShape shape, int receiver_row, int receiver_col, int owner_row,
+GlobalRectangle halo_piece(const FieldLayout& l, StencilForm shape, int receiver_row, int receiver_col, int owner_row,
                            int owner_col) {
   if (receiver_row == owner_row && receiver_col == owner_col) return {};
   const index_t w = l.ghost_width;
@@ -90,7 +90,7 @@ GlobalRectangle halo_piece(const FieldLayout& l, HaloShape shape, int receiver_r
     if (row_end <= row || col_end <= col) return {};
     return {row, col, row_end - row, col_end - col};
   };
-  if (shape == HaloShape::box) return cut(r0 - w, r1 + w, c0 - w, c1 + w);
+  if (shape == StencilForm::box) return cut(r0 - w, r1 + w, c0 - w, c1 + w);
   // Faces: the ghost rows above and below the block's columns, and the ghost columns beside its
   // rows. An owner's block meets at most one of the two (meeting both, it would overlap the
   // receiver's block).
@@ -98,7 +98,7 @@ GlobalRectangle halo_piece(const FieldLayout& l, HaloShape shape, int receiver_r
   return vertical.empty() ? cut(r0, r1, c0 - w, c1 + w) : vertical;
 }
 
-HaloExchange::HaloExchange(const FieldLayout& layout, HaloShape shape, std::size_t element_bytes, const Context& ctx)
+HaloExchange::HaloExchange(const FieldLayout& layout, StencilForm shape, std::size_t element_bytes, const Context& ctx)
     : ctx_(ctx), shape_(shape), element_bytes_(element_bytes), comm_(ctx) {
   TESSERA_ASSERT(ctx.size() == layout.grid_rows * layout.grid_cols && ctx.rank() == layout.rank_of(layout.process_row, layout.process_col),
                  "HaloExchange: the context is not the field's process grid");

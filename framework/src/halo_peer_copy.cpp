@@ -359,7 +359,7 @@ struct PeerStores::Neighbour {
   int slot = 0;  // this rank's flag among its flags
 };
 
-std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayout& layout, HaloShape shape,
+std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayout& layout, StencilForm shape,
                                              std::array<const void*, 2> origins, std::size_t element_bytes,
                                              std::string* why_not) {
   if (ctx.backend() != Backend::cuda) {
@@ -554,7 +554,7 @@ void PeerCopy::drained() {}
 
 struct PeerStores::Neighbour {};
 
-std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayout&, HaloShape, std::array<const void*, 2>,
+std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayout&, StencilForm, std::array<const void*, 2>,
                                              std::size_t, std::string* why_not) {
   *why_not = ctx.backend() != Backend::cuda ? "it needs the cuda backend" : "this build has no CUDA";
   return nullptr;

@@ -137,7 +137,7 @@ class PeerStores {
   // Returns null on every rank where some rank cannot take the path (not the cuda backend, one rank
   // alone, a neighbour on another node or on a GPU this rank cannot map, no stream memory
   // operations), with the reason in *why_not.
-  static std::unique_ptr<PeerStores> make(const Context& ctx, const FieldLayout& layout, HaloShape shape,
+  static std::unique_ptr<PeerStores> make(const Context& ctx, const FieldLayout& layout, StencilForm shape,
                                           std::array<const void*, 2> origins, std::size_t element_bytes,
                                           std::string* why_not);
   // Waits until this rank's queue is idle, then for each neighbour to unmap (a handshake).

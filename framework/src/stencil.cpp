@@ -211,7 +211,7 @@ Jacobi<T>::Jacobi(Field<T, 2>& u, const StencilWeights<T>& weights, const Jacobi
   v_.copy_from(u);  // the outer ghosts: the Dirichlet values
   const kernels::Queue& q = u.context().queue();
   edge_queue_ = kernels::make_priority_queue(q);
-  const HaloShape shape = weights.shape == StencilShape::five_point ? HaloShape::faces : HaloShape::box;
+  const StencilForm shape = weights.shape == StencilShape::five_point ? StencilForm::star : StencilForm::box;
   halo_ = std::make_unique<HaloExchange>(plane_, shape, sizeof(T), u.context().with_queue(edge_queue_));
   change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
   exchange();  // the ghosts of the first iterate

@@ -573,7 +573,7 @@ TYPED_TEST(ElementTypes, MatricesAndFieldsGatherAndScatter) {
       // The halo of the field moves its cells too: the ghost cells inside the domain are the
       // neighbours' (a box halo of the ghost width).
       if (ghosts > 0) {
-        HaloExchange halo(f.plane_layout(), HaloShape::box, sizeof(T), f.context());
+        HaloExchange halo(f.plane_layout(), StencilForm::box, sizeof(T), f.context());
         halo.run(f.origin());
         std::vector<T> with_ghosts(static_cast<std::size_t>(f.ld() * (f.local_rows() + 2 * ghosts)));
         kernels::copy_to_host(world.queue(), with_ghosts.data(), f.origin() - ghosts * f.ld() - ghosts,

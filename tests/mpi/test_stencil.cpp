@@ -105,9 +105,9 @@ TEST(Field2D, HaloExchangeFillsEveryGhostCellOfItsShape) {
     for (auto [rows, cols] : shapes) {
       if (rows < grid.rows() || cols < grid.cols()) continue;
       for (int w : {1, 2, 3})
-        for (HaloShape shape : {HaloShape::faces, HaloShape::box}) {
+        for (StencilForm shape : {StencilForm::star, StencilForm::box}) {
           const std::string where = "grid " + grid_text(grid) + " field " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                    " ghost " + std::to_string(w) + (shape == HaloShape::box ? " box" : " faces");
+                                    " ghost " + std::to_string(w) + (shape == StencilForm::box ? " box" : " star");
           Field2D<float> f(grid, rows, cols, w);
           f.fill(kBefore);
           // The owned cells from the global data.
@@ -129,7 +129,7 @@ TEST(Field2D, HaloExchangeFillsEveryGhostCellOfItsShape) {
               const bool owned = a >= w && a < w + lr && b >= w && b < w + lc;
               const bool inside = i >= 0 && i < rows && j >= 0 && j < cols;
               const bool beside_rows = i >= r0 && i < r0 + lr, beside_cols = j >= c0 && j < c0 + lc;
-              const bool in_shape = shape == HaloShape::box || beside_rows || beside_cols;
+              const bool in_shape = shape == StencilForm::box || beside_rows || beside_cols;
               const float want = owned || (inside && in_shape) ? cell(i, j) : !inside ? outer(i, j) : kBefore;
               const float got = frame[static_cast<std::size_t>(a * fc + b)];
               if (got != want)
@@ -151,7 +151,7 @@ TEST(Field2D, HaloPathFollowsTesseraHalo) {
   const Field2D<float> f(grid, 8, 8, 1);
   auto path_with = [&](const char* value) {
     const ScopedEnv halo_env("TESSERA_HALO", value);
-    const HaloExchange halo(f.plane_layout(), HaloShape::faces, sizeof(float), grid.context());
+    const HaloExchange halo(f.plane_layout(), StencilForm::star, sizeof(float), grid.context());
     return std::string(halo.path());
   };
   EXPECT_EQ(path_with("peer-store"), path_with("auto"));  // the Jacobi step's; a HaloExchange takes auto's
@@ -214,7 +214,7 @@ TEST(Field2D, IsAField2WhoseHalosBothFillTheFrame) {
     EXPECT_EQ(base.ghost_width(1), w) << where;
     a.set_outer_ghosts(outer);
     b.set_outer_ghosts(outer);
-    HaloExchange halo(a.plane_layout(), HaloShape::box, sizeof(double), grid.context());
+    HaloExchange halo(a.plane_layout(), StencilForm::box, sizeof(double), grid.context());
     halo.run(a.origin());
     b.exchange_halo(StencilForm::box);
     const index_t lr = a.local_rows(), lc = a.local_cols();

@@ -33,10 +33,6 @@
 
 namespace tessera {
 
-// Which ghost cells an exchange fills: those beside the block's four edges (what a 5-point stencil
-// reads), or the whole frame, corners included (a 9-point stencil).
-enum class HaloShape { faces, box };
-
 // Everything about a field's distribution that does not depend on its element type.
 struct FieldLayout {
   index_t rows = 0, cols = 0;     // the global field
@@ -145,9 +141,11 @@ class PeerCopy;
 // with them).
 class HaloExchange {
  public:
-  // ctx: the grid's ranks in grid order (ProcessGrid::context(), or the same communicator with
-  // another queue). element_bytes: the size of the field's cells.
-  HaloExchange(const FieldLayout& layout, HaloShape shape, std::size_t element_bytes, const Context& ctx);
+  // shape: the ghost cells filled, those beside the block's four edges (star: what a 5-point
+  // stencil reads) or the whole frame, corners included (box: a 9-point stencil). ctx: the grid's
+  // ranks in grid order (ProcessGrid::context(), or the same communicator with another queue).
+  // element_bytes: the size of the field's cells.
+  HaloExchange(const FieldLayout& layout, StencilForm shape, std::size_t element_bytes, const Context& ctx);
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
@@ -173,7 +171,7 @@ class HaloExchange {
   void* send_buffer() const { return send_buffer_; }
   void start_packed(void* origin);
 
-  HaloShape shape() const { return shape_; }
+  StencilForm shape() const { return shape_; }
   // "peer-copy", or the DeviceComm path's name.
   const char* path() const;
   // Ranks this one receives from, and the bytes it sends and receives per exchange.
@@ -185,7 +183,7 @@ class HaloExchange {
 
  private:
   Context ctx_;
-  HaloShape shape_;
+  StencilForm shape_;
   std::size_t element_bytes_;
   DeviceComm comm_;
   // A message that goes straight from the block or into its ghost cells: its index among sends_
@@ -211,7 +209,7 @@ class HaloExchange {
 // The global rectangle of the cells that rank `owner` (grid coordinates) sends to the ghosts of
 // rank `receiver`: the receiver's halo (of `shape`, clipped to the domain) cut with the owner's
 // block. Empty (rows or cols 0) where they share nothing. Rows first: {row, col, rows, cols}.
-GlobalRectangle halo_piece(const FieldLayout& layout, HaloShape shape, int receiver_row, int receiver_col,
+GlobalRectangle halo_piece(const FieldLayout& layout, StencilForm shape, int receiver_row, int receiver_col,
                            int owner_row, int owner_col);
 
 }  // namespace tessera

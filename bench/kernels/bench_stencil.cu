@@ -384,22 +384,6 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     // and with the residual.
     T* tiled_change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
     auto tiled = [&]<bool kNine, class Shape>(const std::string& label) {
-      // A shape whose thread block cannot be resident (registers and shared memory) is skipped.
-      auto resident = [&]<class Body>() {
-        using Ring = detail::CellRing<Body, true, Shape>;
-        constexpr auto kernel = &detail::for_each_cell_tiled_kernel<Body, true, Shape>;
-        TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Ring::kBytes)));
-        int blocks = 0;
-        TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Ring::kThreads, Ring::kBytes));
-        cudaFuncAttributes a{};
-        TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel));
-        std::fprintf(stderr, "tiled %s %s: %d blocks an SM, %d registers, %zu bytes of shared memory\n", label.c_str(), type,
-                     blocks, a.numRegs, Ring::kBytes);
-        return blocks > 0;
-      };
-      if (!resident.template operator()<detail::StencilSweepCell<T, kNine>>() ||
-          !resident.template operator()<detail::StencilSweepChangeCell<T, kNine>>())
-        return;
       const detail::CellRange r{0, 0, 0, 1, rows, cols};
       const detail::StencilSweepCell<T, kNine> cell{in.origin(), in.ld, out.origin(), out.ld, w};
       variant(std::string(name) + " (tiled, " + label + ")", [&] {

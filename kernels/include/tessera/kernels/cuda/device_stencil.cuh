@@ -97,8 +97,8 @@ struct StencilSweepChangeCell : StencilSweepCell<T, kNine> {
 };
 
 // stencil_2d by the tiled cell pass in Stencil2dTiledTuning's shape; false, and nothing queued,
-// where the pass does not take the region (device_cells.cuh: its ring does not fit, or the grid
-// would pass its limits).
+// where the pass does not take the region (device_cells.cuh: the input rows are off 16-byte
+// boundaries, its ring does not fit, or the grid would pass its limits).
 template <class T, bool kNine>
 bool stencil_2d_tiled(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows,
                       index_t cols, const StencilWeights<T>& w, T* max_change) {
@@ -257,10 +257,11 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
     whole.add(0, 0, rows, cols);
     return launch_stencil_2d_cells<T, Tuning>(in, in_ld, out, out_ld, whole, w, max_change, stream);
   }
-  // The tiled cell pass where Stencil2dTiledTuning takes the type, the input rows start on 16-byte
-  // boundaries (its copies are aligned 16-byte pieces) and the region is deep enough for its ring.
+  // The tiled cell pass where Stencil2dTiledTuning takes the type and the region is deep enough for
+  // its ring; the pass itself refuses input rows off 16-byte boundaries (its copies are aligned
+  // 16-byte pieces).
   if constexpr (Stencil2dTiledTuning<T>::kTiled) {
-    if (in_shift == 0 && in_ld % kVectorItems == 0 && rows >= kDeepPlanes &&
+    if (rows >= kDeepPlanes &&
         (nine ? stencil_2d_tiled<T, true>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change)
               : stencil_2d_tiled<T, false>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change)))
       return;

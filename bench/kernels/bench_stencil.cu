@@ -358,9 +358,7 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     if (shape == StencilShape::five_point) march.template operator()<false>();
     else march.template operator()<true>();
     // The ring filled by bulk copies at the library's tuning, without and with the residual, where
-    // stencil_2d takes the tiled pass (for the other types it is stencil_2d's own path, timed above:
-    // this program does not launch the library's instance of the kernel, whose shared memory limit
-    // the library lifts in its own module).
+    // stencil_2d takes the tiled pass (for the other types it is stencil_2d's own path, timed above).
     auto library_bulk = [&]<bool kNine>() {
       using Bulk = detail::Stencil2dBulkTuning;
       if constexpr (detail::Stencil2dTiledTuning<T>::kTiled) {

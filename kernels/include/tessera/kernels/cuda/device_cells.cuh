@@ -428,14 +428,12 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
   const index_t nA = Rows ? r.n1 : r.n0, nB = Rows ? r.n0 : r.n1;
   const index_t tiles_x = ceil_div<index_t>(r.n2, Ring::TX), tiles_y = ceil_div<index_t>(nB, Ring::TY);
   if (tiles_x > 0x7fffffff || tiles_y > 65535) return false;
-  if (Ring::kBytes > 48 * 1024) {
-    static thread_local int opted_device = -1;  // the attribute is per device
-    if (opted_device != info.ordinal) {
-      TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(Ring::kBytes)));
-      opted_device = info.ordinal;
-    }
-  }
+  // The shared memory limit lifted at every call, before the occupancy query and the launch: the
+  // same kernel instance may live in more than one loaded module (the library's stencil_2d and a
+  // program's own), and the attribute belongs to the module the call reaches.
+  if (Ring::kBytes > 48 * 1024)
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(Ring::kBytes)));
   // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
   // waves of the resident blocks, each layer but the last at least 8 steps and 16 RA planes deep
   // (the 2 RA planes a layer loads beyond its own are then a small share); whole steps.

@@ -160,7 +160,7 @@ void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_
 
 // Whether the bulk kernel runs on the current device: its code there was compiled for sm_90 or
 // later (not an sm_80 image, nor PTX of an earlier architecture compiled at load time). Once per
-// device; also lifts the kernel's dynamic shared memory limit there.
+// device.
 template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 bool bulk_sweep_available() {
   constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
@@ -173,11 +173,20 @@ bool bulk_sweep_available() {
     TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
     const bool fits = kBulkSharedBytes<T, Tuning> <= static_cast<std::size_t>(info.max_smem_optin);
     available[info.ordinal] = fits && attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
-    if (available[info.ordinal])
-      TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(kBulkSharedBytes<T, Tuning>)));
   });
   return available[info.ordinal];
+}
+
+// Lifts the bulk kernel's dynamic shared memory limit. Set before every launch and occupancy query,
+// in the function that makes them, as histogram_opt_in is: the same kernel template instance may
+// live in more than one loaded module (the library and a program that instantiates it too), the
+// statics of a function that would set it once are one for the process, and the attribute belongs
+// to the module the call reaches.
+template <class T, bool kNine, class Tuning, bool kFrameLast = false>
+void bulk_opt_in() {
+  TESSERA_CUDA_CHECK(cudaFuncSetAttribute(stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(kBulkSharedBytes<T, Tuning>)));
 }
 
 // Tiles of a strip of columns (kWarps warp-wide strips per thread block) by a segment of rows. Each
@@ -225,6 +234,7 @@ void launch_stencil_2d_bulk(const T* in, index_t in_ld, T* out, index_t out_ld, 
   constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   constexpr std::size_t kShared = kBulkSharedBytes<T, Tuning>;
+  bulk_opt_in<T, kNine, Tuning, kFrameLast>();
   unsigned grid = 0;
   const Stencil2dShape shape = bulk_shape<T, kNine, Tuning, kFrameLast>(rows, cols, &grid);
   kernel<<<grid, kThreads, kShared, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change, last);
@@ -305,6 +315,7 @@ bool frame_fits_beside_interior() {
     int registers = 0, threads = 0;
     TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, info.ordinal));
     TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, info.ordinal));
+    bulk_opt_in<T, kNine, Bulk>();
     const int blocks = blocks_per_sm<bulk>(kBulkThreads, kBulkSharedBytes<T, Bulk>);
     auto block_registers = [](int per_thread, int block_threads) { return (per_thread + 7) / 8 * 8 * block_threads; };
     fits[info.ordinal] =
@@ -365,6 +376,7 @@ bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, i
       // The frame's cells lengthen the launch by the blocks that take them; a quarter of the
       // blocks at most, else a frame launched on its own fills the interior's spread better.
       unsigned grid = 0;
+      bulk_opt_in<T, kNine, Bulk, true>();
       bulk_shape<T, kNine, Bulk, true>(interior_rows, interior_cols, &grid);
       if (last.chunks > static_cast<index_t>(grid) / 4) return false;
       launch_stencil_2d_bulk<T, kNine, Bulk, true>(interior_in, in_ld, interior_out, out_ld, interior_rows,

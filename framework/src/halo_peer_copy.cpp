@@ -235,6 +235,7 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
       TESSERA_ASSERT(p.offsets[j] + p.messages[j].bytes <= p.slot_bytes,
                      "peer copy: a message does not fit the receiver's slot (the sends and receives disagree)");
   }
+  pc->claim_implied_ = std::all_of(pc->peers_.begin(), pc->peers_.end(), [](const Peer& p) { return !p.mapped || p.receives_from; });
   for (std::size_t slot = 0; slot < 2; ++slot) {
     pc->places_[slot].assign(sends.size(), nullptr);
     for (const Peer& p : pc->peers_)
@@ -278,8 +279,11 @@ void PeerCopy::start() {
 
 void PeerCopy::claim() {
   TESSERA_ASSERT(!started_, "peer copy: an exchange was started before the last one drained");
-  // Slot k % 2 last held exchange k - 2, drained once the receiver's count reaches k - 1.
-  if (exchanges_ >= 2) {
+  // Slot k % 2 last held exchange k - 2, drained once the receiver's count reaches k - 1. Where
+  // every receiver also sends to this rank, that is already so once this queue has passed the
+  // finish of exchange k - 1: the receiver's queue set its `drained` count to k - 1 before its
+  // `copied` count to k, which finish waited for (a flag's write follows a system-wide fence).
+  if (exchanges_ >= 2 && !claim_implied_) {
     const kernels::DeviceWaitLimit limit = device_wait_limit();
     for (std::size_t i = 0; i < peers_.size(); ++i)
       if (peers_[i].mapped) kernels::wait_flag(ctx_.queue(), flags_ + 2 * i + 1, exchanges_ - 1, limit, peers_[i].rank);

@@ -12,7 +12,10 @@
 // into my slots" and "drained of my messages".
 //   start    the queue waits until each receiver has drained k - 1 exchanges (slot k % 2 last held
 //            exchange k - 2), copies each message into the receiver's slot k % 2, then sets its
-//            `copied` counter at the receiver to k + 1;
+//            `copied` counter at the receiver to k + 1; where every receiver also sends to this
+//            rank (a halo's neighbours do), the wait is not queued: this rank's finish of exchange
+//            k - 1 waited for each receiver's `copied` count k, which the receiver's queue wrote
+//            after its `drained` count k - 1, each write after a system-wide fence;
 //   finish   the queue waits until each sender's `copied` counter here is at least k + 1;
 //   drained  after the caller's unpack of slot k % 2: each sender's `drained` counter becomes k + 1.
 // The hosts do not meet: a rank may run ahead of its neighbours by one exchange, never into a slot
@@ -103,6 +106,7 @@ class PeerCopy {
   std::uint64_t exchanges_ = 0;
   bool started_ = false;    // from claim until drained
   bool published_ = false;  // from publish until drained
+  bool claim_implied_ = false;  // every receiver sends to this rank: finish orders the next claim
   std::vector<DeviceComm::Message> sends_;
   std::array<std::vector<void*>, 2> places_;  // of each of sends_ in its receiver's slot 0 and slot 1
 };

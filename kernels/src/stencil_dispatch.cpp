@@ -46,7 +46,9 @@ bool within_frame(const Rectangle& r, index_t out_ld, index_t rows, index_t cols
   if (row + r.rows > rows || col + r.cols > cols) return false;
   const index_t t = std::min(frame.top, rows), b = std::min(frame.bottom, rows - t);
   const index_t l = std::min(frame.left, cols), right = std::min(frame.right, cols - l);
-  const bool meets_inside = row < rows - b && row + r.rows > t && col < cols - right && col + r.cols > l;
+  // A frame as wide as the region leaves no inside to meet (rows - b == t or cols - right == l).
+  const bool has_inside = rows - b > t && cols - right > l;
+  const bool meets_inside = has_inside && row < rows - b && row + r.rows > t && col < cols - right && col + r.cols > l;
   return !meets_inside;
 }
 

@@ -364,6 +364,29 @@ TEST(PackRectangles, EachToAPlaceOfItsOwn) {
   EXPECT_EQ(out, expect);
 }
 
+// A frame as wide as its region (a block thinner than the frame the halo needs): every cell is the
+// frame's, swept as stencil_2d sweeps the region, and rectangles anywhere in the region are the
+// frame's to pack (none of them meets an inside, as there is none).
+TEST(Stencil2dFrame, AFrameWiderThanItsRegionSweepsAndPacksEveryCell) {
+  const index_t rows = 3, cols = 6, ld = cols + 2;
+  std::vector<double> in(static_cast<std::size_t>((rows + 2) * ld));
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>((i * 37) % 11) - 4.5;
+  const index_t origin = ld + 1;
+  const StencilWeights<double> w = StencilWeights<double>::jacobi9();
+  std::vector<double> want(in.size(), -1.0), got(in.size(), -1.0);
+  kernels::stencil_2d(kCpu, in.data() + origin, ld, want.data() + origin, ld, rows, cols, w);
+  // Rows 0-2 of columns 3-5, and row 1 whole: across the lines of the frame {2, 1, 4, 3}, which
+  // leave no inside.
+  const std::vector<kernels::Rectangle> pack_to = {{3, ld, rows, 3}, {ld, ld, 1, cols}};
+  std::vector<double> packed(static_cast<std::size_t>(rows * 3 + cols), -1.0);
+  kernels::stencil_2d_frame(kCpu, in.data() + origin, ld, got.data() + origin, ld, rows, cols, {2, 1, 4, 3}, w, nullptr,
+                            pack_to, packed.data());
+  EXPECT_EQ(got, want);
+  std::vector<double> want_packed(packed.size());
+  kernels::pack_rectangles(kCpu, want.data() + origin, pack_to, want_packed.data(), sizeof(double));
+  EXPECT_EQ(packed, want_packed);
+}
+
 TEST(Predicates, FollowIeeeForNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_FALSE((Predicate<float>{PredicateKind::gt, 0.f, 0.f}(nan)));

@@ -275,6 +275,18 @@ void case_variable_coefficient() {
                 C(0, 0, -1) * U(0, 0, -1);
           }
       expect_field(out, want, [](double p, double q) { return same_bits(p, q); }, "variable coefficient, " + text(g, n));
+      // The coefficient's halo exchanged once by the caller, then read as it is (halo_current): the
+      // same cells, and only u's halo in the call's exchange.
+      coeff.exchange_halo(StencilForm::star);
+      Field<double, 3> again(grid, n, {1, 1, 1}, bc);
+      const CollectivePlan plan = stencil_plan(u, StencilForm::star, halo_current(coeff));
+      const double bytes = detail::collective_bytes(Collective::neighbor_exchange);
+      apply_stencil(again, VariableCoefficient{}, u, halo_current(coeff));
+      ASSERT_EQ(plan.size(), 1u);
+      EXPECT_EQ(plan[0].bytes, stencil_plan(u, StencilForm::star)[0].bytes) << text(g, n);
+      EXPECT_EQ(detail::collective_bytes(Collective::neighbor_exchange) - bytes, plan[0].bytes) << text(g, n);
+      expect_field(again, want, [](double p, double q) { return same_bits(p, q); },
+                   "variable coefficient in halo_current, " + text(g, n));
     }
 }
 

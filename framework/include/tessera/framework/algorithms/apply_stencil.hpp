@@ -30,7 +30,8 @@
 //
 // One step: the halo exchange of in and of every coefficient field (the shape's cells: faces for a
 // star, faces, edges and corners for a box; Dirichlet outer ghosts are read as they are), started
-// first; the interior (the cells at least `radius` from the block's faces whose ghosts the exchange
+// first (a coefficient passed as halo_current(field), whose ghosts the caller keeps current, is
+// read as it is and not exchanged: constant coefficients need one exchange_halo, not one a call); the interior (the cells at least `radius` from the block's faces whose ghosts the exchange
 // writes, which read no such ghost; the whole block where no face is exchanged) is swept while it
 // travels; then the exchange is finished and the shell of the block (the rest) is swept (under
 // cuda on the exchange's own queue of the highest priority, right after the unpack, beside the
@@ -210,24 +211,79 @@ std::vector<kernels::CellBox> stencil_shell(const BlockLayout& layout, int radiu
 
 }  // namespace detail
 
-template <class F, class Out, class In, int D, class... C>
-void apply_stencil(const Context& ctx, Field<Out, D>& out, F f, const Field<In, D>& in, const Field<C, D>&... coefficient) {
+// A coefficient field whose ghost cells already hold its neighbours' cells, for the shape the
+// stencil reads (the caller exchanged them, field.exchange_halo(shape), after the field last
+// changed): apply_stencil reads them as they are and leaves the field out of its exchange, so that
+// a field of constant coefficients costs one exchange, not one a call. apply_stencil(out, f, in,
+// halo_current(kappa)).
+template <class T, int D>
+struct HaloCurrent {
+  const Field<T, D>& field;
+};
+template <class T, int D>
+HaloCurrent<T, D> halo_current(const Field<T, D>& field) {
+  return {field};
+}
+
+namespace detail {
+// A coefficient argument of apply_stencil (a Field, or one wrapped in HaloCurrent): its field, its
+// element type, and whether apply_stencil exchanges its halo.
+template <class T, int D>
+const Field<T, D>& coefficient_field(const Field<T, D>& f) {
+  return f;
+}
+template <class T, int D>
+const Field<T, D>& coefficient_field(const HaloCurrent<T, D>& h) {
+  return h.field;
+}
+template <class T, int D>
+constexpr bool coefficient_exchanged(const Field<T, D>&) {
+  return true;
+}
+template <class T, int D>
+constexpr bool coefficient_exchanged(const HaloCurrent<T, D>&) {
+  return false;
+}
+template <class A>
+using CoefficientField = std::remove_cvref_t<decltype(coefficient_field(std::declval<const A&>()))>;
+template <class A>
+using CoefficientElement = typename CoefficientField<A>::value_type;
+
+// The inputs whose halos a call exchanges: `in`, then each coefficient not wrapped in HaloCurrent.
+template <class In, int D, class... A>
+std::vector<BlockStorage*> exchanged_inputs(const Field<In, D>& in, const A&... coefficient) {
+  std::vector<BlockStorage*> inputs{const_cast<BlockStorage*>(&in.storage())};
+  (
+      [&] {
+        if (coefficient_exchanged(coefficient))
+          inputs.push_back(const_cast<BlockStorage*>(&coefficient_field(coefficient).storage()));
+      }(),
+      ...);
+  return inputs;
+}
+}  // namespace detail
+
+template <class F, class Out, class In, int D, class... A>
+void apply_stencil(const Context& ctx, Field<Out, D>& out, F f, const Field<In, D>& in, const A&... coefficient) {
   static_assert(DeclaresStencilReach<F>,
                 "apply_stencil: the functor declares its reach: static constexpr int radius = ...; static constexpr "
                 "tessera::StencilForm shape = ...; (or wrap a lambda: make_stencil<radius, shape>(lambda))");
   static_assert(F::radius >= 0, "apply_stencil: a negative radius");
-  const detail::BlockStorage* coefficients[sizeof...(C) + 1] = {&coefficient.storage()..., nullptr};
-  detail::check_stencil_fields(ctx, out.storage(), in.storage(), std::span(coefficients, sizeof...(C)), F::radius);
+  static_assert((std::is_same_v<detail::CoefficientField<A>, Field<detail::CoefficientElement<A>, D>> && ...),
+                "apply_stencil: each coefficient is a Field of the input's dimensions, or one in halo_current()");
+  const detail::BlockStorage* coefficients[sizeof...(A) + 1] = {&detail::coefficient_field(coefficient).storage()...,
+                                                                 nullptr};
+  detail::check_stencil_fields(ctx, out.storage(), in.storage(), std::span(coefficients, sizeof...(A)), F::radius);
   const detail::BlockLayout& l = in.layout();
-  detail::StencilCell<F, Out, In, D, C...> cell{out.origin(),
-                                                in.origin(),
-                                                {static_cast<const void*>(coefficient.origin())...},
-                                                l.stride[0],
-                                                l.stride[1],
-                                                {l.offset(0), l.offset(1), l.offset(2)},
-                                                f};
-  std::vector<detail::BlockStorage*> inputs{const_cast<detail::BlockStorage*>(&in.storage()),
-                                            const_cast<detail::BlockStorage*>(&coefficient.storage())...};
+  detail::StencilCell<F, Out, In, D, detail::CoefficientElement<A>...> cell{
+      out.origin(),
+      in.origin(),
+      {static_cast<const void*>(detail::coefficient_field(coefficient).origin())...},
+      l.stride[0],
+      l.stride[1],
+      {l.offset(0), l.offset(1), l.offset(2)},
+      f};
+  const std::vector<detail::BlockStorage*> inputs = detail::exchanged_inputs(in, coefficient...);
   const kernels::Queue& q = ctx.queue();
   detail::exchange_halos(
       ctx, inputs, F::shape, [&] { kernels::for_each_cell(q, detail::stencil_interior(l, F::radius), cell); },
@@ -237,16 +293,18 @@ void apply_stencil(const Context& ctx, Field<Out, D>& out, F f, const Field<In, 
       });
 }
 
-template <class F, class Out, class In, int D, class... C>
-void apply_stencil(Field<Out, D>& out, F f, const Field<In, D>& in, const Field<C, D>&... coefficient) {
+template <class F, class Out, class In, int D, class... A>
+void apply_stencil(Field<Out, D>& out, F f, const Field<In, D>& in, const A&... coefficient) {
   apply_stencil(out.context(), out, f, in, coefficient...);
 }
 
-// The collectives of one apply_stencil with these inputs and a functor of `shape`.
-template <class In, int D, class... C>
-CollectivePlan stencil_plan(const Field<In, D>& in, StencilForm shape, const Field<C, D>&... coefficient) {
-  const detail::BlockStorage* inputs[] = {&in.storage(), &coefficient.storage()...};
-  return detail::halo_plan(inputs, shape);
+// The collectives of one apply_stencil with these inputs (coefficients in halo_current() are not
+// exchanged) and a functor of `shape`.
+template <class In, int D, class... A>
+CollectivePlan stencil_plan(const Field<In, D>& in, StencilForm shape, const A&... coefficient) {
+  const std::vector<detail::BlockStorage*> inputs = detail::exchanged_inputs(in, coefficient...);
+  const std::vector<const detail::BlockStorage*> fields(inputs.begin(), inputs.end());
+  return detail::halo_plan(fields, shape);
 }
 
 }  // namespace tessera

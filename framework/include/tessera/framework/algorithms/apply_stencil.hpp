@@ -302,6 +302,8 @@ void apply_stencil(Field<Out, D>& out, F f, const Field<In, D>& in, const A&... 
 // exchanged) and a functor of `shape`.
 template <class In, int D, class... A>
 CollectivePlan stencil_plan(const Field<In, D>& in, StencilForm shape, const A&... coefficient) {
+  static_assert((std::is_same_v<detail::CoefficientField<A>, Field<detail::CoefficientElement<A>, D>> && ...),
+                "stencil_plan: each coefficient is a Field of the input's dimensions, or one in halo_current()");
   const std::vector<detail::BlockStorage*> inputs = detail::exchanged_inputs(in, coefficient...);
   const std::vector<const detail::BlockStorage*> fields(inputs.begin(), inputs.end());
   return detail::halo_plan(fields, shape);

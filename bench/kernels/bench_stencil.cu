@@ -340,7 +340,6 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
   };
   const Timing residual_ms = median_ms(q, o.warmup, o.reps, with_residual);
   report({std::string(name) + " +residual", type, size, residual_ms, plain_ms, cells, bytes, 0, same(q, out, plain_out)});
-  tessera::kernels::deallocate(q, change);
 
   if (o.wants("variants")) {
     auto variant = [&](const std::string& label, const std::function<void()>& sweep) {
@@ -367,20 +366,17 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
           detail::launch_stencil_2d_bulk<T, kNine, Bulk>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w,
                                                          nullptr, q.stream);
         });
-        T* bulk_change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
         variant(std::string(name) + " (bulk ring) +residual", [&] {
-          TESSERA_CUDA_CHECK(cudaMemsetAsync(bulk_change, 0, sizeof(T), stream_of(q)));
+          TESSERA_CUDA_CHECK(cudaMemsetAsync(change, 0, sizeof(T), stream_of(q)));
           detail::launch_stencil_2d_bulk<T, kNine, Bulk>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w,
-                                                         bulk_change, q.stream);
+                                                         change, q.stream);
         });
-        tessera::kernels::deallocate(q, bulk_change);
       }
     };
     if (shape == StencilShape::five_point) library_bulk.template operator()<false>();
     else library_bulk.template operator()<true>();
     // The tiled cell pass (stencil_2d's path) in other shapes: columns a block, rows a step; without
     // and with the residual.
-    T* tiled_change = static_cast<T*>(tessera::kernels::allocate(q, sizeof(T)));
     auto tiled = [&]<bool kNine, class Shape>(const std::string& label) {
       const detail::CellRange r{0, 0, 0, 1, rows, cols};
       const detail::StencilSweepCell<T, kNine> cell{in.origin(), in.ld, out.origin(), out.ld, w};
@@ -388,9 +384,9 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
         if (!detail::for_each_cell_tiled<detail::StencilSweepCell<T, kNine>, Shape>(q, r, cell))
           std::fprintf(stderr, "the tiled pass refused the shape %s\n", label.c_str());
       });
-      const detail::StencilSweepChangeCell<T, kNine> change_cell{cell, tiled_change};
+      const detail::StencilSweepChangeCell<T, kNine> change_cell{cell, change};
       variant(std::string(name) + " (tiled, " + label + ") +residual", [&] {
-        TESSERA_CUDA_CHECK(cudaMemsetAsync(tiled_change, 0, sizeof(T), stream_of(q)));
+        TESSERA_CUDA_CHECK(cudaMemsetAsync(change, 0, sizeof(T), stream_of(q)));
         if (!detail::for_each_cell_tiled<detail::StencilSweepChangeCell<T, kNine>, Shape>(q, r, change_cell))
           std::fprintf(stderr, "the tiled pass refused the shape %s\n", label.c_str());
       });
@@ -404,7 +400,6 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     };
     if (shape == StencilShape::five_point) tiled_shapes.template operator()<false>();
     else tiled_shapes.template operator()<true>();
-    tessera::kernels::deallocate(q, tiled_change);
     // The ring filled by bulk copies at other tunings, where the device runs it.
     auto bulk = [&]<class Tuning>(const std::string& label) {
       if (!detail::bulk_sweep_available<T, false, Tuning>()) return;
@@ -441,6 +436,7 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
       }
     }
   }
+  tessera::kernels::deallocate(q, change);
   tessera::kernels::deallocate(q, in.base);
   tessera::kernels::deallocate(q, out.base);
   tessera::kernels::deallocate(q, plain_out.base);

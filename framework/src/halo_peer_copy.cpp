@@ -235,7 +235,8 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
       TESSERA_ASSERT(p.offsets[j] + p.messages[j].bytes <= p.slot_bytes,
                      "peer copy: a message does not fit the receiver's slot (the sends and receives disagree)");
   }
-  pc->claim_implied_ = std::all_of(pc->peers_.begin(), pc->peers_.end(), [](const Peer& p) { return !p.mapped || p.receives_from; });
+  pc->claim_implied_ =
+      std::all_of(pc->peers_.begin(), pc->peers_.end(), [](const Peer& p) { return !p.mapped || p.receives_from; });
   for (std::size_t slot = 0; slot < 2; ++slot) {
     pc->places_[slot].assign(sends.size(), nullptr);
     for (const Peer& p : pc->peers_)

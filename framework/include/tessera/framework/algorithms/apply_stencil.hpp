@@ -31,7 +31,8 @@
 // One step: the halo exchange of in and of every coefficient field (the shape's cells: faces for a
 // star, faces, edges and corners for a box; Dirichlet outer ghosts are read as they are), started
 // first (a coefficient passed as halo_current(field), whose ghosts the caller keeps current, is
-// read as it is and not exchanged: constant coefficients need one exchange_halo, not one a call); the interior (the cells at least `radius` from the block's faces whose ghosts the exchange
+// read as it is and not exchanged: constant coefficients need one exchange_halo, not one a call);
+// the interior (the cells at least `radius` from the block's faces whose ghosts the exchange
 // writes, which read no such ghost; the whole block where no face is exchanged) is swept while it
 // travels; then the exchange is finished and the shell of the block (the rest) is swept (under
 // cuda on the exchange's own queue of the highest priority, right after the unpack, beside the
@@ -249,6 +250,11 @@ using CoefficientField = std::remove_cvref_t<decltype(coefficient_field(std::dec
 template <class A>
 using CoefficientElement = typename CoefficientField<A>::value_type;
 
+// Whether every coefficient argument is a Field of D dimensions, or one in halo_current().
+template <int D, class... A>
+inline constexpr bool coefficients_of_dims =
+    (std::is_same_v<CoefficientField<A>, Field<CoefficientElement<A>, D>> && ...);
+
 // The inputs whose halos a call exchanges: `in`, then each coefficient not wrapped in HaloCurrent.
 template <class In, int D, class... A>
 std::vector<BlockStorage*> exchanged_inputs(const Field<In, D>& in, const A&... coefficient) {
@@ -269,7 +275,7 @@ void apply_stencil(const Context& ctx, Field<Out, D>& out, F f, const Field<In, 
                 "apply_stencil: the functor declares its reach: static constexpr int radius = ...; static constexpr "
                 "tessera::StencilForm shape = ...; (or wrap a lambda: make_stencil<radius, shape>(lambda))");
   static_assert(F::radius >= 0, "apply_stencil: a negative radius");
-  static_assert((std::is_same_v<detail::CoefficientField<A>, Field<detail::CoefficientElement<A>, D>> && ...),
+  static_assert(detail::coefficients_of_dims<D, A...>,
                 "apply_stencil: each coefficient is a Field of the input's dimensions, or one in halo_current()");
   const detail::BlockStorage* coefficients[sizeof...(A) + 1] = {&detail::coefficient_field(coefficient).storage()...,
                                                                  nullptr};
@@ -302,7 +308,7 @@ void apply_stencil(Field<Out, D>& out, F f, const Field<In, D>& in, const A&... 
 // exchanged) and a functor of `shape`.
 template <class In, int D, class... A>
 CollectivePlan stencil_plan(const Field<In, D>& in, StencilForm shape, const A&... coefficient) {
-  static_assert((std::is_same_v<detail::CoefficientField<A>, Field<detail::CoefficientElement<A>, D>> && ...),
+  static_assert(detail::coefficients_of_dims<D, A...>,
                 "stencil_plan: each coefficient is a Field of the input's dimensions, or one in halo_current()");
   const std::vector<detail::BlockStorage*> inputs = detail::exchanged_inputs(in, coefficient...);
   const std::vector<const detail::BlockStorage*> fields(inputs.begin(), inputs.end());

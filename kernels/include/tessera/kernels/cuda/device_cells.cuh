@@ -6,16 +6,17 @@
 //   march   thread blocks of 64 x 8 threads that march along axis 0 through up to 32 planes each.
 //   tiled   for a body that reads a neighbourhood of one array (a TiledCellBody: the user stencil's
 //           cell, apply_stencil.hpp; stencil_2d's cell of doubles, device_stencil.cuh, which also
-//           folds the residual over its cells: a FoldingCellBody): thread blocks stage a tile of that array, reach included, in
-//           a ring of shared-memory planes and march along axis 0 (axis 1 for a 2-D body), a few
-//           planes a step: while the threads compute a step's planes from the ring (each thread
-//           the cells of up to four rows, all their reads before their stores and without a
-//           condition away from the box's edges, so that a ring cell several of them read is read
-//           once: the 27-point box 6.75 reads a cell, not 27), the planes of the next steps
-//           travel into the ring by asynchronous copies (cp.async, sm_80 and later), in aligned
-//           16-byte pieces where the array's rows keep 16-byte boundaries (the pieces at a row's
-//           ends cell by cell unless the rows are a Field's, padded to 32-byte boundaries). Each
-//           input cell comes from global memory once, plus the tile's halo.
+//           folds the residual over its cells: a FoldingCellBody): thread blocks stage a tile of
+//           that array, reach included, in a ring of shared-memory planes and march along axis 0
+//           (axis 1 for a 2-D body), a few planes a step: while the threads compute a step's
+//           planes from the ring (each thread the cells of up to four rows, all their reads before
+//           their stores and without a condition away from the box's edges, so that a ring cell
+//           several of them read is read once: the 27-point box 6.75 reads a cell, not 27), the
+//           planes of the next steps travel into the ring by asynchronous copies (cp.async, sm_80
+//           and later), in aligned 16-byte pieces where the array's rows keep 16-byte boundaries
+//           (the pieces at a row's ends cell by cell unless the rows are a Field's, padded to
+//           32-byte boundaries). Each input cell comes from global memory once, plus the tile's
+//           halo.
 //
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200, float; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2

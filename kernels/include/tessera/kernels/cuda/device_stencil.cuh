@@ -177,11 +177,11 @@ bool bulk_sweep_available() {
   return available[info.ordinal];
 }
 
-// Lifts the bulk kernel's dynamic shared memory limit. Set before every launch and occupancy query,
-// in the function that makes them, as histogram_opt_in is: the same kernel template instance may
-// live in more than one loaded module (the library and a program that instantiates it too), the
-// statics of a function that would set it once are one for the process, and the attribute belongs
-// to the module the call reaches.
+// Lifts the bulk kernel's dynamic shared memory limit. Set at every occupancy query (bulk_shape,
+// which every launch makes first; frame_fits_beside_interior), as histogram_opt_in is: the same
+// kernel template instance may live in more than one loaded module (the library and a program that
+// instantiates it too), the statics of a function that would set it once are one for the process,
+// and the attribute belongs to the module the call reaches.
 template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 void bulk_opt_in() {
   TESSERA_CUDA_CHECK(cudaFuncSetAttribute(stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>,
@@ -218,6 +218,7 @@ template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 Stencil2dShape bulk_shape(index_t rows, index_t cols, unsigned* grid) {
   constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
+  bulk_opt_in<T, kNine, Tuning, kFrameLast>();
   const index_t resident =
       static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kernel>(kThreads, kBulkSharedBytes<T, Tuning>);
   const Stencil2dShape shape = stencil_2d_shape<T, true, Tuning>(rows, cols, 0, resident);
@@ -234,7 +235,6 @@ void launch_stencil_2d_bulk(const T* in, index_t in_ld, T* out, index_t out_ld, 
   constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   constexpr std::size_t kShared = kBulkSharedBytes<T, Tuning>;
-  bulk_opt_in<T, kNine, Tuning, kFrameLast>();
   unsigned grid = 0;
   const Stencil2dShape shape = bulk_shape<T, kNine, Tuning, kFrameLast>(rows, cols, &grid);
   kernel<<<grid, kThreads, kShared, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change, last);
@@ -376,7 +376,6 @@ bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, i
       // The frame's cells lengthen the launch by the blocks that take them; a quarter of the
       // blocks at most, else a frame launched on its own fills the interior's spread better.
       unsigned grid = 0;
-      bulk_opt_in<T, kNine, Bulk, true>();
       bulk_shape<T, kNine, Bulk, true>(interior_rows, interior_cols, &grid);
       if (last.chunks > static_cast<index_t>(grid) / 4) return false;
       launch_stencil_2d_bulk<T, kNine, Bulk, true>(interior_in, in_ld, interior_out, out_ld, interior_rows,

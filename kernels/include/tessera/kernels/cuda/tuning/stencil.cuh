@@ -37,8 +37,8 @@ struct Stencil2dTiledTuning {
 
 // The sweep through a ring of rows in shared memory that bulk copies fill (sm_90, aligned regions),
 // the sweep of aligned regions where Stencil2dTiledTuning does not take them and the interior of
-// stencil_2d_frame_last: a thread block of kWarps warps takes a strip of kWarps x 32 x kVectorsPerLane 16-byte vectors
-// (2048 floats, 1024 doubles) and keeps kDepth rows of it in flight.
+// stencil_2d_frame_last: a thread block of kWarps warps takes a strip of kWarps x 32 x
+// kVectorsPerLane 16-byte vectors (2048 floats, 1024 doubles) and keeps kDepth rows of it in flight.
 struct Stencil2dBulkTuning {
   static constexpr int kWarps = 8;
   static constexpr int kVectorsPerLane = 2;  // 16-byte vectors of a row per thread, kWarps x 32 vectors apart

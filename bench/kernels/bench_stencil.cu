@@ -7,17 +7,17 @@
 //                     sweep that takes the residual (max |out - in|); with `variants`, the column
 //                     march of each, the ring filled by bulk copies (the frame-last sweep's
 //                     interior) at the library's tuning and others, and other column marches.
-//   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the unrolled kernel) and 16,
-//                     64 (the chunked one): one read and one write per element at the floor.
+//   convolve          the 1-D convolution of N^2 floats at radii 1 .. 8 (the kernel by lanes) and 12,
+//                     16, 32, 64 (register blocks): one read and one write per element at the floor.
 // "%copy" is the floor's time over ours; "x plain" the plain kernel's time over ours. Every result is
-// compared with the plain kernel's, bit for bit (both round each product and sum alone, in the same
-// order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
+// compared with the plain kernel's, bit for bit (the sweeps round each product and sum alone, the
+// convolutions take each tap as one fused multiply-add, in the same order). Times are medians of per-call cudaEvent intervals, ours and plain timed in alternation.
 //
 // Usage: tessera_bench_stencil [--n 16384 | -b 1G -e 4G] [-n 20] [-w 3] [--only LIST] [--json FILE]
 // (the harness's flags, bench/common; --reps is -n's other name)
 //          [--only sweep5,sweep9,double,variants,convolve,convolve-skew,convolve-variants]   (default: all)
 //   convolve-skew      the convolution with the input and the output off their 16-byte boundaries
-//   convolve-variants  other tunings of the convolution by lanes
+//   convolve-variants  other tunings of the convolution (by lanes, and the register blocks)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -154,7 +154,7 @@ __global__ void plain_convolve_kernel(const T* __restrict__ in, index_t n, const
   const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   T acc = T(-0.0);
-  for (index_t k = 0; k <= 2 * radius; ++k) acc = detail::add_rn(acc, detail::mul_rn(__ldg(w + k), in[i + radius - k]));
+  for (index_t k = 0; k <= 2 * radius; ++k) acc = detail::fma_rn(__ldg(w + k), in[i + radius - k], acc);
   out[i] = acc;
 }
 
@@ -449,6 +449,32 @@ struct LanesThreeVectors : detail::Convolve1dLanesTuning {
   static constexpr int kMinBlocksPerSm = 3;
 };
 
+// Other register blocks of the convolution of wider kernels (the library's own is Convolve1dTuning).
+struct WideNineItems : detail::Convolve1dTuning {
+  static constexpr int kItems = 9;
+  static constexpr int kTaps = 8;
+};
+struct WideFifteenItemsEightTaps : detail::Convolve1dTuning {
+  static constexpr int kItems = 15;
+  static constexpr int kTaps = 8;
+};
+struct WideFifteenItems : detail::Convolve1dTuning {
+  static constexpr int kItems = 15;
+  static constexpr int kMinBlocksPerSm = 3;
+};
+struct WideTwentyThreeItems : detail::Convolve1dTuning {
+  static constexpr int kThreads = 128;
+  static constexpr int kItems = 23;
+  static constexpr int kTaps = 8;
+  static constexpr int kMinBlocksPerSm = 6;
+};
+struct WideThirtyOneItems : detail::Convolve1dTuning {
+  static constexpr int kThreads = 128;
+  static constexpr int kItems = 31;
+  static constexpr int kTaps = 8;
+  static constexpr int kMinBlocksPerSm = 6;
+};
+
 template <class Tuning>
 void lanes_convolve(const Queue& q, const float* in, index_t n, const std::vector<float>& weights, float* out) {
   const auto radius = static_cast<int>((weights.size() - 1) / 2);
@@ -492,7 +518,7 @@ void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius,
   const double elements = static_cast<double>(n);
   const double bytes = 2.0 * elements * sizeof(float);
   const std::string label = "convolve r=" + std::to_string(radius) +
-                            (radius > detail::Convolve1dLanesTuning::kMaxRadius ? " (chunked)" : "") +
+                            (radius > detail::Convolve1dLanesTuning::kMaxRadius ? " (blocks)" : "") +
                             (in_skew || out_skew ? " skew " + std::to_string(in_skew) + "/" + std::to_string(out_skew) : "");
   report({label, "float", std::to_string(n), ours_ms, plain_ms, elements, bytes, 0, agree});
   if (o.wants("convolve-variants") && radius <= detail::Convolve1dLanesTuning::kMaxRadius) {
@@ -504,6 +530,21 @@ void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius,
               agree_variant});
     };
     variant("(3 vectors/lane)", [&] { lanes_convolve<LanesThreeVectors>(q, source, n, weights, out); });
+  }
+  if (o.wants("convolve-variants") && radius > detail::Convolve1dLanesTuning::kMaxRadius) {
+    auto variant = [&](const std::string& name, const std::function<void()>& run) {
+      TESSERA_CUDA_CHECK(cudaMemsetAsync(out_base, 0xff, static_cast<std::size_t>(n + 8) * sizeof(float), stream_of(q)));
+      run();
+      const bool agree_variant = agrees();
+      report({label + " " + name, "float", std::to_string(n), median_ms(q, o.warmup, o.reps, run), plain_ms, elements, bytes, 0,
+              agree_variant});
+    };
+    const std::span<const float> taps(weights);
+    variant("(9 outputs x 8 taps)", [&] { detail::convolve_1d<float, WideNineItems>(q, source, n, taps, out); });
+    variant("(15 outputs x 8 taps)", [&] { detail::convolve_1d<float, WideFifteenItemsEightTaps>(q, source, n, taps, out); });
+    variant("(15 outputs x 16 taps, 3 blocks/SM)", [&] { detail::convolve_1d<float, WideFifteenItems>(q, source, n, taps, out); });
+    variant("(23 outputs x 8 taps, 128 threads)", [&] { detail::convolve_1d<float, WideTwentyThreeItems>(q, source, n, taps, out); });
+    variant("(31 outputs x 8 taps, 128 threads)", [&] { detail::convolve_1d<float, WideThirtyOneItems>(q, source, n, taps, out); });
   }
   for (float* p : {in, out_base, plain_base, device_weights}) tessera::kernels::deallocate(q, p);
 }
@@ -535,7 +576,7 @@ int main(int argc, char** argv) {
     if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::five_point, "double");
     if (o.wants("double")) bench_sweep<double>(q, o, o.n, o.n / 2, StencilShape::nine_point, "double");
     if (o.wants("convolve"))
-      for (index_t radius : {1, 2, 4, 8, 16, 64}) bench_convolve(q, o, o.n * o.n, radius);
+      for (index_t radius : {1, 2, 4, 8, 12, 16, 32, 64}) bench_convolve(q, o, o.n * o.n, radius);
     if (o.wants("convolve-skew"))
       for (index_t radius : {1, 8}) {
         bench_convolve(q, o, o.n * o.n, radius, 1, 1);

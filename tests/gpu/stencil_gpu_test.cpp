@@ -1,10 +1,11 @@
-// The CUDA stencils against the CPU backend, bit for bit (both round each product and sum on its own,
-// in the same order): the 5- and 9-point sweep with Laplace and random weights on regions of odd
-// shapes, at every misalignment of the input and output rows (the 16-byte path and the element
-// path), with the residual (max |out - in|); the 1-D convolution at radii on both sides of the
-// unrolled kernel's limit and beyond its tap chunk, at tile edges and misaligned pointers; the
-// packing of rectangles (more than one launch's worth, elements of 2, 4, 8 and 12 bytes); the frame
-// of a region alone. Outputs are poisoned first: cells outside the region must keep the poison.
+// The CUDA stencils against the CPU backend, bit for bit (the sweeps round each product and sum on
+// its own, the convolution takes each tap as one fused multiply-add, in the same order on both): the
+// 5- and 9-point sweep with Laplace and random weights on regions of odd shapes, at every
+// misalignment of the input and output rows (the 16-byte path and the element path), with the
+// residual (max |out - in|); the 1-D convolution at radii on both sides of the kernel by lanes'
+// limit and beyond one pass of taps, at tile edges and misaligned pointers; the packing of
+// rectangles (more than one launch's worth, elements of 2, 4, 8 and 12 bytes); the frame of a region
+// alone. Outputs are poisoned first: cells outside the region must keep the poison.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -434,13 +435,16 @@ void check_convolve(index_t n, index_t radius, index_t in_offset, index_t out_of
 TYPED_TEST(StencilGpu, ConvolveIsBitIdenticalToCpu) {
   using T = TypeParam;
   std::uint64_t seed = test_seed() + 1000;
-  std::vector<index_t> sizes = {0, 1, 2, 3, 31, 33, 2303, 2304, 2305, 4609};
+  // Around the register blocks' tiles (3328 floats, 1792 doubles) and the kernel by lanes' warp tiles.
+  std::vector<index_t> sizes = {0, 1, 2, 3, 31, 33, 1791, 1792, 1793, 3327, 3328, 3329, 6657};
   if (!small_mode()) {
     sizes.push_back(40009);
     sizes.push_back(1000003);
   }
   for (index_t n : sizes)
-    for (index_t radius : {0, 1, 2, 5, 8, 9, 64, 300}) {
+    // Both sides of the kernel by lanes' limit (8); taps in whole register blocks and not; a pass of
+    // 512 taps and more (255, 256, 300).
+    for (index_t radius : {0, 1, 2, 5, 8, 9, 12, 16, 64, 255, 256, 300}) {
       check_convolve<T>(n, radius, 0, 0, ++seed);
       check_convolve<T>(n, radius, 1, 3, ++seed);
     }

@@ -579,8 +579,8 @@ std::vector<T> serial_convolve(const std::vector<T>& a, const std::vector<T>& w,
   };
   std::vector<T> out(a.size());
   for (index_t i = 0; i < n; ++i) {
-    T acc = w[0] * at(i + r);
-    for (index_t k = 1; k < taps; ++k) acc = acc + w[static_cast<std::size_t>(k)] * at(i + r - k);
+    T acc = w[0] * at(i + r);  // fma(w0, x, -0) rounds as the product alone
+    for (index_t k = 1; k < taps; ++k) acc = std::fma(w[static_cast<std::size_t>(k)], at(i + r - k), acc);
     out[static_cast<std::size_t>(i)] = acc;
   }
   return out;

@@ -2,9 +2,11 @@
 // caller's weights, the 1-D convolution with a kernel of any radius, and the packing of rectangles of
 // a 2-D array into contiguous buffers (the halo exchange moves those).
 //
-// Every product and every sum is rounded on its own (no fused multiply-add), in the order written
-// below, on both backends: a result is bitwise the same on cpu and cuda, and the same as a serial
-// loop (or numpy on float32 arrays) that adds the same terms in the same order.
+// The sweeps round every product and every sum on its own (no fused multiply-add); the convolution
+// takes each term as one fused multiply-add (the product enters the sum unrounded). Both in the
+// order written below, on both backends: a result is bitwise the same on cpu and cuda, and the same
+// as a serial loop that does the same operations in the same order (for the sweeps, numpy on
+// float32 arrays).
 //
 // Precompiled for float and double (the weights are data, not functors, so there is nothing for a
 // user's compiler to instantiate). Arrays are backend memory; stream-ordered under cuda.
@@ -195,8 +197,9 @@ bool stencil_2d_frame_last(const Queue& queue, const double* in, index_t in_ld, 
 
 // The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
 //   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
-// summed left to right, for 0 <= i < n. `in` is read on [-radius, n + radius); out does not overlap
-// it. `weights` is host memory. Any radius >= 0.
+// accumulated left to right, acc = fma(weights[k], in[i + radius - k], acc) for k = 0 .. 2 radius from
+// acc = -0 (so the first term is the product rounded once), for 0 <= i < n. `in` is read on [-radius,
+// n + radius); out does not overlap it. `weights` is host memory. Any radius >= 0.
 void convolve_1d(const Queue& queue, const float* in, index_t n, std::span<const float> weights, float* out);
 void convolve_1d(const Queue& queue, const double* in, index_t n, std::span<const double> weights, double* out);
 

@@ -416,57 +416,169 @@ struct CentredTaps {
   T tap[2 * kMaxRadius + 1];
 };
 
-// Outputs per thread of the chunked convolution: odd, so that a warp's reads of its windows in
-// shared memory (at a stride of kItems elements) fall on 32 different banks; fewer for 8-byte
-// elements.
+// Outputs per thread of the convolution of wider kernels: odd, so that a warp's reads of its windows
+// in shared memory (at a stride of kItems elements) fall on 32 different banks; and the taps a thread
+// holds in registers at once.
 template <class T, class Tuning>
 inline constexpr int kConvolveItems = sizeof(T) > 4 ? Tuning::kItems8 : Tuning::kItems;
+template <class T, class Tuning>
+inline constexpr int kConvolveTaps = sizeof(T) > 4 ? Tuning::kTaps8 : Tuning::kTaps;
 
-// Any radius: the weights in global memory, kTapChunk of them per pass over the tile.
+// Any radius, by register blocks: thread t of a block owns the kItems consecutive outputs from
+// t kItems of the block's tile. The tile's inputs and up to kPassTaps weights at a time sit in shared
+// memory (a kernel of more taps takes several passes over the tile, each a stage); the copies of the
+// block's next stage (cp.async, two buffers) travel while it computes the current one. For each
+// kTaps taps of a stage a thread loads the kItems + kTaps - 1 inputs they meet into registers and the
+// taps as vectors, then issues kItems x kTaps fused multiply-adds from registers alone: one shared
+// load for about five of them (float), where a tap at a time takes one for each. Each output takes
+// its taps in order, k = 0 .. 2r, from -0 (so the first tap enters exactly), as the cpu backend does.
 template <class T, class Tuning = Convolve1dTuning>
-__global__ void __launch_bounds__(Tuning::kThreads, Tuning::kMinBlocksPerSm)
-    convolve_1d_chunked_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out, const T* __restrict__ weights,
-                               index_t radius, index_t tiles) {
+__global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMinBlocksPerSm8 : Tuning::kMinBlocksPerSm)
+    convolve_1d_blocks_kernel(const T* __restrict__ in, index_t n, T* __restrict__ out, const T* __restrict__ weights,
+                              index_t radius, index_t tiles) {
   constexpr int kItems = kConvolveItems<T, Tuning>;
+  constexpr int kC = kConvolveTaps<T, Tuning>;
   constexpr int kTile = Tuning::kThreads * kItems;
-  constexpr int kChunk = Tuning::kTapChunk;
+  constexpr int kPass = Tuning::kPassTaps;
   constexpr int kV = Vector<T>::kItems;
-  __shared__ alignas(16) T window[kTile + kChunk + 2 * kV];
-  __shared__ alignas(16) T result[kTile];
+  static_assert(kItems % 2 == 1, "an odd stride between the threads' windows: no bank conflicts");
+  static_assert(kC % kV == 0 && kPass % kC == 0 && 4 % kV == 0, "the taps of a register block load as whole vectors");
+  __shared__ alignas(16) T window[2][kTile + kPass + 2 * kV];
+  __shared__ alignas(16) T taps_of_pass[2][kPass];
   const index_t taps = 2 * radius + 1;
   const int first = static_cast<int>(threadIdx.x) * kItems;
-  for (index_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const index_t start = tile * kTile;
-    const index_t count = std::min(index_t(kTile), n - start);
-    T acc[kItems];
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) acc[i] = T(-0.0);
-    for (index_t k0 = 0; k0 < taps; k0 += kChunk) {
-      const index_t k1 = std::min(k0 + kChunk, taps);
-      // Output o and weight k read input o + radius - k: this pass reads [start + radius - k1 + 1,
-      // start + count + radius - k0), all inside the readable [-radius, n + radius).
-      const index_t lo = start + radius - k1 + 1;
-      const index_t hi = start + count + radius - k0;
-      const index_t lead = static_cast<index_t>(reinterpret_cast<std::uintptr_t>(in + lo) % kVectorBytes) / sizeof(T);
-      __syncthreads();  // the previous pass has finished reading the window
-      load_window<T, Tuning::kThreads>(in, lo - lead, hi, lo, hi, window);
-      __syncthreads();
-      if (first < count) {
-        for (index_t k = k0; k < k1; ++k) {
-          const T wk = __ldg(weights + k);
-          const T* x = window + lead + first + (k1 - 1 - k);  // input start + first + radius - k
-#pragma unroll
-          for (int i = 0; i < kItems; ++i) acc[i] = add_rn(acc[i], mul_rn(wk, x[i]));
-        }
-      }
+
+  // A stage: the block's tile from `start` (count outputs), its taps [k0, k0 + pass_taps). Output o
+  // and weight k read input o + radius - k: the stage reads inputs [lo, hi) = [start + radius - k0 -
+  // pass_taps + 1, start + count + radius - k0), all inside the readable [-radius, n + radius);
+  // window[j] = in[lo - lead + j], lo - lead on a 16-byte boundary.
+  struct Stage {
+    index_t start = 0;
+    index_t k0 = 0;
+    int count = 0;
+    int pass_taps = 0;
+    int lead = 0;
+    bool valid = false;
+  };
+  auto make_stage = [&](index_t tile, index_t k0) {
+    Stage st;
+    st.valid = tile < tiles;
+    if (!st.valid) return st;
+    st.start = tile * kTile;
+    st.k0 = k0;
+    st.count = static_cast<int>(std::min(index_t(kTile), n - st.start));
+    st.pass_taps = static_cast<int>(std::min(index_t(kPass), taps - k0));
+    const index_t lo = st.start + radius - k0 - st.pass_taps + 1;
+    st.lead = static_cast<int>(reinterpret_cast<std::uintptr_t>(in + lo) % kVectorBytes / sizeof(T));
+    return st;
+  };
+  // The stage after st: the tile's next pass, else the block's next tile from its first pass.
+  auto next_stage = [&](const Stage& st) {
+    return st.k0 + st.pass_taps < taps ? make_stage(st.start / kTile, st.k0 + st.pass_taps)
+                                       : make_stage(st.start / kTile + gridDim.x, 0);
+  };
+  // Copies a stage's inputs and taps into buffer b and commits them as one group (an empty one for
+  // no stage, so that every thread waits on the same count).
+  auto issue = [&](const Stage& st, int b) {
+    if (st.valid) {
+      const T* src = in + (st.start + radius - st.k0 - st.pass_taps + 1 - st.lead);  // 16-byte aligned
+      T* dst = window[b];
+      // Inputs [lo, hi) of the window: whole vectors from the first boundary at or above lo to the
+      // last at or below hi, single elements before and after them.
+      const int lo = st.lead;
+      const int hi = st.lead + st.count + st.pass_taps - 1;
+      const int vector_lo = (lo + kV - 1) / kV;
+      const int vector_hi = hi / kV;
+      for (int v = vector_lo + static_cast<int>(threadIdx.x); v < vector_hi; v += Tuning::kThreads)
+        copy_async<kVectorBytes>(dst + v * kV, src + v * kV);
+      const int head = std::min(vector_lo * kV, hi) - lo;  // elements before the first whole vector
+      const int tail_from = std::max(vector_hi * kV, vector_lo * kV);
+      const int t = static_cast<int>(threadIdx.x);
+      if (t < head) copy_async<sizeof(T)>(dst + lo + t, src + lo + t);
+      else if (t - head < hi - tail_from && t - head < kV) copy_async<sizeof(T)>(dst + tail_from + t - head, src + tail_from + t - head);
+      const T* w = weights + st.k0;
+      for (int j = t; j < st.pass_taps; j += Tuning::kThreads) copy_async<sizeof(T)>(taps_of_pass[b] + j, w + j);
     }
-    if (first < count) {
+    copy_async_commit();
+  };
+
+  T acc[kItems];
 #pragma unroll
-      for (int i = 0; i < kItems; ++i) result[first + i] = acc[i];
-    }
+  for (int i = 0; i < kItems; ++i) acc[i] = T(-0.0);
+  Stage st = make_stage(blockIdx.x, 0);
+  issue(st, 0);
+  for (int b = 0; st.valid; b ^= 1) {
+    copy_async_wait<0>();
+    // The stage's copies are visible to the block, and every thread has finished with buffer b ^ 1
+    // (the last stage's arithmetic and results): the next stage's copies may overwrite it.
     __syncthreads();
-    store_tile<T, Tuning::kThreads>(out + start, count, result);
+    const Stage following = next_stage(st);
+    issue(following, b ^ 1);
+    const T* w_all = taps_of_pass[b];
+    T* win = window[b];
+    if (first < st.count) {
+      // x0[-c + i]: the input output first + i meets at tap k0 + c.
+      const T* x0 = win + st.lead + first + (st.pass_taps - 1);
+      int c0 = 0;
+      // kK taps from c0: x[m] = x0[m - (kK - 1) - c0], so tap k0 + c0 + c meets x[i - c + kK - 1].
+      auto taps_block = [&](auto size) {
+        constexpr int kK = decltype(size)::value;
+        T x[kItems + kK - 1];
+#pragma unroll
+        for (int m = 0; m < kItems + kK - 1; ++m) x[m] = x0[m - (kK - 1) - c0];
+        T w[kK];
+        if constexpr (kK % kV == 0) {
+#pragma unroll
+          for (int v = 0; v < kK / kV; ++v) {
+            const Vector<T> vec = *reinterpret_cast<const Vector<T>*>(w_all + c0 + v * kV);
+#pragma unroll
+            for (int k = 0; k < kV; ++k) w[v * kV + k] = vec.item[k];
+          }
+        } else {
+#pragma unroll
+          for (int c = 0; c < kK; ++c) w[c] = w_all[c0 + c];
+        }
+#pragma unroll
+        for (int c = 0; c < kK; ++c)
+#pragma unroll
+          for (int i = 0; i < kItems; ++i) acc[i] = fma_rn(w[c], x[i - c + kK - 1], acc[i]);
+        c0 += kK;
+      };
+      while (c0 + kC <= st.pass_taps) taps_block(std::integral_constant<int, kC>{});
+      if constexpr (kC > 8) {
+        if (c0 + 8 <= st.pass_taps) taps_block(std::integral_constant<int, 8>{});
+      }
+      if constexpr (kC > 4) {
+        if (c0 + 4 <= st.pass_taps) taps_block(std::integral_constant<int, 4>{});
+      }
+      while (c0 < st.pass_taps) taps_block(std::integral_constant<int, 1>{});
+    }
+    if (st.k0 + st.pass_taps == taps) {  // the tile's last pass: its results leave through the window
+      // win[shift + j] takes output start + j, so that the outputs from out's first 16-byte boundary
+      // leave shared memory as whole vectors too.
+      T* const tile_out = out + st.start;
+      const int head = static_cast<int>(unaligned_head(tile_out, st.count));
+      const int shift = (kV - head % kV) % kV;
+      __syncthreads();  // every thread has finished reading the window
+      if (first < st.count) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) win[shift + first + i] = acc[i];
+      }
+      __syncthreads();
+      const T* result = win + shift;
+      const int t = static_cast<int>(threadIdx.x);
+      const int vectors = (st.count - head) / kV;
+      for (int v = t; v < vectors; v += Tuning::kThreads)
+        store_vector(tile_out + head + v * kV, *reinterpret_cast<const Vector<T>*>(result + head + v * kV));
+      const int tail_from = head + vectors * kV;
+      if (t < head) tile_out[t] = result[t];
+      else if (t - head < st.count - tail_from) tile_out[tail_from + t - head] = result[tail_from + t - head];
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) acc[i] = T(-0.0);
+    }
+    st = following;
   }
+  copy_async_wait<0>();
 }
 
 // Radius R <= kMaxRadius (a template parameter: only the taps of R are issued), by lanes: lane l of
@@ -559,7 +671,7 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
       // == p for every p: the first term enters exactly.
       T acc = T(-0.0);
 #pragma unroll
-      for (int k = 0; k <= 2 * R; ++k) acc = add_rn(acc, mul_rn(taps.tap[kTap0 + k], x[i + 2 * R - k]));
+      for (int k = 0; k <= 2 * R; ++k) acc = fma_rn(taps.tap[kTap0 + k], x[i + 2 * R - k], acc);
       result[i] = acc;
     }
     if (!kGuarded || (first >= 0 && first + kI <= n)) {

@@ -1,7 +1,6 @@
 // The stencils' block-level pieces (device_stencil.cuh describes the family): the flags of the
 // frame-last sweep at system scope and its wait under a limit; the mbarriers, bulk copies and
-// volatile shared-memory loads of the ring of rows (sm_90); the chunked convolution's window of
-// inputs in shared memory and its tile of outputs.
+// volatile shared-memory loads of the ring of rows (sm_90).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -103,43 +102,5 @@ __device__ __forceinline__ void load_shared_vector(double (&v)[2], unsigned a) {
   asm volatile("ld.volatile.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v[0]), "=d"(v[1]) : "r"(a) : "memory");
 }
 #endif
-
-// ---- the chunked convolution's tile ------------------------------------------------------------------
-
-// Copies inputs [lo, hi) (relative to `in`) to window[lead ...], where window[0] lies on the 16-byte
-// boundary at or below in + lo - lead_extra ... : the caller passes base = the input index of
-// window[0] (base <= lo, in + base 16-byte aligned when `in` is). Positions of [base, end) outside
-// [lo, hi) are set to 0.
-template <class T, int kThreads>
-__device__ __forceinline__ void load_window(const T* in, index_t base, index_t end, index_t lo, index_t hi, T* window) {
-  constexpr int kV = Vector<T>::kItems;
-  const bool aligned = is_aligned(in + base, kVectorBytes);
-  for (index_t j = static_cast<index_t>(threadIdx.x) * kV; j < end - base; j += index_t(kThreads) * kV) {
-    const index_t g = base + j;
-    if (aligned && g >= lo && g + kV <= hi) {
-      const Vector<T> v = load_vector_readonly(in + g);
-      *reinterpret_cast<Vector<T>*>(window + j) = v;
-    } else {
-#pragma unroll
-      for (int k = 0; k < kV; ++k) window[j + k] = g + k >= lo && g + k < hi ? in[g + k] : T(0);
-    }
-  }
-}
-
-// Writes result[0, count) to out[0, count): 16-byte stores from the first 16-byte boundary of out.
-template <class T, int kThreads>
-__device__ __forceinline__ void store_tile(T* out, index_t count, const T* result) {
-  constexpr int kV = Vector<T>::kItems;
-  const index_t head = unaligned_head(out, count);
-  for (index_t j = threadIdx.x; j < head; j += kThreads) out[j] = result[j];
-  const index_t body = (count - head) / kV;
-  for (index_t v = threadIdx.x; v < body; v += kThreads) {
-    Vector<T> vec;
-#pragma unroll
-    for (int k = 0; k < kV; ++k) vec.item[k] = result[head + v * kV + k];
-    store_vector(out + head + v * kV, vec);
-  }
-  for (index_t j = head + body * kV + threadIdx.x; j < count; j += kThreads) out[j] = result[j];
-}
 
 }  // namespace tessera::kernels::cuda::detail

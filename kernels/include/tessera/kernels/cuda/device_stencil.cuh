@@ -27,14 +27,17 @@
 //                where the input and output are off by part of a vector) and takes the radius's
 //                inputs on either side from the neighbouring lanes by shuffles; one kernel per
 //                radius, the weights in its parameters, so that only that radius's taps are issued.
-//                Wider kernels: tiles of kTile outputs through shared memory, each thread computing
-//                kItems consecutive outputs (an odd kItems puts a warp's reads on 32 banks), the
-//                weights from global memory in chunks.
+//                Wider kernels, by register blocks: tiles of kThreads x kItems outputs through shared
+//                memory, the next tile's inputs and taps copied (cp.async, two buffers) while a tile
+//                is computed; each thread owns kItems consecutive outputs (an odd kItems puts a
+//                warp's reads on 32 banks) and takes kTaps taps at a time from registers, kItems +
+//                kTaps - 1 inputs and kTaps weights loaded for kItems x kTaps multiply-adds.
 //   pack / unpack of rectangles: one launch for up to kMaxRectangles rectangles (grid y = rectangle),
 //                each a stack of planes or one plane.
 //
-// Every product and sum is rounded on its own (__fmul_rn / __fadd_rn, which nvcc never contracts into
-// a fused multiply-add), in the order of the contract, so results match the cpu backend bit for bit.
+// Every product and sum of the sweeps is rounded on its own (__fmul_rn / __fadd_rn, which nvcc never
+// contracts into a fused multiply-add) and each tap of the convolution is one fused multiply-add, in
+// the order of the contract, so results match the cpu backend bit for bit.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -443,7 +446,7 @@ void convolve_1d(const Queue& queue, const T* in, index_t n, std::span<const T> 
   ScratchBuffer device_weights(queue, static_cast<std::size_t>(taps) * sizeof(T));
   TESSERA_CUDA_CHECK(cudaMemcpyAsync(device_weights.data(), weights.data(), static_cast<std::size_t>(taps) * sizeof(T),
                                      cudaMemcpyHostToDevice, to_cuda(stream)));
-  constexpr auto kernel = convolve_1d_chunked_kernel<T, Tuning>;
+  constexpr auto kernel = convolve_1d_blocks_kernel<T, Tuning>;
   const auto grid = static_cast<unsigned>(std::min<index_t>(tiles, sms * blocks_per_sm<kernel>(Tuning::kThreads)));
   kernel<<<grid, Tuning::kThreads, 0, to_cuda(stream)>>>(in, n, out, device_weights.as<T>(), radius, tiles);
   TESSERA_CUDA_CHECK_LAUNCH();

@@ -1,6 +1,7 @@
 // The stencils' lane-level pieces (device_stencil.cuh describes the family): products and sums
 // rounded on their own (__fmul_rn / __fadd_rn, which nvcc never contracts into a fused multiply-add,
-// so that results match the cpu backend bit for bit), the change bits of the residual, and a lane's
+// so that results match the cpu backend bit for bit) and the convolution's fused multiply-add
+// (__fmaf_rn / __fma_rn, std::fma on the cpu backend), the change bits of the residual, and a lane's
 // slice of a row: its load with the neighbours at the warp's edges, the neighbours from the lanes
 // beside it (shuffles), the 5- and 9-point arithmetic on three rows of slices, and the store.
 #pragma once
@@ -31,6 +32,13 @@ __device__ __forceinline__ T add_rn(T a, T b) {
   if constexpr (std::is_same_v<T, float>) return __fadd_rn(a, b);
   else if constexpr (std::is_same_v<T, double>) return __dadd_rn(a, b);
   else return a + b;
+}
+
+// a * b + c rounded once (the convolution's taps; std::fma on the cpu backend).
+template <class T>
+__device__ __forceinline__ T fma_rn(T a, T b, T c) {
+  if constexpr (std::is_same_v<T, float>) return __fmaf_rn(a, b, c);
+  else return __fma_rn(a, b, c);
 }
 
 // |a - b| as the integer of its bits (see cpu/stencil.hpp): ordered as the values, a NaN above all.

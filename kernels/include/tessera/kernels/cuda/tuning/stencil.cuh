@@ -70,13 +70,21 @@ struct Convolve1dLanesTuning {
   static constexpr int kMinBlocksPerSm8 = 3;  // 8-byte elements: up to 85 registers
 };
 
-// The 1-D convolution of wider kernels: tiles through shared memory.
+// The 1-D convolution of wider kernels: tiles through shared memory, register blocks of outputs and
+// taps (agent_stencil.cuh). % of the copy rate at radius 12 / 16 / 32 / 64, one H200, 2^28 floats,
+// two runs of tessera_bench_stencil --only convolve,convolve-variants (2026-12-01): 13 outputs x 16
+// taps, 4 blocks of 256 threads 80 / 72-73 / 47-48 / 28-29; 15 x 16 at 3 blocks 76-79 / 71-72 / 48 /
+// 29; 15 x 8 78-79 / 68 / 43-44 / 25; 9 x 8 65-66 / 57 / 39 / 23; 128 threads of 23 x 8 83-84 / 72 /
+// 45 / 25, of 31 x 8 70-72 / 66 / 48 / 28.
 struct Convolve1dTuning {
   static constexpr int kThreads = 256;
-  static constexpr int kItems = 9;           // consecutive outputs per thread (odd: no bank conflicts)
-  static constexpr int kItems8 = 5;          // the same for 8-byte elements
-  static constexpr int kTapChunk = 256;      // weights per pass
-  static constexpr int kMinBlocksPerSm = 4;
+  static constexpr int kItems = 13;       // consecutive outputs per thread (odd: no bank conflicts)
+  static constexpr int kTaps = 16;        // taps in registers at once
+  static constexpr int kItems8 = 7;       // the same for 8-byte elements (within 64 registers; not
+  static constexpr int kTaps8 = 4;        // measured against others)
+  static constexpr int kPassTaps = 512;   // taps in shared memory at once (a pass over the tile)
+  static constexpr int kMinBlocksPerSm = 4;   // up to 64 registers
+  static constexpr int kMinBlocksPerSm8 = 4;
 };
 
 struct PackTuning {

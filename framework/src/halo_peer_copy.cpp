@@ -520,14 +520,9 @@ void PeerStores::wait(const kernels::Queue& queue) const {
     kernels::wait_flag(queue, flags_ + i, frames_ * kernels::kFrameFlagStep, limit, neighbours_[i].rank);
 }
 
-void PeerStores::signal(const kernels::Queue& queue) {
-  ++frames_;
-  for (const Neighbour& nb : neighbours_)
-    kernels::write_flag(queue, nb.mapped_flags + nb.slot, frames_ * kernels::kFrameFlagStep);
-}
-
-std::optional<kernels::FrameFlags> PeerStores::frame_flags() const {
-  if (!others_only_ || neighbours_.size() > static_cast<std::size_t>(kernels::FrameFlags::kMax)) return std::nullopt;
+kernels::FrameFlags PeerStores::flags() const {
+  TESSERA_ASSERT(neighbours_.size() <= static_cast<std::size_t>(kernels::FrameFlags::kMax),
+                 "peer stores: more neighbours than a sweep's flags hold");
   kernels::FrameFlags flags;
   flags.limit = device_wait_limit();
   for (std::size_t i = 0; i < neighbours_.size(); ++i) {
@@ -568,8 +563,7 @@ std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayo
 PeerStores::~PeerStores() = default;
 int PeerStores::field(const void*) const { return 0; }
 void PeerStores::wait(const kernels::Queue&) const {}
-void PeerStores::signal(const kernels::Queue&) {}
-std::optional<kernels::FrameFlags> PeerStores::frame_flags() const { return std::nullopt; }
+kernels::FrameFlags PeerStores::flags() const { return {}; }
 
 #endif
 

@@ -152,16 +152,17 @@ class PeerStores {
   // Which of the two fields given to make `origin` is (0 or 1), and the copies of that field's frame.
   int field(const void* origin) const;
   const std::vector<Copy>& copies(int field) const { return copies_[static_cast<std::size_t>(field)]; }
-  // Queues, on `queue`, the wait for the neighbours' last frame (nothing before the first).
+  // Queues, on `queue`, the wait for the neighbours' last frame (nothing before the first): before
+  // other work reads or writes the ghosts.
   void wait(const kernels::Queue& queue) const;
-  // Queues, on `queue` after the frame, the flag of this frame at each neighbour.
-  void signal(const kernels::Queue& queue);
-  // The same wait and signal for the next frame, done by the frame's own thread blocks
-  // (kernels::stencil_2d_frame_last), where every neighbour's GPU is another than this rank's (a
-  // block polling a flag must not hold an SM its neighbour needs to set it); nullopt otherwise. A
-  // sweep queued with them calls signalled() after.
-  std::optional<kernels::FrameFlags> frame_flags() const;
-  void signalled() { ++frames_; }
+  // The next frame's flags (kernels::stencil_2d_stored_frame): wait until each neighbour's flag here
+  // is at the last frame's value, then set this rank's flag at each neighbour to the next; and
+  // whether the frame's own thread blocks may poll them (every neighbour's GPU is another than this
+  // rank's: a block polling a flag must not hold an SM its neighbour needs to set it). A sweep
+  // queued with them calls stored() after.
+  kernels::FrameFlags flags() const;
+  bool flags_polled() const { return others_only_; }
+  void stored() { ++frames_; }
 
   struct Neighbour;
 

@@ -226,10 +226,6 @@ Jacobi<T>::Jacobi(Field<T, 2>& u, const StencilWeights<T>& weights, const Jacobi
       throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
                        why_not);
   }
-  // The frame at the end of the interior's launch where the kernels take it so
-  // (kernels::stencil_2d_frame_last: where a frame launched on its own would wait for the
-  // interior's end anyway).
-  try_frame_last_ = stores_ && stores_->frame_flags();
   for (int f = 0; f < 2; ++f) {
     auto& copies = copies_[static_cast<std::size_t>(f)];
     if (stores_)
@@ -270,10 +266,18 @@ void Jacobi<T>::iterate(bool check) {
     halo_->run(out);
     kernels::queue_wait(q, edge_queue_);
   } else {
-    // The peer-store path writes the frame into the neighbours' ghost cells: the halo's bytes, moved
-    // without a message, counted as the exchange they replace.
-    if (stores_) TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(halo_->bytes_sent()));
-    if (!sweep_frame_last(in, out, change)) {
+    if (stores_) {
+      // The peer-store path writes the frame into the neighbours' ghost cells: the halo's bytes,
+      // moved without a message, counted as the exchange they replace. The kernels choose how the
+      // frame runs beside the interior (one launch, the frame last, or its own launch on the edge
+      // queue).
+      TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(halo_->bytes_sent()));
+      const auto& copies = copies_[static_cast<std::size_t>(stores_->field(out))];
+      frame_last_ = kernels::stencil_2d_stored_frame(q, edge_queue_, in, plane_.ld, out, plane_.ld, plane_.local_rows(),
+                                                     plane_.local_cols(), frame(), weights_, change, copies,
+                                                     stores_->flags(), stores_->flags_polled());
+      stores_->stored();
+    } else {
       kernels::queue_wait(edge_queue_, q);
       sweep_parts(in, out, change, true);
       kernels::queue_wait(q, edge_queue_);
@@ -306,26 +310,6 @@ bool Jacobi<T>::has_interior(const kernels::StencilFrame& frame) const {
   return plane_.local_rows() > frame.top + frame.bottom && plane_.local_cols() > frame.left + frame.right;
 }
 
-// The overlapped step on the peer-store path in one launch on the field's queue, where every
-// neighbour is on another GPU, the frame launched on its own would find no room beside the
-// interior, and the kernels can (kernels::stencil_2d_frame_last): the interior, then the frame
-// with its stores into the neighbours' ghosts, the flags polled and set by the frame's own thread
-// blocks. No second queue, no stream memory operation, no launch of the frame's own; false, and
-// nothing queued, elsewhere.
-template <class T>
-bool Jacobi<T>::sweep_frame_last(const T* in, T* out, T* change) {
-  if (!try_frame_last_) return false;
-  const std::optional<kernels::FrameFlags> flags = stores_->frame_flags();
-  const kernels::StencilFrame f = frame();
-  if (!has_interior(f)) return false;
-  const kernels::Queue& q = u_.context().queue();
-  const std::vector<kernels::FrameCopy<T>>& copies = copies_[static_cast<std::size_t>(stores_->field(out))];
-  frame_last_ = kernels::stencil_2d_frame_last(q, in, plane_.ld, out, plane_.ld, plane_.local_rows(), plane_.local_cols(), f,
-                                               weights_, change, copies, *flags);
-  if (frame_last_) stores_->signalled();
-  return frame_last_;
-}
-
 // The cells the neighbours' ghosts hold lie within w of the block's edges that have a neighbour
 // (the frame; on the left widened to the interior's aligned first column; an edge on the domain's
 // boundary has none and belongs to the interior): the frame on the edge queue, then (exchange) its
@@ -346,22 +330,17 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   };
   // The frame writes the cells the exchange packs into its send buffer as it computes them (no
   // pass of their own: on the edge queue, beside the interior, every pass waits long for memory); a
-  // block with no interior is swept whole and packed after. On the peer-store path it writes them
-  // into the neighbours' ghost cells instead, and there is no exchange after it.
-  const bool store = exchange && stores_;
+  // block with no interior is swept whole and packed after. (The peer-store path's step is
+  // kernels::stencil_2d_stored_frame's.)
   const bool fuse_pack = exchange && has_interior;
   auto sweep_frame = [&] {
-    if (store) stores_->wait(edge_queue_);
-    if (store || has_interior) {
-      const kernels::StencilFrame whole{lr, lr, lc, lc};  // no interior: the frame is the block
+    if (has_interior) {
       std::span<const kernels::FrameCopy<T>> copies;
-      if (store || fuse_pack) copies = copies_[static_cast<std::size_t>(stores_ ? stores_->field(out) : 0)];
-      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, has_interior ? frame : whole, weights_, change,
-                                copies);
+      if (fuse_pack) copies = copies_[0];
+      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change, copies);
     } else {
       kernels::stencil_2d(edge_queue_, in, ld, out, ld, lr, lc, weights_, change);
     }
-    if (store) stores_->signal(edge_queue_);
   };
   auto start_exchange = [&] {
     if (fuse_pack) halo_->start_packed(out);
@@ -370,7 +349,7 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
   if (q.backend == Backend::cpu) {
     // On the host the interior runs while MPI moves the frame.
     sweep_frame();
-    if (exchange && !store) start_exchange();
+    if (exchange) start_exchange();
     sweep_interior();
   } else {
     // Under cuda the interior is queued first, so that the device starts it at once and sweeps it
@@ -378,9 +357,9 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
     // waits for them).
     sweep_interior();
     sweep_frame();
-    if (exchange && !store) start_exchange();
+    if (exchange) start_exchange();
   }
-  if (exchange && !store) halo_->finish(out);
+  if (exchange) halo_->finish(out);
 }
 
 template <class T>

@@ -7,6 +7,7 @@
 #include "memory_backends.hpp"
 #include "stencil_backends.hpp"
 #include "tessera/kernels/detail/dispatch.hpp"
+#include "tessera/kernels/device_wait.hpp"
 #include "tessera/kernels/error.hpp"
 
 namespace tessera::kernels {
@@ -120,6 +121,38 @@ bool dispatch_stencil_frame_last(const Queue& q, [[maybe_unused]] const T* in, i
 }
 
 template <class T>
+bool dispatch_stencil_stored_frame(const Queue& q, const Queue& frame_queue, const T* in, index_t in_ld, T* out,
+                                   index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame,
+                                   const StencilWeights<T>& weights, T* max_change, std::span<const FrameCopy<T>> copies,
+                                   const FrameFlags& flags, bool flags_polled) {
+  if (q.backend != Backend::cuda || frame_queue.backend != Backend::cuda || frame_queue.device != q.device)
+    throw UsageError("stencil_2d_stored_frame: both queues under cuda, on one device");
+  // A region with no interior is all frame.
+  const bool interior = rows > frame.top + frame.bottom && cols > frame.left + frame.right;
+  const StencilFrame swept = interior ? frame : StencilFrame{rows, rows, cols, cols};
+  check_frame("stencil_2d_stored_frame", in_ld, out_ld, rows, cols, swept, copies);
+  TESSERA_ASSERT(flags.waits >= 0 && flags.waits <= FrameFlags::kMax && flags.sets >= 0 && flags.sets <= FrameFlags::kMax,
+                 "stencil_2d_stored_frame: a flag count outside 0 .. FrameFlags::kMax");
+  if (interior && flags_polled &&
+      dispatch_stencil_frame_last(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, flags))
+    return true;
+  // The frame's queue waits for what came before (the last sweep read what this one overwrites).
+  queue_wait(frame_queue, q);
+  if (interior) {
+    const index_t in_at = frame.top * in_ld + frame.left, out_at = frame.top * out_ld + frame.left;
+    dispatch_stencil(q, in + in_at, in_ld, out + out_at, out_ld, rows - frame.top - frame.bottom,
+                     cols - frame.left - frame.right, weights, max_change);
+  }
+  if (flags.wait_value > 0)
+    for (int k = 0; k < flags.waits; ++k)
+      wait_flag(frame_queue, flags.wait[k], flags.wait_value, flags.limit, flags.wait_peer[k]);
+  dispatch_stencil_frame(frame_queue, in, in_ld, out, out_ld, rows, cols, swept, weights, max_change, copies);
+  for (int k = 0; k < flags.sets; ++k) write_flag(frame_queue, flags.set[k], flags.wait_value + kFrameFlagStep);
+  queue_wait(q, frame_queue);
+  return false;
+}
+
+template <class T>
 void dispatch_convolve(const Queue& q, const T* in, index_t n, std::span<const T> weights, T* out) {
   TESSERA_ASSERT(n >= 0, "convolve_1d: negative element count");
   if (weights.size() % 2 != 1)
@@ -169,6 +202,22 @@ bool stencil_2d_frame_last(const Queue& q, const double* in, index_t in_ld, doub
                            index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
                            double* max_change, std::span<const FrameCopy<double>> copies, const FrameFlags& flags) {
   return dispatch_stencil_frame_last(q, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change, copies, flags);
+}
+
+bool stencil_2d_stored_frame(const Queue& q, const Queue& frame_queue, const float* in, index_t in_ld, float* out,
+                             index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame,
+                             const StencilWeights<float>& weights, float* max_change,
+                             std::span<const FrameCopy<float>> copies, const FrameFlags& flags, bool flags_polled) {
+  return dispatch_stencil_stored_frame(q, frame_queue, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change,
+                                       copies, flags, flags_polled);
+}
+
+bool stencil_2d_stored_frame(const Queue& q, const Queue& frame_queue, const double* in, index_t in_ld, double* out,
+                             index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame,
+                             const StencilWeights<double>& weights, double* max_change,
+                             std::span<const FrameCopy<double>> copies, const FrameFlags& flags, bool flags_polled) {
+  return dispatch_stencil_stored_frame(q, frame_queue, in, in_ld, out, out_ld, rows, cols, frame, weights, max_change,
+                                       copies, flags, flags_polled);
 }
 
 void stencil_2d_frame(const Queue& q, const float* in, index_t in_ld, float* out, index_t out_ld, index_t rows,

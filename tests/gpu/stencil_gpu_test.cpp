@@ -396,6 +396,67 @@ TYPED_TEST(StencilGpu, FrameLastSweepsTheRegionCopiesItsFrameAndSetsItsFlags) {
     }
 }
 
+// The peer-store step's sweep (stencil_2d_stored_frame) on either of its paths: the frame on a
+// second queue beside the interior with the flags as queue operations (flags not polled), or the
+// kernels' choice where they may be polled (the frame-last launch for the 9-point float interior
+// on sm_90): every cell as the cpu's whole sweep gives it, the copies in their destinations, the
+// residual, and each flag to set at the waited-for value plus one step after each call; a region
+// with no interior swept whole. The flags waited for are set beforehand (in a halo, by other GPUs).
+TYPED_TEST(StencilGpu, StoredFrameSweepsTheRegionOnEitherPathAndSetsItsFlags) {
+  using T = TypeParam;
+  const kernels::StencilFrame f{2, 1, 4, 3};
+  constexpr std::uint64_t step = kernels::kFrameFlagStep;
+  kernels::Queue frame_queue = kernels::make_priority_queue(cuda_queue());
+  std::uint64_t seed = test_seed() + 40;
+  for (auto [rows, cols] : std::vector<std::pair<index_t, index_t>>{{301, 517}, {1030, 2051}, {3, 6}})
+    for (StencilShape shape : {StencilShape::five_point, StencilShape::nine_point})
+      for (const bool polled : {false, true}) {
+        const index_t ld = (cols + 8 + 3) / 4 * 4, to_ld = cols + 5;
+        const index_t origin = ld + 4;
+        const std::vector<kernels::Rectangle> few = frame_rectangles(rows, cols, ld)[0];
+        const std::string where = "region " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
+                                  to_string(shape) + (polled ? " polled" : " queued") + " seed=" + std::to_string(seed + 1);
+        const StencilWeights<T> w = random_weights<T>(shape, ++seed);
+        const auto input = host_generate<T>((rows + 2) * ld, ++seed);
+        std::vector<T> whole = poisoned<T>(input.size());
+        T want_change = T(0);
+        kernels::stencil_2d(cpu_queue(), input.data() + origin, ld, whole.data() + origin, ld, rows, cols, w, &want_change);
+        const std::vector<kernels::Rectangle>& to_copy = few;
+        const auto [at, want] = copy_destinations(to_copy, to_ld, whole, origin, ld);
+        Mirrored<T> in(input);
+        Mirrored<T> out(poisoned<T>(input.size()));
+        Mirrored<T> dest(poisoned<T>(want.size()));
+        Mirrored<T> change(std::vector<T>{T(0)});
+        // Flags 0-2 waited for (at or past 5 steps, then 6), 3-4 set (at 5 steps: the value waited for).
+        Mirrored<std::uint64_t> flags(std::vector<std::uint64_t>{6 * step, 9 * step, 6 * step + 1, 5 * step, 5 * step});
+        std::vector<kernels::FrameCopy<T>> copies;
+        for (std::size_t k = 0; k < to_copy.size(); ++k) copies.push_back({to_copy[k], dest.device + at[k], to_ld});
+        kernels::FrameFlags ff;
+        for (int k = 0; k < 3; ++k) ff.wait[ff.waits++] = flags.device + k;
+        ff.set[ff.sets++] = flags.device + 3;
+        ff.set[ff.sets++] = flags.device + 4;
+        for (std::uint64_t call = 0; call < 2; ++call) {
+          ff.wait_value = (5 + call) * step;
+          const bool one_launch = kernels::stencil_2d_stored_frame(cuda_queue(), frame_queue, in.device + origin, ld,
+                                                                   out.device + origin, ld, rows, cols, f, w, change.device,
+                                                                   copies, ff, polled);
+          if (!polled) EXPECT_FALSE(one_launch) << where << ": the one launch without polled flags";
+          const index_t differs = first_difference(out.device_to_host(), whole);
+          EXPECT_EQ(differs, -1) << where << " call " << call << ": output element " << differs;
+          EXPECT_EQ(first_difference(dest.device_to_host(), want), -1) << where << " call " << call << ": the copies";
+          EXPECT_EQ(change.device_to_host()[0], want_change) << where << " call " << call;
+          const std::vector<std::uint64_t> now = flags.device_to_host();
+          EXPECT_EQ(now[3], (6 + call) * step) << where << " call " << call << ": flag 3";
+          EXPECT_EQ(now[4], (6 + call) * step) << where << " call " << call << ": flag 4";
+        }
+      }
+  EXPECT_THROW(kernels::stencil_2d_stored_frame(cpu_queue(), cpu_queue(), static_cast<const T*>(nullptr), 8,
+                                                static_cast<T*>(nullptr), 8, 0, 0, f, StencilWeights<T>::jacobi5(), nullptr,
+                                                {}, kernels::FrameFlags{}, false),
+               UsageError);
+  kernels::destroy_queue(frame_queue);
+}
+
 TYPED_TEST(StencilGpu, ResidualAddsToTheValueGiven) {
   using T = TypeParam;
   constexpr index_t kV = 16 / sizeof(T);

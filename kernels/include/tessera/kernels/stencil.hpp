@@ -195,6 +195,28 @@ bool stencil_2d_frame_last(const Queue& queue, const double* in, index_t in_ld, 
                            index_t rows, index_t cols, const StencilFrame& frame, const StencilWeights<double>& weights,
                            double* max_change, std::span<const FrameCopy<double>> copies, const FrameFlags& flags);
 
+// One sweep of a region whose frame's cells also go into other devices' memory (copies: the
+// neighbours' ghost cells, mapped through CUDA IPC), overlapped with the interior and ordered by
+// flags (FrameFlags): the frame's cells are read and written once every flag of flags.wait is at
+// least flags.wait_value (no wait where that is 0), and each flag of flags.set then holds
+// flags.wait_value + kFrameFlagStep. The kernels choose how: one launch on `queue`, the frame last
+// in the thread blocks that swept the interior, polling and setting the flags themselves
+// (stencil_2d_frame_last), where `flags_polled` allows it (every flag waited for is set by work on
+// another device) and the frame would find no room beside the interior; otherwise the interior on
+// `queue` and the frame with its copies on `frame_queue` (a queue of higher priority on the same
+// device) beside it, the flags as operations on frame_queue (write_flag, wait_flag under
+// flags.limit); a region with no interior is swept whole as the frame. The work queued on `queue`
+// before the call precedes all of it, and the work queued after follows it. Returns true where it
+// took the one launch. Under cuda only (UsageError otherwise).
+bool stencil_2d_stored_frame(const Queue& queue, const Queue& frame_queue, const float* in, index_t in_ld, float* out,
+                             index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame,
+                             const StencilWeights<float>& weights, float* max_change,
+                             std::span<const FrameCopy<float>> copies, const FrameFlags& flags, bool flags_polled);
+bool stencil_2d_stored_frame(const Queue& queue, const Queue& frame_queue, const double* in, index_t in_ld, double* out,
+                             index_t out_ld, index_t rows, index_t cols, const StencilFrame& frame,
+                             const StencilWeights<double>& weights, double* max_change,
+                             std::span<const FrameCopy<double>> copies, const FrameFlags& flags, bool flags_polled);
+
 // The 1-D convolution with 2 radius + 1 weights, as numpy.convolve:
 //   out[i] = weights[0] * in[i + radius] + weights[1] * in[i + radius - 1] + ... + weights[2 radius] * in[i - radius]
 // accumulated left to right, acc = fma(weights[k], in[i + radius - k], acc) for k = 0 .. 2 radius from

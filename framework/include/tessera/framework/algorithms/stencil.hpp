@@ -108,10 +108,10 @@ class Jacobi {
   // can take it, TESSERA_HALO=peer-store asks for it), or the halo's path (halo().path()).
   const char* exchange_path() const;
   // Whether the last overlapped step on the peer-store path swept in one launch, the frame last
-  // (kernels::stencil_2d_frame_last: under cuda on sm_90, every neighbour on another GPU, the
-  // interior on the ring-of-rows sweep's 16-byte boundary and leaving no room for a frame beside
-  // it, as the 9-point float sweep does), its flags polled and set by the frame's thread blocks;
-  // otherwise the frame has a launch on a second queue of its own.
+  // (kernels::stencil_2d_stored_frame's choice: under cuda on sm_90, every neighbour on another GPU,
+  // the interior on the ring-of-rows sweep's 16-byte boundary and leaving no room for a frame
+  // beside it, as the 9-point float sweep does), its flags polled and set by the frame's thread
+  // blocks; otherwise the frame has a launch on a second queue of its own.
   bool frame_last() const { return frame_last_; }
   // The collectives of run_until(last) from the current iteration (collective_plan.hpp), unless it
   // converges first: each iteration's halo exchange (none on one rank), and an allreduce of the
@@ -140,7 +140,6 @@ class Jacobi {
   void settle(const kernels::Queue& queue) const;
   kernels::StencilFrame frame() const;  // the cells of the block the overlapped step sweeps as its frame
   bool has_interior(const kernels::StencilFrame& frame) const;
-  bool sweep_frame_last(const T* in, T* out, T* change);
   void sweep_parts(const T* in, T* out, T* change, bool exchange);
   index_t interior_left_column() const;
   double finish_check();
@@ -158,8 +157,7 @@ class Jacobi {
   std::unique_ptr<HaloExchange> halo_;
   T* change_ = nullptr;        // backend memory: max |u_k - u_(k-1)| of this block
   std::unique_ptr<detail::PeerStores> stores_;  // the peer-store path, or null
-  bool try_frame_last_ = false;  // the overlapped step's frame at the end of the interior's launch
-  bool frame_last_ = false;      // ... and the last overlapped step was
+  bool frame_last_ = false;  // the last overlapped step's frame at the end of the interior's launch
   // The frame's cells the overlapped step writes elsewhere as it sweeps them, for the field the
   // stores' field() names (both the same off the peer-store path): into the neighbours' ghost
   // cells, or the halo's packed send buffer.

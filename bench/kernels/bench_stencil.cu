@@ -521,24 +521,17 @@ void bench_convolve(const Queue& q, const Options& o, index_t n, index_t radius,
                             (radius > detail::Convolve1dLanesTuning::kMaxRadius ? " (blocks)" : "") +
                             (in_skew || out_skew ? " skew " + std::to_string(in_skew) + "/" + std::to_string(out_skew) : "");
   report({label, "float", std::to_string(n), ours_ms, plain_ms, elements, bytes, 0, agree});
+  // Other tunings, each result checked against the plain kernel's as ours is.
+  auto variant = [&](const std::string& name, const std::function<void()>& run) {
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(out_base, 0xff, static_cast<std::size_t>(n + 8) * sizeof(float), stream_of(q)));
+    run();
+    const bool agree_variant = agrees();
+    report({label + " " + name, "float", std::to_string(n), median_ms(q, o.warmup, o.reps, run), plain_ms, elements, bytes, 0,
+            agree_variant});
+  };
   if (o.wants("convolve-variants") && radius <= detail::Convolve1dLanesTuning::kMaxRadius) {
-    auto variant = [&](const std::string& name, const std::function<void()>& run) {
-      TESSERA_CUDA_CHECK(cudaMemsetAsync(out_base, 0xff, static_cast<std::size_t>(n + 8) * sizeof(float), stream_of(q)));
-      run();
-      const bool agree_variant = agrees();
-      report({label + " " + name, "float", std::to_string(n), median_ms(q, o.warmup, o.reps, run), plain_ms, elements, bytes, 0,
-              agree_variant});
-    };
     variant("(3 vectors/lane)", [&] { lanes_convolve<LanesThreeVectors>(q, source, n, weights, out); });
-  }
-  if (o.wants("convolve-variants") && radius > detail::Convolve1dLanesTuning::kMaxRadius) {
-    auto variant = [&](const std::string& name, const std::function<void()>& run) {
-      TESSERA_CUDA_CHECK(cudaMemsetAsync(out_base, 0xff, static_cast<std::size_t>(n + 8) * sizeof(float), stream_of(q)));
-      run();
-      const bool agree_variant = agrees();
-      report({label + " " + name, "float", std::to_string(n), median_ms(q, o.warmup, o.reps, run), plain_ms, elements, bytes, 0,
-              agree_variant});
-    };
+  } else if (o.wants("convolve-variants")) {
     const std::span<const float> taps(weights);
     variant("(9 outputs x 8 taps)", [&] { detail::convolve_1d<float, WideNineItems>(q, source, n, taps, out); });
     variant("(15 outputs x 8 taps)", [&] { detail::convolve_1d<float, WideFifteenItemsEightTaps>(q, source, n, taps, out); });

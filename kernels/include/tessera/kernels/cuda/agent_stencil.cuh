@@ -430,7 +430,7 @@ inline constexpr int kConvolveTaps = sizeof(T) > 4 ? Tuning::kTaps8 : Tuning::kT
 // block's next stage (cp.async, two buffers) travel while it computes the current one. For each
 // kTaps taps of a stage a thread loads the kItems + kTaps - 1 inputs they meet into registers and the
 // taps as vectors, then issues kItems x kTaps fused multiply-adds from registers alone: one shared
-// load for about five of them (float), where a tap at a time takes one for each. Each output takes
+// load for six or seven of them (13 x 16), where a tap at a time takes one for each. Each output takes
 // its taps in order, k = 0 .. 2r, from -0 (so the first tap enters exactly), as the cpu backend does.
 template <class T, class Tuning = Convolve1dTuning>
 __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMinBlocksPerSm8 : Tuning::kMinBlocksPerSm)
@@ -494,8 +494,12 @@ __global__ void __launch_bounds__(Tuning::kThreads, sizeof(T) > 4 ? Tuning::kMin
       const int head = std::min(vector_lo * kV, hi) - lo;  // elements before the first whole vector
       const int tail_from = std::max(vector_hi * kV, vector_lo * kV);
       const int t = static_cast<int>(threadIdx.x);
-      if (t < head) copy_async<sizeof(T)>(dst + lo + t, src + lo + t);
-      else if (t - head < hi - tail_from && t - head < kV) copy_async<sizeof(T)>(dst + tail_from + t - head, src + tail_from + t - head);
+      if (t < head) {
+        copy_async<sizeof(T)>(dst + lo + t, src + lo + t);
+      } else if (t - head < hi - tail_from) {
+        const int j = tail_from + t - head;
+        copy_async<sizeof(T)>(dst + j, src + j);
+      }
       const T* w = weights + st.k0;
       for (int j = t; j < st.pass_taps; j += Tuning::kThreads) copy_async<sizeof(T)>(taps_of_pass[b] + j, w + j);
     }

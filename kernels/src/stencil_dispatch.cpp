@@ -127,10 +127,10 @@ bool dispatch_stencil_stored_frame(const Queue& q, const Queue& frame_queue, con
                                    const FrameFlags& flags, bool flags_polled) {
   if (q.backend != Backend::cuda || frame_queue.backend != Backend::cuda || frame_queue.device != q.device)
     throw UsageError("stencil_2d_stored_frame: both queues under cuda, on one device");
-  // A region with no interior is all frame.
+  // A region with no interior is all frame. (The frame and its copies are checked by the launch
+  // that takes them: stencil_2d_frame_last's, or stencil_2d_frame's below.)
   const bool interior = rows > frame.top + frame.bottom && cols > frame.left + frame.right;
   const StencilFrame swept = interior ? frame : StencilFrame{rows, rows, cols, cols};
-  check_frame("stencil_2d_stored_frame", in_ld, out_ld, rows, cols, swept, copies);
   TESSERA_ASSERT(flags.waits >= 0 && flags.waits <= FrameFlags::kMax && flags.sets >= 0 && flags.sets <= FrameFlags::kMax,
                  "stencil_2d_stored_frame: a flag count outside 0 .. FrameFlags::kMax");
   if (interior && flags_polled &&

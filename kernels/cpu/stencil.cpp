@@ -5,6 +5,10 @@
 
 #include <algorithm>
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "../src/stencil_backends.hpp"
 
 namespace tessera::kernels::cpu {
@@ -17,21 +21,86 @@ void stencil_2d(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows
 
 namespace {
 
-// std::fma is one instruction where the processor has FMA and a library call elsewhere; on x86-64
-// Linux with GCC both versions are compiled and the loader picks the one the processor runs.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define TESSERA_FMA_CLONES __attribute__((target_clones("fma", "default"), flatten))
-#else
-#define TESSERA_FMA_CLONES
-#endif
+// std::fma is one instruction where the processor has FMA and a library call elsewhere. On x86-64
+// the loop below takes 4 AVX vectors of outputs at a time (32 floats, 16 doubles: four independent
+// chains of multiply-adds) where the processor has AVX and FMA, chosen at run time; elsewhere the
+// portable loop of stencil.hpp. Both give each output the same fused multiply-adds in the same
+// order. (GCC 12 compiles the portable loop's 64-byte block to one 256-bit FMA and scalar code:
+// 4.3 multiply-adds per ns at radius 16 on an AMD EPYC of the 2-core VM, against 25 for this loop.)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define TESSERA_X86_FMA_LOOP 1
 
-TESSERA_FMA_CLONES void convolve_outputs(const float* in, index_t begin, index_t end, const float* w, index_t taps,
-                                         float* out) {
-  convolve_1d_outputs(in, begin, end, w, taps, out);
+__attribute__((target("avx,fma"))) void convolve_outputs_fma(const float* in, index_t begin, index_t end,
+                                                             const float* w, index_t taps, float* out) {
+  const index_t radius = (taps - 1) / 2;
+  index_t i = begin;
+  for (; i + 32 <= end; i += 32) {
+    const float* x = in + i + radius;  // x[j - k]: the input w[k] multiplies for output i + j
+    __m256 a0 = _mm256_set1_ps(-0.0f), a1 = a0, a2 = a0, a3 = a0;
+    for (index_t k = 0; k < taps; ++k) {
+      const __m256 wk = _mm256_broadcast_ss(w + k);
+      a0 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(x - k), a0);
+      a1 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(x - k + 8), a1);
+      a2 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(x - k + 16), a2);
+      a3 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(x - k + 24), a3);
+    }
+    _mm256_storeu_ps(out + i, a0);
+    _mm256_storeu_ps(out + i + 8, a1);
+    _mm256_storeu_ps(out + i + 16, a2);
+    _mm256_storeu_ps(out + i + 24, a3);
+  }
+  for (; i < end; ++i) {
+    const float* x = in + i + radius;
+    __m128 acc = _mm_set_ss(-0.0f);
+    for (index_t k = 0; k < taps; ++k) acc = _mm_fmadd_ss(_mm_load_ss(w + k), _mm_load_ss(x - k), acc);
+    out[i] = _mm_cvtss_f32(acc);
+  }
 }
 
-TESSERA_FMA_CLONES void convolve_outputs(const double* in, index_t begin, index_t end, const double* w, index_t taps,
-                                         double* out) {
+__attribute__((target("avx,fma"))) void convolve_outputs_fma(const double* in, index_t begin, index_t end,
+                                                             const double* w, index_t taps, double* out) {
+  const index_t radius = (taps - 1) / 2;
+  index_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    const double* x = in + i + radius;
+    __m256d a0 = _mm256_set1_pd(-0.0), a1 = a0, a2 = a0, a3 = a0;
+    for (index_t k = 0; k < taps; ++k) {
+      const __m256d wk = _mm256_broadcast_sd(w + k);
+      a0 = _mm256_fmadd_pd(wk, _mm256_loadu_pd(x - k), a0);
+      a1 = _mm256_fmadd_pd(wk, _mm256_loadu_pd(x - k + 4), a1);
+      a2 = _mm256_fmadd_pd(wk, _mm256_loadu_pd(x - k + 8), a2);
+      a3 = _mm256_fmadd_pd(wk, _mm256_loadu_pd(x - k + 12), a3);
+    }
+    _mm256_storeu_pd(out + i, a0);
+    _mm256_storeu_pd(out + i + 4, a1);
+    _mm256_storeu_pd(out + i + 8, a2);
+    _mm256_storeu_pd(out + i + 12, a3);
+  }
+  for (; i < end; ++i) {
+    const double* x = in + i + radius;
+    __m128d acc = _mm_set_sd(-0.0);
+    for (index_t k = 0; k < taps; ++k) acc = _mm_fmadd_sd(_mm_load_sd(w + k), _mm_load_sd(x - k), acc);
+    out[i] = _mm_cvtsd_f64(acc);
+  }
+}
+
+bool have_fma_loop() {
+  static const bool have = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma");
+  }();
+  return have;
+}
+#endif
+
+template <class T>
+void convolve_outputs(const T* in, index_t begin, index_t end, const T* w, index_t taps, T* out) {
+#ifdef TESSERA_X86_FMA_LOOP
+  if (have_fma_loop()) {
+    convolve_outputs_fma(in, begin, end, w, taps, out);
+    return;
+  }
+#endif
   convolve_1d_outputs(in, begin, end, w, taps, out);
 }
 

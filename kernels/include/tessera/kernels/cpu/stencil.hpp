@@ -95,12 +95,12 @@ void stencil_2d_rows(const T* in, index_t in_ld, T* out, index_t out_ld, index_t
 }
 
 // Outputs [begin, end) of the convolution: each takes its taps in order, k = 0 .. 2r, one fused
-// multiply-add each (std::fma) from -0, as the cuda backend does; 64 bytes of outputs at a time,
-// which a compiler targeting FMA with 32-byte vectors keeps in two registers: two chains of
-// multiply-adds in flight. On the 2-core development VM (AVX2, g++ 12 -O2, one thread, 2^22
-// elements, r = 16 / 64): floats 16 at a time 9.7-11.8 / 40.7-41.0 ms, 8 at a time 14.3-15.8 /
-// 71.4-71.7, 32 at a time 18.6-20.1 / 74.1-74.2; doubles 8 at a time 18.8-19.2 / 80.5-81.2, 16 at
-// a time 36.9-52.2 / 148.6-152.3.
+// multiply-add each (std::fma) from -0, as the cuda backend does; 64 bytes of outputs at a time.
+// The portable loop: on x86-64 processors with AVX and FMA, kernels/cpu/stencil.cpp runs the same
+// multiply-adds in AVX intrinsics instead (4 vectors of outputs at a time), which compilers do not
+// reliably make of this loop. Both, on the 2-core development VM (AMD EPYC, g++ 12 -O3, one thread,
+// 2^22 floats, r = 8 / 16 / 64, 2026-12-01): this loop 16.2 / 32.3 / 126.9 ms, the intrinsics
+// 2.4 / 4.9 / 17.8 ms.
 template <class T>
 void convolve_1d_outputs(const T* in, index_t begin, index_t end, const T* w, index_t taps, T* out) {
   constexpr index_t kB = 64 / sizeof(T);

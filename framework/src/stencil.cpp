@@ -69,6 +69,14 @@ std::vector<HaloRun> halo_runs(const Partition& part, int q, index_t radius, Bou
 
 template <class T>
 DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundary boundary, PhaseTimes* times) {
+  return detail::convolve_with<T>(a, weights, boundary, times, nullptr);
+}
+
+namespace detail {
+
+template <class T>
+DistArray<T> convolve_with(const DistArray<T>& a, std::span<const T> weights, Boundary boundary, PhaseTimes* times,
+                           const ConvolveInner<T>& inner) {
   const Context& ctx = a.context();
   if (weights.size() % 2 == 0)
     throw UsageError("convolve: " + std::to_string(weights.size()) +
@@ -131,7 +139,9 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
       },
       // Beside the exchange: the outputs that need no halo.
       [&] {
-        if (split) kernels::convolve_1d(q, block + radius, local - 2 * radius, weights, result + radius);
+        if (!split) return;
+        if (inner) inner(q, block + radius, local - 2 * radius, result + radius);
+        else kernels::convolve_1d(q, block + radius, local - 2 * radius, weights, result + radius);
       },
       // Unpack: the two ends, now that the halo is here.
       [&](Exchange&) {
@@ -145,6 +155,13 @@ DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundar
       });
   return out;
 }
+
+template DistArray<float> convolve_with<float>(const DistArray<float>&, std::span<const float>, Boundary, PhaseTimes*,
+                                               const ConvolveInner<float>&);
+template DistArray<double> convolve_with<double>(const DistArray<double>&, std::span<const double>, Boundary,
+                                                 PhaseTimes*, const ConvolveInner<double>&);
+
+}  // namespace detail
 
 CollectivePlan convolve_plan(const Partition& partition, int rank, index_t radius, Boundary boundary,
                              std::size_t element_bytes) {

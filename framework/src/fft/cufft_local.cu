@@ -44,7 +44,16 @@ class CufftLocal final : public LocalFft {
     // Scratch comes from the distributed plan's one shared area (set_work_area).
     check(cufftSetAutoAllocation(plan_, 0), "cufftSetAutoAllocation");
     long long n[3] = {shape.n[0], shape.n[1], shape.n[2]};
-    if (shape.s == 1) {
+    if (shape.in_distance > 0) {
+      // One axis, batches whose inputs start in_distance elements apart (the advanced layout).
+      per_batch_ = 1;
+      in_step_ = shape.in_distance;
+      long long inembed = kind == LocalKind::c2r ? shape.n[0] / 2 + 1 : shape.n[0];
+      long long onembed = kind == LocalKind::r2c ? shape.n[0] / 2 + 1 : shape.n[0];
+      check(cufftMakePlanMany64(plan_, 1, n, &inembed, 1, in_step_, &onembed, 1, out_step_, type_of<Real>(kind),
+                                shape.a, &work_),
+            "cufftMakePlanMany64");
+    } else if (shape.s == 1) {
       // Contiguous batches: one plan of all A, over 1 to 3 axes (the basic layout).
       per_batch_ = 1;
       check(cufftMakePlanMany64(plan_, shape.rank, n, nullptr, 1, in_step_, nullptr, 1, out_step_, type_of<Real>(kind),
@@ -128,9 +137,57 @@ __global__ void scale_kernel(Real* data, index_t count, Real factor) {
     data[i] *= factor;
 }
 
+// A thread takes one frequency k of every batch b = blockIdx.y, blockIdx.y + gridDim.y, ...
+template <class Real>
+__global__ void multiply_spectra_kernel(Real* spectra, index_t batches, index_t length, const Real* factors) {
+  const index_t k = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
+  if (k >= length) return;
+  const Real c = factors[2 * k], d = factors[2 * k + 1];
+  for (index_t b = blockIdx.y; b < batches; b += gridDim.y) {
+    Real* z = spectra + 2 * (b * length + k);
+    const Real a = z[0], e = z[1];
+    z[0] = a * c - e * d;
+    z[1] = a * d + e * c;
+  }
+}
+
 }  // namespace
 
 bool have_cufft() { return true; }
+
+template <class Real>
+void multiply_spectra_cuda(const kernels::Queue& queue, Real* spectra, index_t batches, index_t length,
+                           const Real* factors) {
+  const index_t count = batches * length;
+  if (count <= 0) return;
+  TESSERA_CUDA_CHECK(cudaSetDevice(queue.device));
+  const int threads = 256;
+  const dim3 grid(static_cast<unsigned>((length + threads - 1) / threads),
+                  static_cast<unsigned>(std::min<index_t>(batches, 4096)));
+  multiply_spectra_kernel<Real><<<grid, threads, 0, reinterpret_cast<cudaStream_t>(queue.stream)>>>(
+      spectra, batches, length, factors);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+template void multiply_spectra_cuda<float>(const kernels::Queue&, float*, index_t, index_t, const float*);
+template void multiply_spectra_cuda<double>(const kernels::Queue&, double*, index_t, index_t, const double*);
+
+DeviceRates device_rates(const kernels::Queue& queue) {
+  int sms = 0, clock_khz = 0, memory_khz = 0, bus_bits = 0, major = 0, minor = 0;
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, queue.device));
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, queue.device));
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&memory_khz, cudaDevAttrMemoryClockRate, queue.device));
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, queue.device));
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, queue.device));
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, queue.device));
+  // FP32 lanes per SM (the CUDA C++ Programming Guide's table of arithmetic throughput): 64 on
+  // sm_60 and sm_70 to sm_80, 128 on sm_61, sm_86 to sm_89, sm_90 and later.
+  const int cc = 10 * major + minor;
+  const int lanes = (cc == 60 || (cc >= 70 && cc <= 80)) ? 64 : 128;
+  DeviceRates rates;
+  rates.fma_per_second = static_cast<double>(sms) * lanes * clock_khz * 1e3;
+  rates.bytes_per_second = 2.0 * memory_khz * 1e3 * (bus_bits / 8.0);
+  return rates;
+}
 
 template <class Real>
 std::unique_ptr<LocalFft> make_cufft(const kernels::Queue& queue, LocalKind kind, LocalShape shape) {

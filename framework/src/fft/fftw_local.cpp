@@ -93,6 +93,7 @@ class FftwLocal final : public LocalFft {
     }
     fftw_iodim64 many[2];
     int howmany = 0;
+    if (shape.in_distance > 0) in_stride = shape.in_distance;
     if (shape.a > 1) many[howmany++] = {shape.a, in_stride, out_stride};
     if (shape.s > 1) many[howmany++] = {shape.s, 1, 1};
     const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE);

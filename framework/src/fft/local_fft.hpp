@@ -21,6 +21,10 @@ struct LocalShape {
   int rank = 1;
   index_t n[3] = {1, 1, 1};
   index_t s = 1;
+  // rank 1 and s 1 only: elements between the starts of consecutive batches' inputs, where they
+  // are not contiguous (0: contiguous). An r2c input may be shorter than n (overlapping batches,
+  // read only: overlap-save's segments).
+  index_t in_distance = 0;
   // Elements of one batch on the complex side and on the input / output sides.
   index_t complex_elements() const {
     index_t e = s;
@@ -59,6 +63,18 @@ std::unique_ptr<LocalFft> make_cufft(const kernels::Queue& queue, LocalKind kind
 // data[i] *= factor for i < count (count Real values), on the queue's stream.
 template <class Real>
 void scale_cuda(const kernels::Queue& queue, Real* data, index_t count, Real factor);
+// spectra[b * length + k] *= factors[k] for b < batches, k < length (interleaved complex values),
+// on the queue's stream.
+template <class Real>
+void multiply_spectra_cuda(const kernels::Queue& queue, Real* spectra, index_t batches, index_t length,
+                           const Real* factors);
+// The device's peak rates from its properties: FP32 fused multiply-adds per second (SMs x FP32
+// lanes of the architecture x clock) and DRAM bytes per second (2 x memory clock x bus width).
+struct DeviceRates {
+  double fma_per_second = 0;
+  double bytes_per_second = 0;
+};
+DeviceRates device_rates(const kernels::Queue& queue);
 bool have_cufft();
 
 }  // namespace tessera::fft::detail

@@ -20,4 +20,13 @@ void scale_cuda(const kernels::Queue&, Real*, index_t, Real) {
 template void scale_cuda<float>(const kernels::Queue&, float*, index_t, float);
 template void scale_cuda<double>(const kernels::Queue&, double*, index_t, double);
 
+template <class Real>
+void multiply_spectra_cuda(const kernels::Queue&, Real*, index_t, index_t, const Real*) {
+  throw UsageError("fft: this build has no cuFFT");
+}
+template void multiply_spectra_cuda<float>(const kernels::Queue&, float*, index_t, index_t, const float*);
+template void multiply_spectra_cuda<double>(const kernels::Queue&, double*, index_t, index_t, const double*);
+
+DeviceRates device_rates(const kernels::Queue&) { throw UsageError("fft: this build has no cuFFT"); }
+
 }  // namespace tessera::fft::detail

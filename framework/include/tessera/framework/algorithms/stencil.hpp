@@ -23,6 +23,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -52,6 +53,19 @@ inline const char* to_string(Boundary b) { return b == Boundary::zero ? "zero" :
 template <class T>
 DistArray<T> convolve(const DistArray<T>& a, std::span<const T> weights, Boundary boundary = Boundary::zero,
                       PhaseTimes* times = nullptr);
+
+namespace detail {
+// The outputs of a convolution that need no halo: n outputs from in[-radius, n + radius) into out
+// (the queue's memory), queued on the queue.
+template <class T>
+using ConvolveInner = std::function<void(const kernels::Queue& queue, const T* in, index_t n, T* out)>;
+// convolve with `inner` (where it is set) computing each rank's outputs that need no halo: those of
+// a block of at least 2 radius elements but the radius at each end, while the halo travels. The
+// ends, and every output of a smaller block, take kernels::convolve_1d. fft::convolve's skeleton.
+template <class T>
+DistArray<T> convolve_with(const DistArray<T>& a, std::span<const T> weights, Boundary boundary, PhaseTimes* times,
+                           const ConvolveInner<T>& inner);
+}  // namespace detail
 
 // The collectives of convolve on `rank` (collective_plan.hpp) for an array in `partition`: one
 // neighbour exchange of the elements of this rank's block that other ranks' halos hold.

@@ -6,7 +6,8 @@
 //                            iterations, and --restart from one, bitwise the same as a run never
 //                            interrupted, whatever the grids of the two runs.
 //   --op convolve1d          the 1-D convolution (numpy.convolve, same length) of a block-distributed
-//                            array with a kernel of any radius, zero or periodic boundary.
+//                            array with a kernel of any radius, zero or periodic boundary, by the
+//                            direct sum or the FFT (--method; fft_convolve.hpp).
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/checkpoint.hpp"
 #include "tessera/framework/field_2d.hpp"
+#include "tessera/framework/fft_convolve.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 #include "verify.hpp"
 #include "verify_stencil.hpp"
@@ -691,7 +693,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
 
 template <class T>
 int run_convolve(App& app, const Context& ctx, const ArraySource& source, const WeightsSource& weights_source,
-                 std::optional<index_t> radius, Boundary boundary) {
+                 std::optional<index_t> radius, Boundary boundary, fft::ConvolveMethod method) {
   const CommonOptions& o = app.options();
   std::vector<double> given = load_weights(ctx, weights_source);
   if (!given.empty()) {
@@ -713,9 +715,13 @@ int run_convolve(App& app, const Context& ctx, const ArraySource& source, const 
   const std::vector<T> weights(given.begin(), given.end());
   const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::relative});
   const DistArray<T> a = load_array<T>(ctx, app, source);
+  fft::ConvolveOptions co;
+  co.method = method;
+  fft::Convolution<T> conv(ctx, std::span<const T>(weights), boundary, co);
+  const bool fft_path =
+      ctx.comm().allreduce(conv.method_for(a.local_size()) == fft::ConvolveMethod::fft ? 1 : 0, ReduceOp::max) == 1;
   DistArray<T> out;
-  const TimingSummary timing =
-      measure(ctx, o, [&](PhaseTimes* times) { out = convolve(a, std::span<const T>(weights), boundary, times); });
+  const TimingSummary timing = measure(ctx, o, [&](PhaseTimes* times) { out = conv(a, times); });
   if (perturbation) perturb_element(perturbation, out);
 
   Report rep;
@@ -725,16 +731,29 @@ int run_convolve(App& app, const Context& ctx, const ArraySource& source, const 
   rep.parameters["op"] = "convolve1d";
   rep.parameters["radius"] = static_cast<long long>(r);
   rep.parameters["boundary"] = to_string(boundary);
+  rep.parameters["method"] = fft_path ? "fft" : "direct";
+  if (fft_path) rep.parameters["fft_length"] = static_cast<long long>(conv.fft_length());
   rep.parameters["path"] = communication_path(ctx);
   rep.rows.emplace_back("convolution", "radius " + std::to_string(r) + " (" + std::to_string(2 * r + 1) + " weights), " +
-                                           to_string(boundary) + " boundary");
+                                           to_string(boundary) + " boundary, " +
+                                           (fft_path ? "by the FFT (overlap-save, length " + std::to_string(conv.fft_length()) + ")"
+                                                     : std::string("by the direct sum")));
   // A checksum of the result: the sum of its elements (long double).
   long double sum = 0;
   for (const T v : out.local_to_host()) sum += v;
   verify::allreduce_sum(ctx, &sum, 1);
   rep.result = static_cast<double>(sum);
   rep.result_text = "sum of the " + std::to_string(source.n) + " outputs " + format_number(static_cast<double>(sum));
-  if (o.verify) rep.verdict = verify::check_convolve(a, out, weights, boundary);
+  if (o.verify) {
+    // The FFT path's outputs within its bound (fft_convolve.hpp), of the largest input.
+    double fft_bound = 0;
+    if (fft_path) {
+      double max_abs = 0;
+      for (const T v : a.local_to_host()) max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
+      fft_bound = conv.error_bound(ctx.comm().allreduce(max_abs, ReduceOp::max));
+    }
+    rep.verdict = verify::check_convolve(a, out, weights, boundary, fft_bound);
+  }
   rep.timing = timing;
   rep.throughput = timing.total > 0 ? 2.0 * static_cast<double>(source.n) * sizeof(T) / timing.total / 1e9 : 0;
   rep.throughput_unit = "GB/s";
@@ -1233,6 +1252,7 @@ int main(int argc, char** argv) {
   WeightsSource weights;
   std::optional<index_t> radius;
   Boundary boundary = Boundary::zero;
+  fft::ConvolveMethod method = fft::ConvolveMethod::automatic;
   bool no_overlap = false;
   FieldSettings fs;
   bool field_op = false;
@@ -1310,6 +1330,14 @@ int main(int argc, char** argv) {
                [&](std::string_view v) {
                  if (!v.empty() && v[0] == '-') throw UsageError("--radius: negative radius '" + std::string(v) + "'");
                  radius = parse_size(v, "--radius");
+               });
+  p.add_option("--method", "auto|direct|fft",
+               "convolve1d: the direct sum, the FFT (overlap-save), or the faster for the radius and device "
+               "(default auto)",
+               [&](std::string_view v) {
+                 if (v != "auto" && v != "direct" && v != "fft")
+                   throw UsageError("--method: unknown method '" + std::string(v) + "' (expected auto, direct or fft)");
+                 method = fft::parse_convolve_method(std::string(v));
                });
   p.add_option("--boundary", "zero|periodic", "convolve1d: what lies beyond the array's ends (default zero)",
                [&](std::string_view v) {
@@ -1412,7 +1440,7 @@ int main(int argc, char** argv) {
     const std::vector<const char*> jacobi_only = {"--nx", "--ny", "--grid", "--iters", "--tol", "--check-every", "--ghost",
                                                   "--no-overlap", "--checkpoint-every", "--checkpoint", "--restart",
                                                   "--checkpoint-dir", "--checkpoint-keep"};
-    const std::vector<const char*> convolve_only = {"--radius", "--boundary", "--n", "--input"};
+    const std::vector<const char*> convolve_only = {"--radius", "--boundary", "--n", "--input", "--method"};
     for (const char* flag : jacobi ? convolve_only : jacobi_only)
       if (p.given(flag))
         throw UsageError(std::string(flag) + ": does not apply to --op " + op_name(op) + " (it is for " +
@@ -1425,8 +1453,8 @@ int main(int argc, char** argv) {
       // The file's type with --input (integer files need --dtype float32 or float64).
       const ArraySource source = resolve_array_source(ctx, app);
       require_float(source.dtype, o.dtype || !o.input ? "--dtype" : "--input (" + o.input->str() + ")");
-      return source.dtype == io::DType::float32 ? run_convolve<float>(app, ctx, source, weights, radius, boundary)
-                                                : run_convolve<double>(app, ctx, source, weights, radius, boundary);
+      return source.dtype == io::DType::float32 ? run_convolve<float>(app, ctx, source, weights, radius, boundary, method)
+                                                : run_convolve<double>(app, ctx, source, weights, radius, boundary, method);
     }
     const io::DType dtype = o.dtype.value_or(io::DType::float32);
     require_float(dtype, "--dtype");

@@ -12,7 +12,8 @@
 //   check_convolve    every output against sum_k w_k a_(i+r-k) in long double, within the rounding
 //                     any order of the 2r + 1 products and sums may carry:
 //                     |out_i - exact_i| <= gamma_(2r+1) sum_k |w_k a_(i+r-k)| (+ the smallest
-//                     subnormal, for products that underflow).
+//                     subnormal, for products that underflow), or, for the FFT path, within its
+//                     bound (fft_convolve.hpp: fft::Convolution::error_bound of the largest input).
 #pragma once
 
 #include <mpi.h>
@@ -257,7 +258,8 @@ std::vector<T> global_window(const DistArray<T>& a, const std::vector<T>& block,
 inline constexpr double kMaxConvolveWork = 1e10;
 
 template <class T>
-Verdict check_convolve(const DistArray<T>& a, const DistArray<T>& out, const std::vector<T>& w, Boundary boundary) {
+Verdict check_convolve(const DistArray<T>& a, const DistArray<T>& out, const std::vector<T>& w, Boundary boundary,
+                       double fft_bound = 0) {
   const Context& ctx = a.context();
   const auto taps = static_cast<index_t>(w.size());
   const index_t radius = (taps - 1) / 2;
@@ -292,7 +294,7 @@ Verdict check_convolve(const DistArray<T>& a, const DistArray<T>& out, const std
       exact += term;
       magnitude += std::fabs(term);
     }
-    const long double bound = gamma * magnitude + tiny;
+    const long double bound = std::max(gamma * magnitude + tiny, static_cast<long double>(fft_bound));
     const long double error = std::fabs(static_cast<long double>(y[static_cast<std::size_t>(i)]) - exact);
     const bool ok = error <= bound || (std::isnan(exact) && std::isnan(static_cast<long double>(y[static_cast<std::size_t>(i)])));
     if (!ok && wrong++ == 0) {
@@ -306,8 +308,12 @@ Verdict check_convolve(const DistArray<T>& a, const DistArray<T>& out, const std
   const double worst_all = ctx.comm().allreduce(static_cast<double>(worst), ReduceOp::max);
   v.ok = wrong_outputs == 0;
   if (v.ok) {
-    v.detail = "every output within the rounding of its sum of " + std::to_string(taps) + " products: at most " +
-               sci(worst_all) + " of gamma_" + std::to_string(taps) + " sum|w_k a_(i+r-k)|";
+    v.detail = fft_bound > 0
+                   ? "every output within the FFT path's bound " + sci(fft_bound) + " of its exact sum: at most " +
+                         sci(worst_all) + " of it"
+                   : "every output within the rounding of its sum of " + std::to_string(taps) +
+                         " products: at most " + sci(worst_all) + " of gamma_" + std::to_string(taps) +
+                         " sum|w_k a_(i+r-k)|";
     return v;
   }
   const int reporter = ctx.comm().allreduce(wrong > 0 ? ctx.rank() : ctx.size(), ReduceOp::min);

@@ -233,16 +233,24 @@ if res and run_until_paused(common + ["--checkpoint", ck, "--checkpoint-every", 
 # ---- convolve1d against numpy.convolve ---------------------------------------------------------------------
 
 inp = h.path("conv_in.h5")
-for k, (dtype, n, radius, boundary, from_file) in enumerate(
-        [("float64", 1000, 3, "zero", False), ("float32", 257, 8, "periodic", True), ("float64", 50, 20, "zero", False),
-         ("float64", 50, 20, "periodic", True), ("float64", 7, 0, "zero", False), ("float32", 3, 5, "zero", False),
-         ("float64", 2, 1, "periodic", False)]):
+# The FFT path (--method fft, or auto past the crossover) within its bound (fft_convolve.hpp),
+# (14 log2 N + 4) u ||w||_1 sqrt(N) max|a|, N from the report.
+for k, (dtype, n, radius, boundary, from_file, method) in enumerate(
+        [("float64", 1000, 3, "zero", False, None), ("float32", 257, 8, "periodic", True, None),
+         ("float64", 50, 20, "zero", False, None), ("float64", 50, 20, "periodic", True, None),
+         ("float64", 7, 0, "zero", False, None), ("float32", 3, 5, "zero", False, None),
+         ("float64", 2, 1, "periodic", False, None), ("float64", 5003, 50, "zero", False, "fft"),
+         ("float32", 3001, 45, "periodic", False, "fft"), ("float64", 50, 20, "periodic", False, "fft"),
+         ("float32", 20011, 300, "zero", True, "auto"), ("float64", 4099, 60, "zero", False, "direct")]):
     a = random_array(h.rng, np.dtype(dtype), n)
     w = random_array(h.rng, np.dtype("float64"), 2 * radius + 1)
     write_h5(inp, f"/a{k}", a)
     what = f"convolve1d {dtype} n={n} radius={radius} {boundary} weights {'file' if from_file else 'list'} seed={h.seed}"
     args = ["--op", "convolve1d", "--input", f"{inp}:/a{k}", "--boundary", boundary, "--output", f"{h.path('conv_out.h5')}:/c{k}",
             "--verify"]
+    if method:
+        args += ["--method", method]
+        what += f" --method {method}"
     if from_file:
         write_h5(inp, f"/w{k}", w)
         args += ["--weights", f"{inp}:/w{k}"]
@@ -263,6 +271,16 @@ for k, (dtype, n, radius, boundary, from_file) in enumerate(
         ref = np.convolve(wrapped, wt, "valid")
         mag = np.convolve(np.abs(wrapped), np.abs(wt), "valid")
     tol = (2 * radius + 2) * np.finfo(dtype).eps * mag + np.finfo(dtype).tiny
+    params = res[0].get("parameters", {})
+    if method == "direct":
+        h.check(params.get("method") == "direct", f"{what}: took {params.get('method')}")
+    if method == "fft" and n > 2 * radius * h.ranks:  # every rank has inner outputs
+        h.check(params.get("method") == "fft", f"{what}: took {params.get('method')}")
+    if params.get("method") == "fft":
+        nfft = params["fft_length"]
+        u = np.finfo(dtype).eps / 2
+        fft_bound = (14 * np.log2(nfft) + 4) * u * np.abs(wt).sum() * np.sqrt(nfft) * np.abs(x).max()
+        tol = np.maximum(tol, fft_bound)
     if h.check(got.shape == (n,) and got.dtype == np.dtype(dtype), f"{what}: output {got.shape} {got.dtype}"):
         bad = np.argwhere(np.abs(got - ref) > tol)
         h.check(bad.size == 0, f"{what}: {len(bad)} outputs beyond tolerance, first {bad[:1].tolist()}")
@@ -290,6 +308,8 @@ bad_cases = [
     (["--op", "convolve1d", "--radius", "-1"], ["--radius", "negative"], 1),
     (["--op", "convolve1d", "--n", 5, "--radius", 6, "--boundary", "periodic"], ["--radius", "wraps"], 1),
     (["--op", "convolve1d", "--weights", "1,2"], ["--weights", "odd"], 1),
+    (["--op", "convolve1d", "--method", "fast"], ["--method", "fast"], 1),
+    (["--op", "jacobi5", "--method", "fft"], ["--method", "does not apply"], 1),
     (["--op", "jacobi5", "--weights", "1,2,3,4"], ["--weights", "5 weights"], 1),
     (["--op", "convolve1d", "--nx", 10], ["--nx", "does not apply"], 1),
     (["--checkpoint-every", 10], ["--checkpoint-every", "--checkpoint"], 1),

@@ -135,7 +135,9 @@ TYPED_TEST(FftConvolveTest, WithinTheBoundOfTheExactSumAndDirectBitForBit) {
       }
     }
   }
-  if (world.rank() == 0) EXPECT_GT(checked_fft, 100);
+  if (world.rank() == 0) {
+    EXPECT_GT(checked_fft, 100);
+  }
 }
 
 // A view's blocks start anywhere (rank 0's one element into its allocation): under cuda the
@@ -169,6 +171,38 @@ TYPED_TEST(FftConvolveTest, ViewsOfBlocksOffTheirAlignment) {
         worst = std::max(worst, static_cast<double>(std::fabs(static_cast<long double>(got[i]) - exact[i])));
       EXPECT_LE(worst, bound) << "view from " << first << ", N " << conv.fft_length();
     }
+  }
+}
+
+// One convolution applied to arrays of other sizes in turn (new plans and buffers each time the
+// block's size changes, under cuda a larger staged copy for a wider view), each within its bound.
+TYPED_TEST(FftConvolveTest, ReusedOnArraysOfOtherSizes) {
+  using T = TypeParam;
+  const Context& world = test::world();
+  const index_t radius = 30;
+  std::vector<T> weights(static_cast<std::size_t>(2 * radius + 1));
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> value(-1, 1);
+  for (T& v : weights) v = static_cast<T>(value(rng));
+  fft::ConvolveOptions o;
+  o.method = fft::ConvolveMethod::fft;
+  o.fft_length = 256;
+  o.batch = 7;
+  fft::Convolution<T> conv(world, std::span<const T>(weights), Boundary::periodic, o);
+  for (index_t n : {index_t(5003), index_t(40009), index_t(1999), index_t(40009), index_t(70001)}) {
+    std::vector<T> data(static_cast<std::size_t>(n));
+    for (T& v : data) v = static_cast<T>(value(rng));
+    const auto a = DistArray<T>::from_replicated(world, data, Partition::block(n, world.size()));
+    const bool view = n == 70001;  // rank 0's block one element into its allocation
+    const std::vector<T> sub = view ? std::vector<T>(data.begin() + 1, data.end()) : data;
+    const std::vector<T> got = (view ? conv(a.view(1, n)) : conv(a)).gather(0);
+    if (world.rank() != 0) continue;
+    const std::vector<long double> exact = exact_convolution(sub, weights, Boundary::periodic);
+    ASSERT_EQ(got.size(), sub.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(static_cast<long double>(got[i]) - exact[i])));
+    EXPECT_LE(worst, conv.error_bound(1.0)) << "n " << n;
   }
 }
 

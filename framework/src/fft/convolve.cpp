@@ -18,9 +18,14 @@
 
 #include "local_fft.hpp"
 #include "tessera/kernels/copy_2d.hpp"
+#include "tessera/kernels/cpu/parallel.hpp"
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/generate.hpp"
 #include "tessera/kernels/memory.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace tessera::fft {
 
@@ -55,11 +60,12 @@ constexpr index_t kCpuCrossoverRadiusDouble = 28;
 // Under cuda the crossover is where the direct kernel's multiply-adds take as long as
 // kCudaFftCopies passes of the array through DRAM (one read and one write each) at its peak:
 //   (2 r + 1) / (kCudaDirectShareOfPeak x F) = kCudaFftCopies x 2 sizeof(T) / B
-// with F the fused multiply-adds per second (half for doubles) and B the bytes per second of the
-// device's properties (detail::device_rates). Both constants from one H200 (F 33.4 x 10^12, B 4.92
-// x 10^12), 2^28 floats, tessera_bench_convolve --backend cuda (2026-12-01): the direct kernel
-// 1.815 ms at r = 64, 6.380 at r = 256 (0.57 of F); the FFT path 3.6-3.9 ms at r = 64-256 (N 4096,
-// 16384 segments a batch), 8.5 passes at B.
+// with F the fused multiply-adds per second (FP32's over the device's FP32 / FP64 ratio for
+// doubles) and B the bytes per second of the device's properties (detail::device_rates). Both
+// constants from one H200 (132 SMs of 128 FP32 lanes at 1.98 GHz, HBM3e of 6144 bits), 2^28 floats,
+// tessera_bench_convolve --backend cuda (2026-12-01): the direct kernel 1.815 ms at r = 64, 6.380
+// at r = 256 (0.57 of F); the FFT path 3.6-3.9 ms at r = 64-256 (N 4096, 16384 segments a batch),
+// 8.5 passes at B. The model gives r = 135 there (the benchmark's crossover_radius).
 constexpr double kCudaDirectShareOfPeak = 0.57;
 constexpr double kCudaFftCopies = 8.5;
 // Batches: cpu segments whose input, spectrum and result take about 1 MiB; cuda about 256 MiB
@@ -72,6 +78,9 @@ constexpr std::size_t kCudaBatchBytes = std::size_t(256) << 20;
 // same runs: at r = 64 N 1024 / 2048 / 4096 / 8192 3.96 / 3.68 / 3.62 / 3.93 ms; at r = 256 2048 /
 // 4096 / 8192 4.27 / 3.87 / 4.06; at r = 1024 4096 / 8192 / 16384 5.77 / 4.72 / 4.73); cpu 1024
 // (r = 16: N 1024 9.8 ms, 4096 11.1).
+// The longest transform: FFTW's one-dimensional planner takes an int length.
+constexpr index_t kMaxFftLength = index_t(1) << 30;
+
 index_t default_fft_length(index_t radius, bool cuda) {
   const auto want = std::max<std::uint64_t>(cuda ? 4096 : 1024, 8 * static_cast<std::uint64_t>(radius));
   return static_cast<index_t>(std::bit_ceil(want));
@@ -104,6 +113,9 @@ struct Convolution<T>::Impl {
   // Plans by batch count: r2c and c2r.
   std::map<index_t, std::pair<std::unique_ptr<LocalFft>, std::unique_ptr<LocalFft>>> plans;
   index_t planned_outputs = -1;  // cuda: the inner size the plans and work area were made for
+  index_t cpu_rows = 0;          // cpu: the segments of a batch the buffers and plans were made for
+  int cpu_threads = 0;           // cpu: the threads whose buffers there are
+  index_t cpu_stride_real = 0, cpu_stride_complex = 0;  // cpu: elements between threads' buffers
 
   bool cuda() const { return ctx.backend() == Backend::cuda; }
   const kernels::Queue& queue() const { return ctx.queue(); }
@@ -116,11 +128,20 @@ struct Convolution<T>::Impl {
       if (p) kernels::deallocate(q, p);
   }
 
+  // Frees *p (stream-ordered) and leaves it null, so that a failed allocation after it leaves nothing
+  // to free twice.
+  template <class P>
+  void release(P*& p) {
+    if (p) kernels::deallocate(queue(), p);
+    p = nullptr;
+  }
+
   T* allocate(index_t count) {
     return static_cast<T*>(kernels::allocate(queue(), std::max<std::size_t>(static_cast<std::size_t>(count) * sizeof(T), 64)));
   }
 
   void make_spectrum_of_weights() {
+    if (spectrum_of_weights) return;
     // In double on the host: w[k] at k = 0 .. 2 r, zeros beyond, times 1 / N.
     std::vector<double> padded(static_cast<std::size_t>(n_fft), 0.0);
     for (std::size_t k = 0; k < weights.size(); ++k) padded[k] = static_cast<double>(weights[k]) / static_cast<double>(n_fft);
@@ -166,10 +187,8 @@ struct Convolution<T>::Impl {
     const index_t full = outputs / segment;
     // The buffers of the largest batch this size takes.
     const index_t rows = std::max<index_t>(1, std::min(batch, full));
-    if (spectra) kernels::deallocate(queue(), spectra);
-    if (results) kernels::deallocate(queue(), results);
-    spectra = nullptr;
-    results = nullptr;
+    release(spectra);
+    release(results);
     spectra = allocate(2 * rows * half);
     results = allocate(rows * n_fft);
     if (!tail) tail = allocate(n_fft);
@@ -182,7 +201,7 @@ struct Convolution<T>::Impl {
       auto& p = plans_for(c);
       bytes = std::max({bytes, p.first->work_bytes(), p.second->work_bytes()});
     }
-    if (work_area) kernels::deallocate(queue(), work_area);
+    release(work_area);
     work_area = kernels::allocate(queue(), std::max<std::size_t>(bytes, 64));
     for (auto& [count, p] : plans) {
       p.first->set_work_area(work_area);
@@ -191,12 +210,12 @@ struct Convolution<T>::Impl {
     planned_outputs = outputs;
   }
 
-  void multiply(index_t rows) {
+  void multiply(T* values, index_t rows) {
     if (cuda()) {
-      detail::multiply_spectra_cuda<T>(queue(), spectra, rows, half, spectrum_of_weights);
+      detail::multiply_spectra_cuda<T>(queue(), values, rows, half, spectrum_of_weights);
       return;
     }
-    auto* z = reinterpret_cast<std::complex<T>*>(spectra);
+    auto* z = reinterpret_cast<std::complex<T>*>(values);
     const auto* w = reinterpret_cast<const std::complex<T>*>(spectrum_of_weights);
     for (index_t b = 0; b < rows; ++b) {
       std::complex<T>* row = z + b * half;
@@ -213,12 +232,14 @@ struct Convolution<T>::Impl {
   void overlap_save(const kernels::Queue& q, const T* in, index_t n, T* out) {
     const T* first = in - radius;
     const index_t inputs_total = n + 2 * radius;
+    make_spectrum_of_weights();
     if (cuda()) {
       plan_cuda(n);
       if (reinterpret_cast<std::uintptr_t>(first) % (2 * sizeof(T)) != 0) {
         if (staged_capacity < inputs_total) {
           q.synchronize();
-          if (staged) kernels::deallocate(queue(), staged);
+          release(staged);
+          staged_capacity = 0;
           staged = allocate(inputs_total);
           staged_capacity = inputs_total;
         }
@@ -230,7 +251,7 @@ struct Convolution<T>::Impl {
         const index_t rows = std::min(batch, full - s0);
         auto& p = plans_for(rows);
         p.first->execute(first + s0 * segment, spectra);
-        multiply(rows);
+        multiply(spectra, rows);
         p.second->execute(spectra, results);
         kernels::copy_2d(q, out + s0 * segment, segment, results + 2 * radius, n_fft, rows, segment, sizeof(T));
       }
@@ -242,33 +263,76 @@ struct Convolution<T>::Impl {
         kernels::copy_within_async(q, tail, first + done, static_cast<std::size_t>(have) * sizeof(T));
         auto& p = plans_for(1);
         p.first->execute(tail, spectra);
-        multiply(1);
+        multiply(spectra, 1);
         p.second->execute(spectra, results);
         kernels::copy_within_async(q, out + done, results + 2 * radius, static_cast<std::size_t>(n - done) * sizeof(T));
       }
       return;
     }
-    // cpu: each batch's segments gathered into the aligned input buffer (the last zero padded).
+    // cpu: each batch's segments gathered into the aligned input buffer of its thread (the last
+    // zero padded); the batches shared among the threads, each with buffers of its own, through
+    // the same plans (FFTW's execution on other arrays is thread-safe).
     const index_t segments = (n + segment - 1) / segment;
-    for (index_t s0 = 0; s0 < segments; s0 += batch) {
-      const index_t rows = std::min(batch, segments - s0);
+    prepare_cpu(segments);
+    const index_t rows_max = cpu_rows, batches = (segments + rows_max - 1) / rows_max;
+    auto& p = plans.at(rows_max);
+    LocalFft& forward = *p.first;
+    LocalFft& inverse = *p.second;
+#if defined(_OPENMP)
+#pragma omp parallel for num_threads(cpu_threads) schedule(static)
+#endif
+    for (index_t b = 0; b < batches; ++b) {
+#if defined(_OPENMP)
+      const index_t t = omp_get_thread_num();
+#else
+      const index_t t = 0;
+#endif
+      T* gathered = inputs + t * cpu_stride_real;
+      T* values = spectra + t * cpu_stride_complex;
+      T* outputs = results + t * cpu_stride_real;
+      const index_t s0 = b * rows_max, rows = std::min(rows_max, segments - s0);
       for (index_t j = 0; j < rows; ++j) {
         const index_t start = (s0 + j) * segment;
         const index_t have = std::min(n_fft, inputs_total - start);
-        T* row = inputs + j * n_fft;
+        T* row = gathered + j * n_fft;
         std::memcpy(row, first + start, static_cast<std::size_t>(have) * sizeof(T));
         std::fill(row + have, row + n_fft, T(0));
       }
-      auto& p = plans_for(std::min(batch, segments));
-      p.first->execute(inputs, spectra);
-      multiply(rows);
-      p.second->execute(spectra, results);
+      forward.execute(gathered, values);
+      multiply(values, rows);
+      inverse.execute(values, outputs);
       for (index_t j = 0; j < rows; ++j) {
         const index_t start = (s0 + j) * segment;
-        std::memcpy(out + start, results + j * n_fft + 2 * radius,
+        std::memcpy(out + start, outputs + j * n_fft + 2 * radius,
                     static_cast<std::size_t>(std::min(segment, n - start)) * sizeof(T));
       }
     }
+  }
+
+  // cpu: buffers for each thread of batches of min(batch, segments) segments, and the plans of such
+  // a batch, made on the first thread's buffers before any input is gathered there.
+  void prepare_cpu(index_t segments) {
+    const index_t rows = std::max<index_t>(1, std::min(batch, segments));
+    const index_t batches = (segments + rows - 1) / rows;
+    const int threads = static_cast<int>(std::max<index_t>(1, std::min<index_t>(kernels::cpu::max_threads(), batches)));
+    if (rows == cpu_rows && threads <= cpu_threads) return;
+    plans.clear();
+    release(inputs);
+    release(spectra);
+    release(results);
+    cpu_rows = 0;
+    cpu_threads = 0;
+    // Each thread's part on a 64-byte boundary, as the first one's (the plans') is: FFTW runs a plan
+    // on new arrays only of the alignment it was made for.
+    const index_t line = std::max<index_t>(1, 64 / static_cast<index_t>(sizeof(T)));
+    cpu_stride_real = (rows * n_fft + line - 1) / line * line;
+    cpu_stride_complex = (2 * rows * half + line - 1) / line * line;
+    inputs = allocate(threads * cpu_stride_real);
+    spectra = allocate(threads * cpu_stride_complex);
+    results = allocate(threads * cpu_stride_real);
+    plans_for(rows);
+    cpu_rows = rows;
+    cpu_threads = threads;
   }
 };
 
@@ -289,6 +353,8 @@ Convolution<T>::Convolution(const Context& ctx, std::span<const T> weights, Boun
   if (options.fft_length < 0 || (options.fft_length > 0 && options.fft_length <= 2 * m.radius))
     throw UsageError("fft::Convolution: an FFT length of " + std::to_string(options.fft_length) +
                      " must exceed 2 radius = " + std::to_string(2 * m.radius));
+  if (options.fft_length > kMaxFftLength)
+    throw UsageError("fft::Convolution: an FFT length of " + std::to_string(options.fft_length) + " passes 2^30");
   if (options.fft_length > 0 && !std::has_single_bit(static_cast<std::uint64_t>(options.fft_length)))
     throw UsageError("fft::Convolution: an FFT length of " + std::to_string(options.fft_length) +
                      " is not a power of two");
@@ -304,18 +370,16 @@ Convolution<T>::Convolution(const Context& ctx, std::span<const T> weights, Boun
   else m.batch = std::max<index_t>(1, static_cast<index_t>((m.cuda() ? kCudaBatchBytes : kCpuBatchBytes) / row_bytes));
   if (m.cuda()) {
     const detail::DeviceRates rates = detail::device_rates(ctx.queue());
-    const double taps = kCudaFftCopies * 2.0 * sizeof(T) * kCudaDirectShareOfPeak * rates.fma_per_second /
-                        rates.bytes_per_second * (sizeof(T) == 8 ? 0.5 : 1.0);
+    const double fma = sizeof(T) == 8 ? rates.fma_per_second / rates.single_to_double : rates.fma_per_second;
+    const double taps = kCudaFftCopies * 2.0 * sizeof(T) * kCudaDirectShareOfPeak * fma / rates.bytes_per_second;
     m.crossover = std::max<index_t>(1, static_cast<index_t>(std::ceil((taps - 1) / 2)));
   } else {
     m.crossover = sizeof(T) == 4 ? kCpuCrossoverRadiusFloat : kCpuCrossoverRadiusDouble;
   }
-  if (options.method == ConvolveMethod::direct) return;
-  m.make_spectrum_of_weights();
-  if (m.cuda()) return;  // buffers by the size of the first array (plan_cuda)
-  m.spectra = m.allocate(2 * m.batch * m.half);
-  m.results = m.allocate(m.batch * m.n_fft);
-  m.inputs = m.allocate(m.batch * m.n_fft);
+  if (m.n_fft > kMaxFftLength && options.method == ConvolveMethod::fft)
+    throw UsageError("fft::Convolution: radius " + std::to_string(m.radius) +
+                     " is too wide for the FFT path (its transforms would pass 2^30 points)");
+  // The weights' spectrum, the buffers and the plans: at the first call that takes the FFT path.
 }
 
 template <class T>
@@ -340,6 +404,7 @@ template <class T>
 ConvolveMethod Convolution<T>::method_for(index_t local) const {
   const Impl& m = *impl_;
   const index_t inner = local - 2 * m.radius;
+  if (m.n_fft > kMaxFftLength) return ConvolveMethod::direct;
   switch (m.options.method) {
     case ConvolveMethod::direct: return ConvolveMethod::direct;
     case ConvolveMethod::fft: return inner > 0 ? ConvolveMethod::fft : ConvolveMethod::direct;
@@ -353,7 +418,10 @@ double Convolution<T>::error_bound(double max_abs_input) const {
   const Impl& m = *impl_;
   const double u = std::numeric_limits<T>::epsilon() / 2;
   const double n = static_cast<double>(m.n_fft);
-  return (14 * std::log2(n) + 4) * u * m.weight_norm * std::sqrt(n) * max_abs_input;
+  const double taps = static_cast<double>(2 * m.radius + 1);
+  const double fft = (21 * std::log2(n) + 5) * u * m.weight_norm * std::sqrt(n) * max_abs_input;
+  const double direct = taps * u / (1 - taps * u) * m.weight_norm * max_abs_input;  // the ends' direct sums
+  return std::max(fft, direct);
 }
 
 template <class T>

@@ -186,6 +186,9 @@ DeviceRates device_rates(const kernels::Queue& queue) {
   DeviceRates rates;
   rates.fma_per_second = static_cast<double>(sms) * lanes * clock_khz * 1e3;
   rates.bytes_per_second = 2.0 * memory_khz * 1e3 * (bus_bits / 8.0);
+  int ratio = 0;
+  TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, queue.device));
+  rates.single_to_double = ratio > 0 ? ratio : 2;
   return rates;
 }
 

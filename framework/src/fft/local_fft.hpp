@@ -73,6 +73,7 @@ void multiply_spectra_cuda(const kernels::Queue& queue, Real* spectra, index_t b
 struct DeviceRates {
   double fma_per_second = 0;
   double bytes_per_second = 0;
+  double single_to_double = 2;  // FP32 over FP64 rate (cudaDevAttrSingleToDoublePrecisionPerfRatio)
 };
 DeviceRates device_rates(const kernels::Queue& queue);
 bool have_cufft();

@@ -17,7 +17,11 @@
 // under cuda, FFTW under cpu), the product with the weights' spectrum (computed once, in double,
 // with the 1/N of the inverse folded in) and one complex-to-real transform, whose last L values are
 // the segment's outputs. The segments go in batches of transforms (ConvolveOptions::batch); under
-// cuda each batch's transforms read their inputs straight from the block (overlapping by 2 r).
+// cuda each batch's transforms read their inputs straight from the block (overlapping by 2 r); under
+// cpu the batches are shared among the rank's OpenMP threads, as the direct loop's outputs are. The
+// weights' spectrum, the plans and the buffers are made at the first call that takes the FFT path,
+// the plans and buffers again when a block of another size comes (under cuda after waiting for the
+// work queued before: that call's FFTs do not overlap its halo exchange).
 //
 // Methods (ConvolveMethod):
 //   direct     tessera::convolve, bit for bit: each tap one fused multiply-add, in the order
@@ -31,12 +35,15 @@
 //              path otherwise.
 //
 // The error bound of the FFT path: for each output,
-//   |out_i - exact_i| <= (14 log2 N + 4) u ||w||_1 sqrt(N) max_j |a_j|
-// with u the unit roundoff of T: Higham's normwise bound on a radix-2 FFT with correctly rounded
-// twiddle factors (Accuracy and Stability of Numerical Algorithms, 2nd ed., Thm 24.2: log2 N x
-// (u + gamma_4 (sqrt 2 + u)) per transform), taken twice, plus the product with a spectrum rounded
-// once, over a segment of N inputs. FFTW's and cuFFT's errors measure far below it (tests/fft,
-// docs/PERFORMANCE.md).
+//   |out_i - exact_i| <= (21 log2 N + 5) u ||w||_1 sqrt(N) max_j |a_j|
+// with u the unit roundoff of T, modelled on Higham's normwise bound for a radix-2 FFT with
+// correctly rounded twiddle factors (Accuracy and Stability of Numerical Algorithms, 2nd ed., Thm
+// 24.2: log2 N x (u + gamma_4 (sqrt 2 + u)) per transform): the segment's two transforms, the
+// weights' spectrum (computed in double: a third transform's error for doubles, one rounding for
+// floats) and the product, over a segment of N inputs. FFTW and cuFFT use other radices and the
+// real-data transforms; their errors measure far below the bound (below 10^-3 of it: tests/fft,
+// bench/results/stencil.json). The outputs at the ends of each block take the direct sum, within
+// gamma_(2r+1) ||w||_1 max|a|; error_bound() is the larger of the two.
 #pragma once
 
 #include <memory>
@@ -87,8 +94,8 @@ class Convolution {
   ConvolveMethod method_for(index_t local) const;
   // The radius from which the automatic method takes the FFT path on this backend and device.
   index_t crossover_radius() const;
-  // The bound above on |out_i - exact_i| of an output of the FFT path, for inputs of magnitude at
-  // most max_abs_input.
+  // The bound above on |out_i - exact_i| of any output of a call that takes the FFT path, for
+  // inputs of magnitude at most max_abs_input.
   double error_bound(double max_abs_input) const;
 
  private:

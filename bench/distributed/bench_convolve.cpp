@@ -43,6 +43,7 @@ struct Options {
   std::vector<index_t> radii = {16, 64, 256, 1024};
   std::vector<index_t> fft_lengths = {0};
   std::vector<index_t> batches = {0};
+  fft::Effort effort = fft::Effort::estimate;
   std::vector<std::string> methods = {"direct", "fft", "auto"};
   int calls = 0;
   index_t check = 4096;
@@ -136,6 +137,7 @@ void run_case(const Context& ctx, index_t n, index_t radius, const Options& o, b
         co.method = method;
         co.fft_length = length;
         co.batch = batch;
+        co.effort = o.effort;
         fft::Convolution<T> conv(ctx, std::span<const T>(weights), Boundary::zero, co);
         DistArray<T> out;
         const std::vector<double> t = time_calls(ctx, o, [&] { out = conv(a); });
@@ -147,7 +149,8 @@ void run_case(const Context& ctx, index_t n, index_t radius, const Options& o, b
         bench::Row& row = h.row(std::string("convolve ") + m + " " + dtype);
         row.set("method", m).set("dtype", dtype).set("n", n).set("radius", radius).set("ranks", ctx.size());
         row.set("path", took_fft ? "fft" : "direct");
-        if (took_fft) row.set("fft_length", conv.fft_length()).set("batch", batch);
+        if (took_fft)
+          row.set("fft_length", conv.fft_length()).set("batch", batch).set("effort", o.effort == fft::Effort::measure ? "measure" : "estimate");
         row.set("crossover_radius", conv.crossover_radius()).set("error_over_bound", share);
         row.time(t).share("copy", copy_p50 / p50);
         if (direct_p50 > 0) row.share("direct", direct_p50 / p50);
@@ -177,6 +180,12 @@ int main(int argc, char** argv) {
                  [&](std::string_view v) { o.fft_lengths = parse_counts(v, "--fft-length"); });
     h.add_option({"--batch"}, "LIST", "the FFT path's segments per batch (0: chosen; default 0)",
                  [&](std::string_view v) { o.batches = parse_counts(v, "--batch"); });
+    h.add_option({"--effort"}, "estimate|measure", "cpu: FFTW's planning effort for the FFT path (default estimate)",
+                 [&](std::string_view v) {
+                   if (v == "estimate") o.effort = fft::Effort::estimate;
+                   else if (v == "measure") o.effort = fft::Effort::measure;
+                   else throw UsageError("--effort: '" + std::string(v) + "' (expected estimate or measure)");
+                 });
     h.add_option({"--method"}, "LIST", "direct, fft, auto (default all three)",
                  [&](std::string_view v) { o.methods = split_list(std::string(v)); });
     h.add_option({"--calls"}, "K", "calls per timed sample (default 4 on cuda, 1 on cpu)",

@@ -173,8 +173,9 @@ struct Convolution<T>::Impl {
       made.first = detail::make_cufft<T>(queue(), LocalKind::r2c, forward);
       made.second = detail::make_cufft<T>(queue(), LocalKind::c2r, inverse);
     } else {
-      made.first = detail::make_fftw<T>(LocalKind::r2c, forward, inputs, spectra, false);
-      made.second = detail::make_fftw<T>(LocalKind::c2r, inverse, spectra, results, false);
+      const bool measure = options.effort == Effort::measure;  // planning overwrites the buffers
+      made.first = detail::make_fftw<T>(LocalKind::r2c, forward, inputs, spectra, measure);
+      made.second = detail::make_fftw<T>(LocalKind::c2r, inverse, spectra, results, measure);
     }
     return plans.emplace(rows, std::move(made)).first->second;
   }

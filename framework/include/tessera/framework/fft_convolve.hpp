@@ -53,6 +53,7 @@
 #include "tessera/framework/algorithms/stencil.hpp"
 #include "tessera/framework/context.hpp"
 #include "tessera/framework/dist_array.hpp"
+#include "tessera/framework/fft.hpp"
 
 namespace tessera::fft {
 
@@ -71,6 +72,12 @@ struct ConvolveOptions {
   // Segments per batch of transforms (0: chosen for the backend: about 1 MiB of inputs, spectra and
   // results under cpu, to stay in the cache; 256 MiB under cuda, to keep launches few).
   index_t batch = 0;
+  // cpu: FFTW's planning effort for the segments' transforms, as fft::Options::effort. measure
+  // plans at the first call on a block of each size: on the 2-core VM (2^22 floats, r = 48 / 128 /
+  // 1024, tessera_bench_convolve --effort, 2026-12-01) 10-16% faster calls (9.0-9.3 / 10.6-10.8 /
+  // 12.5-12.6 ms against 10.1-10.3 / 12.2-12.4 / 14.6-15.0) for about 0.4 s more planning; the
+  // default suits fft::convolve's single call.
+  Effort effort = Effort::estimate;
 };
 
 template <class T>

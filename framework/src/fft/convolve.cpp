@@ -185,6 +185,7 @@ struct Convolution<T>::Impl {
     if (planned_outputs == outputs) return;
     queue().synchronize();
     plans.clear();
+    planned_outputs = -1;  // until every plan and buffer below is made
     const index_t full = outputs / segment;
     // The buffers of the largest batch this size takes.
     const index_t rows = std::max<index_t>(1, std::min(batch, full));

@@ -1335,9 +1335,11 @@ int main(int argc, char** argv) {
                "convolve1d: the direct sum, the FFT (overlap-save), or the faster for the radius and device "
                "(default auto)",
                [&](std::string_view v) {
-                 if (v != "auto" && v != "direct" && v != "fft")
-                   throw UsageError("--method: unknown method '" + std::string(v) + "' (expected auto, direct or fft)");
-                 method = fft::parse_convolve_method(std::string(v));
+                 try {
+                   method = fft::parse_convolve_method(std::string(v));
+                 } catch (const UsageError& e) {
+                   throw UsageError(std::string("--method: ") + e.what());
+                 }
                });
   p.add_option("--boundary", "zero|periodic", "convolve1d: what lies beyond the array's ends (default zero)",
                [&](std::string_view v) {

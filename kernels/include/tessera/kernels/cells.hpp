@@ -9,7 +9,7 @@
 // cpu queue; under cuda, a TESSERA_HOST_DEVICE functor in a translation unit compiled by nvcc.
 //
 //   cpu   OpenMP over the rows (i0, i1) of the box (cpu::parallel_for), the row's cells in order.
-//   cuda  one thread per cell: thread blocks of 32 x 8 cells of an (i2, i1) tile, one plane i0 per
+//   cuda  one thread per cell: thread blocks of 32 x 4 cells of an (i2, i1) tile, one plane i0 per
 //         grid layer (grid-stride loops where an extent passes the grid's limits); for a body that
 //         reads a neighbourhood of one array (cuda::TiledCellBody, the user stencil's cell) on a wide
 //         box, thread blocks that march along axis 0 (3-D), or that stage a tile of it in shared

@@ -1,6 +1,6 @@
 // The device pass of kernels::for_each_cell (cells.hpp) over a 3-D box of cells, in three orders:
 //
-//   planes  one thread per cell, thread blocks of 32 x 8 cells of an (i2, i1) tile, a plane i0 per
+//   planes  one thread per cell, thread blocks of 32 x 4 cells of an (i2, i1) tile, a plane i0 per
 //           grid layer; a box thinner than a warp along axis 2 puts the warp along axis 1 instead.
 //           Any body: body(i0, i1, i2).
 //   march   thread blocks of 64 x 8 threads that march along axis 0 through up to 32 planes each.
@@ -94,7 +94,12 @@ concept FoldingCellBody = TiledCellBody<Body> && requires(const Body& b, const t
 namespace detail {
 
 inline constexpr int kCellTileX = 32;  // cells along axis 2 (the fastest) per thread block
-inline constexpr int kCellTileY = 8;   // thread rows along axis 1
+inline constexpr int kCellTileY = 8;   // rows along axis 1 that a box needs for the marching orders
+// Thread rows along axis 1 of the planes order's blocks: 32 x 4 = 128 threads, which at up to 64
+// registers fit beside a block of the 3-D interior sweep (512 threads at 112 registers), so that
+// the shell of an overlapped step (apply_stencil) runs beside the interior (tuning/stencil.cuh,
+// PackTuning, says what it measured).
+inline constexpr int kPlanesTileY = 4;
 inline constexpr int kDeepPlanes = 16;  // planes along the marching axis below which no marching order is chosen
 // The marching order's thread blocks: 64 cells along axis 2 by 8 rows. Against 32 x 8 (H200,
 // bench_stencil_3d, 512^3 / 1024x1024x512): the 7-point star 62.9 / 59.2% of the copy rate against
@@ -110,16 +115,16 @@ struct CellIndex01 {  // a cell's indices along axes 0 and 1
   index_t i0, i1;
 };
 
-// Thread (x, y) of block (bx, by, bz) takes cell (bz, by * 8 + y, bx * 32 + x) of the box, and the
+// Thread (x, y) of block (bx, by, bz) takes cell (bz, by * 4 + y, bx * 32 + x) of the box, and the
 // cells a grid's extent further along each axis where the box passes the grid. Across: x walks
 // axis 1 and y axis 2 (a box thinner than a warp along axis 2, as the shell of a block is).
 template <bool Across, class Body>
-__global__ void __launch_bounds__(kCellTileX* kCellTileY) for_each_cell_kernel(CellRange r, Body body) {
+__global__ void __launch_bounds__(kCellTileX* kPlanesTileY) for_each_cell_kernel(CellRange r, Body body) {
   const index_t nx = Across ? r.n1 : r.n2, ny = Across ? r.n2 : r.n1;
-  const index_t step_y = static_cast<index_t>(gridDim.y) * kCellTileY;
+  const index_t step_y = static_cast<index_t>(gridDim.y) * kPlanesTileY;
   const index_t step_x = static_cast<index_t>(gridDim.x) * kCellTileX;
   for (index_t i0 = blockIdx.z; i0 < r.n0; i0 += gridDim.z)
-    for (index_t y = static_cast<index_t>(blockIdx.y) * kCellTileY + threadIdx.y; y < ny; y += step_y)
+    for (index_t y = static_cast<index_t>(blockIdx.y) * kPlanesTileY + threadIdx.y; y < ny; y += step_y)
       for (index_t x = static_cast<index_t>(blockIdx.x) * kCellTileX + threadIdx.x; x < nx; x += step_x)
         body(r.begin0 + i0, r.begin1 + (Across ? x : y), r.begin2 + (Across ? y : x));
 }
@@ -469,7 +474,7 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
     constexpr bool kNear = Body::kReach0 <= 1 && Body::kReach1 <= 1 && Body::kReach2 <= 1;
     // A box thinner than kDeepPlanes along the marching axis (a stencil's shell) takes the planes
     // order: a ring would load its reach again for every plane or two it computes, in a grid of a
-    // few blocks; the planes order's thread blocks are small (256 threads, no shared memory), for
+    // few blocks; the planes order's thread blocks are small (128 threads, no shared memory), for
     // a shell swept beside the interior's sweep (apply_stencil).
     const bool deep = (Body::kReach0 == 0 ? r.n1 : r.n0) >= detail::kDeepPlanes;
     if (order == CellOrder::automatic && wide && deep)
@@ -497,9 +502,9 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
   }
   const bool across = r.n2 < detail::kCellTileX && r.n1 > r.n2;
   const index_t nx = across ? r.n1 : r.n2, ny = across ? r.n2 : r.n1;
-  const dim3 block(detail::kCellTileX, detail::kCellTileY, 1);
+  const dim3 block(detail::kCellTileX, detail::kPlanesTileY, 1);
   const dim3 grid(static_cast<unsigned>(std::min<index_t>(detail::ceil_div<index_t>(nx, detail::kCellTileX), 0x7fffffff)),
-                  static_cast<unsigned>(std::min<index_t>(detail::ceil_div<index_t>(ny, detail::kCellTileY), 65535)),
+                  static_cast<unsigned>(std::min<index_t>(detail::ceil_div<index_t>(ny, detail::kPlanesTileY), 65535)),
                   static_cast<unsigned>(std::min<index_t>(r.n0, 65535)));
   if (across)
     detail::for_each_cell_kernel<true><<<grid, block, 0, detail::to_cuda(queue.stream)>>>(r, body);

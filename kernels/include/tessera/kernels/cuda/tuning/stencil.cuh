@@ -87,8 +87,14 @@ struct Convolve1dTuning {
   static constexpr int kMinBlocksPerSm8 = 4;
 };
 
+// The halo's pack and unpack. 128-thread blocks (40 registers each) fit beside a thread block of the
+// 3-D user stencil's interior sweep (512 threads at 112 registers leave 8,192 of an SM's 65,536),
+// so that the exchange's kernels run while the interior does instead of waiting for its blocks to
+// leave: with them, and the shell's 128-thread blocks (cuda/device_cells.cuh, kPlanesTileY), the
+// overlapped 3-D step on two H200s (7-point, 256^3 a rank) took 45.7-46.3 us against 46.4-47.1
+// with 256-thread blocks, alternated in one session (bench/results/stencil.json).
 struct PackTuning {
-  static constexpr int kThreads = 256;
+  static constexpr int kThreads = 128;
   static constexpr int kMaxRectangles = 32;  // per launch (the batch travels in the parameters)
 };
 

@@ -544,8 +544,7 @@ PeerHalo* BlockStorage::peer_halo(StencilForm shape, const Context& ctx) const {
   const std::size_t k = shape == StencilForm::star ? 0 : 1;
   if (halo_path_decided_[k]) return peer_halo_[k].get();
   const HaloPath requested = requested_halo_path(ctx);  // collective
-  if (requested != HaloPath::device_comm && ctx.size() > 1 &&
-      (ctx.backend() == Backend::cuda || requested == HaloPath::peer_copy)) {
+  if (try_peer_path(ctx, requested, HaloUse::field)) {
     std::string why_not;
     peer_halo_[k] = PeerHalo::make(ctx, halo(shape), element_bytes_, &why_not);
     if (!peer_halo_[k] && requested == HaloPath::peer_copy)

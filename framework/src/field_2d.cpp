@@ -38,6 +38,17 @@ HaloPath requested_halo_path(const Context& ctx) {
   return static_cast<HaloPath>(path);
 }
 
+bool try_peer_path(const Context& ctx, HaloPath requested, HaloUse use, std::optional<DeviceCommPath> device_path) {
+  if (ctx.size() < 2 || requested == HaloPath::device_comm) return false;
+  const HaloPath named = use == HaloUse::frame ? HaloPath::peer_store : HaloPath::peer_copy;
+  if (requested == named) return true;
+  if (requested == HaloPath::peer_copy) return false;  // the frame: its halo (a HaloExchange) takes it
+  // auto, or peer-store for a halo other than the frame
+  if (ctx.backend() != Backend::cuda) return false;
+  TESSERA_ASSERT(use != HaloUse::exchange || device_path.has_value(), "try_peer_path: an exchange's choice without its device path");
+  return use != HaloUse::exchange || device_path == DeviceCommPath::staged;
+}
+
 }  // namespace detail
 
 // ---- Field2D's 2-D view of a Field<T, 2> --------------------------------------------------------------
@@ -110,12 +121,7 @@ HaloExchange::HaloExchange(const FieldLayout& layout, StencilForm shape, std::si
   const kernels::Queue& q = ctx_.queue();
   const detail::HaloPath requested = detail::requested_halo_path(ctx_);
   using detail::HaloPath;
-  // auto: peer-copy in place of staging through the host (PERFORMANCE.md has both measured).
-  const bool try_peer_copy =
-      ctx_.size() > 1 && (requested == HaloPath::peer_copy ||
-                          ((requested == HaloPath::automatic || requested == HaloPath::peer_store) &&
-                           ctx_.backend() == Backend::cuda &&
-                           comm_.path() == DeviceCommPath::staged));
+  const bool try_peer_copy = detail::try_peer_path(ctx_, requested, detail::HaloUse::exchange, comm_.path());
   // Off the peer-copy path, a rectangle of one row goes straight from the block and into the
   // ghost cells (no packing, no unpacking: the edge rows of a 5-point halo); the others through the
   // packed buffers, which the peer-copy path takes for every rectangle.

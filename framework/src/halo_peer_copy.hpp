@@ -53,6 +53,28 @@ void allocate_halo_buffers(const Context& ctx, const std::function<void()>& allo
 enum class HaloPath { automatic, peer_copy, device_comm, peer_store };
 HaloPath requested_halo_path(const Context& ctx);
 
+// The one policy of the halos' paths: whether a halo of ctx tries its peer path before the
+// context's device path (DeviceComm), given what TESSERA_HALO asks for. The halos and their peer
+// paths, with what auto (or unset) does under cuda:
+//   frame     the Jacobi step's frame, peer-store (its sweep writes the cells into the neighbours'
+//             ghost cells): tried (the 2-D step hides 97% of its exchange, PERFORMANCE.md);
+//   field     a Field's exchange (exchange_halos), peer-copy with the pack writing into the
+//             neighbours' receive slots: tried (the overlapped 3-D step at 256^3 on two H200s 46 us
+//             a step against NCCL's 62);
+//   exchange  a HaloExchange, peer-copy with its packed messages copied into the receive slots by
+//             the copy engines: tried only where the device path is staged (two H200s, 4096^2 a
+//             rank: the exchange alone 24.4 us against NCCL's 12.6-12.8 in runs of 100, the
+//             overlapped Jacobi iteration 48.3-48.7 against 47.3-47.4; staging through the host
+//             takes several times either).
+// Wherever TESSERA_HALO names the halo's peer path it is tried (a rank that cannot take it then
+// reports why: the caller's UsageError), under device-comm never, and never with one rank. The
+// path's make agrees over the ranks and returns null on all of them where some rank cannot take it
+// (a neighbour on another node, no CUDA IPC, the cpu backend), so that they fall back together.
+// device_path: the context's DeviceComm path, which only an `exchange` halo's choice reads.
+enum class HaloUse { frame, field, exchange };
+bool try_peer_path(const Context& ctx, HaloPath requested, HaloUse use,
+                   std::optional<DeviceCommPath> device_path = std::nullopt);
+
 class PeerCopy {
  public:
   // Collective over ctx (every rank calls it, in the same order as its other collectives). sends:

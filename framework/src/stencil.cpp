@@ -235,8 +235,7 @@ Jacobi<T>::Jacobi(Field<T, 2>& u, const StencilWeights<T>& weights, const Jacobi
   // The peer-store path where every rank can take it (auto) or where asked for (PERFORMANCE.md has
   // it measured against the halo's paths).
   const detail::HaloPath requested = detail::requested_halo_path(u.context());
-  if ((requested == detail::HaloPath::automatic || requested == detail::HaloPath::peer_store) &&
-      u.context().size() > 1) {
+  if (detail::try_peer_path(u.context(), requested, detail::HaloUse::frame)) {
     std::string why_not;
     stores_ = detail::PeerStores::make(u.context(), plane_, shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
     if (!stores_ && requested == detail::HaloPath::peer_store)

@@ -131,7 +131,9 @@ class PeerCopy;
 //                cuda-aware-mpi, mpi-host); one-row rectangles go straight from the block and into
 //                the ghost cells, the others packed.
 //   auto         peer-copy where the DeviceComm path is staged (ranks sharing a GPU, no NCCL, or
-//                TESSERA_DEVICE_COMM=staged) and every rank can take it; device-comm otherwise.
+//                TESSERA_DEVICE_COMM=staged) and every rank can take it; device-comm otherwise
+//                (the halos' one rule, with a field's and the Jacobi step's choices and what each
+//                measured: detail::try_peer_path, framework/src/halo_peer_copy.hpp).
 
 // One halo exchange of a field layout, planned once and run as often as needed: which rectangle of
 // the block goes to which rank and which ghost rectangle comes from which, the packed buffers, and

@@ -8,12 +8,12 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "mpi/algo_test_util.hpp"
+#include "support/exact_cases.hpp"
 #include "support/test_support.hpp"
 #include "tessera/framework/fft_convolve.hpp"
 
@@ -39,11 +39,6 @@ std::vector<long double> exact_convolution(const std::vector<T>& a, const std::v
     out[static_cast<std::size_t>(i)] = acc;
   }
   return out;
-}
-
-template <class T>
-bool same_bits(T x, T y) {
-  return std::memcmp(&x, &y, sizeof(T)) == 0;
 }
 
 struct Setting {
@@ -113,7 +108,7 @@ TYPED_TEST(FftConvolveTest, WithinTheBoundOfTheExactSumAndDirectBitForBit) {
             ASSERT_EQ(got.size(), data.size()) << where;
             if (!fft_somewhere) {
               std::size_t i = 0;
-              while (i < got.size() && same_bits(got[i], direct[i])) ++i;
+              while (i < got.size() && test::same_bits(got[i], direct[i])) ++i;
               EXPECT_EQ(i, got.size()) << where << ": the direct path differs from tessera::convolve at " << i;
               continue;
             }

@@ -781,10 +781,10 @@ run_transport() {
 }
 
 # ==== transpose
-# The transpose on one GPU, in about 110 s: its GPU tests (with both paths of rows off 16-byte
-# boundaries, shifted vector tiles and scalar tiles, each forced through the tuning), the kernel
-# benchmark against cuBLAS geam and the copy rate (--variants: both of those paths side by side on
-# the unaligned shapes), the multi-rank tests of the distributed transpose on the cuda backend
+# The transpose on one GPU, in about 110 s: its GPU tests (with the paths of rows off 16-byte
+# boundaries, skewed tiles and scalar tiles, each forced through the tuning), the kernel
+# benchmark against cuBLAS geam and the copy rate (--variants: the tuning's alternatives side by
+# side), the multi-rank tests of the distributed transpose on the cuda backend
 # (three ranks sharing the GPU), the distributed benchmark per phase (one rank, three ranks), and
 # compute-sanitizer memcheck and racecheck at small sizes.
 #

@@ -9,11 +9,10 @@
 //   ratio   geam time / our time (> 1: ours is faster)
 //   %copy   the time of the same bytes at the measured copy rate / our time
 //
-// --variants also times tuning alternatives: on rows off 16-byte boundaries both paths of
-// TransposeTuning::kShiftedTiles with the default tuning (scalar tiles and shifted vector tiles),
-// then other unit shapes of the shifted tiles (float, double, int8, int16) and other shapes of the
-// skewed tiles (float, double, 16-byte elements), for the record of how the default tuning was
-// chosen.
+// --variants also times tuning alternatives, for the record of how the default tuning was chosen:
+// on rows off 16-byte boundaries the scalar tiles and other shapes of the skewed tiles (their word
+// form for 1- and 2-byte elements); on aligned rows other unit shapes of the vector tiles (float,
+// double) and the skewed word tiles (int8, int16: what the misalignment itself costs them).
 //
 // Usage: tessera_bench_transpose [--types float,double,int8,int16,b16] [--shapes RxC,... | -b 64M -e 1G -f 4]
 //          [-n 20] [-w 3] [--variants] [--json FILE]   (the harness's flags, bench/common; --reps: -n)
@@ -236,25 +235,37 @@ struct SkewedVariant {
   }
 };
 
-// Shifted vector tiles (rows off 16-byte boundaries): TransposeTuning::kShiftedTiles's path.
+// Skewed tiles of 1- and 2-byte elements moved as words (TransposeTuning::kSkewedTiles's path for them).
+template <int Bytes, int Threads, int MinBlocks, int Sector = 32, int InWords = 32, int OutWords = 32>
+struct SkewedWordsVariant {
+  static constexpr int kBytes = Bytes;
+  using LaunchesItself = void;
+  static std::string name() {
+    return "skewed words " + std::to_string(InWords) + "/" + std::to_string(OutWords) + " cut " + std::to_string(Sector) + ", " +
+           std::to_string(Threads) + "x" + std::to_string(MinBlocks);
+  }
+  template <class E>
+  static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
+    detail::launch_transpose_skewed_words<E, Threads, MinBlocks, Sector, InWords, OutWords>(args, rows, cols, stream);
+  }
+};
+
+// Vector tiles of other unit shapes (rows on 16-byte boundaries).
 template <int Bytes, int UnitRows, int UnitCols, int Threads>
-struct ShiftedVariant : detail::TransposeTuning<Bytes> {
-  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads, true>;
+struct VectorVariant : detail::TransposeTuning<Bytes> {
+  using Agent = detail::VectorTileAgent<Bytes, 16, UnitRows, UnitCols, Threads>;
   static constexpr int kThreads = Threads;
   static constexpr int kBytes = Bytes;
   static std::string name() {
-    return "shifted " + std::to_string(UnitRows) + "x" + std::to_string(UnitCols) + " units, " + std::to_string(Threads) +
+    return "vector " + std::to_string(UnitRows) + "x" + std::to_string(UnitCols) + " units, " + std::to_string(Threads) +
            " thr";
   }
 };
 
-// The tuning's own scalar and shifted tiles (the two paths of kShiftedTiles).
+// The tuning's own scalar tiles (the path of rows off 16-byte boundaries without skewed tiles).
 template <int Bytes>
 using DefaultScalar = ScalarVariant<Bytes, detail::TransposeTuning<Bytes>::kScalarTileRows,
                                     detail::TransposeTuning<Bytes>::kScalarTileCols, detail::TransposeTuning<Bytes>::kScalarThreads>;
-template <int Bytes>
-using DefaultShifted = ShiftedVariant<Bytes, detail::TransposeTuning<Bytes>::kUnitRows, detail::TransposeTuning<Bytes>::kUnitCols,
-                                      detail::TransposeTuning<Bytes>::kVectorThreads>;
 
 template <class Variant>
 void time_variant(Bench& b, const char* type, Shape s, const void* in, void* out, const void* reference,
@@ -319,31 +330,58 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
   print_row(b, type.c_str(), s, "transpose", ms, vendor_ms, 2 * total, check.c_str(), ok);
   const bool big = s.rows >= 1024 && s.cols >= 1024;
   const bool aligned = (s.rows * static_cast<index_t>(bytes)) % 16 == 0 && (s.cols * static_cast<index_t>(bytes)) % 16 == 0;
+  if (b.opt->variants && aligned && (type == "float" || type == "double")) {
+    // Rows on 16-byte boundaries: other unit shapes of the vector tiles.
+    if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));
+    if (type == "float") {
+      time_variant<VectorVariant<4, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<VectorVariant<4, 32, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<VectorVariant<4, 8, 8, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else {
+      time_variant<VectorVariant<8, 32, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<VectorVariant<8, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<VectorVariant<8, 16, 16, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<VectorVariant<8, 16, 8, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    }
+  }
+  if (b.opt->variants && aligned && (type == "int8" || type == "int16")) {
+    // The skewed word tiles on aligned rows: what the misalignment itself costs them.
+    if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));
+    if (type == "int8") {
+      time_variant<SkewedWordsVariant<1, 512, 2, 32, 64, 32>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    } else {
+      time_variant<SkewedWordsVariant<2, 512, 2, 32, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+    }
+  }
   if (b.opt->variants && big) {
     if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));  // ours is the reference
-    // Rows off 16-byte boundaries (and, for 1- and 2-byte elements, off 4-byte ones): both paths
-    // of kShiftedTiles with the default tuning, then alternatives of the shifted tiles.
+    // Rows off 16-byte boundaries (and, for 1- and 2-byte elements, off 4-byte ones): the scalar
+    // tiles, then shapes of the skewed tiles (the default's first).
     const bool aligned4 = (s.rows * static_cast<index_t>(bytes)) % 4 == 0 && (s.cols * static_cast<index_t>(bytes)) % 4 == 0;
     const bool unaligned = !aligned && !(bytes < 4 && aligned4);
     if (type == "float" && unaligned) {
       time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<DefaultShifted<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ShiftedVariant<4, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<4, 32, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "double" && unaligned) {
       time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<DefaultShifted<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ShiftedVariant<8, 16, 16, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 32, 256, 2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "b16") {
       time_variant<SkewedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int8" && unaligned) {
       time_variant<DefaultScalar<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<DefaultShifted<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<ShiftedVariant<1, 8, 8, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 32, 64, 32>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 32, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 32, 32, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int16" && unaligned) {
       time_variant<DefaultScalar<2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<DefaultShifted<2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 512, 2, 32, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 256, 4, 32, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 256, 4, 32, 64, 32>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     }
   }
   tessera::kernels::deallocate(b.q, in);

@@ -11,12 +11,8 @@
 //    byte permutes for 1 and 2), and stores the V output vectors into a transposed tile whose
 //    vector slots are XOR-swizzled by row, so that both the stores and the row-wise loads that
 //    follow touch each bank once per phase. Full tiles only: no bounds test in the hot loop.
-//    Shifted vector tiles (1- to 8-byte elements, rows anywhere: an odd leading dimension) are the
-//    same tiles with every global access still an aligned 16-byte vector: each row's 16 bytes are
-//    cut from the two aligned vectors around them, and each transposed row is written as aligned
-//    vectors assembled from two neighbouring slots, its first and last vector in pieces.
 //  - scalar tiles (the classic padded tile, one element per access, several rows and columns per
-//    thread): unaligned rows where the tuning does not take shifted vector tiles (up to 128 x 64
+//    thread): unaligned rows where the tuning does not take skewed tiles (up to 128 x 64
 //    elements, so that many loads are in flight), and the 32 x 32 edges that vector tiles leave. A
 //    full tile takes the path without bounds tests; only tiles on the edge test each element.
 //  - skewed tiles in a two-dimensional grid (transpose_skewed_kernel): padded tiles, the tile's
@@ -24,6 +20,9 @@
 //    output row cut on 32-byte sector boundaries, so that no sector inside an output row is written
 //    in part by two thread blocks; the path for 4- and 8-byte rows off 16-byte boundaries, and for
 //    16-byte elements on blocks whose sides are not multiples of 32 (tuning/transpose.cuh says which).
+//    For 1- and 2-byte elements (rows off 4-byte boundaries) the same cut with every global access
+//    an aligned 4-byte word (transpose_skewed_words_kernel): each input row's words funnel-shifted
+//    into place on the way into shared memory, each output word gathered from the 4 or 2 rows it spans.
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -62,7 +61,7 @@ template <int Bytes>
 using word_t = typename WordOf<Bytes>::type;
 
 // Where the two blocks are: byte pointers, row pitches (leading dimension x element size), and the
-// bytes of one input row of the block (cols x element size: shifted vector tiles read no further).
+// bytes of one input row of the block (cols x element size: skewed word tiles read no further).
 struct TransposeArgs {
   const unsigned char* in;
   unsigned char* out;
@@ -100,95 +99,6 @@ __device__ __forceinline__ W load_word(const unsigned char* p) {
 template <class W>
 __device__ __forceinline__ void store_word(unsigned char* p, const W& w) {
   *reinterpret_cast<W*>(p) = w;
-}
-
-// ---- rows off 16-byte boundaries ----------------------------------------------------------------
-// A row that starts `shift` bytes past a 16-byte boundary is still read and written in aligned
-// 16-byte vectors: 16 bytes of the row are bytes [shift, shift + 16) of the two aligned vectors
-// around them. Shifts are multiples of the element size, so each step below exists only for the
-// element sizes that need it (8-byte elements: whole halves; 4-byte: whole words).
-
-// Bytes [shift, shift + 16) of the 32 bytes lo, hi (lo first), 0 <= shift < 16.
-template <int ElementBytes>
-__device__ __forceinline__ uint4 bytes_at(const uint4& lo, const uint4& hi, unsigned shift) {
-  unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  // Whole words first, by selects on static indices (a register array indexed at run time would
-  // live in local memory).
-  if (shift & 8) {
-#pragma unroll
-    for (int k = 0; k < 6; ++k) w[k] = w[k + 2];
-  }
-  if constexpr (ElementBytes <= 4) {
-    if (shift & 4) {
-#pragma unroll
-      for (int k = 0; k < 5; ++k) w[k] = w[k + 1];
-    }
-  }
-  if constexpr (ElementBytes <= 2) {
-    const unsigned bits = 8 * (shift & 3);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) w[k] = __funnelshift_r(w[k], w[k + 1], bits);
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-// Part of an aligned 16-byte vector: bytes [from, to), 0 <= from <= to <= 16, both multiples of the
-// element size, moved as aligned pieces of 1, 2, 4 and 8 bytes (at most four up to an 8-byte
-// boundary, then at most four down). A vector held as two 8-byte halves.
-template <int Piece>
-__device__ __forceinline__ void load_piece(const unsigned char* vector, unsigned& from, unsigned long long& lo,
-                                           unsigned long long& hi) {
-  const auto v = static_cast<unsigned long long>(load_word<word_t<Piece>>(vector + from));
-  if (from < 8) {
-    lo |= v << (8 * from);
-  } else {
-    hi |= v << (8 * (from - 8));
-  }
-  from += Piece;
-}
-
-template <int Piece>
-__device__ __forceinline__ void store_piece(unsigned char* vector, unsigned& from, unsigned long long lo,
-                                            unsigned long long hi) {
-  const unsigned long long v = from < 8 ? lo >> (8 * from) : hi >> (8 * (from - 8));
-  store_word<word_t<Piece>>(vector + from, static_cast<word_t<Piece>>(v));
-  from += Piece;
-}
-
-// Bytes [from, to) of the aligned vector at `vector`; the others are zero. Nothing outside them is read.
-template <int ElementBytes>
-__device__ __forceinline__ uint4 load_vector_part(const unsigned char* vector, unsigned from, unsigned to) {
-  unsigned long long lo = 0, hi = 0;
-  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) load_piece<1>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) load_piece<2>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) load_piece<4>(vector, from, lo, hi);
-  if ((from & 8) && from + 8 <= to) load_piece<8>(vector, from, lo, hi);
-  if (from + 8 <= to) load_piece<8>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if (from + 4 <= to) load_piece<4>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if (from + 2 <= to) load_piece<2>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 1) if (from + 1 <= to) load_piece<1>(vector, from, lo, hi);
-  return make_uint4(static_cast<unsigned>(lo), static_cast<unsigned>(lo >> 32), static_cast<unsigned>(hi),
-                    static_cast<unsigned>(hi >> 32));
-}
-
-// Bytes [from, to) of v into the aligned vector at `vector`; nothing outside them is written (the
-// rest of the vector belongs to a neighbouring tile, or lies outside the block).
-template <int ElementBytes>
-__device__ __forceinline__ void store_vector_part(unsigned char* vector, const uint4& v, unsigned from, unsigned to) {
-  const unsigned long long lo = v.x | static_cast<unsigned long long>(v.y) << 32;
-  const unsigned long long hi = v.z | static_cast<unsigned long long>(v.w) << 32;
-  if constexpr (ElementBytes <= 1) if ((from & 1) && from + 1 <= to) store_piece<1>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if ((from & 2) && from + 2 <= to) store_piece<2>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if ((from & 4) && from + 4 <= to) store_piece<4>(vector, from, lo, hi);
-  if ((from & 8) && from + 8 <= to) store_piece<8>(vector, from, lo, hi);
-  if (from + 8 <= to) store_piece<8>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 4) if (from + 4 <= to) store_piece<4>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 2) if (from + 2 <= to) store_piece<2>(vector, from, lo, hi);
-  if constexpr (ElementBytes <= 1) if (from + 1 <= to) store_piece<1>(vector, from, lo, hi);
-}
-
-__device__ __forceinline__ unsigned misalignment16(const void* p) {
-  return static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(p) & 15);
 }
 
 // ---- register transposes -----------------------------------------------------------------------
@@ -262,16 +172,7 @@ __device__ __forceinline__ void load_vector_words(const unsigned char* p, unsign
 // Loading, the kSwizzle threads of one bank phase hold consecutive unit columns of one unit row,
 // so they write one slot column of rows in different swizzle classes: distinct banks. Storing,
 // they read consecutive slots of one row: a permutation of one 128-byte line.
-//
-// Shifted (16-byte vectors only): rows may start anywhere (an odd leading dimension: each row its
-// own misalignment). Every global access is still an aligned 16-byte vector: a row's 16 bytes of a
-// unit are cut from the two aligned vectors around them (bytes_at), and output vector `chunk` of a
-// transposed row that starts t bytes past a boundary is the last t bytes of slot chunk - 1 and the
-// first 16 - t of slot chunk. Each transposed row of the tile then spans kUnitRows + 1 aligned
-// vectors, the first and the last shared with the tiles above and below: those two are written in
-// pieces of their own bytes only. Reads stay inside the block's rows: a unit at either end of a row
-// reads only the part of the vector beyond it that lies inside the row.
-template <int ElementBytes, int VecBytes, int UnitRows, int UnitCols, int Threads, bool kShifted = false>
+template <int ElementBytes, int VecBytes, int UnitRows, int UnitCols, int Threads>
 struct VectorTileAgent {
   static constexpr int V = VecBytes / ElementBytes;  // elements per vector
   static constexpr int kWords = VecBytes / 4;
@@ -283,7 +184,6 @@ struct VectorTileAgent {
   static_assert(UnitRows * UnitCols % Threads == 0, "every thread moves the same number of units");
   static_assert(UnitRows >= kSwizzle && (UnitRows & (UnitRows - 1)) == 0, "unit rows: a power of two, one bank line at least");
   static_assert(UnitCols % kSwizzle == 0 && Threads % kSwizzle == 0, "a bank phase within one unit row");
-  static_assert(!kShifted || VecBytes == 16, "shifted tiles move 16-byte vectors");
   using Vec = word_t<VecBytes>;
 
   struct Storage {
@@ -294,66 +194,6 @@ struct VectorTileAgent {
     return row * UnitRows + (chunk ^ ((row / V) % kSwizzle));
   }
 
-  // The V rows of a unit, 16 bytes each from `p` on (rows a.in_pitch apart, anywhere), `col_bytes`
-  // into their rows. Inside the row (the vectors around the unit are whole vectors of the row), all
-  // 2V loads go out before any is used; at either end of a row the vector beyond the unit is read
-  // only in part.
-  __device__ static __forceinline__ void load_shifted(const TransposeArgs& a, const unsigned char* p, index_t col_bytes,
-                                                      unsigned (&rows)[V][kWords]) {
-    uint4 lo[V], hi[V];
-    if (col_bytes >= 16 && col_bytes + 32 <= static_cast<index_t>(a.in_row_bytes)) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        const unsigned char* row = p + k * a.in_pitch;
-        const unsigned char* vector = row - misalignment16(row);
-        lo[k] = load_word<uint4>(vector);
-        hi[k] = load_word<uint4>(vector + 16);
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        const unsigned char* row = p + k * a.in_pitch;
-        const unsigned shift = misalignment16(row);
-        const unsigned char* vector = row - shift;
-        // The aligned vector at `vector` starts col_bytes - shift bytes into the row (before it
-        // where negative); the row holds in_row_bytes - (col_bytes - shift + 16) bytes from vector + 16 on.
-        lo[k] = col_bytes >= shift ? load_word<uint4>(vector)
-                                   : load_vector_part<ElementBytes>(vector, static_cast<unsigned>(shift - col_bytes), 16);
-        const index_t beyond = static_cast<index_t>(a.in_row_bytes) - (col_bytes - shift + 16);
-        hi[k] = beyond >= 16 ? load_word<uint4>(vector + 16)
-                             : load_vector_part<ElementBytes>(vector + 16, 0, static_cast<unsigned>(beyond));
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const uint4 v = bytes_at<ElementBytes>(lo[k], hi[k], misalignment16(p + k * a.in_pitch));
-      rows[k][0] = v.x;
-      rows[k][1] = v.y;
-      rows[k][2] = v.z;
-      rows[k][3] = v.w;
-    }
-  }
-
-  // Output vector `chunk` of transposed row `row`, whose tile part starts at `line` (see above).
-  __device__ static __forceinline__ void store_shifted(const Storage& s, unsigned char* line, int row, int chunk) {
-    const unsigned t = misalignment16(line);
-    const Vec current = s.slot[slot_of(row, chunk)];
-    if (t == 0) {
-      store_word<Vec>(line + chunk * VecBytes, current);
-      return;
-    }
-    unsigned char* const first = line - t;  // the aligned vector holding the row's first bytes
-    const Vec previous = s.slot[slot_of(row, chunk > 0 ? chunk - 1 : 0)];
-    const uint4 v = bytes_at<ElementBytes>(previous, current, 16 - t);
-    if (chunk > 0) {
-      store_word<Vec>(first + chunk * VecBytes, v);
-    } else {
-      store_vector_part<ElementBytes>(first, v, t, 16);
-    }
-    if (chunk == UnitRows - 1)
-      store_vector_part<ElementBytes>(first + UnitRows * VecBytes, bytes_at<ElementBytes>(current, current, 16 - t), 0, t);
-  }
-
   __device__ static __forceinline__ void move(Storage& s, const TransposeArgs& a, index_t r0, index_t c0) {
     unsigned loaded[kUnitsPerThread][V][kWords];
     const unsigned char* tile_in = a.in + static_cast<std::size_t>(r0) * a.in_pitch + static_cast<std::size_t>(c0) * ElementBytes;
@@ -362,12 +202,8 @@ struct VectorTileAgent {
       const int q = static_cast<int>(threadIdx.x) + u * Threads;
       const int unit_row = q / UnitCols, unit_col = q % UnitCols;
       const unsigned char* p = tile_in + static_cast<std::size_t>(unit_row * V) * a.in_pitch + unit_col * VecBytes;
-      if constexpr (kShifted) {
-        load_shifted(a, p, c0 * ElementBytes + unit_col * VecBytes, loaded[u]);
-      } else {
 #pragma unroll
-        for (int k = 0; k < V; ++k) load_vector_words<VecBytes>(p + k * a.in_pitch, loaded[u][k]);
-      }
+      for (int k = 0; k < V; ++k) load_vector_words<VecBytes>(p + k * a.in_pitch, loaded[u][k]);
     }
 #pragma unroll
     for (int u = 0; u < kUnitsPerThread; ++u) {
@@ -389,12 +225,7 @@ struct VectorTileAgent {
     for (int j = 0; j < kUnitsPerThread * V; ++j) {
       const int q = static_cast<int>(threadIdx.x) + j * Threads;
       const int row = q / UnitRows, chunk = q % UnitRows;
-      if constexpr (kShifted) {
-        store_shifted(s, tile_out + static_cast<std::size_t>(row) * a.out_pitch, row, chunk);
-      } else {
-        store_word<Vec>(tile_out + static_cast<std::size_t>(row) * a.out_pitch + chunk * VecBytes,
-                                    s.slot[slot_of(row, chunk)]);
-      }
+      store_word<Vec>(tile_out + static_cast<std::size_t>(row) * a.out_pitch + chunk * VecBytes, s.slot[slot_of(row, chunk)]);
     }
     __syncthreads();  // the next tile of this thread block reuses the storage
   }
@@ -590,6 +421,209 @@ void launch_transpose_skewed(const TransposeArgs& args, index_t rows, index_t co
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
+// Skewed tiles of 1- and 2-byte elements moved as 4-byte words (transpose_skewed_words_kernel): the
+// skewed tiles above, whose one-element accesses would take four (bytes) or two (halves) times the
+// instructions of a float's, with every global access an aligned word. A tile is kTileRows input
+// rows by kTileCols columns, kInWords words of each input row and kOutWords of each output row. A
+// warp loads one input row's words as the aligned words around them (lane 31 one more), shifts each
+// with its right-hand neighbour's (a funnel shift by the row's misalignment) into the row's own
+// words, and stores them in shared memory; it then writes one output row's words, cut on sector
+// boundaries as above, each lane's word gathered from the 4 (bytes) or 2 (halves) input rows it
+// spans. Tile row p's words start at word p * kInWords + p / kPerWord: the one word of padding every
+// kPerWord rows puts a warp's gathers, kPerWord rows apart from lane to lane, into 32 distinct banks,
+// and each row's stores into a rotation of them. Full tiles take a path without bounds tests; on the
+// edges, words that cross the block's ends are read and written a piece at a time (nothing outside
+// the block is touched).
+template <int kE>
+__device__ __forceinline__ unsigned load_word_part(const unsigned char* word, int from, int to) {
+  unsigned v = 0;
+#pragma unroll
+  for (int b = 0; b < 4; b += kE)
+    if (b >= from && b < to) v |= static_cast<unsigned>(load_word<word_t<kE>>(word + b)) << (8 * b);
+  return v;
+}
+
+template <int kE>
+__device__ __forceinline__ void store_word_part(unsigned char* word, unsigned v, int from, int to) {
+#pragma unroll
+  for (int b = 0; b < 4; b += kE)
+    if (b >= from && b < to) store_word<word_t<kE>>(word + b, static_cast<word_t<kE>>(v >> (8 * b)));
+}
+
+template <class E, int Threads, int kSector, int kInWords, int kOutWords>
+struct SkewedWordTile {
+  static constexpr int kE = static_cast<int>(sizeof(E));
+  static_assert(kE == 1 || kE == 2, "skewed word tiles move 1- and 2-byte elements");
+  static_assert(kInWords % 32 == 0 && kOutWords % 32 == 0 && (4 * kOutWords) % kSector == 0, "whole warps, whole sectors");
+  static constexpr int kPerWord = 4 / kE;
+  static constexpr int kTileRows = kOutWords * kPerWord, kTileCols = kInWords * kPerWord;
+  static constexpr int kSkew = kSector / kE, kInRows = kTileRows + kSkew;
+  static constexpr int kWarps = Threads / 32, kInHalves = kInWords / 32, kOutHalves = kOutWords / 32;
+  static constexpr int kReadSteps = ceil_div(kInRows, kWarps), kWriteSteps = kTileCols / kWarps;
+  // Rows each thread loads before it stores any: 12 words in flight a thread at most.
+  static constexpr int kBatch = std::min(kReadSteps, 12 / kInHalves);
+  static constexpr int kStorageWords = kInRows * kInWords + kInRows / kPerWord + 1;
+  static constexpr std::size_t kStorageBytes = 4 * static_cast<std::size_t>(kStorageWords);
+  static_assert(Threads % 32 == 0 && kTileCols % kWarps == 0 && kWarps % kPerWord == 0, "whole warps, whole output steps");
+
+  __device__ static __forceinline__ int word_at(int p, int j) { return p * kInWords + p / kPerWord + j; }
+
+  // Tile row p's words held by this lane (words lane + 32 h; the last lane also word kInWords in
+  // `extra`), shifted right by `shift` bits into the row's own words.
+  __device__ static __forceinline__ void shift_store(unsigned* tile, int p, const unsigned* w, unsigned extra, unsigned shift) {
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    unsigned* row = tile + word_at(p, lane);
+#pragma unroll
+    for (int h = 0; h < kInHalves; ++h) {
+      const unsigned right = __shfl_sync(0xffffffffu, w[h], (lane + 1) % 32);
+      unsigned wrap = extra;
+      if constexpr (kInHalves > 1) wrap = h + 1 < kInHalves ? __shfl_sync(0xffffffffu, w[h + 1 < kInHalves ? h + 1 : h], 0) : extra;
+      row[32 * h] = __funnelshift_r(w[h], lane == 31 ? wrap : right, shift);
+    }
+  }
+
+  template <bool kFull>
+  __device__ static __forceinline__ void move(unsigned* tile, const TransposeArgs& a, index_t rows, index_t cols, index_t r0,
+                                              index_t c0) {
+    const int lane = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
+    const index_t first = r0 - kSkew, col_bytes = c0 * kE;
+    const auto in_address = reinterpret_cast<std::uintptr_t>(a.in);
+    if constexpr (kFull) {
+      // The tile's first byte in tile row y (an integer: rows kWarps apart are kWarps pitches apart).
+      const std::uintptr_t start_y = in_address + static_cast<std::uintptr_t>(first + y) * a.in_pitch + col_bytes;
+      const std::uintptr_t step = kWarps * a.in_pitch;
+#pragma unroll
+      for (int k0 = 0; k0 < kReadSteps; k0 += kBatch) {
+        // A batch of rows' loads in flight before the first is used.
+        unsigned w[kBatch][kInHalves], extra[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int k = k0 + b;
+          if (k < kReadSteps && y + k * kWarps < kInRows) {
+            const std::uintptr_t start = start_y + k * step;
+            const auto* base = reinterpret_cast<const unsigned*>(start & ~std::uintptr_t(3)) + lane;
+#pragma unroll
+            for (int h = 0; h < kInHalves; ++h) w[b][h] = __ldg(base + 32 * h);
+            extra[b] = 0;
+            if (lane == 31 && (start & 3) != 0) extra[b] = __ldg(base + kInWords - 31);
+          }
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          const int k = k0 + b, p = y + k * kWarps;
+          if (k < kReadSteps && p < kInRows) shift_store(tile, p, w[b], extra[b], 8 * static_cast<unsigned>((start_y + k * step) & 3));
+        }
+      }
+    } else {
+      // The row's bytes lie at [begin, begin + row_bytes) of the words from the aligned base on.
+      const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
+      for (int p = y; p < kInRows; p += kWarps) {
+        const std::uintptr_t start = in_address + static_cast<std::uintptr_t>(first + p) * a.in_pitch + col_bytes;
+        unsigned w[kInHalves] = {}, extra = 0;
+        if (first + p >= 0 && first + p < rows) {
+          const auto* base = reinterpret_cast<const unsigned char*>(start & ~std::uintptr_t(3));
+          const index_t begin = static_cast<index_t>(start & 3) - col_bytes;
+          auto part = [&](int j) {
+            const index_t at = 4 * static_cast<index_t>(j);
+            const int from = static_cast<int>(std::clamp<index_t>(begin - at, 0, 4));
+            const int to = static_cast<int>(std::clamp<index_t>(begin + row_bytes - at, 0, 4));
+            return from < to ? load_word_part<kE>(base + at, from, to) : 0u;
+          };
+#pragma unroll
+          for (int h = 0; h < kInHalves; ++h) w[h] = part(lane + 32 * h);
+          if (lane == 31) extra = part(kInWords);
+        }
+        shift_store(tile, p, w, extra, 8 * static_cast<unsigned>(start & 3));
+      }
+    }
+    __syncthreads();
+    // Output row c of the tile (warp y takes c = y, y + kWarps, ...: c % kPerWord is the warp's own)
+    // starts t elements past a sector boundary; lane m's word (m = lane + 32 h) holds tile rows
+    // top + kPerWord * m + i, top = kSkew - t, whose words sit kPerWord * kInWords + 1 apart from
+    // lane to lane (word_at).
+    const unsigned out_misalignment = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(a.out)) & (kSector - 1);
+    const auto* column = reinterpret_cast<const unsigned char*>(tile) + 4 * (kPerWord * kInWords + 1) * lane + (y % kPerWord) * kE;
+    std::size_t at = static_cast<std::size_t>(c0 + y) * a.out_pitch + static_cast<std::size_t>(r0) * kE;  // (c0 + c, r0)
+    const std::size_t at_step = kWarps * a.out_pitch;
+#pragma unroll 2
+    for (int k = 0; k < kWriteSteps; ++k, at += at_step) {
+      const int c = y + k * kWarps;
+      if (!kFull && c0 + c >= cols) break;  // the same for the whole warp, and for every later step
+      const unsigned t = ((out_misalignment + static_cast<unsigned>(at)) & (kSector - 1)) / kE;
+      const unsigned top = kSkew - t, rest = top % kPerWord;
+      // Tile row top + i lies in the group of top / kPerWord for i < kPerWord - rest, else the next.
+      const unsigned char* group = column + 4 * (top * kInWords + top / kPerWord + static_cast<unsigned>(c) / kPerWord);
+      unsigned char* dst = a.out + (at - t * kE) + 4 * lane;
+#pragma unroll
+      for (int h = 0; h < kOutHalves; ++h) {
+        unsigned part[kPerWord];
+#pragma unroll
+        for (int i = 0; i < kPerWord; ++i) {
+          const unsigned char* src = group + 4 * (i * kInWords + 32 * h * (kPerWord * kInWords + 1));
+          if (i > 0 && static_cast<unsigned>(i) >= kPerWord - rest) src += 4;
+          part[i] = *reinterpret_cast<const E*>(src);
+        }
+        unsigned v;
+        if constexpr (kE == 1) {
+          v = __byte_perm(__byte_perm(part[0], part[1], 0x0040), __byte_perm(part[2], part[3], 0x0040), 0x5410);
+        } else {
+          v = __byte_perm(part[0], part[1], 0x5410);
+        }
+        unsigned char* word = dst + 128 * h;
+        if constexpr (kFull) {
+          store_word<unsigned>(word, v);
+        } else {
+          const index_t r = r0 - t + kPerWord * (lane + 32 * h);  // the word's first input row
+          const int from = static_cast<int>(std::clamp<index_t>(-r, 0, kPerWord)) * kE;
+          const int to = static_cast<int>(std::clamp<index_t>(rows - r, 0, kPerWord)) * kE;
+          if (from == 0 && to == 4) {
+            store_word<unsigned>(word, v);
+          } else if (from < to) {
+            store_word_part<kE>(word, v, from, to);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the next tile of this thread block reuses the storage
+  }
+};
+
+template <class E, int Threads, int MinBlocksPerSm = 1, int kSector = 32, int kInWords = 32, int kOutWords = 32>
+__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
+    transpose_skewed_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
+  using Tile = SkewedWordTile<E, Threads, kSector, kInWords, kOutWords>;
+  extern __shared__ unsigned tile[];  // Tile::kStorageBytes
+  const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
+  for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x) {
+    const index_t c0 = tc * Tile::kTileCols, col_bytes = c0 * Tile::kE;
+    // Every word of every row inside the block, the one past the tile's included.
+    const bool inner_cols = col_bytes >= 4 && col_bytes + 4 * (kInWords + 1) <= row_bytes;
+    for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
+      const index_t r0 = tr * Tile::kTileRows;
+      if (inner_cols && r0 >= Tile::kSkew && r0 + Tile::kTileRows <= rows) {
+        Tile::template move<true>(tile, a, rows, cols, r0, c0);
+      } else {
+        Tile::template move<false>(tile, a, rows, cols, r0, c0);
+      }
+    }
+  }
+}
+
+template <class E, int Threads, int MinBlocksPerSm = 1, int kSector = 32, int kInWords = 32, int kOutWords = 32>
+void launch_transpose_skewed_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
+  using Tile = SkewedWordTile<E, Threads, kSector, kInWords, kOutWords>;
+  constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kSector, kInWords, kOutWords>;
+  // Set before every launch: the same kernel instance may live in more than one loaded module.
+  if constexpr (Tile::kStorageBytes > 48 * 1024)
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kStorageBytes)));
+  const index_t tiles_across = ceil_div<index_t>(cols, Tile::kTileCols);
+  const index_t tile_rows = ceil_div<index_t>(rows + Tile::kSkew - 1, Tile::kTileRows);
+  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_across, 0x7fffffff)),
+                  static_cast<unsigned>(std::min<index_t>(tile_rows, 65535)));
+  kernel<<<grid, Threads, Tile::kStorageBytes, to_cuda(stream)>>>(args, rows, cols, tiles_across, tile_rows);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
 // Skinny blocks. Narrow (cols < 32): a tile is all `cols` columns of (Threads / cols) * Steps rows;
 // thread t < (Threads / cols) * cols reads column t % cols of rows t / cols + k * (Threads / cols),
 // which for a contiguous block is one run of the whole tile; the transposed tile is written out row
@@ -776,19 +810,17 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
 }
 
 // Rows that no vector tiles above fit (not on 16-byte boundaries; for 1- and 2-byte elements, not
-// on 4-byte ones either): skewed tiles, shifted vector tiles or scalar tiles, as Tuning::kSkewedTiles
-// and kShiftedTiles say (in that order).
+// on 4-byte ones either): skewed tiles (moved as words for 1- and 2-byte elements) or scalar tiles,
+// as Tuning::kSkewedTiles says.
 template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
-  constexpr bool kShifted = kBytes <= 8 && Tuning::kShiftedTiles;
-  if constexpr (Tuning::kSkewedTiles) {
+  if constexpr (Tuning::kSkewedTiles && kBytes < 4) {
+    launch_transpose_skewed_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, 32, Tuning::kSkewedInWords,
+                                  Tuning::kSkewedOutWords>(args, rows, cols, stream);
+  } else if constexpr (Tuning::kSkewedTiles) {
     launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm>(args, rows, cols,
                                                                                                        stream);
-  } else if constexpr (kShifted) {
-    constexpr int kThreads = Tuning::kVectorThreads;
-    using Shifted = VectorTileAgent<kBytes, 16, Tuning::kUnitRows, Tuning::kUnitCols, kThreads, true>;
-    launch_transpose_tiles<Tuning, E, Shifted, kThreads>(args, rows, cols, stream);
   } else {
     launch_transpose_tiles<Tuning, E, NoVectorTiles, Tuning::kScalarThreads>(args, rows, cols, stream);
   }

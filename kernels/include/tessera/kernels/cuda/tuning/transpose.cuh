@@ -19,6 +19,10 @@ namespace tessera::kernels::cuda::detail {
 //     path (__ldg) and store with the default policy. double 16384 x 8192: 32 x 32 and 256 threads
 //     0.749, 16 x 16 and 128 or 256 threads 0.746-0.747. int8 32768^2: 16 x 8 and 128 threads
 //     0.781, 8 x 8 and 64 threads 0.798, 8 x 16 and 128 threads 0.789.
+//     On an H200 (2026-12-01): float 16 x 16 units and 128 threads against 32 x 16 and 256: 0.274 /
+//     0.274 ms (16384 x 8192), 0.142 / 0.142 (8192^2), 8.9-9.0 / 9.8-10.0 us at 1000^2 (geam
+//     8.4-8.7: more, smaller tiles over 132 SMs); double 16 x 16 units and 256 threads against 32 x
+//     32: 0.541 / 0.580 ms (16384 x 8192, geam 0.537-0.538), 0.274 / 0.297 (8192^2, geam 0.271-0.272).
 //   4-byte vector tiles (1- and 2-byte elements on rows aligned to 4 bytes but not 16): 32 x 32
 //     units of 4 x 4 bytes or 2 x 2 halves.
 //   scalar tiles (rows not on 16-byte boundaries): kScalarTileRows x kScalarTileCols elements,
@@ -32,23 +36,11 @@ namespace tessera::kernels::cuda::detail {
 //     took double 16384 x 8192 from 0.749 to 0.803 and float 1000^2 from 0.010 to 0.013).
 //   skinny tiles: kSkinnySteps elements per thread.
 //   kWaves: the grid is at most this many waves of resident thread blocks; each block then loops.
-//   shifted vector tiles (kShiftedTiles; rows not on 16-byte boundaries, 1- to 8-byte elements):
-//     the vector tiles' units and threads: the same DRAM bytes as the aligned tiles (the vector a
-//     tile shares with its neighbour at each end of a row is fetched once through L2) with twice
-//     the L1 loads, 15 selects and funnel shifts per 16 bytes on each side, two pieced vectors per
-//     transposed row and fewer resident blocks (sm_90, no spills: 234 registers for bytes, 188
-//     halves, 102 floats, 108 doubles). Each of float 16383 x 16385, double 8191 x 16385, int8
-//     32767 x 32769 and int16 32767 x 16385 moves 2.15 GB; the shifted tiles took 1.345 (16 x 16
-//     units, 128 threads) and 1.183 ms (32 x 16, 256 threads), 1.168, 1.890 and 1.542 ms, against
-//     the scalar tiles' 1.333, 1.085, 3.308 and 2.275 ms and geam's 0.984 (float) and 0.807 ms
-//     (double): the shifted tiles for 1-, 2- and 4-byte elements, the scalar tiles for 8-byte
-//     ones. Float vector tiles of 32 x 16 units and 256 threads on aligned rows: 0.747 ms at
-//     16384^2, as 16 x 16 and 128 threads (0.750).
 template <int ElementBytes>
 struct TransposeTuning {
-  static constexpr int kUnitRows = ElementBytes == 1 ? 16 : ElementBytes >= 4 ? 32 : 16;
-  static constexpr int kUnitCols = ElementBytes == 1 ? 8 : ElementBytes >= 8 ? 32 : 16;
-  static constexpr int kVectorThreads = ElementBytes >= 4 ? 256 : 128;
+  static constexpr int kUnitRows = ElementBytes == 16 ? 32 : 16;
+  static constexpr int kUnitCols = ElementBytes == 1 ? 8 : ElementBytes == 16 ? 32 : 16;
+  static constexpr int kVectorThreads = ElementBytes >= 8 ? 256 : 128;
   static constexpr int kWordUnits = 32;
   static constexpr int kWordThreads = 256;
   static constexpr int kScalarTileRows = ElementBytes == 16 ? 32 : ElementBytes == 4 ? 128 : 64;
@@ -58,16 +50,11 @@ struct TransposeTuning {
   static constexpr int kSkinnyThreads = 256;
   static constexpr int kSkinnySteps = ElementBytes <= 2 ? 16 : 32 / ElementBytes;
   static constexpr int kWaves = 32;
-  // Rows not on 16-byte boundaries (1- to 8-byte elements): shifted vector tiles (true: the vector
-  // tiles above, every global access still an aligned 16-byte vector, see VectorTileAgent) or the
-  // scalar tiles above (false; for 1- and 2-byte elements on rows aligned to 4 bytes, the 4-byte
-  // vector tiles).
-  static constexpr bool kShiftedTiles = ElementBytes != 8;
   // Rows not on 16-byte boundaries, 4- and 8-byte elements: skewed tiles (transpose_skewed_kernel:
   // padded tiles in a two-dimensional grid with each output row cut on 32-byte sector boundaries, so
   // that no sector inside an output row is written in part by two thread blocks) of kSkewedTile^2
   // elements, kSkewedThreads threads, at least kSkewedBlocksPerSm resident per SM, instead of the
-  // shifted or scalar tiles above. tessera_bench_transpose --variants, H100, 2026-11-24 (ms, median
+  // scalar tiles above. tessera_bench_transpose --variants, H100, 2026-11-24 (ms, median
   // of 10; skewed / the same padded tiles without the cut (64^2 floats, 32^2 doubles at 128 threads)
   // / geam): float 16383 x 16385 0.796 / 1.176 / 0.982 (90.4% of the copy rate), 8191 x 8193
   // 0.202 / 0.284 / 0.241, 8191 x 16385 0.403 / 0.589 / 0.489; skewed 32^2 and 256 threads 0.925,
@@ -75,10 +62,20 @@ struct TransposeTuning {
   // 1.610, 8191 x 8193 0.401 / 0.452 / 0.406; 128 threads (118 registers) 1.603 and 0.403. ncu on a
   // standalone copy of both float kernels: L2 write sectors 33.6M against the uncut tiles' 40.9M,
   // DRAM reads 1.07 against 1.13 GB.
-  static constexpr bool kSkewedTiles = ElementBytes == 4 || ElementBytes == 8;
+  // 1- and 2-byte elements: the skewed tiles moved as 4-byte words (transpose_skewed_words_kernel),
+  // kSkewedInWords words of each input row by kSkewedOutWords of each output row, 512 threads, two
+  // blocks an SM. tessera_bench_transpose --variants, H200, 2026-12-01 (ms; in/out words, threads x
+  // blocks): int8 32767 x 32769: 64/32 512x2 0.905, 32/32 512x2 1.009, 64/64 512x2 0.948, 32/64
+  // 512x2 1.567, 32/32 256x4 1.320, vector tiles with each row's vectors shifted into place 1.678,
+  // scalar tiles 2.761; int16 32767 x 16385: 64/64 512x2 0.797, 64/32 256x4 0.882, 32/32 256x4
+  // 0.926, the shifted vector tiles 1.338, scalar 1.809. The pass is bound by issue, not memory (ncu,
+  // int8 32/32 words: 79% of the issue slots busy, DRAM at 39% of its peak). Output rows cut on 64-
+  // or 128-byte boundaries instead of 32-byte sectors (more rows read a tile): 3-5% and 55-70% slower.
+  static constexpr bool kSkewedTiles = ElementBytes <= 8;
   static constexpr int kSkewedTile = ElementBytes == 4 ? 64 : 32;
-  static constexpr int kSkewedThreads = ElementBytes == 16 ? 128 : 256;
-  static constexpr int kSkewedBlocksPerSm = ElementBytes == 4 ? 4 : 1;
+  static constexpr int kSkewedThreads = ElementBytes <= 2 ? 512 : ElementBytes == 16 ? 128 : 256;
+  static constexpr int kSkewedBlocksPerSm = ElementBytes <= 2 ? 2 : ElementBytes == 4 ? 4 : 1;
+  static constexpr int kSkewedInWords = 64, kSkewedOutWords = ElementBytes == 1 ? 32 : 64;
   // 16-byte elements on blocks whose sides are not multiples of kGridEdgeMultiple: skewed tiles of
   // 32^2 and kSkewedThreads threads instead of vector tiles with scalar edges. 16383 x 16385 (ms;
   // geam 3.086): skewed 3.103, uncut padded tiles 3.246 (128 threads) and 3.247 (256), vector tiles

@@ -812,7 +812,7 @@ run_transpose() {
   grep -E "^\[       OK |^\[  FAILED  \]|^\[  PASSED  \]" "${LOGS}/gpu_tests.log" | head -20
   grep -A4 "Failure" "${LOGS}/gpu_tests.log" | head -30
 
-  step "kernel benchmark against cuBLAS geam (--variants: scalar and shifted tiles on the unaligned shapes)"
+  step "kernel benchmark against cuBLAS geam (--variants: the tuning's alternatives)"
   timeout 90 "${BUILD}/bench/kernels/tessera_bench_transpose" --reps 10 --variants || status=1
 
   step "multi-rank tests of transpose / redistribute on the cuda backend, 3 ranks sharing the GPU"
@@ -826,7 +826,7 @@ run_transpose() {
 
   for tool in memcheck racecheck; do
     filter='TransposeGpu.*'
-    [[ "${tool}" == racecheck ]] && filter='TransposeGpu.PowerOfTwoElementsMatchCpu:TransposeGpu.ShiftedTiles*'
+    [[ "${tool}" == racecheck ]] && filter='TransposeGpu.PowerOfTwoElementsMatchCpu:TransposeGpu.SkewedTiles*'
     step "compute-sanitizer --tool ${tool} (small sizes, ${filter})"
     TESSERA_GPU_TEST_SMALL=1 timeout 50 compute-sanitizer --tool "${tool}" --error-exitcode 9 \
       "${GPU_TESTS}" --gtest_color=no --gtest_filter="${filter}" >"${LOGS}/${tool}.log" 2>&1 || status=1

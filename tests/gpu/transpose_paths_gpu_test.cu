@@ -1,7 +1,7 @@
 // The paths of the transpose for rows that are not on 16-byte boundaries, each forced through the
 // tuning (TransposeTuning::kSkewedTiles, kSkewedInWords/kSkewedOutWords), against the CPU backend on
 // the same random bytes: skewed tiles (moved as words for 1- and 2-byte elements, with the tuning's
-// words a row and with 64) and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte elements always
+// words a row and with 32) and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte elements always
 // start their rows on 16-byte boundaries), shapes around the edges of both kinds of tiles, and
 // layouts in which every row has its own misalignment (odd leading dimensions), one block is
 // aligned and the other is not, and blocks start off a 16-byte (and, for 1- and 2-byte elements, a
@@ -27,24 +27,25 @@ namespace {
 
 namespace detail = kernels::cuda::detail;
 
-enum class Path { scalar, skewed, skewed_wide };
+enum class Path { scalar, skewed, skewed_narrow };
 
 template <int Bytes, Path P>
 struct ForcedTuning : detail::TransposeTuning<Bytes> {
-  static constexpr bool kSkewedTiles = P == Path::skewed || P == Path::skewed_wide;
+  static constexpr bool kSkewedTiles = P == Path::skewed || P == Path::skewed_narrow;
 };
 
-// The skewed word tiles of 1- and 2-byte elements with two words of each input and output row a lane.
+// The skewed word tiles of 1- and 2-byte elements with one word of each input and output row a lane
+// (the tuning takes two of each input row).
 template <int Bytes>
-struct ForcedTuning<Bytes, Path::skewed_wide> : detail::TransposeTuning<Bytes> {
+struct ForcedTuning<Bytes, Path::skewed_narrow> : detail::TransposeTuning<Bytes> {
   static constexpr bool kSkewedTiles = true;
-  static constexpr int kSkewedInWords = 64, kSkewedOutWords = 64;
+  static constexpr int kSkewedInWords = 32, kSkewedOutWords = 32;
 };
 
 const char* path_name(Path p) {
   switch (p) {
     case Path::skewed: return "skewed tiles";
-    case Path::skewed_wide: return "skewed word tiles of 64 words";
+    case Path::skewed_narrow: return "skewed word tiles of 32 words";
     case Path::scalar: break;
   }
   return "scalar tiles";
@@ -112,7 +113,7 @@ void check_path(index_t rows, index_t cols, const Layout& l) {
 }
 
 // Sides of at least 32 (below that the skinny tiles take the block) around the tiles: skewed word
-// tiles of up to 256 rows by 256 bytes (those inside the block from 512 x 516 bytes on), skewed tiles
+// tiles of up to 128 rows by 256 bytes (those inside the block from 256 x 516 bytes on), skewed tiles
 // of 64 x 64 floats and 32 x 32 doubles, scalar tiles of up to 128 x 64. Small mode: a few, with
 // whole tiles of every kind.
 std::vector<std::pair<index_t, index_t>> shapes() {
@@ -163,9 +164,9 @@ TEST(TransposeGpu, SkewedTilesOnUnalignedRowsMatchCpu) {
   if (HasFailure()) return;
   check_all<8, Path::skewed>();
   if (HasFailure()) return;
-  check_all<1, Path::skewed_wide>();
+  check_all<1, Path::skewed_narrow>();
   if (HasFailure()) return;
-  check_all<2, Path::skewed_wide>();
+  check_all<2, Path::skewed_narrow>();
 }
 
 TEST(TransposeGpu, ScalarTilesOnUnalignedRowsMatchCpu) {

@@ -6,8 +6,9 @@
 // transpose with leading dimension ld_out >= rows. Both are backend memory and do not overlap.
 // Elements are moved, never interpreted: one precompiled instance per element size serves every
 // trivially copyable type from any translation unit (under cuda: 16-byte vector tiles where both
-// blocks' rows start on 16-byte boundaries, tiles whose output rows are cut on 32-byte sector
-// boundaries where they do not, skinny tiles where a side is under 32 elements; any size,
+// blocks' rows start on 16-byte boundaries (4-byte vectors for 1- and 2-byte elements on rows on
+// 4-byte boundaries), tiles whose output rows are cut on 32-byte sector boundaries where they do
+// not, skinny tiles where a side is under 32 elements; any size,
 // including sizes that are not powers of two). Stream-ordered under cuda.
 #pragma once
 

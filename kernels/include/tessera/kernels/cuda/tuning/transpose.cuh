@@ -25,7 +25,8 @@ namespace tessera::kernels::cuda::detail {
 //     32: 0.541 / 0.580 ms (16384 x 8192, geam 0.537-0.538), 0.274 / 0.297 (8192^2, geam 0.271-0.272).
 //   4-byte vector tiles (1- and 2-byte elements on rows aligned to 4 bytes but not 16): 32 x 32
 //     units of 4 x 4 bytes or 2 x 2 halves.
-//   scalar tiles (rows not on 16-byte boundaries): kScalarTileRows x kScalarTileCols elements,
+//   scalar tiles (rows not on 16-byte boundaries where kSkewedTiles is false, as only a forced
+//     tuning has it): kScalarTileRows x kScalarTileCols elements,
 //     kScalarThreads threads; more loads in flight per thread and longer runs per row pay.
 //     float 16383 x 16385: 32 x 32 and 128 threads 1.702, 64 x 32 1.478, 32 x 64 1.566, 64 x 64
 //     and 256 threads 1.545, 128 x 64 and 256 threads 1.335. double 8191 x 16385: 32 x 32 1.161,
@@ -69,8 +70,9 @@ struct TransposeTuning {
   // 512x2 1.567, 32/32 256x4 1.320, vector tiles with each row's vectors shifted into place 1.678,
   // scalar tiles 2.761; int16 32767 x 16385: 64/64 512x2 0.797, 64/32 256x4 0.882, 32/32 256x4
   // 0.926, the shifted vector tiles 1.338, scalar 1.809. The pass is bound by issue, not memory (ncu,
-  // int8 32/32 words: 79% of the issue slots busy, DRAM at 39% of its peak). Output rows cut on 64-
-  // or 128-byte boundaries instead of 32-byte sectors (more rows read a tile): 3-5% and 55-70% slower.
+  // int8 32/32 words: 79% of the issue slots busy, DRAM at 39% of its peak). In an earlier form of
+  // the kernel, output rows cut on 64- or 128-byte boundaries instead of 32-byte sectors (more rows
+  // read a tile) were 3-5% and 55-70% slower (transpose.json).
   static constexpr bool kSkewedTiles = ElementBytes <= 8;
   static constexpr int kSkewedTile = ElementBytes == 4 ? 64 : 32;
   static constexpr int kSkewedThreads = ElementBytes <= 2 ? 512 : ElementBytes == 16 ? 128 : 256;

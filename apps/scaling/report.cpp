@@ -302,7 +302,10 @@ std::string verdict_line(const Options& o, const ModeAnalysis& a) {
   }
   const bool pass = c.median <= 0.15 && c.worst <= 0.25;
   std::string held;
-  for (const auto& q : c.predictions) held += (held.empty() ? "" : ",") + std::to_string(q.ranks);
+  for (const auto& q : c.predictions) {
+    if (!held.empty()) held += ',';
+    held += std::to_string(q.ranks);
+  }
   std::snprintf(line, sizeof line,
                 "model check %s %s: %s median |error| %.1f%% max %.1f%% (at %d ranks), fitted on ranks %d,%d, held out "
                 "%s; target median <= 15%% max <= 25%%%s%s",

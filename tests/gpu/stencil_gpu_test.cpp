@@ -440,7 +440,9 @@ TYPED_TEST(StencilGpu, StoredFrameSweepsTheRegionOnEitherPathAndSetsItsFlags) {
           const bool one_launch = kernels::stencil_2d_stored_frame(cuda_queue(), frame_queue, in.device + origin, ld,
                                                                    out.device + origin, ld, rows, cols, f, w, change.device,
                                                                    copies, ff, polled);
-          if (!polled) EXPECT_FALSE(one_launch) << where << ": the one launch without polled flags";
+          if (!polled) {
+            EXPECT_FALSE(one_launch) << where << ": the one launch without polled flags";
+          }
           const index_t differs = first_difference(out.device_to_host(), whole);
           EXPECT_EQ(differs, -1) << where << " call " << call << ": output element " << differs;
           EXPECT_EQ(first_difference(dest.device_to_host(), want), -1) << where << " call " << call << ": the copies";

@@ -356,7 +356,10 @@ class PlanImpl {
   std::string layout_text() const {
     auto text = [&](const State& s) {
       std::string t = "[";
-      for (int k = 0; k < s.ndim; ++k) t += (k ? "," : "") + std::to_string(s.dist[static_cast<std::size_t>(k)]);
+      for (int k = 0; k < s.ndim; ++k) {
+        if (k) t += ',';
+        t += std::to_string(s.dist[static_cast<std::size_t>(k)]);
+      }
       return t + "]";
     };
     return text(input_) + " -> " + text(output_) + (output_.swapped ? " swapped" : "");

@@ -87,11 +87,22 @@ const char* to_string(DType t);
 std::optional<DType> parse_dtype(std::string_view text);
 std::size_t size_of(DType t);
 
+namespace detail {
+// For dispatch: whether the DType's C++ type is T.
+template <class T>
+struct IsDTypeOf {
+  template <class U>
+  constexpr bool operator()() const {
+    return std::is_same_v<U, T>;
+  }
+};
+}  // namespace detail
+
 // True when T is the C++ type of one of the DTypes.
 template <class T>
 inline constexpr bool is_dtype_element_v = [] {
   for (DType t : kDTypes)
-    if (dispatch(t, []<class U>() { return std::is_same_v<U, T>; })) return true;
+    if (dispatch(t, detail::IsDTypeOf<T>{})) return true;
   return false;
 }();
 
@@ -99,7 +110,7 @@ template <class T>
 constexpr DType dtype_of() {
   static_assert(is_dtype_element_v<T>, "dtype_of: unsupported element type");
   for (DType t : kDTypes)
-    if (dispatch(t, []<class U>() { return std::is_same_v<U, T>; })) return t;
+    if (dispatch(t, detail::IsDTypeOf<T>{})) return t;
   return DType::float64;
 }
 

@@ -340,6 +340,23 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
+// The sector the skewed tiles cut each output row on, and their grid: a thread block per column of
+// tiles (at most 2^31 - 1 of them), walking down the tile rows (at most 65535 at once); one more
+// tile row than rows / tile_rows rounded up, so that the last rows are covered whatever the cut.
+inline constexpr int kSkewSector = 32;
+
+struct SkewedGrid {
+  index_t tiles_across, tile_rows;
+  dim3 grid;
+};
+
+inline SkewedGrid skewed_grid(index_t rows, index_t cols, index_t rows_per_tile, index_t cols_per_tile, index_t skew) {
+  SkewedGrid g{ceil_div<index_t>(cols, cols_per_tile), ceil_div<index_t>(rows + skew - 1, rows_per_tile), dim3()};
+  g.grid = dim3(static_cast<unsigned>(std::min<index_t>(g.tiles_across, 0x7fffffff)),
+                static_cast<unsigned>(std::min<index_t>(g.tile_rows, 65535)));
+  return g;
+}
+
 // Skewed tiles in a two-dimensional grid (a thread block per column of tiles, walking down the rows
 // of tiles; the tile's place from the block index, not a 64-bit division): padded tiles whose output
 // rows are cut on 32-byte sector boundaries. Where a block's rows are not on sector boundaries, a
@@ -356,7 +373,7 @@ __global__ void __launch_bounds__(Threads)
 template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
 __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     transpose_skewed_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
-  constexpr int kSector = 32;
+  constexpr int kSector = kSkewSector;
   static_assert(kTile * sizeof(E) % kSector == 0, "a tile's side spans whole sectors");
   constexpr int kSkew = kSector / static_cast<int>(sizeof(E));
   constexpr int kWarps = Threads / 32, kGroups = kTile / 32, kSteps = kTile / kWarps;
@@ -413,11 +430,8 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
 template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
 void launch_transpose_skewed(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr auto kernel = transpose_skewed_kernel<E, kTile, Threads, MinBlocksPerSm>;
-  constexpr index_t kSkew = 32 / static_cast<index_t>(sizeof(E));
-  const index_t tiles_across = ceil_div<index_t>(cols, kTile), tile_rows = ceil_div<index_t>(rows + kSkew - 1, kTile);
-  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_across, 0x7fffffff)),
-                  static_cast<unsigned>(std::min<index_t>(tile_rows, 65535)));
-  kernel<<<grid, Threads, 0, to_cuda(stream)>>>(args, rows, cols, tiles_across, tile_rows);
+  const SkewedGrid g = skewed_grid(rows, cols, kTile, kTile, kSkewSector / static_cast<index_t>(sizeof(E)));
+  kernel<<<g.grid, Threads, 0, to_cuda(stream)>>>(args, rows, cols, g.tiles_across, g.tile_rows);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
@@ -450,11 +464,12 @@ __device__ __forceinline__ void store_word_part(unsigned char* word, unsigned v,
     if (b >= from && b < to) store_word<word_t<kE>>(word + b, static_cast<word_t<kE>>(v >> (8 * b)));
 }
 
-template <class E, int Threads, int kSector, int kInWords, int kOutWords>
+template <class E, int Threads, int kInWords, int kOutWords>
 struct SkewedWordTile {
   static constexpr int kE = static_cast<int>(sizeof(E));
   static_assert(kE == 1 || kE == 2, "skewed word tiles move 1- and 2-byte elements");
-  static_assert(kInWords % 32 == 0 && kOutWords % 32 == 0 && (4 * kOutWords) % kSector == 0, "whole warps, whole sectors");
+  static_assert(kInWords % 32 == 0 && kOutWords % 32 == 0, "whole warps (and so whole sectors of an output row)");
+  static constexpr int kSector = kSkewSector;
   static constexpr int kPerWord = 4 / kE;
   static constexpr int kTileRows = kOutWords * kPerWord, kTileCols = kInWords * kPerWord;
   static constexpr int kSkew = kSector / kE, kInRows = kTileRows + kSkew;
@@ -588,10 +603,10 @@ struct SkewedWordTile {
   }
 };
 
-template <class E, int Threads, int MinBlocksPerSm = 1, int kSector = 32, int kInWords = 32, int kOutWords = 32>
+template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32>
 __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     transpose_skewed_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
-  using Tile = SkewedWordTile<E, Threads, kSector, kInWords, kOutWords>;
+  using Tile = SkewedWordTile<E, Threads, kInWords, kOutWords>;
   extern __shared__ unsigned tile[];  // Tile::kStorageBytes
   const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
   for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x) {
@@ -609,18 +624,15 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
   }
 }
 
-template <class E, int Threads, int MinBlocksPerSm = 1, int kSector = 32, int kInWords = 32, int kOutWords = 32>
+template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32>
 void launch_transpose_skewed_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  using Tile = SkewedWordTile<E, Threads, kSector, kInWords, kOutWords>;
-  constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kSector, kInWords, kOutWords>;
+  using Tile = SkewedWordTile<E, Threads, kInWords, kOutWords>;
+  constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords>;
   // Set before every launch: the same kernel instance may live in more than one loaded module.
   if constexpr (Tile::kStorageBytes > 48 * 1024)
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kStorageBytes)));
-  const index_t tiles_across = ceil_div<index_t>(cols, Tile::kTileCols);
-  const index_t tile_rows = ceil_div<index_t>(rows + Tile::kSkew - 1, Tile::kTileRows);
-  const dim3 grid(static_cast<unsigned>(std::min<index_t>(tiles_across, 0x7fffffff)),
-                  static_cast<unsigned>(std::min<index_t>(tile_rows, 65535)));
-  kernel<<<grid, Threads, Tile::kStorageBytes, to_cuda(stream)>>>(args, rows, cols, tiles_across, tile_rows);
+  const SkewedGrid g = skewed_grid(rows, cols, Tile::kTileRows, Tile::kTileCols, Tile::kSkew);
+  kernel<<<g.grid, Threads, Tile::kStorageBytes, to_cuda(stream)>>>(args, rows, cols, g.tiles_across, g.tile_rows);
   TESSERA_CUDA_CHECK_LAUNCH();
 }
 
@@ -816,7 +828,7 @@ template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
   if constexpr (Tuning::kSkewedTiles && kBytes < 4) {
-    launch_transpose_skewed_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, 32, Tuning::kSkewedInWords,
+    launch_transpose_skewed_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
                                   Tuning::kSkewedOutWords>(args, rows, cols, stream);
   } else if constexpr (Tuning::kSkewedTiles) {
     launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm>(args, rows, cols,

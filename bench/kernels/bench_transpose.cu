@@ -235,18 +235,23 @@ struct SkewedVariant {
   }
 };
 
-// Skewed tiles of 1- and 2-byte elements moved as words (TransposeTuning::kSkewedTiles's path for them).
-template <int Bytes, int Threads, int MinBlocks, int InWords = 32, int OutWords = 32>
+// Skewed tiles of 1- and 2-byte elements moved as words (TransposeTuning::kSkewedTiles's path for
+// them), transposed in registers on the way in, or fed by cp.async first (Staged).
+template <int Bytes, int Threads, int MinBlocks, int InWords, int OutWords, bool Staged>
 struct SkewedWordsVariant {
   static constexpr int kBytes = Bytes;
   using LaunchesItself = void;
   static std::string name() {
-    return "skewed words " + std::to_string(InWords) + "/" + std::to_string(OutWords) + ", " +
-           std::to_string(Threads) + "x" + std::to_string(MinBlocks);
+    return std::string(Staged ? "staged" : "register") + " words " + std::to_string(InWords) + "/" + std::to_string(OutWords) +
+           ", " + std::to_string(Threads) + "x" + std::to_string(MinBlocks);
   }
   template <class E>
   static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
-    detail::launch_transpose_skewed_words<E, Threads, MinBlocks, InWords, OutWords>(args, rows, cols, stream);
+    if constexpr (Staged) {
+      detail::launch_transpose_skewed_staged_words<E, Threads, MinBlocks, InWords, OutWords>(args, rows, cols, stream);
+    } else {
+      detail::launch_transpose_skewed_words<E, Threads, MinBlocks, InWords, OutWords>(args, rows, cols, stream);
+    }
   }
 };
 
@@ -348,9 +353,9 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
     // The skewed word tiles on aligned rows: what the misalignment itself costs them.
     if (!has_vendor) TESSERA_CUDA_CHECK(cudaMemcpy(vendor_out, out, total, cudaMemcpyDeviceToDevice));
     if (type == "int8") {
-      time_variant<SkewedWordsVariant<1, 512, 2, 64, 32>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 64, 64, false>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else {
-      time_variant<SkewedWordsVariant<2, 512, 2, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 256, 4, 64, 32, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     }
   }
   if (b.opt->variants && big) {
@@ -371,17 +376,17 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
       time_variant<SkewedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int8" && unaligned) {
       time_variant<DefaultScalar<1>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<1, 512, 2, 64, 32>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<1, 512, 2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<1, 512, 2, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<1, 512, 2, 32, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<1, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 64, 64, false>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 64, 32, false>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 256, 4, 32, 32, false>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 512, 2, 64, 32, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<1, 256, 4, 32, 32, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int16" && unaligned) {
       time_variant<DefaultScalar<2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<2, 512, 2, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<2, 256, 4, 64, 64>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<2, 256, 4, 64, 32>>(b, type.c_str(), s, in, out, vendor_out, bytes);
-      time_variant<SkewedWordsVariant<2, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 256, 4, 64, 32, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 512, 2, 64, 64, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 512, 2, 64, 64, false>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedWordsVariant<2, 256, 4, 32, 32, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     }
   }
   tessera::kernels::deallocate(b.q, in);

@@ -27,11 +27,14 @@ namespace {
 
 namespace detail = kernels::cuda::detail;
 
-enum class Path { scalar, skewed, skewed_narrow };
+enum class Path { scalar, skewed, skewed_narrow, skewed_other_feed };
 
 template <int Bytes, Path P>
 struct ForcedTuning : detail::TransposeTuning<Bytes> {
-  static constexpr bool kSkewedTiles = P == Path::skewed || P == Path::skewed_narrow;
+  static constexpr bool kSkewedTiles = P != Path::scalar;
+  // The word tiles' other way in: cp.async for bytes, registers for halves.
+  static constexpr bool kSkewedWordsStaged =
+      P == Path::skewed_other_feed ? !detail::TransposeTuning<Bytes>::kSkewedWordsStaged : detail::TransposeTuning<Bytes>::kSkewedWordsStaged;
 };
 
 // The skewed word tiles of 1- and 2-byte elements with one word of each input and output row a lane
@@ -46,6 +49,7 @@ const char* path_name(Path p) {
   switch (p) {
     case Path::skewed: return "skewed tiles";
     case Path::skewed_narrow: return "skewed word tiles of 32 words";
+    case Path::skewed_other_feed: return "skewed word tiles fed the other way (cp.async / registers)";
     case Path::scalar: break;
   }
   return "scalar tiles";
@@ -113,7 +117,7 @@ void check_path(index_t rows, index_t cols, const Layout& l) {
 }
 
 // Sides of at least 32 (below that the skinny tiles take the block) around the tiles: skewed word
-// tiles of up to 128 rows by 256 bytes (those inside the block from 256 x 516 bytes on), skewed tiles
+// tiles of up to 256 rows by 256 bytes (those inside the block from 544 x 528 bytes on), skewed tiles
 // of 64 x 64 floats and 32 x 32 doubles, scalar tiles of up to 128 x 64. Small mode: a few, with
 // whole tiles of every kind.
 std::vector<std::pair<index_t, index_t>> shapes() {
@@ -167,6 +171,10 @@ TEST(TransposeGpu, SkewedTilesOnUnalignedRowsMatchCpu) {
   check_all<1, Path::skewed_narrow>();
   if (HasFailure()) return;
   check_all<2, Path::skewed_narrow>();
+  if (HasFailure()) return;
+  check_all<1, Path::skewed_other_feed>();
+  if (HasFailure()) return;
+  check_all<2, Path::skewed_other_feed>();
 }
 
 TEST(TransposeGpu, ScalarTilesOnUnalignedRowsMatchCpu) {

@@ -22,7 +22,9 @@
 //    16-byte elements on blocks whose sides are not multiples of 32 (tuning/transpose.cuh says which).
 //    For 1- and 2-byte elements (rows off 4-byte boundaries) the same cut with every global access
 //    an aligned 4-byte word (transpose_skewed_words_kernel): each input row's words funnel-shifted
-//    into place on the way into shared memory, each output word gathered from the 4 or 2 rows it spans.
+//    into place and transposed in registers on the way into shared memory, each output word cut
+//    from two neighbouring words of its row; for 2-byte elements the rows first reach shared memory
+//    by cp.async (transpose_skewed_staged_words_kernel).
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -38,6 +40,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/tuning/transpose.cuh"
 #include "tessera/kernels/cuda_check.hpp"
@@ -438,16 +441,19 @@ void launch_transpose_skewed(const TransposeArgs& args, index_t rows, index_t co
 // Skewed tiles of 1- and 2-byte elements moved as 4-byte words (transpose_skewed_words_kernel): the
 // skewed tiles above, whose one-element accesses would take four (bytes) or two (halves) times the
 // instructions of a float's, with every global access an aligned word. A tile is kTileRows input
-// rows by kTileCols columns, kInWords words of each input row and kOutWords of each output row. A
-// warp loads one input row's words as the aligned words around them (lane 31 one more), shifts each
-// with its right-hand neighbour's (a funnel shift by the row's misalignment) into the row's own
-// words, and stores them in shared memory; it then writes one output row's words, cut on sector
-// boundaries as above, each lane's word gathered from the 4 (bytes) or 2 (halves) input rows it
-// spans. Tile row p's words start at word p * kInWords + p / kPerWord: the one word of padding every
-// kPerWord rows puts a warp's gathers, kPerWord rows apart from lane to lane, into 32 distinct banks,
-// and each row's stores into a rotation of them. Full tiles take a path without bounds tests; on the
-// edges, words that cross the block's ends are read and written a piece at a time (nothing outside
-// the block is touched).
+// rows by kTileCols columns, kInWords words of each input row and kOutWords of each output row.
+// Warp y takes groups of kPerWord consecutive tile rows; for each it loads the rows' words as the
+// aligned words around them (lane 31 one more), shifts each with its right-hand neighbour's (a
+// funnel shift by the row's misalignment) into the row's own words, transposes each lane's kPerWord
+// x kPerWord block of elements in registers (8 byte permutes for bytes, 2 for halves) and stores the
+// kPerWord resulting words into the transposed tile: row c of it (output row c0 + c) holds the tile
+// rows' elements of column c, a word per group. After the barrier a warp writes one output row, cut
+// on sector boundaries as above: lane m's word is cut from two neighbouring words of that row by the
+// row's phase ((kSkew - t) % kPerWord). Transposed row c starts at word c * kGroups + c / kPerWord:
+// the stores of a warp (rows kPerWord apart from lane to lane) fall into 32 distinct banks, the
+// output's loads are consecutive words. Full tiles take a path without bounds tests; on the edges,
+// words that cross the block's ends are read and written a piece at a time (nothing outside the
+// block is touched).
 template <int kE>
 __device__ __forceinline__ unsigned load_word_part(const unsigned char* word, int from, int to) {
   unsigned v = 0;
@@ -468,96 +474,122 @@ template <class E, int Threads, int kInWords, int kOutWords>
 struct SkewedWordTile {
   static constexpr int kE = static_cast<int>(sizeof(E));
   static_assert(kE == 1 || kE == 2, "skewed word tiles move 1- and 2-byte elements");
-  static_assert(kInWords % 32 == 0 && kOutWords % 32 == 0, "whole warps (and so whole sectors of an output row)");
+  static_assert(kInWords % 32 == 0 && kOutWords % 32 == 0, "whole warps");
   static constexpr int kSector = kSkewSector;
   static constexpr int kPerWord = 4 / kE;
   static constexpr int kTileRows = kOutWords * kPerWord, kTileCols = kInWords * kPerWord;
   static constexpr int kSkew = kSector / kE, kInRows = kTileRows + kSkew;
+  static constexpr int kGroups = kInRows / kPerWord;  // words of a transposed row
   static constexpr int kWarps = Threads / 32, kInHalves = kInWords / 32, kOutHalves = kOutWords / 32;
-  static constexpr int kReadSteps = ceil_div(kInRows, kWarps), kWriteSteps = kTileCols / kWarps;
-  // Rows each thread loads before it stores any: 12 words in flight a thread at most.
-  static constexpr int kBatch = std::min(kReadSteps, 12 / kInHalves);
-  static constexpr int kStorageWords = kInRows * kInWords + kInRows / kPerWord + 1;
+  static constexpr int kGroupSteps = ceil_div(kGroups, kWarps), kWriteSteps = kTileCols / kWarps;
+  static constexpr int kBatch = std::max(1, std::min(kGroupSteps, 8 / (kPerWord * kInHalves)));
+  static constexpr int kStorageWords = kTileCols * kGroups + kTileCols / kPerWord + 1;
   static constexpr std::size_t kStorageBytes = 4 * static_cast<std::size_t>(kStorageWords);
-  static_assert(Threads % 32 == 0 && kTileCols % kWarps == 0 && kWarps % kPerWord == 0, "whole warps, whole output steps");
+  static_assert(Threads % 32 == 0 && kTileCols % kWarps == 0, "whole warps, whole output steps");
 
-  __device__ static __forceinline__ int word_at(int p, int j) { return p * kInWords + p / kPerWord + j; }
+  __device__ static __forceinline__ int word_at(int c, int g) { return c * kGroups + c / kPerWord + g; }
 
-  // Tile row p's words held by this lane (words lane + 32 h; the last lane also word kInWords in
-  // `extra`), shifted right by `shift` bits into the row's own words.
-  __device__ static __forceinline__ void shift_store(unsigned* tile, int p, const unsigned* w, unsigned extra, unsigned shift) {
+  // The kPerWord rows of group g, lane's words (lane + 32 h, and for the last lane word kInWords in
+  // `extra`), shifted by `shift[i]` bits: transposed and stored.
+  __device__ static __forceinline__ void transpose_store(unsigned* tile, int g, const unsigned (&w)[kPerWord][kInHalves],
+                                                         const unsigned (&extra)[kPerWord], const unsigned (&shift)[kPerWord]) {
     const int lane = static_cast<int>(threadIdx.x) % 32;
-    unsigned* row = tile + word_at(p, lane);
 #pragma unroll
     for (int h = 0; h < kInHalves; ++h) {
-      const unsigned right = __shfl_sync(0xffffffffu, w[h], (lane + 1) % 32);
-      unsigned wrap = extra;
-      if constexpr (kInHalves > 1) wrap = h + 1 < kInHalves ? __shfl_sync(0xffffffffu, w[h + 1 < kInHalves ? h + 1 : h], 0) : extra;
-      row[32 * h] = __funnelshift_r(w[h], lane == 31 ? wrap : right, shift);
+      unsigned s[kPerWord];
+#pragma unroll
+      for (int i = 0; i < kPerWord; ++i) {
+        const unsigned right = __shfl_sync(0xffffffffu, w[i][h], (lane + 1) % 32);
+        unsigned wrap = extra[i];
+        if constexpr (kInHalves > 1) wrap = h + 1 < kInHalves ? __shfl_sync(0xffffffffu, w[i][h + 1 < kInHalves ? h + 1 : h], 0) : extra[i];
+        s[i] = __funnelshift_r(w[i][h], lane == 31 ? wrap : right, shift[i]);
+      }
+      unsigned t[kPerWord];
+      if constexpr (kE == 1) {
+        transpose_4x4_bytes(s[0], s[1], s[2], s[3], t);
+      } else {
+        t[0] = __byte_perm(s[0], s[1], 0x5410);
+        t[1] = __byte_perm(s[0], s[1], 0x7632);
+      }
+      unsigned* column = tile + word_at(kPerWord * (lane + 32 * h), g);
+#pragma unroll
+      for (int k = 0; k < kPerWord; ++k) column[k * kGroups] = t[k];  // rows c .. c + kPerWord - 1: same c / kPerWord
     }
   }
 
+  // The tile's input rows loaded, transposed and stored into `tile` (before a barrier).
   template <bool kFull>
-  __device__ static __forceinline__ void move(unsigned* tile, const TransposeArgs& a, index_t rows, index_t cols, index_t r0,
-                                              index_t c0) {
+  __device__ static __forceinline__ void load(unsigned* tile, const TransposeArgs& a, index_t rows, index_t r0, index_t c0) {
     const int lane = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
     const index_t first = r0 - kSkew, col_bytes = c0 * kE;
     const auto in_address = reinterpret_cast<std::uintptr_t>(a.in);
     if constexpr (kFull) {
-      // The tile's first byte in tile row y (an integer: rows kWarps apart are kWarps pitches apart).
-      const std::uintptr_t start_y = in_address + static_cast<std::uintptr_t>(first + y) * a.in_pitch + col_bytes;
-      const std::uintptr_t step = kWarps * a.in_pitch;
+      // Group g's first row starts kPerWord * g pitches after tile row 0.
+      const std::uintptr_t start_0 = in_address + static_cast<std::uintptr_t>(first) * a.in_pitch + col_bytes;
 #pragma unroll
-      for (int k0 = 0; k0 < kReadSteps; k0 += kBatch) {
-        // A batch of rows' loads in flight before the first is used.
-        unsigned w[kBatch][kInHalves], extra[kBatch];
+      for (int k0 = 0; k0 < kGroupSteps; k0 += kBatch) {
+        unsigned w[kBatch][kPerWord][kInHalves], extra[kBatch][kPerWord];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-          const int k = k0 + b;
-          if (k < kReadSteps && y + k * kWarps < kInRows) {
-            const std::uintptr_t start = start_y + k * step;
-            const auto* base = reinterpret_cast<const unsigned*>(start & ~std::uintptr_t(3)) + lane;
+          const int g = y + (k0 + b) * kWarps;
+          if (k0 + b < kGroupSteps && g < kGroups) {
 #pragma unroll
-            for (int h = 0; h < kInHalves; ++h) w[b][h] = __ldg(base + 32 * h);
-            extra[b] = 0;
-            if (lane == 31 && (start & 3) != 0) extra[b] = __ldg(base + kInWords - 31);
+            for (int i = 0; i < kPerWord; ++i) {
+              const std::uintptr_t start = start_0 + static_cast<std::uintptr_t>(kPerWord * g + i) * a.in_pitch;
+              const auto* base = reinterpret_cast<const unsigned*>(start & ~std::uintptr_t(3)) + lane;
+#pragma unroll
+              for (int h = 0; h < kInHalves; ++h) w[b][i][h] = __ldg(base + 32 * h);
+              extra[b][i] = 0;
+              if (lane == 31 && (start & 3) != 0) extra[b][i] = __ldg(base + kInWords - 31);
+            }
           }
         }
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-          const int k = k0 + b, p = y + k * kWarps;
-          if (k < kReadSteps && p < kInRows) shift_store(tile, p, w[b], extra[b], 8 * static_cast<unsigned>((start_y + k * step) & 3));
+          const int g = y + (k0 + b) * kWarps;
+          if (k0 + b < kGroupSteps && g < kGroups) {
+            unsigned shift[kPerWord];
+#pragma unroll
+            for (int i = 0; i < kPerWord; ++i)
+              shift[i] = 8 * static_cast<unsigned>((start_0 + static_cast<std::uintptr_t>(kPerWord * g + i) * a.in_pitch) & 3);
+            transpose_store(tile, g, w[b], extra[b], shift);
+          }
         }
       }
     } else {
-      // The row's bytes lie at [begin, begin + row_bytes) of the words from the aligned base on.
       const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
-      for (int p = y; p < kInRows; p += kWarps) {
-        const std::uintptr_t start = in_address + static_cast<std::uintptr_t>(first + p) * a.in_pitch + col_bytes;
-        unsigned w[kInHalves] = {}, extra = 0;
-        if (first + p >= 0 && first + p < rows) {
-          const auto* base = reinterpret_cast<const unsigned char*>(start & ~std::uintptr_t(3));
-          const index_t begin = static_cast<index_t>(start & 3) - col_bytes;
-          auto part = [&](int j) {
-            const index_t at = 4 * static_cast<index_t>(j);
-            const int from = static_cast<int>(std::clamp<index_t>(begin - at, 0, 4));
-            const int to = static_cast<int>(std::clamp<index_t>(begin + row_bytes - at, 0, 4));
-            return from < to ? load_word_part<kE>(base + at, from, to) : 0u;
-          };
+      for (int g = y; g < kGroups; g += kWarps) {
+        unsigned w[kPerWord][kInHalves] = {}, extra[kPerWord] = {}, shift[kPerWord];
 #pragma unroll
-          for (int h = 0; h < kInHalves; ++h) w[h] = part(lane + 32 * h);
-          if (lane == 31) extra = part(kInWords);
+        for (int i = 0; i < kPerWord; ++i) {
+          const index_t row = first + kPerWord * g + i;
+          const std::uintptr_t start = in_address + static_cast<std::uintptr_t>(row) * a.in_pitch + col_bytes;
+          shift[i] = 8 * static_cast<unsigned>(start & 3);
+          if (row >= 0 && row < rows) {
+            const auto* base = reinterpret_cast<const unsigned char*>(start & ~std::uintptr_t(3));
+            const index_t begin = static_cast<index_t>(start & 3) - col_bytes;
+            auto part = [&](int j) {
+              const index_t at = 4 * static_cast<index_t>(j);
+              const int from = static_cast<int>(std::clamp<index_t>(begin - at, 0, 4));
+              const int to = static_cast<int>(std::clamp<index_t>(begin + row_bytes - at, 0, 4));
+              return from < to ? load_word_part<kE>(base + at, from, to) : 0u;
+            };
+#pragma unroll
+            for (int h = 0; h < kInHalves; ++h) w[i][h] = part(lane + 32 * h);
+            if (lane == 31) extra[i] = part(kInWords);
+          }
         }
-        shift_store(tile, p, w, extra, 8 * static_cast<unsigned>(start & 3));
+        transpose_store(tile, g, w, extra, shift);
       }
     }
-    __syncthreads();
-    // Output row c of the tile (warp y takes c = y, y + kWarps, ...: c % kPerWord is the warp's own)
-    // starts t elements past a sector boundary; lane m's word (m = lane + 32 h) holds tile rows
-    // top + kPerWord * m + i, top = kSkew - t, whose words sit kPerWord * kInWords + 1 apart from
-    // lane to lane (word_at).
+  }
+
+  // Each output row of the transposed tile written out (after the barrier that follows the tile's load).
+  template <bool kFull>
+  __device__ static __forceinline__ void write(const unsigned* tile, const TransposeArgs& a, index_t rows, index_t cols, index_t r0,
+                                               index_t c0) {
+    const int lane = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
     const unsigned out_misalignment = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(a.out)) & (kSector - 1);
-    const auto* column = reinterpret_cast<const unsigned char*>(tile) + 4 * (kPerWord * kInWords + 1) * lane + (y % kPerWord) * kE;
     std::size_t at = static_cast<std::size_t>(c0 + y) * a.out_pitch + static_cast<std::size_t>(r0) * kE;  // (c0 + c, r0)
     const std::size_t at_step = kWarps * a.out_pitch;
 #pragma unroll 2
@@ -565,25 +597,13 @@ struct SkewedWordTile {
       const int c = y + k * kWarps;
       if (!kFull && c0 + c >= cols) break;  // the same for the whole warp, and for every later step
       const unsigned t = ((out_misalignment + static_cast<unsigned>(at)) & (kSector - 1)) / kE;
-      const unsigned top = kSkew - t, rest = top % kPerWord;
-      // Tile row top + i lies in the group of top / kPerWord for i < kPerWord - rest, else the next.
-      const unsigned char* group = column + 4 * (top * kInWords + top / kPerWord + static_cast<unsigned>(c) / kPerWord);
+      const unsigned top = kSkew - t;  // tile row of the output row's first element
+      const unsigned shift = 8 * kE * (top % kPerWord);
+      const unsigned* row = tile + word_at(c, static_cast<int>(top / kPerWord)) + lane;
       unsigned char* dst = a.out + (at - t * kE) + 4 * lane;
 #pragma unroll
       for (int h = 0; h < kOutHalves; ++h) {
-        unsigned part[kPerWord];
-#pragma unroll
-        for (int i = 0; i < kPerWord; ++i) {
-          const unsigned char* src = group + 4 * (i * kInWords + 32 * h * (kPerWord * kInWords + 1));
-          if (i > 0 && static_cast<unsigned>(i) >= kPerWord - rest) src += 4;
-          part[i] = *reinterpret_cast<const E*>(src);
-        }
-        unsigned v;
-        if constexpr (kE == 1) {
-          v = __byte_perm(__byte_perm(part[0], part[1], 0x0040), __byte_perm(part[2], part[3], 0x0040), 0x5410);
-        } else {
-          v = __byte_perm(part[0], part[1], 0x5410);
-        }
+        const unsigned v = __funnelshift_r(row[32 * h], row[32 * h + 1], shift);
         unsigned char* word = dst + 128 * h;
         if constexpr (kFull) {
           store_word<unsigned>(word, v);
@@ -599,11 +619,19 @@ struct SkewedWordTile {
         }
       }
     }
+  }
+
+  template <bool kFull>
+  __device__ static __forceinline__ void move(unsigned* tile, const TransposeArgs& a, index_t rows, index_t cols, index_t r0,
+                                              index_t c0) {
+    load<kFull>(tile, a, rows, r0, c0);
+    __syncthreads();
+    write<kFull>(tile, a, rows, cols, r0, c0);
     __syncthreads();  // the next tile of this thread block reuses the storage
   }
 };
 
-template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32>
+template <class E, int Threads, int MinBlocksPerSm, int kInWords, int kOutWords>
 __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     transpose_skewed_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
   using Tile = SkewedWordTile<E, Threads, kInWords, kOutWords>;
@@ -611,7 +639,6 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
   const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
   for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x) {
     const index_t c0 = tc * Tile::kTileCols, col_bytes = c0 * Tile::kE;
-    // Every word of every row inside the block, the one past the tile's included.
     const bool inner_cols = col_bytes >= 4 && col_bytes + 4 * (kInWords + 1) <= row_bytes;
     for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
       const index_t r0 = tr * Tile::kTileRows;
@@ -628,7 +655,121 @@ template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int k
 void launch_transpose_skewed_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   using Tile = SkewedWordTile<E, Threads, kInWords, kOutWords>;
   constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords>;
-  // Set before every launch: the same kernel instance may live in more than one loaded module.
+  if constexpr (Tile::kStorageBytes > 48 * 1024)
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kStorageBytes)));
+  const SkewedGrid g = skewed_grid(rows, cols, Tile::kTileRows, Tile::kTileCols, Tile::kSkew);
+  kernel<<<g.grid, Threads, Tile::kStorageBytes, to_cuda(stream)>>>(args, rows, cols, g.tiles_across, g.tile_rows);
+  TESSERA_CUDA_CHECK_LAUNCH();
+}
+
+// The word tiles fed by cp.async: a full tile's input rows are first copied into a staging area of
+// shared memory in aligned 16-byte chunks (row i's from the 16-byte boundary at or below its first
+// byte: kInWords / 4 + 1 chunks cover its words and the one after), so that all of the tile's loads
+// are in flight at once and no register waits for them; the transposition then reads each lane's
+// word and its right-hand neighbour from the staging area and goes on as above. Edge tiles take the
+// register path (SkewedWordTile::load<false>). Staged rows are contiguous, kChunks chunks each: a
+// warp's copies are consecutive 16-byte slots and its reads consecutive words.
+template <class E, int Threads, int kInWords, int kOutWords>
+struct SkewedStagedWordTile : SkewedWordTile<E, Threads, kInWords, kOutWords> {
+  using Base = SkewedWordTile<E, Threads, kInWords, kOutWords>;
+  using Base::kE, Base::kPerWord, Base::kTileRows, Base::kTileCols, Base::kSkew, Base::kInRows, Base::kGroups, Base::kWarps,
+      Base::kInHalves, Base::kGroupSteps;
+  static constexpr int kChunks = kInWords / 4 + 1, kStageStride = 4 * kChunks;  // words of a staged row
+  static constexpr int kStageWords = kInRows * kStageStride;
+  static constexpr std::size_t kStageOffset = (Base::kStorageBytes + 15) / 16 * 16;  // bytes: cp.async needs 16-byte alignment
+  static constexpr std::size_t kStorageBytes = kStageOffset + 4 * static_cast<std::size_t>(kStageWords);
+  // Bytes a full tile may read on each side of its columns: a row's chunks start up to 15 bytes
+  // before its first column and end up to 16 after its last.
+  static constexpr index_t kReachBefore = 16, kReachAfter = 4 * kInWords + 16;
+
+  // Issue the copies of the tile at (r0, c0) into `stage` and commit them as one group.
+  __device__ static __forceinline__ void stage(unsigned* stage, const TransposeArgs& a, index_t r0, index_t c0) {
+    const std::uintptr_t start_0 =
+        reinterpret_cast<std::uintptr_t>(a.in) + static_cast<std::uintptr_t>(r0 - kSkew) * a.in_pitch + static_cast<std::uintptr_t>(c0 * kE);
+    for (int q = static_cast<int>(threadIdx.x); q < kInRows * kChunks; q += Threads) {
+      const int i = q / kChunks, k = q - i * kChunks;
+      const std::uintptr_t chunk = ((start_0 + static_cast<std::uintptr_t>(i) * a.in_pitch) & ~std::uintptr_t(15)) + 16 * k;
+      copy_async_16(stage + i * kStageStride + 4 * k, reinterpret_cast<const void*>(chunk), 16);
+    }
+    copy_async_commit();
+  }
+
+  // The staged rows shifted into place, transposed and stored into the tile (after the copies'
+  // wait and a barrier).
+  __device__ static __forceinline__ void transpose_staged(unsigned* tile, const unsigned* stage, const TransposeArgs& a, index_t r0,
+                                                          index_t c0) {
+    const int lane = static_cast<int>(threadIdx.x) % 32, y = static_cast<int>(threadIdx.x) / 32;
+    const unsigned start_0 = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(a.in) +
+                                                   static_cast<std::uintptr_t>(r0 - kSkew) * a.in_pitch + static_cast<std::uintptr_t>(c0 * kE)) & 15u;
+    const unsigned pitch = static_cast<unsigned>(a.in_pitch & 15);
+#pragma unroll
+    for (int k = 0; k < kGroupSteps; ++k) {
+      const int g = y + k * kWarps;
+      if (kGroupSteps * kWarps == kGroups || g < kGroups) {
+        const unsigned* row[kPerWord];
+        unsigned shift[kPerWord];
+#pragma unroll
+        for (int i = 0; i < kPerWord; ++i) {
+          const int r = kPerWord * g + i;
+          const unsigned offset = (start_0 + static_cast<unsigned>(r) * pitch) & 15u;  // of the row's first byte in its first chunk
+          row[i] = stage + r * kStageStride + offset / 4 + lane;
+          shift[i] = 8 * (offset & 3u);
+        }
+#pragma unroll
+        for (int h = 0; h < kInHalves; ++h) {
+          unsigned s[kPerWord];
+#pragma unroll
+          for (int i = 0; i < kPerWord; ++i) s[i] = __funnelshift_r(row[i][32 * h], row[i][32 * h + 1], shift[i]);
+          unsigned t[kPerWord];
+          if constexpr (kE == 1) {
+            transpose_4x4_bytes(s[0], s[1], s[2], s[3], t);
+          } else {
+            t[0] = __byte_perm(s[0], s[1], 0x5410);
+            t[1] = __byte_perm(s[0], s[1], 0x7632);
+          }
+          unsigned* column = tile + Base::word_at(kPerWord * (lane + 32 * h), g);
+#pragma unroll
+          for (int m = 0; m < kPerWord; ++m) column[m * kGroups] = t[m];
+        }
+      }
+    }
+  }
+};
+
+template <class E, int Threads, int MinBlocksPerSm, int kInWords, int kOutWords>
+__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
+    transpose_skewed_staged_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
+  using Tile = SkewedStagedWordTile<E, Threads, kInWords, kOutWords>;
+  extern __shared__ __align__(16) unsigned storage[];  // Tile::kStorageBytes: the transposed tile, then the staging area
+  unsigned* tile = storage;
+  unsigned* stage = storage + Tile::kStageOffset / 4;
+  const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
+  for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x) {
+    const index_t c0 = tc * Tile::kTileCols, col_bytes = c0 * Tile::kE;
+    const bool inner_cols = col_bytes >= Tile::kReachBefore && col_bytes + Tile::kReachAfter <= row_bytes;
+    for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
+      const index_t r0 = tr * Tile::kTileRows;
+      if (inner_cols && r0 >= Tile::kSkew && r0 + Tile::kTileRows <= rows) {
+        Tile::stage(stage, a, r0, c0);
+        copy_async_wait<0>();
+        __syncthreads();
+        Tile::transpose_staged(tile, stage, a, r0, c0);
+        __syncthreads();
+        Tile::template write<true>(tile, a, rows, cols, r0, c0);
+      } else {
+        Tile::template load<false>(tile, a, rows, r0, c0);
+        __syncthreads();
+        Tile::template write<false>(tile, a, rows, cols, r0, c0);
+      }
+      __syncthreads();  // the next tile of this thread block reuses the storage
+    }
+  }
+}
+
+template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32>
+void launch_transpose_skewed_staged_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
+  using Tile = SkewedStagedWordTile<E, Threads, kInWords, kOutWords>;
+  constexpr auto kernel = transpose_skewed_staged_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords>;
   if constexpr (Tile::kStorageBytes > 48 * 1024)
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kStorageBytes)));
   const SkewedGrid g = skewed_grid(rows, cols, Tile::kTileRows, Tile::kTileCols, Tile::kSkew);
@@ -827,7 +968,10 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
 template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
-  if constexpr (Tuning::kSkewedTiles && kBytes < 4) {
+  if constexpr (Tuning::kSkewedTiles && kBytes < 4 && Tuning::kSkewedWordsStaged) {
+    launch_transpose_skewed_staged_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
+                                         Tuning::kSkewedOutWords>(args, rows, cols, stream);
+  } else if constexpr (Tuning::kSkewedTiles && kBytes < 4) {
     launch_transpose_skewed_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
                                   Tuning::kSkewedOutWords>(args, rows, cols, stream);
   } else if constexpr (Tuning::kSkewedTiles) {

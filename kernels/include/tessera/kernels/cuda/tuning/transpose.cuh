@@ -63,21 +63,28 @@ struct TransposeTuning {
   // 1.610, 8191 x 8193 0.401 / 0.452 / 0.406; 128 threads (118 registers) 1.603 and 0.403. ncu on a
   // standalone copy of both float kernels: L2 write sectors 33.6M against the uncut tiles' 40.9M,
   // DRAM reads 1.07 against 1.13 GB.
-  // 1- and 2-byte elements: the skewed tiles moved as 4-byte words (transpose_skewed_words_kernel),
-  // kSkewedInWords words of each input row by kSkewedOutWords of each output row, 512 threads, two
-  // blocks an SM. tessera_bench_transpose --variants, H200, 2026-12-01 (ms; in/out words, threads x
-  // blocks): int8 32767 x 32769: 64/32 512x2 0.905, 32/32 512x2 1.009, 64/64 512x2 0.948, 32/64
-  // 512x2 1.567, 32/32 256x4 1.320, vector tiles with each row's vectors shifted into place 1.678,
-  // scalar tiles 2.761; int16 32767 x 16385: 64/64 512x2 0.797, 64/32 256x4 0.882, 32/32 256x4
-  // 0.926, the shifted vector tiles 1.338, scalar 1.809. The pass is bound by issue, not memory (ncu,
-  // int8 32/32 words: 79% of the issue slots busy, DRAM at 39% of its peak). In an earlier form of
-  // the kernel, output rows cut on 64- or 128-byte boundaries instead of 32-byte sectors (more rows
-  // read a tile) were 3-5% and 55-70% slower (transpose.json).
+  // 1- and 2-byte elements: the skewed tiles moved as 4-byte words, kSkewedInWords words of each
+  // input row by kSkewedOutWords of each output row, transposed in registers on the way in
+  // (transpose_skewed_words_kernel; bytes: 512 threads, 2 blocks an SM) or, for halves, fed by
+  // cp.async through a staging area first (kSkewedWordsStaged,
+  // transpose_skewed_staged_words_kernel; 256 threads, 4 blocks). tessera_bench_transpose
+  // --variants, H200, 2026-12-01 (ms; in/out words, threads x blocks): int8 32767 x 32769:
+  // registers 64/64 512x2 0.713-0.722, 64/32 512x2 0.758-0.771, 32/32 256x4 0.852-0.855, 32/32
+  // 512x2 0.984; staged 64/32 512x2 0.780-0.788, 32/32 256x4 0.735-0.788, 64/64 512x1 0.897; the
+  // earlier form that gathered each output word from shared memory on the way out 0.906 (64/32);
+  // scalar tiles 2.758. 8191 x 16385: registers 64/64 0.120-0.122, 64/32 0.116-0.118, staged 64/32
+  // 0.121-0.124, the gathering form 0.134. int16 32767 x 16385: staged 64/32 256x4 0.700-0.734,
+  // 64/64 512x2 0.717-0.751; registers 64/64 512x2 0.762-0.770, 64/32 0.924; the gathering form
+  // 0.795; scalar 1.812. 8191 x 16385: staged 64/32 0.192-0.200, registers 64/64 0.208-0.212, the
+  // gathering form 0.217. Thread blocks that each walk many tiles and copy the next one in while
+  // writing out the current: 1.012-1.016 (int8) and 0.839-0.841 (int16). ncu (int8 registers
+  // 64/32): 70% of the SM's throughput, DRAM at 52% of its peak.
   static constexpr bool kSkewedTiles = ElementBytes <= 8;
   static constexpr int kSkewedTile = ElementBytes == 4 ? 64 : 32;
-  static constexpr int kSkewedThreads = ElementBytes <= 2 ? 512 : ElementBytes == 16 ? 128 : 256;
-  static constexpr int kSkewedBlocksPerSm = ElementBytes <= 2 ? 2 : ElementBytes == 4 ? 4 : 1;
-  static constexpr int kSkewedInWords = 64, kSkewedOutWords = ElementBytes == 1 ? 32 : 64;
+  static constexpr int kSkewedThreads = ElementBytes == 1 ? 512 : ElementBytes == 16 ? 128 : 256;
+  static constexpr int kSkewedBlocksPerSm = ElementBytes == 1 ? 2 : ElementBytes <= 4 ? 4 : 1;
+  static constexpr int kSkewedInWords = 64, kSkewedOutWords = ElementBytes == 1 ? 64 : 32;
+  static constexpr bool kSkewedWordsStaged = ElementBytes == 2;
   // 16-byte elements on blocks whose sides are not multiples of kGridEdgeMultiple: skewed tiles of
   // 32^2 and kSkewedThreads threads instead of vector tiles with scalar edges. 16383 x 16385 (ms;
   // geam 3.086): skewed 3.103, uncut padded tiles 3.246 (128 threads) and 3.247 (256), vector tiles

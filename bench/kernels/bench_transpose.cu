@@ -221,17 +221,17 @@ struct ScalarVariant : detail::TransposeTuning<Bytes> {
 };
 
 // Skewed tiles in a two-dimensional grid (TransposeTuning::kSkewedTiles's path).
-template <int Bytes, int Tile, int Threads, int MinBlocks = 1>
+template <int Bytes, int Tile, int Threads, int MinBlocks = 1, bool Async = false>
 struct SkewedVariant {
   static constexpr int kBytes = Bytes;
   using LaunchesItself = void;  // marks the variants that launch their own kernel
   static std::string name() {
     return "skewed " + std::to_string(Tile) + "x" + std::to_string(Tile) + ", " + std::to_string(Threads) + " thr" +
-           (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "");
+           (MinBlocks > 1 ? ", " + std::to_string(MinBlocks) + " blocks/SM" : "") + (Async ? ", cp.async" : "");
   }
   template <class E>
   static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
-    detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks>(args, rows, cols, stream);
+    detail::launch_transpose_skewed<E, Tile, Threads, MinBlocks, Async>(args, rows, cols, stream);
   }
 };
 
@@ -367,11 +367,19 @@ void bench_shape(Bench& b, const std::string& type, Shape s) {
     if (type == "float" && unaligned) {
       time_variant<DefaultScalar<4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<4, 32, 256, 4>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<4, 64, 256, 4, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<4, 64, 256, 6, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<4, 32, 256, 8, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "double" && unaligned) {
       time_variant<DefaultScalar<8>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<8, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<8, 32, 128>>(b, type.c_str(), s, in, out, vendor_out, bytes);
       time_variant<SkewedVariant<8, 32, 256, 2>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 32, 256, 4, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 32, 256, 8, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 32, 128, 8, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 64, 256, 4, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
+      time_variant<SkewedVariant<8, 64, 512, 2, true>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "b16") {
       time_variant<SkewedVariant<16, 32, 256>>(b, type.c_str(), s, in, out, vendor_out, bytes);
     } else if (type == "int8" && unaligned) {

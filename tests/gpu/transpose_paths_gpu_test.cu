@@ -27,7 +27,7 @@ namespace {
 
 namespace detail = kernels::cuda::detail;
 
-enum class Path { scalar, skewed, skewed_narrow, skewed_other_feed };
+enum class Path { scalar, skewed, skewed_narrow, skewed_other_feed, skewed_async };
 
 template <int Bytes, Path P>
 struct ForcedTuning : detail::TransposeTuning<Bytes> {
@@ -35,6 +35,8 @@ struct ForcedTuning : detail::TransposeTuning<Bytes> {
   // The word tiles' other way in: cp.async for bytes, registers for halves.
   static constexpr bool kSkewedWordsStaged =
       P == Path::skewed_other_feed ? !detail::TransposeTuning<Bytes>::kSkewedWordsStaged : detail::TransposeTuning<Bytes>::kSkewedWordsStaged;
+  // The skewed tiles of 4- and 8-byte elements loaded by cp.async (or by registers, where that is the tuning's).
+  static constexpr bool kSkewedAsync = (P == Path::skewed_async) != detail::TransposeTuning<Bytes>::kSkewedAsync;
 };
 
 // The skewed word tiles of 1- and 2-byte elements with one word of each input and output row a lane
@@ -50,6 +52,7 @@ const char* path_name(Path p) {
     case Path::skewed: return "skewed tiles";
     case Path::skewed_narrow: return "skewed word tiles of 32 words";
     case Path::skewed_other_feed: return "skewed word tiles fed the other way (cp.async / registers)";
+    case Path::skewed_async: return "skewed tiles loaded the other way (cp.async / registers)";
     case Path::scalar: break;
   }
   return "scalar tiles";
@@ -175,6 +178,10 @@ TEST(TransposeGpu, SkewedTilesOnUnalignedRowsMatchCpu) {
   check_all<1, Path::skewed_other_feed>();
   if (HasFailure()) return;
   check_all<2, Path::skewed_other_feed>();
+  if (HasFailure()) return;
+  check_all<4, Path::skewed_async>();
+  if (HasFailure()) return;
+  check_all<8, Path::skewed_async>();
 }
 
 TEST(TransposeGpu, ScalarTilesOnUnalignedRowsMatchCpu) {

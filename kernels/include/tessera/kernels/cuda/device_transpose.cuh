@@ -371,9 +371,10 @@ inline SkewedGrid skewed_grid(index_t rows, index_t cols, index_t rows_per_tile,
 // thread block, in aligned runs. The tile reads the kSkew = 32 / sizeof(E) rows above it as well
 // (kTile + kSkew rows, the extra ones from L2: the tile above read them), and there is one more
 // tile row than rows / kTile rounded up, so that the last rows are covered for every t_C. One
-// element per access, all of a thread's loads in flight before the barrier (sm_90: 64 registers
-// for 64 x 64 floats at 4 blocks of 256 threads per SM and for 32 x 32 doubles at 256 threads).
-template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
+// element per access, all of a thread's loads in flight before the barrier: in registers (sm_90:
+// 64 for 64 x 64 floats at 4 blocks of 256 threads per SM), or with kAsync by cp.async straight
+// into the tile (32 x 32 doubles at 8 blocks of 256 threads, 32 registers).
+template <class E, int kTile, int Threads, int MinBlocksPerSm = 1, bool kAsync = false>
 __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     transpose_skewed_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
   constexpr int kSector = kSkewSector;
@@ -394,21 +395,37 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
       // where those rows are not read. Pointers are formed only for elements that are read.
       const index_t pitch = static_cast<index_t>(a.in_pitch);
       const index_t offset = (first + y) * pitch + (c0 + x) * static_cast<index_t>(sizeof(E));
-      E v[kGroups][kReadSteps];
+      if constexpr (kAsync) {
+        // Straight into the tile by cp.async: no register waits for the loads.
 #pragma unroll
-      for (int g = 0; g < kGroups; ++g)
+        for (int g = 0; g < kGroups; ++g)
 #pragma unroll
-        for (int k = 0; k < kReadSteps; ++k) {
-          const int r = y + k * kWarps, c = x + 32 * g;
-          const index_t row = first + r;
-          if ((kEvenRead || r < kInRows) && (full || (row >= 0 && row < rows && c0 + c < cols)))
-            v[g][k] = load_word<E>(a.in + (offset + k * kWarps * pitch + 32 * g * static_cast<index_t>(sizeof(E))));
-        }
+          for (int k = 0; k < kReadSteps; ++k) {
+            const int r = y + k * kWarps, c = x + 32 * g;
+            const index_t row = first + r;
+            if ((kEvenRead || r < kInRows) && (full || (row >= 0 && row < rows && c0 + c < cols)))
+              copy_async<static_cast<int>(sizeof(E))>(&tile[c][r],
+                                                      a.in + (offset + k * kWarps * pitch + 32 * g * static_cast<index_t>(sizeof(E))));
+          }
+        copy_async_commit();
+        copy_async_wait<0>();
+      } else {
+        E v[kGroups][kReadSteps];
 #pragma unroll
-      for (int g = 0; g < kGroups; ++g)
+        for (int g = 0; g < kGroups; ++g)
 #pragma unroll
-        for (int k = 0; k < kReadSteps; ++k)
-          if (kEvenRead || y + k * kWarps < kInRows) tile[x + 32 * g][y + k * kWarps] = v[g][k];
+          for (int k = 0; k < kReadSteps; ++k) {
+            const int r = y + k * kWarps, c = x + 32 * g;
+            const index_t row = first + r;
+            if ((kEvenRead || r < kInRows) && (full || (row >= 0 && row < rows && c0 + c < cols)))
+              v[g][k] = load_word<E>(a.in + (offset + k * kWarps * pitch + 32 * g * static_cast<index_t>(sizeof(E))));
+          }
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+          for (int k = 0; k < kReadSteps; ++k)
+            if (kEvenRead || y + k * kWarps < kInRows) tile[x + 32 * g][y + k * kWarps] = v[g][k];
+      }
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < kSteps; ++k) {
@@ -430,9 +447,9 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     }
 }
 
-template <class E, int kTile, int Threads, int MinBlocksPerSm = 1>
+template <class E, int kTile, int Threads, int MinBlocksPerSm = 1, bool kAsync = false>
 void launch_transpose_skewed(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  constexpr auto kernel = transpose_skewed_kernel<E, kTile, Threads, MinBlocksPerSm>;
+  constexpr auto kernel = transpose_skewed_kernel<E, kTile, Threads, MinBlocksPerSm, kAsync>;
   const SkewedGrid g = skewed_grid(rows, cols, kTile, kTile, kSkewSector / static_cast<index_t>(sizeof(E)));
   kernel<<<g.grid, Threads, 0, to_cuda(stream)>>>(args, rows, cols, g.tiles_across, g.tile_rows);
   TESSERA_CUDA_CHECK_LAUNCH();
@@ -968,6 +985,7 @@ void launch_transpose_tiles(const TransposeArgs& args, index_t rows, index_t col
 template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
+  constexpr bool kAsync = Tuning::kSkewedAsync;
   if constexpr (Tuning::kSkewedTiles && kBytes < 4 && Tuning::kSkewedWordsStaged) {
     launch_transpose_skewed_staged_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
                                          Tuning::kSkewedOutWords>(args, rows, cols, stream);
@@ -975,8 +993,8 @@ void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t col
     launch_transpose_skewed_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
                                   Tuning::kSkewedOutWords>(args, rows, cols, stream);
   } else if constexpr (Tuning::kSkewedTiles) {
-    launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm>(args, rows, cols,
-                                                                                                       stream);
+    launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, kAsync>(args, rows, cols,
+                                                                                                               stream);
   } else {
     launch_transpose_tiles<Tuning, E, NoVectorTiles, Tuning::kScalarThreads>(args, rows, cols, stream);
   }

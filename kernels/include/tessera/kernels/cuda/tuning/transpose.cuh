@@ -82,9 +82,16 @@ struct TransposeTuning {
   static constexpr bool kSkewedTiles = ElementBytes <= 8;
   static constexpr int kSkewedTile = ElementBytes == 4 ? 64 : 32;
   static constexpr int kSkewedThreads = ElementBytes == 1 ? 512 : ElementBytes == 16 ? 128 : 256;
-  static constexpr int kSkewedBlocksPerSm = ElementBytes == 1 ? 2 : ElementBytes <= 4 ? 4 : 1;
+  static constexpr int kSkewedBlocksPerSm = ElementBytes == 1 ? 2 : ElementBytes <= 4 ? 4 : ElementBytes == 8 ? 8 : 1;
   static constexpr int kSkewedInWords = 64, kSkewedOutWords = ElementBytes == 1 ? 64 : 32;
   static constexpr bool kSkewedWordsStaged = ElementBytes == 2;
+  // Doubles' skewed tiles loaded by cp.async straight into shared memory (no register holds a load,
+  // so 8 blocks of 256 threads fit an SM at 32 registers). H200, 2026-12-01, ms against geam
+  // 0.596 / 1.195 (8191 x 16385 / 16383 x 16385): 32^2 at 8 blocks 0.594 / 1.190, at 4 blocks 0.613
+  // / 1.221, 64^2 at 4 blocks 0.592 / 1.185, 64^2 of 512 threads 0.604 / 1.203; loaded through
+  // registers 0.649-0.650 / 1.290. Floats stay with registers: 0.349-0.357 / 0.688-0.706 by
+  // cp.async against 0.309 / 0.607.
+  static constexpr bool kSkewedAsync = ElementBytes == 8;
   // 16-byte elements on blocks whose sides are not multiples of kGridEdgeMultiple: skewed tiles of
   // 32^2 and kSkewedThreads threads instead of vector tiles with scalar edges. 16383 x 16385 (ms;
   // geam 3.086): skewed 3.103, uncut padded tiles 3.246 (128 threads) and 3.247 (256), vector tiles

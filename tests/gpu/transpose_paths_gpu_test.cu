@@ -1,13 +1,15 @@
 // The paths of the transpose for rows that are not on 16-byte boundaries, each forced through the
-// tuning (TransposeTuning::kSkewedTiles, kSkewedInWords/kSkewedOutWords), against the CPU backend on
-// the same random bytes: skewed tiles (moved as words for 1- and 2-byte elements, with the tuning's
-// words a row and with 32) and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte elements always
-// start their rows on 16-byte boundaries), shapes around the edges of both kinds of tiles, and
-// layouts in which every row has its own misalignment (odd leading dimensions), one block is
-// aligned and the other is not, and blocks start off a 16-byte (and, for 1- and 2-byte elements, a
-// 4-byte) boundary. The output allocation is poisoned first: the padding past each output row and
-// the guard zones must still hold the poison. The input is a cudaMalloc of exactly the bytes up to
-// the end of its last row, so that compute-sanitizer memcheck sees any read past the block.
+// tuning (TransposeTuning::kSkewedTiles, kSkewedInWords/kSkewedOutWords, kSkewedWordsStaged,
+// kSkewedAsync), against the CPU backend on the same random bytes: skewed tiles (moved as words for
+// 1- and 2-byte elements, with the tuning's words a row and with 32; each element size loaded both
+// ways, by registers and by cp.async) and scalar tiles, 1-, 2-, 4- and 8-byte elements (16-byte
+// elements always start their rows on 16-byte boundaries), shapes around the edges of both kinds of
+// tiles, and layouts in which every row has its own misalignment (odd leading dimensions), one
+// block is aligned and the other is not, and blocks start off a 16-byte (and, for 1- and 2-byte
+// elements, a 4-byte) boundary. The output allocation is poisoned first: the padding past each
+// output row and the guard zones must still hold the poison. The input is a cudaMalloc of exactly
+// the bytes up to the end of its last row, so that compute-sanitizer memcheck sees any read past
+// the block.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -120,7 +122,7 @@ void check_path(index_t rows, index_t cols, const Layout& l) {
 }
 
 // Sides of at least 32 (below that the skinny tiles take the block) around the tiles: skewed word
-// tiles of up to 256 rows by 256 bytes (those inside the block from 544 x 528 bytes on), skewed tiles
+// tiles of up to 256 rows by 256 bytes (those inside the block from 512 x 528 bytes on), skewed tiles
 // of 64 x 64 floats and 32 x 32 doubles, scalar tiles of up to 128 x 64. Small mode: a few, with
 // whole tiles of every kind.
 std::vector<std::pair<index_t, index_t>> shapes() {

@@ -68,17 +68,18 @@ struct TransposeTuning {
   // (transpose_skewed_words_kernel; bytes: 512 threads, 2 blocks an SM) or, for halves, fed by
   // cp.async through a staging area first (kSkewedWordsStaged,
   // transpose_skewed_staged_words_kernel; 256 threads, 4 blocks). tessera_bench_transpose
-  // --variants, H200, 2026-12-01 (ms; in/out words, threads x blocks): int8 32767 x 32769:
-  // registers 64/64 512x2 0.713-0.722, 64/32 512x2 0.758-0.771, 32/32 256x4 0.852-0.855, 32/32
-  // 512x2 0.984; staged 64/32 512x2 0.780-0.788, 32/32 256x4 0.735-0.788, 64/64 512x1 0.897; the
-  // earlier form that gathered each output word from shared memory on the way out 0.906 (64/32);
-  // scalar tiles 2.758. 8191 x 16385: registers 64/64 0.120-0.122, 64/32 0.116-0.118, staged 64/32
-  // 0.121-0.124, the gathering form 0.134. int16 32767 x 16385: staged 64/32 256x4 0.700-0.734,
-  // 64/64 512x2 0.717-0.751; registers 64/64 512x2 0.762-0.770, 64/32 0.924; the gathering form
-  // 0.795; scalar 1.812. 8191 x 16385: staged 64/32 0.192-0.200, registers 64/64 0.208-0.212, the
-  // gathering form 0.217. Thread blocks that each walk many tiles and copy the next one in while
-  // writing out the current: 1.012-1.016 (int8) and 0.839-0.841 (int16). ncu (int8 registers
-  // 64/32): 70% of the SM's throughput, DRAM at 52% of its peak.
+  // --variants, H200, 2026-12-01, three runs (transpose.json; ms; in/out words, threads x blocks):
+  // int8 32767 x 32769: registers 64/64 512x2 0.713-0.722, 64/32 512x2 0.758-0.771, 32/32 256x4
+  // 0.852-0.855, 32/32 512x2 0.984; staged 64/32 512x2 0.780-0.788, 32/32 256x4 0.735-0.788, 64/64
+  // 512x1 0.897; the earlier form that gathered each output word from shared memory on the way out
+  // 0.906 (64/32); scalar tiles 2.758-2.767. 8191 x 16385: registers 64/64 0.120-0.123, 64/32
+  // 0.116-0.118, staged 64/32 0.121-0.124, the gathering form 0.134. int16 32767 x 16385: staged
+  // 64/32 256x4 0.700-0.734, 64/64 512x2 0.717-0.751; registers 64/64 512x2 0.762-0.770, 64/32
+  // 0.924; the gathering form 0.794-0.797; scalar 1.807-1.812. 8191 x 16385: staged 64/32
+  // 0.192-0.200, registers 64/64 0.208-0.212, the gathering form 0.217-0.218. Thread blocks that
+  // each walk many tiles and copy the next one in while writing out the current: 1.012-1.016 (int8)
+  // and 0.839-0.841 (int16). ncu (int8 registers 64/32): 70% of the SM's throughput, DRAM at 52% of
+  // its peak.
   static constexpr bool kSkewedTiles = ElementBytes <= 8;
   static constexpr int kSkewedTile = ElementBytes == 4 ? 64 : 32;
   static constexpr int kSkewedThreads = ElementBytes == 1 ? 512 : ElementBytes == 16 ? 128 : 256;

@@ -3,6 +3,7 @@
 #include "tessera/framework/fft.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -60,6 +61,8 @@ constexpr std::size_t kPieceAlignment = 256;
 // Options::exchange_chunks: at most, and the cuda backend's default.
 constexpr int kMaxChunks = 64;
 constexpr int kCudaChunks = 4;
+// force_swap_into_transform's setting.
+std::optional<bool> swap_into_transform;
 
 // Which axes are cut, and the global lengths, at one point of the schedule.
 struct State {
@@ -242,6 +245,7 @@ class PlanImpl {
     if (ctx_.backend() == Backend::cpu) {
       work(0);
       work(1);
+      if (options_.effort == Effort::measure || swap_into_transform.has_value()) choose_swap_folds();
     }
     std::size_t work_area = 0;
     for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -316,10 +320,10 @@ class PlanImpl {
 
   // A transposition into the swapped order is folded into the exchange before it where that
   // exchange makes axis 0 whole and cuts axis 1: its unpack transposes each piece into place
-  // instead of copying it. Elsewhere (it then ends the schedule) it stays a pass of its own: FFTW
-  // writing the swapped order through its output strides measured slower than its natural order
-  // and the pass (64^3 float on one core: 0.66 ms against 0.39 + 0.09), and cuFFT's layouts cannot
-  // swap axes.
+  // instead of copying it (on the cpu, choose_swap_folds may move it into the transform after
+  // it). Elsewhere (it then ends the schedule) it stays a pass of its own: FFTW writing the swapped
+  // order through its output strides measured slower than its natural order and the pass (64^3
+  // float on one core: 0.66 ms against 0.39 + 0.09), and cuFFT's layouts cannot swap axes.
   void fold_transposes() {
     for (std::size_t i = 1; i < steps_.size(); ++i) {
       if (!steps_[i].transpose) continue;
@@ -329,6 +333,60 @@ class PlanImpl {
       prev.after = steps_[i].after;
       steps_.erase(steps_.begin() + static_cast<std::ptrdiff_t>(i));
       --i;
+    }
+  }
+
+  // The cpu with measured planning: where an exchange's unpack writes the swapped order and axis
+  // 0's c2c transform follows, the transposition may instead go into that transform, which then
+  // reads the exchange's straight receives in the natural order and writes the swapped one (one
+  // FFTW plan, LocalShape::swapped_outer). Whichever of the two measures faster on this rank's
+  // block, the transform alone against a transposition of the block and the transform of the
+  // swapped one (2 ranks, one core each, float 128^3: 1.41-1.46 ms against 0.30-0.41 + 1.56-1.57;
+  // at 256^3 the natural side's stride of 256 KiB made the single plan twice as slow). Each rank
+  // chooses for itself: the messages are the same either way.
+  void choose_swap_folds() {
+    for (std::size_t i = 1; i < steps_.size(); ++i) {
+      Step& x = steps_[i - 1];
+      Step& step = steps_[i];
+      if (x.local || !x.swap_folded || !step.local || step.transpose || step.axis != 0 || step.shape.rank != 1 ||
+          step.forward_kind != LocalKind::forward || step.shape.a * step.shape.s == 0)
+        continue;
+      State natural = x.after;
+      natural.swapped = false;
+      LocalShape folded = step.shape;  // [A, N, S] of the swapped block: A the local length of axis 1
+      folded.swapped_outer = folded.a;
+      folded.s *= folded.a;
+      folded.a = 1;
+      if (!swap_into_transform.has_value()) {
+        const bool f = real_bytes_ == 4;
+        auto plain = f ? make_fftw<float>(LocalKind::forward, step.shape, work(0), work(1), true)
+                       : make_fftw<double>(LocalKind::forward, step.shape, work(0), work(1), true);
+        auto fused = f ? make_fftw<float>(LocalKind::forward, folded, work(0), work(1), true)
+                       : make_fftw<double>(LocalKind::forward, folded, work(0), work(1), true);
+        const index_t l0 = range(natural, 0).second, l1 = range(natural, 1).second;
+        const std::size_t rest = static_cast<std::size_t>(local_product(natural, 2, natural.ndim)) * element_bytes(natural);
+        auto best_of_three = [](auto&& run) {
+          double best = 1e300;
+          for (int k = 0; k < 3; ++k) {
+            const auto t0 = std::chrono::steady_clock::now();
+            run();
+            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          }
+          return best;
+        };
+        const double t_unpacked = best_of_three([&] {
+          kernels::transpose_bytes(ctx_.queue(), work(0), l0, l1, l1, work(1), l0, rest);
+          plain->execute(work(1), work(0));
+        });
+        const double t_fused = best_of_three([&] { fused->execute(work(0), work(1)); });
+        if (t_fused >= t_unpacked) continue;
+      } else if (!*swap_into_transform) {
+        continue;
+      }
+      x.swap_folded = false;
+      x.after = natural;
+      step.before = natural;
+      step.shape = folded;
     }
   }
 
@@ -905,6 +963,8 @@ class PlanImpl {
   int chunks_ = 1;
   void* scratch_ = nullptr;
 };
+
+void force_swap_into_transform(std::optional<bool> into_transform) { swap_into_transform = into_transform; }
 
 }  // namespace detail
 

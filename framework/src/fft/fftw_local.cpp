@@ -93,9 +93,20 @@ class FftwLocal final : public LocalFft {
     }
     fftw_iodim64 many[2];
     int howmany = 0;
-    if (shape.in_distance > 0) in_stride = shape.in_distance;
-    if (shape.a > 1) many[howmany++] = {shape.a, in_stride, out_stride};
-    if (shape.s > 1) many[howmany++] = {shape.s, 1, 1};
+    if (shape.swapped_outer > 0) {
+      // [N, outer, inner] on the natural side, [outer, N, inner] on the swapped one.
+      TESSERA_ASSERT(shape.rank == 1 && shape.a == 1 && (kind == LocalKind::forward || kind == LocalKind::inverse),
+                     "fft: a swapped local step is one c2c axis without outer batches");
+      const index_t n = shape.n[0], outer = shape.swapped_outer, inner = shape.s / outer;
+      const bool natural_in = kind == LocalKind::forward;
+      dims[0] = {n, natural_in ? shape.s : inner, natural_in ? inner : shape.s};
+      if (outer > 1) many[howmany++] = {outer, natural_in ? inner : n * inner, natural_in ? n * inner : inner};
+      if (inner > 1) many[howmany++] = {inner, 1, 1};
+    } else {
+      if (shape.in_distance > 0) in_stride = shape.in_distance;
+      if (shape.a > 1) many[howmany++] = {shape.a, in_stride, out_stride};
+      if (shape.s > 1) many[howmany++] = {shape.s, 1, 1};
+    }
     const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE);
     auto* cin = static_cast<typename F::complex*>(plan_in);
     auto* cout = static_cast<typename F::complex*>(plan_out);
@@ -194,7 +205,7 @@ double time_once(LocalFft& fft, void* in, void* out) {
 template <class Real>
 std::unique_ptr<LocalFft> make_fftw(LocalKind kind, LocalShape shape, void* plan_in, void* plan_out, bool measure) {
   auto strided = std::make_unique<FftwLocal<Real>>(kind, shape, plan_in, plan_out, measure);
-  if (shape.rank != 1 || shape.s == 1) return strided;
+  if (shape.rank != 1 || shape.s == 1 || shape.swapped_outer > 0) return strided;
   // Interleaved transforms: strided, or through transposes, whichever measures faster (measure);
   // with estimate, through transposes where S elements span a multiple of 1 KiB.
   auto transposed = std::make_unique<FftwTransposed<Real>>(kind, shape, measure);

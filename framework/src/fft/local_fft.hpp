@@ -25,6 +25,12 @@ struct LocalShape {
   // are not contiguous (0: contiguous). An r2c input may be shorter than n (overlapping batches,
   // read only: overlap-save's segments).
   index_t in_distance = 0;
+  // rank 1 and a 1, c2c only (cpu): where > 0, the S interleaved batches are [swapped_outer, s /
+  // swapped_outer] and one side of the block is swapped: [N, S] on the natural side, [swapped_outer,
+  // N, s / swapped_outer] on the other. forward reads the natural side and writes the swapped one,
+  // inverse the other way round (Order::swapped's axis-0 step, reading an exchange's straight
+  // receives).
+  index_t swapped_outer = 0;
   // Elements of one batch on the complex side and on the input / output sides.
   index_t complex_elements() const {
     index_t e = s;

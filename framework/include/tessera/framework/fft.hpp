@@ -47,6 +47,7 @@
 
 #include <array>
 #include <complex>
+#include <optional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -99,7 +100,13 @@ using tessera::PhaseTimes;
 
 namespace detail {
 class PlanImpl;
-}
+// The cpu backend, where axis 0's c2c transform follows the exchange that makes axis 0 whole in the
+// swapped order: nullopt lets measured planning choose where the transposition goes by timing (the
+// default; estimated planning leaves it in the exchange's unpack); true puts it into the transform,
+// false into the unpack, whatever the effort (tests run both). Plans made afterwards follow it. Not
+// thread-safe.
+void force_swap_into_transform(std::optional<bool> into_transform);
+}  // namespace detail
 
 // Real: float or double.
 template <class Real>

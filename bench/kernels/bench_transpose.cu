@@ -247,11 +247,7 @@ struct SkewedWordsVariant {
   }
   template <class E>
   static void launch(const detail::TransposeArgs& args, index_t rows, index_t cols, tessera::kernels::StreamHandle stream) {
-    if constexpr (Staged) {
-      detail::launch_transpose_skewed_staged_words<E, Threads, MinBlocks, InWords, OutWords>(args, rows, cols, stream);
-    } else {
-      detail::launch_transpose_skewed_words<E, Threads, MinBlocks, InWords, OutWords>(args, rows, cols, stream);
-    }
+    detail::launch_transpose_skewed_words<E, Threads, MinBlocks, InWords, OutWords, Staged>(args, rows, cols, stream);
   }
 };
 

@@ -24,7 +24,7 @@
 //    an aligned 4-byte word (transpose_skewed_words_kernel): each input row's words funnel-shifted
 //    into place and transposed in registers on the way into shared memory, each output word cut
 //    from two neighbouring words of its row; for 2-byte elements the rows first reach shared memory
-//    by cp.async (transpose_skewed_staged_words_kernel).
+//    by cp.async (transpose_skewed_words_kernel<..., kStaged>).
 //  - skinny tiles, where one side is below 32 elements (a 3*10^7 x 7 block): all of the short side
 //    and as much of the long side as fills the tile, so that each warp still reads and writes long
 //    contiguous runs.
@@ -497,6 +497,9 @@ struct SkewedWordTile {
   static constexpr int kTileRows = kOutWords * kPerWord, kTileCols = kInWords * kPerWord;
   static constexpr int kSkew = kSector / kE, kInRows = kTileRows + kSkew;
   static constexpr int kGroups = kInRows / kPerWord;  // words of a transposed row
+  // Bytes a full tile reads on each side of its columns: the aligned word at or below a row's first
+  // byte, and the word past its last.
+  static constexpr index_t kReachBefore = 4, kReachAfter = 4 * (kInWords + 1);
   static constexpr int kWarps = Threads / 32, kInHalves = kInWords / 32, kOutHalves = kOutWords / 32;
   static constexpr int kGroupSteps = ceil_div(kGroups, kWarps), kWriteSteps = kTileCols / kWarps;
   static constexpr int kBatch = std::max(1, std::min(kGroupSteps, 8 / (kPerWord * kInHalves)));
@@ -638,46 +641,7 @@ struct SkewedWordTile {
     }
   }
 
-  template <bool kFull>
-  __device__ static __forceinline__ void move(unsigned* tile, const TransposeArgs& a, index_t rows, index_t cols, index_t r0,
-                                              index_t c0) {
-    load<kFull>(tile, a, rows, r0, c0);
-    __syncthreads();
-    write<kFull>(tile, a, rows, cols, r0, c0);
-    __syncthreads();  // the next tile of this thread block reuses the storage
-  }
 };
-
-template <class E, int Threads, int MinBlocksPerSm, int kInWords, int kOutWords>
-__global__ void __launch_bounds__(Threads, MinBlocksPerSm)
-    transpose_skewed_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
-  using Tile = SkewedWordTile<E, Threads, kInWords, kOutWords>;
-  extern __shared__ unsigned tile[];  // Tile::kStorageBytes
-  const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
-  for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x) {
-    const index_t c0 = tc * Tile::kTileCols, col_bytes = c0 * Tile::kE;
-    const bool inner_cols = col_bytes >= 4 && col_bytes + 4 * (kInWords + 1) <= row_bytes;
-    for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
-      const index_t r0 = tr * Tile::kTileRows;
-      if (inner_cols && r0 >= Tile::kSkew && r0 + Tile::kTileRows <= rows) {
-        Tile::template move<true>(tile, a, rows, cols, r0, c0);
-      } else {
-        Tile::template move<false>(tile, a, rows, cols, r0, c0);
-      }
-    }
-  }
-}
-
-template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32>
-void launch_transpose_skewed_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  using Tile = SkewedWordTile<E, Threads, kInWords, kOutWords>;
-  constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords>;
-  if constexpr (Tile::kStorageBytes > 48 * 1024)
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kStorageBytes)));
-  const SkewedGrid g = skewed_grid(rows, cols, Tile::kTileRows, Tile::kTileCols, Tile::kSkew);
-  kernel<<<g.grid, Threads, Tile::kStorageBytes, to_cuda(stream)>>>(args, rows, cols, g.tiles_across, g.tile_rows);
-  TESSERA_CUDA_CHECK_LAUNCH();
-}
 
 // The word tiles fed by cp.async: a full tile's input rows are first copied into a staging area of
 // shared memory in aligned 16-byte chunks (row i's from the 16-byte boundary at or below its first
@@ -698,6 +662,7 @@ struct SkewedStagedWordTile : SkewedWordTile<E, Threads, kInWords, kOutWords> {
   // Bytes a full tile may read on each side of its columns: a row's chunks start up to 15 bytes
   // before its first column and end up to 16 after its last.
   static constexpr index_t kReachBefore = 16, kReachAfter = 4 * kInWords + 16;
+  static_assert(kReachBefore >= Base::kReachBefore && kReachAfter >= Base::kReachAfter, "staged tiles reach no less");
 
   // Issue the copies of the tile at (r0, c0) into `stage` and commit them as one group.
   __device__ static __forceinline__ void stage(unsigned* stage, const TransposeArgs& a, index_t r0, index_t c0) {
@@ -753,24 +718,33 @@ struct SkewedStagedWordTile : SkewedWordTile<E, Threads, kInWords, kOutWords> {
   }
 };
 
-template <class E, int Threads, int MinBlocksPerSm, int kInWords, int kOutWords>
+// Both word tiles, a tile at a time down each column of tiles: kStaged feeds full tiles by cp.async
+// (SkewedStagedWordTile), otherwise through registers (SkewedWordTile); edge tiles always through
+// registers, with bounds.
+template <class E, int Threads, int MinBlocksPerSm, int kInWords, int kOutWords, bool kStaged>
 __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
-    transpose_skewed_staged_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
-  using Tile = SkewedStagedWordTile<E, Threads, kInWords, kOutWords>;
-  extern __shared__ __align__(16) unsigned storage[];  // Tile::kStorageBytes: the transposed tile, then the staging area
+    transpose_skewed_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
+  using Tile = std::conditional_t<kStaged, SkewedStagedWordTile<E, Threads, kInWords, kOutWords>,
+                                  SkewedWordTile<E, Threads, kInWords, kOutWords>>;
+  extern __shared__ __align__(16) unsigned storage[];  // Tile::kStorageBytes: the transposed tile (then the staging area)
   unsigned* tile = storage;
-  unsigned* stage = storage + Tile::kStageOffset / 4;
   const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
   for (index_t tc = blockIdx.x; tc < tiles_across; tc += gridDim.x) {
     const index_t c0 = tc * Tile::kTileCols, col_bytes = c0 * Tile::kE;
+    // Every byte a full tile reads lies inside its own row.
     const bool inner_cols = col_bytes >= Tile::kReachBefore && col_bytes + Tile::kReachAfter <= row_bytes;
     for (index_t tr = blockIdx.y; tr < tile_rows; tr += gridDim.y) {
       const index_t r0 = tr * Tile::kTileRows;
       if (inner_cols && r0 >= Tile::kSkew && r0 + Tile::kTileRows <= rows) {
-        Tile::stage(stage, a, r0, c0);
-        copy_async_wait<0>();
-        __syncthreads();
-        Tile::transpose_staged(tile, stage, a, r0, c0);
+        if constexpr (kStaged) {
+          unsigned* stage = storage + Tile::kStageOffset / 4;
+          Tile::stage(stage, a, r0, c0);
+          copy_async_wait<0>();
+          __syncthreads();
+          Tile::transpose_staged(tile, stage, a, r0, c0);
+        } else {
+          Tile::template load<true>(tile, a, rows, r0, c0);
+        }
         __syncthreads();
         Tile::template write<true>(tile, a, rows, cols, r0, c0);
       } else {
@@ -783,10 +757,12 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
   }
 }
 
-template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32>
-void launch_transpose_skewed_staged_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  using Tile = SkewedStagedWordTile<E, Threads, kInWords, kOutWords>;
-  constexpr auto kernel = transpose_skewed_staged_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords>;
+template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32, bool kStaged = false>
+void launch_transpose_skewed_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
+  using Tile = std::conditional_t<kStaged, SkewedStagedWordTile<E, Threads, kInWords, kOutWords>,
+                                  SkewedWordTile<E, Threads, kInWords, kOutWords>>;
+  constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords, kStaged>;
+  // Set before every launch: the same kernel instance may live in more than one loaded module.
   if constexpr (Tile::kStorageBytes > 48 * 1024)
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kStorageBytes)));
   const SkewedGrid g = skewed_grid(rows, cols, Tile::kTileRows, Tile::kTileCols, Tile::kSkew);
@@ -986,12 +962,10 @@ template <class Tuning, class E>
 void launch_unaligned_tiles(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
   constexpr int kBytes = static_cast<int>(sizeof(E));
   constexpr bool kAsync = Tuning::kSkewedAsync;
-  if constexpr (Tuning::kSkewedTiles && kBytes < 4 && Tuning::kSkewedWordsStaged) {
-    launch_transpose_skewed_staged_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
-                                         Tuning::kSkewedOutWords>(args, rows, cols, stream);
-  } else if constexpr (Tuning::kSkewedTiles && kBytes < 4) {
+  constexpr bool kStaged = Tuning::kSkewedWordsStaged;
+  if constexpr (Tuning::kSkewedTiles && kBytes < 4) {
     launch_transpose_skewed_words<E, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, Tuning::kSkewedInWords,
-                                  Tuning::kSkewedOutWords>(args, rows, cols, stream);
+                                  Tuning::kSkewedOutWords, kStaged>(args, rows, cols, stream);
   } else if constexpr (Tuning::kSkewedTiles) {
     launch_transpose_skewed<E, Tuning::kSkewedTile, Tuning::kSkewedThreads, Tuning::kSkewedBlocksPerSm, kAsync>(args, rows, cols,
                                                                                                                stream);

@@ -67,7 +67,7 @@ struct TransposeTuning {
   // input row by kSkewedOutWords of each output row, transposed in registers on the way in
   // (transpose_skewed_words_kernel; bytes: 512 threads, 2 blocks an SM) or, for halves, fed by
   // cp.async through a staging area first (kSkewedWordsStaged,
-  // transpose_skewed_staged_words_kernel; 256 threads, 4 blocks). tessera_bench_transpose
+  // transpose_skewed_words_kernel with kStaged; 256 threads, 4 blocks). tessera_bench_transpose
   // --variants, H200, 2026-12-01, three runs (transpose.json; ms; in/out words, threads x blocks):
   // int8 32767 x 32769: registers 64/64 512x2 0.713-0.722, 64/32 512x2 0.758-0.771, 32/32 256x4
   // 0.852-0.855, 32/32 512x2 0.984; staged 64/32 512x2 0.780-0.788, 32/32 256x4 0.735-0.788, 64/64

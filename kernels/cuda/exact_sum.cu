@@ -4,11 +4,12 @@
 // memory traffic beyond the input:
 //  - per thread, floating-point expansions in registers (ExBLAS, Collange et al. 2015): a0 + a1 +
 //    a2 holds the running sum exactly, a0 in the element type, a1 and a2 in double. An element
-//    enters with TwoSum (Knuth; error-free as long as nothing overflows): a0 takes the rounded sum,
-//    a1 its exact rounding error (through a second TwoSum), a2 the error of that; what is left after
-//    a2 (rare: data spread over very many binades within one thread's share) goes to the block's
-//    superaccumulator. Float errors are exact in double, and all these sums are multiples of
-//    2^-149. Elements at or above 2^100 (float) or 2^960 (double), and inf/NaN, skip the expansion
+//    enters a0 by Fast2Sum on the operands ordered by magnitude (error-free as long as nothing
+//    overflows), and a1 takes the exact rounding error with one addition when that addition is
+//    exact, which two subtractions prove; only when it is not does a TwoSum hand the error of the
+//    error to a2. What is left after a2 (rare: data spread over very many binades within one
+//    thread's share) goes to the block's superaccumulator. Float errors are exact in double, and
+//    all these sums are multiples of 2^-149. Elements at or above 2^100 (float) or 2^960 (double), and inf/NaN, skip the expansion
 //    (one integer test of the exponent field), so that no thread's a0 can overflow. At the end the
 //    two chains of a thread and then the 32 lanes of a warp are merged exactly (TwoSum again), and
 //    one lane per warp deposits.
@@ -142,6 +143,18 @@ __device__ __forceinline__ F two_sum(F a, F b, F& err) {
   return s;
 }
 
+// Dekker's Fast2Sum with the operands ordered first: s + err == a + b exactly, s = fl(a + b). Three
+// additions and a comparison where TwoSum takes six additions, and a shorter chain.
+template <class F>
+__device__ __forceinline__ F ordered_fast_two_sum(F a, F b, F& err) {
+  const F s = add_rn(a, b);
+  const bool a_larger = fabs(a) >= fabs(b);
+  const F larger = a_larger ? a : b;
+  const F smaller = a_larger ? b : a;
+  err = sub_rn(smaller, sub_rn(s, larger));
+  return s;
+}
+
 // A finite double whose bits are multiples of T's smallest subnormal (true of every sum and
 // rounding error of T elements), deposited into the block superaccumulator.
 // Not inlined: it is off the hot path, and inlining it at every call site costs registers there.
@@ -163,9 +176,9 @@ __device__ __forceinline__ bool is_negative_zero(double x) {
   return static_cast<unsigned long long>(__double_as_longlong(x)) == 0x8000000000000000ull;
 }
 
-// The leading term is in the element type: for float input the first TwoSum runs in FP32, at twice
-// the FP64 rate, which is what bounds this kernel on an H200 (its memory outruns the FP64 units);
-// its error, exact in double, enters the double terms.
+// The leading term is in the element type: for float input its addition runs in FP32, at twice
+// the FP64 rate (the FP64 work bounds this kernel where memory outruns the FP64 units); its error,
+// exact in double, enters the double terms.
 template <class T>
 struct Expansion {
   T a0 = -T(0);  // see the note on signed zeros above
@@ -174,19 +187,26 @@ struct Expansion {
 
   __device__ __forceinline__ void add(BlockAccumulator<T>& acc, T x) {
     T e0;
-    a0 = two_sum(a0, x, e0);
+    a0 = ordered_fast_two_sum(a0, x, e0);
     add_to_tail(acc, static_cast<double>(e0));
   }
 
   // Adds d (a sum or error of T elements) to a1 and a2; what they cannot hold goes to acc.
+  // s = fl(a1 + d) is exact iff s - a1 == d and s - d == a1: an exact s passes both; an inexact one
+  // fails the test whose subtrahend is the larger operand, as that subtraction is exact (Dekker's
+  // lemma). Five FP64 operations on the common path where TwoSum and its test took seven.
   __device__ __forceinline__ void add_to_tail(BlockAccumulator<T>& acc, double d) {
+    const double s = add_rn(a1, d);
+    if (sub_rn(s, a1) == d && sub_rn(s, d) == a1) {
+      a1 = s;
+      return;
+    }
+    // The error of the error: rare unless the data spans very many binades.
     double e1;
     a1 = two_sum(a1, d, e1);
-    if (e1 != 0) {  // the error of the error: rare unless the data spans very many binades
-      double e2;
-      a2 = two_sum(a2, e1, e2);
-      if (e2 != 0) deposit_term<T>(acc, e2);
-    }
+    double e2;
+    a2 = two_sum(a2, e1, e2);
+    if (e2 != 0) deposit_term<T>(acc, e2);
   }
 
   // this += other, exactly (sums of whole shares stay far below the overflow bound too).
@@ -259,6 +279,18 @@ __device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion<T
     add_fast(acc, even, slow, v.x, window_bits);
     add_fast(acc, odd, slow, v.y, window_bits);
   } else {
+    // One test for the four: the largest magnitude's exponent field (the limit has no fraction bits).
+    constexpr unsigned kLimit = (127u + 100u) << 23;
+    constexpr unsigned kMagnitude = 0x7fffffffu;
+    const unsigned largest = max(max(__float_as_uint(v.x) & kMagnitude, __float_as_uint(v.y) & kMagnitude),
+                                 max(__float_as_uint(v.z) & kMagnitude, __float_as_uint(v.w) & kMagnitude));
+    if (largest < kLimit) {
+      even.add(acc, v.x);
+      odd.add(acc, v.y);
+      even.add(acc, v.z);
+      odd.add(acc, v.w);
+      return;
+    }
     add_fast(acc, even, slow, v.x, window_bits);
     add_fast(acc, odd, slow, v.y, window_bits);
     add_fast(acc, even, slow, v.z, window_bits);
@@ -267,11 +299,11 @@ __device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion<T
 }
 
 template <class T>
-__global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::min_blocks_per_sm<T>())
+__global__ void __launch_bounds__(ExactSumTuning::threads<T>(), ExactSumTuning::min_blocks_per_sm<T>())
     exact_sum_block_kernel(const T* __restrict__ in, index_t n, int window_bits, Fields* __restrict__ partials) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;
-  constexpr int kLoads = ExactSumTuning::kLoadsInFlight;
+  constexpr int kLoads = ExactSumTuning::loads_in_flight<T>();
   __shared__ BlockAccumulator<T> acc;
   auto* shared_fields = reinterpret_cast<unsigned long long*>(&acc);
   constexpr int kSharedFields = sizeof(BlockAccumulator<T>) / sizeof(unsigned long long);
@@ -290,9 +322,8 @@ __global__ void __launch_bounds__(ExactSumTuning::kThreads, ExactSumTuning::min_
     index_t i = thread;
     // Software pipelined: the next trip's kLoads 16-byte loads are in flight while this trip's
     // elements are added, so that no warp waits on memory between its trips. Grid-strided: the
-    // reduce's even share (each block one run of consecutive vectors) measured 2-5% slower here
-    // (H200, 2^28 and 2^30: float 1.25 -> 1.28x CUB's sum, double 1.29 -> 1.33x) for this kernel,
-    // one wave of 2-4 blocks per SM that reads at ~3.5 TB/s where the reduce reads at ~4.5.
+    // reduce's even share (each block one run of consecutive vectors) measured 2-5% slower for this
+    // kernel, one wave of 2 blocks per SM (H200, 2^28 and 2^30, an earlier form of the kernel).
     Vector<T> current[kLoads], next[kLoads];
     bool full = i + (kLoads - 1) * stride < vectors;
     if (full) {
@@ -402,16 +433,17 @@ void exact_sum_partial(const Queue& queue, const T* in, index_t n, ExactAccumula
   constexpr int kFields = ExactAccumulator<T>::kFields;
   const cudaStream_t stream = detail::to_cuda(queue.stream);
   const detail::DeviceInfo& info = detail::current_device_info();
-  const int resident = info.sm_count * detail::blocks_per_sm<exact_sum_block_kernel<T>>(Tuning::kThreads);
+  constexpr int kThreads = Tuning::threads<T>();
+  const int resident = info.sm_count * detail::blocks_per_sm<exact_sum_block_kernel<T>>(kThreads);
   const index_t needed_for_headroom = detail::ceil_div<index_t>(n, Tuning::kMaxBlockElements);
-  const index_t wanted = std::max<index_t>(1, std::min<index_t>(resident, detail::ceil_div<index_t>(n, Tuning::kThreads)));
+  const index_t wanted = std::max<index_t>(1, std::min<index_t>(resident, detail::ceil_div<index_t>(n, kThreads)));
   const index_t blocks = std::max<index_t>(wanted, needed_for_headroom);
   TESSERA_ASSERT(blocks <= INT_MAX, "exact_sum: too many thread blocks");
 
   // The window holds a thread's whole share without overflow: per-thread count < 2^(headroom-1),
   // each term < 2^(precision + window_bits), and the 128-bit window keeps one bit for the sign.
   // (+ 8: a thread's grid-stride share of whole vectors plus the scalar tail can exceed the even split.)
-  const index_t per_thread = detail::ceil_div<index_t>(n, blocks * Tuning::kThreads) + 8;
+  const index_t per_thread = detail::ceil_div<index_t>(n, blocks * kThreads) + 8;
   int headroom = 1;
   while ((index_t(1) << (headroom - 1)) <= per_thread && headroom < 62) ++headroom;
   const int window_bits = 127 - ExactSumFormat<T>::kPrecision - headroom;
@@ -420,8 +452,7 @@ void exact_sum_partial(const Queue& queue, const T* in, index_t n, ExactAccumula
   const detail::StreamScratch scratch(queue.device, stream,
                                       static_cast<std::size_t>(blocks) * kFields * sizeof(Fields));
   auto* const partials = static_cast<Fields*>(scratch.scratch());
-  exact_sum_block_kernel<T><<<static_cast<unsigned>(blocks), Tuning::kThreads, 0, stream>>>(in, n, window_bits,
-                                                                                            partials);
+  exact_sum_block_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(in, n, window_bits, partials);
   TESSERA_CUDA_CHECK_LAUNCH();
   exact_sum_finish_kernel<T><<<1, Tuning::kFinishThreads, 0, stream>>>(partials, static_cast<int>(blocks), n, acc_out);
   TESSERA_CUDA_CHECK_LAUNCH();

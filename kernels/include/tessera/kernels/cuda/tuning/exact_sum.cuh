@@ -8,16 +8,22 @@
 namespace tessera::kernels::cuda::detail {
 
 struct ExactSumTuning {
-  static constexpr int kThreads = 256;
   // At most this many elements per thread block: keeps every shared limb below 2^62 (each element
   // or window flush adds at most two deposits below 2^32 to one limb).
   static constexpr index_t kMaxBlockElements = index_t(1) << 28;
-  // 16-byte loads per trip of each thread (the next trip's are issued before this trip's work),
-  // and the resident blocks per SM the registers must allow. For double, capping registers to fit
-  // more blocks spills (64 registers: 204 bytes; 80: 156), so it keeps 116 registers, 2 blocks.
-  static constexpr int kLoadsInFlight = 2;  // per trip; the next trip's are in flight too
+  // Threads per block, resident blocks per SM the registers must allow, and 16-byte loads per trip
+  // of each thread (the next trip's are issued before this trip's work). One H200, cost against
+  // CUB's sum in the same run at 2^28 / 2^30 elements (bench/results/local_kernels.json, 2026-12-01):
+  //  - float: 512 x 2, 2 loads (60 registers): 1.07-1.08x / 1.05x; 256 x 4 within 1% of it; 3 or
+  //    more loads, or more than 4 blocks of 256 an SM, spill and take 1.3-3x as long.
+  //  - double: 256 x 2, 8 loads (116 registers): 1.03-1.04x / 1.01x; 4 loads 1.06-1.07x, 2 loads
+  //    1.27x (memory latency bounds it at 2 blocks an SM); capping registers for 3 blocks spills.
   template <class T>
-  static constexpr int min_blocks_per_sm() { return sizeof(T) == 8 ? 1 : 4; }
+  static constexpr int threads() { return sizeof(T) == 8 ? 256 : 512; }
+  template <class T>
+  static constexpr int min_blocks_per_sm() { return 2; }
+  template <class T>
+  static constexpr int loads_in_flight() { return sizeof(T) == 8 ? 8 : 2; }
   static constexpr int kFinishThreads = 1024;
   static constexpr int kFinishLoads = 8;  // partials in flight per thread of the finishing block
 };

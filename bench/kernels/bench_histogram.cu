@@ -234,6 +234,9 @@ struct Threads256 : kd::HistogramTuning { static constexpr int kBlockThreads = 2
 struct Threads16At512 : kd::HistogramTuning { static constexpr int kBlockThreads16 = 512; };
 struct Only16Bit : kd::HistogramTuning { static constexpr int kMinBlocksPerSmFor32Bit = 1 << 20; };
 struct TwoWaves : kd::HistogramTuning { static constexpr int kWaves = 2; };
+struct CountRuns : kd::HistogramTuning { static constexpr int kCountRuns = 1; };
+struct CountRunsWarp : kd::HistogramTuning { static constexpr int kCountRuns = 2; };
+struct NoRuns : kd::HistogramTuning { static constexpr int kCountRuns = 0; };
 
 // numpy's binning of equal bins as a binner of the caller's (kernels/histogram_by.hpp).
 template <class T>
@@ -327,6 +330,9 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
     variant.template operator()<Threads16At512>("t16at512");
     variant.template operator()<Only16Bit>("16bit");
     variant.template operator()<TwoWaves>("waves2");
+    variant.template operator()<CountRuns>("runs");
+    variant.template operator()<CountRunsWarp>("runswarp");
+    variant.template operator()<NoRuns>("noruns");
   }
   TESSERA_CUDA_CHECK(cudaFree(temp));
 }

@@ -13,16 +13,20 @@
 //    samples go in windows of at most kWindowSamples per thread block; between windows the block
 //    drains its counters: every half that reached 32768 gives 32768 to the global count of its slot
 //    (rarely: a bin must take 32768 samples of the block) and keeps the rest. A half then starts a
-//    window below 32768 and ends it below 65536, so no add can carry into its neighbour, and the adds
-//    need no return value (which made every sample wait for its atomic: 3x slower at 65536 bins).
+//    window below 32768 and ends it below 65536 (a window's adds sum to at most its samples), so no
+//    add can carry into its neighbour, and the adds need no return value (which made every sample
+//    wait for its atomic: 3x slower at 65536 bins).
 //  - 16-bit bin ranges in passes, where even 16-bit counters do not fit: pass p counts the bins
 //    [p * pass_bins, (p + 1) * pass_bins) over all samples (and the samples in no bin in pass 0);
 //  - global atomics on the 64-bit counts, beyond kMaxPasses passes.
 // A sample is one shared-memory atomic add: samples all in one bin, 32 lanes on one address, cost
 // no more on an H100 than samples spread over the bins (measured: 90% of 2^28 floats in one of 16
-// bins 0.414 ms, uniform 0.414 ms), so equal bins are not aggregated first
+// bins 0.414 ms, uniform 0.414 ms), so equal bins are not aggregated across the warp
 // (aggregating them, __match_any_sync and one atomic per group by its lowest lane, took 3x as long on
-// uniform samples and 2.5x on skewed ones). Samples are read with 16-byte loads, whole tiles
+// uniform samples and 2.5x on skewed ones). With 16-bit counters one address does cost (1.7x the
+// uniform time at 65536 bins), so there a warp whose lanes' first samples of a tile mostly share a
+// slot adds each thread's runs of equal slots among its samples of the tile at once
+// (HistogramTuning::kCountRuns). Samples are read with 16-byte loads, whole tiles
 // shared out evenly among thread blocks (as the reduction does, device_reduce.cuh); the scalar head,
 // the tail and the tiles that do not divide are spread over all warps of the grid in warp-sized steps
 // (every lane takes part in each step; a lane without a sample counts into a slot never read).
@@ -256,14 +260,17 @@ struct HistogramCounter {
     }
   }
 
-  // Every lane of the warp calls this with its sample's slot (bins + kSlotNone for none).
-  __device__ __forceinline__ void count(int binning_slot) const {
+  // The counter slot of a binning's slot (bins + kSlotNone for none).
+  __device__ __forceinline__ int slot_of(int binning_slot) const {
     if constexpr (FrontTails && !kFrontCounters) {
-      add(pass_slot(standard_slot(binning_slot, bins)), 1u);
+      return pass_slot(standard_slot(binning_slot, bins));
     } else {
-      add(pass_slot(binning_slot), 1u);
+      return pass_slot(binning_slot);
     }
   }
+
+  // Every lane of the warp calls this with its sample's slot (bins + kSlotNone for none).
+  __device__ __forceinline__ void count(int binning_slot) const { add(slot_of(binning_slot), 1u); }
 };
 
 // Between two windows of 16-bit counting: every half at 32768 or more gives 32768 to the global
@@ -365,10 +372,37 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
         Vec loaded[kLoads];
 #pragma unroll
         for (int u = 0; u < kLoads; ++u) loaded[u] = load_items_readonly(tile + u * kThreads * kItems, vector_ok);
+        if constexpr (Tuning::kCountRuns != 0 && CounterBits == 16) {
+          int run_slot = counter.slot_of(binning(loaded[0].item[0]));
+          bool runs = true;
+          if constexpr (Tuning::kCountRuns == 2) {
+            const int lead = __shfl_sync(0xffffffffu, run_slot, 0);
+            runs = __popc(__ballot_sync(0xffffffffu, run_slot == lead)) >= kWarpThreads / 2;
+          }
+          if (!runs) {
+            counter.add(run_slot, 1u);
 #pragma unroll
-        for (int u = 0; u < kLoads; ++u) {
+            for (int k = 1; k < kLoads * kItems; ++k) counter.count(binning(loaded[k / kItems].item[k % kItems]));
+            continue;
+          }
+          // A run of equal slots in the thread's samples of the tile is one add: samples crowding
+          // into one bin no longer put all 32 lanes of every add on one address.
+          unsigned run = 1;
 #pragma unroll
-          for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
+          for (int k = 1; k < kLoads * kItems; ++k) {
+            const int slot = counter.slot_of(binning(loaded[k / kItems].item[k % kItems]));
+            const bool same = slot == run_slot;
+            if (!same) counter.add(run_slot, run);
+            run = same ? run + 1 : 1u;
+            run_slot = slot;
+          }
+          counter.add(run_slot, run);
+        } else {
+#pragma unroll
+          for (int u = 0; u < kLoads; ++u) {
+#pragma unroll
+            for (int i = 0; i < kItems; ++i) counter.count(binning(loaded[u].item[i]));
+          }
         }
       }
       drain();

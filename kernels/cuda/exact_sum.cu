@@ -9,10 +9,11 @@
 //    exact, which two subtractions prove; only when it is not does a TwoSum hand the error of the
 //    error to a2. What is left after a2 (rare: data spread over very many binades within one
 //    thread's share) goes to the block's superaccumulator. Float errors are exact in double, and
-//    all these sums are multiples of 2^-149. Elements at or above 2^100 (float) or 2^960 (double), and inf/NaN, skip the expansion
-//    (one integer test of the exponent field), so that no thread's a0 can overflow. At the end the
-//    two chains of a thread and then the 32 lanes of a warp are merged exactly (TwoSum again), and
-//    one lane per warp deposits.
+//    all these sums are multiples of 2^-149. Elements at or above 2^100 (float) or 2^960 (double),
+//    and inf/NaN, skip the expansion (one integer test of the exponent field, once per float4 for
+//    floats), so that no thread's a0 can overflow. At the end the two chains of a thread and then
+//    the 32 lanes of a warp are merged exactly (by the same additions), and one lane per warp
+//    deposits.
 //  - the slow path, for those skipped elements: a 128-bit two's complement fixed-point "window" in
 //    registers, anchored at a bit position `base` of the superaccumulator, that takes an element
 //    with one shift and one 128-bit add, or, out of its range, the superaccumulator directly.
@@ -177,8 +178,7 @@ __device__ __forceinline__ bool is_negative_zero(double x) {
 }
 
 // The leading term is in the element type: for float input its addition runs in FP32, at twice
-// the FP64 rate (the FP64 work bounds this kernel where memory outruns the FP64 units); its error,
-// exact in double, enters the double terms.
+// the FP64 rate; its error, exact in double, enters the double terms.
 template <class T>
 struct Expansion {
   T a0 = -T(0);  // see the note on signed zeros above
@@ -239,11 +239,14 @@ struct Expansion {
 };
 
 // Elements the expansions may take: finite and below 2^100 (float) or 2^960 (double), so that no
-// leading term can overflow: a warp merges the shares of its 32 lanes, at most kMaxBlockElements
-// (2^28) elements in all, so |a0| < 2^28 * 2^100 < 2^128 (float) before rounding. One integer test
-// on the exponent field.
-static_assert(ExactSumTuning::kMaxBlockElements <= (index_t(1) << 26) * 4,
-              "the float overflow bound of the expansions assumes at most 2^28 elements per block");
+// leading term can overflow: a warp merges the shares of its 32 lanes, 32 / threads of a block's
+// at most kMaxBlockElements (2^28) elements; with at least 8 warps a block that is at most 2^25
+// elements (and a few from the tail), each below 2^100, so every partial sum stays below 2^125
+// times the growth of a lane's roundings ((1 + 2^-24)^(2^20) < 1.07) and of the merge's five
+// levels: far below 2^128. One integer test on the exponent field.
+static_assert(ExactSumTuning::kMaxBlockElements <= (index_t(1) << 28) &&
+                  ExactSumTuning::threads<float>() >= 8 * 32 && ExactSumTuning::threads<double>() >= 8 * 32,
+              "the overflow bound of the expansions assumes at most 2^28 elements a block and 8 warps");
 __device__ __forceinline__ bool expansion_takes(float x) {
   constexpr unsigned kLimit = (127u + 100u) << 23;  // biased exponent of 2^100
   return (__float_as_uint(x) & 0x7f800000u) < kLimit;
@@ -323,7 +326,7 @@ __global__ void __launch_bounds__(ExactSumTuning::threads<T>(), ExactSumTuning::
     // Software pipelined: the next trip's kLoads 16-byte loads are in flight while this trip's
     // elements are added, so that no warp waits on memory between its trips. Grid-strided: the
     // reduce's even share (each block one run of consecutive vectors) measured 2-5% slower for this
-    // kernel, one wave of 2 blocks per SM (H200, 2^28 and 2^30, an earlier form of the kernel).
+    // kernel, one wave of blocks (H200, 2^28 and 2^30).
     Vector<T> current[kLoads], next[kLoads];
     bool full = i + (kLoads - 1) * stride < vectors;
     if (full) {
@@ -349,7 +352,7 @@ __global__ void __launch_bounds__(ExactSumTuning::threads<T>(), ExactSumTuning::
   }
   for (index_t i = scalar_begin + thread; i < n; i += stride) add_fast(acc, even, slow, __ldg(in + i), window_bits);
 
-  // One lane per warp deposits: 256 threads x 2 chains depositing into the same few limbs made
+  // One lane per warp deposits: a block's threads x 2 chains depositing into the same few limbs made
   // shared-atomic contention a fixed cost of tens of microseconds per call.
   even.merge(acc, odd);
   even.merge_warp(acc);

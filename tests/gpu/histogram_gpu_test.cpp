@@ -150,8 +150,9 @@ TYPED_TEST(HistogramGpu, EvenBinsOnAwkwardRanges) {
   }
 }
 
-// 90% in one bin, and everything in one bin (also a tail slot): warp aggregation, and 16-bit
-// counters that wrap many times per thread block (in an even slot and in an odd one).
+// 90% in one bin, and everything in one bin (also a tail slot): one address under every lane, runs of
+// one slot added at once, and 16-bit counters that wrap many times per thread block (in an even slot
+// and in an odd one).
 TYPED_TEST(HistogramGpu, SkewedAndSingleBin) {
   using T = TypeParam;
   const index_t n = small_mode() ? 50021 : (index_t(1) << 24) + 3;

@@ -14,7 +14,7 @@ struct ExactSumTuning {
   // Threads per block, resident blocks per SM the registers must allow, and 16-byte loads per trip
   // of each thread (the next trip's are issued before this trip's work). One H200, cost against
   // CUB's sum in the same run at 2^28 / 2^30 elements (bench/results/local_kernels.json, 2026-12-01):
-  //  - float: 512 x 2, 2 loads (60 registers): 1.07-1.08x / 1.05x; 256 x 4 within 1% of it; 3 or
+  //  - float: 512 x 2, 2 loads (60 registers): 1.07-1.08x / 1.05x; 256 x 4 within 1% at 2^28; 3 or
   //    more loads, or more than 4 blocks of 256 an SM, spill and take 1.3-3x as long.
   //  - double: 256 x 2, 8 loads (116 registers): 1.03-1.04x / 1.01x; 4 loads 1.06-1.07x, 2 loads
   //    1.27x (memory latency bounds it at 2 blocks an SM); capping registers for 3 blocks spills.

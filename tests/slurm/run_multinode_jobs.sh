@@ -176,6 +176,10 @@ run_job() {
     fi
     echo "FAIL: job $name ($id) ended $state" >&2
     tail -n 30 "$work/$name-$id.out" >&2 2>/dev/null
+    local err  # the ranks' own words: the error files of the job's launches go with the work directory
+    for err in "$work"/results/*-"$id"/*.err; do
+      [[ -s $err ]] && { echo "---- ${err#"$work"/}:"; tail -n 20 "$err"; } >&2
+    done
     return 1
   done
   echo "$id"

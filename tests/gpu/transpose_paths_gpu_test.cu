@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -154,8 +156,32 @@ std::vector<Layout> layouts(int bytes, index_t rows, index_t cols, std::mt19937_
   return l;
 }
 
+// Whether the path's word tiles fit a thread block's shared memory on this device: the byte tiles
+// fed the other way (cp.async, 64 x 64 words) take 149 KiB, more than an sm_86 or sm_89 block may
+// have. The tuning's own tiles fit every device the library builds for.
+template <int Bytes, Path P>
+bool word_tiles_fit() {
+  if constexpr (Bytes >= 4 || P == Path::scalar) {
+    return true;
+  } else {
+    using T = ForcedTuning<Bytes, P>;
+    using E = detail::word_t<Bytes>;
+    using Tile = std::conditional_t<T::kSkewedWordsStaged,
+                                    detail::SkewedStagedWordTile<E, T::kSkewedThreads, T::kSkewedInWords, T::kSkewedOutWords>,
+                                    detail::SkewedWordTile<E, T::kSkewedThreads, T::kSkewedInWords, T::kSkewedOutWords>>;
+    int device = 0, limit = 0;
+    TESSERA_CUDA_CHECK(cudaGetDevice(&device));
+    TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (static_cast<long long>(Tile::kStorageBytes) <= limit) return true;
+    std::printf("[   NOTE   ] %s, %d-byte elements: not run here (%lld bytes of shared memory a block; the device allows %d)\n",
+                path_name(P), Bytes, static_cast<long long>(Tile::kStorageBytes), limit);
+    return false;
+  }
+}
+
 template <int Bytes, Path P>
 void check_all() {
+  if (!word_tiles_fit<Bytes, P>()) return;
   std::mt19937_64 gen(test_seed() + Bytes);
   for (auto [rows, cols] : shapes())
     for (const Layout& l : layouts(Bytes, rows, cols, gen)) {

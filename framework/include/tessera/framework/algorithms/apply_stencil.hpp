@@ -185,8 +185,8 @@ struct StencilCell {
   TESSERA_HOST_DEVICE index_t tile_stride0() const { return stride0; }
   TESSERA_HOST_DEVICE index_t tile_stride1() const { return stride1; }
   template <std::size_t... I>
-  TESSERA_HOST_DEVICE Out value(std::index_sequence<I...>, const In* center, index_t s0, index_t s1, index_t at,
-                                const FieldIndex<D>& index) const {
+  TESSERA_HOST_DEVICE Out value(std::index_sequence<I...>, const In* center, index_t s0, index_t s1,
+                                [[maybe_unused]] index_t at, const FieldIndex<D>& index) const {  // unused without coefficients
     return static_cast<Out>(
         f(StencilView<In, D, kRadius, kShape>(center, s0, s1),
           StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)..., index));

@@ -302,7 +302,7 @@ __device__ __forceinline__ void add_vector(BlockAccumulator<T>& acc, Expansion<T
 }
 
 template <class T>
-__global__ void __launch_bounds__(ExactSumTuning::threads<T>(), ExactSumTuning::min_blocks_per_sm<T>())
+__global__ void __launch_bounds__(ExactSumTuning::threads<T>(), ExactSumTuning::kMinBlocksPerSm)
     exact_sum_block_kernel(const T* __restrict__ in, index_t n, int window_bits, Fields* __restrict__ partials) {
   constexpr int kFields = ExactAccumulator<T>::kFields;
   constexpr int kLimbs = ExactSumFormat<T>::kLimbs;

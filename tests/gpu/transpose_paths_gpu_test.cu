@@ -19,7 +19,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -166,9 +165,7 @@ bool word_tiles_fit() {
   } else {
     using T = ForcedTuning<Bytes, P>;
     using E = detail::word_t<Bytes>;
-    using Tile = std::conditional_t<T::kSkewedWordsStaged,
-                                    detail::SkewedStagedWordTile<E, T::kSkewedThreads, T::kSkewedInWords, T::kSkewedOutWords>,
-                                    detail::SkewedWordTile<E, T::kSkewedThreads, T::kSkewedInWords, T::kSkewedOutWords>>;
+    using Tile = detail::SkewedWordTileOf<E, T::kSkewedThreads, T::kSkewedInWords, T::kSkewedOutWords, T::kSkewedWordsStaged>;
     int device = 0, limit = 0;
     TESSERA_CUDA_CHECK(cudaGetDevice(&device));
     TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));

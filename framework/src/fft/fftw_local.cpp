@@ -2,7 +2,6 @@
 #include <fftw3.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -191,13 +190,7 @@ class FftwTransposed final : public LocalFft {
 
 // Seconds of one run of `fft` on the planning buffers (the best of three).
 double time_once(LocalFft& fft, void* in, void* out) {
-  double best = 1e300;
-  for (int i = 0; i < 3; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fft.execute(in, out);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
+  return best_of_three([&] { fft.execute(in, out); });
 }
 
 }  // namespace

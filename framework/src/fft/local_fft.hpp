@@ -3,6 +3,8 @@
 // cufft_local.cu).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 
@@ -43,6 +45,18 @@ struct LocalShape {
     return e;
   }
 };
+
+// Seconds of the best of three runs of `run` (measured planning's choices between two ways).
+template <class Run>
+double best_of_three(Run&& run) {
+  double best = 1e300;
+  for (int k = 0; k < 3; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
 
 class LocalFft {
  public:

@@ -47,9 +47,9 @@
 
 #include <array>
 #include <complex>
-#include <optional>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -718,14 +718,18 @@ struct SkewedStagedWordTile : SkewedWordTile<E, Threads, kInWords, kOutWords> {
   }
 };
 
+// The word tile of a launch: fed by cp.async (kStaged) or through registers.
+template <class E, int Threads, int kInWords, int kOutWords, bool kStaged>
+using SkewedWordTileOf = std::conditional_t<kStaged, SkewedStagedWordTile<E, Threads, kInWords, kOutWords>,
+                                            SkewedWordTile<E, Threads, kInWords, kOutWords>>;
+
 // Both word tiles, a tile at a time down each column of tiles: kStaged feeds full tiles by cp.async
 // (SkewedStagedWordTile), otherwise through registers (SkewedWordTile); edge tiles always through
 // registers, with bounds.
 template <class E, int Threads, int MinBlocksPerSm, int kInWords, int kOutWords, bool kStaged>
 __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
     transpose_skewed_words_kernel(TransposeArgs a, index_t rows, index_t cols, index_t tiles_across, index_t tile_rows) {
-  using Tile = std::conditional_t<kStaged, SkewedStagedWordTile<E, Threads, kInWords, kOutWords>,
-                                  SkewedWordTile<E, Threads, kInWords, kOutWords>>;
+  using Tile = SkewedWordTileOf<E, Threads, kInWords, kOutWords, kStaged>;
   extern __shared__ __align__(16) unsigned storage[];  // Tile::kStorageBytes: the transposed tile (then the staging area)
   unsigned* tile = storage;
   const auto row_bytes = static_cast<index_t>(a.in_row_bytes);
@@ -759,8 +763,7 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
 
 template <class E, int Threads, int MinBlocksPerSm = 1, int kInWords = 32, int kOutWords = 32, bool kStaged = false>
 void launch_transpose_skewed_words(const TransposeArgs& args, index_t rows, index_t cols, StreamHandle stream) {
-  using Tile = std::conditional_t<kStaged, SkewedStagedWordTile<E, Threads, kInWords, kOutWords>,
-                                  SkewedWordTile<E, Threads, kInWords, kOutWords>>;
+  using Tile = SkewedWordTileOf<E, Threads, kInWords, kOutWords, kStaged>;
   constexpr auto kernel = transpose_skewed_words_kernel<E, Threads, MinBlocksPerSm, kInWords, kOutWords, kStaged>;
   // Set before every launch: the same kernel instance may live in more than one loaded module.
   if constexpr (Tile::kStorageBytes > 48 * 1024)

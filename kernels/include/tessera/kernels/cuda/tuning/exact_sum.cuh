@@ -20,8 +20,7 @@ struct ExactSumTuning {
   //    1.27x (memory latency bounds it at 2 blocks an SM); capping registers for 3 blocks spills.
   template <class T>
   static constexpr int threads() { return sizeof(T) == 8 ? 256 : 512; }
-  template <class T>
-  static constexpr int min_blocks_per_sm() { return 2; }
+  static constexpr int kMinBlocksPerSm = 2;
   template <class T>
   static constexpr int loads_in_flight() { return sizeof(T) == 8 ? 8 : 2; }
   static constexpr int kFinishThreads = 1024;

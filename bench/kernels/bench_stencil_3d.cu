@@ -1,7 +1,8 @@
 // The user stencil (apply_stencil on a Field<float, D>) on one GPU against the device-to-device copy
 // rate: one read and one write of each cell counted, as the copy moves them.
 //
-//   tessera_bench_stencil_3d [--shapes 512x512x512,1024x1024x512] [--n2d 16384] [-n ITERS] [-w WARMUP] [--json FILE]
+//   tessera_bench_stencil_3d [--shapes 512x512x512,1024x1024x512] [--stencils star1,box27,star2,star4] [--n2d 16384]
+//                            [--variants] [-n ITERS] [-w WARMUP] [--json FILE]
 //
 // Rows per 3-D shape: the 7-point star (radius 1), the 27-point box (radius 1) and the 25-point
 // star (radius 4), each as apply_stencil on one rank with Dirichlet boundaries (no face exchanged:
@@ -31,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +63,19 @@ struct Star {
     }
     return acc;
   }
+};
+
+// Other shapes of the column order (--variants), for the radius-4 star; kernel template arguments
+// must be namespace-scope types. ColumnShape<TX, TY, CY, F, B>: tiles of TX x TY cells, CY rows a
+// thread, F planes in flight, B thread blocks an SM for the register budget (0: the default's).
+template <int X, int Y, int C, int Fl, int B = 0>
+struct ColumnShape {
+  static constexpr int TX = X, TY = Y, CY = C, F = Fl;
+  static constexpr int kMinBlocks = B;
+};
+template <int X, int Y, int C, int Fl>
+struct ColumnShape<X, Y, C, Fl, 0> {
+  static constexpr int TX = X, TY = Y, CY = C, F = Fl;
 };
 
 struct Box27 {
@@ -169,7 +184,8 @@ void time_row(Harness& h, const Shape& s, const std::string& name, const std::st
 // apply_stencil whole (Dirichlet: all interior; periodic: interior and shell), then its sweep alone
 // over the block in the tiled and the marching orders (kernels::cuda::for_each_cell).
 template <class F>
-void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name, double copy_gbs) {
+void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name, double copy_gbs,
+                   bool variants) {
   const int r = F::radius;
   const std::array<index_t, 3> n{s.n[0], s.n[1], s.n[2]};
   tessera::Field<float, 3> u(ctx, n, r), v(ctx, n, r);
@@ -193,6 +209,26 @@ void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, cons
               [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::tiled); });
   time_row<F>(h, s, name, "sweep march", copy_gbs, ctx, v, false,
               [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::march); });
+  if constexpr (F::shape == StencilForm::star) {
+    time_row<F>(h, s, name, "sweep column", copy_gbs, ctx, v, false,
+                [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::column); });
+    if constexpr (F::radius == 4) {
+      if (!variants) return;
+      const kc::detail::CellRange range{0, 0, 0, s.n[0], s.n[1], s.n[2]};
+      const auto variant = [&]<class Shape>(const char* how, Shape) {
+        time_row<F>(h, s, name, how, copy_gbs, ctx, v, false, [&] {
+          if (!kc::detail::for_each_cell_column<decltype(cell), Shape>(ctx.queue(), range, cell))
+            throw std::runtime_error(std::string(how) + ": not launched");
+        });
+      };
+      variant("col 128x32/8 F3", ColumnShape<128, 32, 8, 3, 1>{});
+      variant("col 128x16/8", ColumnShape<128, 16, 8, 2, 1>{});
+      variant("col 128x16/4 F3", ColumnShape<128, 16, 4, 3, 1>{});
+      variant("col 128x16/4 2b", ColumnShape<128, 16, 4, 2, 2>{});
+      variant("col 64x32/8 2b", ColumnShape<64, 32, 8, 2, 2>{});
+      variant("col 256x8/4", ColumnShape<256, 8, 4, 2, 1>{});
+    }
+  }
 }
 
 // The overlapped step on `ctx`'s ranks along axis 0, a block of shape s per rank.
@@ -395,6 +431,16 @@ int main(int argc, char** argv) {
                    shapes.push_back(s);
                  }
                });
+  std::vector<std::string> stencils = {"star1", "box27", "star2", "star4"};
+  h.add_option({"--stencils"}, "NAME,...", "the 3-D stencils: star1, box27, star2, star4 (default all)",
+               [&](std::string_view text) {
+                 stencils = tessera::bench::split(std::string(text));
+                 for (const std::string& name : stencils)
+                   if (name != "star1" && name != "box27" && name != "star2" && name != "star4")
+                     throw tessera::UsageError("--stencils: '" + name + "' is none of star1, box27, star2, star4");
+               });
+  bool variants = false;
+  h.add_switch({"--variants"}, "also other shapes of the column order (the radius-4 star)", &variants);
   tessera::bench::parse_command_line(h, argc, argv);
   tessera::Context ctx;
   try {
@@ -420,10 +466,12 @@ int main(int argc, char** argv) {
   std::printf("tessera_bench_stencil_3d on %s\ndevice-to-device copy: %.1f GB/s (bytes read + written)\n\n",
               tessera::kernels::describe_device(ctx.queue()).c_str(), copy_gbs);
   std::printf("%-16s %-20s %-14s %10s %9s %7s %s\n", "shape", "stencil", "how", "ms", "GB/s", "%copy", "check");
+  const auto chosen = [&](const char* key) { return std::find(stencils.begin(), stencils.end(), key) != stencils.end(); };
   for (const Shape& s : shapes) {
-    bench_stencil<Star<1>>(h, ctx, s, "star r1 (7-point)", copy_gbs);
-    bench_stencil<Box27>(h, ctx, s, "box r1 (27-point)", copy_gbs);
-    bench_stencil<Star<4>>(h, ctx, s, "star r4 (25-point)", copy_gbs);
+    if (chosen("star1")) bench_stencil<Star<1>>(h, ctx, s, "star r1 (7-point)", copy_gbs, variants);
+    if (chosen("box27")) bench_stencil<Box27>(h, ctx, s, "box r1 (27-point)", copy_gbs, variants);
+    if (chosen("star2")) bench_stencil<Star<2>>(h, ctx, s, "star r2 (13-point)", copy_gbs, variants);
+    if (chosen("star4")) bench_stencil<Star<4>>(h, ctx, s, "star r4 (25-point)", copy_gbs, variants);
   }
   if (n2d > 0) {
     bench_2d<Jacobi5>(h, ctx, n2d, "2-D 5-point", tessera::StencilWeights<float>::jacobi5(), copy_gbs);

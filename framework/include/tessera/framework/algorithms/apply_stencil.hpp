@@ -43,9 +43,10 @@
 // kernels::for_each_cell's (cells.hpp): OpenMP over the rows on cpu; under cuda, in a translation
 // unit compiled by nvcc (a TESSERA_HOST_DEVICE functor), as kernels::transform dispatches, thread
 // blocks that stage a tile of `in` with its reach in shared memory and march along the slowest axis
-// (a 3-D stencil of radius 1, and 2-D ones along the rows), or that march reading `in` where it lies
-// (a wider 3-D reach), and one thread per cell for the shell's thin boxes; cuda/device_cells.cuh
-// says when.
+// (a 3-D stencil of radius 1, and 2-D ones along the rows; a wider 3-D star keeps the reach along
+// the slowest axis in registers, which wants a functor whose offsets are constants once its loops
+// are unrolled), or that march reading `in` where it lies (a wider 3-D box), and one thread per
+// cell for the shell's thin boxes; cuda/device_cells.cuh says when.
 //
 // The collectives of one call: stencil_plan(in, shape, coefficient...) (collective_plan.hpp), one
 // neighbour exchange of the bytes sent to other ranks.
@@ -79,13 +80,21 @@ template <class T, int D, int Radius, StencilForm Shape>
 class StencilView {
  public:
   TESSERA_HOST_DEVICE StencilView(const T* center, index_t stride0, index_t stride1)
-      : at_(center), stride0_(stride0), stride1_(stride1) {}
+      : at_(center), column_(center), stride0_(stride0), stride1_(stride1) {}
+  // A 3-D star's view whose cells along axis 0 lie apart from the others: (d0, 0, 0) at column[d0]
+  // (the device's column order keeps them in registers), the others at center with stride1.
+  TESSERA_HOST_DEVICE StencilView(const T* center, index_t stride1, const T* column)
+    requires(D == 3 && Shape == StencilForm::star)
+      : at_(center), column_(column), stride0_(1), stride1_(stride1) {}
 
   TESSERA_HOST_DEVICE const T& operator()(int d0, int d1, int d2) const
     requires(D == 3)
   {
     check(d0, d1, d2);
-    return at_[d0 * stride0_ + d1 * stride1_ + d2];
+    if constexpr (Shape == StencilForm::star)
+      return d0 != 0 ? column_[d0 * stride0_] : at_[d1 * stride1_ + d2];
+    else
+      return at_[d0 * stride0_ + d1 * stride1_ + d2];
   }
   TESSERA_HOST_DEVICE const T& operator()(int d0, int d1) const
     requires(D == 2)
@@ -119,6 +128,7 @@ class StencilView {
   }
 
   const T* at_;
+  const T* column_;            // a 3-D star's cells along axis 0: column_[d0 * stride0_]
   index_t stride0_, stride1_;  // of the block's axes 0 and 1 in three (a D < 3 field's lead axes)
 };
 
@@ -185,15 +195,23 @@ struct StencilCell {
   TESSERA_HOST_DEVICE index_t tile_stride0() const { return stride0; }
   TESSERA_HOST_DEVICE index_t tile_stride1() const { return stride1; }
   template <std::size_t... I>
-  TESSERA_HOST_DEVICE Out value(std::index_sequence<I...>, const In* center, index_t s0, index_t s1,
+  TESSERA_HOST_DEVICE Out value(std::index_sequence<I...>, const StencilView<In, D, kRadius, kShape>& view,
                                 [[maybe_unused]] index_t at, const FieldIndex<D>& index) const {  // unused without coefficients
     return static_cast<Out>(
-        f(StencilView<In, D, kRadius, kShape>(center, s0, s1),
-          StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)..., index));
+        f(view, StencilView<C, D, kRadius, kShape>(static_cast<const C*>(coefficient[I]) + at, stride0, stride1)..., index));
   }
   TESSERA_HOST_DEVICE Out value(const In* center, index_t s0, index_t s1, index_t l0, index_t l1, index_t l2) const {
-    return value(std::index_sequence_for<C...>{}, center, s0, s1, l0 * stride0 + l1 * stride1 + l2,
-                 global_index(l0, l1, l2));
+    return value(std::index_sequence_for<C...>{}, StencilView<In, D, kRadius, kShape>(center, s0, s1),
+                 l0 * stride0 + l1 * stride1 + l2, global_index(l0, l1, l2));
+  }
+  // The column order (kernels::cuda::ColumnCellBody): a 3-D star's cells along axis 0 at column[d].
+  static constexpr bool kColumnReads = D == 3 && kShape == StencilForm::star && kRadius > 0;
+  TESSERA_HOST_DEVICE Out value_column(const In* center, index_t s1, const In* column, index_t l0, index_t l1,
+                                       index_t l2) const
+    requires kColumnReads
+  {
+    return value(std::index_sequence_for<C...>{}, StencilView<In, D, kRadius, kShape>(center, s1, column),
+                 l0 * stride0 + l1 * stride1 + l2, global_index(l0, l1, l2));
   }
   TESSERA_HOST_DEVICE void store(index_t l0, index_t l1, index_t l2, const Out& v) const {
     out[l0 * stride0 + l1 * stride1 + l2] = v;

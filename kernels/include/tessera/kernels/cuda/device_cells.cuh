@@ -1,4 +1,4 @@
-// The device pass of kernels::for_each_cell (cells.hpp) over a 3-D box of cells, in three orders:
+// The device pass of kernels::for_each_cell (cells.hpp) over a 3-D box of cells, in four orders:
 //
 //   planes  one thread per cell, thread blocks of 32 x 4 cells of an (i2, i1) tile, a plane i0 per
 //           grid layer; a box thinner than a warp along axis 2 puts the warp along axis 1 instead.
@@ -17,15 +17,23 @@
 //           (the pieces at a row's ends cell by cell unless the rows are a Field's, padded to
 //           32-byte boundaries). Each input cell comes from global memory once, plus the tile's
 //           halo.
+//   column  for a 3-D body that reads along axis 0 only its cell's own column (a ColumnCellBody:
+//           the user stencil's cell of a star): as tiled, but the ring holds the planes' reach
+//           along axes 1 and 2 only for the planes still to be a centre (R + 3 planes for a reach
+//           R; the tiled ring holds 28 at radius 4), and each thread keeps the 2 R + 1 cells of its
+//           column along axis 0 in registers, named by constants in steps unrolled 2 R + 1 at a
+//           time (no register moves).
 //
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
-// H200, float; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a warp wide along axis 2
-// and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at 91.0% of the copy rate,
-// 9-point 92.0%: 1.04x and 1.06x the Jacobi sweep's rate) and for a 3-D body that reads at most one
-// cell away (512^3: the 7-point star at 88.7% against 68.2% marching, the 27-point box 84.1% against
-// 40.8%), march for a wider 3-D reach (the radius-4 star: 44.6% against at most 43.5% tiled in any
-// shape that fits) and where a ring does not fit in shared memory; planes for a box under 16
-// planes deep (a stencil's shell) and for every other box and body.
+// H200, float, % of the copy rate; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a
+// warp wide along axis 2 and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at
+// 90.9%, 9-point 90.6%: 1.07x the Jacobi sweep's rate) and for a 3-D body that reads at most one
+// cell away (512^3: the 7-point star at 91.0% against 86.0% in the column order and 68.6%
+// marching, the 27-point box 83.2% against 40.7%); column for a wider 3-D star (512^3 /
+// 1024x1024x512: radius 2 at 81.7 / 85.9% against 66.0 / 66.4% tiled, radius 4 at 74.8 / 81.4%
+// against 44.7 / 45.3% marching); march for a wider 3-D box and where a ring does not fit in shared
+// memory; planes for a box under 16 planes deep (a stencil's shell) and for every other box and
+// body.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -71,6 +79,20 @@ concept TiledCellBody = requires(const Body& b, const typename Body::tile_type* 
   { b.tile_stride0() } -> std::convertible_to<index_t>;
   { b.tile_stride1() } -> std::convertible_to<index_t>;
   b.store(i, i, i, b.value(p, i, i, i, i, i));
+};
+
+// A TiledCellBody of a 3-D reach that reads along axis 0 only the cell's own column (a star's):
+//   static constexpr bool kColumnReads = true;
+//   value_type value_column(const tile_type* center, index_t stride1, const tile_type* column,
+//                           i0, i1, i2) const;
+//       value()'s result, reading the tile at offset (d, 0, 0), d != 0, as column[d] and the
+//       others through `center` (row stride stride1)
+// The column order (detail::for_each_cell_column) keeps those cells in registers.
+template <class Body>
+concept ColumnCellBody = TiledCellBody<Body> && requires(const Body& b, const typename Body::tile_type* p, index_t i) {
+  requires Body::kColumnReads;
+  requires Body::kReach0 > 0;
+  b.store(i, i, i, b.value_column(p, i, p, i, i, i));
 };
 
 // A TiledCellBody that also folds its cells into one value (the Jacobi sweep's residual,
@@ -165,48 +187,59 @@ struct CellRingShape {
   static constexpr int kBudget = 96 * 1024;  // bytes of shared memory the ring may take
 };
 
-template <class Body, bool Rows, class Shape = CellRingShape<typename Body::tile_type, Rows>>
-struct CellRing {
+// A tile plane of TY rows (axis B) of TX cells (axis 2) with the body's reach around it (RB rows,
+// RC cells) as it lies in shared memory: H rows of W cells, copied in pieces of CE cells. A piece is
+// 16 aligned bytes where 16 bytes hold whole elements (a row of the tile then starts at the piece
+// that holds its first cell, up to CE - 1 cells before it), else one element. kClip: the pieces at a
+// row's ends copy only the cells within reach (the body's rows are not declared padded).
+template <class Body, int TX, int TY, int RB, int RC>
+struct CellTilePlane {
   using T = typename Body::tile_type;
+  static constexpr bool kInPieces = sizeof(T) < 16 && 16 % sizeof(T) == 0 && TX % (16 / sizeof(T)) == 0;
+  static constexpr bool kClip = [] {
+    if constexpr (requires { Body::kTileRowsPadded; })
+      return kInPieces && !Body::kTileRowsPadded;
+    else
+      return kInPieces;
+  }();
+  static constexpr int CE = kInPieces ? static_cast<int>(16 / sizeof(T)) : 1;
+  static constexpr int W = (RC + CE - 1 + TX + RC + CE - 1) / CE * CE, H = TY + 2 * RB;
+  static constexpr int kRowPieces = W / CE;
+  static constexpr int kPlane = W * H;
+  static constexpr std::size_t kPlaneBytes = sizeof(T) * static_cast<std::size_t>(kPlane);
+  static constexpr int kTileX = TX, kTileY = TY, kReachB = RB, kReachC = RC;
+};
+
+// Thread blocks an SM holds at once for a kernel of `threads` threads and `bytes` of shared memory
+// (sm_90's 227 KiB a block, 1024 threads at 64 registers), which the compiler's register budget
+// follows; or the shape's kMinBlocks, where it declares one (fewer blocks, more registers a thread).
+template <class Shape>
+constexpr int cell_min_blocks(int threads, std::size_t bytes) {
+  if constexpr (requires { Shape::kMinBlocks; })
+    return Shape::kMinBlocks;
+  else
+    return std::clamp<int>(std::min<std::size_t>(threads >= 1024 ? 1 : 1024 / threads, 227 * 1024 / std::max<std::size_t>(bytes, 1)),
+                           1, 8);
+}
+
+template <class Body, bool Rows, class Shape = CellRingShape<typename Body::tile_type, Rows>>
+struct CellRing : CellTilePlane<Body, Shape::TX, Shape::TY, Rows ? Body::kReach0 : Body::kReach1, Body::kReach2> {
+  using T = typename Body::tile_type;
+  using Plane = CellTilePlane<Body, Shape::TX, Shape::TY, Rows ? Body::kReach0 : Body::kReach1, Body::kReach2>;
   static constexpr int RA = Rows ? Body::kReach1 : Body::kReach0;
   static constexpr int RB = Rows ? Body::kReach0 : Body::kReach1;
   static constexpr int RC = Body::kReach2;
   static constexpr int TX = Shape::TX, TY = Shape::TY, CY = Shape::CY;  // CY rows a thread
   static constexpr int kThreads = TX * TY / CY;
   static constexpr int G = Shape::G;
-  // Elements of one copy: a 16-byte piece where 16 bytes hold whole elements (a row of the tile
-  // then starts at the piece that holds its first cell, up to CE - 1 cells before it), else one
-  // element. kClip: the pieces at a row's ends copy only the cells within reach (the body's rows
-  // are not declared padded).
-  static constexpr bool kPieces = sizeof(T) < 16 && 16 % sizeof(T) == 0 && TX % (16 / sizeof(T)) == 0;
-  static constexpr bool kClip = [] {
-    if constexpr (requires { Body::kTileRowsPadded; })
-      return kPieces && !Body::kTileRowsPadded;
-    else
-      return kPieces;
-  }();
-  static constexpr int CE = kPieces ? static_cast<int>(16 / sizeof(T)) : 1;
-  static constexpr int W = (RC + CE - 1 + TX + RC + CE - 1) / CE * CE, H = TY + 2 * RB;
-  static constexpr int kRowPieces = W / CE;
-  static constexpr int kPlane = W * H;
-  static constexpr std::size_t kPlaneBytes = sizeof(T) * static_cast<std::size_t>(kPlane);
+  using Plane::kPlaneBytes;
   static constexpr int E = (2 * G + 2 * RA - 1) / G;
   // Groups in flight: as many as fit (up to 4) in the budget, at least one.
   static constexpr int F =
       std::clamp<int>((static_cast<int>(Shape::kBudget / kPlaneBytes) - 2 * RA) / G - E - 1, 1, 4);
   static constexpr int NS = (E + F + 1) * G;
   static constexpr std::size_t kBytes = kPlaneBytes * static_cast<std::size_t>(NS + 2 * RA);
-  // Thread blocks an SM holds at once (sm_90's 227 KiB of shared memory a block, 1024 threads at
-  // 64 registers), which the compiler's register budget follows; or the shape's kMinBlocks, where it
-  // declares one (fewer blocks, more registers a thread).
-  static constexpr int kMinBlocks = [] {
-    if constexpr (requires { Shape::kMinBlocks; })
-      return Shape::kMinBlocks;
-    else
-      return std::clamp<int>(std::min<std::size_t>(kThreads >= 1024 ? 1 : 1024 / kThreads,
-                                                   227 * 1024 / std::max<std::size_t>(kBytes, 1)),
-                             1, 8);
-  }();
+  static constexpr int kMinBlocks = cell_min_blocks<Shape>(kThreads, kBytes);
 };
 
 // A body's fold_type (a FoldingCellBody), or int for a body that folds nothing.
@@ -255,6 +288,69 @@ __device__ __forceinline__ void async_wait() {
 #endif
 }
 
+// One thread's share of copying a tile plane (CellTilePlane L) into shared memory, by
+// asynchronous copies: the pieces e = tid + j kThreads of the plane's H rows of kRowPieces, those of
+// the rows and columns that exist (`rows` rows of the tile with its reach, the columns up to
+// `cells` of the tile and its reach along axis 2).
+template <class L, int kThreads>
+struct TilePlaneCopy {
+  using T = typename L::T;
+  static constexpr int CE = L::CE, kPieces = L::H * L::kRowPieces;
+  static constexpr int J = (kPieces + kThreads - 1) / kThreads;  // copies a thread issues per plane
+  index_t off[J];
+  bool ok[J];
+  // kClip: the cells [cut_lo, cut_hi) of a piece that lie within reach (all CE but at a row's ends).
+  [[maybe_unused]] int cut_lo[J], cut_hi[J];
+  index_t x_first;  // the column of the rows' first piece (x0 - RC, rounded down to a piece)
+  int lead;         // column x0's element in a row
+  bool any;         // whether this thread copies anything (a 2-D tile's row has fewer pieces than threads)
+
+  // x0: the tile's first column; cells: the box's columns from x0 on; rows: the box's rows from the
+  // tile's first on (each may pass the tile's); stride: between rows.
+  __device__ __forceinline__ TilePlaneCopy(int tid, index_t x0, index_t cells, index_t rows, index_t stride) {
+    constexpr int RB = L::kReachB, RC = L::kReachC;
+    const int live_rows = static_cast<int>((rows < L::kTileY ? rows : L::kTileY) + 2 * RB);
+    const index_t x_end = x0 + (cells < L::kTileX ? cells : L::kTileX) + RC;
+    x_first = x0 - RC >= 0 ? (x0 - RC) / CE * CE : -((RC - x0 + CE - 1) / CE) * CE;
+    const int pieces = static_cast<int>((x_end - x_first + CE - 1) / CE);
+    lead = static_cast<int>(x0 - x_first);
+    any = false;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int e = tid + j * kThreads, y = e / L::kRowPieces, c = e - y * L::kRowPieces;
+      ok[j] = e < kPieces && y < live_rows && c < pieces;
+      any = any || ok[j];
+      off[j] = y * stride + c * CE;
+      if constexpr (L::kClip) {
+        const index_t at = x_first + c * CE;
+        cut_lo[j] = static_cast<int>(std::clamp<index_t>(x0 - RC - at, 0, CE));
+        cut_hi[j] = static_cast<int>(std::clamp<index_t>(x_end - at, 0, CE));
+      }
+    }
+  }
+  // The plane whose row 0's first piece is at `src` into the slot at `dst` (the slot's start plus
+  // tid CE).
+  __device__ __forceinline__ void plane(T* dst, const T* src) const {
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+      if (ok[j]) piece(dst + j * kThreads * CE, src + off[j], j);
+  }
+  __device__ __forceinline__ void piece(T* dst, const T* src, [[maybe_unused]] int j) const {  // CE elements
+    if constexpr (L::kClip) {
+      if (cut_lo[j] != 0 || cut_hi[j] != CE) {
+#pragma unroll
+        for (int e = 0; e < CE; ++e)
+          if (e >= cut_lo[j] && e < cut_hi[j]) copy_cell_async(dst + e, src + e);
+        return;
+      }
+    }
+    if constexpr (CE > 1)
+      copy_cell_async(reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src));
+    else
+      copy_cell_async(dst, src);
+  }
+};
+
 // Block (bx, by, bz) computes the cells at (a, by * TY + y, bx * TX + x) along axes (A, B, 2) of
 // the box for `planes` planes a from bz * planes, G a step (CellRing). Plane k of the block's loads
 // is box plane first - RA + k; it lies in slot k % NS (and NS + k % NS below 2 RA). Step t waits for
@@ -267,10 +363,8 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
   using Ring = CellRing<Body, Rows, Shape>;
   using T = typename Body::tile_type;
   using V = typename Body::value_type;
-  constexpr int RA = Ring::RA, RB = Ring::RB, RC = Ring::RC, G = Ring::G, NS = Ring::NS;
+  constexpr int RA = Ring::RA, RB = Ring::RB, G = Ring::G, NS = Ring::NS;
   constexpr int kPlane = Ring::kPlane, kThreads = Ring::kThreads, CE = Ring::CE;
-  constexpr int kPieces = Ring::H * Ring::kRowPieces;
-  constexpr int J = (kPieces + kThreads - 1) / kThreads;  // copies a thread issues per plane
   extern __shared__ __align__(16) unsigned char cell_ring_bytes[];
   T* const ring = reinterpret_cast<T*>(cell_ring_bytes);
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
@@ -284,54 +378,17 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
   const index_t first = static_cast<index_t>(blockIdx.z) * planes;
   const index_t last = first + planes < nA ? first + planes : nA;
   const index_t count = last - first + 2 * RA;  // the planes loaded: first - RA .. last + RA - 1
-  const int rows = static_cast<int>((nB - tB < Ring::TY ? nB - tB : Ring::TY) + 2 * RB);
-  // A tile row: the pieces from the one holding column x0 - RC (x0 the tile's first column) to the
-  // one holding its last column + RC; the row's element `lead` is column x0.
-  const index_t x0 = r.begin2 + t2, x_end = x0 + (r.n2 - t2 < Ring::TX ? r.n2 - t2 : Ring::TX) + RC;
-  const index_t x_first = x0 - RC >= 0 ? (x0 - RC) / CE * CE : -((RC - x0 + CE - 1) / CE) * CE;
-  const int pieces = static_cast<int>((x_end - x_first + CE - 1) / CE);
-  const int lead = static_cast<int>(x0 - x_first);
+  const TilePlaneCopy<Ring, kThreads> copy(tid, r.begin2 + t2, r.n2 - t2, nB - tB, sB);
+  const int lead = copy.lead;
   // The tile's corner (row 0, the first piece) in plane k = 0.
-  const T* corner = body.tile_origin() + (beginA + first - RA) * sA + (beginB + tB - RB) * sB + x_first;
-  index_t off[J];
-  bool ok[J];
-  // kClip: the cells [cut_lo, cut_hi) of a piece that lie within reach (all CE but at a row's ends).
-  [[maybe_unused]] int cut_lo[J], cut_hi[J];
-#pragma unroll
-  for (int j = 0; j < J; ++j) {
-    const int e = tid + j * kThreads, y = e / Ring::kRowPieces, c = e - y * Ring::kRowPieces;
-    ok[j] = e < kPieces && y < rows && c < pieces;
-    off[j] = y * sB + c * CE;
-    if constexpr (Ring::kClip) {
-      const index_t at = x_first + c * CE;
-      cut_lo[j] = static_cast<int>(std::clamp<index_t>(x0 - RC - at, 0, CE));
-      cut_hi[j] = static_cast<int>(std::clamp<index_t>(x_end - at, 0, CE));
-    }
-  }
-  const auto copy = [&](T* dst, const T* src, [[maybe_unused]] int j) {  // one piece: CE elements
-    if constexpr (Ring::kClip) {
-      if (cut_lo[j] != 0 || cut_hi[j] != CE) {
-#pragma unroll
-        for (int e = 0; e < CE; ++e)
-          if (e >= cut_lo[j] && e < cut_hi[j]) copy_cell_async(dst + e, src + e);
-        return;
-      }
-    }
-    if constexpr (CE > 1)
-      copy_cell_async(reinterpret_cast<uint4*>(dst), reinterpret_cast<const uint4*>(src));
-    else
-      copy_cell_async(dst, src);
-  };
-  bool copies = false;  // whether this thread copies anything (a 2-D tile's row has fewer pieces than threads)
-#pragma unroll
-  for (int j = 0; j < J; ++j) copies = copies || ok[j];
+  const T* corner = body.tile_origin() + (beginA + first - RA) * sA + (beginB + tB - RB) * sB + copy.x_first;
   // The groups are loaded in order, each into the next G slots: the next group's first plane, its
   // index among the planes loaded and its slot group (group % (NS / G)), kept as running values.
   const T* next_plane = corner;
   index_t next_k = 0;
   int next_slots = 0;
   const auto load_group = [&] {  // the next G planes, one commit group
-    if (copies) {
+    if (copy.any) {
       const int slot0 = next_slots * G;
       const T* plane = next_plane;
 #pragma unroll
@@ -340,10 +397,7 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
 #pragma unroll
           for (int m = 0; m < 2; ++m) {  // the slot, and below 2 RA its mirror NS slots on
             if (m == 1 && slot0 + p >= 2 * RA) break;
-            T* dst = ring + (slot0 + p + m * NS) * kPlane + tid * CE;
-#pragma unroll
-            for (int j = 0; j < J; ++j)
-              if (ok[j]) copy(dst + j * kThreads * CE, plane + off[j], j);
+            copy.plane(ring + (slot0 + p + m * NS) * kPlane + tid * CE, plane);
           }
         }
       }
@@ -425,7 +479,7 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
   constexpr auto kernel = &for_each_cell_tiled_kernel<Body, Rows, Shape>;
   const DeviceInfo& info = current_device_info();
   if (Ring::kBytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
-  if constexpr (Ring::kPieces) {  // the rows start on 16-byte boundaries (a Field's do)
+  if constexpr (Ring::kInPieces) {  // the rows start on 16-byte boundaries (a Field's do)
     constexpr index_t kSize = sizeof(typename Ring::T);
     if (reinterpret_cast<std::uintptr_t>(body.tile_origin()) % 16 != 0 || body.tile_stride0() * kSize % 16 != 0 ||
         body.tile_stride1() * kSize % 16 != 0)
@@ -457,10 +511,182 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
   return true;
 }
 
+// The column order's shape for a body: a thread block marches along axis 0 over a tile of TY rows
+// (axis 1) by TX cells (axis 2), each thread the cells of CY rows of one column, one plane a step,
+// with F planes travelling while a step computes; one block an SM (kMinBlocks), so that a thread
+// may hold 128 registers. TX: 512 bytes of cells (32 to 128). CY: 8, fewer where the column
+// registers (CY (2 R + 1) cells) would pass 72 4-byte words. TY: 32, 16 or 8 rows (at most 512
+// threads), the most whose ring fits in sm_90's 227 KiB of shared memory a block. Measured on an
+// H200 (bench_stencil_3d --variants, the radius-4 float star, 512^3 / 1024x1024x512, % of the copy
+// rate): 128 x 32 cells, 8 rows a thread, F = 2: 74.5 / 81.2% (F = 3: 74.8 / 80.8%); 128 x 16,
+// 8 rows: 74.2 / 75.4%; 128 x 16, 4 rows: 69.1 / 71.1% (F = 3), 54.9 / 56.5% with 2 blocks an SM
+// (64 registers); 64 x 32, 8 rows, 2 blocks: 73.5 / 77.7%; 256 x 8, 4 rows: 60.8 / 63.1%.
+template <class Body>
+struct CellColumnShape {
+  using T = typename Body::tile_type;
+  static constexpr int R = Body::kReach0, RB = Body::kReach1, RC = Body::kReach2;
+  static constexpr int TX = std::clamp(static_cast<int>(512 / sizeof(T)), 32, 128);
+  static constexpr int F = 2, kMinBlocks = 1;
+  static constexpr int CY = [] {
+    const int words = static_cast<int>((sizeof(T) + 3) / 4);
+    int cy = 8;
+    while (cy > 1 && cy * (2 * R + 1) * words > 72) cy /= 2;
+    return cy;
+  }();
+  template <int Rows>
+  static constexpr bool kFits = CellTilePlane<Body, TX, Rows, RB, RC>::kPlaneBytes * (R + F + 1) <= 227 * 1024 &&
+                                TX * Rows / CY <= 512;
+  static constexpr int TY = kFits<32> ? 32 : kFits<16> ? 16 : std::max(8, CY);
+};
+
+// The column order, for a ColumnCellBody: the planes with the tile's reach along axes 1 and 2
+// (CellTilePlane) in a ring of P = R + F + 1 shared-memory slots, R the reach along axis 0; the reach
+// along axis 0 of a thread's cells, the 2 R + 1 planes' cells of its own column, in registers (a
+// star reads only those along axis 0).
+template <class Body, class Shape = CellColumnShape<Body>>
+struct CellColumn : CellTilePlane<Body, Shape::TX, Shape::TY, Body::kReach1, Body::kReach2> {
+  using T = typename Body::tile_type;
+  using Plane = CellTilePlane<Body, Shape::TX, Shape::TY, Body::kReach1, Body::kReach2>;
+  static constexpr int R = Body::kReach0, RB = Body::kReach1, RC = Body::kReach2;
+  static constexpr int TX = Shape::TX, TY = Shape::TY, CY = Shape::CY, F = Shape::F;
+  static constexpr int kThreads = TX * TY / CY;
+  static constexpr int P = R + F + 1;
+  static constexpr std::size_t kBytes = Plane::kPlaneBytes * static_cast<std::size_t>(P);
+  static constexpr int kMinBlocks = cell_min_blocks<Shape>(kThreads, kBytes);
+};
+
+// Block (bx, by, bz) computes the cells (i0, by * TY + y, bx * TX + x) for `planes` planes i0 from
+// bz * planes. Step s loads plane first - R + s + F of the box into slot (s + F) % P (the slot that
+// plane's predecessor P planes back left: it was last read as a centre R steps after it arrived),
+// takes its own cells of plane first - R + s into the column registers, and from s = 2 R on
+// computes plane first + s - 2 R: the centre plane's slot for the reach along axes 1 and 2, the
+// registers along axis 0.
+template <class Body, class Shape>
+__global__ void __launch_bounds__(CellColumn<Body, Shape>::kThreads, CellColumn<Body, Shape>::kMinBlocks)
+    for_each_cell_column_kernel(CellRange r, index_t planes, Body body) {
+  using Col = CellColumn<Body, Shape>;
+  using T = typename Body::tile_type;
+  using V = typename Body::value_type;
+  constexpr int R = Col::R, RB = Col::RB, P = Col::P, F = Col::F, CY = Col::CY, W = Col::W;
+  constexpr int kPlane = Col::kPlane, Q = 2 * R + 1;
+  extern __shared__ __align__(16) unsigned char cell_column_bytes[];
+  T* const ring = reinterpret_cast<T*>(cell_column_bytes);
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int tid = ty * Col::TX + tx;
+  const index_t s0 = body.tile_stride0(), s1 = body.tile_stride1();
+  const index_t t1 = static_cast<index_t>(blockIdx.y) * Col::TY;
+  const index_t t2 = static_cast<index_t>(blockIdx.x) * Col::TX;
+  const index_t first = static_cast<index_t>(blockIdx.z) * planes;
+  const index_t last = first + planes < r.n0 ? first + planes : r.n0;
+  const index_t count = last - first + 2 * R;  // the planes loaded: first - R .. last + R - 1
+  const TilePlaneCopy<Col, Col::kThreads> copy(tid, r.begin2 + t2, r.n2 - t2, r.n1 - t1, s1);
+  const T* next_plane = body.tile_origin() + (r.begin0 + first - R) * s0 + (r.begin1 + t1 - RB) * s1 + copy.x_first;
+  index_t next_k = 0;
+  int next_slot = 0;
+  const auto load_plane = [&] {  // the next plane, one commit group
+    if (copy.any && next_k < count) copy.plane(ring + next_slot * kPlane + tid * Col::CE, next_plane);
+    next_plane += s0;
+    ++next_k;
+    next_slot = next_slot + 1 == P ? 0 : next_slot + 1;
+    async_commit();
+  };
+#pragma unroll
+  for (int f = 0; f < F; ++f) load_plane();
+  const index_t i2 = r.begin2 + t2 + tx;
+  const bool column = t2 + tx < r.n2;
+  const bool whole_tile = t2 + Col::TX <= r.n2 && t1 + Col::TY <= r.n1;  // the same for the whole block
+  const index_t b1 = t1 + ty * CY;                                    // this thread's first row
+  const int at = (ty * CY + RB) * W + copy.lead + tx;                  // its first cell in a slot
+  // q[c][k % Q]: row c's cell in plane k, for the last Q planes k that arrived. The steps are
+  // unrolled Q at a time, so that each names its registers by constants: the plane arriving at step
+  // s replaces plane s - Q in q[c][s % Q], and the centre plane s - R's column reads planes
+  // s - 2 R .. s from q[c][(s + 1 + j) % Q], j = 0 .. 2 R, without a register moved.
+  T q[CY][Q];
+  int slot = 0;        // the slot of plane s
+  int centre = P - R;  // the slot of plane s - R (valid from s = R)
+  const auto steps = [&](auto whole) {
+    constexpr bool kWhole = decltype(whole)::value;
+    // A tile wholly in the box computes its cells without a condition, so that the compiler reads
+    // a ring cell that several of them read once; the tiles at the box's edges check each cell.
+    const auto live = [&](int c) { return kWhole || (column && b1 + c < r.n1); };
+    const auto step = [&]<int K>(std::integral_constant<int, K>, index_t s) {
+      async_wait<F - 1>();  // this thread's copies of plane s are in
+      __syncthreads();      // and every thread's; every thread is done with step s - 1
+      load_plane();         // plane s + F
+      const T* arrived = ring + slot * kPlane + at;
+#pragma unroll
+      for (int c = 0; c < CY; ++c) q[c][K] = arrived[c * W];
+      if (s >= 2 * R) {
+        const T* window = ring + centre * kPlane + at;
+        const index_t i0 = r.begin0 + first + (s - 2 * R);
+        V v[CY];
+#pragma unroll
+        for (int c = 0; c < CY; ++c)
+          if (live(c)) {
+            T col[Q];
+#pragma unroll
+            for (int j = 0; j < Q; ++j) col[j] = q[c][(K + 1 + j) % Q];
+            v[c] = body.value_column(window + c * W, W, col + R, i0, r.begin1 + b1 + c, i2);
+          }
+#pragma unroll
+        for (int c = 0; c < CY; ++c)
+          if (live(c)) body.store(i0, r.begin1 + b1 + c, i2, v[c]);
+      }
+      slot = slot + 1 == P ? 0 : slot + 1;
+      centre = centre + 1 == P ? 0 : centre + 1;
+    };
+    for (index_t base = 0; base < count; base += Q)
+      [&]<int... K>(std::integer_sequence<int, K...>) {
+        ((base + K < count ? step(std::integral_constant<int, K>{}, base + K) : void()), ...);
+      }(std::make_integer_sequence<int, Q>{});
+  };
+  if (whole_tile)
+    steps(std::true_type{});
+  else
+    steps(std::false_type{});
+}
+
+// The column order for a ColumnCellBody. False (nothing launched) where the ring does not fit in a
+// thread block's shared memory or the grid would pass its limits.
+template <class Body, class Shape = CellColumnShape<Body>>
+bool for_each_cell_column(const Queue& queue, const CellRange& r, const Body& body) {
+  using Col = CellColumn<Body, Shape>;
+  constexpr auto kernel = &for_each_cell_column_kernel<Body, Shape>;
+  const DeviceInfo& info = current_device_info();
+  if (Col::kBytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
+  if constexpr (Col::kInPieces) {  // the rows start on 16-byte boundaries (a Field's do)
+    constexpr index_t kSize = sizeof(typename Col::T);
+    if (reinterpret_cast<std::uintptr_t>(body.tile_origin()) % 16 != 0 || body.tile_stride0() * kSize % 16 != 0 ||
+        body.tile_stride1() * kSize % 16 != 0)
+      return false;
+  }
+  const index_t tiles_x = ceil_div<index_t>(r.n2, Col::TX), tiles_y = ceil_div<index_t>(r.n1, Col::TY);
+  if (tiles_x > 0x7fffffff || tiles_y > 65535) return false;
+  if (Col::kBytes > 48 * 1024)  // at every call: for_each_cell_tiled says why
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(Col::kBytes)));
+  // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
+  // waves of the resident blocks, each layer but the last at least 16 R planes deep (the 2 R planes
+  // a layer loads beyond its own are then at most an eighth).
+  const index_t resident =
+      static_cast<index_t>(blocks_per_sm<kernel>(Col::kThreads, Col::kBytes)) * info.sm_count;
+  const index_t tiles = tiles_x * tiles_y;
+  const index_t deepest = std::max<index_t>(32, 16 * Col::R);
+  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, ceil_div<index_t>(r.n0, deepest));
+  index_t planes = ceil_div<index_t>(r.n0, layers);
+  if (ceil_div<index_t>(r.n0, planes) > 65535) planes = ceil_div<index_t>(r.n0, 65535);
+  const dim3 grid(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
+                  static_cast<unsigned>(ceil_div<index_t>(r.n0, planes)));
+  kernel<<<grid, dim3(Col::TX, Col::TY / Col::CY, 1), Col::kBytes, to_cuda(queue.stream)>>>(r, planes, body);
+  TESSERA_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
+
 }  // namespace detail
 
 // How the device pass walks a box (the header's comment): `automatic` picks.
-enum class CellOrder { automatic, planes, march, tiled };
+enum class CellOrder { automatic, planes, march, tiled, column };
 
 template <class Body>
 void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t (&end)[3], Body body,
@@ -478,12 +704,19 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
     // a shell swept beside the interior's sweep (apply_stencil).
     const bool deep = (Body::kReach0 == 0 ? r.n1 : r.n0) >= detail::kDeepPlanes;
     if (order == CellOrder::automatic && wide && deep)
-      order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : CellOrder::march;
+      order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : ColumnCellBody<Body> ? CellOrder::column : CellOrder::march;
+    if constexpr (ColumnCellBody<Body>) {
+      if (order == CellOrder::column) {
+        if (detail::for_each_cell_column(queue, r, body)) return;
+        order = CellOrder::march;
+      }
+    }
     if (order == CellOrder::tiled) {
       if (detail::for_each_cell_tiled(queue, r, body)) return;
       order = CellOrder::march;
     }
   }
+  if (order == CellOrder::column) order = CellOrder::march;
   const index_t tiles_x = detail::ceil_div<index_t>(r.n2, detail::kMarchTileX);
   const index_t tiles_y = detail::ceil_div<index_t>(r.n1, detail::kMarchTileY);
   if (order == CellOrder::march && tiles_x <= 0x7fffffff && tiles_y <= 65535) {

@@ -1,0 +1,194 @@
+// kernels::cuda::for_each_cell's orders (cuda/device_cells.cuh) on a star of radius 1 to 4 over
+// float, double and a two-field struct: every order (planes, march, tiled, column) against the
+// host's loop of the same arithmetic, on boxes that the tiles do not divide, offset inside a larger
+// array (the box's reach lies in the array, as a field's ghosts do), deep enough for several layers
+// of thread blocks along axis 0. Inputs are small integers and weights powers of two, so every order
+// gives the same bits. Cells outside the box keep the poison the output was filled with.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpu_test_support.hpp"
+#include "tessera/kernels/cuda/device_cells.cuh"
+
+namespace tessera::gpu_test {
+namespace {
+
+namespace kc = kernels::cuda;
+
+struct Pair {
+  double a;
+  float b;
+};
+
+// The star's arithmetic, reading the input through at(d0, d1, d2), for the cell at global indices
+// (i0, i1, i2): u + sum_r 2^-(r+2) (u(+-r, 0, 0) + u(0, +-r, 0) + u(0, 0, +-r)) + (i0 + 2 i1 - 3 i2) / 8.
+template <int R, class At>
+__host__ __device__ float star_of(const At& at, float, index_t i0, index_t i1, index_t i2) {
+  float acc = at(0, 0, 0) + 0.125f * static_cast<float>(i0 + 2 * i1 - 3 * i2);
+#pragma unroll
+  for (int r = 1; r <= R; ++r) {
+    const float w = 1.0f / static_cast<float>(1 << (r + 2));
+    acc += w * (at(-r, 0, 0) + at(r, 0, 0) + at(0, -r, 0) + at(0, r, 0) + at(0, 0, -r) + at(0, 0, r));
+  }
+  return acc;
+}
+template <int R, class At>
+__host__ __device__ double star_of(const At& at, double, index_t i0, index_t i1, index_t i2) {
+  double acc = at(0, 0, 0) - 0.125 * static_cast<double>(i0 - i1 + 5 * i2);
+#pragma unroll
+  for (int r = 1; r <= R; ++r) {
+    const double w = 1.0 / static_cast<double>(1 << r);
+    acc += w * (at(-r, 0, 0) - at(r, 0, 0) + at(0, -r, 0) + at(0, r, 0) - at(0, 0, -r) + at(0, 0, r));
+  }
+  return acc;
+}
+// Two fields: a a star of a; b mixes b along axis 0 with a along axis 2.
+template <int R, class At>
+__host__ __device__ Pair star_of(const At& at, Pair, index_t i0, index_t i1, index_t i2) {
+  Pair p{at(0, 0, 0).a + 0.25 * static_cast<double>(i1), at(0, 0, 0).b - 0.5f * static_cast<float>(i0 + i2)};
+#pragma unroll
+  for (int r = 1; r <= R; ++r) {
+    p.a += 0.5 * (at(-r, 0, 0).a + at(0, r, 0).a + at(0, 0, -r).a);
+    p.b += 0.25f * (at(r, 0, 0).b - at(-r, 0, 0).b) + static_cast<float>(at(0, 0, r).a);
+  }
+  return p;
+}
+
+// The body: a star of radius R reading `in` around the cell and writing `out` at it; the column
+// order's value_column reads axis 0 from the thread's registers.
+template <class T, int R>
+struct StarBody {
+  using tile_type = T;
+  using value_type = T;
+  static constexpr int kReach0 = R, kReach1 = R, kReach2 = R;
+  static constexpr bool kTileRowsPadded = true;  // the rows end a piece or more before the next row's reach
+  static constexpr bool kColumnReads = true;
+  const T* in;
+  T* out;
+  index_t s0, s1;
+  __host__ __device__ const T* tile_origin() const { return in; }
+  __host__ __device__ index_t tile_stride0() const { return s0; }
+  __host__ __device__ index_t tile_stride1() const { return s1; }
+  __host__ __device__ T value(const T* center, index_t t0, index_t t1, index_t i0, index_t i1, index_t i2) const {
+    return star_of<R>([&](int d0, int d1, int d2) -> const T& { return center[d0 * t0 + d1 * t1 + d2]; }, T{}, i0, i1, i2);
+  }
+  __host__ __device__ T value_column(const T* center, index_t t1, const T* column, index_t i0, index_t i1, index_t i2) const {
+    return star_of<R>([&](int d0, int d1, int d2) -> const T& { return d0 != 0 ? column[d0] : center[d1 * t1 + d2]; }, T{},
+                      i0, i1, i2);
+  }
+  __host__ __device__ void operator()(index_t i0, index_t i1, index_t i2) const {
+    store(i0, i1, i2, value(in + i0 * s0 + i1 * s1 + i2, s0, s1, i0, i1, i2));
+  }
+  __host__ __device__ void store(index_t i0, index_t i1, index_t i2, const T& v) const { out[i0 * s0 + i1 * s1 + i2] = v; }
+};
+
+template <class T>
+T small_value(std::uint64_t h) {
+  if constexpr (std::is_same_v<T, Pair>)
+    return Pair{static_cast<double>(h % 16), static_cast<float>((h >> 8) % 8)};
+  else
+    return static_cast<T>(h % 16);
+}
+
+// The same bits, field by field (a Pair's padding is not compared).
+template <class T>
+bool same_bits(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, Pair>)
+    return same_bits(a.a, b.a) && same_bits(a.b, b.b);
+  else
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+const char* order_name(kc::CellOrder o) {
+  switch (o) {
+    case kc::CellOrder::planes: return "planes";
+    case kc::CellOrder::march: return "march";
+    case kc::CellOrder::tiled: return "tiled";
+    case kc::CellOrder::column: return "column";
+    default: return "automatic";
+  }
+}
+
+// The box n at `begin` of an array whose rows hold begin2 + n2 + R cells and a 16-byte piece more
+// (rounded up to 16 bytes), and whose planes and rows reach R past the box.
+template <class T, int R>
+void check_orders(const index_t (&begin)[3], const index_t (&n)[3]) {
+  static_assert(kc::ColumnCellBody<StarBody<T, R>> && StarBody<T, R>::kColumnReads, "the test's body takes the column order");
+  constexpr index_t kPiece = sizeof(T) < 16 ? 16 / sizeof(T) : 1;
+  const index_t m0 = begin[0] + n[0] + R, m1 = begin[1] + n[1] + R;
+  const index_t s1 = (begin[2] + n[2] + R + kPiece + kPiece - 1) / kPiece * kPiece, s0 = m1 * s1;
+  const index_t size = m0 * s0;
+  std::vector<T> input(static_cast<std::size_t>(size));
+  std::uint64_t h = test_seed() * 0x9E3779B97F4A7C15ull + R;
+  for (T& x : input) {
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    x = small_value<T>(h);
+  }
+  // The host's loop; cells outside the box hold the poison's bytes.
+  std::vector<T> want(static_cast<std::size_t>(size));
+  std::memset(want.data(), DeviceArray<T>::poison_byte(), sizeof(T) * want.size());
+  const StarBody<T, R> host{input.data(), want.data(), s0, s1};
+  for (index_t i0 = begin[0]; i0 < begin[0] + n[0]; ++i0)
+    for (index_t i1 = begin[1]; i1 < begin[1] + n[1]; ++i1)
+      for (index_t i2 = begin[2]; i2 < begin[2] + n[2]; ++i2) host(i0, i1, i2);
+
+  DeviceArray<T> in(size), out(size);
+  in.upload(input);
+  const StarBody<T, R> body{in.data(), out.data(), s0, s1};
+  const index_t end[3] = {begin[0] + n[0], begin[1] + n[1], begin[2] + n[2]};
+  for (kc::CellOrder order : {kc::CellOrder::planes, kc::CellOrder::march, kc::CellOrder::tiled, kc::CellOrder::column}) {
+    out.poison();
+    kc::for_each_cell(cuda_queue(), begin, end, body, order);
+    TESSERA_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(cuda_queue().stream)));
+    const std::vector<T> got = out.download();
+    index_t differ = 0, first = -1;
+    for (index_t k = 0; k < size; ++k)
+      if (!same_bits(got[static_cast<std::size_t>(k)], want[static_cast<std::size_t>(k)])) {
+        if (first < 0) first = k;
+        ++differ;
+      }
+    EXPECT_EQ(differ, 0) << order_name(order) << " radius " << R << ", " << sizeof(T) << "-byte cells, box " << n[0] << "x"
+                         << n[1] << "x" << n[2] << " at " << begin[0] << "," << begin[1] << "," << begin[2]
+                         << ": first differing element " << first << " (plane " << (first >= 0 ? first / s0 : -1)
+                         << ", row " << (first >= 0 ? first % s0 / s1 : -1) << ", cell " << (first >= 0 ? first % s1 : -1)
+                         << ")";
+    EXPECT_TRUE(out.untouched_outside(size));
+  }
+}
+
+template <class T, int R>
+void check_shapes() {
+  // Boxes the tiles (128 or 64 cells by 16 rows) do not divide; the smallest that takes a marching
+  // order (a warp wide, 8 rows, 16 planes deep); deep ones that cut axis 0 into layers; offsets of
+  // the box's start that are no multiple of a 16-byte piece.
+  const index_t shapes[][3] = {{16, 8, 32}, {37, 19, 67}, {70, 33, 129}, {131, 17, 41}};
+  const index_t starts[][3] = {{R, R, R}, {R + 1, R + 2, R + 3}};
+  for (const auto& n : shapes) {
+    if (small_mode() && n[0] * n[1] * n[2] > 60000) continue;
+    for (const auto& b : starts) check_orders<T, R>(b, n);
+  }
+}
+
+TEST(CellOrdersGpu, StarsOfRadiusOneToFourMatchTheHostInEveryOrder) {
+  check_shapes<float, 1>();
+  check_shapes<float, 2>();
+  check_shapes<float, 3>();
+  check_shapes<float, 4>();
+  check_shapes<double, 1>();
+  check_shapes<double, 4>();
+}
+
+TEST(CellOrdersGpu, TwoFieldCellsMatchTheHostInEveryOrder) {
+  check_shapes<Pair, 1>();
+  check_shapes<Pair, 2>();
+}
+
+}  // namespace
+}  // namespace tessera::gpu_test

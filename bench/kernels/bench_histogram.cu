@@ -237,6 +237,7 @@ struct TwoWaves : kd::HistogramTuning { static constexpr int kWaves = 2; };
 struct CountRuns : kd::HistogramTuning { static constexpr int kCountRuns = 1; };
 struct CountRunsWarp : kd::HistogramTuning { static constexpr int kCountRuns = 2; };
 struct NoRuns : kd::HistogramTuning { static constexpr int kCountRuns = 0; };
+struct DrainOneBit : kd::HistogramTuning { static constexpr int kDrainBits16 = 1; };
 
 // numpy's binning of equal bins as a binner of the caller's (kernels/histogram_by.hpp).
 template <class T>
@@ -333,6 +334,7 @@ void bench_even(Bench& b, const T* samples, const std::string& dist, int bins, i
     variant.template operator()<CountRuns>("runs");
     variant.template operator()<CountRunsWarp>("runswarp");
     variant.template operator()<NoRuns>("noruns");
+    variant.template operator()<DrainOneBit>("drain1");
   }
   TESSERA_CUDA_CHECK(cudaFree(temp));
 }

@@ -11,11 +11,12 @@
 //    kMinBlocksPerSmFor32Bit thread blocks per SM (65536 bins take 128 KiB instead of 256), with
 //    kBlockThreads16 threads (one thread block per SM, so as many threads as it may have). The
 //    samples go in windows of at most kWindowSamples per thread block; between windows the block
-//    drains its counters: every half that reached 32768 gives 32768 to the global count of its slot
-//    (rarely: a bin must take 32768 samples of the block) and keeps the rest. A half then starts a
-//    window below 32768 and ends it below 65536 (a window's adds sum to at most its samples), so no
-//    add can carry into its neighbour, and the adds need no return value (which made every sample
-//    wait for its atomic: 3x slower at 65536 bins).
+//    drains its counters: every half gives the value of its top kDrainBits16 bits (a multiple of
+//    2^(16 - bits): 16384 with the default 2) to the global count of its slot (rarely: a bin must
+//    take 16384 samples of the block) and keeps the rest. A half then starts a window below 16384
+//    and ends it below 65536 (a window, 49152 samples, adds at most its samples), so no add can
+//    carry into its neighbour, and the adds need no return value (which made every sample wait for
+//    its atomic: 3x slower at 65536 bins).
 //  - 16-bit bin ranges in passes, where even 16-bit counters do not fit: pass p counts the bins
 //    [p * pass_bins, (p + 1) * pass_bins) over all samples (and the samples in no bin in pass 0);
 //  - global atomics on the 64-bit counts, beyond kMaxPasses passes.
@@ -67,8 +68,10 @@ using kernels::detail::kSlotNone;
 // Samples one thread block may count with 32-bit counters: every counter, and the sum of a slot
 // over the copies, stays below 2^32.
 inline constexpr index_t kMaxBlockSamples = index_t(1) << 31;
-// Samples one thread block counts between two drains of its 16-bit counters.
-inline constexpr index_t kWindowSamples = index_t(1) << 15;
+// Samples one thread block counts between two drains of its 16-bit counters: a drain leaves every
+// half below 2^(16 - drain bits), so a window may add 65536 less that.
+template <class Tuning>
+inline constexpr index_t kWindowSamples = 65536 - (index_t(1) << (16 - Tuning::kDrainBits16));
 
 template <class Tuning, int CounterBits>
 inline constexpr int kHistogramThreads = CounterBits == 16 ? Tuning::kBlockThreads16 : Tuning::kBlockThreads;
@@ -273,29 +276,32 @@ struct HistogramCounter {
   __device__ __forceinline__ void count(int binning_slot) const { add(slot_of(binning_slot), 1u); }
 };
 
-// Between two windows of 16-bit counting: every half at 32768 or more gives 32768 to the global
-// count of its slot (see the top of this file). All threads; the caller surrounds it with barriers.
-template <class Counter>
+// Between two windows of 16-bit counting: every half gives the value of its top kDrainBits bits (a
+// multiple of 2^(16 - kDrainBits)) to the global count of its slot and keeps the rest (see the top
+// of this file). All threads; the caller surrounds it with barriers.
+template <int kDrainBits, class Counter>
 __device__ __forceinline__ void drain_16bit_counters(const Counter& counter, unsigned int* words, int copies,
                                                      int copy_words, int threads) {
+  constexpr unsigned kHalfMask = ((1u << kDrainBits) - 1u) << (16 - kDrainBits);  // a half's top bits
+  constexpr unsigned kMask = kHalfMask | (kHalfMask << 16);
   uint4* vectors = reinterpret_cast<uint4*>(words);
   const int vector_count = copies * copy_words / 4;
   for (int i = static_cast<int>(threadIdx.x); i < vector_count; i += threads) {
     uint4 v = vectors[i];
-    if (((v.x | v.y | v.z | v.w) & 0x80008000u) == 0) continue;
+    if (((v.x | v.y | v.z | v.w) & kMask) == 0) continue;
     unsigned int* word = &v.x;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const unsigned high_bits = word[k] & 0x80008000u;
+      const unsigned high_bits = word[k] & kMask;
       if (high_bits == 0) continue;
       const int slot = ((i * 4 + k) % copy_words) * 2;  // the low half's slot
-      if (high_bits & 0x8000u) {
+      if (const unsigned low = high_bits & 0xFFFFu) {
         const int g = counter.global_of(slot);
-        if (g >= 0) atomicAdd(counter.counts + g, 32768ull);
+        if (g >= 0) atomicAdd(counter.counts + g, static_cast<unsigned long long>(low));
       }
-      if (high_bits & 0x80000000u) {
+      if (const unsigned high = high_bits >> 16) {
         const int g = counter.global_of(slot + 1);
-        if (g >= 0) atomicAdd(counter.counts + g, 32768ull);
+        if (g >= 0) atomicAdd(counter.counts + g, static_cast<unsigned long long>(high));
       }
       word[k] -= high_bits;
     }
@@ -316,8 +322,9 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
   constexpr index_t kTileVectors = static_cast<index_t>(kThreads) * kLoads;
   // A window holds whole tiles, and what a block counts after its last window (less than a tile of
   // the grid's rest, plus the head and tail) fits another.
-  static_assert(CounterBits != 16 || 2 * kTileVectors * kItems <= kWindowSamples,
-                "histogram: two tiles must fit a window of the 16-bit counters");
+  static_assert(CounterBits != 16 || (2 * kTileVectors * kItems <= kWindowSamples<Tuning> &&
+                                      kWindowSamples<Tuning> % (kTileVectors * kItems) == 0),
+                "histogram: a window of the 16-bit counters holds two or more whole tiles");
 
   binning.prepare(shared);
   unsigned int* words = reinterpret_cast<unsigned int*>(shared + layout.binning_bytes);
@@ -335,7 +342,7 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
   const index_t first_tile = block * per_block + (block < extra ? block : extra);
   const index_t block_tiles = per_block + (block < extra ? 1 : 0);
   // 16-bit counters drain after every window of tiles; 32-bit ones count all tiles in one.
-  const index_t window_tiles = CounterBits == 16 ? kWindowSamples / (kTileVectors * kItems) : block_tiles;
+  const index_t window_tiles = CounterBits == 16 ? kWindowSamples<Tuning> / (kTileVectors * kItems) : block_tiles;
   // The rest: the head, then everything after the whole tiles; in warp-sized steps over the grid.
   const index_t rest_start = head + tiles * kTileVectors * kItems;
   const index_t rest = head + (n - rest_start);
@@ -349,7 +356,7 @@ __global__ void __launch_bounds__((kHistogramThreads<Tuning, CounterBits>), (kHi
   auto drain = [&] {
     if constexpr (CounterBits == 16) {
       __syncthreads();
-      drain_16bit_counters(counter, words, layout.copies, layout.copy_words, kThreads);
+      drain_16bit_counters<Tuning::kDrainBits16>(counter, words, layout.copies, layout.copy_words, kThreads);
       __syncthreads();
     }
   };

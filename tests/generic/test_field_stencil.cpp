@@ -116,6 +116,21 @@ struct VariableCoefficient {
   }
 };
 
+// Radius 2: u + c(0) (u(2,0,0) - u(-1,0,0)) + c(-2,0,0) (u(1,0,0) - u) - c(0,0,2) u(0,-2,0)
+// + c(0,1,0) u(-2,0,0), c a power of two (each product exact, so a fused multiply-add rounds alike).
+// Under cuda a wide block's interior takes the column order (axis 0 of u in registers, c read
+// where it lies).
+struct VariableCoefficientRadiusTwo {
+  static constexpr int radius = 2;
+  static constexpr StencilForm shape = StencilForm::star;
+  template <class U, class C>
+  TESSERA_HOST_DEVICE double operator()(const U& u, const C& c, const FieldIndex<3>&) const {
+    const double centre = u(0, 0, 0);
+    return centre + c(0, 0, 0) * (u(2, 0, 0) - u(-1, 0, 0)) + c(-2, 0, 0) * (u(1, 0, 0) - centre) -
+           c(0, 0, 2) * u(0, -2, 0) + c(0, 1, 0) * u(-2, 0, 0);
+  }
+};
+
 // Two fields per cell: a is a 7-point Laplacian step of a, b mixes b and a. 6 a is written 4 a + 2 a:
 // two exact products, so that a contracted multiply-add rounds as the reference does.
 struct Pair {
@@ -242,6 +257,40 @@ void case_star_and_box_on_every_grid() {
   weighted_sum_case<1, StencilForm::box>(grids, wide, 1, {kPer, kDir, kPer}, 2);
   weighted_sum_case<2, StencilForm::box>(grids, wide, 2, {kDir, kPer, kPer}, 1);
   weighted_sum_case<4, StencilForm::star>(grids, wide, 4, {kPer, kPer, kDir}, 1);
+}
+
+void case_variable_coefficient_radius_two() {
+  const int ranks = test::world().size();
+  for (const auto& g : grids_of(ranks))
+    for (const Extents& n : {Extents{7, 5, 3}, Extents{37, 19, 67}}) {
+      const CartesianGrid grid = CartesianGrid::create(test::world(), g);
+      const Boundaries bc{kDir, kPer, kDir};
+      const index_t cells = n[0] * n[1] * n[2];
+      const std::vector<double> x = random_doubles(cells, test::seed() + 6);
+      std::vector<double> c(static_cast<std::size_t>(cells));
+      for (std::size_t k = 0; k < c.size(); ++k) c[k] = 1.0 / static_cast<double>(1 << ((k * 5 + 1) % 7));
+      Field<double, 3> u(grid, n, {2, 2, 2}, bc), out(grid, n, {2, 2, 2}, bc), coeff(grid, n, {2, 2, 2}, bc);
+      u.from_replicated(x);
+      coeff.from_replicated(c);
+      const auto ub = [](const Extents& i) { return boundary_value(i); };
+      const auto cb = [](const Extents& i) { return i[0] < 0 ? 0.5 : 2.0; };
+      u.set_outer_ghosts(ub);
+      coeff.set_outer_ghosts(cb);
+      apply_stencil(out, VariableCoefficientRadiusTwo{}, u, coeff);
+      std::vector<double> want(x.size());
+      for (index_t i0 = 0; i0 < n[0]; ++i0)
+        for (index_t i1 = 0; i1 < n[1]; ++i1)
+          for (index_t i2 = 0; i2 < n[2]; ++i2) {
+            auto U = [&](int d0, int d1, int d2) { return reference_at(x, n, bc, {i0 + d0, i1 + d1, i2 + d2}, ub); };
+            auto C = [&](int d0, int d1, int d2) { return reference_at(c, n, bc, {i0 + d0, i1 + d1, i2 + d2}, cb); };
+            const double centre = U(0, 0, 0);
+            want[static_cast<std::size_t>((i0 * n[1] + i1) * n[2] + i2)] =
+                centre + C(0, 0, 0) * (U(2, 0, 0) - U(-1, 0, 0)) + C(-2, 0, 0) * (U(1, 0, 0) - centre) -
+                C(0, 0, 2) * U(0, -2, 0) + C(0, 1, 0) * U(-2, 0, 0);
+          }
+      expect_field(out, want, [](double p, double q) { return same_bits(p, q); },
+                   "variable coefficient, radius 2, " + text(g, n));
+    }
 }
 
 void case_variable_coefficient() {
@@ -612,6 +661,7 @@ void case_two_dimensional_fields() {
 
 TEST(FieldStencil, StarAndBoxOnEveryGrid) { case_star_and_box_on_every_grid(); }
 TEST(FieldStencil, VariableCoefficient) { case_variable_coefficient(); }
+TEST(FieldStencil, VariableCoefficientRadiusTwo) { case_variable_coefficient_radius_two(); }
 TEST(FieldStencil, StructOfTwoFieldsAndComplex) { case_struct_of_two_fields_and_complex(); }
 TEST(FieldStencil, LayoutGatherScatterGenerate) { case_layout_gather_scatter_generate(); }
 TEST(FieldStencil, BadInput) { case_bad_input(); }

@@ -1,9 +1,13 @@
 // kernels::cuda::for_each_cell's orders (cuda/device_cells.cuh) on a star of radius 1 to 4 over
-// float, double and a two-field struct: every order (planes, march, tiled, column) against the
-// host's loop of the same arithmetic, on boxes that the tiles do not divide, offset inside a larger
-// array (the box's reach lies in the array, as a field's ghosts do), deep enough for several layers
-// of thread blocks along axis 0. Inputs are small integers and weights powers of two, so every order
-// gives the same bits. Cells outside the box keep the poison the output was filled with.
+// float, double and a two-field struct: the planes and march orders, the tiled and column passes
+// launched directly (each must launch where its ring fits the device's shared memory), and the
+// automatic choice, against the host's loop of the same arithmetic. Boxes that the tiles do not
+// divide and one that holds a whole tile, offset inside a larger array (the box's reach lies in the
+// array, as a field's ghosts do), deep enough for several layers of thread blocks along axis 0;
+// rows padded past the reach by a 16-byte piece or not (the passes then copy the pieces at a row's
+// ends cell by cell). Inputs are small integers and weights powers of two times small integers,
+// different for each offset, so every order gives the same bits and a mirrored or transposed read
+// does not. Cells outside the box keep the poison the output was filled with.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -26,14 +30,16 @@ struct Pair {
 };
 
 // The star's arithmetic, reading the input through at(d0, d1, d2), for the cell at global indices
-// (i0, i1, i2): u + sum_r 2^-(r+2) (u(+-r, 0, 0) + u(0, +-r, 0) + u(0, 0, +-r)) + (i0 + 2 i1 - 3 i2) / 8.
+// (i0, i1, i2): u + sum_r 2^-(r+2) (u(-r,0,0) + 2 u(r,0,0) + 3 u(0,-r,0) + 5 u(0,r,0) + 7 u(0,0,-r)
+// + 9 u(0,0,r)) + (i0 + 2 i1 - 3 i2) / 8.
 template <int R, class At>
 __host__ __device__ float star_of(const At& at, float, index_t i0, index_t i1, index_t i2) {
   float acc = at(0, 0, 0) + 0.125f * static_cast<float>(i0 + 2 * i1 - 3 * i2);
 #pragma unroll
   for (int r = 1; r <= R; ++r) {
     const float w = 1.0f / static_cast<float>(1 << (r + 2));
-    acc += w * (at(-r, 0, 0) + at(r, 0, 0) + at(0, -r, 0) + at(0, r, 0) + at(0, 0, -r) + at(0, 0, r));
+    acc += w * (at(-r, 0, 0) + 2.0f * at(r, 0, 0) + 3.0f * at(0, -r, 0) + 5.0f * at(0, r, 0) + 7.0f * at(0, 0, -r) +
+                9.0f * at(0, 0, r));
   }
   return acc;
 }
@@ -60,13 +66,14 @@ __host__ __device__ Pair star_of(const At& at, Pair, index_t i0, index_t i1, ind
 }
 
 // The body: a star of radius R reading `in` around the cell and writing `out` at it; the column
-// order's value_column reads axis 0 from the thread's registers.
-template <class T, int R>
+// order's value_column reads axis 0 from the thread's registers. Padded: each row holds a 16-byte
+// piece past the last cell within reach (a Field's rows do), so whole pieces may be copied.
+template <class T, int R, bool Padded = true>
 struct StarBody {
   using tile_type = T;
   using value_type = T;
   static constexpr int kReach0 = R, kReach1 = R, kReach2 = R;
-  static constexpr bool kTileRowsPadded = true;  // the rows end a piece or more before the next row's reach
+  static constexpr bool kTileRowsPadded = Padded;
   static constexpr bool kColumnReads = true;
   const T* in;
   T* out;
@@ -114,14 +121,15 @@ const char* order_name(kc::CellOrder o) {
   }
 }
 
-// The box n at `begin` of an array whose rows hold begin2 + n2 + R cells and a 16-byte piece more
-// (rounded up to 16 bytes), and whose planes and rows reach R past the box.
-template <class T, int R>
+// The box n at `begin` of an array whose rows hold begin2 + n2 + R cells (and a 16-byte piece more
+// where Padded), rounded up to 16 bytes, and whose planes and rows reach R past the box.
+template <class T, int R, bool Padded>
 void check_orders(const index_t (&begin)[3], const index_t (&n)[3]) {
-  static_assert(kc::ColumnCellBody<StarBody<T, R>> && StarBody<T, R>::kColumnReads, "the test's body takes the column order");
+  using Body = StarBody<T, R, Padded>;
+  static_assert(kc::ColumnCellBody<Body> && Body::kColumnReads, "the test's body takes the column order");
   constexpr index_t kPiece = sizeof(T) < 16 ? 16 / sizeof(T) : 1;
   const index_t m0 = begin[0] + n[0] + R, m1 = begin[1] + n[1] + R;
-  const index_t s1 = (begin[2] + n[2] + R + kPiece + kPiece - 1) / kPiece * kPiece, s0 = m1 * s1;
+  const index_t s1 = (begin[2] + n[2] + R + (Padded ? kPiece : 0) + kPiece - 1) / kPiece * kPiece, s0 = m1 * s1;
   const index_t size = m0 * s0;
   std::vector<T> input(static_cast<std::size_t>(size));
   std::uint64_t h = test_seed() * 0x9E3779B97F4A7C15ull + R;
@@ -134,18 +142,29 @@ void check_orders(const index_t (&begin)[3], const index_t (&n)[3]) {
   // The host's loop; cells outside the box hold the poison's bytes.
   std::vector<T> want(static_cast<std::size_t>(size));
   std::memset(want.data(), DeviceArray<T>::poison_byte(), sizeof(T) * want.size());
-  const StarBody<T, R> host{input.data(), want.data(), s0, s1};
+  const Body host{input.data(), want.data(), s0, s1};
   for (index_t i0 = begin[0]; i0 < begin[0] + n[0]; ++i0)
     for (index_t i1 = begin[1]; i1 < begin[1] + n[1]; ++i1)
       for (index_t i2 = begin[2]; i2 < begin[2] + n[2]; ++i2) host(i0, i1, i2);
 
   DeviceArray<T> in(size), out(size);
   in.upload(input);
-  const StarBody<T, R> body{in.data(), out.data(), s0, s1};
+  const Body body{in.data(), out.data(), s0, s1};
   const index_t end[3] = {begin[0] + n[0], begin[1] + n[1], begin[2] + n[2]};
-  for (kc::CellOrder order : {kc::CellOrder::planes, kc::CellOrder::march, kc::CellOrder::tiled, kc::CellOrder::column}) {
+  const kc::detail::CellRange range{begin[0], begin[1], begin[2], n[0], n[1], n[2]};
+  const auto optin = static_cast<std::size_t>(kc::detail::current_device_info().max_smem_optin);
+  for (kc::CellOrder order : {kc::CellOrder::planes, kc::CellOrder::march, kc::CellOrder::tiled, kc::CellOrder::column,
+                              kc::CellOrder::automatic}) {
     out.poison();
-    kc::for_each_cell(cuda_queue(), begin, end, body, order);
+    if (order == kc::CellOrder::tiled) {
+      if (kc::detail::CellRing<Body, false>::kBytes > optin) continue;  // its ring does not fit (radius 3 and more)
+      ASSERT_TRUE(kc::detail::for_each_cell_tiled(cuda_queue(), range, body)) << "the tiled pass did not launch";
+    } else if (order == kc::CellOrder::column) {
+      if (kc::detail::CellColumn<Body>::kBytes > optin) continue;
+      ASSERT_TRUE(kc::detail::for_each_cell_column(cuda_queue(), range, body)) << "the column pass did not launch";
+    } else {
+      kc::for_each_cell(cuda_queue(), begin, end, body, order);
+    }
     TESSERA_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(cuda_queue().stream)));
     const std::vector<T> got = out.download();
     index_t differ = 0, first = -1;
@@ -163,16 +182,17 @@ void check_orders(const index_t (&begin)[3], const index_t (&n)[3]) {
   }
 }
 
-template <class T, int R>
+template <class T, int R, bool Padded = true>
 void check_shapes() {
-  // Boxes the tiles (128 or 64 cells by 16 rows) do not divide; the smallest that takes a marching
-  // order (a warp wide, 8 rows, 16 planes deep); deep ones that cut axis 0 into layers; offsets of
-  // the box's start that are no multiple of a 16-byte piece.
-  const index_t shapes[][3] = {{16, 8, 32}, {37, 19, 67}, {70, 33, 129}, {131, 17, 41}};
+  // Boxes the tiles (32 to 128 cells by 16 or 32 rows) mostly do not divide; the smallest that takes
+  // a marching order (a warp wide, 8 rows, 16 planes deep); one that holds a whole tile of every
+  // pass (12 x 33 x 129); deep ones that cut axis 0 into layers (65 x 9 x 33: two at radius 4);
+  // offsets of the box's start that are no multiple of a 16-byte piece.
+  const index_t shapes[][3] = {{16, 8, 32}, {37, 19, 67}, {12, 33, 129}, {65, 9, 33}, {70, 33, 129}, {131, 17, 41}};
   const index_t starts[][3] = {{R, R, R}, {R + 1, R + 2, R + 3}};
   for (const auto& n : shapes) {
     if (small_mode() && n[0] * n[1] * n[2] > 60000) continue;
-    for (const auto& b : starts) check_orders<T, R>(b, n);
+    for (const auto& b : starts) check_orders<T, R, Padded>(b, n);
   }
 }
 
@@ -183,6 +203,12 @@ TEST(CellOrdersGpu, StarsOfRadiusOneToFourMatchTheHostInEveryOrder) {
   check_shapes<float, 4>();
   check_shapes<double, 1>();
   check_shapes<double, 4>();
+}
+
+TEST(CellOrdersGpu, RowsWithoutPaddingMatchTheHostInEveryOrder) {
+  check_shapes<float, 1, false>();
+  check_shapes<float, 2, false>();
+  check_shapes<float, 4, false>();
 }
 
 TEST(CellOrdersGpu, TwoFieldCellsMatchTheHostInEveryOrder) {

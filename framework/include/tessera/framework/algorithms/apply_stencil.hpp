@@ -20,7 +20,9 @@
 // (d0, ..., d(D-1)) from the current one: v(d0, d1, d2) for D = 3 (read-only); a star allows one
 // non-zero offset, a box any, each within the radius. A translation unit compiled with
 // TESSERA_STENCIL_CHECKS=1 (the default where NDEBUG is not defined) checks every offset on the cpu
-// backend and throws UsageError for one outside the declared reach; the device path never checks.
+// backend and throws UsageError for one outside the declared reach; the device path never checks
+// (there an offset outside the reach reads some cell of the block or its ghosts, not necessarily the
+// one it names: a star's view takes any offset with d0 != 0 as (d0, 0, 0)).
 //
 // Element types: any trivially copyable ones (float, double, std::complex<double>, a struct of
 // several fields), different between out, in and the coefficient fields; f's result converts to
@@ -73,6 +75,8 @@ namespace tessera {
 namespace detail {
 // UsageError: the offset (d0, d1, d2) (the last D given) is outside a stencil of `radius` and `shape`.
 [[noreturn]] void throw_stencil_offset(int dims, int d0, int d1, int d2, int radius, StencilForm shape);
+// Selects StencilView's constructor for a 3-D star whose cells along axis 0 lie apart.
+struct ColumnReads {};
 }  // namespace detail
 
 // Read-only access to the cells within a stencil's reach of one cell of a field's block.
@@ -83,7 +87,7 @@ class StencilView {
       : at_(center), column_(center), stride0_(stride0), stride1_(stride1) {}
   // A 3-D star's view whose cells along axis 0 lie apart from the others: (d0, 0, 0) at column[d0]
   // (the device's column order keeps them in registers), the others at center with stride1.
-  TESSERA_HOST_DEVICE StencilView(const T* center, index_t stride1, const T* column)
+  TESSERA_HOST_DEVICE StencilView(detail::ColumnReads, const T* center, index_t stride1, const T* column)
     requires(D == 3 && Shape == StencilForm::star)
       : at_(center), column_(column), stride0_(1), stride1_(stride1) {}
 
@@ -210,7 +214,7 @@ struct StencilCell {
                                        index_t l2) const
     requires kColumnReads
   {
-    return value(std::index_sequence_for<C...>{}, StencilView<In, D, kRadius, kShape>(center, s1, column),
+    return value(std::index_sequence_for<C...>{}, StencilView<In, D, kRadius, kShape>(ColumnReads{}, center, s1, column),
                  l0 * stride0 + l1 * stride1 + l2, global_index(l0, l1, l2));
   }
   TESSERA_HOST_DEVICE void store(index_t l0, index_t l1, index_t l2, const Out& v) const {

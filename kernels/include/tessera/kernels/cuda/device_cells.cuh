@@ -27,7 +27,7 @@
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200, float, % of the copy rate; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a
 // warp wide along axis 2 and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at
-// 90.9%, 9-point 90.6%: 1.07x the Jacobi sweep's rate) and for a 3-D body that reads at most one
+// 90.9%, 9-point 90.6%: 1.07-1.08x the Jacobi sweep's rate) and for a 3-D body that reads at most one
 // cell away (512^3: the 7-point star at 91.0% against 86.0% in the column order and 68.6%
 // marching, the 27-point box 83.2% against 40.7%); column for a wider 3-D star (512^3 /
 // 1024x1024x512: radius 2 at 81.7 / 85.9% against 66.0 / 66.4% tiled, radius 4 at 74.8 / 81.4%
@@ -495,8 +495,8 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(Ring::kBytes)));
   // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
-  // waves of the resident blocks, each layer but the last at least 8 steps and 16 RA planes deep
-  // (the 2 RA planes a layer loads beyond its own are then a small share); whole steps.
+  // waves of the resident blocks, at most nA / max(8 G, 16 RA) layers, rounded up (so that the 2 RA
+  // planes a layer loads beyond its own stay a small share); whole steps.
   const index_t resident =
       static_cast<index_t>(blocks_per_sm<kernel>(Ring::kThreads, Ring::kBytes)) * info.sm_count;
   const index_t tiles = tiles_x * tiles_y;
@@ -518,9 +518,10 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
 // registers (CY (2 R + 1) cells) would pass 72 4-byte words. TY: 32, 16 or 8 rows (at most 512
 // threads), the most whose ring fits in sm_90's 227 KiB of shared memory a block. Measured on an
 // H200 (bench_stencil_3d --variants, the radius-4 float star, 512^3 / 1024x1024x512, % of the copy
-// rate): 128 x 32 cells, 8 rows a thread, F = 2: 74.5 / 81.2% (F = 3: 74.8 / 80.8%); 128 x 16,
-// 8 rows: 74.2 / 75.4%; 128 x 16, 4 rows: 69.1 / 71.1% (F = 3), 54.9 / 56.5% with 2 blocks an SM
-// (64 registers); 64 x 32, 8 rows, 2 blocks: 73.5 / 77.7%; 256 x 8, 4 rows: 60.8 / 63.1%.
+// rate; bench/results/stencil.json): 128 x 32 cells, 8 rows a thread, F = 2: 74.8 / 81.4% (F = 3:
+// 75.2 / 81.0%); 128 x 16, 8 rows: 69.7 / 68.7%; 128 x 16, 4 rows, F = 3: 69.2 / 71.2%, and 55.1 /
+// 56.6% with 2 blocks an SM (64 registers); 64 x 32, 8 rows, 2 blocks: 73.6 / 77.3%; 256 x 8,
+// 4 rows: 64.5 / 66.2%.
 template <class Body>
 struct CellColumnShape {
   using T = typename Body::tile_type;
@@ -666,8 +667,8 @@ bool for_each_cell_column(const Queue& queue, const CellRange& r, const Body& bo
     TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(Col::kBytes)));
   // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
-  // waves of the resident blocks, each layer but the last at least 16 R planes deep (the 2 R planes
-  // a layer loads beyond its own are then at most an eighth).
+  // waves of the resident blocks, at most n0 / max(32, 16 R) layers, rounded up (so that the 2 R
+  // planes a layer loads beyond its own stay a small share: a quarter at most).
   const index_t resident =
       static_cast<index_t>(blocks_per_sm<kernel>(Col::kThreads, Col::kBytes)) * info.sm_count;
   const index_t tiles = tiles_x * tiles_y;

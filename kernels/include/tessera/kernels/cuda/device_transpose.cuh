@@ -433,13 +433,15 @@ __global__ void __launch_bounds__(Threads, MinBlocksPerSm)
         if (full || c0 + c < cols) {
           const std::size_t at = static_cast<std::size_t>(c0 + c) * a.out_pitch + static_cast<std::size_t>(r0) * sizeof(E);
           const int t = static_cast<int>((out_address + at) % kSector) / static_cast<int>(sizeof(E));
-          unsigned char* dst = a.out + at - static_cast<std::size_t>(t) * sizeof(E);
+          // Byte `dst` of the output holds tile row kSkew - t (negative in the first output row where
+          // t > r0: only the rows r >= 0 are stored).
+          const index_t dst = static_cast<index_t>(at) - static_cast<index_t>(t) * static_cast<index_t>(sizeof(E));
 #pragma unroll
           for (int g = 0; g < kGroups; ++g) {
             const int j = x + 32 * g;
             const index_t r = r0 - t + j;
             if (full || (r >= 0 && r < rows))
-              store_word<E>(dst + static_cast<std::size_t>(j) * sizeof(E), tile[c][kSkew - t + j]);
+              store_word<E>(a.out + (dst + static_cast<index_t>(j) * static_cast<index_t>(sizeof(E))), tile[c][kSkew - t + j]);
           }
         }
       }
@@ -480,11 +482,13 @@ __device__ __forceinline__ unsigned load_word_part(const unsigned char* word, in
   return v;
 }
 
+// Bytes [from, to) of the word at byte `at` of `base` (at may be negative where from > -at: the
+// pointer is formed only for the bytes stored).
 template <int kE>
-__device__ __forceinline__ void store_word_part(unsigned char* word, unsigned v, int from, int to) {
+__device__ __forceinline__ void store_word_part(unsigned char* base, index_t at, unsigned v, int from, int to) {
 #pragma unroll
   for (int b = 0; b < 4; b += kE)
-    if (b >= from && b < to) store_word<word_t<kE>>(word + b, static_cast<word_t<kE>>(v >> (8 * b)));
+    if (b >= from && b < to) store_word<word_t<kE>>(base + (at + b), static_cast<word_t<kE>>(v >> (8 * b)));
 }
 
 template <class E, int Threads, int kInWords, int kOutWords>
@@ -620,21 +624,23 @@ struct SkewedWordTile {
       const unsigned top = kSkew - t;  // tile row of the output row's first element
       const unsigned shift = 8 * kE * (top % kPerWord);
       const unsigned* row = tile + word_at(c, static_cast<int>(top / kPerWord)) + lane;
-      unsigned char* dst = a.out + (at - t * kE) + 4 * lane;
+      // The lane's first word: byte `dst` of the output, before its start where the output row's
+      // first element lies in the word's upper bytes (then only those are stored).
+      const index_t dst = static_cast<index_t>(at) - static_cast<index_t>(t) * kE + 4 * lane;
 #pragma unroll
       for (int h = 0; h < kOutHalves; ++h) {
         const unsigned v = __funnelshift_r(row[32 * h], row[32 * h + 1], shift);
-        unsigned char* word = dst + 128 * h;
+        const index_t word = dst + 128 * h;
         if constexpr (kFull) {
-          store_word<unsigned>(word, v);
+          store_word<unsigned>(a.out + word, v);
         } else {
           const index_t r = r0 - t + kPerWord * (lane + 32 * h);  // the word's first input row
           const int from = static_cast<int>(std::clamp<index_t>(-r, 0, kPerWord)) * kE;
           const int to = static_cast<int>(std::clamp<index_t>(rows - r, 0, kPerWord)) * kE;
           if (from == 0 && to == 4) {
-            store_word<unsigned>(word, v);
+            store_word<unsigned>(a.out + word, v);
           } else if (from < to) {
-            store_word_part<kE>(word, v, from, to);
+            store_word_part<kE>(a.out, word, v, from, to);
           }
         }
       }

@@ -12,9 +12,11 @@
 //   cuda  one thread per cell: thread blocks of 32 x 4 cells of an (i2, i1) tile, one plane i0 per
 //         grid layer (grid-stride loops where an extent passes the grid's limits); for a body that
 //         reads a neighbourhood of one array (cuda::TiledCellBody, the user stencil's cell) on a wide
-//         box, thread blocks that march along axis 0 (3-D), or that stage a tile of it in shared
-//         memory and march along axis 1 (2-D) (cuda/device_cells.cuh says when each order runs;
-//         bench_stencil_3d times them). Stream-ordered.
+//         box, thread blocks that stage a tile of it in shared memory and march along axis 0 (axis 1
+//         in 2-D), for a 3-D star wider than one cell with its column along axis 0 in registers
+//         (cuda::ColumnCellBody), or that march along axis 0 reading it where it lies
+//         (cuda/device_cells.cuh says when each order runs; bench_stencil_3d times them).
+//         Stream-ordered.
 #pragma once
 
 #include <type_traits>

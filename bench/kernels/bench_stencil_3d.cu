@@ -4,12 +4,14 @@
 //   tessera_bench_stencil_3d [--shapes 512x512x512,1024x1024x512] [--stencils star1,box27,star2,star4] [--n2d 16384]
 //                            [--variants] [-n ITERS] [-w WARMUP] [--json FILE]
 //
-// Rows per 3-D shape: the 7-point star (radius 1), the 27-point box (radius 1) and the 25-point
-// star (radius 4), each as apply_stencil on one rank with Dirichlet boundaries (no face exchanged:
-// the whole block is the interior), as apply_stencil with periodic boundaries (the exchange writes
-// every ghost: the interior, then the shell of six thin boxes after the exchange), then the sweep
-// alone in the tiled and the marching orders of kernels::cuda::for_each_cell (cuda/device_cells.cuh;
-// apply_stencil's 3-D choice is tiled for radius 1, march beyond). Then the 2-D 5- and 9-point
+// Rows per 3-D shape: the 7-point star (radius 1), the 27-point box (radius 1), the 13-point star
+// (radius 2) and the 25-point star (radius 4) (--stencils picks), each as apply_stencil on one rank
+// with Dirichlet boundaries (no face exchanged: the whole block is the interior), as apply_stencil
+// with periodic boundaries (the exchange writes every ghost: the interior, then the shell of six
+// thin boxes after the exchange), then the sweep alone in the tiled and the marching orders of
+// kernels::cuda::for_each_cell and, for the stars, the column order (cuda/device_cells.cuh;
+// apply_stencil's 3-D choice is tiled for radius 1, column for wider stars, march for wider boxes);
+// --variants adds other shapes of the column order for the radius-4 star. Then the 2-D 5- and 9-point
 // Jacobi sweeps of kernels::stencil_2d on a Field2D (the Jacobi solver's) beside the same
 // arithmetic as user stencils on a Field<float, 2>: apply_stencil (its choice is tiled), and the
 // sweep alone tiled and one thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
@@ -182,7 +184,8 @@ void time_row(Harness& h, const Shape& s, const std::string& name, const std::st
 }
 
 // apply_stencil whole (Dirichlet: all interior; periodic: interior and shell), then its sweep alone
-// over the block in the tiled and the marching orders (kernels::cuda::for_each_cell).
+// over the block in the tiled and the marching orders, and the column order for a star
+// (kernels::cuda::for_each_cell).
 template <class F>
 void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, const char* name, double copy_gbs,
                    bool variants) {

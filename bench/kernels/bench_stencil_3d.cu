@@ -413,7 +413,7 @@ int main(int argc, char** argv) {
   tessera::Runtime runtime(argc, argv);
   Harness h("tessera_bench_stencil_3d",
             "The user stencil (apply_stencil on a Field<float, 3>) on one GPU against the copy rate:\n"
-            "7-point star, 27-point box, 25-point star (radius 4).",
+            "7-point star, 27-point box, 13-point star (radius 2), 25-point star (radius 4).",
             {.minbytes = index_t(1) << 20, .maxbytes = index_t(1) << 20, .stepfactor = 2, .iters = 20, .warmup = 3});
   std::vector<Shape> shapes = {{{512, 512, 512}}, {{1024, 1024, 512}}};
   index_t n2d = 16384;

@@ -259,35 +259,51 @@ void case_star_and_box_on_every_grid() {
   weighted_sum_case<4, StencilForm::star>(grids, wide, 4, {kPer, kPer, kDir}, 1);
 }
 
+// Fills u with random doubles and coeff with powers of two (2^-((k c_mul + c_add) % c_mod) in cell
+// k; outer ghosts c_low below axis 0, c_high elsewhere), and returns formula(U, C) evaluated by
+// serial loops over the whole field (U, C: the replicated fields at offsets from the cell, with the
+// fields' boundaries).
+template <class Formula>
+std::vector<double> coefficient_case(Field<double, 3>& u, Field<double, 3>& coeff, const Extents& n, const Boundaries& bc,
+                                     std::uint64_t seed, int c_mul, int c_add, int c_mod, double c_low, double c_high,
+                                     Formula formula) {
+  const index_t cells = n[0] * n[1] * n[2];
+  const std::vector<double> x = random_doubles(cells, seed);
+  std::vector<double> c(static_cast<std::size_t>(cells));
+  for (std::size_t k = 0; k < c.size(); ++k)
+    c[k] = 1.0 / static_cast<double>(1 << ((k * static_cast<std::size_t>(c_mul) + static_cast<std::size_t>(c_add)) %
+                                           static_cast<std::size_t>(c_mod)));
+  u.from_replicated(x);
+  coeff.from_replicated(c);
+  const auto ub = [](const Extents& i) { return boundary_value(i); };
+  const auto cb = [=](const Extents& i) { return i[0] < 0 ? c_low : c_high; };
+  u.set_outer_ghosts(ub);
+  coeff.set_outer_ghosts(cb);
+  std::vector<double> want(x.size());
+  for (index_t i0 = 0; i0 < n[0]; ++i0)
+    for (index_t i1 = 0; i1 < n[1]; ++i1)
+      for (index_t i2 = 0; i2 < n[2]; ++i2) {
+        auto U = [&](int d0, int d1, int d2) { return reference_at(x, n, bc, {i0 + d0, i1 + d1, i2 + d2}, ub); };
+        auto C = [&](int d0, int d1, int d2) { return reference_at(c, n, bc, {i0 + d0, i1 + d1, i2 + d2}, cb); };
+        want[static_cast<std::size_t>((i0 * n[1] + i1) * n[2] + i2)] = formula(U, C);
+      }
+  return want;
+}
+
 void case_variable_coefficient_radius_two() {
   const int ranks = test::world().size();
   for (const auto& g : grids_of(ranks))
     for (const Extents& n : {Extents{7, 5, 3}, Extents{37, 19, 67}}) {
       const CartesianGrid grid = CartesianGrid::create(test::world(), g);
       const Boundaries bc{kDir, kPer, kDir};
-      const index_t cells = n[0] * n[1] * n[2];
-      const std::vector<double> x = random_doubles(cells, test::seed() + 6);
-      std::vector<double> c(static_cast<std::size_t>(cells));
-      for (std::size_t k = 0; k < c.size(); ++k) c[k] = 1.0 / static_cast<double>(1 << ((k * 5 + 1) % 7));
       Field<double, 3> u(grid, n, {2, 2, 2}, bc), out(grid, n, {2, 2, 2}, bc), coeff(grid, n, {2, 2, 2}, bc);
-      u.from_replicated(x);
-      coeff.from_replicated(c);
-      const auto ub = [](const Extents& i) { return boundary_value(i); };
-      const auto cb = [](const Extents& i) { return i[0] < 0 ? 0.5 : 2.0; };
-      u.set_outer_ghosts(ub);
-      coeff.set_outer_ghosts(cb);
-      apply_stencil(out, VariableCoefficientRadiusTwo{}, u, coeff);
-      std::vector<double> want(x.size());
-      for (index_t i0 = 0; i0 < n[0]; ++i0)
-        for (index_t i1 = 0; i1 < n[1]; ++i1)
-          for (index_t i2 = 0; i2 < n[2]; ++i2) {
-            auto U = [&](int d0, int d1, int d2) { return reference_at(x, n, bc, {i0 + d0, i1 + d1, i2 + d2}, ub); };
-            auto C = [&](int d0, int d1, int d2) { return reference_at(c, n, bc, {i0 + d0, i1 + d1, i2 + d2}, cb); };
+      const std::vector<double> want =
+          coefficient_case(u, coeff, n, bc, test::seed() + 6, 5, 1, 7, 0.5, 2.0, [](const auto& U, const auto& C) {
             const double centre = U(0, 0, 0);
-            want[static_cast<std::size_t>((i0 * n[1] + i1) * n[2] + i2)] =
-                centre + C(0, 0, 0) * (U(2, 0, 0) - U(-1, 0, 0)) + C(-2, 0, 0) * (U(1, 0, 0) - centre) -
-                C(0, 0, 2) * U(0, -2, 0) + C(0, 1, 0) * U(-2, 0, 0);
-          }
+            return centre + C(0, 0, 0) * (U(2, 0, 0) - U(-1, 0, 0)) + C(-2, 0, 0) * (U(1, 0, 0) - centre) -
+                   C(0, 0, 2) * U(0, -2, 0) + C(0, 1, 0) * U(-2, 0, 0);
+          });
+      apply_stencil(out, VariableCoefficientRadiusTwo{}, u, coeff);
       expect_field(out, want, [](double p, double q) { return same_bits(p, q); },
                    "variable coefficient, radius 2, " + text(g, n));
     }
@@ -299,30 +315,15 @@ void case_variable_coefficient() {
     for (const Extents& n : {Extents{7, 5, 3}, Extents{17, 13, 11}, Extents{1, 8, 1}, Extents{21, 17, 40}}) {
       const CartesianGrid grid = CartesianGrid::create(test::world(), g);
       const Boundaries bc{kDir, kPer, kDir};
-      const index_t cells = n[0] * n[1] * n[2];
-      const std::vector<double> x = random_doubles(cells, test::seed() + 5);
-      std::vector<double> c(static_cast<std::size_t>(cells));
-      for (std::size_t k = 0; k < c.size(); ++k) c[k] = 1.0 / static_cast<double>(1 << ((k * 7 + 3) % 5));
       Field<double, 3> u(grid, n, {1, 1, 1}, bc), out(grid, n, {1, 1, 1}, bc), coeff(grid, n, {1, 1, 1}, bc);
-      u.from_replicated(x);
-      coeff.from_replicated(c);
-      const auto ub = [](const Extents& i) { return boundary_value(i); };
-      const auto cb = [](const Extents& i) { return i[0] < 0 ? 0.25 : 4.0; };
-      u.set_outer_ghosts(ub);
-      coeff.set_outer_ghosts(cb);
-      apply_stencil(out, VariableCoefficient{}, u, coeff);
       // The reference: the same formula on the whole field.
-      std::vector<double> want(x.size());
-      for (index_t i0 = 0; i0 < n[0]; ++i0)
-        for (index_t i1 = 0; i1 < n[1]; ++i1)
-          for (index_t i2 = 0; i2 < n[2]; ++i2) {
-            auto U = [&](int d0, int d1, int d2) { return reference_at(x, n, bc, {i0 + d0, i1 + d1, i2 + d2}, ub); };
-            auto C = [&](int d0, int d1, int d2) { return reference_at(c, n, bc, {i0 + d0, i1 + d1, i2 + d2}, cb); };
+      const std::vector<double> want =
+          coefficient_case(u, coeff, n, bc, test::seed() + 5, 7, 3, 5, 0.25, 4.0, [](const auto& U, const auto& C) {
             const double centre = U(0, 0, 0);
-            want[static_cast<std::size_t>((i0 * n[1] + i1) * n[2] + i2)] =
-                centre + C(0, 0, 0) * (U(1, 0, 0) - 2.0 * centre + U(-1, 0, 0)) + C(0, 1, 0) * (U(0, 1, 0) - centre) -
-                C(0, 0, -1) * U(0, 0, -1);
-          }
+            return centre + C(0, 0, 0) * (U(1, 0, 0) - 2.0 * centre + U(-1, 0, 0)) + C(0, 1, 0) * (U(0, 1, 0) - centre) -
+                   C(0, 0, -1) * U(0, 0, -1);
+          });
+      apply_stencil(out, VariableCoefficient{}, u, coeff);
       expect_field(out, want, [](double p, double q) { return same_bits(p, q); }, "variable coefficient, " + text(g, n));
       // The coefficient's halo exchanged once by the caller, then read as it is (halo_current): the
       // same cells, and only u's halo in the call's exchange.

@@ -469,6 +469,41 @@ __global__ void __launch_bounds__(CellRing<Body, Rows, Shape>::kThreads, CellRin
   }
 }
 
+// Whether a pass staging a tile plane (CellTilePlane L) in `bytes` of shared memory a block can take
+// the body on this device: the bytes within the opt-in limit, and, where the tile is copied in
+// 16-byte pieces, the tile array's origin and strides on 16-byte boundaries (a Field's are).
+template <class L, class Body>
+bool tile_pass_takes(const Body& body, std::size_t bytes, const DeviceInfo& info) {
+  if (bytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
+  if constexpr (L::kInPieces) {
+    constexpr index_t kSize = sizeof(typename L::T);
+    if (reinterpret_cast<std::uintptr_t>(body.tile_origin()) % 16 != 0 || body.tile_stride0() * kSize % 16 != 0 ||
+        body.tile_stride1() * kSize % 16 != 0)
+      return false;
+  }
+  return true;
+}
+
+// Lifts a kernel's dynamic shared memory limit to `bytes`, at every call, before the occupancy query
+// and the launch: the same kernel instance may live in more than one loaded module (the library's
+// stencil_2d and a program's own), and the attribute belongs to the module the call reaches.
+template <class Kernel>
+void allow_dynamic_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes > 48 * 1024)
+    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+// Planes per thread block of a pass marching through n planes over `tiles` columns of tiles: the
+// columns cut into layers until the grid makes about four waves of the `resident` blocks, at most
+// n / deepest layers, rounded up (so that the planes a layer loads beyond its own stay a small
+// share); whole steps of `step` planes; at most 65535 layers (the grid's z).
+inline index_t marching_planes(index_t n, index_t tiles, index_t resident, index_t deepest, index_t step) {
+  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, ceil_div<index_t>(n, deepest));
+  index_t planes = ceil_div<index_t>(ceil_div<index_t>(n, layers), step) * step;
+  if (ceil_div<index_t>(n, planes) > 65535) planes = ceil_div<index_t>(ceil_div<index_t>(n, 65535), step) * step;
+  return planes;
+}
+
 // The tiled order for a TiledCellBody, marching along axis 0, or along axis 1 for a body without
 // reach along axis 0. False (nothing launched) where the ring does not fit in a thread block's
 // shared memory or the grid would pass its limits.
@@ -478,32 +513,16 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
   using Ring = CellRing<Body, Rows, Shape>;
   constexpr auto kernel = &for_each_cell_tiled_kernel<Body, Rows, Shape>;
   const DeviceInfo& info = current_device_info();
-  if (Ring::kBytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
-  if constexpr (Ring::kInPieces) {  // the rows start on 16-byte boundaries (a Field's do)
-    constexpr index_t kSize = sizeof(typename Ring::T);
-    if (reinterpret_cast<std::uintptr_t>(body.tile_origin()) % 16 != 0 || body.tile_stride0() * kSize % 16 != 0 ||
-        body.tile_stride1() * kSize % 16 != 0)
-      return false;
-  }
+  if (!tile_pass_takes<Ring>(body, Ring::kBytes, info)) return false;
   const index_t nA = Rows ? r.n1 : r.n0, nB = Rows ? r.n0 : r.n1;
   const index_t tiles_x = ceil_div<index_t>(r.n2, Ring::TX), tiles_y = ceil_div<index_t>(nB, Ring::TY);
   if (tiles_x > 0x7fffffff || tiles_y > 65535) return false;
-  // The shared memory limit lifted at every call, before the occupancy query and the launch: the
-  // same kernel instance may live in more than one loaded module (the library's stencil_2d and a
-  // program's own), and the attribute belongs to the module the call reaches.
-  if (Ring::kBytes > 48 * 1024)
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(Ring::kBytes)));
-  // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
-  // waves of the resident blocks, at most nA / max(8 G, 16 RA) layers, rounded up (so that the 2 RA
-  // planes a layer loads beyond its own stay a small share); whole steps.
+  allow_dynamic_smem(kernel, Ring::kBytes);
+  // At most nA / max(8 G, 16 RA) layers, rounded up; whole steps.
   const index_t resident =
       static_cast<index_t>(blocks_per_sm<kernel>(Ring::kThreads, Ring::kBytes)) * info.sm_count;
-  const index_t tiles = tiles_x * tiles_y;
-  const index_t deepest = std::max<index_t>(8 * Ring::G, 16 * Ring::RA);
-  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, ceil_div<index_t>(nA, deepest));
-  index_t planes = ceil_div<index_t>(ceil_div<index_t>(nA, layers), Ring::G) * Ring::G;
-  if (ceil_div<index_t>(nA, planes) > 65535) planes = ceil_div<index_t>(ceil_div<index_t>(nA, 65535), Ring::G) * Ring::G;
+  const index_t planes =
+      marching_planes(nA, tiles_x * tiles_y, resident, std::max<index_t>(8 * Ring::G, 16 * Ring::RA), Ring::G);
   const dim3 grid(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
                   static_cast<unsigned>(ceil_div<index_t>(nA, planes)));
   kernel<<<grid, dim3(Ring::TX, Ring::TY / Ring::CY, 1), Ring::kBytes, to_cuda(queue.stream)>>>(r, planes, body);
@@ -654,35 +673,21 @@ bool for_each_cell_column(const Queue& queue, const CellRange& r, const Body& bo
   using Col = CellColumn<Body, Shape>;
   constexpr auto kernel = &for_each_cell_column_kernel<Body, Shape>;
   const DeviceInfo& info = current_device_info();
-  if (Col::kBytes > static_cast<std::size_t>(info.max_smem_optin)) return false;
-  if constexpr (Col::kInPieces) {  // the rows start on 16-byte boundaries (a Field's do)
-    constexpr index_t kSize = sizeof(typename Col::T);
-    if (reinterpret_cast<std::uintptr_t>(body.tile_origin()) % 16 != 0 || body.tile_stride0() * kSize % 16 != 0 ||
-        body.tile_stride1() * kSize % 16 != 0)
-      return false;
-  }
+  if (!tile_pass_takes<Col>(body, Col::kBytes, info)) return false;
   const index_t tiles_x = ceil_div<index_t>(r.n2, Col::TX), tiles_y = ceil_div<index_t>(r.n1, Col::TY);
   if (tiles_x > 0x7fffffff || tiles_y > 65535) return false;
-  if (Col::kBytes > 48 * 1024)  // at every call: for_each_cell_tiled says why
-    TESSERA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(Col::kBytes)));
-  // Planes per thread block: the columns of tiles cut into layers until the grid makes about four
-  // waves of the resident blocks, at most n0 / max(32, 16 R) layers, rounded up (so that the 2 R
-  // planes a layer loads beyond its own stay a small share: a quarter at most).
+  allow_dynamic_smem(kernel, Col::kBytes);
+  // At most n0 / max(32, 16 R) layers, rounded up (the 2 R planes a layer loads beyond its own about
+  // a quarter of its own at most).
   const index_t resident =
       static_cast<index_t>(blocks_per_sm<kernel>(Col::kThreads, Col::kBytes)) * info.sm_count;
-  const index_t tiles = tiles_x * tiles_y;
-  const index_t deepest = std::max<index_t>(32, 16 * Col::R);
-  const index_t layers = std::clamp<index_t>(ceil_div<index_t>(4 * resident, tiles), 1, ceil_div<index_t>(r.n0, deepest));
-  index_t planes = ceil_div<index_t>(r.n0, layers);
-  if (ceil_div<index_t>(r.n0, planes) > 65535) planes = ceil_div<index_t>(r.n0, 65535);
+  const index_t planes = marching_planes(r.n0, tiles_x * tiles_y, resident, std::max<index_t>(32, 16 * Col::R), 1);
   const dim3 grid(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
                   static_cast<unsigned>(ceil_div<index_t>(r.n0, planes)));
   kernel<<<grid, dim3(Col::TX, Col::TY / Col::CY, 1), Col::kBytes, to_cuda(queue.stream)>>>(r, planes, body);
   TESSERA_CUDA_CHECK_LAUNCH();
   return true;
 }
-
 
 }  // namespace detail
 

@@ -201,18 +201,21 @@ TEST(Fft, MatchesNumpy) {
     }
     // Every case in the natural order, and in the swapped one where axis 0 is transformed last;
     // each with the exchange that makes axis 0 whole in one piece and in 3 chunks. The swapped order
-    // also with its transposition in axis 0's transform (cpu) rather than the unpack.
+    // also with its transposition in axis 0's transform (cpu) rather than the unpack; at one rank
+    // each order also with axis 0's transform after the planes (cpu), in place.
     std::vector<fft::Order> orders = {fft::Order::natural};
     if (!c.ret && c.axis != 1) orders.push_back(fft::Order::swapped);
     for (auto [r, g] : grids)
       for (fft::Order order : orders)
         for (int chunks : {1, 3}) {
-          const int ways = order == fft::Order::swapped ? 2 : 1;
-          for (int way = 0; way < ways; ++way) {
-            fft::detail::force_swap_into_transform(way == 1 ? std::optional<bool>(true) : std::nullopt);
+          using fft::detail::CpuSchedule;
+          std::vector<CpuSchedule> ways = {CpuSchedule::chosen, CpuSchedule::panels};
+          if (order == fft::Order::swapped) ways.push_back(CpuSchedule::transform);
+          for (CpuSchedule way : ways) {
+            fft::detail::force_cpu_schedule(way);
             if (c.real == "float") run_case<float>(ctx, c, r, g, order, chunks);
             else run_case<double>(ctx, c, r, g, order, chunks);
-            fft::detail::force_swap_into_transform(std::nullopt);
+            fft::detail::force_cpu_schedule(CpuSchedule::chosen);
             ++runs;
           }
         }

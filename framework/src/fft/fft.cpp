@@ -60,8 +60,8 @@ constexpr std::size_t kPieceAlignment = 256;
 // Options::exchange_chunks: at most, and the cuda backend's default.
 constexpr int kMaxChunks = 64;
 constexpr int kCudaChunks = 4;
-// force_swap_into_transform's setting.
-std::optional<bool> swap_into_transform;
+// force_cpu_schedule's setting.
+CpuSchedule cpu_schedule = CpuSchedule::chosen;
 
 // Which axes are cut, and the global lengths, at one point of the schedule.
 struct State {
@@ -91,6 +91,9 @@ struct Step {
   LocalKind forward_kind = LocalKind::forward, inverse_kind = LocalKind::inverse;
   LocalShape shape;
   std::unique_ptr<LocalFft> forward_fft, inverse_fft;
+  // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere), for
+  // a step whose input is a buffer of the plan's or the caller's output (in_place_plan).
+  std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
   // Exchanges: along grid dimension g, axis `whole` (cut before) becomes whole and axis `cut`
   // (whole before) is cut. The exchanges are made once and run each time.
   int g = 0, whole = 0, cut = 0;
@@ -244,7 +247,7 @@ class PlanImpl {
     if (ctx_.backend() == Backend::cpu) {
       work(0);
       work(1);
-      if (options_.effort == Effort::measure || swap_into_transform.has_value()) choose_swap_folds();
+      if (options_.effort == Effort::measure || cpu_schedule != CpuSchedule::chosen) choose_swap_folds();
     }
     std::size_t work_area = 0;
     for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -270,6 +273,14 @@ class PlanImpl {
                                             : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
         step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
                                             : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
+        // In place where the step may run so (never the first of its direction: it reads the caller's input).
+        const bool same_layout = step.shape.swapped_outer == 0;
+        if (same_layout && step.forward_kind == LocalKind::forward && i > 0)
+          step.forward_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::forward, step.shape, work(0), work(0), measure)
+                                                   : make_fftw<double>(LocalKind::forward, step.shape, work(0), work(0), measure);
+        if (same_layout && step.inverse_kind == LocalKind::inverse && i + 1 < steps_.size())
+          step.inverse_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::inverse, step.shape, work(0), work(0), measure)
+                                                   : make_fftw<double>(LocalKind::inverse, step.shape, work(0), work(0), measure);
       }
       work_area = std::max({work_area, step.forward_fft->work_bytes(), step.inverse_fft->work_bytes()});
     }
@@ -320,7 +331,8 @@ class PlanImpl {
   // A transposition into the swapped order is folded into the exchange before it where that
   // exchange makes axis 0 whole and cuts axis 1: its unpack transposes each piece into place
   // instead of copying it (on the cpu, choose_swap_folds may move it into the transform after
-  // it). Elsewhere (it then ends the schedule) it stays a pass of its own: FFTW writing the swapped
+  // it). Elsewhere (it then ends the schedule) it stays a pass of its own (on the cpu,
+  // choose_split_transforms may move it into axis 0's transform): FFTW writing the swapped
   // order through its output strides measured no faster than its natural order and the pass (one
   // core, float 64^3: 0.66 ms against 0.39 + 0.09; 128^3, one rank-3 plan: 7.2-7.3 against 7.0-7.1
   // + 0.1-0.2), and cuFFT's layouts cannot swap axes.
@@ -341,10 +353,12 @@ class PlanImpl {
   // reads the exchange's straight receives in the natural order and writes the swapped one (one
   // FFTW plan, LocalShape::swapped_outer). Whichever of the two measures faster on this rank's
   // block, the transform alone against a transposition of the block and the transform of the
-  // swapped one (2 ranks, one core each, float 128^3: 1.41-1.46 ms against 0.30-0.41 + 1.56-1.57;
+  // swapped one in place (2 ranks, one core each, float 128^3, out of place: 1.41-1.46 ms against
+  // 0.30-0.41 + 1.56-1.57;
   // at 256^3 the natural side's stride of 256 KiB made the single plan twice as slow). Each rank
   // chooses for itself: the messages are the same either way.
   void choose_swap_folds() {
+    choose_split_transforms();
     for (std::size_t i = 1; i < steps_.size(); ++i) {
       Step& x = steps_[i - 1];
       Step& step = steps_[i];
@@ -357,27 +371,126 @@ class PlanImpl {
       folded.swapped_outer = folded.a;
       folded.s *= folded.a;
       folded.a = 1;
-      if (!swap_into_transform.has_value()) {
+      if (cpu_schedule == CpuSchedule::chosen) {
         const bool f = real_bytes_ == 4;
-        auto plain = f ? make_fftw<float>(LocalKind::forward, step.shape, work(0), work(1), true)
-                       : make_fftw<double>(LocalKind::forward, step.shape, work(0), work(1), true);
+        auto plain = f ? make_fftw<float>(LocalKind::forward, step.shape, work(1), work(1), true)
+                       : make_fftw<double>(LocalKind::forward, step.shape, work(1), work(1), true);
         auto fused = f ? make_fftw<float>(LocalKind::forward, folded, work(0), work(1), true)
                        : make_fftw<double>(LocalKind::forward, folded, work(0), work(1), true);
         const index_t l0 = range(natural, 0).second, l1 = range(natural, 1).second;
         const std::size_t rest = static_cast<std::size_t>(local_product(natural, 2, natural.ndim)) * element_bytes(natural);
         const double t_unpacked = best_of_three([&] {
           kernels::transpose_bytes(ctx_.queue(), work(0), l0, l1, l1, work(1), l0, rest);
-          plain->execute(work(1), work(0));
+          plain->execute(work(1), work(1));  // in place, as the step runs after an exchange
         });
         const double t_fused = best_of_three([&] { fused->execute(work(0), work(1)); });
         if (t_fused >= t_unpacked) continue;
-      } else if (!*swap_into_transform) {
+      } else if (cpu_schedule != CpuSchedule::transform) {
         continue;
       }
       x.swap_folded = false;
       x.after = natural;
       step.before = natural;
       step.shape = folded;
+    }
+  }
+
+  // The cpu with measured planning at one rank, where one plan transforms every axis (and, in the
+  // swapped order, a transposition follows it). The other schedules stop that transform short of
+  // axis 0 (the planes: axes 1 onwards, in batches along axis 0); then, in the natural order, axis
+  // 0's transform runs in place; in the swapped order, axis 0's c2c transform reads the natural
+  // order and writes the swapped one (LocalShape::swapped_outer), or a transposition follows the
+  // planes and axis 0's transform runs in place over the contiguous [n0][rest] panels (FFTW-MPI's
+  // one-rank schedule). Whichever measures fastest on the block. Swapped, float 128^3, one core,
+  // best of 10-20: the 2-core VM 10.3 (one plan), 8.7 (swapped write), 7.8-8.1 ms (panels); a
+  // 16-core Xeon 14.8-16.7, 21.3, 14.5-16.1 (its strided transforms out of place take 2-3x their
+  // time in place).
+  void choose_split_transforms() {
+    for (std::size_t i = 0; i < steps_.size(); ++i) {
+      Step& whole = steps_[i];
+      if (!whole.local || whole.transpose || whole.axis != 0 || whole.shape.rank < 2 || whole.shape.a != 1 ||
+          whole.shape.s != 1 || whole.shape.full_elements() == 0)
+        continue;
+      const bool swapped = i + 1 < steps_.size() && steps_[i + 1].transpose;
+      Step planes;  // axes 1 onwards, a batch per index of axis 0
+      planes.local = true;
+      planes.axis = 1;
+      planes.before = whole.before;
+      planes.after = whole.after;
+      planes.forward_kind = whole.forward_kind;
+      planes.inverse_kind = whole.inverse_kind;
+      planes.shape.a = whole.shape.n[0];
+      planes.shape.rank = whole.shape.rank - 1;
+      for (int d = 1; d < whole.shape.rank; ++d) planes.shape.n[d - 1] = whole.shape.n[d];
+      const State& natural = whole.after;
+      const State done = swapped ? steps_[i + 1].after : natural;
+      const index_t l0 = range(natural, 0).second, l1 = range(natural, 1).second;
+      const index_t rest = local_product(natural, 2, natural.ndim);
+      Step swapped_write;  // natural [n0, l1, rest] in, swapped [l1, n0, rest] out
+      swapped_write.local = true;
+      swapped_write.axis = 0;
+      swapped_write.before = natural;
+      swapped_write.after = done;
+      swapped_write.shape.n[0] = whole.shape.n[0];
+      swapped_write.shape.swapped_outer = l1;
+      swapped_write.shape.s = l1 * rest;
+      Step panels;  // in place: the swapped [l1, n0, rest], or the natural [n0, l1 rest]
+      panels.local = true;
+      panels.axis = 0;
+      panels.before = done;
+      panels.after = done;
+      panels.shape.a = swapped ? l1 : 1;
+      panels.shape.n[0] = whole.shape.n[0];
+      panels.shape.s = swapped ? rest : l1 * rest;
+      enum { kWhole, kSwappedWrite, kPanels } way = kWhole;
+      if (cpu_schedule == CpuSchedule::chosen) {
+        const bool f = real_bytes_ == 4;
+        auto plan = [&](LocalKind kind, const LocalShape& shape, void* in, void* out) {
+          return f ? make_fftw<float>(kind, shape, in, out, true) : make_fftw<double>(kind, shape, in, out, true);
+        };
+        auto one = plan(whole.forward_kind, whole.shape, work(0), work(1));
+        auto first = plan(planes.forward_kind, planes.shape, work(0), work(1));
+        auto panels_in_place = plan(LocalKind::forward, panels.shape, work(0), work(0));
+        std::unique_ptr<LocalFft> write_swapped;
+        if (swapped) write_swapped = plan(LocalKind::forward, swapped_write.shape, work(1), work(0));
+        std::memset(work(0), 0, buffer_bytes_);  // FFTW's planning leaves its own data (no NaN, no subnormal)
+        std::memset(work(1), 0, buffer_bytes_);
+        const std::size_t row = static_cast<std::size_t>(rest) * element_bytes(natural);
+        // The swapped order's transposition, work(1) -> work(0).
+        auto into_place = [&] {
+          if (swapped) kernels::transpose_bytes(ctx_.queue(), work(1), l0, l1, l1, work(0), l0, row);
+        };
+        const double t_whole = best_of_three([&] {
+          one->execute(work(0), work(1));
+          into_place();
+        });
+        const double t_panels = best_of_three([&] {
+          first->execute(work(0), work(1));
+          if (swapped) into_place();
+          panels_in_place->execute(swapped ? work(0) : work(1), swapped ? work(0) : work(1));
+        });
+        const double t_write =
+            swapped ? best_of_three([&] {
+              first->execute(work(0), work(1));
+              write_swapped->execute(work(1), work(0));
+            })
+                    : 1e300;
+        if (t_write < t_whole && t_write <= t_panels) way = kSwappedWrite;
+        else if (t_panels < t_whole) way = kPanels;
+      } else if (cpu_schedule == CpuSchedule::transform && swapped) {
+        way = kSwappedWrite;
+      } else if (cpu_schedule == CpuSchedule::panels) {
+        way = kPanels;
+      }
+      if (way == kWhole) continue;
+      steps_[i] = std::move(planes);
+      if (way == kSwappedWrite) {
+        steps_[i + 1] = std::move(swapped_write);
+        continue;
+      }
+      const std::size_t at = i + (swapped ? 2 : 1);  // after the transposition, if any
+      steps_.insert(steps_.begin() + static_cast<std::ptrdiff_t>(at), std::move(panels));
+      i = at;
     }
   }
 
@@ -440,6 +553,11 @@ class PlanImpl {
       // c2r may overwrite its input: never the caller's.
       if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
       void* dst = last && usable(out) ? out : other(cur);
+      // A step before the last, which runs in place, writes straight into the caller's output.
+      const bool next_is_last = i + 2 == n_steps;
+      if (next_is_last && usable(out) && cur != out &&
+          in_place_plan(steps_[forward ? i + 1 : n_steps - 2 - i], forward) != nullptr)
+        dst = out;
       // A pipelined pair: the local step and the exchange after it (forward), or the exchange and
       // the local step after it (inverse), through a buffer between them.
       Step* next = i + 1 < n_steps ? &steps_[forward ? i + 1 : n_steps - 2 - i] : nullptr;
@@ -458,6 +576,14 @@ class PlanImpl {
         transpose(forward ? step.before : step.after, forward, cur, dst, times);
       } else if (step.local) {
         LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
+        // In place on a buffer of the plan's, or on the caller's output where the step is the
+        // last (the step before wrote there): FFTW's strided transforms in place touch half the
+        // memory (axis 0 of 128^3 float, one core: 2.8 ms in place against 4.0 out of place on
+        // the 2-core VM, 5.2-7.5 against 8.4-11.6 on a 16-core Xeon).
+        if (LocalFft* here = in_place_plan(step, forward); here != nullptr && cur != in && (!last || cur == out)) {
+          fft = here;
+          dst = const_cast<void*>(cur);
+        }
         if (fft) {
           PhaseTimes t;
           tessera::detail::local_phase({"fft local"}, ctx_, times ? &t : nullptr, [&] { fft->execute(cur, dst); });
@@ -508,6 +634,13 @@ class PlanImpl {
   }
 
   const Context& axis_context(int g) const { return g == 0 ? grid_.column() : grid_.row(); }
+
+  // A local step's plan in place for the direction, or null (a transposition, a step of no
+  // transform, r2c and c2r, the swapped step).
+  static LocalFft* in_place_plan(const Step& step, bool forward) {
+    if (!step.local || step.transpose) return nullptr;
+    return forward ? step.forward_in_place.get() : step.inverse_in_place.get();
+  }
 
   std::pair<index_t, index_t> range(const State& s, int k) const {
     const int g = s.dist[static_cast<std::size_t>(k)];
@@ -955,7 +1088,7 @@ class PlanImpl {
   void* scratch_ = nullptr;
 };
 
-void force_swap_into_transform(std::optional<bool> into_transform) { swap_into_transform = into_transform; }
+void force_cpu_schedule(CpuSchedule way) { cpu_schedule = way; }
 
 }  // namespace detail
 

@@ -24,9 +24,11 @@
 // cut along its first axis), a pencil's [b1][n0][c2], one rank's [n1][n0][n2]. Where an exchange
 // makes axis 0 whole, its unpack writes the swapped order and axis 0's transform runs over
 // contiguous [n0][n2] panels (FFTW-MPI's schedule for that output); elsewhere (one rank, a pencil
-// grid of one row) one transposition of the block follows the last transform. It needs axis 0
-// transformed last: not with return_to_input_layout or a batched 1-D transform along axis 1. The
-// inverse transform takes the forward output's layout and order and returns the input's.
+// grid of one row) one transposition of the block follows the last transform (one rank on the cpu
+// with measured planning: or the planes, axes 1 onwards, then axis 0's transform writing the
+// swapped order, or a transposition and axis 0's transform in place, whichever times fastest). It
+// needs axis 0 transformed last: not with return_to_input_layout or a batched 1-D transform along
+// axis 1. The inverse transform takes the forward output's layout and order and returns the input's.
 // input_box() and output_box() state the boxes; the cuts are Partition::block of each axis over
 // the ranks of its grid dimension, so any sizes work, ranks with empty blocks included.
 //
@@ -100,12 +102,20 @@ using tessera::PhaseTimes;
 
 namespace detail {
 class PlanImpl;
-// The cpu backend, where axis 0's c2c transform follows the exchange that makes axis 0 whole in the
-// swapped order: nullopt lets measured planning choose where the transposition goes by timing (the
-// default; estimated planning leaves it in the exchange's unpack); true puts it into the transform,
-// false into the unpack, whatever the effort (tests run both). Plans made afterwards follow it. Not
-// thread-safe.
-void force_swap_into_transform(std::optional<bool> into_transform);
+// The cpu backend's schedule where axis 0's c2c transform follows the exchange that makes axis 0
+// whole in the swapped order, and where one plan would transform every axis (one rank):
+//   chosen     measured planning times the ways on the rank's block and keeps the fastest (the
+//              default; estimated planning takes `pass`);
+//   transform  the swapped order's transposition in axis 0's transform, which reads the natural
+//              order and writes the swapped one (one rank: after the planes, the transform of axes
+//              1 onwards); one rank in the natural order: as pass;
+//   pass       the transposition in the exchange's unpack; one rank: the one plan (and a pass of
+//              the transposition after it);
+//   panels     the transposition in the exchange's unpack; one rank: the planes (and a pass of the
+//              transposition), then axis 0's transform in place.
+// Plans made afterwards follow it, whatever the effort (tests run each). Not thread-safe.
+enum class CpuSchedule { chosen, transform, pass, panels };
+void force_cpu_schedule(CpuSchedule way);
 }  // namespace detail
 
 // Real: float or double.

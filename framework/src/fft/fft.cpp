@@ -91,8 +91,8 @@ struct Step {
   LocalKind forward_kind = LocalKind::forward, inverse_kind = LocalKind::inverse;
   LocalShape shape;
   std::unique_ptr<LocalFft> forward_fft, inverse_fft;
-  // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere), for
-  // a step whose input is a buffer of the plan's or the caller's output (in_place_plan).
+  // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere:
+  // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output.
   std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
   // Exchanges: along grid dimension g, axis `whole` (cut before) becomes whole and axis `cut`
   // (whole before) is cut. The exchanges are made once and run each time.
@@ -353,9 +353,9 @@ class PlanImpl {
   // reads the exchange's straight receives in the natural order and writes the swapped one (one
   // FFTW plan, LocalShape::swapped_outer). Whichever of the two measures faster on this rank's
   // block, the transform alone against a transposition of the block and the transform of the
-  // swapped one in place (2 ranks, one core each, float 128^3, out of place: 1.41-1.46 ms against
-  // 0.30-0.41 + 1.56-1.57;
-  // at 256^3 the natural side's stride of 256 KiB made the single plan twice as slow). Each rank
+  // swapped one in place (2 ranks, one core each, float 128^3, both timed out of place: 1.41-1.46
+  // ms against 0.30-0.41 + 1.56-1.57; at 256^3 the natural side's stride of 256 KiB made the single
+  // plan twice as slow). Each rank
   // chooses for itself: the messages are the same either way.
   void choose_swap_folds() {
     choose_split_transforms();
@@ -546,25 +546,26 @@ class PlanImpl {
       return cpu ? fftw_aligned(p) : reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
     };
     if (!usable(in)) copy_in(forward ? steps_.front().before : steps_.back().after);
+    auto at = [&](std::size_t k) -> Step& { return steps_[forward ? k : n_steps - 1 - k]; };  // k-th to run
+    // Whether the step run k-th is the last and runs in place: the step (or pipelined pair) before
+    // it then writes straight into the caller's output.
+    auto last_in_place = [&](std::size_t k) {
+      return k + 1 == n_steps && usable(out) && cur != out && in_place_plan(at(k), forward) != nullptr;
+    };
     for (std::size_t i = 0; i < n_steps; ++i) {
-      Step& step = steps_[forward ? i : n_steps - 1 - i];
+      Step& step = at(i);
       const State& from = forward ? step.before : step.after;
       const bool last = i + 1 == n_steps;
       // c2r may overwrite its input: never the caller's.
       if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
-      void* dst = last && usable(out) ? out : other(cur);
-      // A step before the last, which runs in place, writes straight into the caller's output.
-      const bool next_is_last = i + 2 == n_steps;
-      if (next_is_last && usable(out) && cur != out &&
-          in_place_plan(steps_[forward ? i + 1 : n_steps - 2 - i], forward) != nullptr)
-        dst = out;
+      void* dst = (last && usable(out)) || last_in_place(i + 1) ? out : other(cur);
       // A pipelined pair: the local step and the exchange after it (forward), or the exchange and
       // the local step after it (inverse), through a buffer between them.
-      Step* next = i + 1 < n_steps ? &steps_[forward ? i + 1 : n_steps - 2 - i] : nullptr;
+      Step* next = i + 1 < n_steps ? &at(i + 1) : nullptr;
       if (next != nullptr && (forward ? pipelined(step, *next) : pipelined(*next, step))) {
         const bool pair_last = i + 2 == n_steps;
         void* mid = other(cur);
-        void* end = pair_last && usable(out) ? out : other(mid);
+        void* end = (pair_last && usable(out)) || last_in_place(i + 2) ? out : other(mid);
         if (end == cur) end = work(2);  // the pair reads `cur` while it writes `end`
         if (forward) run_chunks(step, *next, true, cur, mid, end, times);
         else run_chunks(*next, step, false, cur, mid, end, times);
@@ -578,8 +579,8 @@ class PlanImpl {
         LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
         // In place on a buffer of the plan's, or on the caller's output where the step is the
         // last (the step before wrote there): FFTW's strided transforms in place touch half the
-        // memory (axis 0 of 128^3 float, one core: 2.8 ms in place against 4.0 out of place on
-        // the 2-core VM, 5.2-7.5 against 8.4-11.6 on a 16-core Xeon).
+        // memory (axis 0 of 128^3 float, one core: 2.8 ms in place against 4.0-4.2 out of place on
+        // the 2-core VM, 3.9 against 11.6-12.5 on a 16-core Xeon).
         if (LocalFft* here = in_place_plan(step, forward); here != nullptr && cur != in && (!last || cur == out)) {
           fft = here;
           dst = const_cast<void*>(cur);
@@ -635,8 +636,9 @@ class PlanImpl {
 
   const Context& axis_context(int g) const { return g == 0 ? grid_.column() : grid_.row(); }
 
-  // A local step's plan in place for the direction, or null (a transposition, a step of no
-  // transform, r2c and c2r, the swapped step).
+  // A local step's plan in place for the direction, or null: a transposition, an exchange, r2c and
+  // c2r, a step that swaps axes (swapped_outer), a step inside a pipelined pair, the step that runs
+  // first in the direction (it reads the caller's input), and every step under cuda.
   static LocalFft* in_place_plan(const Step& step, bool forward) {
     if (!step.local || step.transpose) return nullptr;
     return forward ? step.forward_in_place.get() : step.inverse_in_place.get();

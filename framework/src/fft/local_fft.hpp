@@ -61,7 +61,8 @@ double best_of_three(Run&& run) {
 class LocalFft {
  public:
   virtual ~LocalFft() = default;
-  // in -> out, not overlapping, backend memory. c2r may overwrite `in`.
+  // in -> out, backend memory: the same buffer where the plan was made in place (plan_in ==
+  // plan_out), buffers that do not overlap otherwise. c2r may overwrite `in`.
   virtual void execute(const void* in, void* out) = 0;
   // Scratch memory the transform needs (cuFFT's work area), which the caller gives once through
   // set_work_area, shared by all the local plans of one distributed plan (they never run at once).
@@ -70,8 +71,11 @@ class LocalFft {
 };
 
 // FFTW (cpu). plan_in and plan_out: buffers of the sizes the transform reads and writes, aligned as
-// kernels::allocate aligns them; planning may overwrite them (FFTW_MEASURE). execute() takes other
-// buffers of the same alignment.
+// kernels::allocate aligns them; planning may overwrite them (FFTW_MEASURE). One buffer for both
+// makes the plan in place (c2c only, the same layout on both sides): its execute() then takes one
+// buffer for both, as FFTW requires; otherwise two that do not overlap. execute() takes other
+// buffers than the planning ones, of the same alignment. Interleaved transforms run through
+// transposes (FftwTransposed) read each batch whole into scratch before writing it, so in place too.
 template <class Real>
 std::unique_ptr<LocalFft> make_fftw(LocalKind kind, LocalShape shape, void* plan_in, void* plan_out, bool measure);
 // Whether FFTW may run a plan made on kernels::allocate's buffers on this address.

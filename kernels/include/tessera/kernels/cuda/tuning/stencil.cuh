@@ -26,7 +26,11 @@ struct Stencil2dTuning {
 // 9-point 574-580 against 586-595 (512 columns and 2 blocks: 592-597); floats (16384^2), the
 // best shape 612-619 (5-point) and 616-672 (9-point) against the ring's 580-588 and 586-594, the
 // shapes with more registers a thread (1 block an SM, or 8 rows a step) 1.0-1.2 ms. (Doubles at 512
-// columns and 1 block an SM: 558-560 in one run, not taken.)
+// columns and 1 block an SM: 558-560 in one run, not taken.) Floats at more warps an SM, 2026-12-01,
+// two runs against the ring's 582-591: 1024 columns and 2 rows a step, 2 blocks (32 registers)
+// 612-613 / 621 (9-point); 512 and 2 rows, 4 blocks 657 / 647-652; 4 rows and 3 blocks of 512 or 6
+// of 256 (40 registers, 20 bytes spilled) 771-803; 8 rows a step at 64 registers (one run) 1.39-1.78 ms. The
+// tiled pass stays about 5% behind the ring for this body whatever the shape, so floats keep the ring.
 template <class T>
 struct Stencil2dTiledTuning {
   static constexpr bool kTiled = sizeof(T) == 8;

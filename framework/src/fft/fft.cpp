@@ -94,6 +94,11 @@ struct Step {
   // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere:
   // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output.
   std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
+  // A local step whose forward output goes into the exchange after it (packed_by_batch): the
+  // forward transform of one batch (cpu), run batch by batch into `batch_out`, each batch's pieces
+  // copied from there into the exchange's buffers and the new block while they are in cache.
+  std::unique_ptr<LocalFft> forward_batch;
+  void* batch_out = nullptr;
   // Exchanges: along grid dimension g, axis `whole` (cut before) becomes whole and axis `cut`
   // (whole before) is cut. The exchanges are made once and run each time.
   int g = 0, whole = 0, cut = 0;
@@ -273,6 +278,14 @@ class PlanImpl {
                                             : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
         step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
                                             : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
+        if (i + 1 < steps_.size() && packs_by_batch(step, steps_[i + 1])) {
+          LocalShape one = step.shape;
+          one.a = 1;
+          const std::size_t out_bytes = batch_bytes(one, step.forward_kind, false);
+          step.batch_out = kernels::allocate(ctx_.queue(), std::max<std::size_t>(out_bytes, 16));
+          step.forward_batch = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, one, work(0), step.batch_out, measure)
+                                                : make_fftw<double>(step.forward_kind, one, work(0), step.batch_out, measure);
+        }
         // In place where the step may run so (never the first of its direction: it reads the caller's input).
         const bool same_layout = step.shape.swapped_outer == 0;
         if (same_layout && step.forward_kind == LocalKind::forward && i > 0)
@@ -495,6 +508,8 @@ class PlanImpl {
   }
 
   ~PlanImpl() {
+    for (Step& step : steps_)
+      if (step.batch_out) kernels::deallocate(ctx_.queue(), step.batch_out);
     steps_.clear();  // the exchanges and local plans first
     for (void*& w : work_)
       if (w) kernels::deallocate(ctx_.queue(), w);
@@ -569,6 +584,14 @@ class PlanImpl {
         if (end == cur) end = work(2);  // the pair reads `cur` while it writes `end`
         if (forward) run_chunks(step, *next, true, cur, mid, end, times);
         else run_chunks(*next, step, false, cur, mid, end, times);
+        cur = end;
+        ++i;
+        continue;
+      }
+      if (forward && next != nullptr && step.forward_batch) {
+        // The transform batch by batch, each batch packed for the exchange after it.
+        void* end = (i + 2 == n_steps && usable(out)) || last_in_place(i + 2) ? out : other(cur);
+        exchange(*next, true, next->before, cur, end, times, &step);
         cur = end;
         ++i;
         continue;
@@ -1029,7 +1052,55 @@ class PlanImpl {
         });
   }
 
-  void exchange(Step& step, bool forward, const State& from, const void* src, void* dst, PhaseTimes* times) {
+  // Whether a local step's forward output goes into the exchange after it batch by batch (cpu):
+  // the exchange makes axis 0 whole and cuts axis 1 with nothing before axis 0 or between the two
+  // (a slab's), the step transforms axes 1 onwards in batches along axis 0 that keep FFTW's
+  // alignment, and the pair does not run in chunks. Saves a pass over the block: the transform's
+  // output is written and read again only in cache.
+  bool packs_by_batch(const Step& local, const Step& x) const {
+    if (ctx_.backend() != Backend::cpu || !local.local || local.transpose || x.local || pipelined(local, x) ||
+        local.axis != 1 || local.shape.s != 1 || local.shape.swapped_outer != 0 || x.whole != 0 || x.cut != 1 ||
+        local.shape.a * local.shape.full_elements() == 0)
+      return false;
+    const Geometry geo = geometry(x, true);
+    return geo.a == 1 && geo.m == 1 && geo.b_to_c && batch_bytes(local.shape, local.forward_kind, true) % 16 == 0;
+  }
+
+  // The pack of a slab's forward exchange from the local step before it, batch by batch: batch b
+  // (index b of axis 0) transformed from `in` into the step's batch_out, then its piece of every
+  // peer copied into that peer's send slot (row b of [Bl, Cq]) and its own piece into `out` (row b
+  // of this rank's rows of [B, Cl], or column b of the swapped [Cl, B]).
+  void pack_by_batch(Step& local, const Geometry& geo, const char* in, char* out, Exchange& x,
+                     const std::vector<std::size_t>& send) {
+    const kernels::Queue& queue = ctx_.queue();
+    const std::size_t in_bytes = batch_bytes(local.shape, local.forward_kind, true);
+    const auto e = static_cast<std::size_t>(geo.e);
+    const char* batch = static_cast<const char*>(local.batch_out);
+    const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
+    const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
+    for (index_t b = 0; b < bl; ++b) {
+      local.forward_batch->execute(in + static_cast<std::size_t>(b) * in_bytes, local.batch_out);
+      for (int q = 0; q < geo.peers; ++q) {
+        const std::size_t piece = send[static_cast<std::size_t>(q)];
+        if (piece == SIZE_MAX) continue;
+        const index_t cols = geo.pc.local_size(q);
+        std::memcpy(static_cast<char*>(x.send_slot(piece)) + static_cast<std::size_t>(b * cols) * e,
+                    batch + static_cast<std::size_t>(geo.pc.offset(q)) * e, static_cast<std::size_t>(cols) * e);
+      }
+      if (cl == 0) continue;
+      if (geo.swapped)
+        kernels::copy_2d(queue, out + static_cast<std::size_t>(b0 + b) * e, geo.nb, batch + static_cast<std::size_t>(c0) * e,
+                         1, cl, 1, e);
+      else
+        std::memcpy(out + static_cast<std::size_t>((b0 + b) * cl) * e, batch + static_cast<std::size_t>(c0) * e,
+                    static_cast<std::size_t>(cl) * e);
+    }
+  }
+
+  // batches: the local step before a forward exchange that packs it batch by batch
+  // (packs_by_batch), reading `src` as that step's input; null: `src` is the exchange's input.
+  void exchange(Step& step, bool forward, const State& from, const void* src, void* dst, PhaseTimes* times,
+                Step* batches = nullptr) {
     const Geometry geo = geometry(step, forward);
     std::optional<Exchange>& held = forward ? step.forward_exchange : step.inverse_exchange;
     const auto* in = static_cast<const char*>(src);
@@ -1056,6 +1127,10 @@ class PlanImpl {
           return std::move(*held);
         },
         [&](Exchange& x) {
+          if (batches != nullptr) {
+            pack_by_batch(*batches, geo, in, out, x, send);
+            return;
+          }
           copy_own_piece(geo, {}, 0, in, out);
           for (int q = 0; q < geo.peers; ++q) {
             const std::size_t piece = send[static_cast<std::size_t>(q)];

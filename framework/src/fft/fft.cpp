@@ -63,6 +63,13 @@ constexpr int kCudaChunks = 4;
 // force_cpu_schedule's setting.
 CpuSchedule cpu_schedule = CpuSchedule::chosen;
 
+// Backend memory that frees itself on its queue.
+struct FreeOnQueue {
+  kernels::Queue queue;
+  void operator()(void* p) const { kernels::deallocate(queue, p); }
+};
+using QueueBuffer = std::unique_ptr<void, FreeOnQueue>;
+
 // Which axes are cut, and the global lengths, at one point of the schedule.
 struct State {
   int ndim = 2;
@@ -94,11 +101,12 @@ struct Step {
   // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere:
   // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output.
   std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
-  // A local step whose forward output goes into the exchange after it (packed_by_batch): the
+  // A local step whose forward output goes into the exchange after it (packs_by_batch): the
   // forward transform of one batch (cpu), run batch by batch into `batch_out`, each batch's pieces
-  // copied from there into the exchange's buffers and the new block while they are in cache.
+  // copied from there into the exchange's buffers and the new block while they are in cache. Such
+  // a step has no forward_fft.
   std::unique_ptr<LocalFft> forward_batch;
-  void* batch_out = nullptr;
+  QueueBuffer batch_out;
   // Exchanges: along grid dimension g, axis `whole` (cut before) becomes whole and axis `cut`
   // (whole before) is cut. The exchanges are made once and run each time.
   int g = 0, whole = 0, cut = 0;
@@ -274,28 +282,31 @@ class PlanImpl {
                                             : make_cufft<double>(ctx_.queue(), step.inverse_kind, step.shape);
       } else {
         const bool measure = options_.effort == Effort::measure;
-        step.forward_fft = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, step.shape, work(0), work(1), measure)
-                                            : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
-        step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
-                                            : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
+        const bool same_layout = step.shape.swapped_outer == 0;
         if (i + 1 < steps_.size() && packs_by_batch(step, steps_[i + 1])) {
           LocalShape one = step.shape;
           one.a = 1;
           const std::size_t out_bytes = batch_bytes(one, step.forward_kind, false);
-          step.batch_out = kernels::allocate(ctx_.queue(), std::max<std::size_t>(out_bytes, 16));
-          step.forward_batch = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, one, work(0), step.batch_out, measure)
-                                                : make_fftw<double>(step.forward_kind, one, work(0), step.batch_out, measure);
+          step.batch_out = QueueBuffer(kernels::allocate(ctx_.queue(), std::max<std::size_t>(out_bytes, 16)),
+                                       FreeOnQueue{ctx_.queue()});
+          void* const batch = step.batch_out.get();
+          step.forward_batch = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, one, work(0), batch, measure)
+                                                : make_fftw<double>(step.forward_kind, one, work(0), batch, measure);
+        } else {
+          step.forward_fft = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, step.shape, work(0), work(1), measure)
+                                              : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
+          // In place where the step may run so (never the first of its direction: it reads the caller's input).
+          if (same_layout && step.forward_kind == LocalKind::forward && i > 0)
+            step.forward_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::forward, step.shape, work(0), work(0), measure)
+                                                     : make_fftw<double>(LocalKind::forward, step.shape, work(0), work(0), measure);
         }
-        // In place where the step may run so (never the first of its direction: it reads the caller's input).
-        const bool same_layout = step.shape.swapped_outer == 0;
-        if (same_layout && step.forward_kind == LocalKind::forward && i > 0)
-          step.forward_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::forward, step.shape, work(0), work(0), measure)
-                                                   : make_fftw<double>(LocalKind::forward, step.shape, work(0), work(0), measure);
+        step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
+                                            : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
         if (same_layout && step.inverse_kind == LocalKind::inverse && i + 1 < steps_.size())
           step.inverse_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::inverse, step.shape, work(0), work(0), measure)
                                                    : make_fftw<double>(LocalKind::inverse, step.shape, work(0), work(0), measure);
       }
-      work_area = std::max({work_area, step.forward_fft->work_bytes(), step.inverse_fft->work_bytes()});
+      work_area = std::max({work_area, step.forward_fft ? step.forward_fft->work_bytes() : 0, step.inverse_fft->work_bytes()});
     }
     for (std::size_t i = 0; i + 1 < steps_.size(); ++i)
       if (pipelined(steps_[i], steps_[i + 1])) work_area = std::max(work_area, make_chunks(steps_[i], steps_[i + 1]));
@@ -303,10 +314,8 @@ class PlanImpl {
     if (work_area > 0) {
       scratch_ = kernels::allocate(ctx_.queue(), work_area);
       for (Step& step : steps_)
-        if (step.forward_fft) {
-          step.forward_fft->set_work_area(scratch_);
-          step.inverse_fft->set_work_area(scratch_);
-        }
+        for (LocalFft* fft : {step.forward_fft.get(), step.inverse_fft.get()})
+          if (fft) fft->set_work_area(scratch_);
       for (Step& step : steps_)
         if (step.chunks)
           for (auto* plans : {&step.chunks->forward_fft, &step.chunks->inverse_fft})
@@ -508,8 +517,6 @@ class PlanImpl {
   }
 
   ~PlanImpl() {
-    for (Step& step : steps_)
-      if (step.batch_out) kernels::deallocate(ctx_.queue(), step.batch_out);
     steps_.clear();  // the exchanges and local plans first
     for (void*& w : work_)
       if (w) kernels::deallocate(ctx_.queue(), w);
@@ -599,6 +606,7 @@ class PlanImpl {
       if (step.transpose) {
         transpose(forward ? step.before : step.after, forward, cur, dst, times);
       } else if (step.local) {
+        TESSERA_ASSERT(!forward || !step.forward_batch, "fft: a step packed batch by batch ran on its own");
         LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
         // In place on a buffer of the plan's, or on the caller's output where the step is the
         // last (the step before wrote there): FFTW's strided transforms in place touch half the
@@ -1054,7 +1062,7 @@ class PlanImpl {
 
   // Whether a local step's forward output goes into the exchange after it batch by batch (cpu):
   // the exchange makes axis 0 whole and cuts axis 1 with nothing before axis 0 or between the two
-  // (a slab's), the step transforms axes 1 onwards in batches along axis 0 that keep FFTW's
+  // (a slab's; a pencil's second where this rank holds one index of axis 2), the step transforms axes 1 onwards in batches along axis 0 that keep FFTW's
   // alignment, and the pair does not run in chunks. Saves a pass over the block: the transform's
   // output is written and read again only in cache.
   bool packs_by_batch(const Step& local, const Step& x) const {
@@ -1066,7 +1074,7 @@ class PlanImpl {
     return geo.a == 1 && geo.m == 1 && geo.b_to_c && batch_bytes(local.shape, local.forward_kind, true) % 16 == 0;
   }
 
-  // The pack of a slab's forward exchange from the local step before it, batch by batch: batch b
+  // The pack of such an exchange (packs_by_batch) from the local step before it, batch by batch: batch b
   // (index b of axis 0) transformed from `in` into the step's batch_out, then its piece of every
   // peer copied into that peer's send slot (row b of [Bl, Cq]) and its own piece into `out` (row b
   // of this rank's rows of [B, Cl], or column b of the swapped [Cl, B]).
@@ -1075,11 +1083,11 @@ class PlanImpl {
     const kernels::Queue& queue = ctx_.queue();
     const std::size_t in_bytes = batch_bytes(local.shape, local.forward_kind, true);
     const auto e = static_cast<std::size_t>(geo.e);
-    const char* batch = static_cast<const char*>(local.batch_out);
+    const char* batch = static_cast<const char*>(local.batch_out.get());
     const index_t bl = geo.pb.local_size(geo.me), cl = geo.pc.local_size(geo.me);
     const index_t b0 = geo.pb.offset(geo.me), c0 = geo.pc.offset(geo.me);
     for (index_t b = 0; b < bl; ++b) {
-      local.forward_batch->execute(in + static_cast<std::size_t>(b) * in_bytes, local.batch_out);
+      local.forward_batch->execute(in + static_cast<std::size_t>(b) * in_bytes, local.batch_out.get());
       for (int q = 0; q < geo.peers; ++q) {
         const std::size_t piece = send[static_cast<std::size_t>(q)];
         if (piece == SIZE_MAX) continue;

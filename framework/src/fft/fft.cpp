@@ -290,21 +290,16 @@ class PlanImpl {
           step.batch_out = QueueBuffer(kernels::allocate(ctx_.queue(), std::max<std::size_t>(out_bytes, 16)),
                                        FreeOnQueue{ctx_.queue()});
           void* const batch = step.batch_out.get();
-          step.forward_batch = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, one, work(0), batch, measure)
-                                                : make_fftw<double>(step.forward_kind, one, work(0), batch, measure);
+          step.forward_batch = fftw(step.forward_kind, one, work(0), batch, measure);
         } else {
-          step.forward_fft = real_bytes_ == 4 ? make_fftw<float>(step.forward_kind, step.shape, work(0), work(1), measure)
-                                              : make_fftw<double>(step.forward_kind, step.shape, work(0), work(1), measure);
+          step.forward_fft = fftw(step.forward_kind, step.shape, work(0), work(1), measure);
           // In place where the step may run so (never the first of its direction: it reads the caller's input).
           if (same_layout && step.forward_kind == LocalKind::forward && i > 0)
-            step.forward_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::forward, step.shape, work(0), work(0), measure)
-                                                     : make_fftw<double>(LocalKind::forward, step.shape, work(0), work(0), measure);
+            step.forward_in_place = fftw(LocalKind::forward, step.shape, work(0), work(0), measure);
         }
-        step.inverse_fft = real_bytes_ == 4 ? make_fftw<float>(step.inverse_kind, step.shape, work(0), work(1), measure)
-                                            : make_fftw<double>(step.inverse_kind, step.shape, work(0), work(1), measure);
+        step.inverse_fft = fftw(step.inverse_kind, step.shape, work(0), work(1), measure);
         if (same_layout && step.inverse_kind == LocalKind::inverse && i + 1 < steps_.size())
-          step.inverse_in_place = real_bytes_ == 4 ? make_fftw<float>(LocalKind::inverse, step.shape, work(0), work(0), measure)
-                                                   : make_fftw<double>(LocalKind::inverse, step.shape, work(0), work(0), measure);
+          step.inverse_in_place = fftw(LocalKind::inverse, step.shape, work(0), work(0), measure);
       }
       work_area = std::max({work_area, step.forward_fft ? step.forward_fft->work_bytes() : 0, step.inverse_fft->work_bytes()});
     }
@@ -394,11 +389,8 @@ class PlanImpl {
       folded.s *= folded.a;
       folded.a = 1;
       if (cpu_schedule == CpuSchedule::chosen) {
-        const bool f = real_bytes_ == 4;
-        auto plain = f ? make_fftw<float>(LocalKind::forward, step.shape, work(1), work(1), true)
-                       : make_fftw<double>(LocalKind::forward, step.shape, work(1), work(1), true);
-        auto fused = f ? make_fftw<float>(LocalKind::forward, folded, work(0), work(1), true)
-                       : make_fftw<double>(LocalKind::forward, folded, work(0), work(1), true);
+        auto plain = fftw(LocalKind::forward, step.shape, work(1), work(1), true);
+        auto fused = fftw(LocalKind::forward, folded, work(0), work(1), true);
         const index_t l0 = range(natural, 0).second, l1 = range(natural, 1).second;
         const std::size_t rest = static_cast<std::size_t>(local_product(natural, 2, natural.ndim)) * element_bytes(natural);
         const double t_unpacked = best_of_three([&] {
@@ -466,10 +458,7 @@ class PlanImpl {
       panels.shape.s = swapped ? rest : l1 * rest;
       enum { kWhole, kSwappedWrite, kPanels } way = kWhole;
       if (cpu_schedule == CpuSchedule::chosen) {
-        const bool f = real_bytes_ == 4;
-        auto plan = [&](LocalKind kind, const LocalShape& shape, void* in, void* out) {
-          return f ? make_fftw<float>(kind, shape, in, out, true) : make_fftw<double>(kind, shape, in, out, true);
-        };
+        auto plan = [&](LocalKind kind, const LocalShape& shape, void* in, void* out) { return fftw(kind, shape, in, out, true); };
         auto one = plan(whole.forward_kind, whole.shape, work(0), work(1));
         auto first = plan(planes.forward_kind, planes.shape, work(0), work(1));
         auto panels_in_place = plan(LocalKind::forward, panels.shape, work(0), work(0));
@@ -666,6 +655,11 @@ class PlanImpl {
   }
 
   const Context& axis_context(int g) const { return g == 0 ? grid_.column() : grid_.row(); }
+
+  // An FFTW plan (make_fftw) in the plan's precision.
+  std::unique_ptr<LocalFft> fftw(LocalKind kind, const LocalShape& shape, void* in, void* out, bool measure) const {
+    return real_bytes_ == 4 ? make_fftw<float>(kind, shape, in, out, measure) : make_fftw<double>(kind, shape, in, out, measure);
+  }
 
   // A local step's plan in place for the direction, or null: a transposition, an exchange, r2c and
   // c2r, a step that swaps axes (swapped_outer), a step inside a pipelined pair, the step that runs
@@ -977,8 +971,7 @@ class PlanImpl {
         std::unique_ptr<LocalFft> fft =
             ctx_.backend() == Backend::cuda
                 ? (real_bytes_ == 4 ? make_cufft<float>(ctx_.queue(), kind, shape) : make_cufft<double>(ctx_.queue(), kind, shape))
-                : (real_bytes_ == 4 ? make_fftw<float>(kind, shape, work(0), work(1), measure)
-                                    : make_fftw<double>(kind, shape, work(0), work(1), measure));
+                : fftw(kind, shape, work(0), work(1), measure);
         area = std::max(area, fft->work_bytes());
         (forward ? ch->forward_fft : ch->inverse_fft)[length] = std::move(fft);
       }

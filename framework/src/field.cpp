@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "block_transfer.hpp"
-#include "halo_peer_copy.hpp"
+#include "halo_transport.hpp"
 #include "tessera/framework/algorithms/exchange.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -272,8 +272,7 @@ BlockStorage::BlockStorage(const CartesianGrid& grid, int dims, const std::array
 BlockStorage::~BlockStorage() { release(); }
 
 void BlockStorage::release() {
-  peer_halo_ = {};  // waits for the neighbours to unmap its receive slots (halo_peer_copy.hpp)
-  halo_path_decided_ = {};
+  transports_.clear();  // a peer path's waits for the neighbours to unmap what they mapped of it
   if (storage_) kernels::deallocate(context().queue(), storage_);
   storage_ = origin_ = nullptr;
 }
@@ -286,8 +285,7 @@ BlockStorage::BlockStorage(BlockStorage&& o) noexcept
       storage_(std::exchange(o.storage_, nullptr)),
       origin_(std::exchange(o.origin_, nullptr)),
       halo_(std::move(o.halo_)),
-      peer_halo_(std::move(o.peer_halo_)),
-      halo_path_decided_(std::exchange(o.halo_path_decided_, {})) {}
+      transports_(std::exchange(o.transports_, {})) {}
 
 BlockStorage& BlockStorage::operator=(BlockStorage&& o) noexcept {
   if (this != &o) {
@@ -299,8 +297,7 @@ BlockStorage& BlockStorage::operator=(BlockStorage&& o) noexcept {
     storage_ = std::exchange(o.storage_, nullptr);
     origin_ = std::exchange(o.origin_, nullptr);
     halo_ = std::move(o.halo_);
-    peer_halo_ = std::move(o.peer_halo_);
-    halo_path_decided_ = std::exchange(o.halo_path_decided_, {});
+    transports_ = std::exchange(o.transports_, {});
   }
   return *this;
 }
@@ -433,125 +430,12 @@ const HaloGeometry& BlockStorage::halo(StencilForm shape) const {
 
 // ---- the halo exchange ---------------------------------------------------------------------------------
 
-// The peer-copy path of one field's halo exchange for one shape: the cells of every message packed
-// straight into its neighbour's receive slot, mapped here (PeerCopy's claim and publish: one kernel
-// and two flags on the queue, no copy of its own, which beside a sweep that holds every SM costs
-// about as long as the kernel), unpacked from this rank's slot; the message of a rank to itself
-// (along a periodic axis it spans alone) packed into a buffer of this rank's and unpacked from it.
-class PeerHalo {
- public:
-  // Collective over ctx, whose queue the pack and unpack go on; null where a rank cannot take the
-  // path (the reason in *why_not).
-  static std::unique_ptr<PeerHalo> make(const Context& ctx, const HaloGeometry& g, std::size_t element_bytes,
-                                        std::string* why_not) {
-    std::unique_ptr<PeerHalo> h(new PeerHalo);
-    h->ctx_ = ctx;
-    h->element_bytes_ = element_bytes;
-    const int me = ctx.rank();
-    std::vector<DeviceComm::Message> sends;  // their places in the receivers' slots come from PeerCopy
-    struct Planned {
-      int peer;
-      std::size_t at, bytes;
-    };
-    std::vector<Planned> recvs;
-    std::size_t self_bytes = 0, recv_bytes = 0;
-    for (const HaloMessage& m : g.sends) {
-      const std::size_t bytes = static_cast<std::size_t>(m.cells) * element_bytes;
-      if (m.peer == me) self_bytes = bytes;
-      else sends.push_back({m.peer, nullptr, bytes});
-      h->send_rectangles_.insert(h->send_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
-    }
-    for (const HaloMessage& m : g.receives) {
-      if (m.peer == me) {
-        h->self_rectangles_ = m.rectangles;
-        continue;
-      }
-      const std::size_t bytes = static_cast<std::size_t>(m.cells) * element_bytes;
-      recvs.push_back({m.peer, recv_bytes, bytes});
-      h->recv_rectangles_.insert(h->recv_rectangles_.end(), m.rectangles.begin(), m.rectangles.end());
-      recv_bytes += bytes;
-    }
-    h->slot_bytes_ = (recv_bytes + 255) / 256 * 256;  // slot 1 on a 256-byte boundary, as slot 0 is
-    allocate_halo_buffers(
-        ctx,
-        [&] {
-          if (self_bytes) h->self_ = kernels::allocate(ctx.queue(), self_bytes);
-          if (recv_bytes) h->receive_ = kernels::allocate(ctx.queue(), 2 * h->slot_bytes_);
-        },
-        [] {});  // h's destructor frees them
-    std::vector<DeviceComm::Message> receives;
-    for (const Planned& p : recvs) receives.push_back({p.peer, static_cast<char*>(h->receive_) + p.at, p.bytes});
-    h->peer_ = PeerCopy::make(ctx, sends, receives, h->receive_, h->slot_bytes_, why_not);
-    if (!h->peer_) return nullptr;
-    // Where each rectangle goes, in either slot: its message's place, after the rectangles before it.
-    for (int slot = 0; slot < 2; ++slot) {
-      const std::span<void* const> places = h->peer_->places(slot);
-      std::vector<void*>& to = h->rectangle_places_[static_cast<std::size_t>(slot)];
-      std::size_t message = 0;
-      for (const HaloMessage& m : g.sends) {
-        char* at = m.peer == me ? static_cast<char*>(h->self_) : static_cast<char*>(places[message++]);
-        for (const kernels::Rectangle& r : m.rectangles) {
-          to.push_back(at);
-          if (at) at += static_cast<std::size_t>(r.size()) * element_bytes;
-        }
-      }
-    }
-    return h;
-  }
-
-  ~PeerHalo() {
-    peer_.reset();  // waits for this rank's queue, then for the neighbours to unmap the slots
-    if (self_) kernels::deallocate(ctx_.queue(), self_);
-    if (receive_) kernels::deallocate(ctx_.queue(), receive_);
-  }
-  PeerHalo(const PeerHalo&) = delete;
-  PeerHalo& operator=(const PeerHalo&) = delete;
-
-  // The pack into the neighbours' slots, after the work already on the queue and once they have
-  // drained them.
-  void start(const void* origin) {
-    peer_->claim();
-    if (!send_rectangles_.empty())
-      kernels::pack_rectangles_to(ctx_.queue(), origin, send_rectangles_,
-                                  rectangle_places_[static_cast<std::size_t>(peer_->slot())], element_bytes_);
-    peer_->publish();
-  }
-  // The wait for the neighbours' messages, and the unpack.
-  void finish(void* origin) {
-    peer_->finish();
-    const kernels::Queue& q = ctx_.queue();
-    if (!recv_rectangles_.empty())
-      kernels::unpack_rectangles(q, static_cast<char*>(receive_) + static_cast<std::size_t>(peer_->slot()) * slot_bytes_,
-                                 recv_rectangles_, origin, element_bytes_);
-    if (!self_rectangles_.empty()) kernels::unpack_rectangles(q, self_, self_rectangles_, origin, element_bytes_);
-  }
-  // The slot may be written again (after the work that follows the unpack: exchange_halos).
-  void drained() { peer_->drained(); }
-
- private:
-  PeerHalo() = default;
-  Context ctx_;
-  std::size_t element_bytes_ = 0;
-  std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_, self_rectangles_;
-  std::array<std::vector<void*>, 2> rectangle_places_;  // of each of send_rectangles_, per slot
-  void* self_ = nullptr;     // the message to this rank, packed
-  void* receive_ = nullptr;  // two slots of slot_bytes_
-  std::size_t slot_bytes_ = 0;
-  std::unique_ptr<PeerCopy> peer_;
-};
-
-PeerHalo* BlockStorage::peer_halo(StencilForm shape, const Context& ctx) const {
-  const std::size_t k = shape == StencilForm::star ? 0 : 1;
-  if (halo_path_decided_[k]) return peer_halo_[k].get();
-  const HaloPath requested = requested_halo_path(ctx);  // collective
-  if (try_peer_path(ctx, requested, HaloUse::field)) {
-    std::string why_not;
-    peer_halo_[k] = PeerHalo::make(ctx, halo(shape), element_bytes_, &why_not);
-    if (!peer_halo_[k] && requested == HaloPath::peer_copy)
-      throw UsageError("TESSERA_HALO=peer-copy: the field's halo exchange cannot copy between the ranks' GPUs: " + why_not);
-  }
-  halo_path_decided_[k] = true;
-  return peer_halo_[k].get();
+HaloTransport& BlockStorage::halo_transport(StencilForm shape, const Context& ctx,
+                                            const std::vector<std::size_t>& element_bytes) const {
+  const std::pair<int, std::vector<std::size_t>> key{shape == StencilForm::star ? 0 : 1, element_bytes};
+  std::shared_ptr<HaloTransport>& t = transports_[key];
+  if (!t) t = make_halo_transport(ctx, {&halo(shape), element_bytes, HaloUse::field});  // collective
+  return *t;
 }
 
 void check_same_layout(const BlockStorage& reference, const BlockStorage& other, const std::string& what) {
@@ -583,7 +467,6 @@ void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, S
   for (std::size_t f = 1; f < fields.size(); ++f) check_same_layout(*fields[0], *fields[f], "a field of the exchange");
   TESSERA_ASSERT(ctx.size() == fields[0]->context().size() && ctx.rank() == fields[0]->context().rank(),
                  "exchange_halos: the context is not the fields' ranks");
-  const HaloGeometry& g = fields[0]->halo(shape);
   // The pack, the messages, the unpack and after() run on a queue of their own, of the highest
   // priority, beside overlap()'s work on ctx's queue (overlap() reads no ghost the exchange writes,
   // and the exchange reads only owned cells): the device starts their short kernels as soon as the
@@ -591,53 +474,22 @@ void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, S
   const kernels::Queue q = halo_queue(ctx.queue());
   const Context on_q = ctx.with_queue(q);
   kernels::queue_wait(q, ctx.queue());  // the pack reads what was queued before the call
-  std::vector<PeerHalo*> peers;  // every field takes the peer-copy path, or none: they share a layout
-  for (const BlockStorage* f : fields)
-    if (PeerHalo* p = f->peer_halo(shape, on_q)) peers.push_back(p);
-  if (!peers.empty()) {
-    TESSERA_ASSERT(peers.size() == fields.size(), "exchange_halos: fields of one layout on different paths");
-    const trace::Range whole(trace::Call{"halo"}, on_q);
-    double sent = 0;
-    for (std::size_t f = 0; f < fields.size(); ++f) {
-      sent += static_cast<double>(g.cells_sent_to_others) * static_cast<double>(fields[f]->element_bytes());
-      peers[f]->start(fields[f]->origin());
-    }
-    TESSERA_COLLECTIVE(Collective::neighbor_exchange, sent);
-    overlap();
-    for (std::size_t f = 0; f < fields.size(); ++f) peers[f]->finish(fields[f]->origin());
-    if (after) after(q);
-    kernels::queue_wait(ctx.queue(), q);
-    // The slots' release last: beside a sweep each operation on q passes some microseconds after
-    // the one before it (PERFORMANCE.md), and nothing of this call waits for this one.
-    for (PeerHalo* p : peers) p->drained();
-    return;
+  std::vector<std::size_t> element_bytes;
+  std::vector<void*> origins;
+  for (const BlockStorage* f : fields) {
+    element_bytes.push_back(f->element_bytes());
+    origins.push_back(f->origin());
   }
-  exchange_phases(
-      trace::Call{"halo"}, on_q, nullptr,
-      [&] {
-        Exchange x(on_q, ExchangePattern::neighbours);
-        for (const BlockStorage* f : fields) {
-          for (const HaloMessage& m : g.sends) x.send_packed(m.peer, static_cast<std::size_t>(m.cells) * f->element_bytes());
-          for (const HaloMessage& m : g.receives)
-            x.receive_packed(m.peer, static_cast<std::size_t>(m.cells) * f->element_bytes());
-        }
-        return x;
-      },
-      [&](Exchange& x) {
-        std::size_t piece = 0;
-        for (const BlockStorage* f : fields)
-          for (const HaloMessage& m : g.sends)
-            kernels::pack_rectangles(q, f->origin(), m.rectangles, x.send_slot(piece++), f->element_bytes());
-      },
-      [&] { overlap(); },
-      [&](Exchange& x) {
-        std::size_t piece = 0;
-        for (BlockStorage* f : fields)
-          for (const HaloMessage& m : g.receives)
-            kernels::unpack_rectangles(q, x.received_slot(piece++), m.rectangles, f->origin(), f->element_bytes());
-        if (after) after(q);
-      });
+  HaloTransport& transport = fields[0]->halo_transport(shape, on_q, element_bytes);
+  const trace::Range whole(trace::Call{"halo"}, on_q);
+  transport.start(origins);
+  overlap();
+  transport.finish(origins);
+  if (after) after(q);
   kernels::queue_wait(ctx.queue(), q);  // the work queued after the call reads the ghosts
+  // The receive places' release last: beside a sweep each operation on q passes some microseconds
+  // after the one before it (PERFORMANCE.md), and nothing of this call waits for this one.
+  transport.drained();
 }
 
 CollectivePlan halo_plan(std::span<const BlockStorage* const> fields, StencilForm shape) {

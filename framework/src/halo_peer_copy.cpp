@@ -520,6 +520,12 @@ void PeerStores::wait(const kernels::Queue& queue) const {
     kernels::wait_flag(queue, flags_ + i, frames_ * kernels::kFrameFlagStep, limit, neighbours_[i].rank);
 }
 
+void PeerStores::signal(const kernels::Queue& queue) {
+  for (const Neighbour& nb : neighbours_)
+    kernels::write_flag(queue, nb.mapped_flags + nb.slot, (frames_ + 1) * kernels::kFrameFlagStep);
+  ++frames_;
+}
+
 kernels::FrameFlags PeerStores::flags() const {
   TESSERA_ASSERT(neighbours_.size() <= static_cast<std::size_t>(kernels::FrameFlags::kMax),
                  "peer stores: more neighbours than a sweep's flags hold");
@@ -563,6 +569,7 @@ std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayo
 PeerStores::~PeerStores() = default;
 int PeerStores::field(const void*) const { return 0; }
 void PeerStores::wait(const kernels::Queue&) const {}
+void PeerStores::signal(const kernels::Queue&) {}
 kernels::FrameFlags PeerStores::flags() const { return {}; }
 
 #endif

@@ -1,7 +1,10 @@
-// The halo exchange's peer-copy path: the neighbours of a rank live on its node, and each message
-// goes straight into the receiver's buffer, through memory the receiver exported once (CUDA IPC):
-// copied there from the sender's packed buffer (start: Field2D's HaloExchange), or packed there by
-// the sender's own kernel (claim, publish: a Field's halo, field.cpp). No host memory is touched
+// The mechanisms of the halo's peer paths (halo_transport.hpp: the peer-copy and peer-store
+// transports are built on them).
+//
+// PeerCopy: the neighbours of a rank live on its node, and each message goes straight into the
+// receiver's buffer, through memory the receiver exported once (CUDA IPC): copied there from the
+// sender's buffer by the copy engines (start), or packed there by the sender's own kernel (claim,
+// publish: the halo transport's). No host memory is touched
 // (the staged path copies through it twice) and no host waits for another: the order is kept by
 // flags on the GPUs.
 //
@@ -46,34 +49,6 @@ namespace tessera::detail {
 // (PeerCopy::make's): where some rank could not, release() frees what this rank took, and every
 // rank throws OutOfMemory naming the largest request that failed.
 void allocate_halo_buffers(const Context& ctx, const std::function<void()>& allocate, const std::function<void()>& release);
-
-// What TESSERA_HALO asks for (field_2d.hpp; peer-store: the Jacobi step's, stencil.hpp), the same on
-// every rank of ctx: a UsageError otherwise (collective: ranks that went different ways would wait
-// for each other in different calls).
-enum class HaloPath { automatic, peer_copy, device_comm, peer_store };
-HaloPath requested_halo_path(const Context& ctx);
-
-// The one policy of the halos' paths: whether a halo of ctx tries its peer path before the
-// context's device path (DeviceComm), given what TESSERA_HALO asks for. The halos and their peer
-// paths, with what auto (or unset) does under cuda:
-//   frame     the Jacobi step's frame, peer-store (its sweep writes the cells into the neighbours'
-//             ghost cells): tried (the 2-D step hides 97% of its exchange, PERFORMANCE.md);
-//   field     a Field's exchange (exchange_halos), peer-copy with the pack writing into the
-//             neighbours' receive slots: tried (the overlapped 3-D step at 256^3 on two H200s 46 us
-//             a step against NCCL's 62);
-//   exchange  a HaloExchange, peer-copy with its packed messages copied into the receive slots by
-//             the copy engines: tried only where the device path is staged (two H200s, 4096^2 a
-//             rank: the exchange alone 24.4 us against NCCL's 12.6-12.8 in runs of 100, the
-//             overlapped Jacobi iteration 48.3-48.7 against 47.3-47.4; staging through the host
-//             takes several times either).
-// Wherever TESSERA_HALO names the halo's peer path it is tried (a rank that cannot take it then
-// reports why: the caller's UsageError), under device-comm never, and never with one rank. The
-// path's make agrees over the ranks and returns null on all of them where some rank cannot take it
-// (a neighbour on another node, no CUDA IPC, the cpu backend), so that they fall back together.
-// device_path: the context's DeviceComm path, which only an `exchange` halo's choice reads.
-enum class HaloUse { frame, field, exchange };
-bool try_peer_path(const Context& ctx, HaloPath requested, HaloUse use,
-                   std::optional<DeviceCommPath> device_path = std::nullopt);
 
 class PeerCopy {
  public:
@@ -177,6 +152,10 @@ class PeerStores {
   // Queues, on `queue`, the wait for the neighbours' last frame (nothing before the first): before
   // other work reads or writes the ghosts.
   void wait(const kernels::Queue& queue) const;
+  // Queues, on `queue`, the next frame's signal (after the work before it: the stores of a frame
+  // written by other kernels than the sweep's): this rank's flag at each neighbour becomes the
+  // next frame's value; as stored().
+  void signal(const kernels::Queue& queue);
   // The next frame's flags (kernels::stencil_2d_stored_frame): wait until each neighbour's flag here
   // is at the last frame's value, then set this rank's flag at each neighbour to the next; and
   // whether the frame's own thread blocks may poll them (every neighbour's GPU is another than this

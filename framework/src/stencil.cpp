@@ -3,6 +3,7 @@
 #include "tessera/framework/algorithms/stencil.hpp"
 
 #include "halo_peer_copy.hpp"
+#include "halo_transport.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -229,26 +230,16 @@ Jacobi<T>::Jacobi(Field<T, 2>& u, const StencilWeights<T>& weights, const Jacobi
   const kernels::Queue& q = u.context().queue();
   edge_queue_ = kernels::make_priority_queue(q);
   const StencilForm shape = weights.shape == StencilShape::five_point ? StencilForm::star : StencilForm::box;
-  halo_ = std::make_unique<HaloExchange>(plane_, shape, sizeof(T), u.context().with_queue(edge_queue_));
+  // The halo of the two fields the steps alternate between: the peer-store path where every rank
+  // can take it (auto) or where asked for (PERFORMANCE.md has it measured against the others).
+  halo_ = std::make_unique<HaloExchange>(plane_, shape, sizeof(T), u.context().with_queue(edge_queue_),
+                                         std::array<const void*, 2>{u_.origin(), v_.origin()});
   change_ = static_cast<T*>(kernels::allocate(q, sizeof(T)));
+  if (detail::PeerStores* stores = halo_->transport().stores())
+    for (int f = 0; f < 2; ++f)
+      for (const detail::PeerStores::Copy& c : stores->copies(f))
+        store_copies_[static_cast<std::size_t>(f)].push_back({c.from, static_cast<T*>(c.to), c.to_ld});
   exchange();  // the ghosts of the first iterate
-  // The peer-store path where every rank can take it (auto) or where asked for (PERFORMANCE.md has
-  // it measured against the halo's paths).
-  const detail::HaloPath requested = detail::requested_halo_path(u.context());
-  if (detail::try_peer_path(u.context(), requested, detail::HaloUse::frame)) {
-    std::string why_not;
-    stores_ = detail::PeerStores::make(u.context(), plane_, shape, {u_.origin(), v_.origin()}, sizeof(T), &why_not);
-    if (!stores_ && requested == detail::HaloPath::peer_store)
-      throw UsageError("TESSERA_HALO=peer-store: the Jacobi step cannot store into the neighbours' ghost cells: " +
-                       why_not);
-  }
-  for (int f = 0; f < 2; ++f) {
-    auto& copies = copies_[static_cast<std::size_t>(f)];
-    if (stores_)
-      for (const detail::PeerStores::Copy& c : stores_->copies(f)) copies.push_back({c.from, static_cast<T*>(c.to), c.to_ld});
-    else
-      copies = kernels::packed_copies(halo_->packed_sends(), static_cast<T*>(halo_->send_buffer()));
-  }
 }
 
 template <class T>
@@ -256,7 +247,6 @@ Jacobi<T>::~Jacobi() {
   const kernels::Queue& q = u_.context().queue();
   settle(q);
   q.synchronize();
-  stores_.reset();
   kernels::deallocate(q, change_);
   halo_.reset();
   if (edge_queue_.stream != q.stream) kernels::destroy_queue(edge_queue_);
@@ -282,17 +272,15 @@ void Jacobi<T>::iterate(bool check) {
     halo_->run(out);
     kernels::queue_wait(q, edge_queue_);
   } else {
-    if (stores_) {
-      // The peer-store path writes the frame into the neighbours' ghost cells: the halo's bytes,
-      // moved without a message, counted as the exchange they replace. The kernels choose how the
-      // frame runs beside the interior (one launch, the frame last, or its own launch on the edge
-      // queue).
-      TESSERA_COLLECTIVE(Collective::neighbor_exchange, static_cast<double>(halo_->bytes_sent()));
-      const auto& copies = copies_[static_cast<std::size_t>(stores_->field(out))];
+    if (detail::PeerStores* stores = halo_->transport().stores()) {
+      // The peer-store path: the frame's sweep writes its cells into the neighbours' ghost cells,
+      // waiting for and setting the flags itself. The kernels choose how the frame runs beside the
+      // interior (one launch, the frame last, or its own launch on the edge queue).
+      const auto& copies = store_copies_[static_cast<std::size_t>(stores->field(out))];
       frame_last_ = kernels::stencil_2d_stored_frame(q, edge_queue_, in, plane_.ld, out, plane_.ld, plane_.local_rows(),
                                                      plane_.local_cols(), frame(), weights_, change, copies,
-                                                     stores_->flags(), stores_->flags_polled());
-      stores_->stored();
+                                                     stores->flags(), stores->flags_polled());
+      halo_->transport().published_by_kernel();
     } else {
       kernels::queue_wait(edge_queue_, q);
       sweep_parts(in, out, change, true);
@@ -305,12 +293,12 @@ void Jacobi<T>::iterate(bool check) {
 
 template <class T>
 void Jacobi<T>::settle(const kernels::Queue& queue) const {
-  if (stores_) stores_->wait(queue);
+  halo_->transport().settle(queue);
 }
 
 template <class T>
 const char* Jacobi<T>::exchange_path() const {
-  return stores_ ? "peer-store" : halo_->path();
+  return halo_->path();
 }
 
 template <class T>
@@ -344,22 +332,29 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
       kernels::stencil_2d(q, in + at, ld, out + at, ld, lr - frame.top - frame.bottom, lc - frame.left - frame.right,
                           weights_, change);
   };
-  // The frame writes the cells the exchange packs into its send buffer as it computes them (no
-  // pass of their own: on the edge queue, beside the interior, every pass waits long for memory); a
-  // block with no interior is swept whole and packed after. (The peer-store path's step is
-  // kernels::stencil_2d_stored_frame's.)
-  const bool fuse_pack = exchange && has_interior;
+  // The frame writes the cells the exchange sends where the exchange takes them (its send buffer,
+  // or the neighbours' receive slots) as it computes them (no pass of their own: on the edge queue,
+  // beside the interior, every pass waits long for memory); a block with no interior is swept whole
+  // and its cells sent after. (The peer-store path's step is kernels::stencil_2d_stored_frame's.)
+  const bool fused = exchange && has_interior;
   auto sweep_frame = [&] {
     if (has_interior) {
-      std::span<const kernels::FrameCopy<T>> copies;
-      if (fuse_pack) copies = copies_[0];
-      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change, copies);
+      frame_copies_.clear();
+      if (fused) {
+        const std::span<const HaloPlace> places = halo_->claim(out);  // queued before the frame
+        const std::span<const kernels::Rectangle> sends = halo_->sends();
+        for (std::size_t i = 0; i < sends.size(); ++i)
+          if (places[i].to != out + sends[i].offset || places[i].ld != sends[i].ld)  // not sent from where it lies
+            frame_copies_.push_back({sends[i], static_cast<T*>(places[i].to), places[i].ld});
+      }
+      kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change,
+                                std::span<const kernels::FrameCopy<T>>(frame_copies_));
     } else {
       kernels::stencil_2d(edge_queue_, in, ld, out, ld, lr, lc, weights_, change);
     }
   };
   auto start_exchange = [&] {
-    if (fuse_pack) halo_->start_packed(out);
+    if (fused) halo_->publish(out);
     else halo_->start(out);
   };
   if (q.backend == Backend::cpu) {

@@ -126,6 +126,11 @@ void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles
   copy_rectangles_in(packed, rectangles, base, element_bytes);
 }
 
+void unpack_rectangles_from(std::span<void* const> places, std::span<const Rectangle> rectangles, void* base,
+                            std::size_t element_bytes) {
+  for (std::size_t i = 0; i < rectangles.size(); ++i) copy_rectangles_in(places[i], rectangles.subspan(i, 1), base, element_bytes);
+}
+
 template void stencil_2d<float>(const float*, index_t, float*, index_t, index_t, index_t, const StencilWeights<float>&,
                                 float*);
 template void stencil_2d<double>(const double*, index_t, double*, index_t, index_t, index_t,

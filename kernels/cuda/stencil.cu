@@ -45,6 +45,11 @@ void unpack_rectangles(const Queue& queue, const void* packed, std::span<const R
   detail::pack_rectangles<true>(base, const_cast<void*>(packed), rectangles, element_bytes, queue.stream);
 }
 
+void unpack_rectangles_from(const Queue& queue, std::span<void* const> places, std::span<const Rectangle> rectangles,
+                            void* base, std::size_t element_bytes) {
+  detail::pack_rectangles_at<true>(base, rectangles, nullptr, places, element_bytes, queue.stream);
+}
+
 template void stencil_2d<float>(const Queue&, const float*, index_t, float*, index_t, index_t, index_t,
                                 const StencilWeights<float>&, float*);
 template void stencil_2d<double>(const Queue&, const double*, index_t, double*, index_t, index_t, index_t,

@@ -19,6 +19,8 @@ void pack_rectangles(const void* base, std::span<const Rectangle> rectangles, vo
 void pack_rectangles_to(const void* base, std::span<const Rectangle> rectangles, std::span<void* const> places,
                         std::size_t element_bytes);
 void unpack_rectangles(const void* packed, std::span<const Rectangle> rectangles, void* base, std::size_t element_bytes);
+void unpack_rectangles_from(std::span<void* const> places, std::span<const Rectangle> rectangles, void* base,
+                            std::size_t element_bytes);
 }  // namespace cpu
 
 #if TESSERA_HAVE_CUDA
@@ -43,6 +45,8 @@ void pack_rectangles_to(const Queue& queue, const void* base, std::span<const Re
                         std::span<void* const> places, std::size_t element_bytes);
 void unpack_rectangles(const Queue& queue, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes);
+void unpack_rectangles_from(const Queue& queue, std::span<void* const> places, std::span<const Rectangle> rectangles,
+                            void* base, std::size_t element_bytes);
 }  // namespace cuda
 #endif
 

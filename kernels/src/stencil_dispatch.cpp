@@ -255,6 +255,14 @@ void pack_rectangles_to(const Queue& q, const void* base, std::span<const Rectan
                    cuda::pack_rectangles_to(q, base, rectangles, places, element_bytes));
 }
 
+void unpack_rectangles_from(const Queue& q, std::span<void* const> places, std::span<const Rectangle> rectangles,
+                            void* base, std::size_t element_bytes) {
+  check_rectangles(rectangles, "unpack_rectangles_from");
+  if (places.size() != rectangles.size()) TESSERA_FATAL("unpack_rectangles_from", "one place per rectangle");
+  TESSERA_DISPATCH(q, cpu::unpack_rectangles_from(places, rectangles, base, element_bytes),
+                   cuda::unpack_rectangles_from(q, places, rectangles, base, element_bytes));
+}
+
 void unpack_rectangles(const Queue& q, const void* packed, std::span<const Rectangle> rectangles, void* base,
                        std::size_t element_bytes) {
   check_rectangles(rectangles, "unpack_rectangles");

@@ -601,6 +601,34 @@ TEST(StencilGpu, UnpackWritesTheRectanglesOnly) {
   Mirrored<double> packed(values);
   kernels::unpack_rectangles(cuda_queue(), packed.device, rectangles, frame.device + 2, sizeof(double));
   EXPECT_EQ(first_difference(frame.device_to_host(), want), -1);
+  // Each rectangle from a place of its own: the same values, the rectangles' runs in reverse order
+  // with a gap of one element between them, against the CPU's.
+  std::vector<double> scattered = poisoned<double>(static_cast<std::size_t>(total) + rectangles.size() + 1);
+  std::vector<std::size_t> place_at(rectangles.size());
+  std::size_t at = 1, from = 0;
+  std::vector<std::size_t> starts;
+  for (const auto& r : rectangles) {
+    starts.push_back(from);
+    from += static_cast<std::size_t>(r.size());
+  }
+  for (std::size_t k = rectangles.size(); k-- > 0;) {
+    std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(starts[k]), rectangles[k].size(),
+                scattered.begin() + static_cast<std::ptrdiff_t>(at));
+    place_at[k] = at;
+    at += static_cast<std::size_t>(rectangles[k].size()) + 1;
+  }
+  Mirrored<double> device_scattered(scattered);
+  std::vector<void*> host_places(rectangles.size()), device_places(rectangles.size());
+  for (std::size_t k = 0; k < rectangles.size(); ++k) {
+    host_places[k] = scattered.data() + place_at[k];
+    device_places[k] = device_scattered.device + place_at[k];
+  }
+  std::vector<double> want_from = poisoned<double>(want.size());
+  kernels::unpack_rectangles_from(cpu_queue(), host_places, rectangles, want_from.data() + 2, sizeof(double));
+  EXPECT_EQ(first_difference(want_from, want), -1) << "unpack from places on the CPU";
+  Mirrored<double> frame_from(poisoned<double>(want.size()));
+  kernels::unpack_rectangles_from(cuda_queue(), device_places, rectangles, frame_from.device + 2, sizeof(double));
+  EXPECT_EQ(first_difference(frame_from.device_to_host(), want), -1) << "unpack from places";
 }
 
 }  // namespace

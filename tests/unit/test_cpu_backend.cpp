@@ -364,6 +364,44 @@ TEST(PackRectangles, EachToAPlaceOfItsOwn) {
   EXPECT_EQ(out, expect);
 }
 
+// Each rectangle from a place of its own (a halo's messages unpacked where they arrived): places in
+// reverse order with a gap between them, into an array of -1; the boxes' cells take the places'
+// values in the loops' order, every other cell stays -1.
+TEST(PackRectangles, EachFromAPlaceOfItsOwn) {
+  const index_t n0 = 4, n1 = 5, n2 = 7, stride1 = n2 + 2, stride0 = (n1 + 2) * stride1;
+  const index_t origin = stride0 + stride1 + 1;
+  struct Box { index_t b0, b1, b2, c0, c1, c2; };
+  // Disjoint boxes: a face, a ghost corner column, an empty one, a stack of rows in the ghosts.
+  const std::vector<Box> boxes = {{0, 0, 0, n0, n1, 1}, {-1, -1, -1, n0 + 2, 1, 1}, {0, 0, 0, 0, 2, 2}, {1, 2, n2, 2, 3, 1}};
+  std::vector<kernels::Rectangle> rectangles;
+  for (const Box& b : boxes) rectangles.push_back({b.b0 * stride0 + b.b1 * stride1 + b.b2, stride1, b.c1, b.c2, b.c0, stride0});
+  std::vector<std::int32_t> source;
+  std::vector<void*> places(boxes.size());
+  std::vector<std::size_t> at(boxes.size());
+  std::size_t next = 1;
+  for (std::size_t k = boxes.size(); k-- > 0;) {
+    at[k] = next;
+    next += static_cast<std::size_t>(rectangles[k].size()) + 1;
+  }
+  source.assign(next, -7);
+  for (std::size_t k = 0; k < boxes.size(); ++k)
+    for (index_t i = 0; i < rectangles[k].size(); ++i)
+      source[at[k] + static_cast<std::size_t>(i)] = static_cast<std::int32_t>(1000 * k + static_cast<std::size_t>(i));
+  for (std::size_t k = 0; k < boxes.size(); ++k) places[k] = source.data() + at[k];
+  std::vector<std::int32_t> array(static_cast<std::size_t>((n0 + 2) * stride0), -1);
+  kernels::unpack_rectangles_from(kCpu, places, rectangles, array.data() + origin, sizeof(std::int32_t));
+  std::vector<std::int32_t> expect(array.size(), -1);
+  for (std::size_t k = 0; k < boxes.size(); ++k) {
+    const Box& b = boxes[k];
+    std::int32_t value = static_cast<std::int32_t>(1000 * k);
+    for (index_t i0 = 0; i0 < b.c0; ++i0)
+      for (index_t i1 = 0; i1 < b.c1; ++i1)
+        for (index_t i2 = 0; i2 < b.c2; ++i2)
+          expect[static_cast<std::size_t>(origin + (b.b0 + i0) * stride0 + (b.b1 + i1) * stride1 + b.b2 + i2)] = value++;
+  }
+  EXPECT_EQ(array, expect);
+}
+
 // A frame as wide as its region (a block thinner than the frame the halo needs): every cell is the
 // frame's, swept as stencil_2d sweeps the region, and rectangles anywhere in the region are the
 // frame's to pack (none of them meets an inside, as there is none).

@@ -36,10 +36,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tessera/framework/collective_plan.hpp"
@@ -66,6 +68,14 @@ inline const char* to_string(AxisBoundary b) { return b == AxisBoundary::dirichl
 inline const char* to_string(StencilForm s) { return s == StencilForm::star ? "star" : "box"; }
 
 inline constexpr int kMaxFieldDims = 3;
+
+// Where the cells of one rectangle of a block go in a halo exchange: row r of the rectangle at
+// to + r * ld elements, row-major (backend memory this rank's kernels may write: a send buffer of
+// its own, or a neighbour's memory mapped into this process).
+struct HaloPlace {
+  void* to = nullptr;
+  index_t ld = 0;
+};
 
 // A Cartesian grid of the context's ranks, row-major (above).
 class CartesianGrid {
@@ -128,7 +138,7 @@ struct HaloGeometry {
   index_t cells_sent_to_others = 0;
 };
 
-class PeerHalo;  // field.cpp: the peer-copy path of one field's halo exchange
+class HaloTransport;  // halo_transport.hpp: how a halo's cells travel
 
 // The storage of a Field with its element type erased.
 class BlockStorage {
@@ -174,10 +184,10 @@ class BlockStorage {
 
   // The halo exchange's geometry for `shape` (made once per shape, then kept).
   const HaloGeometry& halo(StencilForm shape) const;
-  // The peer-copy path of the halo exchange for `shape`, its work queued on ctx's queue, or null
-  // where the exchange takes the context's device path (exchange_halos says which). Decided at the
-  // first call per shape, which is collective over the field's ranks, then kept.
-  PeerHalo* peer_halo(StencilForm shape, const Context& ctx) const;
+  // The transport of the halo exchange for `shape` of fields of these cell sizes (this field's
+  // first), its work queued on ctx's queue (exchange_halos says which path it takes). Made at the
+  // first call per shape and sizes, which is collective over the field's ranks, then kept.
+  HaloTransport& halo_transport(StencilForm shape, const Context& ctx, const std::vector<std::size_t>& element_bytes) const;
 
  private:
   void release();
@@ -188,8 +198,7 @@ class BlockStorage {
   void* storage_ = nullptr;
   void* origin_ = nullptr;
   mutable std::array<std::shared_ptr<const HaloGeometry>, 2> halo_;
-  mutable std::array<std::shared_ptr<PeerHalo>, 2> peer_halo_;
-  mutable std::array<bool, 2> halo_path_decided_{};
+  mutable std::map<std::pair<int, std::vector<std::size_t>>, std::shared_ptr<HaloTransport>> transports_;
 };
 
 // The halo exchange of several fields of one layout (their storages; the first one's geometry),
@@ -200,13 +209,14 @@ class BlockStorage {
 // overlap() queues on ctx's queue; overlap()'s work must neither read the ghosts the exchange
 // writes nor write the cells it sends, and after()'s must not touch what overlap()'s writes.
 //
-// The path, decided once per field and shape (TESSERA_HALO, the same on every rank):
+// The path, decided once per field, shape and cell sizes (TESSERA_HALO, the same on every rank;
+// halo_transport.hpp holds the one policy of every halo):
 //   auto         peer-copy where every rank's neighbours are on its node and their GPUs' memory
 //                can be mapped (CUDA IPC); the context's device path otherwise
 //   peer-copy    that path, or a UsageError where a rank cannot take it
 //   device-comm  the context's device path (DeviceComm: NCCL, CUDA-aware MPI, staging through
-//                host memory, host MPI under cpu), on the exchange skeleton
-//                (algorithms/exchange.hpp)
+//                host memory, host MPI under cpu): the messages packed into buffers of the
+//                exchange's own (a message of one row sent from and received into the block)
 // On the peer-copy path (halo_peer_copy.hpp) one kernel packs every message straight into its
 // neighbour's receive slot (mapped once) and flags in GPU memory order the ranks, with no host in
 // between: the exchange is a pack, an unpack and a few stream operations beside a sweep that fills

@@ -11,6 +11,7 @@
 // cells on a 32-byte boundary (BlockStorage::kRowAlignment), the ghost cells at negative offsets.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstddef>
 #include <functional>
@@ -117,45 +118,57 @@ class Field2D : public Field<T, 2> {
 };
 
 namespace detail {
-class PeerCopy;
+class HaloTransport;
 }
 
 // How a HaloExchange moves its messages, HaloExchange::path(), chosen when it is made, the same on
-// every rank; TESSERA_HALO=auto|peer-copy|device-comm (auto when unset) asks for one (peer-store,
-// the Jacobi step's own path, algorithms/stencil.hpp, takes auto's here):
+// every rank; TESSERA_HALO=auto|peer-copy|device-comm|peer-store (auto when unset) asks for one:
 //   peer-copy    under cuda, with every neighbour on the node and its GPU reachable (CUDA IPC, peer
-//                access or the same GPU): each message copied by the copy engines straight into
-//                the receiver's buffer, mapped once; no SM and no host memory carry it. Asked for
-//                where some rank cannot take it: a UsageError on every rank.
+//                access or the same GPU): each message packed straight into the receiver's
+//                buffer, mapped once, and unpacked there; flags in GPU memory order the ranks, and
+//                no host memory carries it. Asked for where some rank cannot take it: a UsageError
+//                on every rank.
+//   peer-store   (an exchange given the two fields it alternates between, below) under cuda, with
+//                every neighbour on the node: each rectangle stored straight into the neighbour's
+//                ghost cells, no message, no unpack.
 //   device-comm  DeviceComm::ineighbor_exchange on the context's path (nccl, staged,
 //                cuda-aware-mpi, mpi-host); one-row rectangles go straight from the block and into
 //                the ghost cells, the others packed.
-//   auto         peer-copy where the DeviceComm path is staged (ranks sharing a GPU, no NCCL, or
+//   auto         peer-store where it is given the alternating fields and every rank can take it;
+//                else peer-copy where the DeviceComm path is staged (ranks sharing a GPU, no NCCL, or
 //                TESSERA_DEVICE_COMM=staged) and every rank can take it; device-comm otherwise
-//                (the halos' one rule, with a field's and the Jacobi step's choices and what each
-//                measured: detail::try_peer_path, framework/src/halo_peer_copy.hpp).
+//                (the halos' one policy, with what each choice measured:
+//                framework/src/halo_transport.hpp).
 
 // One halo exchange of a field layout, planned once and run as often as needed: which rectangle of
-// the block goes to which rank and which ghost rectangle comes from which, the packed buffers, and
-// the path (above). The exchange is ordered on the queue of the context it is made with (the
-// grid's ranks, any queue on the same device), so that it can run beside work on another queue.
-// Made and destroyed collectively (the peer-copy path maps the neighbours' buffers, and unmaps them
-// with them).
+// the block goes to which rank and which ghost rectangle comes from which, the buffers, and the
+// path (above). The exchange is ordered on the queue of the context it is made with (the grid's
+// ranks, any queue on the same device), so that it can run beside work on another queue. Made and
+// destroyed collectively (the peer paths map the neighbours' memory, and unmap it with them).
 class HaloExchange {
  public:
   // shape: the ghost cells filled, those beside the block's four edges (star: what a 5-point
   // stencil reads) or the whole frame, corners included (box: a 9-point stencil). ctx: the grid's
   // ranks in grid order (ProcessGrid::context(), or the same communicator with another queue).
   // element_bytes: the size of the field's cells.
-  HaloExchange(const FieldLayout& layout, StencilForm shape, std::size_t element_bytes, const Context& ctx);
+  //
+  // alternating: for a solver whose sweep reads one field and writes the other, the two block
+  // origins (Field::origin()), each in its own allocation; every exchange then moves one of them.
+  // Given, the exchange may store straight into the neighbours' ghost cells (peer-store), on one
+  // condition: the ghosts that an exchange fills are read only by work queued on the exchange's
+  // queue before this rank starts (or claims) the next exchange of the same field (a sweep from
+  // u into v, the exchange of v, a sweep from v into u, the exchange of u, ... with the sweeps on the
+  // exchange's queue, or ordered before it).
+  HaloExchange(const FieldLayout& layout, StencilForm shape, std::size_t element_bytes, const Context& ctx,
+               std::array<const void*, 2> alternating = {});
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
 
-  // Packs the cells of the block at `origin` that other ranks' ghosts hold and starts moving them.
-  // The cells must be written by work queued on this exchange's queue before the call (or ordered
-  // before it with kernels::queue_wait). From this call on, the ghost cells of `origin` may be
-  // written (a ghost rectangle of one row is received straight into them); work beside the
+  // Sends the cells of the block at `origin` that other ranks' ghosts hold (packed, or from where
+  // they lie). The cells must be written by work queued on this exchange's queue before the call
+  // (or ordered before it with kernels::queue_wait). From this call on, the ghost cells of `origin`
+  // may be written (a ghost rectangle of one row is received straight into them); work beside the
   // exchange must not read them before finish.
   void start(void* origin);
   // Completes the exchange started last: the ghost cells of `origin` (the same block) receive the
@@ -165,47 +178,33 @@ class HaloExchange {
     start(origin);
     finish(origin);
   }
-  // The rectangles of the block (offsets from its origin) that start() packs, one after the other
-  // in the packed send buffer, and that buffer (backend memory; null where nothing is packed); and
-  // start() for a caller whose work, ordered before the call, has written them there itself (as
-  // stencil_2d_frame's pack_to does while it computes them).
-  std::span<const kernels::Rectangle> packed_sends() const { return send_rectangles_; }
-  void* send_buffer() const { return send_buffer_; }
-  void start_packed(void* origin);
+  // start() for a caller whose own kernel writes the cells as it computes them (stencil_2d_frame's
+  // copies): claim(origin) queues the wait until they may be written and returns, for each of
+  // sends() (rectangles of the block, offsets from its origin), where its cells go (a send buffer,
+  // or a neighbour's memory mapped here; a place that is the rectangle itself needs no writing);
+  // publish(origin), once the kernel is queued, sends them. finish() as after start().
+  std::span<const kernels::Rectangle> sends() const;
+  std::span<const HaloPlace> claim(void* origin);
+  void publish(void* origin);
 
   StencilForm shape() const { return shape_; }
-  // "peer-copy", or the DeviceComm path's name.
+  // "peer-copy", "peer-store", or the DeviceComm path's name.
   const char* path() const;
   // Ranks this one receives from, and the bytes it sends and receives per exchange.
-  int peers() const { return static_cast<int>(recvs_.size()); }
+  int peers() const { return peers_; }
   std::size_t bytes_sent() const { return send_bytes_; }
   std::size_t bytes_received() const { return recv_bytes_; }
   // The collectives of one run (collective_plan.hpp): one neighbour exchange of bytes_sent().
   CollectivePlan plan() const { return {{Collective::neighbor_exchange, static_cast<double>(send_bytes_)}}; }
+  // The transport underneath (framework/src/halo_transport.hpp).
+  detail::HaloTransport& transport() const { return *transport_; }
 
  private:
   Context ctx_;
   StencilForm shape_;
-  std::size_t element_bytes_;
-  DeviceComm comm_;
-  // A message that goes straight from the block or into its ghost cells: its index among sends_
-  // or recvs_, and where its rectangle starts, in elements from the block's origin.
-  struct Straight {
-    std::size_t message;
-    index_t offset;
-  };
-  std::vector<kernels::Rectangle> send_rectangles_, recv_rectangles_;  // the packed ones
-  std::vector<Straight> straight_sends_, straight_recvs_;
-  std::vector<DeviceComm::Message> sends_, recvs_;  // every message; straight ones point into the block
+  int peers_ = 0;
   std::size_t send_bytes_ = 0, recv_bytes_ = 0;  // of every message
-  void* send_buffer_ = nullptr;  // backend memory, the packed rectangles
-  void* recv_buffer_ = nullptr;
-  DeviceComm::Staging staging_;  // pinned host memory, on the staged path
-  std::optional<DeviceComm::Request> pending_;
-  std::unique_ptr<detail::PeerCopy> peer_;  // the peer-copy path: recv_buffer_ holds two slots
-  std::size_t recv_slot_bytes_ = 0;         // this far apart
-
-  void free_buffers();
+  std::unique_ptr<detail::HaloTransport> transport_;
 };
 
 // The global rectangle of the cells that rank `owner` (grid coordinates) sends to the ghosts of

@@ -238,6 +238,10 @@ void unpack_rectangles(const Queue& queue, const void* packed, std::span<const R
 // through CUDA IPC included: the halo's pack straight into its receivers' buffers.
 void pack_rectangles_to(const Queue& queue, const void* base, std::span<const Rectangle> rectangles,
                         std::span<void* const> places, std::size_t element_bytes);
+// unpack_rectangles with a place of its own for each rectangle: rectangle i, row-major, from
+// places[i] (the messages of a halo, each received on a 16-byte boundary of one buffer).
+void unpack_rectangles_from(const Queue& queue, std::span<void* const> places, std::span<const Rectangle> rectangles,
+                            void* base, std::size_t element_bytes);
 
 }  // namespace kernels
 }  // namespace tessera

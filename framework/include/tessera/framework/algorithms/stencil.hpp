@@ -114,12 +114,13 @@ class Jacobi {
   // last step read. For checking the last step (tessera-stencil --verify).
   const Field<T, 2>& previous() const { return v_; }
 
-  // The halo exchange of u (its path: halo().path()).
+  // The halo exchange of the two fields (its path: halo().path()).
   const HaloExchange& halo() const { return *halo_; }
-  // How the overlapped step moves the frame's cells: "peer-store" (under cuda with every neighbour
-  // on the node and its GPU mappable: the frame's sweep writes them straight into the neighbours'
-  // ghost cells, their streams ordered by flags in device memory; auto's choice where every rank
-  // can take it, TESSERA_HALO=peer-store asks for it), or the halo's path (halo().path()).
+  // How the steps move the frame's cells, halo().path(): "peer-store" (under cuda with every
+  // neighbour on the node and its GPU mappable: the overlapped step's frame sweep writes them
+  // straight into the neighbours' ghost cells, their streams ordered by flags in device memory;
+  // auto's choice where every rank can take it, TESSERA_HALO=peer-store asks for it), or the path
+  // a HaloExchange takes otherwise (field_2d.hpp).
   const char* exchange_path() const;
   // Whether the last overlapped step on the peer-store path swept in one launch, the frame last
   // (kernels::stencil_2d_stored_frame's choice: under cuda on sm_90, every neighbour on another GPU,
@@ -170,12 +171,12 @@ class Jacobi {
   kernels::Queue edge_queue_;  // high priority under cuda; the field's queue under cpu
   std::unique_ptr<HaloExchange> halo_;
   T* change_ = nullptr;        // backend memory: max |u_k - u_(k-1)| of this block
-  std::unique_ptr<detail::PeerStores> stores_;  // the peer-store path, or null
   bool frame_last_ = false;  // the last overlapped step's frame at the end of the interior's launch
-  // The frame's cells the overlapped step writes elsewhere as it sweeps them, for the field the
-  // stores' field() names (both the same off the peer-store path): into the neighbours' ghost
-  // cells, or the halo's packed send buffer.
-  std::array<std::vector<kernels::FrameCopy<T>>, 2> copies_;
+  // The frame's cells the overlapped step writes where the halo takes them as it sweeps them: on
+  // the peer-store path into the neighbours' ghost cells, per field of the two (PeerStores'
+  // field()); on the others where the halo's claim puts them, each step.
+  std::array<std::vector<kernels::FrameCopy<T>>, 2> store_copies_;
+  std::vector<kernels::FrameCopy<T>> frame_copies_;
 };
 
 namespace detail {

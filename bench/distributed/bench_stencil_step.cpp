@@ -4,12 +4,14 @@
 //   sweep        the stencil over the whole block, no exchange
 //   split        the same cells cut as the overlapped step cuts them (the interior, and the frame
 //                on the second queue), no exchange: the least an overlapped step can take
-//   exchange     the halo exchange alone (pack, the halo path, unpack; TESSERA_HALO chooses it)
+//   exchange     the halo exchange alone (the solver's HaloExchange on its path, which TESSERA_HALO
+//                chooses: peer-store stores the cells into the neighbours' ghost cells, peer-copy
+//                packs them into their receive slots, device-comm packs, sends and unpacks)
 //   back-to-back one iteration: the sweep, then the exchange
-//   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep
-//                (TESSERA_HALO=peer-store: the edge cells' sweep stores them straight into the
-//                neighbours' ghost cells, at the end of the interior's launch where the path
-//                column says "frame last"; the exchange alone and back to back keep the halo's path)
+//   overlapped   one iteration: the edge cells, then their exchange beside the interior sweep (on
+//                peer-store the edge cells' sweep stores them straight into the neighbours' ghost
+//                cells, at the end of the interior's launch where the path column says "frame
+//                last"; on the other paths it writes them where the exchange sends them from)
 // and the share of the exchange the overlap hides, (sweep + exchange - overlapped) / exchange; then
 // the same per iteration of a run of --run K (each part queued K times back to back, as the solver's
 // run_until queues iterations: the host queues the next while the device runs the last, so its
@@ -100,7 +102,7 @@ struct Result {
   double run_sweep = 0, run_split = 0, run_exchange = 0, run_back_to_back = 0, run_overlapped = 0;
   double halo_bytes = 0;  // sent per rank per exchange, the largest
   int peers = 0;
-  std::string halo_path;  // Jacobi::exchange_path(), and HaloExchange::path() where they differ
+  std::string halo_path;  // the solver's HaloExchange::path(), and whether the last step went frame last
   bool agree = true;
   std::vector<double> overlapped_samples;  // per call of the overlapped step, the slowest rank's time
 };
@@ -157,10 +159,7 @@ Result run(const ProcessGrid& grid, const Options& o, index_t block) {
   }
   r.halo_bytes = ctx.comm().allreduce(static_cast<double>(solver.halo().bytes_sent()), ReduceOp::max);
   r.peers = ctx.comm().allreduce(solver.halo().peers(), ReduceOp::max);
-  r.halo_path = solver.halo().path();
-  if (r.halo_path != solver.exchange_path())  // peer-store: the overlapped step's own way
-    r.halo_path = std::string(solver.exchange_path()) + (solver.frame_last() ? ", frame last" : "") +
-                  " (exchange alone: " + r.halo_path + ")";
+  r.halo_path = std::string(solver.halo().path()) + (solver.frame_last() ? ", frame last" : "");
   // The two kinds of iteration from the same field: bitwise the same result.
   Field2D<T> a = make(), b = make();
   {

@@ -273,8 +273,8 @@ run_pair() {
   fi
 
   if wants peer; then
-    # The same step with the frame's cells moved by the halo's paths: NCCL (TESSERA_HALO=device-comm)
-    # and CUDA IPC with the copy engines (peer-copy).
+    # The same step with the frame's cells moved by the halo's other paths: NCCL
+    # (TESSERA_HALO=device-comm) and CUDA IPC into the neighbours' receive slots (peer-copy).
     for path in device-comm peer-copy; do
       for grid in 2x1 1x2; do
         TESSERA_HALO=${path} step "${path}_${grid}" 90 mpirun -n 2 "${BUILD}/bench/distributed/tessera_bench_stencil_step" \

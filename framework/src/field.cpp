@@ -483,7 +483,16 @@ void exchange_halos(const Context& ctx, std::span<BlockStorage* const> fields, S
   HaloTransport& transport = fields[0]->halo_transport(shape, on_q, element_bytes);
   const trace::Range whole(trace::Call{"halo"}, on_q);
   transport.start(origins);
-  overlap();
+  try {
+    overlap();
+  } catch (...) {
+    // The exchange is collective and in flight: it completes (so that the transport, kept for the
+    // next call, is not left mid-exchange), then the error goes on.
+    transport.finish(origins);
+    kernels::queue_wait(ctx.queue(), q);
+    transport.drained();
+    throw;
+  }
   transport.finish(origins);
   if (after) after(q);
   kernels::queue_wait(ctx.queue(), q);  // the work queued after the call reads the ghosts

@@ -126,7 +126,6 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
   pc->ctx_ = ctx;
   pc->slot_bytes_ = slot_bytes;
   pc->receive_ = static_cast<char*>(receive);
-  pc->sends_ = sends;
 
   // The neighbours, in rank order, and what goes to each.
   std::set<int> neighbours;
@@ -267,17 +266,6 @@ PeerCopy::~PeerCopy() {
   if (flags_) kernels::deallocate(ctx_.queue(), flags_);
 }
 
-void PeerCopy::start() {
-  claim();
-  const std::span<void* const> to = places();
-  for (std::size_t j = 0; j < sends_.size(); ++j)
-    if (sends_[j].bytes) {
-      TESSERA_ASSERT(sends_[j].data, "peer copy: start without the messages' data (made for claim and publish)");
-      TESSERA_CUDA_CHECK(cudaMemcpyAsync(to[j], sends_[j].data, sends_[j].bytes, cudaMemcpyDeviceToDevice, stream_of(ctx_)));
-    }
-  publish();
-}
-
 void PeerCopy::claim() {
   TESSERA_ASSERT(!started_, "peer copy: an exchange was started before the last one drained");
   // Slot k % 2 last held exchange k - 2, drained once the receiver's count reaches k - 1. Where
@@ -405,13 +393,14 @@ std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayo
     return nullptr;
   }
 
-  // The flags, zero, and everything queued before (the fields' contents) done before any neighbour
-  // may write into this rank's memory: it writes only after the agreement below.
+  // The flags, zero, and everything queued before on this GPU (the fields' contents, written on
+  // whichever queue) done before any neighbour may write into this rank's memory: it writes only
+  // after the agreement below.
   TESSERA_CUDA_CHECK(cudaSetDevice(q.device));
   const std::size_t n = ps->neighbours_.size();
   ps->flags_ = static_cast<std::uint64_t*>(kernels::allocate(q, std::max<std::size_t>(n, 1) * sizeof(std::uint64_t)));
   TESSERA_CUDA_CHECK(cudaMemsetAsync(ps->flags_, 0, std::max<std::size_t>(n, 1) * sizeof(std::uint64_t), stream_of(ctx)));
-  q.synchronize();
+  TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
   ps->handshake_ = ctx.comm().split(0, ctx.rank());
 
   FieldsExported mine;
@@ -486,10 +475,11 @@ std::unique_ptr<PeerStores> PeerStores::make(const Context& ctx, const FieldLayo
 }
 
 PeerStores::~PeerStores() {
-  // Nothing of this rank's queue refers to a neighbour once it is idle; then each closes what it
-  // mapped and says so, and only after every neighbour has, the flags go (the fields go with
-  // their owners, after this).
-  ctx_.queue().synchronize();
+  // Nothing of this rank's GPU refers to a neighbour once it is idle (the frame's stores may run on
+  // another queue than the context's); then each closes what it mapped and says so, and only after
+  // every neighbour has, the flags go (the fields go with their owners, after this).
+  TESSERA_CUDA_CHECK(cudaSetDevice(ctx_.queue().device));
+  TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
   for (Neighbour& nb : neighbours_) {
     for (char* m : nb.mapped)
       if (m) TESSERA_CUDA_CHECK(cudaIpcCloseMemHandle(m));
@@ -552,7 +542,6 @@ std::unique_ptr<PeerCopy> PeerCopy::make(const Context& ctx, const std::vector<D
 }
 
 PeerCopy::~PeerCopy() = default;
-void PeerCopy::start() {}
 void PeerCopy::claim() {}
 void PeerCopy::publish() {}
 void PeerCopy::finish() {}

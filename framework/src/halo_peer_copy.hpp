@@ -2,9 +2,9 @@
 // transports are built on them).
 //
 // PeerCopy: the neighbours of a rank live on its node, and each message goes straight into the
-// receiver's buffer, through memory the receiver exported once (CUDA IPC): copied there from the
-// sender's buffer by the copy engines (start), or packed there by the sender's own kernel (claim,
-// publish: the halo transport's). No host memory is touched
+// receiver's buffer, through memory the receiver exported once (CUDA IPC): packed there by the
+// sender's own kernel between claim and publish (the peer-copy halo transport's). No host memory
+// is touched
 // (the staged path copies through it twice) and no host waits for another: the order is kept by
 // flags on the GPUs.
 //
@@ -13,12 +13,13 @@
 // in device memory (kernels::write_flag, wait_flag: stream memory operations, no SM, no host wait):
 // each rank holds two counters per neighbour, written by that neighbour through a mapping, "copied
 // into my slots" and "drained of my messages".
-//   start    the queue waits until each receiver has drained k - 1 exchanges (slot k % 2 last held
-//            exchange k - 2), copies each message into the receiver's slot k % 2, then sets its
-//            `copied` counter at the receiver to k + 1; where every receiver also sends to this
-//            rank (a halo's neighbours do), the wait is not queued: this rank's finish of exchange
-//            k - 1 waited for each receiver's `copied` count k, which the receiver's queue wrote
-//            after its `drained` count k - 1, each write after a system-wide fence;
+//   claim    the queue waits until each receiver has drained k - 1 exchanges (slot k % 2 last held
+//            exchange k - 2); where every receiver also sends to this rank (a halo's neighbours
+//            do), the wait is not queued: this rank's finish of exchange k - 1 waited for each
+//            receiver's `copied` count k, which the receiver's queue wrote after its `drained`
+//            count k - 1, each write after a system-wide fence;
+//   publish  after the caller's writes into the receivers' slot k % 2: its `copied` counter at
+//            each receiver becomes k + 1;
 //   finish   the queue waits until each sender's `copied` counter here is at least k + 1;
 //   drained  after the caller's unpack of slot k % 2: each sender's `drained` counter becomes k + 1.
 // The hosts do not meet: a rank may run ahead of its neighbours by one exchange, never into a slot
@@ -53,8 +54,8 @@ void allocate_halo_buffers(const Context& ctx, const std::function<void()>& allo
 class PeerCopy {
  public:
   // Collective over ctx (every rank calls it, in the same order as its other collectives). sends:
-  // this rank's messages to other ranks (a halo has none to itself), data in device memory that
-  // stays where it is; recvs: the messages it
+  // this rank's messages to other ranks (a halo has none to itself; their data unused); recvs: the
+  // messages it
   // receives, data the place of each within slot 0 of `receive` (an allocation's start, from
   // kernels::allocate, of 2 x slot_bytes bytes: slot 1 follows slot 0). Returns null on every rank
   // where some rank cannot take the path (not the cuda backend, a neighbour on another node or on a
@@ -72,11 +73,8 @@ class PeerCopy {
 
   // The slot the current exchange receives into (0 or 1).
   int slot() const { return static_cast<int>(exchanges_ % 2); }
-  // Queues the copies of every message into its receiver, after the work already on the context's
-  // queue (the packing), and the flags that tell the receivers: claim, the copies, publish.
-  void start();
-  // For a caller that writes the messages into the receivers' slots itself (a pack straight into
-  // them, kernels::pack_rectangles_to), in place of start: claim() queues the wait until every
+  // The caller writes the messages into the receivers' slots itself (a pack straight into them,
+  // kernels::pack_rectangles_to): claim() queues the wait until every
   // receiver has drained the current slot, places() is where each message of `sends` (make's order)
   // goes in it, and publish() tells the receivers once the caller's writes, queued after claim(),
   // are done.
@@ -104,8 +102,7 @@ class PeerCopy {
   bool started_ = false;    // from claim until drained
   bool published_ = false;  // from publish until drained
   bool claim_implied_ = false;  // every receiver sends to this rank: finish orders the next claim
-  std::vector<DeviceComm::Message> sends_;
-  std::array<std::vector<void*>, 2> places_;  // of each of sends_ in its receiver's slot 0 and slot 1
+  std::array<std::vector<void*>, 2> places_;  // of each message of make's sends in its receiver's slot 0 and slot 1
 };
 
 // The Jacobi step's peer-store path (stencil.cpp): the neighbours of a rank live on its node, and
@@ -135,13 +132,15 @@ class PeerStores {
 
   // Collective over ctx (the grid's ranks in grid order). origins: this rank's two fields of
   // `layout` (the Field2D origins of Jacobi's u and v), each in an allocation of kernels::allocate.
+  // It waits until this rank's GPU is idle (the work that wrote the fields, on whichever queue)
+  // before any neighbour may store into them.
   // Returns null on every rank where some rank cannot take the path (not the cuda backend, one rank
   // alone, a neighbour on another node or on a GPU this rank cannot map, no stream memory
   // operations), with the reason in *why_not.
   static std::unique_ptr<PeerStores> make(const Context& ctx, const FieldLayout& layout, StencilForm shape,
                                           std::array<const void*, 2> origins, std::size_t element_bytes,
                                           std::string* why_not);
-  // Waits until this rank's queue is idle, then for each neighbour to unmap (a handshake).
+  // Waits until this rank's GPU is idle, then for each neighbour to unmap (a handshake).
   ~PeerStores();
   PeerStores(const PeerStores&) = delete;
   PeerStores& operator=(const PeerStores&) = delete;

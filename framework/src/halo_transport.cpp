@@ -130,11 +130,16 @@ class DeviceCommHalo final : public HaloTransport {
       }
     }
     const kernels::Queue& q = ctx.queue();
+    const bool staged = comm_.path() == DeviceCommPath::staged && ctx.size() > 1;
     allocate_halo_buffers(
         ctx,
         [&] {
           if (send_at) send_buffer_ = static_cast<char*>(kernels::allocate(q, send_at));
           if (recv_at) recv_buffer_ = static_cast<char*>(kernels::allocate(q, recv_at));
+          if (staged) {
+            staging_.send = kernels::allocate_pinned_host(staging_.send_bytes);
+            staging_.recv = kernels::allocate_pinned_host(staging_.recv_bytes);
+          }
         },
         [&] { release(); });
     // Where each packed receive rectangle lies, per field: in its message's slot, after the
@@ -171,10 +176,6 @@ class DeviceCommHalo final : public HaloTransport {
           if (at) at += static_cast<std::size_t>(r.size()) * element_bytes[f];
         }
       }
-    if (comm_.path() == DeviceCommPath::staged && ctx.size() > 1) {
-      staging_.send = kernels::allocate_pinned_host(staging_.send_bytes);
-      staging_.recv = kernels::allocate_pinned_host(staging_.recv_bytes);
-    }
   }
 
   ~DeviceCommHalo() override {
@@ -265,6 +266,10 @@ class PeerCopyHalo final : public HaloTransport {
     std::size_t self_bytes = 0, recv_bytes = 0;
     for (std::size_t f = 0; f < h->fields(); ++f) {
       const std::size_t bytes = element_bytes[f];
+      // Each field's messages from a 16-byte boundary (fields of several cell sizes: the pack and
+      // unpack move whole words of the widest size the places allow).
+      recv_bytes = (recv_bytes + 15) / 16 * 16;
+      self_bytes = (self_bytes + 15) / 16 * 16;
       h->recv_field_at_.push_back(recv_bytes);
       h->self_field_at_.push_back(self_bytes);
       for (const HaloMessage& m : g.sends) {

@@ -15,8 +15,10 @@
 //                     or a sweep that writes them as it computes them); a place that is the rectangle
 //                     itself (same address and ld) needs no writing
 //   publish(origins)  the cells written since claim, by work queued before, are exchange k's: they leave
-//   finish(origins)   queues their arrival in the ghosts of each field
-//   drained()         once the work that reads those ghosts is queued: exchange k + 1 may begin
+//   finish(origins)   queues their arrival in the ghosts of each field (peer-copy, device-comm: the
+//                     unpack from where they arrived)
+//   drained()         after finish, once the work that follows it is queued: the places finish read
+//                     from may take exchange k + 1 (peer-copy's receive slot)
 //   start(origins)    claim, a pack of every rectangle to its place, publish
 //
 // The implementations:
@@ -28,12 +30,16 @@
 //                halo_peer_copy.hpp: CUDA IPC); claim, publish and finish are flags in GPU memory,
 //                with no host in between; finish unpacks from this rank's slot
 //   peer-store   the places are the neighbours' ghost cells themselves, mapped here (PeerStores):
-//                no message, no pack buffer, no unpack. It moves one field, one of two that
-//                alternate (a solver's input and output), given when it is made, and relies on
-//                that: the ghosts exchange k fills are read only by work queued on the transport's
-//                queue before this rank's claim of exchange k + 1 (the Jacobi step's frame reads them
-//                in the sweep that writes the next exchange's cells). A kernel may wait for and set
-//                its flags itself, in place of claim and publish (stores(), published_by_kernel()).
+//                no message, no pack buffer, no unpack. It moves one of two fields given when it is
+//                made (a solver's input and output), and relies on how a solver uses them: a
+//                neighbour's exchange k + 1 stores once this rank has published exchange k, so the
+//                exchanges alternate between the two fields (or repeat one whose sent cells are
+//                unchanged), and the ghosts exchange k fills are read only by work queued on the
+//                transport's queue (or ordered before it) before this rank's claim of exchange
+//                k + 1 (the Jacobi step's frame reads them in the sweep that writes the next
+//                exchange's cells). A kernel may wait for and set its flags itself, in place of
+//                claim and publish (stores(), published_by_kernel()). Making it waits until this
+//                rank's GPU is idle (the fields' contents written on any queue).
 //
 // The policy (TESSERA_HALO, the same on every rank: requested_halo_path), with what auto (or unset)
 // takes under cuda for each use:
@@ -43,14 +49,16 @@
 //   field     a Field's exchange (exchange_halos): peer-copy (the overlapped 3-D step at 256^3 on
 //             two H200s 46 us a step against NCCL's 62);
 //   exchange  a HaloExchange: peer-copy only where the device path is staged (two H200s, 4096^2 a
-//             rank: the exchange alone 24.4 us against NCCL's 12.6-12.8 in runs of 100, the
+//             rank, measured with a form of peer-copy that copied packed messages with the copy
+//             engines: the exchange alone 24.4 us against NCCL's 12.6-12.8 in runs of 100, the
 //             overlapped Jacobi iteration 48.3-48.7 against 47.3-47.4; staging through the host
-//             takes several times either).
-// A value that names a path (peer-copy, peer-store) is tried for every use it fits (peer-store
-// only for `frame`; the other uses, and `frame` where peer-store cannot be made under auto, go on
-// as auto would), and a rank that cannot take it reports why (a UsageError); device-comm never
-// takes a peer path. One rank, or the cpu backend, always takes device-comm (peer paths named
-// explicitly on the cpu backend with two or more ranks are refused). A peer path's make agrees
+//             takes several times either; the pack straight into the slots, `field`'s measured
+//             form, is not measured on two GPUs for this use).
+// TESSERA_HALO=peer-copy is tried for every use, peer-store for `frame` (elsewhere it means auto;
+// `frame` goes on as auto would where peer-store cannot be made under auto), and a rank that
+// cannot take the path asked for reports why, a UsageError on every rank (so peer-copy, or
+// peer-store for `frame`, on the cpu backend with two or more ranks); device-comm never takes a
+// peer path. One rank, or the cpu backend under auto, takes device-comm. A peer path's make agrees
 // over the ranks and fails on all of them where some rank cannot take it (a neighbour on another
 // node, no CUDA IPC, no stream memory operations), so that they fall back together.
 #pragma once

@@ -154,11 +154,12 @@ class HaloExchange {
   //
   // alternating: for a solver whose sweep reads one field and writes the other, the two block
   // origins (Field::origin()), each in its own allocation; every exchange then moves one of them.
-  // Given, the exchange may store straight into the neighbours' ghost cells (peer-store), on one
-  // condition: the ghosts that an exchange fills are read only by work queued on the exchange's
-  // queue before this rank starts (or claims) the next exchange of the same field (a sweep from
-  // u into v, the exchange of v, a sweep from v into u, the exchange of u, ... with the sweeps on the
-  // exchange's queue, or ordered before it).
+  // Given, the exchange may store straight into the neighbours' ghost cells (peer-store), on two
+  // conditions, as a solver that sweeps u into v, exchanges v, sweeps v into u, exchanges u, ...
+  // meets them: the exchanges alternate between the two fields (or repeat one whose sent cells have
+  // not changed), and the ghost cells an exchange fills are read only by work queued on the
+  // exchange's queue (or ordered before it) before this rank starts (or claims) the next exchange.
+  // Making it then waits until this rank's GPU is idle.
   HaloExchange(const FieldLayout& layout, StencilForm shape, std::size_t element_bytes, const Context& ctx,
                std::array<const void*, 2> alternating = {});
   ~HaloExchange();
@@ -168,7 +169,8 @@ class HaloExchange {
   // Sends the cells of the block at `origin` that other ranks' ghosts hold (packed, or from where
   // they lie). The cells must be written by work queued on this exchange's queue before the call
   // (or ordered before it with kernels::queue_wait). From this call on, the ghost cells of `origin`
-  // may be written (a ghost rectangle of one row is received straight into them); work beside the
+  // may be written (a ghost rectangle of one row is received straight into them; on peer-store
+  // from the start of the exchange before, which the conditions above allow for); work beside the
   // exchange must not read them before finish.
   void start(void* origin);
   // Completes the exchange started last: the ghost cells of `origin` (the same block) receive the

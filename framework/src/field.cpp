@@ -442,6 +442,20 @@ void check_same_layout(const BlockStorage& reference, const BlockStorage& other,
   if (!reference.layout().same_as(other.layout()) || reference.context().size() != other.context().size())
     throw UsageError(what + " has another layout (" + other.layout().text() + ") than the first field (" +
                      reference.layout().text() + ")");
+  // A row's cells are padded to a multiple of the cells that make kRowAlignment bytes' whole
+  // multiple; fields whose multiples differ have rows of different strides (on some ranks), which
+  // no exchange or sweep of them together reads right. Decided from the cell sizes alone, the same
+  // on every rank.
+  const auto granule = [](const BlockStorage& f) {
+    const auto bytes = static_cast<index_t>(f.element_bytes());
+    return BlockStorage::kRowAlignment / std::gcd(BlockStorage::kRowAlignment, bytes);
+  };
+  if (granule(reference) != granule(other))
+    throw UsageError(what + " has cells of " + std::to_string(other.element_bytes()) + " bytes and the first field cells of " +
+                     std::to_string(reference.element_bytes()) + ": their rows are padded to multiples of " +
+                     std::to_string(granule(other)) + " and " + std::to_string(granule(reference)) +
+                     " cells, so one layout does not fit the other; use one cell size (or sizes with the same "
+                     "largest power-of-two factor up to 32 bytes)");
 }
 
 namespace {

@@ -263,22 +263,23 @@ void case_star_and_box_on_every_grid() {
 // k; outer ghosts c_low below axis 0, c_high elsewhere), and returns formula(U, C) evaluated by
 // serial loops over the whole field (U, C: the replicated fields at offsets from the cell, with the
 // fields' boundaries).
-template <class Formula>
-std::vector<double> coefficient_case(Field<double, 3>& u, Field<double, 3>& coeff, const Extents& n, const Boundaries& bc,
-                                     std::uint64_t seed, int c_mul, int c_add, int c_mod, double c_low, double c_high,
-                                     Formula formula) {
+template <class Coefficient, class Formula>
+std::vector<double> coefficient_case(Field<double, 3>& u, Field<Coefficient, 3>& coeff, const Extents& n,
+                                     const Boundaries& bc, std::uint64_t seed, int c_mul, int c_add, int c_mod,
+                                     double c_low, double c_high, Formula formula) {
   const index_t cells = n[0] * n[1] * n[2];
   const std::vector<double> x = random_doubles(cells, seed);
   std::vector<double> c(static_cast<std::size_t>(cells));
   for (std::size_t k = 0; k < c.size(); ++k)
-    c[k] = 1.0 / static_cast<double>(1 << ((k * static_cast<std::size_t>(c_mul) + static_cast<std::size_t>(c_add)) %
-                                           static_cast<std::size_t>(c_mod)));
+    c[k] = static_cast<double>(static_cast<Coefficient>(
+        1.0 / static_cast<double>(1 << ((k * static_cast<std::size_t>(c_mul) + static_cast<std::size_t>(c_add)) %
+                                        static_cast<std::size_t>(c_mod)))));  // as the field holds it
   u.from_replicated(x);
-  coeff.from_replicated(c);
+  coeff.from_replicated(std::vector<Coefficient>(c.begin(), c.end()));  // powers of two: exact in float too
   const auto ub = [](const Extents& i) { return boundary_value(i); };
   const auto cb = [=](const Extents& i) { return i[0] < 0 ? c_low : c_high; };
   u.set_outer_ghosts(ub);
-  coeff.set_outer_ghosts(cb);
+  coeff.set_outer_ghosts([&](const Extents& i) { return static_cast<Coefficient>(cb(i)); });
   std::vector<double> want(x.size());
   for (index_t i0 = 0; i0 < n[0]; ++i0)
     for (index_t i1 = 0; i1 < n[1]; ++i1)
@@ -660,9 +661,46 @@ void case_two_dimensional_fields() {
   }
 }
 
+// Fields whose cells pad rows to another multiple than the input's are refused, on every rank and
+// whatever the extents: a coefficient of floats beside doubles (rows of 9 + 2 ghosts: 12 doubles
+// but 16 floats; of 13 + 2: 16 of either), and an output of floats for an input of doubles. A
+// coefficient whose cells pad alike (int64_t beside doubles: 8 bytes each, rows of one stride) is
+// read and exchanged with the input.
+void case_coefficient_of_another_type() {
+  const int ranks = test::world().size();
+  for (const auto& g : grids_of(ranks))
+    for (const Extents& n : {Extents{7, 5, 13}, Extents{7, 5, 9}, Extents{3, 11, 9}}) {
+      const CartesianGrid grid = CartesianGrid::create(test::world(), g);
+      const Boundaries bc{kDir, kPer, kPer};
+      Field<double, 3> u(grid, n, {1, 1, 1}, bc), out(grid, n, {1, 1, 1}, bc);
+      Field<float, 3> floats(grid, n, {1, 1, 1}, bc);
+      floats.fill(1.0f);
+      u.fill(1.0);
+      expect_usage_error([&] { apply_stencil(out, VariableCoefficient{}, u, floats); }, "cells of 4 bytes",
+                         "a coefficient of floats beside doubles, " + text(g, n));
+      expect_usage_error([&] { apply_stencil(floats, VariableCoefficient{}, u, u); }, "cells of 4 bytes",
+                         "an output of floats for doubles, " + text(g, n));
+      Field<std::int64_t, 3> coeff(grid, n, {1, 1, 1}, bc);
+      const std::vector<double> want =
+          coefficient_case(u, coeff, n, bc, test::seed() + 7, 1, 0, 2, 3.0, 2.0, [](const auto& U, const auto& C) {
+            const double centre = U(0, 0, 0);
+            return centre + C(0, 0, 0) * (U(1, 0, 0) - 2.0 * centre + U(-1, 0, 0)) + C(0, 1, 0) * (U(0, 1, 0) - centre) -
+                   C(0, 0, -1) * U(0, 0, -1);
+          });
+      const CollectivePlan plan = stencil_plan(u, StencilForm::star, coeff);
+      const double bytes = detail::collective_bytes(Collective::neighbor_exchange);
+      apply_stencil(out, VariableCoefficient{}, u, coeff);
+      ASSERT_EQ(plan.size(), 1u);
+      EXPECT_EQ(detail::collective_bytes(Collective::neighbor_exchange) - bytes, plan[0].bytes) << text(g, n);
+      expect_field(out, want, [](double p, double q) { return same_bits(p, q); },
+                   "a coefficient of int64_t cells, " + text(g, n));
+    }
+}
+
 TEST(FieldStencil, StarAndBoxOnEveryGrid) { case_star_and_box_on_every_grid(); }
 TEST(FieldStencil, VariableCoefficient) { case_variable_coefficient(); }
 TEST(FieldStencil, VariableCoefficientRadiusTwo) { case_variable_coefficient_radius_two(); }
+TEST(FieldStencil, CoefficientOfAnotherType) { case_coefficient_of_another_type(); }
 TEST(FieldStencil, StructOfTwoFieldsAndComplex) { case_struct_of_two_fields_and_complex(); }
 TEST(FieldStencil, LayoutGatherScatterGenerate) { case_layout_gather_scatter_generate(); }
 TEST(FieldStencil, BadInput) { case_bad_input(); }

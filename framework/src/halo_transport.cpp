@@ -65,7 +65,7 @@ void HaloTransport::pack(std::span<void* const> origins, std::span<const HaloPla
       const kernels::Rectangle& r = sends_[i];
       const HaloPlace& p = places[f * sends_.size() + i];
       if (r.size() == 0) continue;
-      if (p.to == origin + r.offset * static_cast<index_t>(bytes) && p.ld == r.ld) continue;  // sent from where it lies
+      if (lies_at(p, r, origin, bytes)) continue;  // sent from where it lies
       if (p.ld == r.cols || r.rows * r.planes == 1) {  // row after row, or one row
         packed.push_back(r);
         to.push_back(p.to);
@@ -85,6 +85,17 @@ void HaloTransport::store_strided(const void*, std::span<const kernels::Rectangl
 }
 
 namespace {
+
+// Calls place(at, r) for each rectangle of a message packed from `at` (null: every place null),
+// one after another, each row-major; returns where the next message would start.
+template <class Place>
+char* each_packed(char* at, const std::vector<kernels::Rectangle>& rectangles, std::size_t element_bytes, Place place) {
+  for (const kernels::Rectangle& r : rectangles) {
+    place(at, r);
+    if (at) at += static_cast<std::size_t>(r.size()) * element_bytes;
+  }
+  return at;
+}
 
 // A message that is one row of the block (or one contiguous run): sent from and received into the
 // block itself on the device path.
@@ -150,11 +161,8 @@ class DeviceCommHalo final : public HaloTransport {
       for (const HaloMessage& m : g.receives) {
         if (recv_place[message] >= 0) {
           recvs_msgs_[message].data = recv_buffer_ + recv_place[message];
-          char* at = recv_buffer_ + recv_place[message];
-          for (const kernels::Rectangle& r : m.rectangles) {
-            recv_places_[f].push_back(at);
-            at += static_cast<std::size_t>(r.size()) * element_bytes[f];
-          }
+          each_packed(recv_buffer_ + recv_place[message], m.rectangles, element_bytes[f],
+                      [&](char* at, const kernels::Rectangle&) { recv_places_[f].push_back(at); });
         }
         ++message;
       }
@@ -171,10 +179,8 @@ class DeviceCommHalo final : public HaloTransport {
           sends_msgs_[message].data = at;
         }
         ++message;
-        for (const kernels::Rectangle& r : m.rectangles) {
-          places_.push_back({at, r.cols});
-          if (at) at += static_cast<std::size_t>(r.size()) * element_bytes[f];
-        }
+        each_packed(at, m.rectangles, element_bytes[f],
+                    [&](char* p, const kernels::Rectangle& r) { places_.push_back({p, r.cols}); });
       }
   }
 
@@ -309,10 +315,8 @@ class PeerCopyHalo final : public HaloTransport {
         char* self = h->self_ ? h->self_ + h->self_field_at_[f] : nullptr;
         for (const HaloMessage& m : g.sends) {
           char* at = m.peer == me ? self : static_cast<char*>(places[message++]);
-          for (const kernels::Rectangle& r : m.rectangles) {
-            to.push_back({at, r.cols});
-            if (at) at += static_cast<std::size_t>(r.size()) * element_bytes[f];
-          }
+          at = each_packed(at, m.rectangles, element_bytes[f],
+                           [&](char* p, const kernels::Rectangle& r) { to.push_back({p, r.cols}); });
           if (m.peer == me) self = at;
         }
       }

@@ -106,6 +106,11 @@ class HaloTransport {
   virtual void finish(std::span<void* const> origins) = 0;
   virtual void drained() {}
   void start(std::span<void* const> origins);
+  // Whether `place` is rectangle r of the block at `origin` itself (nothing to write: the path
+  // sends it from where it lies).
+  static bool lies_at(const HaloPlace& place, const kernels::Rectangle& r, const void* origin, std::size_t element_bytes) {
+    return place.to == static_cast<const char*>(origin) + r.offset * static_cast<index_t>(element_bytes) && place.ld == r.ld;
+  }
 
   // The peer-store path's flags, for a kernel that waits for and sets them itself in place of
   // claim and publish (kernels::stencil_2d_stored_frame); null on the other paths. The caller calls

@@ -344,7 +344,7 @@ void Jacobi<T>::sweep_parts(const T* in, T* out, T* change, bool exchange) {
         const std::span<const HaloPlace> places = halo_->claim(out);  // queued before the frame
         const std::span<const kernels::Rectangle> sends = halo_->sends();
         for (std::size_t i = 0; i < sends.size(); ++i)
-          if (places[i].to != out + sends[i].offset || places[i].ld != sends[i].ld)  // not sent from where it lies
+          if (!detail::HaloTransport::lies_at(places[i], sends[i], out, sizeof(T)))
             frame_copies_.push_back({sends[i], static_cast<T*>(places[i].to), places[i].ld});
       }
       kernels::stencil_2d_frame(edge_queue_, in, ld, out, ld, lr, lc, frame, weights_, change,

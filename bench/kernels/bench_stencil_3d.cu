@@ -13,8 +13,8 @@
 // apply_stencil's 3-D choice is tiled for radius 1, column for wider stars, march for wider boxes);
 // --variants adds other shapes of the column order for the radius-4 star. Then the 2-D 5- and 9-point
 // Jacobi sweeps of kernels::stencil_2d on a Field2D (the Jacobi solver's) beside the same
-// arithmetic as user stencils on a Field<float, 2>: apply_stencil (its choice is tiled), and the
-// sweep alone tiled and one thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
+// arithmetic as user stencils on a Field<float, 2>: apply_stencil, and the sweep alone in the rows
+// order (the ring of rows the Jacobi sweep of floats runs in), tiled and one thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
 // bytes at the measured copy rate / our time. Each row is checked on 4096 cells spread over the
 // field against the host's evaluation (inputs are small integers and the 3-D weights powers of two:
 // those results are exact).
@@ -402,7 +402,8 @@ void bench_2d(Harness& h, const tessera::Context& ctx, index_t n, const char* na
       v.origin(), u.origin(), {}, l.stride[0], l.stride[1], {l.offset(0), l.offset(1), l.offset(2)}, F{}};
   const index_t begin[3] = {0, 0, 0}, end[3] = {1, n, n};
   namespace kc = tessera::kernels::cuda;
-  for (const auto& [how, order] : {std::pair{"sweep tiled", kc::CellOrder::tiled}, std::pair{"sweep planes", kc::CellOrder::planes}})
+  for (const auto& [how, order] : {std::pair{"sweep rows", kc::CellOrder::rows}, std::pair{"sweep tiled", kc::CellOrder::tiled},
+                                   std::pair{"sweep planes", kc::CellOrder::planes}})
     time_row_2d<F>(h, n, name, how, copy_gbs, ctx, [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, order); },
                    [&] { return v.gather(0); });
 }

@@ -7,7 +7,9 @@
 // rows padded past the reach by a 16-byte piece or not (the passes then copy the pieces at a row's
 // ends cell by cell). Inputs are small integers and weights powers of two times small integers,
 // different for each offset, so every order gives the same bits and a mirrored or transposed read
-// does not. Cells outside the box keep the poison the output was filled with.
+// does not. Cells outside the box keep the poison the output was filled with. Then the rows order
+// (the ring of rows filled by bulk copies, sm_90) on 2-D bodies of reach 1 over cells of 4 and 8
+// bytes, against the same host loop, beside the tiled and automatic orders.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -214,6 +216,160 @@ TEST(CellOrdersGpu, RowsWithoutPaddingMatchTheHostInEveryOrder) {
 TEST(CellOrdersGpu, TwoFieldCellsMatchTheHostInEveryOrder) {
   check_shapes<Pair, 1>();
   check_shapes<Pair, 2>();
+}
+
+// ---- 2-D bodies of reach 1: the rows order (the ring of rows filled by bulk copies, sm_90) ----------
+
+struct TwoFloats {  // 8 bytes, aligned to 4: read through 8-byte words
+  float a, b;
+};
+
+// A 3 x 3 box (or the 5-point star) over In, with a coefficient read at the cell and the cell's
+// indices, into Out. Weights powers of two times small integers, different for each offset, on
+// small integers: every order gives the same bits, and a mirrored or transposed read does not.
+template <class In, class Out, bool kBox>
+__host__ __device__ Out plane_of(const In& c, const In& n, const In& s, const In& w, const In& e, const In& nw,
+                                 const In& ne, const In& sw, const In& se, float k, index_t i1, index_t i2) {
+  if constexpr (std::is_same_v<In, TwoFloats>) {
+    Out r{c.a + 0.5f * n.b + 0.25f * s.a + 2.0f * w.b + 4.0f * e.a + k, c.b - 0.5f * n.a + 0.125f * (e.b - w.a)};
+    if constexpr (kBox) {
+      r.a += 8.0f * nw.a + 16.0f * ne.b;
+      r.b += 0.0625f * sw.b - 32.0f * se.a;
+    }
+    return r;
+  } else {
+    Out r = static_cast<Out>(c) + static_cast<Out>(2 * n) + static_cast<Out>(3 * s) + static_cast<Out>(5 * w) +
+            static_cast<Out>(7 * e) + static_cast<Out>(k) + static_cast<Out>(i1 - 2 * i2);
+    if constexpr (kBox) r += static_cast<Out>(11 * nw) + static_cast<Out>(13 * ne) - static_cast<Out>(17 * sw) - static_cast<Out>(19 * se);
+    return r;
+  }
+}
+
+// kRowStores: the body says where its rows lie (store_row), so the rows order may store whole
+// 16-byte vectors.
+template <class In, class Out, bool kBox, bool kRowStores>
+struct PlaneBody {
+  using tile_type = In;
+  using value_type = Out;
+  static constexpr int kReach0 = 0, kReach1 = 1, kReach2 = 1;
+  static constexpr bool kReadsCorners = kBox;
+  static constexpr bool kTileRowsPadded = true;
+  const In* in;
+  Out* out;
+  const float* coefficient;
+  index_t s1;
+  __host__ __device__ const In* tile_origin() const { return in; }
+  __host__ __device__ index_t tile_stride0() const { return 0; }
+  __host__ __device__ index_t tile_stride1() const { return s1; }
+  __host__ __device__ Out value(const In* c, index_t, index_t t1, index_t, index_t i1, index_t i2) const {
+    return plane_of<In, Out, kBox>(c[0], c[-t1], c[t1], c[-1], c[1], c[-t1 - 1], c[-t1 + 1], c[t1 - 1], c[t1 + 1],
+                                   coefficient[i1 * s1 + i2], i1, i2);
+  }
+  __host__ __device__ void operator()(index_t i0, index_t i1, index_t i2) const {
+    store(i0, i1, i2, value(in + i1 * s1 + i2, 0, s1, i0, i1, i2));
+  }
+  __host__ __device__ void store(index_t, index_t i1, index_t i2, const Out& v) const { out[i1 * s1 + i2] = v; }
+  __host__ __device__ Out* store_row(index_t, index_t i1) const
+    requires kRowStores
+  {
+    return out + i1 * s1;
+  }
+};
+
+// The box rows x cols at (b1, b2) of an array of rows of s1 cells (a 16-byte piece past the reach);
+// every order against the host's loop, the rows order launched directly where the box's first cell
+// lies on a 16-byte boundary.
+template <class In, class Out, bool kBox, bool kRowStores>
+void check_plane(index_t b1, index_t b2, index_t rows, index_t cols) {
+  using Body = PlaneBody<In, Out, kBox, kRowStores>;
+  static_assert(kc::detail::RowsCellBody<Body>, "the test's body takes the rows order");
+  static_assert(kc::detail::StoresRows<Body> == kRowStores);
+  constexpr index_t kPiece = 16 / sizeof(In) > 0 ? 16 / sizeof(In) : 1;
+  const index_t s1 = (b2 + cols + 1 + kPiece + kPiece - 1) / kPiece * kPiece;  // a multiple of 16 bytes
+  const index_t size = (b1 + rows + 1) * s1;
+  std::vector<In> input(static_cast<std::size_t>(size));
+  std::vector<float> coefficient(static_cast<std::size_t>(size));
+  std::uint64_t h = test_seed() * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rows * 7 + cols);
+  auto next = [&] {
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    return h;
+  };
+  for (In& x : input) {
+    if constexpr (std::is_same_v<In, TwoFloats>) x = {static_cast<float>(next() % 16), static_cast<float>(next() % 8)};
+    else x = static_cast<In>(next() % 16);
+  }
+  for (float& k : coefficient) k = static_cast<float>(next() % 4);
+  std::vector<Out> want(static_cast<std::size_t>(size));
+  std::memset(want.data(), DeviceArray<Out>::poison_byte(), sizeof(Out) * want.size());
+  const Body host{input.data(), want.data(), coefficient.data(), s1};
+  for (index_t i1 = b1; i1 < b1 + rows; ++i1)
+    for (index_t i2 = b2; i2 < b2 + cols; ++i2) host(0, i1, i2);
+
+  DeviceArray<In> in(size);
+  DeviceArray<Out> out(size);
+  DeviceArray<float> k(size);
+  in.upload(input);
+  k.upload(coefficient);
+  const Body body{in.data(), out.data(), k.data(), s1};
+  const index_t begin[3] = {0, b1, b2}, end[3] = {1, b1 + rows, b2 + cols};
+  const kc::detail::CellRange range{0, b1, b2, 1, rows, cols};
+  const bool aligned = reinterpret_cast<std::uintptr_t>(in.data() + b1 * s1 + b2) % 16 == 0;
+  const bool ring = kc::detail::cell_rows_available<Body>();
+  for (int how = 0; how < 4; ++how) {
+    out.poison();
+    const char* name = how == 0 ? "rows (direct)" : how == 1 ? "rows" : how == 2 ? "tiled" : "automatic";
+    if (how == 0) {
+      const bool launched = kc::detail::for_each_cell_rows(cuda_queue(), range, body);
+      ASSERT_EQ(launched, aligned && ring) << "the rows order takes aligned boxes on sm_90";
+      if (!launched) continue;
+    } else {
+      kc::for_each_cell(cuda_queue(), begin, end, body,
+                        how == 1 ? kc::CellOrder::rows : how == 2 ? kc::CellOrder::tiled : kc::CellOrder::automatic);
+    }
+    TESSERA_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(cuda_queue().stream)));
+    const std::vector<Out> got = out.download();
+    index_t differ = 0, first = -1;
+    for (index_t e = 0; e < size; ++e)
+      if (!same_bits(got[static_cast<std::size_t>(e)], want[static_cast<std::size_t>(e)])) {
+        if (first < 0) first = e;
+        ++differ;
+      }
+    EXPECT_EQ(differ, 0) << name << ", " << sizeof(In) << "-byte cells into " << sizeof(Out) << "-byte ones, "
+                         << (kBox ? "box" : "star") << (kRowStores ? ", row stores" : ", cell stores") << ", box "
+                         << rows << "x" << cols << " at " << b1 << "," << b2 << ": first differing element " << first
+                         << " (row " << (first >= 0 ? first / s1 : -1) << ", cell " << (first >= 0 ? first % s1 : -1)
+                         << ")";
+    EXPECT_TRUE(out.untouched_outside(size));
+  }
+}
+
+template <class In, class Out, bool kBox, bool kRowStores>
+void check_planes() {
+  constexpr index_t kPiece = 16 / sizeof(In);
+  // Widths about a vector, a warp, a thread block's strip (2048 4-byte or 1024 8-byte cells) and
+  // several strips, none a multiple of them but some; rows from one to several segments; the box at
+  // a 16-byte boundary (the rows order) and one cell past it (the tiled order instead).
+  const index_t shapes[][2] = {{1, 1}, {2, 3}, {17, 31}, {5, 33}, {33, 127}, {19, 1023}, {41, 2049}, {300, 517}, {7, 4097}};
+  for (const auto& n : shapes) {
+    if (small_mode() && n[0] * n[1] > 60000) continue;
+    check_plane<In, Out, kBox, kRowStores>(1, kPiece, n[0], n[1]);
+    check_plane<In, Out, kBox, kRowStores>(2, kPiece + 1, n[0], n[1]);
+  }
+  if (!small_mode()) check_plane<In, Out, kBox, kRowStores>(1, kPiece, 1031, 4099);
+}
+
+TEST(CellOrdersGpu, PlanesOfReachOneMatchTheHostInTheRowsOrder) {
+  check_planes<float, float, false, true>();
+  check_planes<float, float, true, true>();
+  check_planes<float, float, true, false>();
+  check_planes<double, double, false, true>();
+  check_planes<double, double, true, true>();
+  check_planes<int, int, true, true>();
+  check_planes<float, double, true, true>();  // results of another size: stored cell by cell
+  check_planes<TwoFloats, TwoFloats, true, true>();
+  check_planes<TwoFloats, TwoFloats, false, false>();
 }
 
 }  // namespace

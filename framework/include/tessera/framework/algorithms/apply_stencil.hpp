@@ -220,6 +220,10 @@ struct StencilCell {
   TESSERA_HOST_DEVICE void store(index_t l0, index_t l1, index_t l2, const Out& v) const {
     out[l0 * stride0 + l1 * stride1 + l2] = v;
   }
+  // The rows order (kernels::cuda::detail::for_each_cell_rows): where a row's cells are stored, and
+  // whether the functor may read a cell's corners (a box).
+  TESSERA_HOST_DEVICE Out* store_row(index_t l0, index_t l1) const { return out + l0 * stride0 + l1 * stride1; }
+  static constexpr bool kReadsCorners = kShape == StencilForm::box;
 };
 
 // The checks of apply_stencil that need no element type.

@@ -39,6 +39,29 @@ __host__ __device__ __forceinline__ index_t segment_begin(const Stencil2dShape& 
 template <class T, bool kVector, class Tuning>
 inline constexpr int kSliceItems = kVector ? Tuning::kVectorsPerLane * Vector<T>::kItems : 1;
 
+// Tiles of a strip of columns (kWarps warp-wide strips per thread block) by a segment of rows. Each
+// strip is cut into floor(resident / tiles_x) segments of near-equal length (at least one), so that
+// the tiles make one wave of the resident thread blocks: each block walks its strip down once, the
+// rows at a segment's start are loaded (and waited for) once per block, and no block runs a second,
+// short tile after the others have finished. Narrow regions (a block's edge strips) get short
+// segments, down to kMinSegmentRows, and so still fill the device: a segment is a chain of
+// dependent row loads.
+template <class T, bool kVector, class Tuning>
+Stencil2dShape stencil_2d_shape(index_t rows, index_t cols, index_t shift, index_t resident) {
+  Stencil2dShape shape;
+  shape.rows = rows;
+  shape.cols = cols;
+  shape.shift = shift;
+  shape.chunks_per_row = ceil_div<index_t>(cols + shift, kSliceItems<T, kVector, Tuning>);
+  shape.tiles_x = ceil_div<index_t>(shape.chunks_per_row, index_t(Tuning::kWarps) * kWarpThreads);
+  const index_t one_wave = std::max<index_t>(1, resident / shape.tiles_x);
+  const index_t shortest = std::max<index_t>(1, rows / Tuning::kMinSegmentRows);
+  shape.segments = std::max(std::min(one_wave, shortest),
+                            ceil_div<index_t>(rows, index_t(1) << 30));  // a thread counts its rows in 32 bits
+  shape.tiles = shape.tiles_x * shape.segments;
+  return shape;
+}
+
 template <class T, bool kNine, bool kVector, class Tuning = Stencil2dTuning>
 __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, Tuning::kMinBlocksPerSm)
     stencil_2d_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
@@ -220,6 +243,8 @@ struct FrameLast {
   CellPacks packs;
   FrameFlags flags;
 };
+// What the rows order (cell_rows_kernel) runs after its tiles: nothing, or the frame-last sweep
+// (FrameLastSweep).
 struct NoFrameLast {};
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -258,7 +283,27 @@ __device__ __forceinline__ void sweep_frame_last(const FrameLast<T>& f, const St
 }
 #endif
 
-// ---- the sweep through a ring of rows filled by bulk copies (sm_90) ------------------------------------
+// The frame-last sweep as what the rows pass (cell_rows_kernel) runs after its tiles: the frame
+// with stencil_2d's weights, its residual folded into the body's where the body folds the change
+// bits (StencilSweepChangeCell).
+template <class T, bool kNine>
+struct FrameLastSweep {
+  FrameLast<T> frame;
+  StencilWeights<T> w;
+  template <int kThreads, class Fold>
+  __device__ __forceinline__ void sweep([[maybe_unused]] Fold& folded) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (std::is_same_v<Fold, ChangeBits<T>>) {
+      sweep_frame_last<T, kNine, kThreads>(frame, w, true, folded);
+    } else {
+      ChangeBits<T> none = 0;
+      sweep_frame_last<T, kNine, kThreads>(frame, w, false, none);
+    }
+#endif
+  }
+};
+
+// ---- the ring of rows filled by bulk copies (sm_90): a pass of 2-D cell bodies --------------------------
 
 // Elements of a ring slot: the strip's row, with one 16-byte vector of halo on either side.
 template <class T, class Tuning>
@@ -269,27 +314,59 @@ template <class T, class Tuning>
 inline constexpr std::size_t kBulkSharedBytes = std::size_t(Tuning::kDepth) * kBulkSlot<T, Tuning> * sizeof(T) +
                                                 std::size_t(Tuning::kDepth) * sizeof(unsigned long long);
 
-// The column march with the rows in shared memory. Each thread block walks down a strip of
-// kBulkStrip columns (x0 = tile_x * kBulkStrip, on a 16-byte boundary: in and out are aligned at
-// column 0 and their rows keep the boundary); thread 0 fills a ring of kDepth row slots, each
-// with one bulk copy of the row's 16-byte vectors that lie in the readable columns -1 .. cols, and
-// with cp.async of single elements for the rest of the columns the strip needs (x0 - 1 where
-// x0 = 0, up to kV - 1 elements at the region's east edge); each slot's mbarrier completes when
-// its row has landed. Thread t computes vectors t, t + kThreads, ... of the strip (a warp's reads
-// of a slot are consecutive 16-byte vectors), reading each row once from the ring into registers,
-// its west and east neighbours beside it in the slot. A barrier per row frees the slot just read,
-// which thread 0 refills kDepth rows ahead (after a proxy fence: the reads were the generic
-// proxy's, the copy is the async proxy's). The slot reads are volatile, so that the compiler never
-// reads a slot again after the barrier in place of keeping the values. sm_90 only: the dispatch checks the kernel was
-// compiled for it (the body is empty below).
-template <class T, bool kNine, class Tuning = Stencil2dBulkTuning, bool kFrameLast = false>
-__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
-                                  sizeof(T) == 8 && kNine ? Tuning::kMinBlocksPerSmNineDouble : Tuning::kMinBlocksPerSm)
-    stencil_2d_bulk_kernel(const T* __restrict__ in, index_t in_ld, T* __restrict__ out, index_t out_ld,
-                           Stencil2dShape shape, StencilWeights<T> w, T* max_change,
-                           std::conditional_t<kFrameLast, FrameLast<T>, NoFrameLast> last) {
+// Whether a 2-D cell body reads its cells' corners (a box; bodies that do not say are taken to):
+// the ring's 8-byte cells then get the looser register bound (Stencil2dBulkTuning).
+template <class Body>
+constexpr bool rows_body_reads_corners() {
+  if constexpr (requires { Body::kReadsCorners; }) return Body::kReadsCorners;
+  else return true;
+}
+template <class Body, class Tuning>
+inline constexpr int kRowsMinBlocks = sizeof(typename Body::tile_type) == 8 && rows_body_reads_corners<Body>()
+                                          ? Tuning::kMinBlocksPerSmNineDouble
+                                          : Tuning::kMinBlocksPerSm;
+
+// A body's fold_type, or int for a body that folds nothing.
+template <class Body, class = void>
+struct RowsFold {
+  using type = int;
+};
+template <class Body>
+struct RowsFold<Body, std::void_t<typename Body::fold_type>> {
+  using type = typename Body::fold_type;
+};
+
+// The rows order of the cell passes (device_cells.cuh, for_each_cell): a 2-D cell body of reach 1
+// along both axes (TiledCellBody: value() reads the tile array through a pointer to the cell and a
+// row stride) over the region of shape.rows x shape.cols cells from (i0, begin1, begin2), whose
+// first cell in the tile array is `in` (on a 16-byte boundary, the rows keeping it), its cells 4 or
+// 8 bytes. Each thread block walks down a strip of kBulkStrip columns (x0 = tile_x *
+// kBulkStrip); thread 0 fills a ring of kDepth row slots, each with one bulk copy of the row's
+// 16-byte vectors that lie in the readable columns -1 .. cols, and with cp.async of single elements
+// for the rest of the columns the strip needs (x0 - 1 where x0 = 0, up to kV - 1 elements at the
+// region's east edge); each slot's mbarrier completes when its row has landed. Thread t computes
+// vectors t, t + kThreads, ... of the strip (a warp's reads of a slot are consecutive 16-byte
+// vectors), reading each row once from the ring into registers, its west and east neighbours beside
+// it in the slot; the body sees a cell's three rows as a 3 x (kV + 2) array in registers (row stride
+// kV + 2), which the compiler keeps in registers once value() is inlined with the offsets constant.
+// A barrier per row frees the slot just read, which thread 0 refills kDepth rows ahead (after a
+// proxy fence: the reads were the generic proxy's, the copy is the async proxy's). The slot reads
+// are volatile, so that the compiler never reads a slot again after the barrier in place of keeping
+// the values. kVectorStore: the body's store_row(i0, i1) (where store(i0, i1, i2, v) writes [i2])
+// takes whole 16-byte vectors of value_type, of the size of tile_type, on the tile's boundaries;
+// else each cell goes through store(). A FoldingCellBody folds its cells as in the tiled order.
+// sm_90 only: the dispatch checks the kernel was compiled for it (the body is empty below).
+template <class Body, class Tuning, class Last, bool kVectorStore>
+__global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, kRowsMinBlocks<Body, Tuning>)
+    cell_rows_kernel(const typename Body::tile_type* in, index_t i0, index_t begin1, index_t begin2, Stencil2dShape shape,
+                     Body body, Last last) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using T = typename Body::tile_type;
+  using V = typename Body::value_type;
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "single elements are copied by cp.async of 4 or 8 bytes");
+  static_assert(!kVectorStore || sizeof(V) == sizeof(T), "whole vectors of results where they are the cells' size");
+  constexpr bool kFold = requires { typename Body::fold_type; };
+  using Fold = typename RowsFold<Body>::type;
   constexpr int kV = Vector<T>::kItems;
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   constexpr int kLaneVectors = Tuning::kVectorsPerLane;
@@ -299,6 +376,10 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
   extern __shared__ __align__(16) unsigned char bulk_shared[];
   T* ring = reinterpret_cast<T*>(bulk_shared);
   auto* full = reinterpret_cast<unsigned long long*>(bulk_shared + std::size_t(kDepth) * kSlot * sizeof(T));
+  const index_t in_ld = body.tile_stride1();
+  // kVectorStore: the rows of results one stride apart (store_row's rows are evenly spaced).
+  [[maybe_unused]] index_t out_ld = 0;
+  if constexpr (kVectorStore) out_ld = body.store_row(i0, 1) - body.store_row(i0, 0);
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     for (int s = 0; s < kDepth; ++s) mbarrier_init(shared_address(full + s), 1);
@@ -306,7 +387,7 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
   }
   __syncthreads();
   unsigned fills = 0;  // rows copied into the ring before this tile: fill g uses slot g % kDepth, phase g / kDepth
-  ChangeBits<T> largest = 0;
+  [[maybe_unused]] Fold folded{};
   for (index_t tile = blockIdx.x; tile < shape.tiles; tile += gridDim.x) {
     const index_t tile_y = tile / shape.tiles_x;
     const index_t tile_x = tile - tile_y * shape.tiles_x;
@@ -316,13 +397,13 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
     const int loads = rows_here + 2;  // rows row_begin - 1 .. row_begin + rows_here
     const index_t x0 = tile_x * kStrip;
     // Slot element k holds column x0 - kV + k. The columns the strip needs: x0 - 1 .. last.
-    const index_t last = std::min<index_t>(x0 + kStrip, shape.cols);
+    const index_t last_column = std::min<index_t>(x0 + kStrip, shape.cols);
     // The bulk copy: the 16-byte vectors [lo, hi) inside the readable columns (-1 .. cols).
     const index_t lo = x0 >= kV ? x0 - kV : x0;
     const index_t hi = std::max(lo, std::min<index_t>(x0 + kStrip + kV, (shape.cols + 1) / kV * kV));
     const auto bulk_bytes = static_cast<unsigned>((hi - lo) * index_t(sizeof(T)));
     const bool west_single = x0 == 0;  // column -1
-    const index_t east_single = std::max(hi, x0);  // columns east_single .. last, by single copies
+    const index_t east_single = std::max(hi, x0);  // columns east_single .. last_column, by single copies
 
     auto fill = [&](int k) {  // row row_begin - 1 + k into its slot (thread 0)
       const unsigned g = fills + static_cast<unsigned>(k);
@@ -334,7 +415,7 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
         copy_async<sizeof(T)>(slot + kV - 1, row - 1);
         singles = true;
       }
-      for (index_t c = east_single; c <= last; ++c) {
+      for (index_t c = east_single; c <= last_column; ++c) {
         copy_async<sizeof(T)>(slot + (c - x0 + kV), row + c);
         singles = true;
       }
@@ -349,7 +430,8 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
 #pragma unroll
     for (int j = 0; j < kLaneVectors; ++j) active[j] = x0 + index_t(tid + j * kThreads) * kV < shape.cols;
     RowNeighbourhood<T, kV> north[kLaneVectors], centre[kLaneVectors], south[kLaneVectors];
-    T* out_row = out + row_begin * out_ld + x0;
+    [[maybe_unused]] V* out_row = nullptr;  // kVectorStore: the tile's first cell of the row computed next
+    if constexpr (kVectorStore) out_row = body.store_row(i0, begin1 + row_begin) + begin2 + x0;
     for (int k = 0; k < loads; ++k) {
       const unsigned g = fills + static_cast<unsigned>(k);
       mbarrier_wait(shared_address(full + g % kDepth), (g / kDepth) & 1u);
@@ -371,38 +453,56 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads,
         fill(k + kDepth);
       }
       if (k >= 2) {
+        const index_t i1 = begin1 + row_begin + (k - 2);
 #pragma unroll
         for (int j = 0; j < kLaneVectors; ++j) {
           if (!active[j]) continue;
           const index_t c = x0 + index_t(tid + j * kThreads) * kV;
-          T result[kV];
-          apply_stencil<T, kV, kNine>(north[j], centre[j], south[j], w, result);
-          T* dst = out_row + (tid + j * kThreads) * kV;
-          if (c + kV <= shape.cols) {
-            Vector<T> v;
+          // The three rows around the vector: cells[r][0] west, cells[r][1 + e] item e, cells[r][kV + 1] east.
+          T cells[3][kV + 2];
+          const auto put = [](T(&row)[kV + 2], const RowNeighbourhood<T, kV>& n) {
+            row[0] = n.west;
 #pragma unroll
-            for (int e = 0; e < kV; ++e) v.item[e] = result[e];
-            store_vector(dst, v);
+            for (int e = 0; e < kV; ++e) row[1 + e] = n.item[e];
+            row[kV + 1] = n.east;
+          };
+          put(cells[0], north[j]);
+          put(cells[1], centre[j]);
+          put(cells[2], south[j]);
+          V result[kV];
+#pragma unroll
+          for (int e = 0; e < kV; ++e)
+            result[e] = body.value(&cells[1][1 + e], 0, kV + 2, i0, i1, begin2 + c + e);
+          const bool whole = c + kV <= shape.cols;
+          if constexpr (kVectorStore) {
+            V* dst = out_row + (tid + j * kThreads) * kV;
+            if (whole) {
+              store_global_vector(dst, result);
+            } else {
+#pragma unroll
+              for (int e = 0; e < kV; ++e)
+                if (c + e < shape.cols) dst[e] = result[e];
+            }
           } else {
 #pragma unroll
             for (int e = 0; e < kV; ++e)
-              if (c + e < shape.cols) dst[e] = result[e];
+              if (whole || c + e < shape.cols) body.store(i0, i1, begin2 + c + e, result[e]);
           }
-          if (max_change) {
+          if constexpr (kFold) {
 #pragma unroll
             for (int e = 0; e < kV; ++e)
-              if (c + e < shape.cols) largest = std::max(largest, change_bits(result[e], centre[j].item[e]));
+              if (whole || c + e < shape.cols) folded = Body::combine(folded, body.fold(&cells[1][1 + e], result[e]));
           }
         }
-        out_row += out_ld;
+        if constexpr (kVectorStore) out_row += out_ld;
       }
     }
     fills += static_cast<unsigned>(loads);
   }
-  if constexpr (kFrameLast) sweep_frame_last<T, kNine, kThreads>(last, w, max_change != nullptr, largest);
-  if (max_change) {
-    largest = warp_reduce(largest, [](ChangeBits<T> a, ChangeBits<T> b) { return a > b ? a : b; });
-    if (lane_id() == 0 && largest != 0) atomicMax(reinterpret_cast<ChangeBits<T>*>(max_change), largest);
+  if constexpr (!std::is_same_v<Last, NoFrameLast>) last.template sweep<kThreads>(folded);
+  if constexpr (kFold) {  // every thread of the block is here
+    folded = warp_reduce(folded, [](Fold a, Fold b) { return Body::combine(a, b); });
+    if (lane_id() == 0) body.fold_result(folded);
   }
 #endif
 }

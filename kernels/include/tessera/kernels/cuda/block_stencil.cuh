@@ -6,11 +6,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/device_info.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
+#include "tessera/kernels/device_wait.hpp"
 #include "tessera/kernels/queue.hpp"
 
 namespace tessera::kernels::cuda::detail {
@@ -101,6 +103,55 @@ __device__ __forceinline__ void load_shared_vector(float (&v)[4], unsigned a) {
 __device__ __forceinline__ void load_shared_vector(double (&v)[2], unsigned a) {
   asm volatile("ld.volatile.shared.v2.f64 {%0, %1}, [%2];\n" : "=d"(v[0]), "=d"(v[1]) : "r"(a) : "memory");
 }
+// The same for any other element of 4 or 8 bytes (an int, a complex<float>, a struct of two floats),
+// through words of its size.
+template <class T>
+  requires(sizeof(T) == 4 || sizeof(T) == 8)
+__device__ __forceinline__ void load_shared(T& v, unsigned a) {
+  if constexpr (sizeof(T) == 4) {
+    unsigned w;
+    asm volatile("ld.volatile.shared.u32 %0, [%1];\n" : "=r"(w) : "r"(a) : "memory");
+    __builtin_memcpy(&v, &w, sizeof v);
+  } else {
+    unsigned long long w;
+    asm volatile("ld.volatile.shared.u64 %0, [%1];\n" : "=l"(w) : "r"(a) : "memory");
+    __builtin_memcpy(&v, &w, sizeof v);
+  }
+}
+template <class T>
+  requires(sizeof(T) == 4 || sizeof(T) == 8)
+__device__ __forceinline__ void load_shared_vector(T (&v)[16 / sizeof(T)], unsigned a) {
+  if constexpr (sizeof(T) == 4) {
+    unsigned w[4];
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "r"(a)
+                 : "memory");
+    __builtin_memcpy(v, w, sizeof w);
+  } else {
+    unsigned long long w[2];
+    asm volatile("ld.volatile.shared.v2.u64 {%0, %1}, [%2];\n" : "=l"(w[0]), "=l"(w[1]) : "r"(a) : "memory");
+    __builtin_memcpy(v, w, sizeof w);
+  }
+}
 #endif
+
+// One 16-byte store of 16 / sizeof(T) elements of 4 or 8 bytes to global memory at p (16-byte
+// aligned), whatever the compiler knows of p (a pointer a cell body gives, which it may not prove
+// aligned, would otherwise be stored element by element).
+template <class T>
+  requires(sizeof(T) == 4 || sizeof(T) == 8)
+__device__ __forceinline__ void store_global_vector(T* p, const T (&v)[16 / sizeof(T)]) {
+  if constexpr (sizeof(T) == 4) {
+    unsigned w[4];
+    __builtin_memcpy(w, v, sizeof w);
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                 : "memory");
+  } else {
+    unsigned long long w[2];
+    __builtin_memcpy(w, v, sizeof w);
+    asm volatile("st.global.v2.u64 [%0], {%1, %2};\n" ::"l"(p), "l"(w[0]), "l"(w[1]) : "memory");
+  }
+}
 
 }  // namespace tessera::kernels::cuda::detail

@@ -1,4 +1,4 @@
-// The device pass of kernels::for_each_cell (cells.hpp) over a 3-D box of cells, in four orders:
+// The device pass of kernels::for_each_cell (cells.hpp) over a 3-D box of cells, in five orders:
 //
 //   planes  one thread per cell, thread blocks of 32 x 4 cells of an (i2, i1) tile, a plane i0 per
 //           grid layer; a box thinner than a warp along axis 2 puts the warp along axis 1 instead.
@@ -23,11 +23,20 @@
 //           R; the tiled ring holds 28 at radius 4), and each thread keeps the 2 R + 1 cells of its
 //           column along axis 0 in registers, named by constants in steps unrolled 2 R + 1 at a
 //           time (no register moves).
+//   rows    for a 2-D TiledCellBody of reach 1 over cells of 4 or 8 bytes (a RowsCellBody) whose
+//           box starts on a 16-byte boundary, sm_90: the ring of rows filled by bulk copies
+//           (agent_stencil.cuh, cell_rows_kernel). Thread blocks of 8 warps march down strips of
+//           2048 4-byte cells, one thread filling a ring of six row slots by cp.async.bulk, each
+//           thread computing two 16-byte vectors of a row from three rows held in registers; whole
+//           16-byte stores where the body says where its rows lie (StoresRows). stencil_2d's cell
+//           of floats runs here (the Jacobi sweep): its separately rounded products and sums leave
+//           the tiled pass issue-bound, and this order spends fewer instructions a cell.
 //
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200, float, % of the copy rate; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a
 // warp wide along axis 2 and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at
-// 90.9%, 9-point 90.6%: 1.07-1.08x the Jacobi sweep's rate) and for a 3-D body that reads at most one
+// 90.9%, 9-point 90.6%: 1.07-1.08x the Jacobi sweep's rate; the rows order 83.2-84.2% for the same
+// functors, 2026-12-02) and for a 3-D body that reads at most one
 // cell away (512^3: the 7-point star at 91.0% against 86.0% in the column order and 68.6%
 // marching, the 27-point box 83.2% against 40.7%); column for a wider 3-D star (512^3 /
 // 1024x1024x512: radius 2 at 81.7 / 85.9% against 66.0 / 66.4% tiled, radius 4 at 74.8 / 81.4%
@@ -39,12 +48,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/cuda/agent_stencil.cuh"
 #include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/device_guard.hpp"
 #include "tessera/kernels/cuda/device_info.cuh"
@@ -689,10 +701,99 @@ bool for_each_cell_column(const Queue& queue, const CellRange& r, const Body& bo
   return true;
 }
 
+// ---- the rows order: the ring of rows filled by bulk copies (cell_rows_kernel, sm_90) ----------------
+
+// A body the rows order takes: 2-D (no reach along axis 0), reach 1 along axes 1 and 2, cells of 4
+// or 8 bytes.
+template <class Body>
+concept RowsCellBody = TiledCellBody<Body> && Body::kReach0 == 0 && Body::kReach1 == 1 && Body::kReach2 == 1 &&
+                       (sizeof(typename Body::tile_type) == 4 || sizeof(typename Body::tile_type) == 8);
+
+// A body that says where it stores a row's cells (store(i0, i1, i2, v) writes store_row(i0, i1)[i2]):
+// the rows order then stores whole 16-byte vectors where the rows keep 16-byte boundaries.
+template <class Body>
+concept StoresRows = requires(const Body& b, index_t i) {
+  { b.store_row(i, i) } -> std::convertible_to<typename Body::value_type*>;
+};
+
+// Whether the rows kernel may store whole vectors of a body's results: it says where its rows lie,
+// and its results are its cells' size.
+template <class Body>
+inline constexpr bool kRowsVectorStores = StoresRows<Body> && sizeof(typename Body::value_type) == sizeof(typename Body::tile_type);
+
+template <class Body, class Tuning, class Last, bool kVectorStore>
+inline constexpr auto kCellRowsKernel = &cell_rows_kernel<Body, Tuning, Last, kVectorStore>;
+
+// Whether the rows kernel runs on the current device: its code there was compiled for sm_90 or later
+// (not an sm_80 image, nor PTX of an earlier architecture compiled at load time) and its ring fits
+// in a block's shared memory. Once per device.
+template <class Body, class Tuning = Stencil2dBulkTuning, class Last = NoFrameLast,
+          bool kVectorStore = kRowsVectorStores<Body>>
+bool cell_rows_available() {
+  using T = typename Body::tile_type;
+  constexpr int kMaxDevices = 64;
+  static std::array<std::once_flag, kMaxDevices> once;
+  static std::array<bool, kMaxDevices> available{};
+  const DeviceInfo& info = current_device_info();
+  std::call_once(once[info.ordinal], [&] {
+    cudaFuncAttributes attributes{};
+    TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kCellRowsKernel<Body, Tuning, Last, kVectorStore>));
+    const bool fits = kBulkSharedBytes<T, Tuning> <= static_cast<std::size_t>(info.max_smem_optin);
+    available[info.ordinal] = fits && attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
+  });
+  return available[info.ordinal];
+}
+
+// The tiles and grid of the rows kernel: one wave, every thread block resident at once (the
+// frame-last sweep's blocks wait for flags only other devices set, never for each other). Lifts the
+// kernel's dynamic shared memory limit first (allow_dynamic_smem says why at every call).
+template <class Body, class Tuning, class Last, bool kVectorStore>
+Stencil2dShape cell_rows_shape(index_t rows, index_t cols, unsigned* grid) {
+  using T = typename Body::tile_type;
+  constexpr auto kernel = kCellRowsKernel<Body, Tuning, Last, kVectorStore>;
+  constexpr int kThreads = Tuning::kWarps * kWarpThreads;
+  allow_dynamic_smem(kernel, kBulkSharedBytes<T, Tuning>);
+  const index_t resident =
+      static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kernel>(kThreads, kBulkSharedBytes<T, Tuning>);
+  const Stencil2dShape shape = stencil_2d_shape<T, true, Tuning>(rows, cols, 0, resident);
+  *grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
+  return shape;
+}
+
+// The rows order for a RowsCellBody, with `last` run after the tiles (NoFrameLast, or
+// FrameLastSweep). False (nothing launched) where the kernel does not run on this device or the box's
+// tile cells do not start on a 16-byte boundary with rows keeping it (a Field's owned cells do).
+template <class Body, class Tuning = Stencil2dBulkTuning, class Last = NoFrameLast>
+bool for_each_cell_rows(const Queue& queue, const CellRange& r, const Body& body, const Last& last = {}) {
+  static_assert(RowsCellBody<Body>, "for_each_cell_rows: a 2-D body of reach 1 over cells of 4 or 8 bytes");
+  using T = typename Body::tile_type;
+  using V = typename Body::value_type;
+  if (r.n0 != 1) return false;
+  const auto on_boundary = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const T* first = body.tile_origin() + r.begin0 * body.tile_stride0() + r.begin1 * body.tile_stride1() + r.begin2;
+  if (!on_boundary(first) || body.tile_stride1() * index_t(sizeof(T)) % 16 != 0) return false;
+  const auto launch = [&]<bool kVectorStore>() {
+    if (!cell_rows_available<Body, Tuning, Last, kVectorStore>()) return false;
+    constexpr auto kernel = kCellRowsKernel<Body, Tuning, Last, kVectorStore>;
+    unsigned grid = 0;
+    const Stencil2dShape shape = cell_rows_shape<Body, Tuning, Last, kVectorStore>(r.n1, r.n2, &grid);
+    kernel<<<grid, Tuning::kWarps * kWarpThreads, kBulkSharedBytes<T, Tuning>, to_cuda(queue.stream)>>>(
+        first, r.begin0, r.begin1, r.begin2, shape, body, last);
+    TESSERA_CUDA_CHECK_LAUNCH();
+    return true;
+  };
+  if constexpr (kRowsVectorStores<Body>) {
+    const V* row = body.store_row(r.begin0, r.begin1);
+    if (on_boundary(row + r.begin2) && (body.store_row(r.begin0, r.begin1 + 1) - row) * index_t(sizeof(V)) % 16 == 0)
+      return launch.template operator()<true>();
+  }
+  return launch.template operator()<false>();
+}
+
 }  // namespace detail
 
 // How the device pass walks a box (the header's comment): `automatic` picks.
-enum class CellOrder { automatic, planes, march, tiled, column };
+enum class CellOrder { automatic, planes, march, tiled, column, rows };
 
 template <class Body>
 void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t (&end)[3], Body body,
@@ -711,6 +812,13 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
     const bool deep = (Body::kReach0 == 0 ? r.n1 : r.n0) >= detail::kDeepPlanes;
     if (order == CellOrder::automatic && wide && deep)
       order = Body::kReach0 == 0 || kNear ? CellOrder::tiled : ColumnCellBody<Body> ? CellOrder::column : CellOrder::march;
+    if constexpr (detail::RowsCellBody<Body>) {
+      if (order == CellOrder::rows) {
+        if (detail::for_each_cell_rows(queue, r, body)) return;
+        order = CellOrder::tiled;
+      }
+    }
+    if (order == CellOrder::rows) order = CellOrder::tiled;
     if constexpr (ColumnCellBody<Body>) {
       if (order == CellOrder::column) {
         if (detail::for_each_cell_column(queue, r, body)) return;
@@ -722,7 +830,7 @@ void for_each_cell(const Queue& queue, const index_t (&begin)[3], const index_t 
       order = CellOrder::march;
     }
   }
-  if (order == CellOrder::column) order = CellOrder::march;
+  if (order == CellOrder::column || order == CellOrder::rows) order = CellOrder::march;
   const index_t tiles_x = detail::ceil_div<index_t>(r.n2, detail::kMarchTileX);
   const index_t tiles_y = detail::ceil_div<index_t>(r.n1, detail::kMarchTileY);
   if (order == CellOrder::march && tiles_x <= 0x7fffffff && tiles_y <= 65535) {

@@ -16,9 +16,11 @@
 //                from memory once per segment; the neighbours in x come from the next lanes by
 //                shuffles (the two lanes at a warp's edges load one element each). Rows are loaded
 //                kPrefetchRows ahead of the one computed. Aligned regions on sm_90 take the same
-//                march with the rows in a ring of shared-memory slots instead: one thread of a block
-//                fills each slot with a bulk copy of the block's strip of the row and its halo, so
-//                kDepth rows per block are in flight at no register cost. The strips of columns are
+//                march with the rows in a ring of shared-memory slots instead, the rows order of
+//                the cell passes (device_cells.cuh, for_each_cell_rows) with the cell
+//                StencilSweepCell: one thread of a block fills each slot with a bulk copy of the
+//                block's strip of the row and its halo, so kDepth rows per block are in flight at
+//                no register cost. The strips of columns are
 //                cut into segments of near-equal length that make one wave of the resident thread
 //                blocks, walked in row-major order, so that the blocks resident at one time share
 //                the rows at their segments' edges through L2.
@@ -72,6 +74,7 @@ struct StencilSweepCell {
   using tile_type = T;
   using value_type = T;
   static constexpr int kReach0 = 0, kReach1 = 1, kReach2 = 1;
+  static constexpr bool kReadsCorners = kNine;
   const T* in;
   index_t in_ld;
   T* out;
@@ -84,6 +87,7 @@ struct StencilSweepCell {
     return stencil_point<T, kNine>(w, c[0], c[-s1], c[s1], c[-1], c[1], c[-s1 - 1], c[-s1 + 1], c[s1 - 1], c[s1 + 1]);
   }
   __device__ void store(index_t, index_t i1, index_t i2, const T& v) const { out[i1 * out_ld + i2] = v; }
+  __host__ __device__ T* store_row(index_t, index_t i1) const { return out + i1 * out_ld; }
 };
 
 // The same cell with the residual folded in (FoldingCellBody): max |new - old| as change bits,
@@ -161,87 +165,41 @@ void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_
                                      frame_packs(copies, out_ld));
 }
 
-// Whether the bulk kernel runs on the current device: its code there was compiled for sm_90 or
-// later (not an sm_80 image, nor PTX of an earlier architecture compiled at load time). Once per
-// device.
+// The bulk kernel: stencil_2d's sweep of an aligned region (in and out on 16-byte boundaries at
+// column 0, rows keeping them) in the rows order of the cell passes (for_each_cell_rows: the ring of
+// rows filled by bulk copies, sm_90), cell_rows_kernel's instance for the cell StencilSweepCell
+// (StencilSweepChangeCell with the residual), the frame-last sweep after its tiles where kFrameLast.
+template <class T, bool kNine, class Tuning, bool kFrameLast = false>
+using BulkLast = std::conditional_t<kFrameLast, FrameLastSweep<T, kNine>, NoFrameLast>;
+
+// Whether the bulk kernel runs on the current device (cell_rows_available).
 template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 bool bulk_sweep_available() {
-  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
-  constexpr int kMaxDevices = 64;
-  static std::array<std::once_flag, kMaxDevices> once;
-  static std::array<bool, kMaxDevices> available{};
-  const DeviceInfo& info = current_device_info();
-  std::call_once(once[info.ordinal], [&] {
-    cudaFuncAttributes attributes{};
-    TESSERA_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-    const bool fits = kBulkSharedBytes<T, Tuning> <= static_cast<std::size_t>(info.max_smem_optin);
-    available[info.ordinal] = fits && attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
-  });
-  return available[info.ordinal];
+  return cell_rows_available<StencilSweepCell<T, kNine>, Tuning, BulkLast<T, kNine, Tuning, kFrameLast>>();
 }
 
-// Lifts the bulk kernel's dynamic shared memory limit. Set at every occupancy query (bulk_shape,
-// which every launch makes first; frame_fits_beside_interior), as histogram_opt_in is: the same
-// kernel template instance may live in more than one loaded module (the library and a program that
-// instantiates it too), the statics of a function that would set it once are one for the process,
-// and the attribute belongs to the module the call reaches.
-template <class T, bool kNine, class Tuning, bool kFrameLast = false>
-void bulk_opt_in() {
-  TESSERA_CUDA_CHECK(cudaFuncSetAttribute(stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(kBulkSharedBytes<T, Tuning>)));
+// stencil_2d by the rows order with `after` run after the tiles; false, and nothing queued, where
+// for_each_cell_rows does not take the region.
+template <class T, bool kNine, class Tuning = Stencil2dBulkTuning, class Last = NoFrameLast>
+bool stencil_2d_rows(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
+                     const StencilWeights<T>& w, T* max_change, const Last& after = {}) {
+  const CellRange r{0, 0, 0, 1, rows, cols};
+  const StencilSweepCell<T, kNine> cell{in, in_ld, out, out_ld, w};
+  if (max_change == nullptr) return for_each_cell_rows<StencilSweepCell<T, kNine>, Tuning>(queue, r, cell, after);
+  return for_each_cell_rows<StencilSweepChangeCell<T, kNine>, Tuning>(queue, r, {cell, max_change}, after);
 }
 
-// Tiles of a strip of columns (kWarps warp-wide strips per thread block) by a segment of rows. Each
-// strip is cut into floor(resident / tiles_x) segments of near-equal length (at least one), so that
-// the tiles make one wave of the resident thread blocks: each block walks its strip down once, the
-// rows at a segment's start are loaded (and waited for) once per block, and no block runs a second,
-// short tile after the others have finished. Narrow regions (a block's edge strips) get short
-// segments, down to kMinSegmentRows, and so still fill the device: a segment is a chain of
-// dependent row loads.
-template <class T, bool kVector, class Tuning>
-Stencil2dShape stencil_2d_shape(index_t rows, index_t cols, index_t shift, index_t resident) {
-  Stencil2dShape shape;
-  shape.rows = rows;
-  shape.cols = cols;
-  shape.shift = shift;
-  shape.chunks_per_row = ceil_div<index_t>(cols + shift, kSliceItems<T, kVector, Tuning>);
-  shape.tiles_x = ceil_div<index_t>(shape.chunks_per_row, index_t(Tuning::kWarps) * kWarpThreads);
-  const index_t one_wave = std::max<index_t>(1, resident / shape.tiles_x);
-  const index_t shortest = std::max<index_t>(1, rows / Tuning::kMinSegmentRows);
-  shape.segments = std::max(std::min(one_wave, shortest),
-                            ceil_div<index_t>(rows, index_t(1) << 30));  // a thread counts its rows in 32 bits
-  shape.tiles = shape.tiles_x * shape.segments;
-  return shape;
-}
-
-// The bulk kernel's tiles and grid: one wave, every thread block resident at once (the frame-last
-// sweep's blocks wait for flags only other devices set, never for each other).
-template <class T, bool kNine, class Tuning, bool kFrameLast = false>
-Stencil2dShape bulk_shape(index_t rows, index_t cols, unsigned* grid) {
-  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
-  constexpr int kThreads = Tuning::kWarps * kWarpThreads;
-  bulk_opt_in<T, kNine, Tuning, kFrameLast>();
-  const index_t resident =
-      static_cast<index_t>(current_device_info().sm_count) * blocks_per_sm<kernel>(kThreads, kBulkSharedBytes<T, Tuning>);
-  const Stencil2dShape shape = stencil_2d_shape<T, true, Tuning>(rows, cols, 0, resident);
-  *grid = static_cast<unsigned>(std::min<index_t>(shape.tiles, resident));
-  return shape;
-}
-
-// The bulk kernel on an aligned region (in and out on 16-byte boundaries at column 0, rows keeping
-// them); the caller has checked bulk_sweep_available.
+// The bulk kernel on an aligned region (benchmarks and tests name it); the caller has checked
+// bulk_sweep_available.
 template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 void launch_stencil_2d_bulk(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                             const StencilWeights<T>& w, T* max_change, StreamHandle stream,
                             const std::conditional_t<kFrameLast, FrameLast<T>, NoFrameLast>& last = {}) {
-  constexpr auto kernel = stencil_2d_bulk_kernel<T, kNine, Tuning, kFrameLast>;
-  constexpr int kThreads = Tuning::kWarps * kWarpThreads;
-  constexpr std::size_t kShared = kBulkSharedBytes<T, Tuning>;
-  unsigned grid = 0;
-  const Stencil2dShape shape = bulk_shape<T, kNine, Tuning, kFrameLast>(rows, cols, &grid);
-  kernel<<<grid, kThreads, kShared, to_cuda(stream)>>>(in, in_ld, out, out_ld, shape, w, max_change, last);
-  TESSERA_CUDA_CHECK_LAUNCH();
+  const Queue queue{Backend::cuda, current_device_info().ordinal, stream};
+  BulkLast<T, kNine, Tuning, kFrameLast> after{};
+  if constexpr (kFrameLast) after = {last, w};
+  if (!stencil_2d_rows<T, kNine, Tuning>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change, after))
+    throw UsageError("stencil_2d: the ring of rows does not take this region (off 16-byte boundaries, or not sm_90)");
 }
 
 template <class T, class Tuning = Stencil2dTuning>
@@ -280,15 +238,13 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
       return;
   }
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    // The ring of rows filled by bulk copies: aligned regions on sm_90, 5- and 9-point sweeps (the
-    // 9-point sweep of doubles with a looser register bound: kMinBlocksPerSmNineDouble).
-    using Bulk = Stencil2dBulkTuning;
-    if (vector && in_shift == 0) {
-      if (!nine && bulk_sweep_available<T, false, Bulk>())
-        return launch_stencil_2d_bulk<T, false, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
-      if (nine && bulk_sweep_available<T, true, Bulk>())
-        return launch_stencil_2d_bulk<T, true, Bulk>(in, in_ld, out, out_ld, rows, cols, w, max_change, stream);
-    }
+    // The rows order of the cell passes (the ring of rows filled by bulk copies): aligned regions on
+    // sm_90, 5- and 9-point sweeps (the 9-point sweep of doubles with a looser register bound:
+    // kMinBlocksPerSmNineDouble).
+    if (vector && in_shift == 0 &&
+        (nine ? stencil_2d_rows<T, true>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change)
+              : stencil_2d_rows<T, false>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change)))
+      return;
   }
   if (nine && vector) launch.template operator()<stencil_2d_kernel<T, true, true, Tuning>, true>();
   else if (nine) launch.template operator()<stencil_2d_kernel<T, true, false, Tuning>, false>();
@@ -298,13 +254,15 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
 
 // Whether a thread block of the frame launched on its own (the cells kernel) fits on an SM beside as
 // many blocks of the interior's bulk sweep as the SM holds: registers (allocated 8 to a thread)
-// and threads (it takes no shared memory). Once per device; true where the bulk sweep is not
-// available (the interior's other sweeps leave room).
-template <class T, bool kNine, class Tuning = Stencil2dTuning>
+// and threads (it takes no shared memory). kChange: the sweeps with the residual (each a kernel of
+// its own registers). Once per device; true where the bulk sweep is not available (the interior's
+// other sweeps leave room).
+template <class T, bool kNine, bool kChange, class Tuning = Stencil2dTuning>
 bool frame_fits_beside_interior() {
-  if (!bulk_sweep_available<T, kNine, Stencil2dBulkTuning>()) return true;
   using Bulk = Stencil2dBulkTuning;
-  constexpr auto bulk = stencil_2d_bulk_kernel<T, kNine, Bulk>;
+  using Interior = std::conditional_t<kChange, StencilSweepChangeCell<T, kNine>, StencilSweepCell<T, kNine>>;
+  if (!cell_rows_available<Interior, Bulk>()) return true;
+  constexpr auto bulk = kCellRowsKernel<Interior, Bulk, NoFrameLast, true>;
   constexpr auto cells = stencil_2d_cells_kernel<T, kNine, Tuning>;
   constexpr int kBulkThreads = Bulk::kWarps * kWarpThreads;
   constexpr int kMaxDevices = 64;
@@ -318,7 +276,7 @@ bool frame_fits_beside_interior() {
     int registers = 0, threads = 0;
     TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, info.ordinal));
     TESSERA_CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, info.ordinal));
-    bulk_opt_in<T, kNine, Bulk>();
+    allow_dynamic_smem(bulk, kBulkSharedBytes<T, Bulk>);
     const int blocks = blocks_per_sm<bulk>(kBulkThreads, kBulkSharedBytes<T, Bulk>);
     auto block_registers = [](int per_thread, int block_threads) { return (per_thread + 7) / 8 * 8 * block_threads; };
     fits[info.ordinal] =
@@ -343,8 +301,11 @@ bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, i
   if constexpr (sizeof(T) != 4 && sizeof(T) != 8) {
     return false;
   } else {
-    const bool beside = w.shape == StencilShape::nine_point ? frame_fits_beside_interior<T, true, Tuning>()
-                                                            : frame_fits_beside_interior<T, false, Tuning>();
+    const bool nine = w.shape == StencilShape::nine_point, change = max_change != nullptr;
+    const bool beside = nine ? (change ? frame_fits_beside_interior<T, true, true, Tuning>()
+                                       : frame_fits_beside_interior<T, true, false, Tuning>())
+                             : (change ? frame_fits_beside_interior<T, false, true, Tuning>()
+                                       : frame_fits_beside_interior<T, false, false, Tuning>());
     if (beside) return false;
     const index_t interior_rows = rows - frame.top - frame.bottom, interior_cols = cols - frame.left - frame.right;
     if (interior_rows <= 0 || interior_cols <= Tuning::kNarrowCols) return false;
@@ -375,15 +336,21 @@ bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, i
     last.share = kFrameFlagStep / static_cast<std::uint64_t>(last.chunks);
     last.first_share = kFrameFlagStep - last.share * static_cast<std::uint64_t>(last.chunks - 1);
     auto launch = [&]<bool kNine>() {
-      if (!bulk_sweep_available<T, kNine, Bulk, true>()) return false;
+      using Last = FrameLastSweep<T, kNine>;
+      const Queue queue{Backend::cuda, current_device_info().ordinal, stream};
       // The frame's cells lengthen the launch by the blocks that take them; a quarter of the
       // blocks at most, else a frame launched on its own fills the interior's spread better.
-      unsigned grid = 0;
-      bulk_shape<T, kNine, Bulk, true>(interior_rows, interior_cols, &grid);
-      if (last.chunks > static_cast<index_t>(grid) / 4) return false;
-      launch_stencil_2d_bulk<T, kNine, Bulk, true>(interior_in, in_ld, interior_out, out_ld, interior_rows,
-                                                   interior_cols, w, max_change, stream, last);
-      return true;
+      auto grid_takes_frame = [&]<class Body>() {
+        if (!cell_rows_available<Body, Bulk, Last>()) return false;
+        unsigned grid = 0;
+        cell_rows_shape<Body, Bulk, Last, true>(interior_rows, interior_cols, &grid);
+        return last.chunks <= static_cast<index_t>(grid) / 4;
+      };
+      if (max_change == nullptr ? !grid_takes_frame.template operator()<StencilSweepCell<T, kNine>>()
+                                : !grid_takes_frame.template operator()<StencilSweepChangeCell<T, kNine>>())
+        return false;
+      return stencil_2d_rows<T, kNine, Bulk>(queue, interior_in, in_ld, interior_out, out_ld, interior_rows,
+                                             interior_cols, w, max_change, Last{last, w});
     };
     return w.shape == StencilShape::nine_point ? launch.template operator()<true>() : launch.template operator()<false>();
   }

@@ -246,7 +246,8 @@ __host__ __device__ Out plane_of(const In& c, const In& n, const In& s, const In
 }
 
 // kRowStores: the body says where its rows lie (store_row), so the rows order may store whole
-// 16-byte vectors.
+// 16-byte vectors. Its results go to rows of their own stride (o1), and every call of value() for a
+// cell outside the box [b1, e1) x [b2, e2) is counted.
 template <class In, class Out, bool kBox, bool kRowStores>
 struct PlaneBody {
   using tile_type = In;
@@ -257,36 +258,47 @@ struct PlaneBody {
   const In* in;
   Out* out;
   const float* coefficient;
-  index_t s1;
+  index_t s1, o1;
+  index_t b1, b2, e1, e2;
+  unsigned* outside;
   __host__ __device__ const In* tile_origin() const { return in; }
   __host__ __device__ index_t tile_stride0() const { return 0; }
   __host__ __device__ index_t tile_stride1() const { return s1; }
   __host__ __device__ Out value(const In* c, index_t, index_t t1, index_t, index_t i1, index_t i2) const {
+    if (i1 < b1 || i1 >= e1 || i2 < b2 || i2 >= e2) {
+#if defined(__CUDA_ARCH__)
+      atomicAdd(outside, 1u);
+#else
+      ++*outside;
+#endif
+    }
     return plane_of<In, Out, kBox>(c[0], c[-t1], c[t1], c[-1], c[1], c[-t1 - 1], c[-t1 + 1], c[t1 - 1], c[t1 + 1],
                                    coefficient[i1 * s1 + i2], i1, i2);
   }
   __host__ __device__ void operator()(index_t i0, index_t i1, index_t i2) const {
     store(i0, i1, i2, value(in + i1 * s1 + i2, 0, s1, i0, i1, i2));
   }
-  __host__ __device__ void store(index_t, index_t i1, index_t i2, const Out& v) const { out[i1 * s1 + i2] = v; }
+  __host__ __device__ void store(index_t, index_t i1, index_t i2, const Out& v) const { out[i1 * o1 + i2] = v; }
   __host__ __device__ Out* store_row(index_t, index_t i1) const
     requires kRowStores
   {
-    return out + i1 * s1;
+    return out + i1 * o1;
   }
 };
 
-// The box rows x cols at (b1, b2) of an array of rows of s1 cells (a 16-byte piece past the reach);
-// every order against the host's loop, the rows order launched directly where the box's first cell
-// lies on a 16-byte boundary.
+// The box rows x cols at (b1, b2) of an array of rows of s1 cells (a 16-byte piece past the reach),
+// the results in rows of another stride, `out_shift` cells past a 16-byte boundary (1: the rows
+// order stores cell by cell); every order against the host's loop, the rows order launched directly
+// where the box's first input cell lies on a 16-byte boundary.
 template <class In, class Out, bool kBox, bool kRowStores>
-void check_plane(index_t b1, index_t b2, index_t rows, index_t cols) {
+void check_plane(index_t b1, index_t b2, index_t rows, index_t cols, index_t out_shift) {
   using Body = PlaneBody<In, Out, kBox, kRowStores>;
   static_assert(kc::detail::RowsCellBody<Body>, "the test's body takes the rows order");
   static_assert(kc::detail::StoresRows<Body> == kRowStores);
-  constexpr index_t kPiece = 16 / sizeof(In) > 0 ? 16 / sizeof(In) : 1;
+  constexpr index_t kPiece = 16 / sizeof(In), kOutPiece = 16 / sizeof(Out) > 0 ? 16 / sizeof(Out) : 1;
   const index_t s1 = (b2 + cols + 1 + kPiece + kPiece - 1) / kPiece * kPiece;  // a multiple of 16 bytes
-  const index_t size = (b1 + rows + 1) * s1;
+  const index_t o1 = (b2 + cols + 3 * kOutPiece) / kOutPiece * kOutPiece;      // another
+  const index_t size = (b1 + rows + 1) * s1, out_size = (b1 + rows + 1) * o1;
   std::vector<In> input(static_cast<std::size_t>(size));
   std::vector<float> coefficient(static_cast<std::size_t>(size));
   std::uint64_t h = test_seed() * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rows * 7 + cols);
@@ -301,24 +313,27 @@ void check_plane(index_t b1, index_t b2, index_t rows, index_t cols) {
     else x = static_cast<In>(next() % 16);
   }
   for (float& k : coefficient) k = static_cast<float>(next() % 4);
-  std::vector<Out> want(static_cast<std::size_t>(size));
+  std::vector<Out> want(static_cast<std::size_t>(out_size));
   std::memset(want.data(), DeviceArray<Out>::poison_byte(), sizeof(Out) * want.size());
-  const Body host{input.data(), want.data(), coefficient.data(), s1};
+  unsigned host_outside = 0;
+  const Body host{input.data(), want.data(), coefficient.data(), s1, o1, b1, b2, b1 + rows, b2 + cols, &host_outside};
   for (index_t i1 = b1; i1 < b1 + rows; ++i1)
     for (index_t i2 = b2; i2 < b2 + cols; ++i2) host(0, i1, i2);
 
   DeviceArray<In> in(size);
-  DeviceArray<Out> out(size);
+  DeviceArray<Out> out(out_size, out_shift);
   DeviceArray<float> k(size);
+  DeviceArray<unsigned> outside(1);
   in.upload(input);
   k.upload(coefficient);
-  const Body body{in.data(), out.data(), k.data(), s1};
+  const Body body{in.data(), out.data(), k.data(), s1, o1, b1, b2, b1 + rows, b2 + cols, outside.data()};
   const index_t begin[3] = {0, b1, b2}, end[3] = {1, b1 + rows, b2 + cols};
   const kc::detail::CellRange range{0, b1, b2, 1, rows, cols};
   const bool aligned = reinterpret_cast<std::uintptr_t>(in.data() + b1 * s1 + b2) % 16 == 0;
   const bool ring = kc::detail::cell_rows_available<Body>();
   for (int how = 0; how < 4; ++how) {
     out.poison();
+    outside.upload({0u});
     const char* name = how == 0 ? "rows (direct)" : how == 1 ? "rows" : how == 2 ? "tiled" : "automatic";
     if (how == 0) {
       const bool launched = kc::detail::for_each_cell_rows(cuda_queue(), range, body);
@@ -331,17 +346,20 @@ void check_plane(index_t b1, index_t b2, index_t rows, index_t cols) {
     TESSERA_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(cuda_queue().stream)));
     const std::vector<Out> got = out.download();
     index_t differ = 0, first = -1;
-    for (index_t e = 0; e < size; ++e)
+    for (index_t e = 0; e < out_size; ++e)
       if (!same_bits(got[static_cast<std::size_t>(e)], want[static_cast<std::size_t>(e)])) {
         if (first < 0) first = e;
         ++differ;
       }
-    EXPECT_EQ(differ, 0) << name << ", " << sizeof(In) << "-byte cells into " << sizeof(Out) << "-byte ones, "
-                         << (kBox ? "box" : "star") << (kRowStores ? ", row stores" : ", cell stores") << ", box "
-                         << rows << "x" << cols << " at " << b1 << "," << b2 << ": first differing element " << first
-                         << " (row " << (first >= 0 ? first / s1 : -1) << ", cell " << (first >= 0 ? first % s1 : -1)
-                         << ")";
-    EXPECT_TRUE(out.untouched_outside(size));
+    const std::string what = std::string(name) + ", " + std::to_string(sizeof(In)) + "-byte cells into " +
+                             std::to_string(sizeof(Out)) + "-byte ones, " + (kBox ? "box" : "star") +
+                             (kRowStores ? ", row stores" : ", cell stores") + ", box " + std::to_string(rows) + "x" +
+                             std::to_string(cols) + " at " + std::to_string(b1) + "," + std::to_string(b2) +
+                             ", results " + std::to_string(out_shift) + " past a boundary";
+    EXPECT_EQ(differ, 0) << what << ": first differing element " << first << " (row " << (first >= 0 ? first / o1 : -1)
+                         << ", cell " << (first >= 0 ? first % o1 : -1) << ")";
+    EXPECT_EQ(outside.download()[0], 0u) << what << ": value() called for cells outside the box";
+    EXPECT_TRUE(out.untouched_outside(out_size));
   }
 }
 
@@ -350,14 +368,16 @@ void check_planes() {
   constexpr index_t kPiece = 16 / sizeof(In);
   // Widths about a vector, a warp, a thread block's strip (2048 4-byte or 1024 8-byte cells) and
   // several strips, none a multiple of them but some; rows from one to several segments; the box at
-  // a 16-byte boundary (the rows order) and one cell past it (the tiled order instead).
+  // a 16-byte boundary (the rows order) and one cell past it (the tiled order instead); results on
+  // a boundary and one cell past it.
   const index_t shapes[][2] = {{1, 1}, {2, 3}, {17, 31}, {5, 33}, {33, 127}, {19, 1023}, {41, 2049}, {300, 517}, {7, 4097}};
   for (const auto& n : shapes) {
     if (small_mode() && n[0] * n[1] > 60000) continue;
-    check_plane<In, Out, kBox, kRowStores>(1, kPiece, n[0], n[1]);
-    check_plane<In, Out, kBox, kRowStores>(2, kPiece + 1, n[0], n[1]);
+    check_plane<In, Out, kBox, kRowStores>(1, kPiece, n[0], n[1], 0);
+    check_plane<In, Out, kBox, kRowStores>(1, kPiece, n[0], n[1], 1);
+    check_plane<In, Out, kBox, kRowStores>(2, kPiece + 1, n[0], n[1], 0);
   }
-  if (!small_mode()) check_plane<In, Out, kBox, kRowStores>(1, kPiece, 1031, 4099);
+  if (!small_mode()) check_plane<In, Out, kBox, kRowStores>(1, kPiece, 1031, 4099, 0);
 }
 
 TEST(CellOrdersGpu, PlanesOfReachOneMatchTheHostInTheRowsOrder) {

@@ -321,6 +321,15 @@ constexpr bool rows_body_reads_corners() {
   if constexpr (requires { Body::kReadsCorners; }) return Body::kReadsCorners;
   else return true;
 }
+// Whether a 2-D cell body's value() may run for the cells just past the box's east edge, on
+// whatever the ring holds there, its result unused (a body that reads only the tile and whose
+// arithmetic cannot fault, as stencil_2d's cell): the rows order then computes every cell of a
+// vector without a test. Bodies that do not say are not.
+template <class Body>
+constexpr bool rows_body_values_anywhere() {
+  if constexpr (requires { Body::kValueAnywhere; }) return Body::kValueAnywhere;
+  else return false;
+}
 template <class Body, class Tuning>
 inline constexpr int kRowsMinBlocks = sizeof(typename Body::tile_type) == 8 && rows_body_reads_corners<Body>()
                                           ? Tuning::kMinBlocksPerSmNineDouble
@@ -352,9 +361,11 @@ struct RowsFold<Body, std::void_t<typename Body::fold_type>> {
 // A barrier per row frees the slot just read, which thread 0 refills kDepth rows ahead (after a
 // proxy fence: the reads were the generic proxy's, the copy is the async proxy's). The slot reads
 // are volatile, so that the compiler never reads a slot again after the barrier in place of keeping
-// the values. kVectorStore: the body's store_row(i0, i1) (where store(i0, i1, i2, v) writes [i2])
-// takes whole 16-byte vectors of value_type, of the size of tile_type, on the tile's boundaries;
-// else each cell goes through store(). A FoldingCellBody folds its cells as in the tiled order.
+// the values. value() runs for the cells of the box only (unless the body's kValueAnywhere says it
+// may run past the east edge). kVectorStore: the body's store_row(i0,
+// i1) (where store(i0, i1, i2, v) writes [i2], rows evenly spaced) takes whole 16-byte vectors of
+// value_type, of the size of tile_type, on the tile's boundaries; else each cell goes through
+// store(). A FoldingCellBody folds its cells as in the tiled order.
 // sm_90 only: the dispatch checks the kernel was compiled for it (the body is empty below).
 template <class Body, class Tuning, class Last, bool kVectorStore>
 __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, kRowsMinBlocks<Body, Tuning>)
@@ -469,11 +480,18 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, kRowsMinBlocks<B
           put(cells[0], north[j]);
           put(cells[1], centre[j]);
           put(cells[2], south[j]);
+          // value() only for cells of the box (past the east edge the body would read, or index
+          // other arrays at, cells outside it, and the slot holds nothing defined there), unless
+          // the body says its value() may run anywhere: fewer registers, no branch.
+          const bool whole = c + kV <= shape.cols;
           V result[kV];
 #pragma unroll
-          for (int e = 0; e < kV; ++e)
-            result[e] = body.value(&cells[1][1 + e], 0, kV + 2, i0, i1, begin2 + c + e);
-          const bool whole = c + kV <= shape.cols;
+          for (int e = 0; e < kV; ++e) {
+            if constexpr (rows_body_values_anywhere<Body>())
+              result[e] = body.value(&cells[1][1 + e], 0, kV + 2, i0, i1, begin2 + c + e);
+            else
+              result[e] = whole || c + e < shape.cols ? body.value(&cells[1][1 + e], 0, kV + 2, i0, i1, begin2 + c + e) : V{};
+          }
           if constexpr (kVectorStore) {
             V* dst = out_row + (tid + j * kThreads) * kV;
             if (whole) {

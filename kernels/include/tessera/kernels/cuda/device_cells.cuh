@@ -23,8 +23,8 @@
 //           R; the tiled ring holds 28 at radius 4), and each thread keeps the 2 R + 1 cells of its
 //           column along axis 0 in registers, named by constants in steps unrolled 2 R + 1 at a
 //           time (no register moves).
-//   rows    for a 2-D TiledCellBody of reach 1 over cells of 4 or 8 bytes (a RowsCellBody) whose
-//           box starts on a 16-byte boundary, sm_90: the ring of rows filled by bulk copies
+//   rows    for a 2-D TiledCellBody of reach 1 over cells of 4 or 8 bytes (a RowsCellBody) on a
+//           box of one plane that starts on a 16-byte boundary, sm_90: the ring of rows filled by bulk copies
 //           (agent_stencil.cuh, cell_rows_kernel). Thread blocks of 8 warps march down strips of
 //           2048 4-byte cells, one thread filling a ring of six row slots by cp.async.bulk, each
 //           thread computing two 16-byte vectors of a row from three rows held in registers; whole
@@ -35,7 +35,7 @@
 // for_each_cell(queue, begin, end, body) picks the order by what bench_stencil_3d measured (an
 // H200, float, % of the copy rate; docs/PERFORMANCE.md): for a TiledCellBody on a box at least a
 // warp wide along axis 2 and 8 rows along axis 1, tiled for a 2-D body (a 16384^2 5-point sweep at
-// 90.9%, 9-point 90.6%: 1.07-1.08x the Jacobi sweep's rate; the rows order 83.2-84.2% for the same
+// 90.9%, 9-point 90.6%: 1.07-1.08x the Jacobi sweep's rate; the rows order 84.0-85.8% for the same
 // functors, 2026-12-02) and for a 3-D body that reads at most one
 // cell away (512^3: the 7-point star at 91.0% against 86.0% in the column order and 68.6%
 // marching, the 27-point box 83.2% against 40.7%); column for a wider 3-D star (512^3 /
@@ -709,8 +709,9 @@ template <class Body>
 concept RowsCellBody = TiledCellBody<Body> && Body::kReach0 == 0 && Body::kReach1 == 1 && Body::kReach2 == 1 &&
                        (sizeof(typename Body::tile_type) == 4 || sizeof(typename Body::tile_type) == 8);
 
-// A body that says where it stores a row's cells (store(i0, i1, i2, v) writes store_row(i0, i1)[i2]):
-// the rows order then stores whole 16-byte vectors where the rows keep 16-byte boundaries.
+// A body that says where it stores a row's cells (store(i0, i1, i2, v) writes store_row(i0, i1)[i2],
+// the rows of a plane evenly spaced: store_row(i0, i1 + 1) - store_row(i0, i1) the same for every
+// i1): the rows order then stores whole 16-byte vectors where the rows keep 16-byte boundaries.
 template <class Body>
 concept StoresRows = requires(const Body& b, index_t i) {
   { b.store_row(i, i) } -> std::convertible_to<typename Body::value_type*>;
@@ -761,8 +762,9 @@ Stencil2dShape cell_rows_shape(index_t rows, index_t cols, unsigned* grid) {
 }
 
 // The rows order for a RowsCellBody, with `last` run after the tiles (NoFrameLast, or
-// FrameLastSweep). False (nothing launched) where the kernel does not run on this device or the box's
-// tile cells do not start on a 16-byte boundary with rows keeping it (a Field's owned cells do).
+// FrameLastSweep). False (nothing launched) where the box has more than one plane, the kernel does
+// not run on this device, or the box's tile cells do not start on a 16-byte boundary with rows
+// keeping it (a Field's owned cells do).
 template <class Body, class Tuning = Stencil2dBulkTuning, class Last = NoFrameLast>
 bool for_each_cell_rows(const Queue& queue, const CellRange& r, const Body& body, const Last& last = {}) {
   static_assert(RowsCellBody<Body>, "for_each_cell_rows: a 2-D body of reach 1 over cells of 4 or 8 bytes");

@@ -75,6 +75,7 @@ struct StencilSweepCell {
   using value_type = T;
   static constexpr int kReach0 = 0, kReach1 = 1, kReach2 = 1;
   static constexpr bool kReadsCorners = kNine;
+  static constexpr bool kValueAnywhere = true;  // the rows order: reads the tile only, rounded arithmetic
   const T* in;
   index_t in_ld;
   T* out;
@@ -165,10 +166,11 @@ void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_
                                      frame_packs(copies, out_ld));
 }
 
-// The bulk kernel: stencil_2d's sweep of an aligned region (in and out on 16-byte boundaries at
+// The bulk kernel is stencil_2d's sweep of an aligned region (in and out on 16-byte boundaries at
 // column 0, rows keeping them) in the rows order of the cell passes (for_each_cell_rows: the ring of
-// rows filled by bulk copies, sm_90), cell_rows_kernel's instance for the cell StencilSweepCell
-// (StencilSweepChangeCell with the residual), the frame-last sweep after its tiles where kFrameLast.
+// rows filled by bulk copies, sm_90): cell_rows_kernel's instance for the cell StencilSweepCell
+// (StencilSweepChangeCell with the residual), with the frame-last sweep after its tiles where
+// kFrameLast (BulkLast: what it runs after them).
 template <class T, bool kNine, class Tuning, bool kFrameLast = false>
 using BulkLast = std::conditional_t<kFrameLast, FrameLastSweep<T, kNine>, NoFrameLast>;
 
@@ -255,7 +257,9 @@ void stencil_2d(const Queue& queue, const T* in, index_t in_ld, T* out, index_t 
 // Whether a thread block of the frame launched on its own (the cells kernel) fits on an SM beside as
 // many blocks of the interior's bulk sweep as the SM holds: registers (allocated 8 to a thread)
 // and threads (it takes no shared memory). kChange: the sweeps with the residual (each a kernel of
-// its own registers). Once per device; true where the bulk sweep is not available (the interior's
+// its own registers). The ring is the interior's sweep for floats; doubles deep enough for the
+// tiled pass sweep their interior there when the frame runs beside it, and are judged against the
+// ring all the same. Once per device; true where the bulk sweep is not available (the interior's
 // other sweeps leave room).
 template <class T, bool kNine, bool kChange, class Tuning = Stencil2dTuning>
 bool frame_fits_beside_interior() {

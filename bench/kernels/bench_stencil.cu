@@ -361,15 +361,13 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     auto library_bulk = [&]<bool kNine>() {
       using Bulk = detail::Stencil2dBulkTuning;
       if constexpr (detail::Stencil2dTiledTuning<T>::kTiled) {
-        if (!detail::bulk_sweep_available<T, kNine, Bulk>()) return;
+        if (!detail::cell_rows_available<detail::StencilSweepCell<T, kNine>, Bulk>()) return;
         variant(std::string(name) + " (bulk ring)", [&] {
-          detail::launch_stencil_2d_bulk<T, kNine, Bulk>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w,
-                                                         nullptr, q.stream);
+          detail::stencil_2d_rows<T, kNine, Bulk>(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, nullptr);
         });
         variant(std::string(name) + " (bulk ring) +residual", [&] {
           TESSERA_CUDA_CHECK(cudaMemsetAsync(change, 0, sizeof(T), stream_of(q)));
-          detail::launch_stencil_2d_bulk<T, kNine, Bulk>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w,
-                                                         change, q.stream);
+          detail::stencil_2d_rows<T, kNine, Bulk>(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, change);
         });
       }
     };
@@ -402,10 +400,9 @@ void bench_sweep(const Queue& q, const Options& o, index_t rows, index_t cols, S
     else tiled_shapes.template operator()<true>();
     // The ring filled by bulk copies at other tunings, where the device runs it.
     auto bulk = [&]<class Tuning>(const std::string& label) {
-      if (!detail::bulk_sweep_available<T, false, Tuning>()) return;
+      if (!detail::cell_rows_available<detail::StencilSweepCell<T, false>, Tuning>()) return;
       variant(std::string(name) + " " + label, [&] {
-        detail::launch_stencil_2d_bulk<T, false, Tuning>(in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, nullptr,
-                                                         q.stream);
+        detail::stencil_2d_rows<T, false, Tuning>(q, in.origin(), in.ld, out.origin(), out.ld, rows, cols, w, nullptr);
       });
     };
     if (shape == StencilShape::five_point) {

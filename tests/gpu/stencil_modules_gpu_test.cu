@@ -1,6 +1,6 @@
 // The library's stencil kernels instantiated in this program as well: the same kernel template
 // instance then lives in two loaded modules (libtessera_kernels and this binary), while the host
-// functions that guard it (bulk_sweep_available, for_each_cell_tiled) keep their statics once for
+// functions that guard it (cell_rows_available, for_each_cell_tiled) keep their statics once for
 // the process. Each launch must lift the shared memory limit of the module it reaches, whichever
 // module's call came first; both modules' sweeps are checked bitwise against the cpu backend.
 #include <gtest/gtest.h>
@@ -78,17 +78,19 @@ TEST(StencilModules, TheRingOfRowsLaunchesFromTheLibraryAndFromTheProgram) {
   Region<T> region(300, 517, test_seed());
   const StencilWeights<T> w = StencilWeights<T>::jacobi5();
   const std::vector<T> want = region.want(w);
-  const bool ring = detail::bulk_sweep_available<T, false, Bulk>();  // this module's call first
+  using Cell = detail::StencilSweepCell<T, false>;
+  const bool ring = detail::cell_rows_available<Cell, Bulk>();  // this module's call first
   region.clear();
   kernels::stencil_2d(cuda_queue(), region.in + region.origin(), region.ld, region.out + region.origin(), region.ld,
                       region.rows, region.cols, w);
   EXPECT_TRUE(same_bits(region.got(), want)) << "the library's sweep";
   if (!ring) GTEST_SKIP() << "the ring of rows does not run on this device (sm_90 and later)";
   region.clear();
-  ASSERT_TRUE((detail::bulk_sweep_available<T, false, Bulk>()));
-  detail::launch_stencil_2d_bulk<T, false, Bulk>(region.in + region.origin(), region.ld, region.out + region.origin(),
-                                                 region.ld, region.rows, region.cols, w, nullptr,
-                                                 cuda_queue().stream);
+  ASSERT_TRUE((detail::cell_rows_available<Cell, Bulk>()));
+  ASSERT_TRUE((detail::stencil_2d_rows<T, false, Bulk>(cuda_queue(), region.in + region.origin(), region.ld,
+                                                       region.out + region.origin(), region.ld, region.rows,
+                                                       region.cols, w, nullptr)))
+      << "the ring of rows took the region";
   EXPECT_TRUE(same_bits(region.got(), want)) << "this program's launch of the ring";
 }
 

@@ -10,6 +10,7 @@
 #include "tessera/kernels/config.hpp"
 #include "tessera/kernels/cuda/async_copy.cuh"
 #include "tessera/kernels/cuda/block_stencil.cuh"
+#include "tessera/kernels/cuda/cell_body.cuh"
 #include "tessera/kernels/cuda/tuning/stencil.cuh"
 #include "tessera/kernels/cuda/vector_io.cuh"
 #include "tessera/kernels/cuda/warp.cuh"
@@ -244,8 +245,10 @@ struct FrameLast {
   FrameFlags flags;
 };
 // What the rows order (cell_rows_kernel) runs after its tiles: nothing, or the frame-last sweep
-// (FrameLastSweep).
-struct NoFrameLast {};
+// (FrameLastSweep). takes(grid): whether a launch of that many thread blocks may run it.
+struct NoFrameLast {
+  bool takes(unsigned) const { return true; }
+};
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
@@ -290,6 +293,10 @@ template <class T, bool kNine>
 struct FrameLastSweep {
   FrameLast<T> frame;
   StencilWeights<T> w;
+  // Whether a launch of `grid` thread blocks takes the frame: its cells lengthen the launch by the
+  // blocks that sweep them, a quarter of the blocks at most (else a frame launched on its own fills
+  // the interior's spread better).
+  bool takes(unsigned grid) const { return frame.chunks <= static_cast<index_t>(grid) / 4; }
   template <int kThreads, class Fold>
   __device__ __forceinline__ void sweep([[maybe_unused]] Fold& folded) const {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -335,15 +342,6 @@ inline constexpr int kRowsMinBlocks = sizeof(typename Body::tile_type) == 8 && r
                                           ? Tuning::kMinBlocksPerSmNineDouble
                                           : Tuning::kMinBlocksPerSm;
 
-// A body's fold_type, or int for a body that folds nothing.
-template <class Body, class = void>
-struct RowsFold {
-  using type = int;
-};
-template <class Body>
-struct RowsFold<Body, std::void_t<typename Body::fold_type>> {
-  using type = typename Body::fold_type;
-};
 
 // The rows order of the cell passes (device_cells.cuh, for_each_cell): a 2-D cell body of reach 1
 // along both axes (TiledCellBody: value() reads the tile array through a pointer to the cell and a
@@ -374,10 +372,10 @@ __global__ void __launch_bounds__(Tuning::kWarps* kWarpThreads, kRowsMinBlocks<B
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using T = typename Body::tile_type;
   using V = typename Body::value_type;
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "single elements are copied by cp.async of 4 or 8 bytes");
   static_assert(!kVectorStore || sizeof(V) == sizeof(T), "whole vectors of results where they are the cells' size");
-  constexpr bool kFold = requires { typename Body::fold_type; };
-  using Fold = typename RowsFold<Body>::type;
+  static_assert(RowsCellBody<Body>, "the rows order: a 2-D cell body of reach 1 over cells of 4 or 8 bytes");
+  constexpr bool kFold = FoldingCellBody<Body>;
+  using Fold = typename FoldOf<Body>::type;
   constexpr int kV = Vector<T>::kItems;
   constexpr int kThreads = Tuning::kWarps * kWarpThreads;
   constexpr int kLaneVectors = Tuning::kVectorsPerLane;

@@ -166,22 +166,11 @@ void stencil_2d_frame(const T* in, index_t in_ld, T* out, index_t out_ld, index_
                                      frame_packs(copies, out_ld));
 }
 
-// The bulk kernel is stencil_2d's sweep of an aligned region (in and out on 16-byte boundaries at
-// column 0, rows keeping them) in the rows order of the cell passes (for_each_cell_rows: the ring of
-// rows filled by bulk copies, sm_90): cell_rows_kernel's instance for the cell StencilSweepCell
-// (StencilSweepChangeCell with the residual), with the frame-last sweep after its tiles where
-// kFrameLast (BulkLast: what it runs after them).
-template <class T, bool kNine, class Tuning, bool kFrameLast = false>
-using BulkLast = std::conditional_t<kFrameLast, FrameLastSweep<T, kNine>, NoFrameLast>;
-
-// Whether the bulk kernel runs on the current device (cell_rows_available).
-template <class T, bool kNine, class Tuning, bool kFrameLast = false>
-bool bulk_sweep_available() {
-  return cell_rows_available<StencilSweepCell<T, kNine>, Tuning, BulkLast<T, kNine, Tuning, kFrameLast>>();
-}
-
-// stencil_2d by the rows order with `after` run after the tiles; false, and nothing queued, where
-// for_each_cell_rows does not take the region.
+// stencil_2d's sweep of an aligned region (in and out on 16-byte boundaries at column 0, rows
+// keeping them) in the rows order of the cell passes (for_each_cell_rows: the ring of rows filled
+// by bulk copies, sm_90; "the bulk kernel" below), cell_rows_kernel's instance for the cell
+// StencilSweepCell (StencilSweepChangeCell with the residual), with `after` run after the tiles
+// (the frame-last sweep); false, and nothing queued, where for_each_cell_rows does not take it.
 template <class T, bool kNine, class Tuning = Stencil2dBulkTuning, class Last = NoFrameLast>
 bool stencil_2d_rows(const Queue& queue, const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
                      const StencilWeights<T>& w, T* max_change, const Last& after = {}) {
@@ -189,19 +178,6 @@ bool stencil_2d_rows(const Queue& queue, const T* in, index_t in_ld, T* out, ind
   const StencilSweepCell<T, kNine> cell{in, in_ld, out, out_ld, w};
   if (max_change == nullptr) return for_each_cell_rows<StencilSweepCell<T, kNine>, Tuning>(queue, r, cell, after);
   return for_each_cell_rows<StencilSweepChangeCell<T, kNine>, Tuning>(queue, r, {cell, max_change}, after);
-}
-
-// The bulk kernel on an aligned region (benchmarks and tests name it); the caller has checked
-// bulk_sweep_available.
-template <class T, bool kNine, class Tuning, bool kFrameLast = false>
-void launch_stencil_2d_bulk(const T* in, index_t in_ld, T* out, index_t out_ld, index_t rows, index_t cols,
-                            const StencilWeights<T>& w, T* max_change, StreamHandle stream,
-                            const std::conditional_t<kFrameLast, FrameLast<T>, NoFrameLast>& last = {}) {
-  const Queue queue{Backend::cuda, current_device_info().ordinal, stream};
-  BulkLast<T, kNine, Tuning, kFrameLast> after{};
-  if constexpr (kFrameLast) after = {last, w};
-  if (!stencil_2d_rows<T, kNine, Tuning>(queue, in, in_ld, out, out_ld, rows, cols, w, max_change, after))
-    throw UsageError("stencil_2d: the ring of rows does not take this region (off 16-byte boundaries, or not sm_90)");
 }
 
 template <class T, class Tuning = Stencil2dTuning>
@@ -340,21 +316,9 @@ bool stencil_2d_frame_last(const T* in, index_t in_ld, T* out, index_t out_ld, i
     last.share = kFrameFlagStep / static_cast<std::uint64_t>(last.chunks);
     last.first_share = kFrameFlagStep - last.share * static_cast<std::uint64_t>(last.chunks - 1);
     auto launch = [&]<bool kNine>() {
-      using Last = FrameLastSweep<T, kNine>;
       const Queue queue{Backend::cuda, current_device_info().ordinal, stream};
-      // The frame's cells lengthen the launch by the blocks that take them; a quarter of the
-      // blocks at most, else a frame launched on its own fills the interior's spread better.
-      auto grid_takes_frame = [&]<class Body>() {
-        if (!cell_rows_available<Body, Bulk, Last>()) return false;
-        unsigned grid = 0;
-        cell_rows_shape<Body, Bulk, Last, true>(interior_rows, interior_cols, &grid);
-        return last.chunks <= static_cast<index_t>(grid) / 4;
-      };
-      if (max_change == nullptr ? !grid_takes_frame.template operator()<StencilSweepCell<T, kNine>>()
-                                : !grid_takes_frame.template operator()<StencilSweepChangeCell<T, kNine>>())
-        return false;
       return stencil_2d_rows<T, kNine, Bulk>(queue, interior_in, in_ld, interior_out, out_ld, interior_rows,
-                                             interior_cols, w, max_change, Last{last, w});
+                                             interior_cols, w, max_change, FrameLastSweep<T, kNine>{last, w});
     };
     return w.shape == StencilShape::nine_point ? launch.template operator()<true>() : launch.template operator()<false>();
   }

@@ -126,6 +126,16 @@ void add_options(bench::Harness& h, Options& o) {
                  if (v != "natural" && v != "swapped") throw UsageError("--order: '" + std::string(v) + "' (expected natural or swapped)");
                  o.order = std::string(v);
                });
+  h.add_option({"--schedule"}, "chosen|transform|pass|panels",
+               "the cpu's schedule (fft::detail::CpuSchedule; default chosen: measured planning's choice)",
+               [](std::string_view v) {
+                 using tessera::fft::detail::CpuSchedule;
+                 if (v == "chosen") tessera::fft::detail::force_cpu_schedule(CpuSchedule::chosen);
+                 else if (v == "transform") tessera::fft::detail::force_cpu_schedule(CpuSchedule::transform);
+                 else if (v == "pass") tessera::fft::detail::force_cpu_schedule(CpuSchedule::pass);
+                 else if (v == "panels") tessera::fft::detail::force_cpu_schedule(CpuSchedule::panels);
+                 else throw UsageError("--schedule: '" + std::string(v) + "' (expected chosen, transform, pass or panels)");
+               });
   h.add_option({"--chunks"}, "LIST",
                "fft::Options::exchange_chunks, comma-separated, a case each (default 0: the backend's default)",
                [&o](std::string_view v) {

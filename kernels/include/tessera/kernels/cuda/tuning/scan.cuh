@@ -64,7 +64,7 @@ struct ScanTuning {
   // tiles with the next tile's loads in flight (cp.async into shared memory, 1-3 tiles ahead,
   // 4-40 KB tiles, 2-5 blocks an SM). Tiles taken from the counter ahead of their scan broke the
   // order the look-back needs (a tile waits on predecessors that other blocks will scan only after
-  // their own earlier tiles): 13-42% of the copy rate; tiles by grid stride (every block resident at
+  // their own earlier tiles): 11-42% of the copy rate; tiles by grid stride (every block resident at
   // once, so not kept) 45-78%; this kernel 78-87% in the same runs.
   static constexpr int kVectorItems = Vector<T>::kItems;
   static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;

@@ -67,6 +67,9 @@ bad = [
     (["--input", f"{inp}:/a0", "--decomposition", "pencil", "--grid", f"{p + 1}x1"], "--grid", "does not match"),
     (["--input", f"{inp}:/a2", "--kind", "c2r", "--real-length", "9"], "--real-length", "takes 5 complex values"),
     (["--input", f"{inp}:/one_d"], "--input", "2 or 3"),
+    (["--shape", "1x4Gx4G"], "--shape", "pass 2^63 - 1"),  # the product of the last two overflows first
+    (["--shape", "2x2Gx4G", "--kind", "r2c"], "--shape", "pass 2^63 - 1"),
+    (["--shape", "4x4", "--norm", "both"], "--norm", "not one of"),
 ]
 for k, (args, flag, words) in enumerate(bad):
     out = h.path(f"bad{k}.h5")
@@ -75,4 +78,22 @@ for k, (args, flag, words) in enumerate(bad):
     h.check(status == 2, f"bad input {args}: status {status}, expected 2")
     h.check(len(lines) == 1 and flag in lines[0] and words in lines[0], f"bad input {args}: stderr {stderr!r}")
     h.check(not os.path.exists(out), f"bad input {args}: output file made")
+# NaN or infinity in x: every element of the transform mixes them, so --verify cannot check (status
+# 0, "not checked"), and, as numpy's, no element of the output is finite (which are NaN and which
+# infinite depends on the algorithm's products).
+for c, bad_value in enumerate((np.nan, np.inf)):
+    data = random_array(h.rng, np.dtype("complex128"), (5, 4))
+    data[2, 1] = bad_value
+    write_h5(inp, f"/nonfinite{c}", data)
+    out = h.path(f"nonfinite{c}.h5")
+    res = h.run_json("fft", ["--input", f"{inp}:/nonfinite{c}", "--output", f"{out}:/y", "--verify", "--repeat", "1",
+                             "--warmup", "0"])
+    if res:
+        report, _ = res
+        h.check(report.get("verified") is None and "NaN or infinite" in report.get("verify_detail", ""),
+                f"non-finite input: verified = {report.get('verified')!r}, {report.get('verify_detail')!r}")
+        got, _ = read_h5(out, "/y")
+        want = np.fft.fftn(data)
+        h.check(got.shape == want.shape and not np.isfinite(got).any() and not np.isfinite(want).any(),
+                f"non-finite input: finite elements in the output {got}")
 h.finish()

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -265,6 +266,21 @@ std::string checkpoint_name(const std::string& dir, index_t iteration) {
 
 // The checkpoints in `dir`, newest (highest iteration) first: {iteration, path}. Collective (rank 0
 // lists, every rank gets the list).
+// Whether a file name (no directory) is a checkpoint's name, checkpoint-<digits>.h5.
+bool checkpoint_file_name(const std::string& n) {
+  if (n.size() < 15 || n.compare(0, 11, "checkpoint-") != 0 || n.compare(n.size() - 3, 3, ".h5") != 0) return false;
+  const std::string digits = n.substr(11, n.size() - 14);
+  return !digits.empty() && digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Whether `path` lies in the checkpoint directory `dir` under a checkpoint's name (a file the run may
+// write or remove there).
+bool in_checkpoint_dir(const Context& ctx, const std::string& path, const std::string& dir) {
+  const std::filesystem::path p(path);
+  const std::string parent = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  return checkpoint_file_name(p.filename().string()) && same_file(ctx, parent, dir);
+}
+
 std::vector<std::pair<index_t, std::string>> list_checkpoints(const Context& ctx, const std::string& dir) {
   std::string packed;  // "ITERATION NAME\n" ...
   if (ctx.is_root()) {
@@ -272,10 +288,8 @@ std::vector<std::pair<index_t, std::string>> list_checkpoints(const Context& ctx
     if (DIR* d = opendir(dir.c_str())) {
       while (const dirent* e = readdir(d)) {
         const std::string n = e->d_name;
-        if (n.size() < 15 || n.compare(0, 11, "checkpoint-") != 0 || n.compare(n.size() - 3, 3, ".h5") != 0) continue;
-        const std::string digits = n.substr(11, n.size() - 14);
-        if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-        found.emplace_back(std::stoll(digits), n);
+        if (!checkpoint_file_name(n)) continue;
+        found.emplace_back(std::stoll(n.substr(11, n.size() - 14)), n);
       }
       closedir(d);
     }
@@ -294,21 +308,50 @@ std::vector<std::pair<index_t, std::string>> list_checkpoints(const Context& ctx
   return out;
 }
 
-// Rank 0 removes the checkpoints in `dir` older than `newest` beyond the keep - 1 before it (the
-// newest and keep - 1 older ones stay). Newer files are left alone.
+// Whether `file` is a checkpoint this app wrote (its field dataset carries the app's name and an
+// iteration). Collective.
+bool our_checkpoint(const Context& ctx, const std::string& file) {
+  try {
+    const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
+    return attribute(attrs, "app") == "tessera-stencil" && !attribute(attrs, "iteration").empty();
+  } catch (const io::IoError&) {
+    return false;
+  }
+}
+
+// Removes the checkpoints in `dir` older than `newest` beyond the keep - 1 before it (the newest and
+// keep - 1 older ones stay); rank 0 removes. Newer files are left alone, and so is any file with a
+// checkpoint's name that this app did not write (a warning names it). Collective.
 void prune_checkpoints(const Context& ctx, const std::string& dir, index_t newest, index_t keep) {
-  const auto all = list_checkpoints(ctx, dir);
-  if (!ctx.is_root()) return;
   index_t kept = 1;
-  for (const auto& [it, path] : all) {
+  for (const auto& [it, path] : list_checkpoints(ctx, dir)) {
     if (it >= newest) continue;
+    if (!our_checkpoint(ctx, path)) {
+      if (ctx.is_root())
+        std::fprintf(stderr, "tessera-stencil: warning: left '%s' in --checkpoint-dir: not a checkpoint of this app\n",
+                     path.c_str());
+      continue;
+    }
     if (kept < keep) {
       ++kept;
       continue;
     }
-    if (std::remove(path.c_str()) != 0)
+    if (ctx.is_root() && std::remove(path.c_str()) != 0)
       std::fprintf(stderr, "tessera-stencil: warning: could not remove the old checkpoint '%s'\n", path.c_str());
   }
+}
+
+// --restart auto met a checkpoint that does not read or verify: rank 0 renames it NAME.corrupt (kept,
+// never removed) and warns; the caller tries the one before it. Collective.
+void set_aside_corrupt(const Context& ctx, const std::string& app, const std::string& file, const std::string& why) {
+  if (ctx.is_root()) {
+    const std::string aside = file + ".corrupt";
+    const bool moved = std::rename(file.c_str(), aside.c_str()) == 0;
+    std::fprintf(stderr, "%s: warning: --restart auto: skipped %s (%s); %s; trying the one before it\n", app.c_str(),
+                 file.c_str(), why.c_str(), moved ? ("renamed it " + aside).c_str() : "could not rename it");
+    std::fflush(stderr);
+  }
+  ctx.comm().barrier();
 }
 
 std::string gbps_text(double gbps) {
@@ -383,6 +426,9 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty())
       throw UsageError(where + " is not a checkpoint of " + app.name() + " (its " + kFieldDataset +
                        " lacks the attributes app and iteration)");
+    if (attribute(attrs, "nx").empty() || attribute(attrs, "ny").empty())
+      throw UsageError(where + " was made by --op " + attribute(attrs, "op") + " (a field of another kind); this run is --op " +
+                       op_name(s.op));
     const std::string shape = attribute(attrs, "ny") + " x " + attribute(attrs, "nx");
     if (attribute(attrs, "nx") != std::to_string(s.nx) || attribute(attrs, "ny") != std::to_string(s.ny))
       throw UsageError(where + " holds a field of " + shape + " cells (ny x nx); this run's is " + std::to_string(s.ny) +
@@ -414,6 +460,8 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   if (s.checkpoint_dir) {
     if (!o.json.empty() && same_file(ctx, o.json, *s.checkpoint_dir))
       throw UsageError("--json: '" + o.json + "' is this run's --checkpoint-dir");
+    if (!o.json.empty() && in_checkpoint_dir(ctx, o.json, *s.checkpoint_dir))
+      throw UsageError("--json: '" + o.json + "' is a checkpoint's name in this run's --checkpoint-dir");
   }
   if (s.checkpoint) {
     // The checkpoint file is replaced whole by each checkpoint: never a file of the run's other
@@ -470,15 +518,7 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       } catch (const io::IoError& e) {
         why = e.what();
       }
-      if (ctx.is_root()) {
-        const std::string aside = file + ".corrupt";
-        const bool moved = std::rename(file.c_str(), aside.c_str()) == 0;
-        std::fprintf(stderr, "%s: warning: --restart auto: skipped %s (%s); %s; trying the one before it\n",
-                     app.name().c_str(), file.c_str(), why.c_str(),
-                     moved ? ("renamed it " + aside).c_str() : "could not rename it");
-        std::fflush(stderr);
-      }
-      ctx.comm().barrier();
+      set_aside_corrupt(ctx, app.name(), file, why);
     }
     first_iteration = 0;  // none: from the beginning
     u.fill(T(0));
@@ -782,42 +822,88 @@ struct FieldSettings {
   bool periodic = false;
   std::vector<double> weights;  // as given (--weights or --weights-file); empty: the defaults
   std::string weights_origin;   // the flag that gave them
+  std::string weights_file;     // --weights-file's file, where it gave them
   CheckpointInterval checkpoint_every;
   std::optional<std::string> restart, checkpoint_dir;
   bool restart_auto = false;
   index_t checkpoint_keep = kDefaultCheckpointKeep;
 };
 
-// --weights-file F: numbers separated by white space or commas.
-std::vector<double> read_weights_file(const Context& ctx, const std::string& file) {
-  std::string text;
-  int ok = 1;
-  if (ctx.is_root()) {
-    if (FILE* f = std::fopen(file.c_str(), "rb")) {
-      char buffer[4096];
-      std::size_t got;
-      while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0 && text.size() < (1u << 20)) text.append(buffer, got);
-      std::fclose(f);
+// --weights-file F: numbers separated by white space or commas (at most kMaxWeightsFileBytes; an
+// empty field between commas is refused, as --weights refuses it).
+constexpr std::size_t kMaxWeightsFileBytes = 1 << 20;
+
+// A file's text as a message may quote it: at most 24 characters, bytes outside printable ASCII as
+// \xNN.
+std::string quoted_text(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < 24; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
     } else {
-      ok = 0;
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
     }
   }
-  ok = ctx.comm().bcast_value(ok, 0);
-  if (!ok) throw UsageError("--weights-file: cannot read '" + file + "'");
+  return text.size() > 24 ? out + "..." : out;
+}
+
+std::vector<double> read_weights_file(const Context& ctx, const std::string& file) {
+  std::string text;
+  std::string problem;  // why the file cannot be read (rank 0's finding, broadcast)
+  if (ctx.is_root()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec)) {
+      problem = "'" + file + "' is a directory";
+    } else if (FILE* f = std::fopen(file.c_str(), "rb")) {
+      char buffer[4096];
+      std::size_t got;
+      while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0 && text.size() <= kMaxWeightsFileBytes)
+        text.append(buffer, got);
+      if (std::ferror(f)) problem = "cannot read '" + file + "'";
+      std::fclose(f);
+      if (problem.empty() && text.size() > kMaxWeightsFileBytes)
+        problem = "'" + file + "' is larger than " + std::to_string(kMaxWeightsFileBytes >> 20) + " MiB (a weights file holds R + 1 numbers)";
+    } else {
+      problem = "cannot read '" + file + "'";
+    }
+  }
+  problem = ctx.comm().bcast_string(problem, 0);
+  if (!problem.empty()) throw UsageError("--weights-file: " + problem);
   index_t size = ctx.comm().bcast_value(static_cast<index_t>(text.size()), 0);
   text.resize(static_cast<std::size_t>(size));
   ctx.comm().bcast(text.data(), size, 0);
-  for (char& c : text)
-    if (c == ',' || c == '\n' || c == '\r' || c == '\t') c = ' ';
   std::vector<double> out;
+  bool field_open = true;  // at the start, or after a comma: a number must come before the next comma
+  bool any_field = false;
   for (std::size_t at = 0; at < text.size();) {
-    at = text.find_first_not_of(' ', at);
-    if (at == std::string::npos) break;
-    const std::size_t end = std::min(text.find(' ', at), text.size());
-    out.push_back(parse_real(std::string_view(text).substr(at, end - at), "--weights-file"));
+    const char c = text[at];
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      ++at;
+      continue;
+    }
+    if (c == ',') {
+      if (field_open) throw UsageError("--weights-file: '" + file + "' has an empty field between commas");
+      field_open = true;
+      ++at;
+      continue;
+    }
+    const std::size_t end = std::min(text.find_first_of(" \n\r\t,", at), text.size());
+    const std::string_view token = std::string_view(text).substr(at, end - at);
+    try {
+      out.push_back(parse_real(token, "--weights-file"));
+    } catch (const UsageError&) {
+      throw UsageError("--weights-file: '" + file + "' holds '" + quoted_text(token) + "', which is not a number");
+    }
     if (!std::isfinite(out.back())) throw UsageError("--weights-file: '" + file + "' holds a weight that is not finite");
+    field_open = false;
+    any_field = true;
     at = end;
   }
+  if (any_field && field_open) throw UsageError("--weights-file: '" + file + "' ends with a comma");
+  if (out.empty()) throw UsageError("--weights-file: '" + file + "' holds no numbers");
   return out;
 }
 
@@ -945,9 +1031,11 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty())
       throw UsageError(where + " is not a checkpoint of " + app.name() + " (its " + kFieldDataset +
                        " lacks the attributes app and iteration)");
+    if (attribute(attrs, "shape").empty())
+      throw UsageError(where + " was made by --op " + attribute(attrs, "op") + " (a field of another kind); this run is --op " +
+                       s.op.name());
     if (attribute(attrs, "shape") != shape_text)
-      throw UsageError(where + " holds a field of " + (attribute(attrs, "shape").empty() ? std::string("another shape") : attribute(attrs, "shape")) +
-                       " cells; this run's is " + shape_text);
+      throw UsageError(where + " holds a field of " + attribute(attrs, "shape") + " cells; this run's is " + shape_text);
     if (attribute(attrs, "op") != s.op.name())
       throw UsageError(where + " was made by --op " + attribute(attrs, "op") + "; this run is --op " + s.op.name());
     if (attribute(attrs, "dtype") != io::to_string(dtype))
@@ -967,6 +1055,17 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     first_iteration = check_restart(*s.restart, attrs, "--restart");
   }
   if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
+  // The report never replaces a file the run reads or a checkpoint it writes.
+  if (!o.json.empty()) {
+    if (s.restart && !s.restart_auto && same_file(ctx, o.json, *s.restart))
+      throw UsageError("--json: '" + o.json + "' is this run's --restart file");
+    if (!s.weights_file.empty() && same_file(ctx, o.json, s.weights_file))
+      throw UsageError("--json: '" + o.json + "' is this run's --weights-file");
+    if (s.checkpoint_dir && same_file(ctx, o.json, *s.checkpoint_dir))
+      throw UsageError("--json: '" + o.json + "' is this run's --checkpoint-dir");
+    if (s.checkpoint_dir && in_checkpoint_dir(ctx, o.json, *s.checkpoint_dir))
+      throw UsageError("--json: '" + o.json + "' is a checkpoint's name in this run's --checkpoint-dir");
+  }
 
   const std::string what = std::string(D == 3 ? "--nx/--ny/--nz" : "--nx/--ny") + ": fields of " + shape_text + " " +
                            io::to_string(dtype) + " cells with ghost width " + std::to_string(r) + " on " +
@@ -1007,8 +1106,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
           resumed_from = file;
           return;
         } catch (const io::IoError& e) {
-          if (ctx.is_root())
-            std::fprintf(stderr, "%s: warning: --restart auto: skipped %s (%s)\n", app.name().c_str(), file.c_str(), e.what());
+          set_aside_corrupt(ctx, app.name(), file, e.what());
         }
       }
     } else if (s.restart) {
@@ -1399,6 +1497,7 @@ int main(int argc, char** argv) {
         const std::string file = fs.weights_origin;
         fs.weights = read_weights_file(ctx, file);
         fs.weights_origin = "--weights-file '" + file + "'";
+        fs.weights_file = file;
       } else if (!weights.values.empty()) {
         fs.weights = weights.values;
         fs.weights_origin = "--weights";

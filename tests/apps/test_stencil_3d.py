@@ -8,18 +8,23 @@
     another rank count and grid, ends with bitwise the field of the run never interrupted; a run
     stopped by SIGUSR1 (sent to mpiexec, which forwards it) writes a checkpoint after the step it is
     in and exits with status 75, and --restart auto (the interval auto by default) ends it bitwise;
+  - --restart auto sets a corrupt checkpoint aside (NAME.corrupt) and resumes from the one before
+    it, bitwise; --checkpoint-keep removes only the app's own checkpoints, never a user's file under
+    a checkpoint's name;
   - prk-star:2 (2-D): --verify, and the L1 norm of the --output field over PRK's interior against
     PRK's closed form (iterations + 1) (COEFX + COEFY), with PRK's MFlops/s in the report; a run
     checkpointing every 3 steps, restarted from its first checkpoint on another rank count, ends
     with bitwise the OUT of the run never interrupted, verified;
-  - bad input at 1 rank: exit status 2, one line naming the flag, no output file."""
+  - bad input at 1 rank: exit status 2, one line naming the flag, no output file; weights files
+    that hold no usable list, and a --json naming the restart file, the weights file or a
+    checkpoint's name in the checkpoint directory, refused with those files left as they were."""
 import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apptest import Harness, np, program, read_h5, signal_after_pause  # noqa: E402
+from apptest import Harness, np, program, read_h5, signal_after_pause, write_h5  # noqa: E402
 
 h = Harness(__doc__)
 S = "stencil"
@@ -92,6 +97,35 @@ if h.check(status == 0, f"restart at {other} rank(s): status {status}\n{err}"):
     a, b = read_h5(full, "/u")[0], read_h5(restarted, "/u")[0]
     h.check(a.shape == (nx, ny, nz) and a.tobytes() == b.tobytes(),
             f"restart at {other} rank(s) from iteration 4: the field differs from the uninterrupted run's")
+
+# ---- --restart auto past a corrupt checkpoint, pruning past files the app did not write -------------------
+# The directory holds the first checkpoint (iteration 4), a file of junk under iteration 6's name and
+# an HDF5 file of the user's under iteration 2's name. --restart auto sets the junk aside as
+# NAME.corrupt and resumes from 4 (bitwise the uninterrupted run); --checkpoint-keep 1 then removes
+# the run's own older checkpoints only, never the user's file.
+auto_dir = h.path("ck_auto")
+os.makedirs(auto_dir, exist_ok=True)
+with open(first, "rb") as f_in, open(os.path.join(auto_dir, "checkpoint-000000000004.h5"), "wb") as f_out:
+    f_out.write(f_in.read())
+junk = os.path.join(auto_dir, "checkpoint-000000000006.h5")
+with open(junk, "w") as f:
+    f.write("not a checkpoint\n")
+users = os.path.join(auto_dir, "checkpoint-000000000002.h5")
+write_h5(users, "/field", np.arange(5.0))
+users_bytes = open(users, "rb").read()
+resumed_auto = h.path("resumed_auto.h5")
+status, _, err = h.run(S, [*common, "--checkpoint-dir", auto_dir, "--restart", "auto", "--checkpoint-every", 3,
+                           "--checkpoint-keep", 1, "--output", f"{resumed_auto}:/u"])
+if h.check(status == 0, f"--restart auto past a corrupt checkpoint: status {status}\n{err}"):
+    h.check(read_h5(full, "/u")[0].tobytes() == read_h5(resumed_auto, "/u")[0].tobytes(),
+            "--restart auto from iteration 4: the field differs from the uninterrupted run's")
+    left = sorted(os.listdir(auto_dir))
+    aside = junk + ".corrupt"
+    h.check(os.path.exists(aside) and open(aside).read() == "not a checkpoint\n", f"the corrupt checkpoint not set aside: {left}")
+    h.check(os.path.exists(users) and open(users, "rb").read() == users_bytes, f"the user's file was removed or changed: {left}")
+    # The run's own checkpoints from 4 on (every 3: at 6): only the newest is kept.
+    h.check(left == ["checkpoint-000000000002.h5", "checkpoint-000000000006.h5", "checkpoint-000000000006.h5.corrupt"],
+            f"--checkpoint-keep 1 left {left}")
 
 # ---- SIGUSR1: a checkpoint after the current step, exit 75; --restart auto ends it bitwise -----------------
 long_run = [*common[:-1], 60]  # the same problem, 60 steps
@@ -167,6 +201,36 @@ bad_cases = [
     (["--nx", 6, "--ny", 4, "--nz", 3, "--op", "star:2", "--weights", "0.4,0.07,0.03", "--restart", first],
      ["--restart", "17 x 13 x 11"]),
 ]
+# Weights files that hold no usable list (never the defaults, never a part of the file), and a --json
+# that names a file the run reads or a checkpoint it writes.
+def text_file(name, text):
+    path = h.path(name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+star2 = [*small, "--op", "star:2"]
+json_restart = h.path("json_restart.h5")
+with open(first, "rb") as f_in, open(json_restart, "wb") as f_out:
+    f_out.write(f_in.read())
+keep_dir = h.path("json_ck")
+os.makedirs(keep_dir, exist_ok=True)
+kept_files = {p: open(p, "rb").read() for p in (json_restart, weights_file)}
+bad_cases += [
+    ([*star2, "--weights-file", text_file("empty.txt", "")], ["--weights-file", "no numbers"]),
+    ([*star2, "--weights-file", text_file("blank.txt", " \n\t\n")], ["--weights-file", "no numbers"]),
+    ([*star2, "--weights-file", h.path("")], ["--weights-file", "directory"]),
+    ([*star2, "--weights-file", text_file("huge.txt", " " * (1 << 20) + "0.5 0.25 0.125\n")], ["--weights-file", "1 MiB"]),
+    ([*star2, "--weights-file", text_file("comma.txt", "0.5,,0.25,0.125\n")], ["--weights-file", "empty field"]),
+    ([*star2, "--weights-file", text_file("tail.txt", "0.5,0.25,0.125,\n")], ["--weights-file", "comma"]),
+    ([*star2, "--weights-file", text_file("bin.txt", "\x01HDF\n")], ["--weights-file", "\\x01HDF", "not a number"]),
+    (["--nx", 17, "--ny", 13, "--nz", 11, "--op", "star:2", "--weights", "0.4,0.07,0.03", "--iters", 8, "--restart",
+      json_restart, "--json", json_restart], ["--json", "--restart"]),
+    ([*small, "--op", "box:2", "--weights-file", weights_file, "--json", weights_file], ["--json", "--weights-file"]),
+    ([*star2, "--checkpoint-dir", keep_dir, "--json", os.path.join(keep_dir, "checkpoint-000000000001.h5")],
+     ["--json", "--checkpoint-dir"]),
+]
 for args, words in bad_cases:
     bad_out = h.path("bad_out.h5")
     status, _, err = h.run(S, [*args, "--output", f"{bad_out}:/u"], ranks=1)
@@ -175,4 +239,7 @@ for args, words in bad_cases:
     h.check(status == 2, f"{what}: status {status}, expected 2\n{err}")
     h.check(len(lines) == 1 and all(x in lines[0] for x in words), f"{what}: expected one line naming {words}, got {err!r}")
     h.check(not os.path.exists(bad_out), f"{what}: an output file was written")
+for path, data in kept_files.items():
+    h.check(open(path, "rb").read() == data, f"{path}: changed by a refused run")
+h.check(os.listdir(keep_dir) == [], f"{keep_dir}: a refused run wrote {os.listdir(keep_dir)}")
 h.finish()

@@ -310,20 +310,24 @@ int main(int argc, char** argv) {
       r.throughput_basis = "5 N log2 N per transform of N points (half for r2c and c2r)";
 
       if (o.verify) {
-        // x: the real-side array (the input of a forward run, the output of an inverse one); X =
-        // F x, computed again from x. Parseval: sum |x|^2 = w sum' |X|^2, w = 1/N (backward), 1
-        // (ortho), N (forward), sum' counting the r2c axis's conjugate halves twice. Round trip:
-        // F^-1 F x = x. Bounds: 10 eps log2 N, relative to sum |x|^2 and to max |x|.
-        Buffer spec(q, static_cast<std::size_t>(sb.count()) * sizeof(C)), back(q, static_cast<std::size_t>(xb.count()) * x_elem);
-        plan.forward(x.data, static_cast<C*>(spec.data));
-        plan.inverse(static_cast<const C*>(spec.data), back.data);
+        // x: the real-side array (the input of a forward run, the output of an inverse one); X: the
+        // spectrum, the run's output in a forward run, F x computed again from x in an inverse one
+        // (whose input need not be a spectrum F^-1 returns: c2r of a non-Hermitian array). Parseval:
+        // sum |x|^2 = w sum' |X|^2, w = 1/N (backward), 1 (ortho), N (forward), sum' counting the
+        // r2c axis's conjugate halves twice. Round trip: F^-1 X = x. Bounds: 10 eps log2 N, relative
+        // to sum |x|^2 and to max |x|.
+        Buffer spec(q, forward ? 0 : static_cast<std::size_t>(sb.count()) * sizeof(C)),
+            back(q, static_cast<std::size_t>(xb.count()) * x_elem);
+        const C* const spectrum = static_cast<const C*>(forward ? s.data : spec.data);
+        if (!forward) plan.forward(x.data, static_cast<C*>(spec.data));
+        plan.inverse(spectrum, back.data);
         double n_total = 1;
         if (po.axis >= 0) n_total = static_cast<double>(plan_shape[static_cast<std::size_t>(po.axis)]);
         else
           for (index_t v : plan_shape) n_total *= static_cast<double>(v);
         const double eps = std::numeric_limits<Real>::epsilon();
         const double bound = 10 * eps * std::max(1.0, std::log2(n_total));
-        const std::vector<C> X = to_host<C>(q, spec.data, sb.count());
+        const std::vector<C> X = to_host<C>(q, spectrum, sb.count());
         double sx = 0, sX = 0, xmax = 0, err = 0;
         int non_finite = 0;  // elements of x that are NaN or infinite (on this rank)
         // The round trip's largest error, NaN kept (a NaN the transforms made from finite x fails).

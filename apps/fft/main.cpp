@@ -205,10 +205,11 @@ int main(int argc, char** argv) {
                                            " has no default real length; give --real-length 1");
       plan_shape[last] = n;
     }
+    const char* shape_flag = o.input ? "--input" : "--shape";
+    index_t total_elements = 0;
     {
-      const char* shape_flag = o.input ? "--input" : "--shape";
       const index_t rest = plan_shape.size() > 2 ? checked_elements(plan_shape[1], plan_shape[2], shape_flag) : plan_shape[1];
-      checked_elements(plan_shape[0], rest, shape_flag);
+      total_elements = checked_elements(plan_shape[0], rest, shape_flag);
     }
 
     const auto run = [&]<class Real>() -> int {
@@ -219,6 +220,16 @@ int main(int argc, char** argv) {
                                     : parser.given("--axis") ? "--axis"
                                     : parser.given("--decomposition") ? "--decomposition"
                                     : o.input ? "--input" : "--shape";
+      {
+        // What a rank holds at once, about: its blocks of x and X, the plan's two work buffers, and
+        // --verify's two more; complex elements, a rank's share of the array rounded up.
+        const double share = std::ceil(static_cast<double>(total_elements) / ctx.size());
+        const double bytes = share * 2 * sizeof(Real) * (o.verify ? 6 : 4);
+        const std::size_t held = bytes < 1.8e19 ? static_cast<std::size_t>(bytes) : std::numeric_limits<std::size_t>::max();
+        require_memory(ctx, held,
+                       std::string(shape_flag) + ": the transform of " + shape_text(plan_shape) + " " +
+                           (sizeof(Real) == 4 ? "complex64" : "complex128") + " elements (blocks and buffers)");
+      }
       std::optional<fft::Plan<Real>> made;
       try {
         made.emplace(ctx, plan_shape, kind, po);

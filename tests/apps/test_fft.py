@@ -78,6 +78,12 @@ for k, (args, flag, words) in enumerate(bad):
     h.check(status == 2, f"bad input {args}: status {status}, expected 2")
     h.check(len(lines) == 1 and flag in lines[0] and words in lines[0], f"bad input {args}: stderr {stderr!r}")
     h.check(not os.path.exists(out), f"bad input {args}: output file made")
+# 256^3 complex128: Parseval's sums over 2^24 terms each (summed plainly in double they strayed by
+# 2.7e-13 relative, five times the check's bound of 10 eps log2 N, and a correct transform failed).
+res = h.run_json("fft", ["--shape", "256x256x256", "--verify", "--repeat", "1", "--warmup", "0"])
+if res:
+    h.check(res[0].get("verified") is True, f"256^3: verified = {res[0].get('verified')!r}, {res[0].get('verify_detail')!r}")
+
 # NaN or infinity in x: every element of the transform mixes them, so --verify cannot check (status
 # 0, "not checked"), and, as numpy's, no element of the output is finite (which are NaN and which
 # infinite depends on the algorithm's products).

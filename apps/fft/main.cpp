@@ -246,14 +246,15 @@ int main(int argc, char** argv) {
                                     : parser.given("--decomposition") ? "--decomposition"
                                     : o.input ? "--input" : "--shape";
       {
-        // What a rank holds at once, about: its blocks of x and X, the plan's two work buffers, and
-        // --verify's two more; complex elements, a rank's share of the array rounded up.
+        // What a rank holds at least: its share of x and of X (the work buffers, the exchange's and
+        // cuFFT's are left out, so that no run that fits is refused).
         const double share = std::ceil(static_cast<double>(total_elements) / ctx.size());
-        const double bytes = share * 2 * sizeof(Real) * (o.verify ? 6 : 4);
+        const double spectral_share = kind == fft::Kind::r2c ? share / 2 : share;  // complex, about half for r2c
+        const double bytes = share * (kind == fft::Kind::r2c ? sizeof(Real) : sizeof(C)) + spectral_share * sizeof(C);
         const std::size_t held = bytes < 1.8e19 ? static_cast<std::size_t>(bytes) : std::numeric_limits<std::size_t>::max();
         require_memory(ctx, held,
                        std::string(shape_flag) + ": the transform of " + shape_text(plan_shape) + " " +
-                           (sizeof(Real) == 4 ? "complex64" : "complex128") + " elements (blocks and buffers)");
+                           (sizeof(Real) == 4 ? "complex64" : "complex128") + " elements (its input and output)");
       }
       std::optional<fft::Plan<Real>> made;
       try {
@@ -366,15 +367,12 @@ int main(int argc, char** argv) {
         const std::vector<C> X = to_host<C>(q, spectrum, sb.count());
         CompensatedSum sum_x, sum_X;
         double xmax = 0, err = 0;
-        int non_finite = 0;  // elements of x that are NaN or infinite (on this rank)
-        // The round trip's largest error, NaN kept (a NaN the transforms made from finite x fails).
-        const auto worse = [&err](double e) {
-          if (!(e <= err)) err = e;
-        };
+        // The round trip's largest error; a NaN counts as infinite, so that it survives the max here and
+        // across the ranks (a NaN the transforms made from a finite input fails the check).
+        const auto worse = [&err](double e) { err = std::max(err, std::isnan(e) ? std::numeric_limits<double>::infinity() : e); };
         if (real_x) {
           const std::vector<Real> a = to_host<Real>(q, x.data, xb.count()), b = to_host<Real>(q, back.data, xb.count());
           for (std::size_t i = 0; i < a.size(); ++i) {
-            non_finite += std::isfinite(a[i]) ? 0 : 1;
             sum_x.add(double(a[i]) * double(a[i]));
             xmax = std::max(xmax, std::abs(double(a[i])));
             worse(std::abs(double(a[i]) - double(b[i])));
@@ -382,7 +380,6 @@ int main(int argc, char** argv) {
         } else {
           const std::vector<C> a = to_host<C>(q, x.data, xb.count()), b = to_host<C>(q, back.data, xb.count());
           for (std::size_t i = 0; i < a.size(); ++i) {
-            non_finite += std::isfinite(a[i].real()) && std::isfinite(a[i].imag()) ? 0 : 1;
             sum_x.add(std::norm(std::complex<double>(a[i])));
             xmax = std::max(xmax, std::abs(std::complex<double>(a[i])));
             worse(std::abs(std::complex<double>(a[i]) - std::complex<double>(b[i])));
@@ -405,18 +402,27 @@ int main(int argc, char** argv) {
         xmax = ctx.comm().allreduce(xmax, ReduceOp::max);
         err = ctx.comm().allreduce(err, ReduceOp::max);
         const double w = po.norm == fft::Norm::backward ? 1 / n_total : po.norm == fft::Norm::ortho ? 1 : n_total;
-        const int non_finite_all = ctx.comm().allreduce(non_finite, ReduceOp::sum);
+        // Elements of the run's input that are NaN or infinite (x in a forward run, the spectrum in an
+        // inverse one): every element of the other side mixes them in.
+        std::int64_t non_finite = 0;
+        if (forward && real_x) {
+          for (Real v : to_host<Real>(q, x.data, xb.count())) non_finite += std::isfinite(v) ? 0 : 1;
+        } else {
+          for (const C& v : to_host<C>(q, forward ? x.data : s.data, forward ? xb.count() : sb.count()))
+            non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
+        }
+        const std::int64_t non_finite_all = ctx.comm().allreduce(non_finite, ReduceOp::sum);
         const double parseval = sx > 0 ? std::abs(sx - w * sX) / sx : std::abs(w * sX);
         const double round_trip = xmax > 0 ? err / xmax : err;
         Verdict v;
         if (non_finite_all > 0) {
           // Every element of the transform mixes every element of x: nothing can be compared.
           v.checked = false;
-          v.detail = std::to_string(non_finite_all) + " element(s) of x are NaN or infinite, and every element of its "
+          v.detail = std::to_string(non_finite_all) + " element(s) of the input are NaN or infinite, and every element of its "
                      "transform mixes them: neither identity can be checked";
-        } else if (!std::isfinite(sx)) {
+        } else if (!std::isfinite(sx) || !std::isfinite(sX)) {
           v.checked = false;
-          v.detail = "sum |x|^2 passes the largest double: neither identity can be checked";
+          v.detail = "sum |x|^2 or sum |X|^2 passes the largest double: neither identity can be checked";
         } else {
           v.ok = parseval <= bound && round_trip <= bound;
           v.detail = "Parseval: relative difference " + format_number(parseval) + ", round trip: max error / max |x| " +

@@ -264,8 +264,6 @@ std::string checkpoint_name(const std::string& dir, index_t iteration) {
   return dir + "/checkpoint-" + digits + ".h5";
 }
 
-// The checkpoints in `dir`, newest (highest iteration) first: {iteration, path}. Collective (rank 0
-// lists, every rank gets the list).
 // Whether a file name (no directory) is a checkpoint's name, checkpoint-<digits>.h5.
 bool checkpoint_file_name(const std::string& n) {
   if (n.size() < 15 || n.compare(0, 11, "checkpoint-") != 0 || n.compare(n.size() - 3, 3, ".h5") != 0) return false;
@@ -281,6 +279,8 @@ bool in_checkpoint_dir(const Context& ctx, const std::string& path, const std::s
   return checkpoint_file_name(p.filename().string()) && same_file(ctx, parent, dir);
 }
 
+// The checkpoints in `dir`, newest (highest iteration) first: {iteration, path}. Collective (rank 0
+// lists, every rank gets the list).
 std::vector<std::pair<index_t, std::string>> list_checkpoints(const Context& ctx, const std::string& dir) {
   std::string packed;  // "ITERATION NAME\n" ...
   if (ctx.is_root()) {
@@ -885,7 +885,8 @@ std::vector<double> read_weights_file(const Context& ctx, const std::string& fil
       continue;
     }
     if (c == ',') {
-      if (field_open) throw UsageError("--weights-file: '" + file + "' has an empty field between commas");
+      if (field_open)
+        throw UsageError("--weights-file: '" + file + "' " + (any_field ? "has an empty field between commas" : "starts with a comma"));
       field_open = true;
       ++at;
       continue;
@@ -1115,8 +1116,15 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       resumed_from = *s.restart;
       return;
     }
-    if (prk) u.generate(AsElement<T, PrkInput<D>>{PrkInput<D>{}});
-    else u.generate(AsElement<T, SineMode<D>>{sine});
+    // From the beginning (a restore that failed its checksum may have written into the fields; u is
+    // generated whole).
+    if (prk) {
+      out.fill(T(0));
+      out_next.fill(T(0));
+      u.generate(AsElement<T, PrkInput<D>>{PrkInput<D>{}});
+    } else {
+      u.generate(AsElement<T, SineMode<D>>{sine});
+    }
   };
   std::string last_checkpoint;
   auto write_checkpoint = [&](index_t iteration) {

@@ -186,6 +186,23 @@ if res:
                     f"prk restart: verified {res[0].get('verified')}, result {res[0]['result']}")
             h.check(read_h5(prk_restarted, "/out")[0].tobytes() == got.tobytes(),
                     f"prk restart at {other} rank(s) from iteration 3: OUT differs from the uninterrupted run's")
+        # A checkpoint whose OUT fails its checksum (one cell changed behind the checksum's back):
+        # --restart auto sets it aside and starts from the beginning, with OUT as a first start has it.
+        import h5py  # noqa: E402
+        bad_dir = h.path("ck_prk_bad")
+        os.makedirs(bad_dir, exist_ok=True)
+        bad_first = os.path.join(bad_dir, "checkpoint-000000000003.h5")
+        with open(prk_first, "rb") as f_in, open(bad_first, "wb") as f_out:
+            f_out.write(f_in.read())
+        with h5py.File(bad_first, "r+") as f:
+            f["out"][n // 2, n // 2] += 1.0
+        prk_fresh = h.path("prk_fresh.h5")
+        status, _, err = h.run(S, [*prk_args, "--checkpoint-dir", bad_dir, "--restart", "auto", "--output",
+                                   f"{prk_fresh}:/out"])
+        if h.check(status == 0 and os.path.exists(bad_first + ".corrupt"),
+                   f"prk --restart auto past a corrupt checkpoint: status {status}, {os.listdir(bad_dir)}\n{err}"):
+            h.check(read_h5(prk_fresh, "/out")[0].tobytes() == got.tobytes(),
+                    "prk --restart auto from the beginning: OUT differs from the uninterrupted run's")
 
 # ---- bad input, at 1 rank --------------------------------------------------------------------------------
 small = ["--nx", 5, "--ny", 4, "--nz", 3, "--iters", 2]

@@ -367,12 +367,18 @@ int main(int argc, char** argv) {
         const std::vector<C> X = to_host<C>(q, spectrum, sb.count());
         CompensatedSum sum_x, sum_X;
         double xmax = 0, err = 0;
+        // Elements of the run's input that are NaN or infinite (x in a forward run, counted below as x
+        // is read; the spectrum in an inverse one): every element of the other side mixes them in.
+        std::int64_t non_finite = 0;
+        if (!forward)
+          for (const C& v : to_host<C>(q, s.data, sb.count())) non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
         // The round trip's largest error; a NaN counts as infinite, so that it survives the max here and
         // across the ranks (a NaN the transforms made from a finite input fails the check).
         const auto worse = [&err](double e) { err = std::max(err, std::isnan(e) ? std::numeric_limits<double>::infinity() : e); };
         if (real_x) {
           const std::vector<Real> a = to_host<Real>(q, x.data, xb.count()), b = to_host<Real>(q, back.data, xb.count());
           for (std::size_t i = 0; i < a.size(); ++i) {
+            if (forward) non_finite += std::isfinite(a[i]) ? 0 : 1;
             sum_x.add(double(a[i]) * double(a[i]));
             xmax = std::max(xmax, std::abs(double(a[i])));
             worse(std::abs(double(a[i]) - double(b[i])));
@@ -380,6 +386,7 @@ int main(int argc, char** argv) {
         } else {
           const std::vector<C> a = to_host<C>(q, x.data, xb.count()), b = to_host<C>(q, back.data, xb.count());
           for (std::size_t i = 0; i < a.size(); ++i) {
+            if (forward) non_finite += std::isfinite(a[i].real()) && std::isfinite(a[i].imag()) ? 0 : 1;
             sum_x.add(std::norm(std::complex<double>(a[i])));
             xmax = std::max(xmax, std::abs(std::complex<double>(a[i])));
             worse(std::abs(std::complex<double>(a[i]) - std::complex<double>(b[i])));
@@ -402,15 +409,6 @@ int main(int argc, char** argv) {
         xmax = ctx.comm().allreduce(xmax, ReduceOp::max);
         err = ctx.comm().allreduce(err, ReduceOp::max);
         const double w = po.norm == fft::Norm::backward ? 1 / n_total : po.norm == fft::Norm::ortho ? 1 : n_total;
-        // Elements of the run's input that are NaN or infinite (x in a forward run, the spectrum in an
-        // inverse one): every element of the other side mixes them in.
-        std::int64_t non_finite = 0;
-        if (forward && real_x) {
-          for (Real v : to_host<Real>(q, x.data, xb.count())) non_finite += std::isfinite(v) ? 0 : 1;
-        } else {
-          for (const C& v : to_host<C>(q, forward ? x.data : s.data, forward ? xb.count() : sb.count()))
-            non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
-        }
         const std::int64_t non_finite_all = ctx.comm().allreduce(non_finite, ReduceOp::sum);
         const double parseval = sx > 0 ? std::abs(sx - w * sX) / sx : std::abs(w * sX);
         const double round_trip = xmax > 0 ? err / xmax : err;

@@ -180,6 +180,13 @@ status, _, stderr = h.run(G, ["--n", "10", "--output", h.path("no/such/dir/x.h5"
 h.check(status == 2 and "--output" in stderr and "no such directory" in stderr, f"bad --output dir: {status} {stderr}")
 status, _, stderr = h.run(G, ["--n", "10", "--json", h.path("no/such/dir/r.json")], ranks=1)
 h.check(status == 2 and "--json" in stderr, f"bad --json dir: {status} {stderr}")
+# ... also a directory whose permission bits allow writing where no file can be made (procfs: root's
+# access(2) says yes).
+for flag, target in (("--output", "/proc/tessera_probe.h5:/r"), ("--json", "/proc/tessera_probe.json")):
+    status, stdout, stderr = h.run(G, ["--n", "10", flag, target], ranks=MULTI)
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("tessera-")]
+    h.check(status == 2 and len(lines) == 1 and flag in lines[0] and "'/proc'" in lines[0] and "result" not in stdout,
+            f"{flag} in /proc: status {status}, expected 2 and one line before any work: {stdout!r} {stderr!r}")
 
 # --help and --version succeed and print on rank 0 only (the apps share that code: one of them at
 # several ranks).

@@ -4,10 +4,10 @@
 // set says so on stderr. Values (INDEX: a global index into the result, row-major for a matrix or
 // field; without one, the element of largest magnitude, the first of equals):
 //   ulps:N               global_sum: the result N units in the last place up (N < 0: down)
-//   relative:R[@INDEX]   global_sum, prefix_sum, matmul, transpose, stencil: the result (one
+//   relative:R[@INDEX]   global_sum, prefix_sum, matmul, transpose, stencil, fft: the result (one
 //                        element) times 1 + R
-//   add:X[@INDEX]        sort, transpose, stencil: one element of the result plus X (rounded to the
-//                        element type; X must change it)
+//   add:X[@INDEX]        sort, transpose, stencil, fft: one element of the result plus X (rounded to
+//                        the element type; X must change it; a complex element's real part)
 //   swap[@INDEX]         sort: result elements INDEX and INDEX + 1 exchanged (default the middle
 //                        pair), with their indices under --values
 //   move[@INDEX]         histogram: one count moved from bin INDEX (default the fullest) to the
@@ -32,6 +32,7 @@
 
 #include "app.hpp"
 #include "tessera/framework/dist_matrix.hpp"
+#include "tessera/framework/field.hpp"
 #include "tessera/framework/field_2d.hpp"
 
 namespace tessera::apps {
@@ -191,6 +192,39 @@ void perturb_element(const Perturbation& p, Field2D<T>& field) {
   T before{}, after{};
   if (mine) {
     T& e = block[static_cast<std::size_t>(i * field.local_cols() + j)];
+    before = e;
+    after = e = perturbed(p, e);
+    field.local_from_host(block);
+  }
+  require_changed(field.context(), p, mine, before, after);
+}
+
+// relative, add: one cell of a field of any dimension changed (INDEX row-major over the whole field).
+template <class T, int D>
+void perturb_element(const Perturbation& p, Field<T, D>& field) {
+  std::vector<T> block = field.local_to_host();
+  double largest = -1;
+  index_t at = -1, cells = 1, k = 0, local = -1;
+  for (int a = 0; a < D; ++a) cells *= field.extent(a);
+  field.for_each_owned_on_host([&](const FieldIndex<D>& g, const T& value) {
+    index_t global = 0;
+    for (int a = 0; a < D; ++a) global = global * field.extent(a) + g[a];
+    if (std::fabs(static_cast<double>(value)) > largest) {
+      largest = std::fabs(static_cast<double>(value));
+      at = global;
+    }
+  });
+  const index_t target = perturbed_index(field.context(), p, cells, largest, at);
+  field.for_each_owned_on_host([&](const FieldIndex<D>& g, const T&) {
+    index_t global = 0;
+    for (int a = 0; a < D; ++a) global = global * field.extent(a) + g[a];
+    if (global == target) local = k;
+    ++k;
+  });
+  const bool mine = local >= 0;
+  T before{}, after{};
+  if (mine) {
+    T& e = block[static_cast<std::size_t>(local)];
     before = e;
     after = e = perturbed(p, e);
     field.local_from_host(block);

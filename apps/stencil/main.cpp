@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -319,17 +320,26 @@ bool our_checkpoint(const Context& ctx, const std::string& file) {
   }
 }
 
+// A file under a checkpoint's name in --checkpoint-dir that this app did not write: left as it is,
+// with a warning (once a run for each file). Rank 0 writes.
+void warn_not_ours(const Context& ctx, const std::string& path, const char* flag) {
+  static std::set<std::string> warned;
+  if (ctx.is_root() && warned.insert(path).second) {
+    std::fprintf(stderr, "tessera-stencil: warning: %s: left '%s' in --checkpoint-dir as it is: not a checkpoint of this app\n",
+                 flag, path.c_str());
+    std::fflush(stderr);
+  }
+}
+
 // Removes the checkpoints in `dir` older than `newest` beyond the keep - 1 before it (the newest and
 // keep - 1 older ones stay); rank 0 removes. Newer files are left alone, and so is any file with a
-// checkpoint's name that this app did not write (a warning names it). Collective.
+// checkpoint's name that this app did not write (warn_not_ours). Collective.
 void prune_checkpoints(const Context& ctx, const std::string& dir, index_t newest, index_t keep) {
   index_t kept = 1;
   for (const auto& [it, path] : list_checkpoints(ctx, dir)) {
     if (it >= newest) continue;
     if (!our_checkpoint(ctx, path)) {
-      if (ctx.is_root())
-        std::fprintf(stderr, "tessera-stencil: warning: left '%s' in --checkpoint-dir: not a checkpoint of this app\n",
-                     path.c_str());
+      warn_not_ours(ctx, path, "--checkpoint-keep");
       continue;
     }
     if (kept < keep) {
@@ -454,8 +464,6 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, *restart_path); });
     first_iteration = check_restart(*s.restart, attrs, "--restart");
   }
-  // --restart auto reads the directory.
-  if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
   std::optional<io::DatasetPath> checkpoint_path;
   if (s.checkpoint_dir) {
     if (!o.json.empty() && same_file(ctx, o.json, *s.checkpoint_dir))
@@ -501,6 +509,9 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     Field2D<T> second(grid, s.ny, s.nx, s.ghost);
     return first;
   });
+  // Made once every flag has been checked and the fields made, so that a refused run leaves no new
+  // directory behind.
+  if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
   auto boundary = [&](index_t i, index_t j) { return static_cast<T>(problem.exact(i, j)); };
   // --restart auto: the newest checkpoint in the directory that reads and verifies; one that does
   // not is renamed NAME.corrupt (kept, never removed), with a warning, and the one before it tried.
@@ -510,6 +521,10 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
       std::string why;
       try {
         const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
+        if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty()) {
+          warn_not_ours(ctx, file, "--restart auto");
+          continue;
+        }
         const index_t iteration = check_restart(file, attrs, "--restart auto");  // another problem's: an error
         io::restore(ctx, file, {{"field", u}});
         first_iteration = iteration;
@@ -1055,7 +1070,6 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     const auto attrs = for_flag("--restart", [&] { return io::read_attributes(ctx, {*s.restart, kFieldDataset}); });
     first_iteration = check_restart(*s.restart, attrs, "--restart");
   }
-  if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
   // The report never replaces a file the run reads or a checkpoint it writes.
   if (!o.json.empty()) {
     if (s.restart && !s.restart_auto && same_file(ctx, o.json, *s.restart))
@@ -1071,7 +1085,14 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
   const std::string what = std::string(D == 3 ? "--nx/--ny/--nz" : "--nx/--ny") + ": fields of " + shape_text + " " +
                            io::to_string(dtype) + " cells with ghost width " + std::to_string(r) + " on " +
                            std::to_string(ctx.size()) + " rank(s)";
-  auto make = [&] { return Field<T, D>(grid, extents, ghost, boundary); };
+  const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::relative});
+  auto make = [&] {
+    try {
+      return Field<T, D>(grid, extents, ghost, boundary);
+    } catch (const UsageError& e) {  // a field too large to number: alike on every rank
+      throw UsageError(std::string(D == 3 ? "--nx/--ny/--nz: " : "--nx/--ny: ") + e.what());
+    }
+  };
   Field<T, D> u = make_collectively(ctx, what, make);
   Field<T, D> v = make_collectively(ctx, what, make);
   Field<T, D> out, out_next;  // PRK's OUT and its ping-pong partner
@@ -1079,6 +1100,9 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     out = make_collectively(ctx, what, make);
     out_next = make_collectively(ctx, what, make);
   }
+  // Made once every flag has been checked and the fields made, so that a refused run leaves no new
+  // directory behind.
+  if (s.checkpoint_dir) make_checkpoint_dir(ctx, *s.checkpoint_dir);
   SineMode<D> sine{};
   for (int a = 0; a < D; ++a) sine.h[a] = 1.0 / static_cast<double>(extents[static_cast<std::size_t>(a)] + 1);
 
@@ -1101,6 +1125,10 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
       for (const auto& [it, file] : list_checkpoints(ctx, *s.checkpoint_dir)) {
         try {
           const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
+          if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty()) {
+            warn_not_ours(ctx, file, "--restart auto");
+            continue;
+          }
           const index_t iteration = check_restart(file, attrs, "--restart auto");
           io::restore(ctx, file, checkpointed());
           first_iteration = iteration;
@@ -1205,6 +1233,7 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     prk_seconds = ctx.comm().allreduce(since_first.seconds(), ReduceOp::max);
   });
   if (stopped_by) return report_requeue(ctx, app.name(), stopped_by, iteration, steps, last_checkpoint);
+  if (perturbation) perturb_element(perturbation, prk ? out : u);  // the result: PRK's OUT, else the field
 
   Report rep;
   rep.input = !resumed_from.empty() ? "restart from " + resumed_from + " at iteration " + std::to_string(first_iteration)

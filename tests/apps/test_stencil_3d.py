@@ -8,16 +8,17 @@
     another rank count and grid, ends with bitwise the field of the run never interrupted; a run
     stopped by SIGUSR1 (sent to mpiexec, which forwards it) writes a checkpoint after the step it is
     in and exits with status 75, and --restart auto (the interval auto by default) ends it bitwise;
-  - --restart auto sets a corrupt checkpoint aside (NAME.corrupt) and resumes from the one before
-    it, bitwise; --checkpoint-keep removes only the app's own checkpoints, never a user's file under
-    a checkpoint's name;
+  - --restart auto passes a user's file under a checkpoint's name by, sets a corrupt checkpoint
+    aside (NAME.corrupt) and resumes from the one before it, bitwise; --checkpoint-keep removes only
+    the app's own checkpoints, never a user's file under a checkpoint's name (named once a run);
   - prk-star:2 (2-D): --verify, and the L1 norm of the --output field over PRK's interior against
     PRK's closed form (iterations + 1) (COEFX + COEFY), with PRK's MFlops/s in the report; a run
     checkpointing every 3 steps, restarted from its first checkpoint on another rank count, ends
     with bitwise the OUT of the run never interrupted, verified;
   - bad input at 1 rank: exit status 2, one line naming the flag, no output file; weights files
     that hold no usable list, and a --json naming the restart file, the weights file or a
-    checkpoint's name in the checkpoint directory, refused with those files left as they were."""
+    checkpoint's name in the checkpoint directory, refused with those files left as they were and
+    no checkpoint directory made; a field too large to number names --nx/--ny/--nz."""
 import json
 import math
 import os
@@ -100,9 +101,10 @@ if h.check(status == 0, f"restart at {other} rank(s): status {status}\n{err}"):
 
 # ---- --restart auto past a corrupt checkpoint, pruning past files the app did not write -------------------
 # The directory holds the first checkpoint (iteration 4), a file of junk under iteration 6's name and
-# an HDF5 file of the user's under iteration 2's name. --restart auto sets the junk aside as
-# NAME.corrupt and resumes from 4 (bitwise the uninterrupted run); --checkpoint-keep 1 then removes
-# the run's own older checkpoints only, never the user's file.
+# HDF5 files of the user's under iteration 2's and 12's names. --restart auto passes the user's
+# newest file by (a warning, the file as it was), sets the junk aside as NAME.corrupt and resumes
+# from 4 (bitwise the uninterrupted run); --checkpoint-keep 1 then removes the run's own older
+# checkpoints after each one (every step), never the user's files, and names each of those once.
 auto_dir = h.path("ck_auto")
 os.makedirs(auto_dir, exist_ok=True)
 with open(first, "rb") as f_in, open(os.path.join(auto_dir, "checkpoint-000000000004.h5"), "wb") as f_out:
@@ -113,8 +115,11 @@ with open(junk, "w") as f:
 users = os.path.join(auto_dir, "checkpoint-000000000002.h5")
 write_h5(users, "/field", np.arange(5.0))
 users_bytes = open(users, "rb").read()
+users_newest = os.path.join(auto_dir, "checkpoint-000000000012.h5")
+write_h5(users_newest, "/field", np.arange(3.0))
+newest_bytes = open(users_newest, "rb").read()
 resumed_auto = h.path("resumed_auto.h5")
-status, _, err = h.run(S, [*common, "--checkpoint-dir", auto_dir, "--restart", "auto", "--checkpoint-every", 3,
+status, _, err = h.run(S, [*common, "--checkpoint-dir", auto_dir, "--restart", "auto", "--checkpoint-every", 1,
                            "--checkpoint-keep", 1, "--output", f"{resumed_auto}:/u"])
 if h.check(status == 0, f"--restart auto past a corrupt checkpoint: status {status}\n{err}"):
     h.check(read_h5(full, "/u")[0].tobytes() == read_h5(resumed_auto, "/u")[0].tobytes(),
@@ -123,9 +128,13 @@ if h.check(status == 0, f"--restart auto past a corrupt checkpoint: status {stat
     aside = junk + ".corrupt"
     h.check(os.path.exists(aside) and open(aside).read() == "not a checkpoint\n", f"the corrupt checkpoint not set aside: {left}")
     h.check(os.path.exists(users) and open(users, "rb").read() == users_bytes, f"the user's file was removed or changed: {left}")
-    # The run's own checkpoints from 4 on (every 3: at 6): only the newest is kept.
-    h.check(left == ["checkpoint-000000000002.h5", "checkpoint-000000000006.h5", "checkpoint-000000000006.h5.corrupt"],
-            f"--checkpoint-keep 1 left {left}")
+    h.check(open(users_newest, "rb").read() == newest_bytes, "the user's file under iteration 12's name changed")
+    # The run's own checkpoints from 4 on (every step: 5 to 8): only the newest is kept.
+    h.check(left == ["checkpoint-000000000002.h5", "checkpoint-000000000006.h5.corrupt", "checkpoint-000000000008.h5",
+                     "checkpoint-000000000012.h5"], f"--checkpoint-keep 1 left {left}")
+    for name in ("checkpoint-000000000002.h5", "checkpoint-000000000012.h5"):
+        said = [ln for ln in err.splitlines() if name in ln and "not a checkpoint of this app" in ln]
+        h.check(len(said) == 1, f"the user's {name}: {len(said)} warnings, expected one:\n{err}")
 
 # ---- SIGUSR1: a checkpoint after the current step, exit 75; --restart auto ends it bitwise -----------------
 long_run = [*common[:-1], 60]  # the same problem, 60 steps
@@ -247,6 +256,12 @@ bad_cases += [
     ([*small, "--op", "box:2", "--weights-file", weights_file, "--json", weights_file], ["--json", "--weights-file"]),
     ([*star2, "--checkpoint-dir", keep_dir, "--json", os.path.join(keep_dir, "checkpoint-000000000001.h5")],
      ["--json", "--checkpoint-dir"]),
+    # A refused run makes no --checkpoint-dir (field ops and the Jacobi ops alike).
+    ([*star2, "--checkpoint-dir", h.path("never_made"), "--json", h.path("never_made")], ["--json", "--checkpoint-dir"]),
+    (["--nx", 8, "--ny", 8, "--checkpoint-dir", h.path("never_made_2d"), "--json", h.path("never_made_2d")],
+     ["--json", "--checkpoint-dir"]),
+    (["--nx", "4000000000", "--ny", "4000000000", "--nz", "4000000000", "--op", "star:1", "--checkpoint-dir",
+      h.path("never_made_3d")], ["--nx/--ny/--nz", "2^63"]),
 ]
 for args, words in bad_cases:
     bad_out = h.path("bad_out.h5")
@@ -259,4 +274,6 @@ for args, words in bad_cases:
 for path, data in kept_files.items():
     h.check(open(path, "rb").read() == data, f"{path}: changed by a refused run")
 h.check(os.listdir(keep_dir) == [], f"{keep_dir}: a refused run wrote {os.listdir(keep_dir)}")
+for never in ("never_made", "never_made_2d", "never_made_3d"):
+    h.check(not os.path.exists(h.path(never)), f"a refused run made its --checkpoint-dir {never}")
 h.finish()

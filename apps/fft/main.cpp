@@ -2,8 +2,11 @@
 // over slabs or pencils, or a batched 1-D transform along one axis of a 2-D array, normalised as
 // numpy.fft is. HDF5 in and out (complex numbers as h5py's compound {r, i}); --verify checks
 // Parseval's identity and a forward + inverse round trip against stated rounding bounds.
+#include <array>
+#include <climits>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "app.hpp"
+#include "perturb.hpp"
 #include "tessera/framework/fft.hpp"
 #include "tessera/kernels/counter_rng.hpp"
 #include "tessera/kernels/memory.hpp"
@@ -91,6 +95,80 @@ std::vector<T> to_host(const kernels::Queue& q, const void* src, index_t count) 
   std::vector<T> host(static_cast<std::size_t>(count));
   if (count > 0) kernels::copy_to_host(q, host.data(), src, host.size() * sizeof(T));
   return host;
+}
+
+// The spectrum a c2r transform reads from S: F(c2r S). Off the self-conjugate planes of the r2c axis
+// (k = 0, and k = n/2 for an even n) it is S; on them (S[m] + conj S[-m]) / 2, where -m negates the
+// indices of the other transformed axes (modulo their lengths; none for a batched 1-D transform:
+// then Re S). numpy's irfftn, FFTW and cuFFT all read S so: the part of S that no real array's
+// spectrum has is dropped. S is this rank's block `box` of the spectrum of shape `spectral`
+// (row-major, 3 axes with the missing ones of length 1). Collective: each bin on a plane goes to the
+// rank that holds its mirror, as (that bin's global index, value).
+template <class C>
+std::vector<C> hermitian_part(const Context& ctx, const std::vector<C>& S, const fft::Box& box,
+                              const std::array<index_t, 3>& spectral, int raxis, index_t rn, bool mirror_others) {
+  struct Entry {
+    index_t at;  // the receiver's bin, a global row-major index
+    double re, im;
+  };
+  const auto plane = [&](index_t k) { return k == 0 || (rn % 2 == 0 && k == rn / 2); };
+  const std::vector<fft::Box> boxes = ctx.comm().allgather(box);
+  const auto owns = [&](const fft::Box& b, const std::array<index_t, 3>& g) {
+    for (int a = 0; a < 3; ++a)
+      if (g[a] < b.lo[a] || g[a] >= b.lo[a] + b.size[a]) return false;
+    return true;
+  };
+  const int ranks = ctx.size();
+  std::vector<std::vector<Entry>> to(static_cast<std::size_t>(ranks));
+  int owner = 0;
+  std::size_t at = 0;
+  std::array<index_t, 3> g{}, m{};
+  for (index_t i = 0; i < box.size[0]; ++i)
+    for (index_t j = 0; j < box.size[1]; ++j)
+      for (index_t l = 0; l < box.size[2]; ++l, ++at) {
+        g = {box.lo[0] + i, box.lo[1] + j, box.lo[2] + l};
+        if (!plane(g[static_cast<std::size_t>(raxis)])) continue;
+        for (std::size_t a = 0; a < 3; ++a)
+          m[a] = mirror_others && static_cast<int>(a) != raxis ? (spectral[a] - g[a]) % spectral[a] : g[a];
+        for (int tried = 0; tried < ranks && !owns(boxes[static_cast<std::size_t>(owner)], m); ++tried)
+          owner = (owner + 1) % ranks;
+        TESSERA_ASSERT(owns(boxes[static_cast<std::size_t>(owner)], m), "hermitian_part: no rank holds a mirrored bin");
+        to[static_cast<std::size_t>(owner)].push_back(
+            {(m[0] * spectral[1] + m[1]) * spectral[2] + m[2], double(S[at].real()), double(S[at].imag())});
+      }
+  std::vector<int> send_counts(static_cast<std::size_t>(ranks)), recv_counts(static_cast<std::size_t>(ranks));
+  std::vector<int> send_offsets(static_cast<std::size_t>(ranks)), recv_offsets(static_cast<std::size_t>(ranks));
+  std::vector<Entry> send;
+  for (int r = 0; r < ranks; ++r) {
+    const auto& piece = to[static_cast<std::size_t>(r)];
+    if (send.size() + piece.size() > static_cast<std::size_t>(INT_MAX))
+      throw UsageError("--verify: the self-conjugate planes of a c2r transform this large are beyond the check");
+    send_offsets[static_cast<std::size_t>(r)] = static_cast<int>(send.size());
+    send_counts[static_cast<std::size_t>(r)] = static_cast<int>(piece.size());
+    send.insert(send.end(), piece.begin(), piece.end());
+  }
+  ctx.comm().alltoall(send_counts.data(), 1, recv_counts.data());
+  std::size_t total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    recv_offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    total += static_cast<std::size_t>(recv_counts[static_cast<std::size_t>(r)]);
+  }
+  std::vector<Entry> arrived(total);
+  MPI_Datatype entry_type = MPI_DATATYPE_NULL;
+  TESSERA_MPI_CHECK(MPI_Type_contiguous(static_cast<int>(sizeof(Entry)), MPI_BYTE, &entry_type));
+  TESSERA_MPI_CHECK(MPI_Type_commit(&entry_type));
+  TESSERA_MPI_CHECK(MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), entry_type, arrived.data(),
+                                  recv_counts.data(), recv_offsets.data(), entry_type, ctx.comm().get()));
+  TESSERA_MPI_CHECK(MPI_Type_free(&entry_type));
+  std::vector<C> out = S;
+  for (const Entry& e : arrived) {
+    const index_t g0 = e.at / (spectral[1] * spectral[2]), g1 = e.at / spectral[2] % spectral[1], g2 = e.at % spectral[2];
+    TESSERA_ASSERT(owns(box, {g0, g1, g2}), "hermitian_part: a bin arrived at a rank that does not hold it");
+    const std::size_t k = static_cast<std::size_t>(((g0 - box.lo[0]) * box.size[1] + g1 - box.lo[1]) * box.size[2] + g2 - box.lo[2]);
+    using R = typename C::value_type;
+    out[k] = C(static_cast<R>((double(S[k].real()) + e.re) / 2), static_cast<R>((double(S[k].imag()) - e.im) / 2));
+  }
+  return out;
 }
 
 std::vector<index_t> box_start(const fft::Box& b, std::size_t ndim) { return {b.lo.begin(), b.lo.begin() + static_cast<long>(ndim)}; }
@@ -256,6 +334,7 @@ int main(int argc, char** argv) {
                        std::string(shape_flag) + ": the transform of " + shape_text(plan_shape) + " " +
                            (sizeof(Real) == 4 ? "complex64" : "complex128") + " elements (its input and output)");
       }
+      const Perturbation perturbation = test_perturbation(app, ctx, {Perturbation::Kind::add, Perturbation::Kind::relative});
       std::optional<fft::Plan<Real>> made;
       try {
         made.emplace(ctx, plan_shape, kind, po);
@@ -306,6 +385,42 @@ int main(int argc, char** argv) {
         if (forward) plan.forward(x.data, static_cast<C*>(s.data), times);
         else plan.inverse(static_cast<const C*>(s.data), x.data, times);
       });
+      if (perturbation) {
+        // One element of the output (row-major global index) times 1 + R, or plus X (on the real part).
+        const fft::Box& ob = forward ? sb : xb;
+        const std::vector<index_t>& oshape = forward ? plan.output_shape() : plan.shape();
+        const index_t n1 = oshape[1], n2 = nd > 2 ? oshape[2] : 1;
+        const auto perturb = [&]<class E>(void* data) {
+          std::vector<E> block = to_host<E>(q, data, ob.count());
+          double largest = -1;
+          index_t at = -1;
+          std::size_t k = 0;
+          for (index_t i = 0; i < ob.size[0]; ++i)
+            for (index_t j = 0; j < ob.size[1]; ++j)
+              for (index_t l = 0; l < ob.size[2]; ++l, ++k)
+                if (std::abs(block[k]) > largest) {
+                  largest = std::abs(block[k]);
+                  at = ((ob.lo[0] + i) * n1 + ob.lo[1] + j) * n2 + ob.lo[2] + l;
+                }
+          const index_t target = perturbed_index(ctx, perturbation, oshape[0] * n1 * n2, largest, at);
+          const index_t g[3] = {target / (n1 * n2), target / n2 % n1, target % n2};
+          bool mine = true;
+          for (int a = 0; a < 3; ++a) mine = mine && g[a] >= ob.lo[a] && g[a] < ob.lo[a] + ob.size[a];
+          bool same = false;
+          if (mine) {
+            E& e = block[static_cast<std::size_t>(((g[0] - ob.lo[0]) * ob.size[1] + g[1] - ob.lo[1]) * ob.size[2] + g[2] - ob.lo[2])];
+            const E before = e;
+            e = perturbation.kind == Perturbation::Kind::relative ? e * static_cast<Real>(1 + perturbation.amount)
+                                                                  : e + static_cast<Real>(perturbation.amount);
+            same = std::memcmp(&before, &e, sizeof(E)) == 0;
+            to_backend(q, data, block);
+          }
+          if (ctx.comm().allreduce<std::int32_t>(same ? 1 : 0, ReduceOp::max) != 0)
+            throw UsageError("TESSERA_TEST_PERTURB='" + perturbation.spec + "': the element it names does not change");
+        };
+        if (forward || !real_x) perturb.template operator()<C>(forward ? s.data : x.data);
+        else perturb.template operator()<Real>(x.data);
+      }
 
       Report r;
       r.input = input;
@@ -348,52 +463,70 @@ int main(int argc, char** argv) {
 
       if (o.verify) {
         // x: the real-side array (the input of a forward run, the output of an inverse one); X: the
-        // spectrum, the run's output in a forward run, F x computed again from x in an inverse one
-        // (whose input need not be a spectrum F^-1 returns: c2r of a non-Hermitian array). Parseval:
-        // sum |x|^2 = w sum' |X|^2, w = 1/N (backward), 1 (ortho), N (forward), sum' counting the
-        // r2c axis's conjugate halves twice. Round trip: F^-1 X = x. Bounds: 10 eps log2 N, relative
-        // to sum |x|^2 and to max |x|.
-        Buffer spec(q, forward ? 0 : static_cast<std::size_t>(sb.count()) * sizeof(C)),
-            back(q, static_cast<std::size_t>(xb.count()) * x_elem);
-        const C* const spectrum = static_cast<const C*>(forward ? s.data : spec.data);
-        if (!forward) plan.forward(x.data, static_cast<C*>(spec.data));
-        plan.inverse(spectrum, back.data);
+        // spectral side, the run's output in a forward run and, in an inverse one, the spectrum the run
+        // read: its input S, or for c2r S's Hermitian part (hermitian_part: what c2r reads of it).
+        // Parseval: sum |x|^2 = w sum' |X|^2, w = 1/N (backward), 1 (ortho), N (forward), sum'
+        // counting the r2c axis's conjugate halves twice. Round trip, from the run's input to its
+        // output and back: F^-1 X = x (forward), F x = X (inverse). Bounds: 10 eps log2 N, relative to
+        // sum |x|^2 and to the largest element of the round trip's start.
+        const int raxis = real_x ? (po.axis >= 0 ? po.axis : static_cast<int>(nd) - 1) : -1;
+        const index_t rn = raxis >= 0 ? plan_shape[static_cast<std::size_t>(raxis)] : 0;
+        Buffer back(q, static_cast<std::size_t>(forward ? xb.count() * static_cast<index_t>(x_elem) : sb.count() * static_cast<index_t>(sizeof(C))));
+        if (forward) plan.inverse(static_cast<const C*>(s.data), back.data);
+        else plan.forward(x.data, static_cast<C*>(back.data));
         double n_total = 1;
         if (po.axis >= 0) n_total = static_cast<double>(plan_shape[static_cast<std::size_t>(po.axis)]);
         else
           for (index_t v : plan_shape) n_total *= static_cast<double>(v);
         const double eps = std::numeric_limits<Real>::epsilon();
         const double bound = 10 * eps * std::max(1.0, std::log2(n_total));
-        const std::vector<C> X = to_host<C>(q, spectrum, sb.count());
-        CompensatedSum sum_x, sum_X;
-        double xmax = 0, err = 0;
+        std::vector<C> X = to_host<C>(q, s.data, sb.count());
         // Elements of the run's input that are NaN or infinite (x in a forward run, counted below as x
         // is read; the spectrum in an inverse one): every element of the other side mixes them in.
         std::int64_t non_finite = 0;
-        if (!forward)
-          for (const C& v : to_host<C>(q, s.data, sb.count())) non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
+        double hermitian_gap = 0;  // c2r: how far S lies from its Hermitian part, relative to max |X|
+        if (!forward) {
+          for (const C& v : X) non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
+          if (real_x) {
+            std::array<index_t, 3> spectral{1, 1, 1};
+            for (std::size_t a = 0; a < nd; ++a) spectral[a] = plan.output_shape()[a];
+            std::vector<C> H = hermitian_part(ctx, X, sb, spectral, raxis, rn, po.axis < 0);
+            for (std::size_t i = 0; i < X.size(); ++i)
+              hermitian_gap = std::max(hermitian_gap, std::abs(std::complex<double>(X[i]) - std::complex<double>(H[i])));
+            X = std::move(H);
+          }
+        }
         // The round trip's largest error; a NaN counts as infinite, so that it survives the max here and
         // across the ranks (a NaN the transforms made from a finite input fails the check).
+        CompensatedSum sum_x, sum_X;
+        double xmax = 0, Xmax = 0, err = 0;
         const auto worse = [&err](double e) { err = std::max(err, std::isnan(e) ? std::numeric_limits<double>::infinity() : e); };
         if (real_x) {
-          const std::vector<Real> a = to_host<Real>(q, x.data, xb.count()), b = to_host<Real>(q, back.data, xb.count());
+          const std::vector<Real> a = to_host<Real>(q, x.data, xb.count());
+          const std::vector<Real> b = forward ? to_host<Real>(q, back.data, xb.count()) : std::vector<Real>();
           for (std::size_t i = 0; i < a.size(); ++i) {
             if (forward) non_finite += std::isfinite(a[i]) ? 0 : 1;
             sum_x.add(double(a[i]) * double(a[i]));
             xmax = std::max(xmax, std::abs(double(a[i])));
-            worse(std::abs(double(a[i]) - double(b[i])));
+            if (forward) worse(std::abs(double(a[i]) - double(b[i])));
           }
         } else {
-          const std::vector<C> a = to_host<C>(q, x.data, xb.count()), b = to_host<C>(q, back.data, xb.count());
+          const std::vector<C> a = to_host<C>(q, x.data, xb.count());
+          const std::vector<C> b = forward ? to_host<C>(q, back.data, xb.count()) : std::vector<C>();
           for (std::size_t i = 0; i < a.size(); ++i) {
             if (forward) non_finite += std::isfinite(a[i].real()) && std::isfinite(a[i].imag()) ? 0 : 1;
             sum_x.add(std::norm(std::complex<double>(a[i])));
             xmax = std::max(xmax, std::abs(std::complex<double>(a[i])));
-            worse(std::abs(std::complex<double>(a[i]) - std::complex<double>(b[i])));
+            if (forward) worse(std::abs(std::complex<double>(a[i]) - std::complex<double>(b[i])));
           }
         }
-        const int raxis = real_x ? (po.axis >= 0 ? po.axis : static_cast<int>(nd) - 1) : -1;
-        const index_t rn = raxis >= 0 ? plan_shape[static_cast<std::size_t>(raxis)] : 0;
+        if (!forward) {
+          const std::vector<C> b = to_host<C>(q, back.data, sb.count());
+          for (std::size_t i = 0; i < X.size(); ++i) {
+            Xmax = std::max(Xmax, std::abs(std::complex<double>(X[i])));
+            worse(std::abs(std::complex<double>(X[i]) - std::complex<double>(b[i])));
+          }
+        }
         std::size_t at = 0;
         for (index_t i = 0; i < sb.size[0]; ++i)
           for (index_t j = 0; j < sb.size[1]; ++j)
@@ -407,11 +540,14 @@ int main(int argc, char** argv) {
             }
         const double sx = sum_over_ranks(ctx, sum_x), sX = sum_over_ranks(ctx, sum_X);
         xmax = ctx.comm().allreduce(xmax, ReduceOp::max);
+        Xmax = ctx.comm().allreduce(Xmax, ReduceOp::max);
         err = ctx.comm().allreduce(err, ReduceOp::max);
+        hermitian_gap = ctx.comm().allreduce(hermitian_gap, ReduceOp::max);
         const double w = po.norm == fft::Norm::backward ? 1 / n_total : po.norm == fft::Norm::ortho ? 1 : n_total;
         const std::int64_t non_finite_all = ctx.comm().allreduce(non_finite, ReduceOp::sum);
         const double parseval = sx > 0 ? std::abs(sx - w * sX) / sx : std::abs(w * sX);
-        const double round_trip = xmax > 0 ? err / xmax : err;
+        const double start_max = forward ? xmax : Xmax;
+        const double round_trip = start_max > 0 ? err / start_max : err;
         Verdict v;
         if (non_finite_all > 0) {
           // Every element of the transform mixes every element of x: nothing can be compared.
@@ -423,8 +559,12 @@ int main(int argc, char** argv) {
           v.detail = "sum |x|^2 or sum |X|^2 passes the largest double: neither identity can be checked";
         } else {
           v.ok = parseval <= bound && round_trip <= bound;
-          v.detail = "Parseval: relative difference " + format_number(parseval) + ", round trip: max error / max |x| " +
-                     format_number(round_trip) + " (bound for both: 10 eps log2 N = " + format_number(bound) + ")";
+          v.detail = "Parseval: relative difference " + format_number(parseval) + ", round trip: " +
+                     (forward ? "max |F^-1 X - x| / max |x| " : "max |F x - X| / max |X| ") + format_number(round_trip) +
+                     " (bound for both: 10 eps log2 N = " + format_number(bound) + ")";
+          if (real_x && !forward && hermitian_gap > bound * Xmax)
+            v.detail += "; the input is no real array's spectrum: c2r read its Hermitian part, " + format_number(hermitian_gap / std::max(Xmax, 1e-300)) +
+                        " of max |X| away from it on the self-conjugate planes, and X is that part";
         }
         r.verdict = v;
       }

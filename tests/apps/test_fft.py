@@ -38,6 +38,8 @@ x2 = random_array(h.rng, np.dtype("float64"), (5, 6, 7))
 a2 = np.fft.rfftn(x2)  # complex 5 x 6 x 4: c2r back to 7 along the last axis
 a3 = complex_array((2, 17), "complex64")
 a4 = random_array(h.rng, np.dtype("float64"), (17, 1))
+a5 = complex_array((6, 5, 4), "complex128")
+a6 = complex_array((5, 7), "complex128")
 runs = [
     ("c2c pencil ortho", a0, ["--decomposition", "pencil", "--norm", "ortho"], np.fft.fftn(a0, norm="ortho")),
     ("r2c slab float32, input layout", a1, ["--layout", "input"], np.fft.rfftn(a1.astype(np.float64))),
@@ -45,6 +47,11 @@ runs = [
      np.fft.irfftn(a2, s=(5, 6, 7), norm="forward")),
     ("c2c inverse along axis 0", a3, ["--inverse", "--axis", "0"], np.fft.ifft(a3.astype(np.complex128), axis=0)),
     ("r2c along axis 0 of N x 1", a4, ["--axis", "0", "--kind", "r2c"], np.fft.rfft(a4, axis=0)),
+    # Spectra that no real array has (random on the self-conjugate planes too): c2r reads their
+    # Hermitian part, as numpy does, and --verify checks F x against that part.
+    ("c2r of a random spectrum", a5, ["--kind", "c2r", "--real-length", "6"], np.fft.irfftn(a5, s=(6, 5, 6))),
+    ("c2r along axis 0 of a random spectrum", a6, ["--kind", "c2r", "--axis", "0", "--real-length", "8", "--norm", "ortho"],
+     np.fft.irfft(a6, n=8, axis=0, norm="ortho")),
 ]
 for c, (what, data, args, want) in enumerate(runs):
     write_h5(inp, f"/a{c}", data, "chunked" if c % 2 else "contiguous")

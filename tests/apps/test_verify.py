@@ -94,6 +94,26 @@ fails("stencil", ["--op", "convolve1d", "--n", "1000003", "--radius", "2"], "add
       "stencil convolve1d float32 at n = 1e6: the largest output off by 1e-3")
 fails("stencil", ["--op", "convolve1d", "--n", "10007", "--radius", "3", "--boundary", "periodic", "--dtype", "float64"],
       "relative:1e-9@0", "stencil convolve1d periodic float64: output 0 x(1 + 1e-9)")
+# The field ops (apply_stencil on Field<T, D>): the last step against the host, and PRK's norm.
+passes("stencil", ["--op", "star:2", "--nx", "20", "--ny", "17", "--nz", "9", "--iters", "5"], "stencil star:2 3-D")
+fails("stencil", ["--op", "star:2", "--nx", "20", "--ny", "17", "--nz", "9", "--iters", "5"], "relative:1e-4",
+      "stencil star:2 3-D: the largest cell x(1 + 1e-4)")
+fails("stencil", ["--op", "box:1", "--nx", "20", "--ny", "17", "--iters", "3", "--dtype", "float64"], "add:1e-9@200",
+      "stencil box:1 float64: cell 200 off by 1e-9")
+fails("stencil", ["--op", "prk-star:2", "--nx", "20", "--ny", "17", "--iters", "3"], "add:1e-3@47",
+      "stencil prk-star:2: OUT's interior cell 47 off by 1e-3")
+
+# tessera-fft: Parseval and the round trip from the run's input to its output and back. An
+# inverse run's output is checked against its input (F x against the spectrum it read, for c2r
+# that spectrum's Hermitian part), so that a wrong inverse fails as a wrong forward does.
+for kind in (["--kind", "c2c"], ["--kind", "c2c", "--inverse"], ["--kind", "r2c"], ["--kind", "c2r"],
+             ["--kind", "c2r", "--axis", "1"], ["--kind", "c2c", "--inverse", "--decomposition", "pencil"]):
+    for dtype, change in (("float64", "relative:1e-9"), ("float32", "relative:1e-2@11")):
+        shape = ["--shape", "13x8x6" if "pencil" in kind else ("12x9" if "--axis" in kind else "7x10x5")]
+        dt = ["--dtype", dtype if kind[1] == "r2c" else ("complex128" if dtype == "float64" else "complex64")]
+        passes("fft", [*kind, *shape, *dt], f"fft {' '.join(kind)} {dtype}")
+        fails("fft", [*kind, *shape, *dt], change, f"fft {' '.join(kind)} {dtype}: one output element changed")
+
 # Nothing computed: the initial field is not a result to call right.
 r = verdict("stencil", ["--nx", "16", "--ny", "16", "--iters", "0"], 0, "stencil --iters 0")
 if r:

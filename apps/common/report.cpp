@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <string>
 
 #include "app.hpp"
@@ -249,7 +250,11 @@ bool same_file(const std::string& a, const std::string& b) {
   const bool a_exists = stat(a.c_str(), &sa) == 0, b_exists = stat(b.c_str(), &sb) == 0;
   if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (a_exists != b_exists) return false;
-  const auto resolved = [](const std::string& path) {
+  // Neither exists: the paths compared as written once their directory is resolved, without the
+  // trailing slashes and "." components that name the same place ("ck/" and "./ck").
+  const auto resolved = [](std::string path) {
+    path = std::filesystem::path(path).lexically_normal().string();
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
     const auto slash = path.find_last_of('/');
     const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -30,14 +30,22 @@ std::string output_directory_problem(const std::string& file) {
     return "no such directory " + in_quotes(directory) + " for " + in_quotes(file);
   if (access(directory.c_str(), W_OK | X_OK) != 0)
     return "cannot write in directory " + in_quotes(directory) + " (permission denied)";
-  // access() answers from the permission bits; a file system that makes no files (sysfs, procfs),
-  // one mounted read-only or one full answers only when a file is made. Made under the temporary's
-  // name and removed at once, so that a run is refused before its work, not after it.
+  // access() answers from the permission bits; a file system that makes no files (procfs, sysfs)
+  // or a directory whose files cannot be removed or renamed over (append-only) answers only when a
+  // file is made there. One is made under the temporary's name and removed at once, so that a run
+  // is refused before its work, not after it.
   const std::string probe = tessera::detail::temporary_name_for(file);
   const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return "cannot make a file in directory " + in_quotes(directory) + ": " + std::strerror(errno);
+  if (fd < 0) {
+    const int error = errno;
+    return "cannot make a file in directory " + in_quotes(directory) + " (" + std::strerror(error) + ")";
+  }
   close(fd);
-  unlink(probe.c_str());
+  if (unlink(probe.c_str()) != 0) {
+    const int error = errno;
+    return "cannot remove a file made in directory " + in_quotes(directory) + ", as the output's temporary must be (" +
+           std::strerror(error) + "; " + in_quotes(probe) + " is left there)";
+  }
   return "";
 }
 

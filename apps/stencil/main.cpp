@@ -309,14 +309,36 @@ std::vector<std::pair<index_t, std::string>> list_checkpoints(const Context& ctx
   return out;
 }
 
-// Whether `file` is a checkpoint this app wrote (its field dataset carries the app's name and an
-// iteration). Collective.
-bool our_checkpoint(const Context& ctx, const std::string& file) {
+// What a file under a checkpoint's name is: a checkpoint of this app (its field dataset carries the
+// app's name and an iteration; `attrs` then holds the attributes), a file of another program (an
+// HDF5 file that opens, without such a field), or unreadable (not HDF5, truncated, damaged: what a
+// checkpoint cut short looks like). Collective.
+enum class CheckpointFile { ours, foreign, unreadable };
+CheckpointFile classify_checkpoint(const Context& ctx, const std::string& file,
+                                   std::vector<std::pair<std::string, std::string>>* attrs = nullptr) {
   try {
-    const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
-    return attribute(attrs, "app") == "tessera-stencil" && !attribute(attrs, "iteration").empty();
-  } catch (const io::IoError&) {
-    return false;
+    auto found = io::read_attributes(ctx, {file, kFieldDataset});
+    const bool ours = attribute(found, "app") == "tessera-stencil" && !attribute(found, "iteration").empty();
+    if (attrs) *attrs = std::move(found);
+    return ours ? CheckpointFile::ours : CheckpointFile::foreign;
+  } catch (const io::IoError& e) {
+    return e.kind() == io::IoError::Kind::no_dataset ? CheckpointFile::foreign : CheckpointFile::unreadable;
+  }
+}
+bool our_checkpoint(const Context& ctx, const std::string& file) {
+  return classify_checkpoint(ctx, file) == CheckpointFile::ours;
+}
+
+// Before the first step: a file in `dir` under the name of a checkpoint this run may write (after
+// iteration `from`, before `to`) that is not a checkpoint of this app would stop the run at that
+// checkpoint (such a file is never replaced): UsageError now, naming it. Collective.
+void refuse_files_in_the_way(const Context& ctx, const std::string& dir, index_t from, index_t to) {
+  for (const auto& [it, path] : list_checkpoints(ctx, dir)) {
+    if (it <= from || it >= to || our_checkpoint(ctx, path)) continue;
+    throw UsageError("--checkpoint-dir: '" + path + "' is not a checkpoint of tessera-stencil, and this run may write "
+                     "its checkpoint of iteration " + std::to_string(it) + " under that name (it checkpoints after "
+                     "iterations " + std::to_string(from + 1) + " to " + std::to_string(to - 1) +
+                     "); move the file or give another directory");
   }
 }
 
@@ -519,12 +541,14 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
   auto restore_newest = [&] {
     for (const auto& [it, file] : list_checkpoints(ctx, *s.checkpoint_dir)) {
       std::string why;
+      std::vector<std::pair<std::string, std::string>> attrs;
+      const CheckpointFile kind = classify_checkpoint(ctx, file, &attrs);
+      if (kind == CheckpointFile::foreign) {
+        warn_not_ours(ctx, file, "--restart auto");
+        continue;
+      }
       try {
-        const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
-        if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty()) {
-          warn_not_ours(ctx, file, "--restart auto");
-          continue;
-        }
+        if (kind == CheckpointFile::unreadable) attrs = io::read_attributes(ctx, {file, kFieldDataset});  // its error
         const index_t iteration = check_restart(file, attrs, "--restart auto");  // another problem's: an error
         io::restore(ctx, file, {{"field", u}});
         first_iteration = iteration;
@@ -538,11 +562,14 @@ int run_jacobi(App& app, const Context& ctx, const JacobiSettings& s, const Weig
     first_iteration = 0;  // none: from the beginning
     u.fill(T(0));
   };
+  bool looked_in_the_way = false;
   auto initialise = [&] {
     u.fill(T(0));
     if (s.restart_auto) restore_newest();
     else if (restart_path) for_flag("--restart", [&] { io::restore(ctx, *s.restart, {{"field", u}}); });
     u.set_outer_ghosts(boundary);
+    if (s.checkpoint_dir && !looked_in_the_way) refuse_files_in_the_way(ctx, *s.checkpoint_dir, first_iteration, s.iters);
+    looked_in_the_way = true;
   };
 
   // One checkpoint: to --checkpoint FILE, or DIR/checkpoint-ITERATION.h5 (then the older ones beyond
@@ -1123,12 +1150,14 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
     first_iteration = 0;
     if (s.restart_auto) {
       for (const auto& [it, file] : list_checkpoints(ctx, *s.checkpoint_dir)) {
+        std::vector<std::pair<std::string, std::string>> attrs;
+        const CheckpointFile kind = classify_checkpoint(ctx, file, &attrs);
+        if (kind == CheckpointFile::foreign) {
+          warn_not_ours(ctx, file, "--restart auto");
+          continue;
+        }
         try {
-          const auto attrs = io::read_attributes(ctx, {file, kFieldDataset});
-          if (attribute(attrs, "app") != app.name() || attribute(attrs, "iteration").empty()) {
-            warn_not_ours(ctx, file, "--restart auto");
-            continue;
-          }
+          if (kind == CheckpointFile::unreadable) attrs = io::read_attributes(ctx, {file, kFieldDataset});  // its error
           const index_t iteration = check_restart(file, attrs, "--restart auto");
           io::restore(ctx, file, checkpointed());
           first_iteration = iteration;
@@ -1197,8 +1226,11 @@ int run_field(App& app, const Context& ctx, const FieldSettings& s) {
   double prk_seconds = 0;  // PRK's timed iterations: all but the first (of those this run made)
   index_t prk_timed = 0;
   const index_t steps = prk ? s.iters + 1 : s.iters;  // PRK runs iterations + 1 (the first untimed)
+  bool looked_in_the_way = false;
   const TimingSummary timing = measure(ctx, o, [&](PhaseTimes*) {
     initialise();
+    if (s.checkpoint_dir && !looked_in_the_way) refuse_files_in_the_way(ctx, *s.checkpoint_dir, first_iteration, steps);
+    looked_in_the_way = true;
     iteration = first_iteration;
     checkpoints = 0;
     Stopwatch since_first;

@@ -20,6 +20,7 @@ namespace {
 // What rank 0 found, in one fixed-size record so that it crosses to the other ranks in one bcast.
 struct ProbeRecord {
   int ok = 0;
+  int no_dataset = 0;  // an HDF5 file that opens, without the dataset: IoError::Kind::no_dataset
   int dtype = 0;
   int is_complex = 0;
   int ndims = 0;
@@ -52,11 +53,11 @@ void probe_on_root(const DatasetPath& path, ProbeRecord& record, bool need_dtype
     const std::string prefix = name.substr(0, pos);
     if (prefix.back() == '/') continue;
     if (H5Lexists(file.get(), prefix.c_str(), H5P_DEFAULT) <= 0)
-      return fail("no dataset " + in_quotes(name) + " in " + in_quotes(path.file) +
+      return record.no_dataset = 1, fail("no dataset " + in_quotes(name) + " in " + in_quotes(path.file) +
                   (pos == name.size() ? "" : " (no " + in_quotes(prefix) + ")"));
   }
   Handle dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dset.valid()) return fail(in_quotes(name) + " in " + in_quotes(path.file) + " is not a dataset");
+  if (!dset.valid()) return record.no_dataset = 1, fail(in_quotes(name) + " in " + in_quotes(path.file) + " is not a dataset");
 
   Handle type(H5Dget_type(dset.get()), H5Tclose);
   const H5T_class_t cls = H5Tget_class(type.get());
@@ -173,7 +174,8 @@ DatasetInfo probe(const Context& ctx, const DatasetPath& path, bool need_dtype, 
   ProbeRecord record;
   if (ctx.is_root()) probe_on_root(path, record, need_dtype, element, accept_complex, any_type);
   ctx.comm().bcast(reinterpret_cast<unsigned char*>(&record), static_cast<index_t>(sizeof record), 0);
-  if (!record.ok) throw IoError(record.message, path.file, path.dataset);
+  if (!record.ok)
+    throw IoError(record.message, path.file, path.dataset, record.no_dataset ? IoError::Kind::no_dataset : IoError::Kind::other);
   DatasetInfo info;
   info.dtype = static_cast<DType>(record.dtype);
   info.shape.assign(record.dims, record.dims + record.ndims);

@@ -101,8 +101,9 @@ if h.check(status == 0, f"restart at {other} rank(s): status {status}\n{err}"):
 
 # ---- --restart auto past a corrupt checkpoint, pruning past files the app did not write -------------------
 # The directory holds the first checkpoint (iteration 4), a file of junk under iteration 6's name and
-# HDF5 files of the user's under iteration 2's and 12's names. --restart auto passes the user's
-# newest file by (a warning, the file as it was), sets the junk aside as NAME.corrupt and resumes
+# HDF5 files of the user's under iteration 2's and 12's names (one with a /field of its own, one
+# without). --restart auto passes the user's newest file by (a warning, the file as it was: an HDF5
+# file that opens is never taken for a damaged checkpoint), sets the junk aside as NAME.corrupt and resumes
 # from 4 (bitwise the uninterrupted run); --checkpoint-keep 1 then removes the run's own older
 # checkpoints after each one (every step), never the user's files, and names each of those once.
 auto_dir = h.path("ck_auto")
@@ -116,7 +117,7 @@ users = os.path.join(auto_dir, "checkpoint-000000000002.h5")
 write_h5(users, "/field", np.arange(5.0))
 users_bytes = open(users, "rb").read()
 users_newest = os.path.join(auto_dir, "checkpoint-000000000012.h5")
-write_h5(users_newest, "/field", np.arange(3.0))
+write_h5(users_newest, "/data", np.arange(3.0))
 newest_bytes = open(users_newest, "rb").read()
 resumed_auto = h.path("resumed_auto.h5")
 status, _, err = h.run(S, [*common, "--checkpoint-dir", auto_dir, "--restart", "auto", "--checkpoint-every", 1,
@@ -262,11 +263,31 @@ bad_cases += [
      ["--json", "--checkpoint-dir"]),
     (["--nx", "4000000000", "--ny", "4000000000", "--nz", "4000000000", "--op", "star:1", "--checkpoint-dir",
       h.path("never_made_3d")], ["--nx/--ny/--nz", "2^63"]),
+    (["--nx", 8, "--ny", 8, "--checkpoint-dir", h.path("never_made_slash") + "/", "--json", h.path("never_made_slash")],
+     ["--json", "--checkpoint-dir"]),
+]
+# A file of the user's under the name of a checkpoint the run would write: refused before the first
+# step (it is never replaced; the run would stop there), after --restart auto found where to resume.
+way_dir = h.path("in_the_way")
+os.makedirs(way_dir, exist_ok=True)
+with open(first, "rb") as f_in, open(os.path.join(way_dir, "checkpoint-000000000004.h5"), "wb") as f_out:
+    f_out.write(f_in.read())
+write_h5(os.path.join(way_dir, "checkpoint-000000000006.h5"), "/data", np.arange(4.0))
+way_2d = h.path("in_the_way_2d")
+os.makedirs(way_2d, exist_ok=True)
+write_h5(os.path.join(way_2d, "checkpoint-000000000003.h5"), "/field", np.arange(4.0))
+kept_files.update({p: open(p, "rb").read() for p in (os.path.join(way_dir, "checkpoint-000000000006.h5"),
+                                                   os.path.join(way_2d, "checkpoint-000000000003.h5"))})
+bad_cases += [
+    ([*common, "--checkpoint-dir", way_dir, "--restart", "auto", "--checkpoint-every", 1],
+     ["--checkpoint-dir", "checkpoint-000000000006.h5", "not a checkpoint", "iteration 6"]),
+    (["--nx", 8, "--ny", 8, "--iters", 8, "--checkpoint-dir", way_2d, "--checkpoint-every", 1],
+     ["--checkpoint-dir", "checkpoint-000000000003.h5", "not a checkpoint", "iteration 3"]),
 ]
 for args, words in bad_cases:
     bad_out = h.path("bad_out.h5")
     status, _, err = h.run(S, [*args, "--output", f"{bad_out}:/u"], ranks=1)
-    lines = [ln for ln in err.splitlines() if ln.startswith(program(S))]
+    lines = [ln for ln in err.splitlines() if ln.startswith(program(S)) and not ln.startswith(program(S) + ": warning:")]
     what = f"bad input {args}"
     h.check(status == 2, f"{what}: status {status}, expected 2\n{err}")
     h.check(len(lines) == 1 and all(x in lines[0] for x in words), f"{what}: expected one line naming {words}, got {err!r}")
@@ -274,6 +295,9 @@ for args, words in bad_cases:
 for path, data in kept_files.items():
     h.check(open(path, "rb").read() == data, f"{path}: changed by a refused run")
 h.check(os.listdir(keep_dir) == [], f"{keep_dir}: a refused run wrote {os.listdir(keep_dir)}")
-for never in ("never_made", "never_made_2d", "never_made_3d"):
+h.check(sorted(os.listdir(way_dir)) == ["checkpoint-000000000004.h5", "checkpoint-000000000006.h5"]
+        and os.listdir(way_2d) == ["checkpoint-000000000003.h5"],
+        f"a run refused for a file in the way wrote checkpoints: {os.listdir(way_dir)} {os.listdir(way_2d)}")
+for never in ("never_made", "never_made_2d", "never_made_3d", "never_made_slash"):
     h.check(not os.path.exists(h.path(never)), f"a refused run made its --checkpoint-dir {never}")
 h.finish()

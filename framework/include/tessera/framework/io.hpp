@@ -47,11 +47,12 @@ namespace tessera::io {
 // with the file or dataset, naming them ("no such file 'x.h5'", "dataset '/d' in 'x.h5' is 2-D
 // (3 x 4); a 1-D dataset is needed"). file() and dataset() are the path the call was given (empty
 // where the text could not be parsed as one). kind() tells the errors a caller may have a remedy
-// for: an existing dataset that was not to be replaced, and file values the requested element type
-// cannot hold.
+// for: an existing dataset that was not to be replaced, file values the requested element type
+// cannot hold, and an HDF5 file that opens but has no dataset at the path (no_dataset: a file of
+// another program under an expected name, rather than a damaged one).
 class IoError : public UsageError {
  public:
-  enum class Kind { other, dataset_exists, unrepresentable_values };
+  enum class Kind { other, dataset_exists, unrepresentable_values, no_dataset };
   IoError(const std::string& message, std::string file, std::string dataset, Kind kind = Kind::other)
       : UsageError(message), file_(std::move(file)), dataset_(std::move(dataset)), kind_(kind) {}
   const std::string& file() const { return file_; }

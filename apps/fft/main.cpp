@@ -141,12 +141,13 @@ std::vector<C> hermitian_part(const Context& ctx, const std::vector<C>& S, const
   std::vector<Entry> send;
   for (int r = 0; r < ranks; ++r) {
     const auto& piece = to[static_cast<std::size_t>(r)];
-    if (send.size() + piece.size() > static_cast<std::size_t>(INT_MAX))
-      throw UsageError("--verify: the self-conjugate planes of a c2r transform this large are beyond the check");
     send_offsets[static_cast<std::size_t>(r)] = static_cast<int>(send.size());
     send_counts[static_cast<std::size_t>(r)] = static_cast<int>(piece.size());
     send.insert(send.end(), piece.begin(), piece.end());
   }
+  // MPI counts are ints: a rank over the limit stops every rank (agreed, so that none waits).
+  if (ctx.comm().allreduce<std::int32_t>(send.size() > static_cast<std::size_t>(INT_MAX) ? 1 : 0, ReduceOp::max) != 0)
+    throw UsageError("--verify: the self-conjugate planes of a c2r transform this large are beyond the check");
   ctx.comm().alltoall(send_counts.data(), 1, recv_counts.data());
   std::size_t total = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -468,7 +469,7 @@ int main(int argc, char** argv) {
         // Parseval: sum |x|^2 = w sum' |X|^2, w = 1/N (backward), 1 (ortho), N (forward), sum'
         // counting the r2c axis's conjugate halves twice. Round trip, from the run's input to its
         // output and back: F^-1 X = x (forward), F x = X (inverse). Bounds: 10 eps log2 N, relative to
-        // sum |x|^2 and to the largest element of the round trip's start.
+        // the run's input (its sum of squares and its largest element).
         const int raxis = real_x ? (po.axis >= 0 ? po.axis : static_cast<int>(nd) - 1) : -1;
         const index_t rn = raxis >= 0 ? plan_shape[static_cast<std::size_t>(raxis)] : 0;
         Buffer back(q, static_cast<std::size_t>(forward ? xb.count() * static_cast<index_t>(x_elem) : sb.count() * static_cast<index_t>(sizeof(C))));
@@ -484,9 +485,32 @@ int main(int argc, char** argv) {
         // Elements of the run's input that are NaN or infinite (x in a forward run, counted below as x
         // is read; the spectrum in an inverse one): every element of the other side mixes them in.
         std::int64_t non_finite = 0;
-        double hermitian_gap = 0;  // c2r: how far S lies from its Hermitian part, relative to max |X|
+        double hermitian_gap = 0;  // c2r: how far S lies from its Hermitian part
+        // The spectrum as the run read it (an inverse run's input S, before its Hermitian part is
+        // taken): the transforms round relative to it, so the bounds scale with it.
+        const auto weighted_sum = [&](const std::vector<C>& spectrum) {
+          CompensatedSum sum;
+          std::size_t at = 0;
+          for (index_t i = 0; i < sb.size[0]; ++i)
+            for (index_t j = 0; j < sb.size[1]; ++j)
+              for (index_t l = 0; l < sb.size[2]; ++l) {
+                double w = 1;
+                if (raxis >= 0) {
+                  const index_t k = sb.lo[static_cast<std::size_t>(raxis)] + (raxis == 0 ? i : raxis == 1 ? j : l);
+                  w = (k == 0 || (rn % 2 == 0 && k == rn / 2)) ? 1 : 2;
+                }
+                sum.add(w * std::norm(std::complex<double>(spectrum[at++])));
+              }
+          return sum;
+        };
+        double Smax = 0;
+        CompensatedSum sum_S;
         if (!forward) {
-          for (const C& v : X) non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
+          for (const C& v : X) {
+            non_finite += std::isfinite(v.real()) && std::isfinite(v.imag()) ? 0 : 1;
+            Smax = std::max(Smax, std::abs(std::complex<double>(v)));
+          }
+          sum_S = weighted_sum(X);
           if (real_x) {
             std::array<index_t, 3> spectral{1, 1, 1};
             for (std::size_t a = 0; a < nd; ++a) spectral[a] = plan.output_shape()[a];
@@ -499,7 +523,7 @@ int main(int argc, char** argv) {
         // The round trip's largest error; a NaN counts as infinite, so that it survives the max here and
         // across the ranks (a NaN the transforms made from a finite input fails the check).
         CompensatedSum sum_x, sum_X;
-        double xmax = 0, Xmax = 0, err = 0;
+        double xmax = 0, err = 0;
         const auto worse = [&err](double e) { err = std::max(err, std::isnan(e) ? std::numeric_limits<double>::infinity() : e); };
         if (real_x) {
           const std::vector<Real> a = to_host<Real>(q, x.data, xb.count());
@@ -522,31 +546,22 @@ int main(int argc, char** argv) {
         }
         if (!forward) {
           const std::vector<C> b = to_host<C>(q, back.data, sb.count());
-          for (std::size_t i = 0; i < X.size(); ++i) {
-            Xmax = std::max(Xmax, std::abs(std::complex<double>(X[i])));
-            worse(std::abs(std::complex<double>(X[i]) - std::complex<double>(b[i])));
-          }
+          for (std::size_t i = 0; i < X.size(); ++i) worse(std::abs(std::complex<double>(X[i]) - std::complex<double>(b[i])));
         }
-        std::size_t at = 0;
-        for (index_t i = 0; i < sb.size[0]; ++i)
-          for (index_t j = 0; j < sb.size[1]; ++j)
-            for (index_t l = 0; l < sb.size[2]; ++l) {
-              double w = 1;
-              if (raxis >= 0) {
-                const index_t k = sb.lo[static_cast<std::size_t>(raxis)] + (raxis == 0 ? i : raxis == 1 ? j : l);
-                w = (k == 0 || (rn % 2 == 0 && k == rn / 2)) ? 1 : 2;
-              }
-              sum_X.add(w * std::norm(std::complex<double>(X[at++])));
-            }
+        sum_X = weighted_sum(X);
         const double sx = sum_over_ranks(ctx, sum_x), sX = sum_over_ranks(ctx, sum_X);
+        const double sS = forward ? sX : sum_over_ranks(ctx, sum_S);
         xmax = ctx.comm().allreduce(xmax, ReduceOp::max);
-        Xmax = ctx.comm().allreduce(Xmax, ReduceOp::max);
+        Smax = ctx.comm().allreduce(Smax, ReduceOp::max);
         err = ctx.comm().allreduce(err, ReduceOp::max);
         hermitian_gap = ctx.comm().allreduce(hermitian_gap, ReduceOp::max);
         const double w = po.norm == fft::Norm::backward ? 1 / n_total : po.norm == fft::Norm::ortho ? 1 : n_total;
         const std::int64_t non_finite_all = ctx.comm().allreduce(non_finite, ReduceOp::sum);
-        const double parseval = sx > 0 ? std::abs(sx - w * sX) / sx : std::abs(w * sX);
-        const double start_max = forward ? xmax : Xmax;
+        // Relative to the run's input: sum |x|^2 (forward) or w sum |S|^2 (inverse; S's part that c2r
+        // drops rounds into x all the same), and max |x| or max |S|.
+        const double scale = forward ? sx : std::max(sx, w * sS);
+        const double parseval = scale > 0 ? std::abs(sx - w * sX) / scale : std::abs(w * sX);
+        const double start_max = forward ? xmax : Smax;
         const double round_trip = start_max > 0 ? err / start_max : err;
         Verdict v;
         if (non_finite_all > 0) {
@@ -554,17 +569,18 @@ int main(int argc, char** argv) {
           v.checked = false;
           v.detail = std::to_string(non_finite_all) + " element(s) of the input are NaN or infinite, and every element of its "
                      "transform mixes them: neither identity can be checked";
-        } else if (!std::isfinite(sx) || !std::isfinite(sX)) {
+        } else if (!std::isfinite(sx) || !std::isfinite(sX) || !std::isfinite(sS)) {
           v.checked = false;
           v.detail = "sum |x|^2 or sum |X|^2 passes the largest double: neither identity can be checked";
         } else {
           v.ok = parseval <= bound && round_trip <= bound;
           v.detail = "Parseval: relative difference " + format_number(parseval) + ", round trip: " +
-                     (forward ? "max |F^-1 X - x| / max |x| " : "max |F x - X| / max |X| ") + format_number(round_trip) +
+                     (forward ? "max |F^-1 X - x| / max |x| " : "max |F x - X| / max |input| ") + format_number(round_trip) +
                      " (bound for both: 10 eps log2 N = " + format_number(bound) + ")";
-          if (real_x && !forward && hermitian_gap > bound * Xmax)
-            v.detail += "; the input is no real array's spectrum: c2r read its Hermitian part, " + format_number(hermitian_gap / std::max(Xmax, 1e-300)) +
-                        " of max |X| away from it on the self-conjugate planes, and X is that part";
+          if (real_x && !forward && hermitian_gap > bound * Smax)
+            v.detail += "; the input is no real array's spectrum: c2r read its Hermitian part X, " +
+                        format_number(hermitian_gap / std::max(Smax, 1e-300)) + " of max |input| away from it on the "
+                        "self-conjugate planes";
         }
         r.verdict = v;
       }

@@ -1,6 +1,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -251,8 +252,20 @@ bool same_file(const std::string& a, const std::string& b) {
   if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (a_exists != b_exists) return false;
   // Neither exists: the paths compared as written once their directory is resolved, without the
-  // trailing slashes and "." components that name the same place ("ck/" and "./ck").
+  // trailing slashes and "." components that name the same place ("ck/" and "./ck"), and a
+  // symbolic link whose target does not exist yet followed to that target (a report through it
+  // would write the file the other path names once it is made).
   const auto resolved = [](std::string path) {
+    for (int hops = 0; hops < 16; ++hops) {
+      struct stat st {};
+      if (lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) break;
+      char target[PATH_MAX] = {};
+      const ssize_t length = readlink(path.c_str(), target, sizeof target - 1);
+      if (length <= 0) break;
+      const std::string to(target, static_cast<std::size_t>(length));
+      const auto slash = path.find_last_of('/');
+      path = to.front() == '/' || slash == std::string::npos ? to : path.substr(0, slash + 1) + to;
+    }
     path = std::filesystem::path(path).lexically_normal().string();
     while (path.size() > 1 && path.back() == '/') path.pop_back();
     const auto slash = path.find_last_of('/');

@@ -178,6 +178,12 @@ DistArray<T> load_array(const Context& ctx, const App& app, const ArraySource& s
   const std::string what = std::string(o.input ? "--input" : "--n") + ": " + std::to_string(source.n) + " elements of " +
                            io::to_string(source.dtype) + " need " + format_bytes(static_cast<double>(source.bytes_per_rank)) +
                            " per rank on " + std::to_string(ctx.size()) + " rank(s)";
+  // Before any allocation: the blocks of all ranks that share a memory (a GPU, a node's host memory)
+  // must fit it, or the run stops in one line (a host allocation past the memory is not refused
+  // but killed later, by the kernel's out-of-memory killer).
+  require_memory(ctx, source.bytes_per_rank,
+                 std::string(o.input ? "--input" : "--n") + ": " + std::to_string(source.n) + " elements of " +
+                     io::to_string(source.dtype));
   if (o.input)
     return make_collectively(ctx, what, [&] { return for_flag("--input", [&] { return io::read_array<T>(ctx, *o.input); }); });
   DistArray<T> array = make_collectively(ctx, what, [&] { return DistArray<T>(ctx, source.n); });

@@ -158,6 +158,13 @@ int main(int argc, char** argv) {
     const ArraySource source = resolve_array_source(ctx, app);
     std::vector<double> given_edges;
     if (edges_path) given_edges = read_edges(ctx, *edges_path);
+    {
+      // What every rank surely holds for the bins: the 64-bit counts on the backend and on the host,
+      // and the edges in double.
+      const index_t count = edges_path ? static_cast<index_t>(given_edges.size()) - 1 : bins;
+      require_memory(ctx, static_cast<std::size_t>(std::max<index_t>(count, 0)) * 24,
+                     std::string(edges_path ? "--edges" : "--bins") + ": " + std::to_string(count) + " bins");
+    }
 
     return io::dispatch(source.dtype, [&]<class T>() -> int {
       const DistArray<T> data = load_array<T>(ctx, app, source);

@@ -48,6 +48,9 @@ void check_even_bins(const EvenBins& bins, bool float_samples) {
     if (std::fabs(bins.lower) > kMax || std::fabs(bins.upper) > kMax)
       throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) +
                        "] lies outside what float32 samples can be compared with");
+    if (!std::isfinite(static_cast<float>(bins.upper) - static_cast<float>(bins.lower)))
+      throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) + "] is too wide for " +
+                       "float32 samples (upper - lower overflows float arithmetic; read the samples as float64)");
     if (!std::isfinite(static_cast<float>(static_cast<double>(bins.count) / width)))
       throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) + "] is too narrow for " +
                        std::to_string(bins.count) + " bins of float32 samples (bin width " +

@@ -37,6 +37,10 @@ cases = [
     (M, ["--a", f"{good}:/m", "--b", f"{good}:/m2"], ["--a/--b", "do not multiply", "4 x 6", "5 x 3"], MULTI),
     (M, ["--a", f"{good}:/v", "--b", f"{good}:/m2"], ["--a", "/v", "2-D"]),
     (G, ["--n", "-5"], ["--n", "negative", "-5"], MULTI),
+    # More than any machine's memory, refused before any allocation (a host allocation past the
+    # memory is killed later by the out-of-memory killer, not refused).
+    (G, ["--n", "1e15"], ["--n", "out of memory"], MULTI),
+    ("sort", ["--n", "1e15", "--values"], ["--n", "out of memory"], MULTI),
     (P, ["--n", "12abc"], ["--n", "12abc"]),
     (F, ["--n", "1e30"], ["--n", "1e30", "too large"]),
     (M, ["--m", "-3"], ["--m", "negative"]),
@@ -180,6 +184,27 @@ status, _, stderr = h.run(G, ["--n", "10", "--output", h.path("no/such/dir/x.h5"
 h.check(status == 2 and "--output" in stderr and "no such directory" in stderr, f"bad --output dir: {status} {stderr}")
 status, _, stderr = h.run(G, ["--n", "10", "--json", h.path("no/such/dir/r.json")], ranks=1)
 h.check(status == 2 and "--json" in stderr, f"bad --json dir: {status} {stderr}")
+# The report's temporary never takes an existing file's name (it replaced the file NAME.partial, an
+# input here), and a --json that is a symbolic link to the --output file yet to be made is refused.
+partial_input = h.path("rep.json.partial")
+write_h5(partial_input, "/x", random_array(h.rng, np.dtype("float32"), 100))
+partial_bytes = open(partial_input, "rb").read()
+status, _, stderr = h.run("sort", ["--input", f"{partial_input}:/x", "--json", h.path("rep.json")], ranks=MULTI)
+h.check(status == 0 and open(partial_input, "rb").read() == partial_bytes and os.path.exists(h.path("rep.json")),
+        f"--json rep.json beside an input rep.json.partial: status {status}, the input changed or no report: {stderr}")
+link_target = h.path("linked_out.h5")
+if os.path.lexists(h.path("link.json")):
+    os.remove(h.path("link.json"))
+os.symlink(link_target, h.path("link.json"))
+status, _, stderr = h.run("sort", ["--input", f"{partial_input}:/x", "--output", f"{link_target}:/s", "--json",
+                                   h.path("link.json")], ranks=MULTI)
+check_refused("--json a link to the --output file yet to be made", status, stderr, "sort", ["--json", "--output"])
+h.check(not os.path.exists(link_target), "--json a link to the --output file: the output was made")
+# float32 samples whose range is wider than float arithmetic holds (upper - lower overflows).
+write_h5(h.path("huge32.h5"), "/x", np.array([-3.4e38, 3.4e38, 0.0, 1e38], np.float32))
+status, _, stderr = h.run("histogram", ["--input", f"{h.path('huge32.h5')}:/x", "--bins", "10"], ranks=MULTI)
+check_refused("histogram of float32 over [-3.4e38, 3.4e38]", status, stderr, "histogram", ["--range", "too wide", "float64"])
+
 # ... also a directory whose permission bits allow writing where no file can be made (procfs: root's
 # access(2) says yes).
 for flag, target in (("--output", "/proc/tessera_probe.h5:/r"), ("--json", "/proc/tessera_probe.json")):

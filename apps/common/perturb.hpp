@@ -200,27 +200,34 @@ void perturb_element(const Perturbation& p, Field2D<T>& field) {
 }
 
 // relative, add: one cell of a field of any dimension changed (INDEX row-major over the whole field).
+// One copy of the block to the host; its cells are row-major over the local extents.
 template <class T, int D>
 void perturb_element(const Perturbation& p, Field<T, D>& field) {
   std::vector<T> block = field.local_to_host();
-  double largest = -1;
-  index_t at = -1, cells = 1, k = 0, local = -1;
+  index_t cells = 1;
   for (int a = 0; a < D; ++a) cells *= field.extent(a);
-  field.for_each_owned_on_host([&](const FieldIndex<D>& g, const T& value) {
-    index_t global = 0;
-    for (int a = 0; a < D; ++a) global = global * field.extent(a) + g[a];
-    if (std::fabs(static_cast<double>(value)) > largest) {
-      largest = std::fabs(static_cast<double>(value));
-      at = global;
+  // The global row-major index of local cell k.
+  const auto global_of = [&](index_t k) {
+    index_t global = 0, weight = 1;
+    for (int a = D - 1; a >= 0; --a) {
+      const index_t local = field.local_extent(a);
+      global += (field.offset(a) + k % local) * weight;
+      k /= local;
+      weight *= field.extent(a);
     }
-  });
+    return global;
+  };
+  double largest = -1;
+  index_t at = -1;
+  for (std::size_t k = 0; k < block.size(); ++k)
+    if (std::fabs(static_cast<double>(block[k])) > largest) {
+      largest = std::fabs(static_cast<double>(block[k]));
+      at = global_of(static_cast<index_t>(k));
+    }
   const index_t target = perturbed_index(field.context(), p, cells, largest, at);
-  field.for_each_owned_on_host([&](const FieldIndex<D>& g, const T&) {
-    index_t global = 0;
-    for (int a = 0; a < D; ++a) global = global * field.extent(a) + g[a];
-    if (global == target) local = k;
-    ++k;
-  });
+  index_t local = -1;
+  for (index_t k = 0; k < static_cast<index_t>(block.size()) && local < 0; ++k)
+    if (global_of(k) == target) local = k;
   const bool mine = local >= 0;
   T before{}, after{};
   if (mine) {

@@ -97,6 +97,10 @@ std::vector<T> to_host(const kernels::Queue& q, const void* src, index_t count) 
   return host;
 }
 
+// Whether bin k of the r2c axis (of a real length n) is its own conjugate's: k = 0, and n/2 for an
+// even n. Such bins count once in Parseval's sum, the others twice (their conjugates are left out).
+bool self_conjugate(index_t k, index_t n) { return k == 0 || (n % 2 == 0 && k == n / 2); }
+
 // The spectrum a c2r transform reads from S: F(c2r S). Off the self-conjugate planes of the r2c axis
 // (k = 0, and k = n/2 for an even n) it is S; on them (S[m] + conj S[-m]) / 2, where -m negates the
 // indices of the other transformed axes (modulo their lengths; none for a batched 1-D transform:
@@ -111,7 +115,6 @@ std::vector<C> hermitian_part(const Context& ctx, const std::vector<C>& S, const
     index_t at;  // the receiver's bin, a global row-major index
     double re, im;
   };
-  const auto plane = [&](index_t k) { return k == 0 || (rn % 2 == 0 && k == rn / 2); };
   const std::vector<fft::Box> boxes = ctx.comm().allgather(box);
   const auto owns = [&](const fft::Box& b, const std::array<index_t, 3>& g) {
     for (int a = 0; a < 3; ++a)
@@ -127,7 +130,7 @@ std::vector<C> hermitian_part(const Context& ctx, const std::vector<C>& S, const
     for (index_t j = 0; j < box.size[1]; ++j)
       for (index_t l = 0; l < box.size[2]; ++l, ++at) {
         g = {box.lo[0] + i, box.lo[1] + j, box.lo[2] + l};
-        if (!plane(g[static_cast<std::size_t>(raxis)])) continue;
+        if (!self_conjugate(g[static_cast<std::size_t>(raxis)], rn)) continue;
         for (std::size_t a = 0; a < 3; ++a)
           m[a] = mirror_others && static_cast<int>(a) != raxis ? (spectral[a] - g[a]) % spectral[a] : g[a];
         for (int tried = 0; tried < ranks && !owns(boxes[static_cast<std::size_t>(owner)], m); ++tried)
@@ -497,7 +500,7 @@ int main(int argc, char** argv) {
                 double w = 1;
                 if (raxis >= 0) {
                   const index_t k = sb.lo[static_cast<std::size_t>(raxis)] + (raxis == 0 ? i : raxis == 1 ? j : l);
-                  w = (k == 0 || (rn % 2 == 0 && k == rn / 2)) ? 1 : 2;
+                  w = self_conjugate(k, rn) ? 1 : 2;
                 }
                 sum.add(w * std::norm(std::complex<double>(spectrum[at++])));
               }

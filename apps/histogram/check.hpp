@@ -6,12 +6,17 @@
 //     float(lower) for float samples and equal bins; for given edges, compared in double, the
 //     smallest float >= the first edge and the largest float <= the last; for integers the
 //     integers in [lower, upper] (exact for |x| < 2^53).
-//  2. Every bin recounted: each rank finds the bin of each of its samples on the host by a binary
-//     search of the edges as numpy compares them (the last edge e_i <= x; float samples with equal
-//     bins against numpy's float32 edges, everything else in double; the last bin closed), the
-//     recounts are summed over the ranks with MPI, and every bin, and the samples below, above and
-//     NaN, must match. One more pass over the samples; bins are recounted in windows of at most
-//     2^24 (one pass over the samples per window), so the check's memory stays bounded.
+//  2. Every bin recounted: each rank finds the bin of each of its samples on the host, written here
+//     from numpy's own steps rather than the kernels' code: given edges by a binary search in double
+//     (numpy's searchsorted: the last edge e_i <= x, the last bin closed); equal bins as
+//     numpy.histogram finds them (numpy/lib/histograms.py), an estimate from (x - lower) * norm
+//     in the comparison type (float for float samples, else double) corrected by one step against
+//     numpy.linspace's edges rounded to that type. A search of the edges is not the same where the
+//     bins are narrower than the samples' spacing: the rounded edges then repeat, and the estimate
+//     decides between the bins they bound. The recounts are summed over the ranks with MPI, and
+//     every bin, and the samples below, above and NaN, must match. One more pass over the samples;
+//     bins are recounted in windows of at most 2^24 (one pass over the samples per window), so the
+//     check's memory stays bounded. The edges of equal bins are compared with numpy.linspace's too.
 #pragma once
 
 #include <algorithm>
@@ -70,10 +75,9 @@ CountBounds<T> count_bounds(double lower, double upper, bool edges_in_double) {
   return b;
 }
 
-// The bin of x among edges keys[0..bins] (keys ascending, as the comparison type C sees them):
-// bins + HistogramSlot for the samples in no bin.
-template <class C>
-index_t recount_bin(C x, const std::vector<C>& keys) {
+// The bin of x among edges keys[0..bins] (double, ascending): bins + HistogramSlot for the samples
+// in no bin.
+inline index_t recount_bin(double x, const std::vector<double>& keys) {
   const index_t bins = static_cast<index_t>(keys.size()) - 1;
   if (x != x) return bins + 2;             // NaN
   if (x < keys.front()) return bins;       // below
@@ -82,6 +86,48 @@ index_t recount_bin(C x, const std::vector<C>& keys) {
   const auto it = std::upper_bound(keys.begin(), keys.end() - 1, x);
   return static_cast<index_t>(it - keys.begin()) - 1;
 }
+
+// numpy.linspace(start, stop, num) in double, as numpy computes it: i * step + start with
+// step = (stop - start) / (num - 1), or (i / (num - 1)) * (stop - start) + start where the step
+// underflows to zero; the last value is stop.
+inline std::vector<double> numpy_linspace(double start, double stop, index_t num) {
+  std::vector<double> y(static_cast<std::size_t>(num));
+  const double div = static_cast<double>(num - 1), delta = stop - start, step = delta / div;
+  for (index_t i = 0; i < num; ++i) {
+    double v = step == 0 ? static_cast<double>(i) / div : static_cast<double>(i);
+    v = step == 0 ? v * delta : v * step;  // one rounding each: no multiply-add (ISO C++, -ffp-contract=off)
+    y[static_cast<std::size_t>(i)] = v + start;
+  }
+  y.back() = stop;
+  return y;
+}
+
+// numpy.histogram's bin of a sample with `bins` equal bins over [lower, upper], the comparisons and
+// the estimate in B: keep lower <= x <= upper; k = int((x - lower) * norm), norm = bins / (upper -
+// lower) in double rounded to B, each operation rounded in B; k = bins - 1 where it reached bins;
+// then k - 1 where x < e_k, else k + 1 where x >= e_{k+1} and k is not the last bin.
+template <class B>
+struct NumpyEqualBins {
+  B lower, upper, norm;
+  std::vector<B> edges;  // numpy.linspace's, rounded to B
+  index_t bins;
+  NumpyEqualBins(double lo, double hi, index_t count)
+      : lower(static_cast<B>(lo)), upper(static_cast<B>(hi)), norm(static_cast<B>(static_cast<double>(count) / (hi - lo))),
+        bins(count) {
+    for (const double e : numpy_linspace(lo, hi, count + 1)) edges.push_back(static_cast<B>(e));
+  }
+  index_t operator()(B x) const {
+    if (x != x) return bins + 2;
+    if (x < lower) return bins;
+    if (x > upper) return bins + 1;
+    const B offset = x - lower;
+    const B f = offset * norm;
+    index_t k = f >= static_cast<B>(bins) ? bins - 1 : static_cast<index_t>(f);
+    if (x < edges[static_cast<std::size_t>(k)]) --k;
+    else if (k != bins - 1 && x >= edges[static_cast<std::size_t>(k + 1)]) ++k;
+    return k;
+  }
+};
 
 // edges: all bins + 1 edges (double); even: equal bins (float samples then compare with the edges
 // rounded to float, as numpy does).
@@ -119,13 +165,22 @@ Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, con
   const std::vector<T> host = array.local_to_host();
   std::vector<std::uint32_t> bin_of;  // per sample, its bin or bins + slot (bins <= 2^30)
   bin_of.reserve(host.size());
-  if (in_double) {
-    const std::vector<double>& keys = edges;
-    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(recount_bin(static_cast<double>(x), keys)));
+  if (!even) {
+    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(recount_bin(static_cast<double>(x), edges)));
+  } else if (in_double) {
+    const NumpyEqualBins<double> numpy_bins(edges.front(), edges.back(), h.bins);
+    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(numpy_bins(static_cast<double>(x))));
   } else {
-    std::vector<float> keys(edges.size());
-    for (std::size_t i = 0; i < edges.size(); ++i) keys[i] = static_cast<float>(edges[i]);
-    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(recount_bin(static_cast<float>(x), keys)));
+    const NumpyEqualBins<float> numpy_bins(edges.front(), edges.back(), h.bins);
+    for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(numpy_bins(static_cast<float>(x))));
+  }
+  if (even) {  // the edges the run reports (and writes) are numpy.linspace's
+    const std::vector<double> want = numpy_linspace(edges.front(), edges.back(), h.bins + 1);
+    for (std::size_t i = 0; i < edges.size(); ++i)
+      if (!(edges[i] == want[i])) {  // the same on every rank: the edges are
+        bad += "edge " + std::to_string(i) + " is " + format_number(edges[i]) + ", numpy.linspace gives " + format_number(want[i]) + "; ";
+        break;
+      }
   }
   constexpr index_t kWindow = index_t(1) << 24;
   index_t wrong_bins = 0;

@@ -45,10 +45,21 @@ Range parse_range(std::string_view text) {
   return r;
 }
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+std::string number_text(double v, int digits = 6) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
+}
+
+// The fewest significant digits, 6 or more, that print distinct values as distinct text.
+int distinguishing_digits(const std::vector<double>& values) {
+  for (int digits = 6; digits < 17; ++digits) {
+    bool distinct = true;
+    for (std::size_t i = 1; i < values.size() && distinct; ++i)
+      distinct = values[i] == values[i - 1] || number_text(values[i], digits) != number_text(values[i - 1], digits);
+    if (distinct) return digits;
+  }
+  return 17;
 }
 
 // The edges of a dataset (1-D, at least two strictly increasing values), on every rank.
@@ -97,14 +108,16 @@ std::vector<std::pair<std::string, std::string>> chart_rows(const std::vector<in
   };
   double densest = 0;
   for (index_t r = 0; r < rows; ++r) densest = std::max(densest, density(r));
+  std::vector<double> bounds;  // the rows' edges, printed with the digits that tell them apart
+  for (index_t r = 0; r <= rows; ++r) bounds.push_back(edges[static_cast<std::size_t>(r * bins / rows)]);
+  const int digits = distinguishing_digits(bounds);
   std::vector<std::string> labels, numbers;
   std::size_t label_width = 0, number_width = 0;
   for (index_t r = 0; r < rows; ++r) {
-    const index_t first = r * bins / rows, end = (r + 1) * bins / rows;
     std::string label(1, '[');
-    label.append(number_text(edges[static_cast<std::size_t>(first)]));
+    label.append(number_text(bounds[static_cast<std::size_t>(r)], digits));
     label.append(", ");
-    label.append(number_text(edges[static_cast<std::size_t>(end)]));
+    label.append(number_text(bounds[static_cast<std::size_t>(r + 1)], digits));
     label.push_back(r + 1 == rows ? ']' : ')');
     labels.push_back(std::move(label));
     numbers.push_back(std::to_string(row_counts[static_cast<std::size_t>(r)]));
@@ -274,8 +287,9 @@ int main(int argc, char** argv) {
       r.parameters["range_from"] = even ? Json(given_range ? "--range" : "samples") : Json();
       r.parameters["edges"] = edges_path ? Json(edges_path->str()) : Json();
       r.parameters["distributed"] = distributed;
-      r.rows.emplace_back("bins", even ? std::to_string(bin_count) + " equal bins over [" + number_text(even_bins.lower) + ", " +
-                                             number_text(even_bins.upper) + "] (" + range_text + ")"
+      const int range_digits = distinguishing_digits({even_bins.lower, even_bins.upper});
+      r.rows.emplace_back("bins", even ? std::to_string(bin_count) + " equal bins over [" + number_text(even_bins.lower, range_digits) +
+                                             ", " + number_text(even_bins.upper, range_digits) + "] (" + range_text + ")"
                                        : std::to_string(bin_count) + " bins between the edges of " + edges_path->str());
       r.rows.emplace_back("counts", distributed ? "block-distributed over the ranks (reduce-scatter)" : "on every rank (allreduce)");
       for (auto& row : chart_rows(row_counts, edges, bin_count)) r.rows.push_back(std::move(row));

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -355,6 +356,27 @@ T parse_value(std::string_view text, std::string_view flag) {
   return v;
 }
 
+template <class T>
+T parse_element(std::string_view text, std::string_view flag) {
+  const T v = parse_value<T>(text, flag);
+  if constexpr (std::is_floating_point_v<T>) {
+    T written{};
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), written);
+    (void)ptr;
+    if (ec == std::errc::result_out_of_range && std::isinf(v)) {
+      char largest[32];
+      std::snprintf(largest, sizeof largest, "%.9g", static_cast<double>(std::numeric_limits<T>::max()));
+      throw UsageError(std::string(flag) + ": " + quote(text) + " is out of range for " + ElementTraits<T>::name +
+                       " (its largest magnitude is " + largest + "; write inf or -inf for an infinity)");
+    }
+  }
+  return v;
+}
+
+template std::int32_t parse_element<std::int32_t>(std::string_view, std::string_view);
+template std::int64_t parse_element<std::int64_t>(std::string_view, std::string_view);
+template float parse_element<float>(std::string_view, std::string_view);
+template double parse_element<double>(std::string_view, std::string_view);
 template std::int32_t parse_value<std::int32_t>(std::string_view, std::string_view);
 template std::int64_t parse_value<std::int64_t>(std::string_view, std::string_view);
 template float parse_value<float>(std::string_view, std::string_view);

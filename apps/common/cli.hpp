@@ -100,6 +100,12 @@ double parse_real(std::string_view text, std::string_view flag);
 template <class T>
 T parse_value(std::string_view text, std::string_view flag);
 
+// A value of T to compare data with: as parse_value, but a finite number beyond T's range (1e39 for
+// float32, 1e400 for float64) is refused, naming T's largest value, rather than rounded to infinity
+// (inf and -inf are taken as written); a number nearer zero than T holds still rounds, as a literal.
+template <class T>
+T parse_element(std::string_view text, std::string_view flag);
+
 // The UsageError the apps print for an io error on the file or dataset that `flag` names: "FLAG:
 // what went wrong", with the flag that is the remedy where there is one (--overwrite for an existing
 // dataset, --dtype for file values the element type cannot hold).

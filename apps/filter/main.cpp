@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
     return io::dispatch(source.dtype, [&]<class T>() -> int {
       Predicate<T> pred;
       pred.kind = predicate_text.kind;
-      if (pred.kind != PredicateKind::nonzero) pred.a = parse_value<T>(predicate_text.a, "--predicate");
-      if (pred.kind == PredicateKind::between) pred.b = parse_value<T>(predicate_text.b, "--predicate");
+      if (pred.kind != PredicateKind::nonzero) pred.a = parse_element<T>(predicate_text.a, "--predicate");
+      if (pred.kind == PredicateKind::between) pred.b = parse_element<T>(predicate_text.b, "--predicate");
       if (const std::string never = never_matches(pred); !never.empty())
         throw UsageError("--predicate: '" + predicate_text.text + "' can never match: " + never);
 

@@ -50,6 +50,9 @@ cases = [
     (F, ["--predicate", "between:5:1"], ["--predicate", "can never match", "exceeds"]),
     (F, ["--predicate", "gt:nan", "--dtype", "float32"], ["--predicate", "can never match", "NaN"]),
     (F, ["--predicate", "lt:-2147483648", "--dtype", "int32"], ["--predicate", "can never match"]),
+    # A finite value beyond the dtype's range is refused, not rounded to an infinity.
+    (F, ["--predicate", "eq:1e39", "--dtype", "float32"], ["--predicate", "'1e39'", "out of range", "float32"]),
+    (F, ["--predicate", "between:0:-1e400", "--dtype", "float64"], ["--predicate", "'-1e400'", "out of range"]),
     (G, ["--op", "avg"], ["--op", "avg"]),
     (M, ["--grid", "2x2"] if h.ranks != 4 else ["--grid", "3x3"], ["grid"], MULTI),
     (G, ["--input", "nocolon.h5"], ["--input", "FILE.h5:/DATASET"]),

@@ -64,7 +64,7 @@ void write_float(std::string& out, T v) {
     write_string(out, text);
     return;
   }
-  out += text;
+  out += text == "-0" ? "-0.0" : text;  // "-0" reads back as the integer 0 (Python's json): keep the sign
 }
 
 }  // namespace

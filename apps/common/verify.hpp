@@ -720,7 +720,7 @@ Verdict check_matmul_elements(const DistMatrix<T>& a, const DistMatrix<T>& b, co
 
   constexpr index_t kRows = 4, kCols = 256;  // a tile of R and |A||B| in L1
   constexpr index_t kNoIndex = std::numeric_limits<index_t>::max();
-  index_t bad = 0, unchecked = 0, first_bad = kNoIndex;
+  index_t bad = 0, unchecked = 0, overflowing = 0, first_bad = kNoIndex;
   long double worst = 0;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(dynamic) reduction(+ : bad, unchecked) reduction(max : worst) reduction(min : first_bad)
@@ -758,13 +758,16 @@ Verdict check_matmul_elements(const DistMatrix<T>& a, const DistMatrix<T>& b, co
           }
           if (!std::isfinite(magnitude[r][j])) {  // |A||B| beyond double's range: no bound to compare with
             ++unchecked;
+            ++overflowing;
             continue;
           }
           const long double cij = cb[static_cast<std::size_t>(gi * cols + gj)];
           const long double bound = factor * magnitude[r][j] + underflow;
           if (!std::isfinite(cij)) {
-            if ((1 + g) * magnitude[r][j] >= tmax) ++unchecked;
-            else {
+            if ((1 + g) * magnitude[r][j] >= tmax) {
+              ++unchecked;
+              ++overflowing;
+            } else {
               ++bad;
               first_bad = std::min(first_bad, (c.row_offset() + gi) * c.cols() + c.col_offset() + gj);
             }
@@ -782,7 +785,15 @@ Verdict check_matmul_elements(const DistMatrix<T>& a, const DistMatrix<T>& b, co
   }
   const index_t total_bad = ctx.comm().allreduce(bad, ReduceOp::sum);
   const index_t total_unchecked = ctx.comm().allreduce(unchecked, ReduceOp::sum);
+  const index_t total_overflowing = ctx.comm().allreduce(overflowing, ReduceOp::sum);
   const index_t first = ctx.comm().allreduce(first_bad, ReduceOp::min);
+  // Why elements went unchecked: non-finite inputs, products that may pass the largest value, or both.
+  const index_t nonfinite = total_unchecked - total_overflowing;
+  const std::string why = nonfinite > 0 && total_overflowing > 0
+                              ? std::to_string(nonfinite) + " with NaN or infinity in their row of A or column of B, " +
+                                    std::to_string(total_overflowing) + " whose |A||B| reaches the largest value (C may overflow)"
+                          : nonfinite > 0 ? std::string("NaN or infinity in their row of A or column of B")
+                                          : std::string("|A||B| reaches the largest value, so C may overflow");
   allreduce_max(ctx, &worst, 1);
   const index_t total = c.rows() * c.cols();
   Verdict v;
@@ -797,16 +808,13 @@ Verdict check_matmul_elements(const DistMatrix<T>& a, const DistMatrix<T>& b, co
   const index_t checked = total - total_unchecked;
   v.checked = checked > 0 || total == 0;
   if (checked == 0 && total > 0) {
-    v.detail = "none of the " + std::to_string(total) +
-               " elements of C could be compared: NaN or infinity in every row of A or column of B they depend on "
-               "(or a possible overflow)";
+    v.detail = "none of the " + std::to_string(total) + " elements of C could be compared (" + why + ")";
     return v;
   }
   v.detail = std::to_string(checked) + " of " + std::to_string(total) + " elements of C match (" + method +
              "; worst " + fixed(worst) + " of the bound)";
   if (total_unchecked > 0)
-    v.detail += "; " + std::to_string(total_unchecked) +
-                " not checked (NaN or infinity in their row of A or column of B, or a possible overflow)";
+    v.detail += "; " + std::to_string(total_unchecked) + " not checked (" + why + ")";
   return v;
 }
 

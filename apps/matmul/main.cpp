@@ -93,7 +93,14 @@ int main(int argc, char** argv) {
     }
     if (dtype == io::DType::int32 || dtype == io::DType::int64)
       throw UsageError(std::string("--dtype: matmul computes in float32 or float64, not ") + io::to_string(dtype));
-    const ProcessGrid grid = ProcessGrid::create(ctx, grid_rows, grid_cols);
+    const ProcessGrid grid = [&] {
+      try {
+        return ProcessGrid::create(ctx, grid_rows, grid_cols);
+      } catch (const UsageError& e) {  // a given grid that does not match the ranks: name the flag
+        if (!parser.given("--grid")) throw;
+        throw UsageError(std::string("--grid: ") + e.what());
+      }
+    }();
     // The shapes, then the memory they take, before anything is made: one line on every rank for a
     // product too large to number or to hold.
     const std::string shape_flag = from_files ? "--a/--b" : parser.given("--size") ? "--size" : "--m/--k/--n";

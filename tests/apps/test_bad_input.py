@@ -54,7 +54,7 @@ cases = [
     (F, ["--predicate", "eq:1e39", "--dtype", "float32"], ["--predicate", "'1e39'", "out of range", "float32"]),
     (F, ["--predicate", "between:0:-1e400", "--dtype", "float64"], ["--predicate", "'-1e400'", "out of range"]),
     (G, ["--op", "avg"], ["--op", "avg"]),
-    (M, ["--grid", "2x2"] if h.ranks != 4 else ["--grid", "3x3"], ["grid"], MULTI),
+    (M, ["--grid", "2x2"] if h.ranks != 4 else ["--grid", "3x3"], ["--grid", "ranks"], MULTI),
     (G, ["--input", "nocolon.h5"], ["--input", "FILE.h5:/DATASET"]),
     (P, ["--repeat", "0"], ["--repeat"]),
     # Dataset names HDF5 refuses are refused before anything is created.

@@ -228,7 +228,7 @@ std::string version_text();
 void publish(const App& app, const Context& ctx, const Report& report);
 
 // Collective: rank 0 writes `report` (dump(2) and a newline) to `path` whole or not at all
-// (write_whole_file); the other ranks' `report` is not read. When it cannot be written, every rank
+// (io::write_whole_file); the other ranks' `report` is not read. When it cannot be written, every rank
 // throws the same UsageError: "--json: cannot ...".
 void write_json_report(const Context& ctx, const std::string& path, const Json& report);
 

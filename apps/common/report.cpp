@@ -15,7 +15,7 @@
 #include "source_revision.hpp"
 #include "tessera/build_config.hpp"
 #include "tessera/kernels/error.hpp"
-#include "whole_file.hpp"
+#include "tessera/framework/io.hpp"
 
 namespace tessera::apps {
 
@@ -226,7 +226,7 @@ std::string publish_on_root(const App& app, const Context& ctx, const Report& r,
   j["throughput"] = throughput;
   if (o.output) j["output"] = o.output->str();
   // The directory was checked at start-up; a failure now (a full disk) still ends the run non-zero.
-  const std::string problem = write_whole_file(o.json, j.dump(2) + "\n");
+  const std::string problem = io::write_whole_file(o.json, j.dump(2) + "\n");
   return problem.empty() ? "" : "--json: " + problem;
 }
 
@@ -240,7 +240,7 @@ void publish(const App& app, const Context& ctx, const Report& r) {
 void write_json_report(const Context& ctx, const std::string& path, const Json& report) {
   std::string error;
   if (ctx.is_root()) {
-    const std::string problem = write_whole_file(path, report.dump(2) + "\n");
+    const std::string problem = io::write_whole_file(path, report.dump(2) + "\n");
     if (!problem.empty()) error = "--json: " + problem;
   }
   throw_root_error(ctx.comm(), error);

@@ -33,7 +33,7 @@
 #include "tessera/kernels/error.hpp"
 #include "tessera/kernels/memory.hpp"
 #include "two_level.hpp"
-#include "whole_file.hpp"
+#include "tessera/framework/io.hpp"
 
 namespace apps = tessera::apps;
 namespace study = tessera::apps::scaling_study;
@@ -153,7 +153,7 @@ int run(tessera::Runtime& runtime, int argc, char** argv) {
   int status = 0;
   const auto write = [&](const char* flag, const std::string& path, const std::string& text) {
     if (path.empty()) return;
-    const std::string problem = apps::write_whole_file(path, text);
+    const std::string problem = tessera::io::write_whole_file(path, text);
     if (problem.empty()) return;
     std::fprintf(stderr, "tessera-scaling: %s: %s\n", flag, problem.c_str());
     status = apps::kExitUsage;

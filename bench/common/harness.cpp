@@ -18,7 +18,7 @@
 #include "tessera/build_config.hpp"
 #include "tessera/framework/mpi_check.hpp"
 #include "tessera/kernels/queue.hpp"
-#include "whole_file.hpp"
+#include "tessera/framework/io.hpp"
 
 namespace tessera::bench {
 
@@ -314,7 +314,7 @@ int Harness::finish(bool written_elsewhere) {
   std::size_t invalid = 0;
   for (const Row& r : rows_) invalid += r.valid() ? 0 : 1;
   if (root_ && !json_.empty() && !written_elsewhere) {
-    const std::string error = apps::write_whole_file(json_, report().dump(2) + "\n");
+    const std::string error = io::write_whole_file(json_, report().dump(2) + "\n");
     if (!error.empty()) throw UsageError("--json: " + error);
   }
   if (root_) {

@@ -44,7 +44,6 @@
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/histogram_by.hpp"
 #include "tessera/kernels/kernels.hpp"
-#include "whole_file.hpp"
 
 namespace {
 

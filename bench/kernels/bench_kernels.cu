@@ -37,7 +37,6 @@
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/kernels.hpp"
-#include "whole_file.hpp"
 
 namespace {
 

@@ -30,7 +30,6 @@
 #include "tessera/kernels/counter_rng.hpp"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/kernels.hpp"
-#include "whole_file.hpp"
 
 namespace {
 

@@ -35,7 +35,6 @@
 #include "tessera/kernels/cuda/device_stencil.cuh"
 #include "tessera/kernels/kernels.hpp"
 #include "tessera/kernels/stencil.hpp"
-#include "whole_file.hpp"
 
 namespace {
 

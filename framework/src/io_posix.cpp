@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "io_verdict.hpp"
+#include "tessera/framework/io.hpp"
 #include "temporary_file.hpp"
 
 namespace tessera::io::detail {
@@ -165,3 +167,45 @@ void commit_output(const Context& ctx, const OutputPlan& plan, const std::string
 }
 
 }  // namespace tessera::io::detail
+
+namespace tessera::io {
+
+std::string write_whole_file(const std::string& path, std::string_view bytes) {
+  struct stat existing {};
+  const bool through = lstat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode);
+  std::string name = path;
+  int fd = -1;
+  if (through) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);  // a link's missing target is made
+  } else {
+    tessera::detail::remove_stale_temporaries(path);
+    // A name no file has (the ticks differ between tries): O_EXCL never opens an existing file.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      name = tessera::detail::temporary_name_for(path);
+      fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0 || errno != EEXIST) break;
+    }
+  }
+  if (fd < 0) return "cannot create " + detail::in_quotes(name) + ": " + std::strerror(errno);
+  // Removed by a fatal error or a signal while it is written; not where another write of this
+  // process holds the one registration (its own temporary is the one to protect; this one is swept).
+  const bool registered = !through && !tessera::detail::temporary_file_registered();
+  if (registered) tessera::detail::register_temporary_file(name);
+  std::string problem;
+  for (std::size_t done = 0; done < bytes.size() && problem.empty();) {
+    const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) problem = "cannot write " + detail::in_quotes(path) + ": " + std::strerror(wrote < 0 ? errno : EIO);
+    else done += static_cast<std::size_t>(wrote);
+  }
+  if (problem.empty() && !through && ::fsync(fd) != 0)
+    problem = "cannot flush " + detail::in_quotes(name) + " to disk: " + std::strerror(errno);
+  if (::close(fd) != 0 && problem.empty()) problem = "cannot write " + detail::in_quotes(path) + ": " + std::strerror(errno);
+  if (problem.empty() && !through && std::rename(name.c_str(), path.c_str()) != 0)
+    problem = "cannot replace " + detail::in_quotes(path) + ": " + std::strerror(errno);
+  if (!through && !problem.empty()) ::unlink(name.c_str());
+  if (registered) tessera::detail::unregister_temporary_file();
+  return problem;
+}
+
+}  // namespace tessera::io

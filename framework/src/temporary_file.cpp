@@ -108,6 +108,8 @@ void unregister_temporary_file() {
   g_path[0] = '\0';
 }
 
+bool temporary_file_registered() noexcept { return g_armed != 0; }
+
 void remove_temporary_file() noexcept {
   if (!g_armed) return;
   g_armed = 0;

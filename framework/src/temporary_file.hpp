@@ -16,6 +16,9 @@ void register_temporary_file(const std::string& path);
 // Forgets the path (after it was renamed or removed) and restores the previous signal handlers.
 void unregister_temporary_file();
 
+// Whether a path is registered (a write in progress).
+bool temporary_file_registered() noexcept;
+
 // Unlinks the registered path, if any, and forgets it. Async-signal-safe.
 void remove_temporary_file() noexcept;
 

@@ -10,7 +10,9 @@ verdict that one of them reached (a dataset probed, a value of one rank's block,
 writes), or the refusal depends on the count (a process grid, a rank that does not exist)."""
 import json
 import os
+import socket
 import stat
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -195,6 +197,25 @@ partial_bytes = open(partial_input, "rb").read()
 status, _, stderr = h.run("sort", ["--input", f"{partial_input}:/x", "--json", h.path("rep.json")], ranks=MULTI)
 h.check(status == 0 and open(partial_input, "rb").read() == partial_bytes and os.path.exists(h.path("rep.json")),
         f"--json rep.json beside an input rep.json.partial: status {status}, the input changed or no report: {stderr}")
+# The report's temporary is named as the HDF5 outputs' are: what a process killed outright left
+# (its process gone) is swept by the next report written in that directory; a running process's is
+# kept, and so is a file of another name.
+host_tag = "".join(c if c.isalnum() and c.isascii() or c in "._" else "_" for c in socket.gethostname())
+dead = subprocess.Popen(["true"])
+dead.wait()
+stale = h.path(f".old.json.tmp-{host_tag}-{dead.pid}-1f")
+alive = h.path(f".old.json.tmp-{host_tag}-1-2f")
+other = h.path(f".old.json.tmp-{host_tag}-{dead.pid}-zz")
+for path in (stale, alive, other):
+    with open(path, "w") as f:
+        f.write("left\n")
+status, _, stderr = h.run(G, ["--n", "10", "--json", h.path("swept.json")], ranks=1)
+h.check(status == 0 and os.path.exists(h.path("swept.json")) and not os.path.exists(stale) and
+        os.path.exists(alive) and os.path.exists(other),
+        f"--json: a dead process's temporary not swept, or another file removed: status {status}, "
+        f"stale {os.path.exists(stale)}, alive {os.path.exists(alive)}, other {os.path.exists(other)}: {stderr}")
+h.check(not [n for n in os.listdir(h.work) if n.startswith(".swept.json.tmp-")],
+        f"--json left its temporary: {[n for n in os.listdir(h.work) if '.tmp-' in n]}")
 link_target = h.path("linked_out.h5")
 if os.path.lexists(h.path("link.json")):
     os.remove(h.path("link.json"))

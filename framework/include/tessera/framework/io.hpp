@@ -288,6 +288,17 @@ void check_output_path(const Context& ctx, const DatasetPath& path, bool overwri
 // and is writable, and the path is not a directory.
 void check_output_file(const Context& ctx, const std::string& file);
 
+// Not collective (plain POSIX; one rank calls it): writes `bytes` to the file `path` whole or not
+// at all, as the outputs above are. A new or regular file is written under a temporary name in its
+// directory ("DIR/.BASE.tmp-HOST-PID-TICKS", made with O_EXCL, so that no existing file is ever
+// opened), flushed to disk and renamed over `path` when complete: a reader sees the old file or the
+// whole new one. A fatal error or SIGINT, SIGTERM or SIGHUP removes the temporary; what a process of
+// this host killed outright left in that directory is removed by the next write there. Anything
+// else at the path (a symbolic link, a FIFO, a device such as /dev/stdout) is written through,
+// never replaced. Returns "" or what went wrong, without a flag: "cannot create
+// 'DIR/.out.json.tmp-...': Permission denied", "cannot write 'out.json': No space left on device".
+std::string write_whole_file(const std::string& path, std::string_view bytes);
+
 // Several datasets of one output file, committed together: the file is written once, under a
 // temporary name in its directory (a copy of the existing file with the datasets added, or a new
 // file; a new one too with replace_file), and renamed over the destination only after every rank

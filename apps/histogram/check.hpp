@@ -26,6 +26,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "app.hpp"
@@ -51,17 +52,32 @@ struct CountBounds {
   bool above_all = false;  // every value is above it
 };
 
+// The first x of T in [lo, hi] where the monotone predicate `p` holds, and whether there is one.
+template <class T, class P>
+std::pair<T, bool> first_where(T lo, T hi, P p) {
+  if (!p(hi)) return {hi, false};
+  while (lo < hi) {
+    const T mid = static_cast<T>(lo + static_cast<T>((static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo)) / 2));
+    if (p(mid)) hi = mid;
+    else lo = static_cast<T>(mid + 1);
+  }
+  return {lo, true};
+}
+
 template <class T>
 CountBounds<T> count_bounds(double lower, double upper, bool edges_in_double) {
   CountBounds<T> b;
   if constexpr (std::is_integral_v<T>) {
-    const long double lo = std::ceil(static_cast<long double>(lower)), hi = std::floor(static_cast<long double>(upper));
-    const long double min = static_cast<long double>(std::numeric_limits<T>::lowest());
-    const long double max = static_cast<long double>(std::numeric_limits<T>::max());
-    b.below_all = lo > max;
-    b.above_all = hi < min;
-    b.lower = static_cast<T>(std::clamp(lo, min, max));
-    b.upper = static_cast<T>(std::clamp(hi, min, max));
+    // Integers are compared as doubles (numpy converts them; int64 beyond 2^53 rounds): the T whose
+    // doubles lie in [lower, upper], found by searches, since a T's double is monotone in it.
+    constexpr T min = std::numeric_limits<T>::lowest(), max = std::numeric_limits<T>::max();
+    const auto [first, some_at_or_above] = first_where(min, max, [&](T x) { return static_cast<double>(x) >= lower; });
+    const auto [past, some_above] = first_where(min, max, [&](T x) { return static_cast<double>(x) > upper; });
+    b.below_all = !some_at_or_above;           // every T's double is below lower
+    b.above_all = some_above && past == min;   // every T's double is above upper
+    b.lower = first;
+    b.upper = some_above ? static_cast<T>(past - 1) : max;
+    if (b.above_all) b.upper = min;
   } else if (std::is_same_v<T, float> && edges_in_double) {
     float lo = static_cast<float>(lower), hi = static_cast<float>(upper);
     if (static_cast<double>(lo) < lower) lo = std::nextafter(lo, std::numeric_limits<float>::infinity());
@@ -87,35 +103,32 @@ inline index_t recount_bin(double x, const std::vector<double>& keys) {
   return static_cast<index_t>(it - keys.begin()) - 1;
 }
 
-// numpy.linspace(start, stop, num) in double, as numpy computes it: i * step + start with
+// numpy.linspace(start, stop, num)[i] in double, as numpy computes it: i * step + start with
 // step = (stop - start) / (num - 1), or (i / (num - 1)) * (stop - start) + start where the step
 // underflows to zero; the last value is stop.
-inline std::vector<double> numpy_linspace(double start, double stop, index_t num) {
-  std::vector<double> y(static_cast<std::size_t>(num));
+inline double numpy_linspace_at(double start, double stop, index_t num, index_t i) {
+  if (i == num - 1) return stop;
   const double div = static_cast<double>(num - 1), delta = stop - start, step = delta / div;
-  for (index_t i = 0; i < num; ++i) {
-    double v = step == 0 ? static_cast<double>(i) / div : static_cast<double>(i);
-    v = step == 0 ? v * delta : v * step;  // one rounding each: no multiply-add (ISO C++, -ffp-contract=off)
-    y[static_cast<std::size_t>(i)] = v + start;
-  }
-  y.back() = stop;
-  return y;
+  double v = step == 0 ? static_cast<double>(i) / div : static_cast<double>(i);
+  v = step == 0 ? v * delta : v * step;  // one rounding each: no multiply-add (ISO C++, -ffp-contract=off)
+  return v + start;
 }
 
 // numpy.histogram's bin of a sample with `bins` equal bins over [lower, upper], the comparisons and
-// the estimate in B: keep lower <= x <= upper; k = int((x - lower) * norm), norm = bins / (upper -
-// lower) in double rounded to B, each operation rounded in B; k = bins - 1 where it reached bins;
-// then k - 1 where x < e_k, else k + 1 where x >= e_{k+1} and k is not the last bin.
+// the estimate in B: keep lower <= x <= upper; k = int((x - lower) * norm), norm = bins / width in
+// double rounded to B (width: upper - lower for a given range; max - min in the samples' type
+// without one), each operation rounded in B; k = bins - 1 where it reached bins; then k - 1 where
+// x < e_k, else k + 1 where x >= e_{k+1} and k is not the last bin.
+// The edges are computed where they are compared (no memory per bin).
 template <class B>
 struct NumpyEqualBins {
+  double lo, hi;
   B lower, upper, norm;
-  std::vector<B> edges;  // numpy.linspace's, rounded to B
   index_t bins;
-  NumpyEqualBins(double lo, double hi, index_t count)
-      : lower(static_cast<B>(lo)), upper(static_cast<B>(hi)), norm(static_cast<B>(static_cast<double>(count) / (hi - lo))),
-        bins(count) {
-    for (const double e : numpy_linspace(lo, hi, count + 1)) edges.push_back(static_cast<B>(e));
-  }
+  NumpyEqualBins(double lo_, double hi_, index_t count, double width)
+      : lo(lo_), hi(hi_), lower(static_cast<B>(lo_)), upper(static_cast<B>(hi_)),
+        norm(static_cast<B>(static_cast<double>(count) / (width != 0 ? width : hi_ - lo_))), bins(count) {}
+  B edge(index_t i) const { return static_cast<B>(numpy_linspace_at(lo, hi, bins + 1, i)); }  // numpy.linspace's, rounded to B
   index_t operator()(B x) const {
     if (x != x) return bins + 2;
     if (x < lower) return bins;
@@ -123,16 +136,18 @@ struct NumpyEqualBins {
     const B offset = x - lower;
     const B f = offset * norm;
     index_t k = f >= static_cast<B>(bins) ? bins - 1 : static_cast<index_t>(f);
-    if (x < edges[static_cast<std::size_t>(k)]) --k;
-    else if (k != bins - 1 && x >= edges[static_cast<std::size_t>(k + 1)]) ++k;
+    if (x < edge(k)) --k;
+    else if (k != bins - 1 && x >= edge(k + 1)) ++k;
     return k;
   }
 };
 
 // edges: all bins + 1 edges (double); even: equal bins (float samples then compare with the edges
-// rounded to float, as numpy does).
+// rounded to float, as numpy does), width: the denominator of their norm (EvenBins::width; 0:
+// upper - lower).
 template <class T>
-Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, const std::vector<double>& edges, bool even) {
+Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, const std::vector<double>& edges, bool even,
+                        double width = 0) {
   const Context& ctx = array.context();
   const bool in_double = !even || !std::is_same_v<T, float>;
   Verdict v;
@@ -168,19 +183,20 @@ Verdict check_histogram(const DistArray<T>& array, const HistogramCounts& h, con
   if (!even) {
     for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(recount_bin(static_cast<double>(x), edges)));
   } else if (in_double) {
-    const NumpyEqualBins<double> numpy_bins(edges.front(), edges.back(), h.bins);
+    const NumpyEqualBins<double> numpy_bins(edges.front(), edges.back(), h.bins, width);
     for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(numpy_bins(static_cast<double>(x))));
   } else {
-    const NumpyEqualBins<float> numpy_bins(edges.front(), edges.back(), h.bins);
+    const NumpyEqualBins<float> numpy_bins(edges.front(), edges.back(), h.bins, width);
     for (const T x : host) bin_of.push_back(static_cast<std::uint32_t>(numpy_bins(static_cast<float>(x))));
   }
   if (even) {  // the edges the run reports (and writes) are numpy.linspace's
-    const std::vector<double> want = numpy_linspace(edges.front(), edges.back(), h.bins + 1);
-    for (std::size_t i = 0; i < edges.size(); ++i)
-      if (!(edges[i] == want[i])) {  // the same on every rank: the edges are
-        bad += "edge " + std::to_string(i) + " is " + format_number(edges[i]) + ", numpy.linspace gives " + format_number(want[i]) + "; ";
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const double want = numpy_linspace_at(edges.front(), edges.back(), h.bins + 1, static_cast<index_t>(i));
+      if (!(edges[i] == want)) {  // the same on every rank: the edges are
+        bad += "edge " + std::to_string(i) + " is " + format_number(edges[i]) + ", numpy.linspace gives " + format_number(want) + "; ";
         break;
       }
+    }
   }
   constexpr index_t kWindow = index_t(1) << 24;
   index_t wrong_bins = 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -202,6 +203,12 @@ int main(int argc, char** argv) {
               even_bins.lower -= 0.5;
               even_bins.upper += 0.5;
               range_text += ", widened by 0.5 (all samples are equal)";
+            } else {
+              // numpy's norm divides by max - min in the samples' type: float arithmetic for float32,
+              // the exact difference for integers (int64 beyond 2^53 differs from the doubles').
+              if constexpr (std::is_same_v<T, float>) even_bins.width = static_cast<double>(r.max - r.min);
+              else if constexpr (std::is_integral_v<T>)
+                even_bins.width = static_cast<double>(static_cast<std::uint64_t>(r.max) - static_cast<std::uint64_t>(r.min));
             }
           } else {
             range_text = "[0, 1] (no samples other than NaN)";
@@ -304,7 +311,7 @@ int main(int argc, char** argv) {
       r.result = result;
       r.result_text = std::to_string(in_bins) + " of " + std::to_string(source.n) + " samples in the bins; " +
                       std::to_string(h.below) + " below, " + std::to_string(h.above) + " above, " + std::to_string(h.nan) + " NaN";
-      if (o.verify) r.verdict = verify::check_histogram(data, h, edges, even);
+      if (o.verify) r.verdict = verify::check_histogram(data, h, edges, even, even_bins.width);
       r.timing = timing;
       const double bytes = static_cast<double>(source.n) * sizeof(T);
       r.throughput = timing.total > 0 ? bytes / timing.total / 1e9 : 0;

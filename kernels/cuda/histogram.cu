@@ -10,7 +10,7 @@ namespace tessera::kernels::cuda {
 template <class T>
 void histogram_even(const Queue& queue, const T* in, index_t n, const EvenBins& bins, index_t* counts) {
   const detail::DeviceEvenBinning<T> binning{
-      kernels::detail::make_even_binning<T>(bins.lower, bins.upper, bins.count)};
+      kernels::detail::make_even_binning<T>(bins.lower, bins.upper, bins.count, bins.width)};
   detail::device_histogram(in, n, binning, static_cast<int>(bins.count), counts, queue.stream);
 }
 

@@ -39,10 +39,11 @@ void check_even_bins(const EvenBins& bins, bool float_samples) {
   if (!(bins.lower < bins.upper))
     throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) +
                      "] is empty (the lower bound must be below the upper one)");
-  const double width = bins.upper - bins.lower;
-  if (!std::isfinite(width) || !std::isfinite(static_cast<double>(bins.count) / width))
+  const double delta = bins.upper - bins.lower;
+  if (!std::isfinite(delta) || !std::isfinite(static_cast<double>(bins.count) / delta))
     throw UsageError("histogram: the range [" + text(bins.lower) + ", " + text(bins.upper) +
                      "] is too wide or too narrow for double arithmetic");
+  const double width = bins.width != 0 ? bins.width : delta;
   if (float_samples) {
     constexpr double kMax = std::numeric_limits<float>::max();
     if (std::fabs(bins.lower) > kMax || std::fabs(bins.upper) > kMax)
@@ -57,6 +58,10 @@ void check_even_bins(const EvenBins& bins, bool float_samples) {
                        text(width / static_cast<double>(bins.count)) +
                        ": float arithmetic overflows; read the samples as float64)");
   }
+  if (bins.width != 0 && !(bins.width > 0 && std::isfinite(bins.width) && std::isfinite(static_cast<double>(bins.count) / bins.width)))
+    throw UsageError("histogram: the width " + text(bins.width) + " of the range [" + text(bins.lower) + ", " +
+                     text(bins.upper) + "] is not a positive number that " + std::to_string(bins.count) +
+                     " bins can divide");
 }
 
 void check_edges(std::span<const double> edges) {
@@ -74,7 +79,7 @@ void check_edges(std::span<const double> edges) {
 
 std::vector<double> even_bin_edges(const EvenBins& bins) {
   check_even_bins(bins);
-  const auto binning = detail::make_even_binning<double>(bins.lower, bins.upper, bins.count);
+  const auto binning = detail::make_even_binning<double>(bins.lower, bins.upper, bins.count, bins.width);
   std::vector<double> edges(static_cast<std::size_t>(bins.count) + 1);
   for (index_t i = 0; i <= bins.count; ++i) edges[static_cast<std::size_t>(i)] = binning.edge(static_cast<int>(i));
   return edges;

@@ -160,12 +160,20 @@ for x, args in ((np.array([1e-45, 1e-45, 3e-45, 0], dtype=np.float32), ["--bins"
 
 # Bins narrower than the samples' spacing: the edges, rounded to the comparison type, repeat, and
 # numpy's estimate decides between the bins they bound (some bins stay empty); --verify's recount
-# must follow numpy there, not a search of the edges. Default range and a given one.
+# must follow numpy there, not a search of the edges. Default range and a given one. Without a
+# range numpy divides by max - min in the samples' type (float32 arithmetic; the exact integer
+# difference, which int64 beyond 2^53 rounds otherwise), and compares int64 samples as doubles.
+big = 2**62
 for x, args, numpy_args in (
         (rng.uniform(1e6, 1e6 + 1, 10001).astype(np.float32), ["--bins", 100], {"bins": 100}),
         (np.float32(3) + np.float32(2**-22) * rng.integers(-40, 41, 997).astype(np.float32), ["--bins", 333], {"bins": 333}),
         (rng.uniform(1e15, 1e15 + 2, 4099), ["--bins", 1000, "--range", "1e15:1000000000000002"],
-         {"bins": 1000, "range": (1e15, 1e15 + 2)})):
+         {"bins": 1000, "range": (1e15, 1e15 + 2)}),
+        (np.array([0.2356666, 1.014371, 1.0143417], np.float32), ["--bins", 7929138], {"bins": 7929138}),
+        (rng.uniform(0.1, 1.7, 1001).astype(np.float32), ["--bins", 1000003], {"bins": 1000003}),
+        (np.array([big, big + 1500, big + 1500, big + 700], np.int64), ["--bins", 10], {"bins": 10}),
+        (np.array([big, big + 1500, big + 1500, big + 700], np.int64), ["--bins", 10, "--range", f"{big}:{big + 2000}"],
+         {"bins": 10, "range": (float(big), float(big + 2000))})):
     write_h5(inp, "/x", x)
     want, want_e = np.histogram(x, **numpy_args)
     lo, hi = numpy_args.get("range", (x.min(), x.max()))

@@ -37,11 +37,16 @@
 
 namespace tessera::kernels {
 
-// Equal bins: `count` bins over [lower, upper], lower < upper, both finite.
+// Equal bins: `count` bins over [lower, upper], lower < upper, both finite. `width` is the
+// denominator of numpy's norm, count / width: 0 takes upper - lower in double, which is numpy's for
+// a range given as numbers; numpy.histogram without `range` divides by max - min computed in the
+// samples' own type (rounded to float for float32 samples, the exact integer difference for
+// integers), which is what to give here for a range taken from the samples.
 struct EvenBins {
   double lower = 0;
   double upper = 1;
   index_t count = 1;
+  double width = 0;
 };
 
 // Where the samples in no bin are counted, after the bins: counts[bins + slot].
@@ -62,7 +67,8 @@ inline constexpr index_t kMaxHistogramBins = (index_t(1) << 30);
 // UsageError unless 1 <= bins <= kMaxHistogramBins.
 void check_histogram_bins(index_t bins);
 // UsageError unless 1 <= bins.count <= kMaxHistogramBins and lower < upper are finite, with
-// bins.count / (upper - lower) finite in double. float_samples: the samples are float32, which are
+// bins.count / (upper - lower) finite in double (and width, where given, positive with
+// bins.count / width finite). float_samples: the samples are float32, which are
 // compared and binned in float (numpy's arithmetic for float32 data): the bounds must then lie in
 // float's range, and numpy's norm bins.count / (upper - lower) must be finite as a float too
 // (a range narrower than that, bins thinner than about bins / 3.4e38, would bin samples by the

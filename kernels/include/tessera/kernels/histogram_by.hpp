@@ -50,7 +50,7 @@ class EvenBinner {
  public:
   explicit EvenBinner(const EvenBins& bins)
       : binning_((check_even_bins(bins, std::is_same_v<T, float>),
-                  detail::make_even_binning<T>(bins.lower, bins.upper, bins.count))) {}
+                  detail::make_even_binning<T>(bins.lower, bins.upper, bins.count, bins.width))) {}
   TESSERA_HOST_DEVICE int operator()(const T& sample) const {
     return binning_.bin_or(sample, kBinBelow, kBinAbove, kBinAbove);
   }

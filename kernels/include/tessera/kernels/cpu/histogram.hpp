@@ -82,7 +82,7 @@ void weighted_histogram(const T* in, const W* weights, index_t n, Binning binnin
 
 template <class T>
 void histogram_even(const T* in, index_t n, const EvenBins& bins, index_t* counts) {
-  histogram(in, n, kernels::detail::make_even_binning<T>(bins.lower, bins.upper, bins.count), bins.count, counts);
+  histogram(in, n, kernels::detail::make_even_binning<T>(bins.lower, bins.upper, bins.count, bins.width), bins.count, counts);
 }
 
 // edges: host memory, bins + 1 values that check_edges accepts. The keys and the cells' lookup

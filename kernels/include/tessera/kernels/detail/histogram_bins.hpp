@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/detail/rounded.hpp"
 #include "tessera/kernels/histogram.hpp"
 
 namespace tessera::kernels::detail {
@@ -36,46 +37,6 @@ inline constexpr int kSlotNone = 3;
 // The type samples are compared and binned in: float for float samples, double for the others.
 template <class T>
 using BinType = std::conditional_t<std::is_same_v<T, float>, float, double>;
-
-// Correctly rounded operations that the compiler must not fuse into a multiply-add (numpy rounds
-// after each): the device intrinsics, and on the host plain operators (this project compiles ISO
-// C++, where GCC and Clang do not contract across statements; the asm keeps a product from being
-// contracted into a following addition even under -ffp-contract=fast).
-template <class B>
-TESSERA_HOST_DEVICE_INLINE B mul_rn(B a, B b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<B, float>) return __fmul_rn(a, b);
-  else return __dmul_rn(a, b);
-#else
-  B p = a * b;
-#if defined(__GNUC__) && defined(__x86_64__)
-  asm("" : "+x"(p));
-#elif defined(__GNUC__) && defined(__aarch64__)
-  asm("" : "+w"(p));
-#endif
-  return p;
-#endif
-}
-
-template <class B>
-TESSERA_HOST_DEVICE_INLINE B add_rn(B a, B b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<B, float>) return __fadd_rn(a, b);
-  else return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-template <class B>
-TESSERA_HOST_DEVICE_INLINE B sub_rn(B a, B b) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<B, float>) return __fsub_rn(a, b);
-  else return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
 
 template <class T>
 TESSERA_HOST_DEVICE_INLINE BinType<T> to_bin_type(T sample) {
@@ -136,9 +97,11 @@ struct EvenBinning {
 //        lower_B differs from lower by u |lower|: u |lower| N.
 //   e_i: the double edge is within 5 2^-53 M of E_i (M = max |lower|, |upper|), rounding to B adds
 //        u M: (u + 5 2^-53) M N.
+//   width: a norm from a width other than upper - lower (EvenBins::width) moves f by the relative
+//        difference of the two, times the bins.
 // With 25% to spare. A margin of a half or more sends every sample through the correction.
 template <class T>
-EvenBinning<T> make_even_binning(double lower, double upper, std::int64_t bins) {
+EvenBinning<T> make_even_binning(double lower, double upper, std::int64_t bins, double width = 0) {
   using B = BinType<T>;
   EvenBinning<T> b{};
   b.bins = static_cast<int>(bins);
@@ -146,14 +109,16 @@ EvenBinning<T> make_even_binning(double lower, double upper, std::int64_t bins) 
   b.upper = static_cast<B>(upper);
   b.lower_d = lower;
   b.delta = upper - lower;
-  const double norm = static_cast<double>(bins) / b.delta;
+  const double denominator = width != 0 ? width : b.delta;
+  const double norm = static_cast<double>(bins) / denominator;
+  const double width_shift = std::fabs(denominator - b.delta) / std::fmin(denominator, b.delta) * static_cast<double>(bins);
   b.norm = static_cast<B>(norm);
   b.step = b.delta / static_cast<double>(bins);
   b.step_is_zero = b.step == 0;
   const double u = std::numeric_limits<B>::epsilon() / 2;
   const double m_abs = std::fmax(std::fabs(lower), std::fabs(upper));
   const double margin =
-      1.25 * (3.01 * u * static_cast<double>(bins) + norm * (u * std::fabs(lower) + (u + 5 * 0x1p-53) * m_abs));
+      1.25 * (3.01 * u * static_cast<double>(bins) + norm * (u * std::fabs(lower) + (u + 5 * 0x1p-53) * m_abs) + width_shift);
   b.margin = margin < 0.5 && std::isfinite(margin) ? static_cast<B>(margin * (1 + 4 * u)) : B(1);
   return b;
 }

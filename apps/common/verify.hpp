@@ -723,7 +723,7 @@ Verdict check_matmul_elements(const DistMatrix<T>& a, const DistMatrix<T>& b, co
   index_t bad = 0, unchecked = 0, overflowing = 0, first_bad = kNoIndex;
   long double worst = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic) reduction(+ : bad, unchecked) reduction(max : worst) reduction(min : first_bad)
+#pragma omp parallel for schedule(dynamic) reduction(+ : bad, unchecked, overflowing) reduction(max : worst) reduction(min : first_bad)
 #endif
   for (index_t i0 = 0; i0 < rows; i0 += kRows) {
     double reference[kRows][kCols], magnitude[kRows][kCols];
@@ -791,9 +791,9 @@ Verdict check_matmul_elements(const DistMatrix<T>& a, const DistMatrix<T>& b, co
   const index_t nonfinite = total_unchecked - total_overflowing;
   const std::string why = nonfinite > 0 && total_overflowing > 0
                               ? std::to_string(nonfinite) + " with NaN or infinity in their row of A or column of B, " +
-                                    std::to_string(total_overflowing) + " whose |A||B| reaches the largest value (C may overflow)"
+                                    std::to_string(total_overflowing) + " whose |A||B| reaches the largest value: C may overflow"
                           : nonfinite > 0 ? std::string("NaN or infinity in their row of A or column of B")
-                                          : std::string("|A||B| reaches the largest value, so C may overflow");
+                                          : std::string("|A||B| reaches the largest value: C may overflow");
   allreduce_max(ctx, &worst, 1);
   const index_t total = c.rows() * c.cols();
   Verdict v;

@@ -203,7 +203,9 @@ TEST(Json, FloatsRoundTripBitForBit) {
   }
   EXPECT_EQ(Json(0.1).dump(), "0.1");  // shortest, not 17 digits
   EXPECT_EQ(Json(0.1f).dump(), "0.1");
-  EXPECT_EQ(Json(-0.0).dump(), "-0");
+  EXPECT_EQ(Json(-0.0).dump(), "-0.0");  // "-0" reads back as the integer 0 in Python's json
+  EXPECT_TRUE(std::signbit(read_back<double>(Json(-0.0).dump())));
+  EXPECT_EQ(Json(-0.0f).dump(), "-0.0");
   EXPECT_EQ(Json(std::nan("")).dump(), "\"nan\"");
   EXPECT_EQ(Json(-std::numeric_limits<double>::infinity()).dump(), "\"-inf\"");
 }

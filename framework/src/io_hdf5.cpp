@@ -40,23 +40,34 @@ std::size_t size_of(DType t) {
   return dispatch(t, []<class T>() { return ElementTraits<T>::bytes; });
 }
 
+namespace {
+
+// IoError unless path.dataset is a name HDF5 can make a dataset under: not empty, no empty
+// component (a trailing or doubled '/'), no component "." or ".." (HDF5 gives them no special
+// meaning in a path, but refuses them as names). Relative names ("x") are taken from the root.
+void check_dataset_name(const DatasetPath& path) {
+  const auto not_a_name = [&](const std::string& why) {
+    return IoError(in_quotes(path.dataset) + " is not a dataset name (" + why + ")", path.file, path.dataset);
+  };
+  const std::string& name = path.dataset;
+  if (name.empty() || name == "/" || name.back() == '/' || name.find("//") != std::string::npos)
+    throw not_a_name("expected /NAME or /GROUP/NAME");
+  for (std::size_t begin = name.front() == '/' ? 1 : 0; begin <= name.size();) {
+    const auto end = std::min(name.find('/', begin), name.size());
+    const std::string component = name.substr(begin, end - begin);
+    if (component == "." || component == "..") throw not_a_name("'" + component + "' cannot name a group or dataset");
+    begin = end + 1;
+  }
+}
+
+}  // namespace
+
 DatasetPath parse_dataset_path(std::string_view text) {
   const auto colon = text.rfind(":/");
   if (colon == std::string_view::npos || colon == 0)
     throw IoError("expected FILE.h5:/DATASET, got '" + std::string(text) + "'", "", "");
   DatasetPath path{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
-  const auto not_a_name = [&](const std::string& why) {
-    return IoError(in_quotes(path.dataset) + " is not a dataset name (" + why + ")", path.file, path.dataset);
-  };
-  if (path.dataset.size() < 2 || path.dataset.back() == '/' || path.dataset.find("//") != std::string::npos)
-    throw not_a_name("expected /NAME or /GROUP/NAME");
-  // HDF5 gives "." and ".." no special meaning in a path, but refuses them as names.
-  for (std::size_t begin = 1; begin <= path.dataset.size();) {
-    const auto end = std::min(path.dataset.find('/', begin), path.dataset.size());
-    const std::string component = path.dataset.substr(begin, end - begin);
-    if (component == "." || component == "..") throw not_a_name("'" + component + "' cannot name a group or dataset");
-    begin = end + 1;
-  }
+  check_dataset_name(path);
   return path;
 }
 
@@ -244,6 +255,7 @@ std::vector<std::pair<std::string, std::string>> read_attributes(const Context& 
 
 void check_output_path(const Context& ctx, const DatasetPath& path, bool overwrite, bool replace_file,
                        const std::string& app) {
+  check_dataset_name(path);  // the same on every rank
   detail::Verdict verdict;
   if (ctx.is_root()) {
     detail::QuietErrors quiet;
@@ -278,6 +290,7 @@ struct OutputFile::Impl {
   void add(const std::string& dataset, const detail::H5Element& element, int ndims, const index_t* dims,
            const index_t* start, const index_t* count, const void* host, const OutputAttributes& attributes) {
     TESSERA_ASSERT(!committed, "OutputFile::add after commit");
+    check_dataset_name({file, dataset});  // every rank adds the same names: all throw alike
     if (parts.size() >= static_cast<std::size_t>(detail::kMaxOutputDatasets))
       throw IoError("an output file takes at most " + std::to_string(detail::kMaxOutputDatasets) + " datasets", file,
                     dataset);

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <type_traits>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -107,7 +108,7 @@ void require_matrix(const Array& a, const char* what) {
 // ---------------------------------------------------------------------------------------------
 // Reductions
 
-enum class Reduction { sum, prod, min, max, exact_sum };
+enum class Reduction { sum, prod, min, max, exact_sum, float64_sum };
 
 py::object reduce(const ArrayPtr& a, Reduction what) {
   const char* name = what == Reduction::min ? "minimum" : "maximum";
@@ -125,6 +126,18 @@ py::object reduce(const ArrayPtr& a, Reduction what) {
         value = what == Reduction::min ? ops::min(flat<T>(*a)) : ops::max(flat<T>(*a));
       }
       return numpy_scalar(value);
+      }
+    }
+    if (what == Reduction::float64_sum) {
+      if constexpr (std::is_integral_v<T>) {
+        double total = 0;
+        {
+          const Call call(*session);
+          total = ops::float64_sum(flat<T>(*a));
+        }
+        return numpy_scalar(total);
+      } else {
+        throw UsageError("float64_sum: integer arrays only");
       }
     }
     Accumulator<T> value{};
@@ -281,8 +294,8 @@ ArrayPtr sort(const ArrayPtr& a, bool indices) {
     } else {
       const Call call(*a->session());
       const DistArray<T>& v = a->vector<T>();
-      if (indices) return make_array(a->session(), argsort(v));
-      return make_array(a->session(), tessera::sort(v));
+      if (indices) return make_array(a->session(), ops::numpy_argsort(v));
+      return make_array(a->session(), ops::numpy_sort(v));
     }
   });
 }
@@ -522,7 +535,8 @@ void bind_algorithms(py::module_& m) {
       .value("prod", Reduction::prod)
       .value("min", Reduction::min)
       .value("max", Reduction::max)
-      .value("exact_sum", Reduction::exact_sum);
+      .value("exact_sum", Reduction::exact_sum)
+      .value("float64_sum", Reduction::float64_sum);
   py::enum_<ops::Binary>(m, "_Binary")
       .value("add", ops::Binary::add)
       .value("subtract", ops::Binary::subtract)

@@ -7,9 +7,12 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "array.hpp"
@@ -96,6 +99,35 @@ std::vector<index_t> shape_of(const py::object& shape) {
     if (n < 0) throw UsageError("negative dimensions are not allowed");
   return out;
 }
+
+// The arguments of a collective call that every rank must give alike (the shape, the dtype, the
+// layout, a seed), compared in one allreduce of their minima and maxima before anything is made:
+// ranks that disagree raise the same exception on every rank (TypeError for the dtype, ValueError
+// otherwise) instead of crashing or waiting in a later collective.
+struct Argument {
+  const char* name;
+  std::int64_t value;
+};
+
+void require_same_arguments(const Session& session, const std::string& what, std::initializer_list<Argument> arguments) {
+  std::vector<std::int64_t> bounds;  // each value, then each one's complement: a min of both gives min and max
+  for (const Argument& a : arguments) bounds.push_back(a.value);
+  for (const Argument& a : arguments) bounds.push_back(~a.value);
+  session.context().comm().allreduce(bounds.data(), static_cast<index_t>(bounds.size()), ReduceOp::min);
+  std::size_t i = 0;
+  for (const Argument& a : arguments) {
+    const std::int64_t low = bounds[i], high = ~bounds[arguments.size() + i];
+    ++i;
+    if (low == high) continue;
+    const std::string message = what + ": the ranks disagree on the " + a.name +
+                                " (it must be the same on every rank, as every argument of a collective call)";
+    if (std::string_view(a.name) == "dtype") throw TypeError(message);
+    throw UsageError(message);
+  }
+}
+
+// The shape as arguments: its rank and extents (2-D: rows and cols).
+std::int64_t extent(const std::vector<index_t>& shape, std::size_t d) { return d < shape.size() ? shape[d] : -1; }
 
 // A new array of each rank's part; where some rank has not the memory, MemoryError on every rank.
 template <class T>
@@ -425,6 +457,13 @@ ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const s
   const Layout layout{grid_shape.first, grid_shape.second};
   const std::vector<index_t> shape = shape_of(shape_object);
   const Dtype dtype = parse_dtype(dtype_text);
+  {
+    const Call call(*session);
+    require_same_arguments(*session, "array creation",
+                           {{"number of dimensions", static_cast<std::int64_t>(shape.size())}, {"shape", extent(shape, 0)},
+                            {"shape", extent(shape, 1)}, {"dtype", dtype.index}, {"layout", layout.rows},
+                            {"layout", layout.cols}});
+  }
   return dispatch(dtype, [&]<class T>() {
     const bool filled = !value.is_none();
     const T fill = filled ? scalar_as<T>(value) : T{};
@@ -445,6 +484,13 @@ ArrayPtr random(const SessionPtr& session, const py::object& shape_object, const
   const Layout layout{grid_shape.first, grid_shape.second};
   const std::vector<index_t> shape = shape_of(shape_object);
   const Dtype dtype = parse_dtype(dtype_text);
+  {
+    const Call call(*session);
+    require_same_arguments(*session, "random",
+                           {{"number of dimensions", static_cast<std::int64_t>(shape.size())}, {"shape", extent(shape, 0)},
+                            {"shape", extent(shape, 1)}, {"dtype", dtype.index}, {"layout", layout.rows},
+                            {"layout", layout.cols}, {"seed", static_cast<std::int64_t>(seed)}});
+  }
   return dispatch(dtype, [&]<class T>() {
     const Call call(*session);
     if (shape.size() == 1) {
@@ -476,6 +522,11 @@ ArrayPtr arange(const SessionPtr& session, index_t n, const std::string& dtype_t
                 const py::object& second, std::int64_t first_integer, std::int64_t step_integer) {
   if (n < 0) throw UsageError("arange: negative length");
   const Dtype dtype = parse_dtype(dtype_text);
+  {
+    const Call call(*session);
+    require_same_arguments(*session, "arange",
+                           {{"length", n}, {"dtype", dtype.index}, {"start", first_integer}, {"step", step_integer}});
+  }
   return dispatch(dtype, [&]<class T>() {
     const T a = std::is_integral_v<T> ? T(0) : scalar_as<T>(first);
     const T b = std::is_integral_v<T> ? T(0) : scalar_as<T>(second);

@@ -27,6 +27,10 @@ Accumulator<T> prod(const DistArray<T>& a);
 // beyond 2^63).
 template <class T>
 Accumulator<T> exact_sum(const DistArray<T>& a);
+// numpy.mean's sum of integers: the elements converted to float64 and added in float64 (no
+// wrapping). Integer types only.
+template <class T>
+double float64_sum(const DistArray<T>& a);
 // The smallest and largest element (a NaN wins, as in numpy). The array must not be empty. Ordered
 // types only.
 template <class T>
@@ -72,6 +76,11 @@ void arange(DistArray<T>& out, T first, T second, std::int64_t first_integer, st
 // own), and how many there are.
 template <class T>
 DistArray<T> compress(const DistArray<T>& a, const std::vector<MaskStep>& mask);
+// numpy.sort and numpy.argsort(kind="stable"): every NaN last, -0 equal to +0 (ordered types).
+template <class T>
+DistArray<T> numpy_sort(const DistArray<T>& a);
+template <class T>
+DistArray<std::int64_t> numpy_argsort(const DistArray<T>& a);
 template <class T>
 index_t count(const DistArray<T>& a, const std::vector<MaskStep>& mask);
 

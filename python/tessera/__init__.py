@@ -373,10 +373,10 @@ def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
 def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     """The mean (float64 for integer arrays, the array's type for floats; NaN for an empty one). Collective."""
     _whole("mean", a, axis, dtype, out, keepdims)
-    total = _tessera._reduce(a, _tessera._Reduction.sum)
     n = a.size
-    if a.dtype.kind == "i":
-        return _np.float64(total) / n if n else _np.float64("nan")
+    if a.dtype.kind == "i":  # summed in float64, as numpy does (an int64 sum would wrap)
+        return _np.float64(_tessera._reduce(a, _tessera._Reduction.float64_sum)) / n if n else _np.float64("nan")
+    total = _tessera._reduce(a, _tessera._Reduction.sum)
     return a.dtype.type(total / n) if n else a.dtype.type("nan")
 
 
@@ -416,7 +416,8 @@ def _constant(value):
 
 def _compare_step(dtype, kind, scalar):
     """One comparison of an element of ``dtype`` with ``scalar``, as numpy evaluates it, made exact
-    in the element type (an integer array compared with 2.5, a value beyond the type's range)."""
+    in the element type (an integer array compared with 2.5, a value beyond the type's range): a
+    step, or a list of steps (int64 against a float beyond 2^53, which numpy compares as doubles)."""
     if isinstance(scalar, (bool, _np.bool_)):
         scalar = int(scalar)
     if not isinstance(scalar, (_numbers.Real, _np.integer, _np.floating)):
@@ -438,6 +439,8 @@ def _compare_step(dtype, kind, scalar):
             if kind in (_LT, _LE):
                 return _constant(s > 0)
             return _constant(kind == _NE)
+        if abs(s) >= 2.0**53 and dtype.itemsize == 8:
+            return _double_compare_steps(info, kind, s)
         low, high = _math.floor(s), _math.ceil(s)
         integral = low == high
     # x > s <=> x >= floor(s) + 1;  x >= s <=> x >= ceil(s);  x < s <=> x <= ceil(s) - 1;  x <= s <=> x <= floor(s)
@@ -464,6 +467,48 @@ def _compare_step(dtype, kind, scalar):
         if value < info.min:
             return _constant(False)
     return (_COMPARE, kind, False, 0.0, int(value))
+
+
+def _first_int(pred, low, high):
+    """The first integer in [low, high] where the monotone predicate holds, or high + 1."""
+    if not pred(high):
+        return high + 1
+    while low < high:
+        mid = (low + high) // 2
+        if pred(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _double_compare_steps(info, kind, s):
+    """An int64 array against a float beyond 2^53, as numpy compares them: both as doubles, where
+    the integers round (the ones near s to s itself). A double of an int64 is monotone in it, so
+    each comparison is one of integer thresholds: the first x whose double reaches s, and the first
+    whose double passes it."""
+    ge = _first_int(lambda x: float(x) >= s, info.min, info.max)
+    gt = _first_int(lambda x: float(x) > s, info.min, info.max)
+
+    def at_least(value):
+        return [_constant(True)] if value <= info.min else [_constant(False)] if value > info.max else \
+            [(_COMPARE, _GE, False, 0.0, int(value))]
+
+    def at_most(value):
+        return [_constant(True)] if value >= info.max else [_constant(False)] if value < info.min else \
+            [(_COMPARE, _LE, False, 0.0, int(value))]
+
+    if kind == _GT:
+        return at_least(gt)
+    if kind == _GE:
+        return at_least(ge)
+    if kind == _LT:
+        return at_most(ge - 1)
+    if kind == _LE:
+        return at_most(gt - 1)
+    # == and !=: the integers whose double is s, [ge, gt - 1] (none, one, or a run of them)
+    steps = at_least(ge) + at_most(gt - 1) + [(_BOTH, _NONZERO, False, 0.0, 0)] if ge < gt else [_constant(False)]
+    return steps + [(_NEGATE, _NONZERO, False, 0.0, 0)] if kind == _NE else steps
 
 
 class Mask:
@@ -532,7 +577,8 @@ def _mask_of(a, kind, scalar):
     _require_ordered(a, "a mask (comparison)")
     if isinstance(scalar, DistArray):
         raise TypeError("comparisons of two DistArrays are not supported: compare with a scalar")
-    return Mask(a, [_compare_step(a.dtype, kind, scalar)])
+    step = _compare_step(a.dtype, kind, scalar)
+    return Mask(a, step if isinstance(step, list) else [step])
 
 
 def compress(condition, a):

@@ -158,6 +158,26 @@ def test_arithmetic_and_conversions(dtype):
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
+def test_products_and_quotients_are_numpys_bits(dtype):
+    """numpy's formulas with each operation rounded alone: the product and Smith's quotient (a scale
+    1 / denominator multiplied in), a zero divisor of either sign dividing by +0."""
+    a, b = global_data(1001, dtype, seed=11), global_data(1001, dtype, seed=12)
+    b[:4] = [complex(-0.0, -0.0), complex(0.0, -0.0), complex(-0.0, 0.0), 0]
+    b[4:8] = [complex(1e-30, 3.0), complex(-7.0, 1e-30), complex(2.0, -2.0), complex(-3.0, 3.0)]
+    x, y = tessera.from_global(a), tessera.from_global(b)
+    real = np.float32 if dtype == "complex64" else np.float64
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for what, got, want in (("product", x * y, a * b), ("quotient", x / y, a / b),
+                                ("scalar quotient", (1 + 3j) / y, np.array(1 + 3j, dtype) / b)):
+            g = got.to_numpy().view(real)
+            w = want.view(real)
+            same = (g.view(np.uint32 if real == np.float32 else np.uint64) ==
+                    w.view(np.uint32 if real == np.float32 else np.uint64)) | (np.isnan(g) & np.isnan(w))
+            expect(bool(same.all()), "%s: %d of %d parts differ from numpy's bits, first at %s" %
+                   (what, int((~same).sum()), same.size, np.nonzero(~same)[0][:3]))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
 def test_transpose_redistribute_matmul(dtype):
     tol = 64 * eps(dtype)
     for (rows, cols) in SHAPES:

@@ -202,6 +202,18 @@ def test_contexts_on_several_communicators():
     half.Free()
 
 
+def test_creation_arguments_that_differ_between_ranks_raise_on_every_rank():
+    if COMM.size == 1:
+        return
+    first = COMM.rank == 0
+    expect_raises(TypeError, lambda: tessera.zeros(5, "float64" if first else "float32"), match="dtype")
+    expect_raises(ValueError, lambda: tessera.zeros((4, 4), layout="cols" if first else "rows"), match="layout")
+    expect_raises(ValueError, lambda: tessera.ones(5 + COMM.rank), match="shape")
+    expect_raises(ValueError, lambda: tessera.random(7, seed=COMM.rank), match="seed")
+    expect_raises(ValueError, lambda: tessera.arange(3 + COMM.rank), match="length")
+    expect_equal(tessera.zeros(5).sum(), 0.0, "a creation after the refusals")
+
+
 def test_init_errors():
     expect_raises(ValueError, lambda: tessera.init(backend="gpu"), match="unknown backend")
     expect_raises(TypeError, lambda: tessera.init(comm=42), match="mpi4py")

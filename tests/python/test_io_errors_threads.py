@@ -52,6 +52,10 @@ def test_hdf5_errors_on_every_rank(tmp_path_factory):
     tessera.save_hdf5(tessera.from_global(np.array([1.5, np.nan])), good, "/f")
     expect_raises(OSError, lambda: tessera.load_hdf5(good, "/missing"), match="missing")
     expect_raises(ValueError, lambda: tessera.load_hdf5(good, "/f", dtype="int32"))
+    for name in ("", ".", "/a/", "/a//b", "/a/../b"):  # names HDF5 refuses: an exception, not an abort
+        expect_raises(OSError, lambda: tessera.save_hdf5(tessera.zeros(3), good, name, overwrite=True),
+                      match="not a dataset name")
+    expect_equal(tessera.load_hdf5(good, "/f").size, 2, "the file kept its dataset")
 
 
 def test_errors_are_python_exceptions_on_every_rank():

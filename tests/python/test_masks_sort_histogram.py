@@ -47,6 +47,22 @@ def test_integer_masks_with_float_and_out_of_range_scalars():
             expect_equal(x[mask].to_numpy(), data[ref], "x[x %s %r]" % (name, s))
 
 
+def test_int64_masks_with_floats_beyond_2_to_53_compare_as_doubles():
+    """numpy converts int64 to float64 for a comparison with a float: integers near 2^53 and beyond
+    round, so 2^53 + 1 == 2.0**53 holds."""
+    big = 2 ** 53
+    data = np.array([big - 2, big - 1, big, big + 1, big + 2, big + 3, 2 ** 62 + 511, 2 ** 62 + 512, 2 ** 62 + 513,
+                     -big - 1, -big, 2 ** 63 - 1, -2 ** 63], dtype=np.int64)
+    x = tessera.from_global(data)
+    for s in [2.0 ** 53, 2.0 ** 53 + 2, -2.0 ** 53, 2.0 ** 62, 2.0 ** 62 + 1024, 2.0 ** 63, -2.0 ** 63, 1e300]:
+        for name, op in [("gt", np.greater), ("ge", np.greater_equal), ("lt", np.less), ("le", np.less_equal),
+                         ("eq", np.equal), ("ne", np.not_equal)]:
+            ref = op(data, s)
+            mask = {"gt": x > s, "ge": x >= s, "lt": x < s, "le": x <= s, "eq": x == s, "ne": x != s}[name]
+            expect_equal(mask.sum(), np.count_nonzero(ref), "int64 x %s %r" % (name, s))
+            expect_equal(x[mask].to_numpy(), data[ref], "int64 x[x %s %r]" % (name, s))
+
+
 def test_masks_of_2d_arrays_select_in_row_major_order():
     data = global_data(6 * 11, "float64", 8).reshape(6, 11)
     for layout in ["rows", "cols", "blocks"]:
@@ -80,6 +96,30 @@ def test_sort_and_argsort(dtype):
         expect_distributed(tessera.argsort(x), np.argsort(data, kind="stable"), "argsort n=%d" % n)
         expect_distributed(x[x > 0].argsort(), np.argsort(data[data > 0], kind="stable"), "argsort of ragged")
     expect_raises(ValueError, lambda: tessera.sort(tessera.zeros((2, 3))), match="1-D")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sort_puts_every_nan_last_and_keeps_signed_zeros_in_order(dtype):
+    """numpy's order, not IEEE total order: a NaN with the sign bit set (what x86 arithmetic makes,
+    inf - inf) sorts last, NaNs of other payloads keep their order, -0 and +0 are equal (stable)."""
+    bits = np.uint32 if dtype == "float32" else np.uint64
+    top = bits(1) << bits(31 if dtype == "float32" else 63)
+    with np.errstate(invalid="ignore"):
+        made_nan = (np.array([np.inf]) - np.array([np.inf])).astype(dtype)[0]  # sign bit set on x86
+    negative_nan = (np.array([np.nan], dtype).view(bits) | top).view(dtype)[0]
+    payload_nan = (np.array([np.nan], dtype).view(bits) | bits(5)).view(dtype)[0]
+    for n in (2, 7, 31, 33, 97):
+        data = global_data(n, dtype, seed=450 + n)
+        data[::3] = 0.0
+        data[1::3] = -0.0
+        specials = [made_nan, negative_nan, np.nan, payload_nan, -np.inf, np.inf]
+        for k, v in enumerate(specials[: n // 2]):
+            data[(5 * k + 2) % n] = v
+        x = tessera.from_global(data)
+        want = np.sort(data, kind="stable")
+        got = tessera.sort(x).to_numpy()
+        expect(got.view(bits).tolist() == want.view(bits).tolist(), "sort n=%d: %s vs numpy %s" % (n, got, want))
+        expect_distributed(tessera.argsort(x), np.argsort(data, kind="stable"), "argsort n=%d" % n)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

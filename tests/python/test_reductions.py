@@ -53,6 +53,15 @@ def test_integer_sums_widen_and_wrap_as_numpy():
                  "int32 products in wrapping int64")
 
 
+def test_integer_mean_sums_in_float64():
+    """numpy.mean of integers accumulates in float64: no wrapping where the int64 sum would."""
+    for data in (np.array([2 ** 62] * 3, dtype=np.int64), np.array([2 ** 63 - 1, 2 ** 63 - 1, -5], dtype=np.int64),
+                 np.full(33, 2 ** 31 - 1, dtype=np.int32)):
+        got = tessera.mean(tessera.from_global(data))
+        expect(got.dtype == np.float64 and abs(got - np.mean(data)) <= 1e-15 * abs(np.mean(data)),
+               "mean of %s: %r, numpy %r" % (data[:3], got, np.mean(data)))
+
+
 def test_nan_wins_min_and_max():
     data = global_data(97, "float64", 1)
     data[50] = np.nan

@@ -10,6 +10,7 @@
 
 #include "tessera/framework/dist_array.hpp"
 #include "tessera/kernels/config.hpp"
+#include "tessera/kernels/detail/rounded.hpp"
 #include "tessera/kernels/functional.hpp"
 
 namespace tessera::python::ops {
@@ -32,20 +33,26 @@ struct Complex {
     return {a.re - b.re, a.im - b.im};
   }
   friend TESSERA_HOST_DEVICE constexpr Complex operator-(const Complex& a) { return {-a.re, -a.im}; }
-  // numpy's product: (ac - bd) + (ad + bc)i.
-  friend TESSERA_HOST_DEVICE constexpr Complex operator*(const Complex& a, const Complex& b) {
-    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+  // numpy's product, (ac - bd) + (ad + bc)i, each operation rounded (no multiply-add, which nvcc
+  // would make).
+  friend TESSERA_HOST_DEVICE Complex operator*(const Complex& a, const Complex& b) {
+    using namespace kernels::detail;
+    return {sub_rn(mul_rn(a.re, b.re), mul_rn(a.im, b.im)), add_rn(mul_rn(a.re, b.im), mul_rn(a.im, b.re))};
   }
-  // Smith's algorithm, as numpy divides (no overflow of |b|^2 where the quotient is representable).
+  // numpy's quotient (Smith's algorithm, no overflow of |b|^2 where the quotient is representable),
+  // as numpy/core/src/umath/loops.c.src writes it: a scale 1 / denominator multiplied in, |b|'s parts
+  // by fabs (so that -0 counts as 0), a zero divisor's parts dividing by +0.
   friend TESSERA_HOST_DEVICE Complex operator/(const Complex& a, const Complex& b) {
-    const F abs_re = b.re < F(0) ? -b.re : b.re, abs_im = b.im < F(0) ? -b.im : b.im;
+    using namespace kernels::detail;
+    const F abs_re = b.re < F(0) ? -b.re : b.re == F(0) ? F(0) : b.re;  // fabs: -0 becomes +0
+    const F abs_im = b.im < F(0) ? -b.im : b.im == F(0) ? F(0) : b.im;
     if (abs_re >= abs_im) {
-      if (abs_re == F(0) && abs_im == F(0)) return {a.re / abs_re, a.im / abs_im};
-      const F ratio = b.im / b.re, denominator = b.re + b.im * ratio;
-      return {(a.re + a.im * ratio) / denominator, (a.im - a.re * ratio) / denominator};
+      if (abs_re == F(0) && abs_im == F(0)) return {div_rn(a.re, abs_re), div_rn(a.im, abs_re)};
+      const F ratio = div_rn(b.im, b.re), scale = div_rn(F(1), add_rn(b.re, mul_rn(b.im, ratio)));
+      return {mul_rn(add_rn(a.re, mul_rn(a.im, ratio)), scale), mul_rn(sub_rn(a.im, mul_rn(a.re, ratio)), scale)};
     }
-    const F ratio = b.re / b.im, denominator = b.re * ratio + b.im;
-    return {(a.re * ratio + a.im) / denominator, (a.im * ratio - a.re) / denominator};
+    const F ratio = div_rn(b.re, b.im), scale = div_rn(F(1), add_rn(b.im, mul_rn(b.re, ratio)));
+    return {mul_rn(add_rn(mul_rn(a.re, ratio), a.im), scale), mul_rn(sub_rn(mul_rn(a.im, ratio), a.re), scale)};
   }
 };
 static_assert(sizeof(Complex<float>) == sizeof(std::complex<float>) &&

@@ -50,6 +50,12 @@ Accumulator<T> exact_sum(const DistArray<T>& a) {
 }
 
 template <class T>
+double float64_sum(const DistArray<T>& a) {
+  static_assert(std::is_integral_v<T>, "float64_sum: integer arrays");
+  return transform_reduce(a, Convert<double>{}, plus{}, 0.0);
+}
+
+template <class T>
 T min(const DistArray<T>& a) {
   return reduce(a, ReduceOp::min);
 }
@@ -67,6 +73,8 @@ T max(const DistArray<T>& a) {
   template T min<T>(const DistArray<T>&);                        \
   template T max<T>(const DistArray<T>&);
 TESSERA_PYTHON_FOR_EACH_DTYPE(TESSERA_PYTHON_REDUCE)
+template double float64_sum<std::int32_t>(const DistArray<std::int32_t>&);
+template double float64_sum<std::int64_t>(const DistArray<std::int64_t>&);
 TESSERA_PYTHON_FOR_EACH_ORDERED_DTYPE(TESSERA_PYTHON_EXTREMES)
 
 }  // namespace tessera::python::ops

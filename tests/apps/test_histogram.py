@@ -175,12 +175,13 @@ for x, args, numpy_args in (
         (np.array([big, big + 1500, big + 1500, big + 700], np.int64), ["--bins", 10, "--range", f"{big}:{big + 2000}"],
          {"bins": 10, "range": (float(big), float(big + 2000))})):
     write_h5(inp, "/x", x)
-    try:
-        want, want_e = np.histogram(x, **numpy_args)
-    except ValueError:  # NumPy 2 refuses bins narrower than float32's spacing: --verify alone
+    if not np.__version__.startswith("1."):
+        # NumPy 2 refuses such bins, or (float32 edges computed in float32) counts them otherwise:
+        # tessera follows NumPy 1.x, so here --verify alone.
         res = h.run_json("histogram", ["--input", f"{inp}:/x", *args, "--verify"])
         h.check(bool(res) and res[0]["verified"] is True, f"histogram {args}: not verified: {res and res[0].get('verify_detail')}")
         continue
+    want, want_e = np.histogram(x, **numpy_args)
     lo, hi = numpy_args.get("range", (x.min(), x.max()))
     run_case(f"histogram {x.dtype} bins narrower than the samples' spacing, {args}", x, args, want, want_e,
              outside(x, lo, hi))

@@ -62,6 +62,11 @@ struct Stencil2dBulkTuning {
   // slots 0.842. Doubles, 16384 x 8192: 8 warps and 6 slots 0.793, 8 slots 0.787. The library's
   // rows with this tuning (bash bench/gpu/sweep.sh, --reps 10, 2026-11-24): 5-point float 0.792 ms
   // (90.7%), 9-point float 0.788 (91.1%), 5-point double 0.780 (92.1%).
+  // The same variants on an H200 (tessera_bench_stencil --only sweep5,variants -n 15 -w 3, two runs,
+  // 2026-12-02, copy 4205-4239 GB/s), us: this tuning 583.1 / 584.7 (87.6%), 4 warps and 12 slots
+  // 581.3 / 582.0, 8 warps and 8 slots 583.1 / 583.2, 16 warps and 3 slots 583.4 / 587.3, 4 warps
+  // and 8 slots 594.8 / 593.7, 8 warps and 4 slots 597.7 / 595.4: none is 2% ahead, so the H200
+  // keeps the H100's tuning (no choice by device).
 };
 
 // The 1-D convolution up to kMaxRadius: each lane owns kVectorsPerLane consecutive 16-byte vectors of

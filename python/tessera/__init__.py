@@ -241,7 +241,10 @@ def full(shape, fill_value, dtype=None, comm=None, layout=None):
     ctx = _context(comm)
     if dtype is None:
         dtype = _np.asarray(fill_value).dtype
-        if dtype.kind == "i":
+        if isinstance(fill_value, _np.generic) and dtype.name in ("int32", "int64", "float32", "float64",
+                                                                   "complex64", "complex128"):
+            pass  # a NumPy scalar keeps its type, as numpy.full does
+        elif dtype.kind == "i":
             dtype = "int64"
         elif dtype.kind in "fb":
             dtype = "float64"
@@ -626,6 +629,8 @@ def histogram(a, bins=10, range=None, density=False, weights=None):  # noqa: A00
     if isinstance(bins, str):
         raise TypeError("histogram: bins=%r (a rule for choosing bins) is not supported: pass a count or edges" % bins)
     if _np.ndim(bins) == 0:
+        if not isinstance(bins, (_numbers.Integral, _np.integer)) or isinstance(bins, (bool, _np.bool_)):
+            raise TypeError("`bins` must be an integer or an array of edges, not %r" % (bins,))
         n = int(bins)
         if n < 1:
             raise ValueError("`bins` must be positive, when an integer")
@@ -668,6 +673,8 @@ def bincount(x, weights=None, minlength=0):
         raise TypeError("bincount: weights= is not supported")
     if x.dtype.kind != "i":
         raise TypeError("bincount: an integer array is needed (this one is %s)" % x.dtype)
+    if x.ndim != 1:
+        raise ValueError("bincount: a 1-D array is needed (this one is %d-D), as numpy.bincount" % x.ndim)
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     bins = int(minlength)
@@ -790,11 +797,22 @@ def _fits(value, dtype):
 def _getitem(self, key):
     if isinstance(key, Mask):
         return compress(key, self)
+    if isinstance(key, (bool, _np.bool_)) or (isinstance(key, tuple) and any(isinstance(k, (bool, _np.bool_))
+                                                                             for k in key)):
+        raise TypeError("a DistArray does not take boolean indices (numpy's x[True] adds an axis): use a Mask")
     if isinstance(key, (_numbers.Integral, _np.integer)):
         key = (key,)
     if isinstance(key, tuple) and all(isinstance(k, (_numbers.Integral, _np.integer)) for k in key):
         shape = self.global_shape
-        index = [int(k) + (shape[d] if k < 0 and d < len(shape) else 0) for d, k in enumerate(key)]
+        if len(key) > len(shape):
+            raise IndexError("too many indices for array: array is %d-dimensional, but %d were indexed"
+                             % (len(shape), len(key)))
+        index = []
+        for d, k in enumerate(key):
+            k = int(k)
+            if not -shape[d] <= k < shape[d]:
+                raise IndexError("index %d is out of bounds for axis %d with size %d" % (k, d, shape[d]))
+            index.append(k + shape[d] if k < 0 else k)
         return self._item(index)
     raise TypeError("a DistArray takes a Mask (x[x > 0]) or integer indices; for slices of this rank's "
                     "block use .local, for the whole array to_numpy()")

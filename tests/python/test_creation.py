@@ -163,10 +163,23 @@ def test_gather_and_items():
             expect(True)
     expect(x[0] == data[0] and x[32] == data[32] and x[-1] == data[-1], "single elements")
     expect(type(x[5]) is np.int64, "an element is a NumPy scalar")
-    expect_raises(IndexError, lambda: x[33])
+    expect_raises(IndexError, lambda: x[33], match="index 33 is out of bounds for axis 0 with size 33")
+    expect_raises(IndexError, lambda: x[-34], match="index -34 is out of bounds")
+    expect_raises(IndexError, lambda: x[2 ** 70], match="out of bounds")
+    expect_raises(IndexError, lambda: x[1, 2], match="too many indices")
+    expect_raises(TypeError, lambda: x[True], match="boolean")
     m = tessera.from_global(data.reshape(3, 11))
+    expect_raises(IndexError, lambda: m[1, 11], match="axis 1 with size 11")
     expect(m[2, 3] == data[2 * 11 + 3] and m[-1, -1] == data[-1], "2-D elements")
     expect_raises(TypeError, lambda: x[1:3], match="Mask")
+
+
+def test_full_takes_the_type_of_a_numpy_scalar():
+    for value in (np.float32(1.5), np.int32(7), np.complex64(1 - 2j), 1.5, 7, 1 - 2j):
+        x = tessera.full(5, value)
+        want = np.full(5, value)
+        expect(x.dtype == want.dtype, "full(5, %r): %s, numpy %s" % (value, x.dtype, want.dtype))
+        expect_equal(x.to_numpy(), want, "full(5, %r)" % value)
 
 
 def test_no_implicit_conversion():

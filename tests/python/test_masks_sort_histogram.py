@@ -151,6 +151,7 @@ def test_histogram_errors_and_constant_data():
     with_nan = tessera.from_global(np.array([1.0, np.nan, 2.0]))
     expect_raises(ValueError, lambda: tessera.histogram(with_nan), match="not finite")
     expect_raises(ValueError, lambda: tessera.histogram(x, bins=0), match="positive")
+    expect_raises(TypeError, lambda: tessera.histogram(x, bins=2.5), match="integer")
     expect_raises(ValueError, lambda: tessera.histogram(x, range=(2, 1)), match="larger")
     expect_raises(ValueError, lambda: tessera.histogram(x, bins=[0, 2, 1]))
     expect_raises(TypeError, lambda: tessera.histogram(x, weights=np.ones(13)), match="weights")
@@ -164,4 +165,5 @@ def test_bincount_as_numpy():
         expect_equal(tessera.bincount(x.astype("int64"), minlength=50), np.bincount(data, minlength=50), "minlength")
     expect_raises(ValueError, lambda: tessera.bincount(tessera.arange(-3, 3)), match="negative")
     expect_raises(TypeError, lambda: tessera.bincount(tessera.zeros(3)), match="integer")
+    expect_raises(ValueError, lambda: tessera.bincount(tessera.zeros((2, 3), "int64")), match="1-D")
     expect(COMM.size >= 1)

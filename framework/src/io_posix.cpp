@@ -201,8 +201,12 @@ std::string write_whole_file(const std::string& path, std::string_view bytes) {
   if (problem.empty() && !through && ::fsync(fd) != 0)
     problem = "cannot flush " + detail::in_quotes(name) + " to disk: " + std::strerror(errno);
   if (::close(fd) != 0 && problem.empty()) problem = "cannot write " + detail::in_quotes(path) + ": " + std::strerror(errno);
-  if (problem.empty() && !through && std::rename(name.c_str(), path.c_str()) != 0)
-    problem = "cannot replace " + detail::in_quotes(path) + ": " + std::strerror(errno);
+  if (problem.empty() && !through) {
+    if (std::rename(name.c_str(), path.c_str()) != 0)
+      problem = "cannot replace " + detail::in_quotes(path) + ": " + std::strerror(errno);
+    else  // the name reaches the disk too (some file systems cannot: the rename stands)
+      (void)detail::sync_path(detail::directory_of(path), O_RDONLY | O_DIRECTORY);
+  }
   if (!through && !problem.empty()) ::unlink(name.c_str());
   if (registered) tessera::detail::unregister_temporary_file();
   return problem;

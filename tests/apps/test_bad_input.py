@@ -200,7 +200,7 @@ h.check(status == 0 and open(partial_input, "rb").read() == partial_bytes and os
 # The report's temporary is named as the HDF5 outputs' are: what a process killed outright left
 # (its process gone) is swept by the next report written in that directory; a running process's is
 # kept, and so is a file of another name.
-host_tag = "".join(c if c.isalnum() and c.isascii() or c in "._" else "_" for c in socket.gethostname())
+host_tag = "".join(c if c.isalnum() and c.isascii() or c in "._" else "_" for c in socket.gethostname())[:64]
 dead = subprocess.Popen(["true"])
 dead.wait()
 stale = h.path(f".old.json.tmp-{host_tag}-{dead.pid}-1f")

@@ -334,8 +334,9 @@ py::tuple histogram_of(const ArrayPtr& a, const Binner& binner) {
   });
 }
 
-py::tuple histogram_even(const ArrayPtr& a, index_t bins, double lower, double upper) {
-  return histogram_of(a, EvenBins{lower, upper, bins});
+// width: the denominator of numpy's norm (EvenBins::width; 0: upper - lower).
+py::tuple histogram_even(const ArrayPtr& a, index_t bins, double lower, double upper, double width) {
+  return histogram_of(a, EvenBins{lower, upper, bins, width});
 }
 
 py::tuple histogram_edges(const ArrayPtr& a, const py::array_t<double, py::array::c_style | py::array::forcecast>& edges) {

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -124,6 +125,35 @@ void require_same_arguments(const Session& session, const std::string& what, std
     if (std::string_view(a.name) == "dtype") throw TypeError(message);
     throw UsageError(message);
   }
+}
+
+// Runs `checks` (the parsing of a call's arguments, which may fail on one rank only) and agrees with
+// the other ranks on whether it failed: where it did on some rank, every rank throws that rank's
+// error, so that none waits in a collective the others never enter.
+template <class F>
+void agreed_checks(Session& session, F&& checks) {
+  ErrorKind kind = ErrorKind::none;
+  std::string message;
+  try {
+    checks();
+  } catch (const TypeError& e) {
+    kind = ErrorKind::type;
+    message = e.what();
+  } catch (const std::exception& e) {
+    kind = ErrorKind::value;
+    message = e.what();
+  }
+  const Call call(session);
+  agree(session.context(), kind, message);
+}
+
+// A value's bits as two words (values of up to 16 bytes), to compare across ranks.
+template <class T>
+std::array<std::int64_t, 2> bits_of(const T& value) {
+  static_assert(sizeof(T) <= 16);
+  std::array<std::int64_t, 2> words{};
+  std::memcpy(words.data(), &value, sizeof(T));
+  return words;
 }
 
 // The shape as arguments: its rank and extents (2-D: rows and cols).
@@ -455,8 +485,12 @@ T scalar_as(const py::object& value) {
 ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const std::string& dtype_text,
               const py::object& value, std::pair<int, int> grid_shape) {
   const Layout layout{grid_shape.first, grid_shape.second};
-  const std::vector<index_t> shape = shape_of(shape_object);
-  const Dtype dtype = parse_dtype(dtype_text);
+  std::vector<index_t> shape;
+  Dtype dtype{};
+  agreed_checks(*session, [&] {
+    shape = shape_of(shape_object);
+    dtype = parse_dtype(dtype_text);
+  });
   {
     const Call call(*session);
     require_same_arguments(*session, "array creation",
@@ -466,8 +500,13 @@ ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const s
   }
   return dispatch(dtype, [&]<class T>() {
     const bool filled = !value.is_none();
-    const T fill = filled ? scalar_as<T>(value) : T{};
+    T fill{};
+    agreed_checks(*session, [&] {
+      if (filled) fill = scalar_as<T>(value);
+    });
     const Call call(*session);
+    const auto fill_bits = bits_of(fill);
+    require_same_arguments(*session, "full", {{"fill value", fill_bits[0]}, {"fill value", fill_bits[1]}});
     if (shape.size() == 1) {
       DistArray<T> a = new_vector<T>(session->context(), Partition::block(shape[0], session->context().size()));
       if (filled) a.fill(fill);
@@ -482,8 +521,12 @@ ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const s
 ArrayPtr random(const SessionPtr& session, const py::object& shape_object, const std::string& dtype_text,
                 std::uint64_t seed, std::pair<int, int> grid_shape) {
   const Layout layout{grid_shape.first, grid_shape.second};
-  const std::vector<index_t> shape = shape_of(shape_object);
-  const Dtype dtype = parse_dtype(dtype_text);
+  std::vector<index_t> shape;
+  Dtype dtype{};
+  agreed_checks(*session, [&] {
+    shape = shape_of(shape_object);
+    dtype = parse_dtype(dtype_text);
+  });
   {
     const Call call(*session);
     require_same_arguments(*session, "random",
@@ -520,17 +563,27 @@ ArrayPtr random(const SessionPtr& session, const py::object& shape_object, const
 
 ArrayPtr arange(const SessionPtr& session, index_t n, const std::string& dtype_text, const py::object& first,
                 const py::object& second, std::int64_t first_integer, std::int64_t step_integer) {
-  if (n < 0) throw UsageError("arange: negative length");
-  const Dtype dtype = parse_dtype(dtype_text);
+  Dtype dtype{};
+  agreed_checks(*session, [&] {
+    if (n < 0) throw UsageError("arange: negative length");
+    dtype = parse_dtype(dtype_text);
+  });
   {
     const Call call(*session);
     require_same_arguments(*session, "arange",
                            {{"length", n}, {"dtype", dtype.index}, {"start", first_integer}, {"step", step_integer}});
   }
   return dispatch(dtype, [&]<class T>() {
-    const T a = std::is_integral_v<T> ? T(0) : scalar_as<T>(first);
-    const T b = std::is_integral_v<T> ? T(0) : scalar_as<T>(second);
+    T a{}, b{};
+    agreed_checks(*session, [&] {
+      if constexpr (!std::is_integral_v<T>) {
+        a = scalar_as<T>(first);
+        b = scalar_as<T>(second);
+      }
+    });
     const Call call(*session);
+    require_same_arguments(*session, "arange", {{"start", bits_of(a)[0]}, {"start", bits_of(a)[1]}, {"second value", bits_of(b)[0]},
+                                                {"second value", bits_of(b)[1]}});
     DistArray<T> out = new_vector<T>(session->context(), Partition::block(n, session->context().size()));
     ops::arange(out, a, b, first_integer, step_integer);
     return make_array(session, std::move(out));
@@ -1117,6 +1170,10 @@ void bind_array(py::module_& m) {
   m.def("_full", &full);
   m.def("_random", &random);
   m.def("_arange", &arange);
+  m.def("_agree", [](const SessionPtr& session, int kind, const std::string& message) {
+    const Call call(*session);
+    agree(session->context(), static_cast<ErrorKind>(kind), message);
+  });
   m.def("_load_hdf5", &load_hdf5);
 }
 

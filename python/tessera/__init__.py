@@ -236,23 +236,41 @@ def _shape(shape):
     return tuple(int(n) for n in shape)
 
 
+def _agreed(ctx, make_arguments):
+    """The arguments of a creation call, made and checked on every rank, then agreed in one
+    collective: where make_arguments() raised on some rank, every rank raises that rank's error
+    (TypeError or ValueError), so that none is left waiting in a collective the others never enter."""
+    try:
+        arguments, kind, message = make_arguments(), 0, ""
+    except TypeError as e:
+        arguments, kind, message = None, 2, str(e)
+    except (ValueError, OverflowError, IndexError) as e:
+        arguments, kind, message = None, 1, str(e)
+    _tessera._agree(ctx, kind, message)
+    return arguments
+
+
 def full(shape, fill_value, dtype=None, comm=None, layout=None):
     """An array of ``shape`` (n, or (rows, cols)) holding ``fill_value``. Collective."""
     ctx = _context(comm)
-    if dtype is None:
-        dtype = _np.asarray(fill_value).dtype
-        if isinstance(fill_value, _np.generic) and dtype.name in ("int32", "int64", "float32", "float64",
-                                                                   "complex64", "complex128"):
-            pass  # a NumPy scalar keeps its type, as numpy.full does
-        elif dtype.kind == "i":
-            dtype = "int64"
-        elif dtype.kind in "fb":
-            dtype = "float64"
-        elif dtype.kind == "c":
-            dtype = "complex128"
-    name = _dtype_name(dtype)
-    value = _np.array(fill_value).astype(name).item()
-    return _tessera._full(ctx, _shape(shape), name, value, _layout(layout, ctx))
+
+    def arguments():
+        kind = dtype
+        if kind is None:
+            kind = _np.asarray(fill_value).dtype
+            if isinstance(fill_value, _np.generic) and kind.name in ("int32", "int64", "float32", "float64",
+                                                                      "complex64", "complex128"):
+                pass  # a NumPy scalar keeps its type, as numpy.full does
+            elif kind.kind == "i":
+                kind = "int64"
+            elif kind.kind in "fb":
+                kind = "float64"
+            elif kind.kind == "c":
+                kind = "complex128"
+        name = _dtype_name(kind)
+        return _shape(shape), name, _np.array(fill_value).astype(name).item(), _layout(layout, ctx)
+
+    return _tessera._full(ctx, *_agreed(ctx, arguments))
 
 
 def zeros(shape, dtype="float64", comm=None, layout=None):
@@ -268,7 +286,7 @@ def ones(shape, dtype="float64", comm=None, layout=None):
 def empty(shape, dtype="float64", comm=None, layout=None):
     """An array whose contents are undefined. Collective."""
     ctx = _context(comm)
-    return _tessera._full(ctx, _shape(shape), _dtype_name(dtype), None, _layout(layout, ctx))
+    return _tessera._full(ctx, *_agreed(ctx, lambda: (_shape(shape), _dtype_name(dtype), None, _layout(layout, ctx))))
 
 
 def random(shape, seed=0, dtype="float64", comm=None, layout=None):
@@ -277,36 +295,41 @@ def random(shape, seed=0, dtype="float64", comm=None, layout=None):
     2^-23 (float32) or 2^-52 (float64) in [-1, 1); integers in [-1000, 1000]; complex64 (complex128):
     element k is (r[2k], r[2k + 1]), r the float32 (float64) sequence of the seed. Collective."""
     ctx = _context(comm)
-    if not isinstance(seed, _numbers.Integral) or not 0 <= seed < 2 ** 64:
-        raise ValueError("random: seed must be an integer in [0, 2^64)")
-    return _tessera._random(ctx, _shape(shape), _dtype_name(dtype), int(seed), _layout(layout, ctx))
+
+    def arguments():
+        if not isinstance(seed, _numbers.Integral) or not 0 <= seed < 2 ** 64:
+            raise ValueError("random: seed must be an integer in [0, 2^64)")
+        return _shape(shape), _dtype_name(dtype), int(seed), _layout(layout, ctx)
+
+    return _tessera._random(ctx, *_agreed(ctx, arguments))
 
 
 def arange(start, stop=None, step=1, dtype=None, comm=None):
     """numpy.arange's values, computed as numpy computes them, in the block layout. Collective."""
     ctx = _context(comm)
-    if stop is None:
-        start, stop = 0, start
-    if step == 0:
-        raise ValueError("arange: step must not be zero")
-    integral = all(isinstance(v, (_numbers.Integral, _np.integer)) for v in (start, stop, step))
-    if dtype is None:
-        dtype = "int64" if integral else "float64"
-    name = _dtype_name(dtype)
-    if name.startswith("complex"):
-        raise TypeError("arange: complex dtypes are not supported (make a float array and convert it)")
-    if integral:
-        n = len(range(int(start), int(stop), int(step)))
-    else:
-        n = _builtins.max(0, _math.ceil((float(stop) - float(start)) / float(step)))
-    if name.startswith("int"):
-        if not all(float(v).is_integer() for v in (start, step)):
-            raise ValueError("arange: an integer dtype needs an integer start and step")
-        first_integer, step_integer = int(start), int(step)
-        if not (-2 ** 63 <= first_integer < 2 ** 63 and -2 ** 63 <= step_integer < 2 ** 63):
-            raise ValueError("arange: start and step must fit in int64")
-        return _tessera._arange(ctx, n, name, 0.0, 0.0, first_integer, step_integer)
-    return _tessera._arange(ctx, n, name, float(start), float(start) + float(step), 0, 0)
+
+    def arguments():
+        first, last = (0, start) if stop is None else (start, stop)
+        if step == 0:
+            raise ValueError("arange: step must not be zero")
+        integral = all(isinstance(v, (_numbers.Integral, _np.integer)) for v in (first, last, step))
+        name = _dtype_name(dtype if dtype is not None else "int64" if integral else "float64")
+        if name.startswith("complex"):
+            raise TypeError("arange: complex dtypes are not supported (make a float array and convert it)")
+        if integral:
+            n = len(range(int(first), int(last), int(step)))
+        else:
+            n = _builtins.max(0, _math.ceil((float(last) - float(first)) / float(step)))
+        if name.startswith("int"):
+            if not all(float(v).is_integer() for v in (first, step)):
+                raise ValueError("arange: an integer dtype needs an integer start and step")
+            first_integer, step_integer = int(first), int(step)
+            if not (-2 ** 63 <= first_integer < 2 ** 63 and -2 ** 63 <= step_integer < 2 ** 63):
+                raise ValueError("arange: start and step must fit in int64")
+            return n, name, 0.0, 0.0, first_integer, step_integer
+        return n, name, float(first), float(first) + float(step), 0, 0
+
+    return _tessera._arange(ctx, *_agreed(ctx, arguments))
 
 
 def load_hdf5(path, dataset, dtype=None, comm=None, layout=None):
@@ -430,6 +453,9 @@ def _compare_step(dtype, kind, scalar):
     info = _np.iinfo(dtype)
     if isinstance(scalar, (_numbers.Integral, _np.integer)):
         s = int(scalar)
+        if dtype.itemsize == 8 and 2 ** 63 <= s < 2 ** 64:
+            # numpy 1.x makes such an integer uint64, and compares int64 with uint64 as doubles
+            return _double_compare_steps(info, kind, float(s))
         low = high = s
         integral = True
     else:
@@ -646,6 +672,10 @@ def histogram(a, bins=10, range=None, density=False, weights=None):  # noqa: A00
             first, last = min(a), max(a)
             if not (_np.isfinite(first) and _np.isfinite(last)):
                 raise ValueError("autodetected range of [%s, %s] is not finite" % (first, last))
+        width = 0.0  # numpy's norm divides by max - min in the samples' type where it takes the range from them
+        if range is None and a.size and first != last:
+            width = float(last - first) if a.dtype == _np.float32 else \
+                float(int(last) - int(first)) if a.dtype.kind == "i" else 0.0
         if first == last:
             first = first - 0.5
             last = last + 0.5
@@ -653,7 +683,7 @@ def histogram(a, bins=10, range=None, density=False, weights=None):  # noqa: A00
         if _np.issubdtype(bin_type, _np.integer):
             bin_type = _np.result_type(bin_type, float)
         edges = _np.linspace(first, last, n + 1, endpoint=True, dtype=bin_type)
-        counts = _tessera._histogram_even(a, n, float(first), float(last))[0]
+        counts = _tessera._histogram_even(a, n, float(first), float(last), width)[0]
     else:
         edges = _np.asarray(bins)
         if edges.ndim != 1 or edges.size < 2:

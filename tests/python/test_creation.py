@@ -224,6 +224,14 @@ def test_creation_arguments_that_differ_between_ranks_raise_on_every_rank():
     expect_raises(ValueError, lambda: tessera.ones(5 + COMM.rank), match="shape")
     expect_raises(ValueError, lambda: tessera.random(7, seed=COMM.rank), match="seed")
     expect_raises(ValueError, lambda: tessera.arange(3 + COMM.rank), match="length")
+    expect_raises(ValueError, lambda: tessera.arange(0.5 + 0.25 * COMM.rank, 9.5), match="start")
+    expect_raises(ValueError, lambda: tessera.full(4, 1 if first else 2 ** 40, dtype="int64"), match="fill value")
+    # Arguments bad on one rank only: that rank's error on every rank, no rank left waiting.
+    expect_raises(ValueError, lambda: tessera.zeros(4 if first else -1), match="negative")
+    expect_raises(TypeError, lambda: tessera.zeros(4, dtype="float64" if first else "uint8"), match="uint8")
+    expect_raises(ValueError, lambda: tessera.random(4, seed=0 if first else -1), match="seed")
+    expect_raises(ValueError, lambda: tessera.arange(0, 5, 1 if first else 0), match="step")
+    expect_raises(ValueError, lambda: tessera.zeros((4, 4), layout="blocks" if first else "diagonal"), match="layout")
     expect_equal(tessera.zeros(5).sum(), 0.0, "a creation after the refusals")
 
 

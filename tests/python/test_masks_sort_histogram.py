@@ -52,9 +52,10 @@ def test_int64_masks_with_floats_beyond_2_to_53_compare_as_doubles():
     round, so 2^53 + 1 == 2.0**53 holds."""
     big = 2 ** 53
     data = np.array([big - 2, big - 1, big, big + 1, big + 2, big + 3, 2 ** 62 + 511, 2 ** 62 + 512, 2 ** 62 + 513,
-                     -big - 1, -big, 2 ** 63 - 1, -2 ** 63], dtype=np.int64)
+                     -big - 1, -big, 2 ** 63 - 1, 2 ** 63 - 512, 2 ** 63 - 513, -2 ** 63], dtype=np.int64)
     x = tessera.from_global(data)
-    for s in [2.0 ** 53, 2.0 ** 53 + 2, -2.0 ** 53, 2.0 ** 62, 2.0 ** 62 + 1024, 2.0 ** 63, -2.0 ** 63, 1e300]:
+    for s in [2.0 ** 53, 2.0 ** 53 + 2, -2.0 ** 53, 2.0 ** 62, 2.0 ** 62 + 1024, 2.0 ** 63, -2.0 ** 63, 1e300,
+              2 ** 63, 2 ** 63 + 4096, np.uint64(2 ** 63)]:  # an int of uint64's range: numpy compares as doubles
         for name, op in [("gt", np.greater), ("ge", np.greater_equal), ("lt", np.less), ("le", np.less_equal),
                          ("eq", np.equal), ("ne", np.not_equal)]:
             ref = op(data, s)
@@ -140,6 +141,20 @@ def test_histogram_as_numpy(dtype):
             density, _ = tessera.histogram(x, bins=5, range=(-1, 1), density=True)
             ref_density = np.histogram(data, bins=5, range=(-1, 1), density=True)[0]
         expect(np.allclose(density, ref_density, equal_nan=True), "density n=%d" % n)
+
+
+@pytest.mark.skipif(not np.__version__.startswith("1."), reason="NumPy 2 refuses or bins these otherwise")
+def test_histogram_of_the_samples_range_divides_as_numpy():
+    """Without a range numpy's norm divides by max - min in the samples' type: float32 arithmetic, the
+    exact integer difference (int64 beyond 2^53)."""
+    big = 2 ** 62
+    for data, bins in ((np.array([0.2356666, 1.014371, 1.0143417], np.float32), 7929138),
+                       (np.array([big, big + 1500, big + 1500, big + 700], np.int64), 10)):
+        counts, edges = tessera.histogram(tessera.from_global(data), bins=bins)
+        want, want_edges = np.histogram(data, bins)
+        expect(np.array_equal(counts, want), "histogram of %s, %d bins: bins %s, numpy %s" %
+               (data, bins, np.nonzero(counts)[0], np.nonzero(want)[0]))
+        expect_equal(edges, want_edges, "edges")
 
 
 def test_histogram_errors_and_constant_data():

@@ -453,9 +453,9 @@ def _compare_step(dtype, kind, scalar):
     info = _np.iinfo(dtype)
     if isinstance(scalar, (_numbers.Integral, _np.integer)):
         s = int(scalar)
-        if dtype.itemsize == 8 and 2 ** 63 <= s < 2 ** 64 and (isinstance(scalar, _np.integer) or _NUMPY_1):
-            # int64 against uint64 compares as doubles; so does a Python int of uint64's range in
-            # numpy 1.x, which makes it uint64 (numpy 2 compares a Python int exactly, as below)
+        if dtype.itemsize == 8 and 2 ** 63 <= s < 2 ** 64 and _NUMPY_1:
+            # numpy 1.x makes such an integer uint64 and compares int64 with uint64 as doubles;
+            # numpy 2 compares integers exactly, as below
             return _double_compare_steps(info, kind, float(s))
         low = high = s
         integral = True

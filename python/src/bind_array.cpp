@@ -482,22 +482,36 @@ T scalar_as(const py::object& value) {
 
 }  // namespace
 
+namespace {
+
+// The arguments of full and random, parsed on every rank and agreed (agreed_checks, then
+// require_same_arguments): the shape, the dtype, the layout and (random) the seed.
+struct Creation {
+  std::vector<index_t> shape;
+  Dtype dtype;
+  Layout layout;
+};
+
+Creation agreed_creation(Session& session, const std::string& what, const py::object& shape_object,
+                         const std::string& dtype_text, std::pair<int, int> grid_shape, std::int64_t seed = 0) {
+  Creation c{{}, Dtype{}, Layout{grid_shape.first, grid_shape.second}};
+  agreed_checks(session, [&] {
+    c.shape = shape_of(shape_object);
+    c.dtype = parse_dtype(dtype_text);
+  });
+  const Call call(session);
+  require_same_arguments(session, what,
+                         {{"number of dimensions", static_cast<std::int64_t>(c.shape.size())}, {"shape", extent(c.shape, 0)},
+                          {"shape", extent(c.shape, 1)}, {"dtype", c.dtype.index}, {"layout", c.layout.rows},
+                          {"layout", c.layout.cols}, {"seed", seed}});
+  return c;
+}
+
+}  // namespace
+
 ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const std::string& dtype_text,
               const py::object& value, std::pair<int, int> grid_shape) {
-  const Layout layout{grid_shape.first, grid_shape.second};
-  std::vector<index_t> shape;
-  Dtype dtype{};
-  agreed_checks(*session, [&] {
-    shape = shape_of(shape_object);
-    dtype = parse_dtype(dtype_text);
-  });
-  {
-    const Call call(*session);
-    require_same_arguments(*session, "array creation",
-                           {{"number of dimensions", static_cast<std::int64_t>(shape.size())}, {"shape", extent(shape, 0)},
-                            {"shape", extent(shape, 1)}, {"dtype", dtype.index}, {"layout", layout.rows},
-                            {"layout", layout.cols}});
-  }
+  const auto [shape, dtype, layout] = agreed_creation(*session, "array creation", shape_object, dtype_text, grid_shape);
   return dispatch(dtype, [&]<class T>() {
     const bool filled = !value.is_none();
     T fill{};
@@ -520,20 +534,8 @@ ArrayPtr full(const SessionPtr& session, const py::object& shape_object, const s
 
 ArrayPtr random(const SessionPtr& session, const py::object& shape_object, const std::string& dtype_text,
                 std::uint64_t seed, std::pair<int, int> grid_shape) {
-  const Layout layout{grid_shape.first, grid_shape.second};
-  std::vector<index_t> shape;
-  Dtype dtype{};
-  agreed_checks(*session, [&] {
-    shape = shape_of(shape_object);
-    dtype = parse_dtype(dtype_text);
-  });
-  {
-    const Call call(*session);
-    require_same_arguments(*session, "random",
-                           {{"number of dimensions", static_cast<std::int64_t>(shape.size())}, {"shape", extent(shape, 0)},
-                            {"shape", extent(shape, 1)}, {"dtype", dtype.index}, {"layout", layout.rows},
-                            {"layout", layout.cols}, {"seed", static_cast<std::int64_t>(seed)}});
-  }
+  const auto [shape, dtype, layout] =
+      agreed_creation(*session, "random", shape_object, dtype_text, grid_shape, static_cast<std::int64_t>(seed));
   return dispatch(dtype, [&]<class T>() {
     const Call call(*session);
     if (shape.size() == 1) {

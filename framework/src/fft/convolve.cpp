@@ -57,17 +57,22 @@ using detail::LocalShape;
 // 9.0 / 10.1 at r = 32; doubles 13.1 / 13.0 at r = 24, 17.3 / 13.4 at r = 32.
 constexpr index_t kCpuCrossoverRadiusFloat = 40;
 constexpr index_t kCpuCrossoverRadiusDouble = 28;
-// Under cuda the crossover is where the direct kernel's multiply-adds take as long as
-// kCudaFftCopies passes of the array through DRAM (one read and one write each) at its peak:
-//   (2 r + 1) / (kCudaDirectShareOfPeak x F) = kCudaFftCopies x 2 sizeof(T) / B
+// Under cuda the crossover, in taps (2 r + 1), is a part that the SMs bound and a part that DRAM
+// bounds, each in units of one tap of the direct kernel (one fused multiply-add an output):
+//   2 r + 1 = kCudaFixedTaps + kCudaTapsPerByteRatio x sizeof(T) x F / B
 // with F the fused multiply-adds per second (FP32's over the device's FP32 / FP64 ratio for
-// doubles) and B the bytes per second of the device's properties (detail::device_rates). Both
-// constants from one H200 (132 SMs of 128 FP32 lanes at 1.98 GHz, HBM3e of 6144 bits), 2^28 floats,
-// tessera_bench_convolve --backend cuda (2026-12-01): the direct kernel 1.815 ms at r = 64, 6.380
-// at r = 256 (0.57 of F); the FFT path 3.6-3.9 ms at r = 64-256 (N 4096, 16384 segments a batch),
-// 8.5 passes at B. The model gives r = 135 there (the benchmark's crossover_radius).
-constexpr double kCudaDirectShareOfPeak = 0.57;
-constexpr double kCudaFftCopies = 8.5;
+// doubles) and B the bytes per second of the device's properties (detail::device_rates). Fitted on
+// an H200 and an H100, whose F is the same (132 SMs of 128 FP32 lanes at 1.98 GHz) and whose B is
+// not (6144 bits at 3.2 GHz; 5120 at 2.6 GHz: F / B 6.94 and 9.98), 2^28 floats,
+// tessera_bench_convolve --backend cuda, N 4096: the direct kernel 3.30 / 3.31 ms at r = 128 and
+// 4.78 / 4.75 at r = 192 on both (H200 / H100), the FFT path 3.79 -> 3.90 ms on the H200 and
+// 4.23 -> 4.34 on the H100 (2026-12-01, 2026-12-02): crossovers at r = 151 and 172, taps 303 and
+// 345. Doubles on the H200 (direct 7.06 / 10.28 ms, FFT 8.11 / 8.31 at r = 128 / 192) cross at
+// r = 150, as the model's equal F / B per byte says. The model of one device's peaks alone (the
+// FFT path as 8.5 passes through DRAM) put the H100's crossover at r = 193, where the direct path
+// took 9% longer than the FFT's at r = 192.
+constexpr double kCudaFixedTaps = 207.0;
+constexpr double kCudaTapsPerByteRatio = 3.45;
 // Batches: cpu segments whose input, spectrum and result take about 1 MiB; cuda about 256 MiB
 // (the same runs: N 1024 at r = 64, 256 / 2048 / 16384 segments a batch 20.9-24.7 / 5.1 / 4.0 ms;
 // the launches of small batches cost more than their spectra kept in the L2 cache save).
@@ -373,7 +378,7 @@ Convolution<T>::Convolution(const Context& ctx, std::span<const T> weights, Boun
   if (m.cuda()) {
     const detail::DeviceRates rates = detail::device_rates(ctx.queue());
     const double fma = sizeof(T) == 8 ? rates.fma_per_second / rates.single_to_double : rates.fma_per_second;
-    const double taps = kCudaFftCopies * 2.0 * sizeof(T) * kCudaDirectShareOfPeak * fma / rates.bytes_per_second;
+    const double taps = kCudaFixedTaps + kCudaTapsPerByteRatio * sizeof(T) * fma / rates.bytes_per_second;
     m.crossover = std::max<index_t>(1, static_cast<index_t>(std::ceil((taps - 1) / 2)));
   } else {
     m.crossover = sizeof(T) == 4 ? kCpuCrossoverRadiusFloat : kCpuCrossoverRadiusDouble;

@@ -31,7 +31,7 @@
 //              one of each. Every output within error_bound() of the exact sum.
 //   automatic  the FFT path on a rank where the radius reaches the crossover of the two paths'
 //              costs (crossover_radius(): a constant of the cpu backend, a model of the device's
-//              peak rates under cuda) and the block's inner outputs fill a segment; the direct
+//              FP32 and DRAM rates under cuda) and the block's inner outputs fill a segment; the direct
 //              path otherwise.
 //
 // The error bound of the FFT path: for each output,

@@ -766,6 +766,16 @@ def _weights(weights):
     return [float(v) for v in w.ravel()], nine
 
 
+def _boundary(boundary, what):
+    """The Dirichlet boundary of jacobi and stencil: a function boundary(i, j), or a real number."""
+    if callable(boundary):
+        return boundary
+    if isinstance(boundary, (_numbers.Real, _np.floating, _np.integer)):
+        return float(boundary)
+    raise TypeError("%s: boundary must be a real number or a function boundary(i, j) of the ghost cells' "
+                    "indices, not %r" % (what, boundary))
+
+
 def jacobi(u, weights="jacobi5", boundary=0.0, iterations=1000, tol=0.0, check_every=1):
     """The Jacobi iteration u <- S u of a 3 x 3 stencil on a 2-D float array with Dirichlet boundary
     values around it: ``boundary`` a scalar, or a function boundary(i, j) of NumPy arrays of the
@@ -776,6 +786,7 @@ def jacobi(u, weights="jacobi5", boundary=0.0, iterations=1000, tol=0.0, check_e
     info = {"iterations", "residual", "converged"}. Collective."""
     _require_array(u, "jacobi")
     w, nine = _weights(weights)
+    boundary = _boundary(boundary, "jacobi")
     result, done, residual, converged = _tessera._jacobi(u, w, nine, boundary, int(iterations), float(tol),
                                                          int(check_every))
     return result, {"iterations": done, "residual": residual, "converged": converged}

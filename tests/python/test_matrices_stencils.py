@@ -154,6 +154,10 @@ def test_stencil_errors():
         expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((1, 1))), match="row")
     expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=lambda i, j: np.ones(3)),
                   match="values")
+    for boundary in ("periodic", None, [1.0, 2.0], 1 + 2j):
+        expect_raises(TypeError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=boundary), match="boundary")
+    got = tessera.stencil(tessera.zeros((4, 4), "float32"), boundary=np.float32(2.5)).to_numpy()
+    expect_equal(got[0, 0], np.float32(0.25) * np.float32(2.5) * 2, "a NumPy scalar boundary")
 
     def fails_on_last_rank(i, j):
         if COMM.rank == COMM.size - 1:

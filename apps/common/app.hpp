@@ -212,7 +212,7 @@ std::string value_text(T v) {
 Json threads_json(const Runtime& runtime);
 
 // What every report carries to say where it came from: "version" (the library's), "revision" (the
-// source revision at configure time, or "unknown"), "timestamp" (now, UTC, ISO 8601) and "hosts"
+// source revision at build time, or "unknown"), "timestamp" (now, UTC, ISO 8601) and "hosts"
 // (the distinct host names of the job, in rank order).
 void add_provenance(Json& report, const Runtime& runtime);
 

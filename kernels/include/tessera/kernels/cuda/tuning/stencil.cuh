@@ -84,7 +84,9 @@ struct Convolve1dLanesTuning {
 // two runs of tessera_bench_stencil --only convolve,convolve-variants (2026-12-01): 13 outputs x 16
 // taps, 4 blocks of 256 threads 80 / 72-73 / 47-48 / 28-29; 15 x 16 at 3 blocks 76-79 / 71-72 / 48 /
 // 29; 15 x 8 78-79 / 68 / 43-44 / 25; 9 x 8 65-66 / 57 / 39 / 23; 128 threads of 23 x 8 83-84 / 72 /
-// 45 / 25, of 31 x 8 70-72 / 66 / 48 / 28.
+// 45 / 25, of 31 x 8 70-72 / 66 / 48 / 28. One H100, one run (2026-12-02): 13 x 16 at 4 blocks
+// 91.6 / 91.3 / 67.2 / 40.0; 15 x 16 at 3 blocks 91.9 / 92.7 / 67.9 / 40.9 (r = 64: 1.757 against
+// 1.796 ms); the others 79-91 / 79-91 / 55-64 / 33-37.
 struct Convolve1dTuning {
   static constexpr int kThreads = 256;
   static constexpr int kItems = 13;       // consecutive outputs per thread (odd: no bank conflicts)

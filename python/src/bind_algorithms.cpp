@@ -412,14 +412,14 @@ ArrayPtr matmul(const ArrayPtr& a, const ArrayPtr& b) {
 // check_every iterations finds the residual below tolerance). Signals are checked between runs of
 // iterations, so that Ctrl-C stops a long solve.
 py::tuple jacobi(const ArrayPtr& a, const std::vector<double>& weights, bool nine_point, const py::object& boundary,
-                 index_t iterations, double tolerance, index_t check_every) {
-  require_matrix(*a, "jacobi");
-  if (iterations < 0) throw UsageError("jacobi: iterations must not be negative");
-  if (check_every < 1) throw UsageError("jacobi: check_every must be at least 1");
-  if (weights.size() != 9) throw UsageError("jacobi: nine weights are needed");
+                 index_t iterations, double tolerance, index_t check_every, const std::string& what) {
+  require_matrix(*a, what.c_str());
+  if (iterations < 0) throw UsageError(what + ": iterations must not be negative");
+  if (check_every < 1) throw UsageError(what + ": check_every must be at least 1");
+  if (weights.size() != 9) throw UsageError(what + ": nine weights are needed");
   return dispatch(a->dtype(), [&]<class T>() -> py::tuple {
     if constexpr (!is_floating_v<T>) {
-      throw TypeError(std::string("jacobi: a float32 or float64 array is needed (this one is ") + DtypeInfo<T>::name + ")");
+      throw TypeError(what + ": a float32 or float64 array is needed (this one is " + DtypeInfo<T>::name + ")");
       return py::tuple();
     } else {
       StencilWeights<T> w;
@@ -475,14 +475,14 @@ py::tuple jacobi(const ArrayPtr& a, const std::vector<double>& weights, bool nin
                 for (std::size_t k = 0; k < is.size(); ++k) values[{is[k], js[k]}] = *got.data();
               } else if (static_cast<std::size_t>(got.size()) != is.size()) {
                 kind = ErrorKind::value;
-                error = "jacobi: boundary(i, j) returned " + std::to_string(got.size()) + " values for " +
+                error = what + ": boundary(i, j) returned " + std::to_string(got.size()) + " values for " +
                         std::to_string(is.size()) + " cells";
               } else {
                 for (std::size_t k = 0; k < is.size(); ++k) values[{is[k], js[k]}] = got.data()[k];
               }
             } catch (py::error_already_set& e) {
               kind = e.matches(PyExc_TypeError) ? ErrorKind::type : ErrorKind::value;
-              error = std::string("jacobi: boundary(i, j) raised ") + e.what();
+              error = what + ": boundary(i, j) raised " + e.what();
             }
           });
           agree(grid.context(), kind, error);
@@ -506,7 +506,7 @@ py::tuple jacobi(const ArrayPtr& a, const std::vector<double>& weights, bool nin
           });
           const int first = grid.context().comm().allreduce<std::int32_t>(
               interrupted ? grid.context().rank() : grid.context().size(), ReduceOp::min);
-          if (first < grid.context().size()) throw Interrupted("jacobi interrupted (a signal on rank " + std::to_string(first) + ")");
+          if (first < grid.context().size()) throw Interrupted(what + " interrupted (a signal on rank " + std::to_string(first) + ")");
         }
         done = solver.iteration();
         residual = solver.residual();

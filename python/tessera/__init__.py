@@ -753,27 +753,45 @@ _NAMED_WEIGHTS = {
 }
 
 
-def _weights(weights):
+def _weights(weights, what):
     if isinstance(weights, str):
         if weights not in _NAMED_WEIGHTS:
-            raise ValueError("weights must be 'jacobi5', 'jacobi9' or a 3 x 3 array, not %r" % weights)
+            raise ValueError(what + ": weights must be 'jacobi5', 'jacobi9' or a 3 x 3 array, not %r" % weights)
         w, nine = _NAMED_WEIGHTS[weights]
         return [v for row in w for v in row], nine
     w = _np.asarray(weights, dtype=_np.float64)
     if w.shape != (3, 3):
-        raise ValueError("weights must be a 3 x 3 array (north-west .. south-east), not of shape %s" % (w.shape,))
+        raise ValueError("%s: weights must be a 3 x 3 array (north-west .. south-east), not of shape %s"
+                         % (what, w.shape))
     nine = bool(w[0, 0] or w[0, 2] or w[2, 0] or w[2, 2])
     return [float(v) for v in w.ravel()], nine
 
 
 def _boundary(boundary, what):
-    """The Dirichlet boundary of jacobi and stencil: a function boundary(i, j), or a real number."""
+    """The Dirichlet boundary of jacobi and stencil: a function boundary(i, j), or a real number
+    (a Python or NumPy scalar, bool included, or a 0-d array of a real dtype)."""
     if callable(boundary):
         return boundary
-    if isinstance(boundary, (_numbers.Real, _np.floating, _np.integer)):
+    real = isinstance(boundary, (_numbers.Real, _np.floating, _np.integer, _np.bool_))
+    if not real and getattr(boundary, "ndim", None) == 0:
+        dtype = getattr(boundary, "dtype", None)
+        real = getattr(dtype, "kind", None) in ("b", "i", "u", "f")
+    if not real:
+        raise TypeError("%s: boundary must be a real number or a function boundary(i, j) of the ghost cells' "
+                        "indices, not %r" % (what, boundary))
+    try:
         return float(boundary)
-    raise TypeError("%s: boundary must be a real number or a function boundary(i, j) of the ghost cells' "
-                    "indices, not %r" % (what, boundary))
+    except OverflowError:
+        raise ValueError("%s: the boundary value is too large for a float64" % what) from None
+
+
+def _jacobi_iterate(u, weights, boundary, iterations, tol, check_every, what):
+    _require_array(u, what)
+    w, nine = _weights(weights, what)
+    boundary = _boundary(boundary, what)
+    result, done, residual, converged = _tessera._jacobi(u, w, nine, boundary, int(iterations), float(tol),
+                                                         int(check_every), what)
+    return result, {"iterations": done, "residual": residual, "converged": converged}
 
 
 def jacobi(u, weights="jacobi5", boundary=0.0, iterations=1000, tol=0.0, check_every=1):
@@ -784,17 +802,12 @@ def jacobi(u, weights="jacobi5", boundary=0.0, iterations=1000, tol=0.0, check_e
     stops. Each cell is centre*u + north + south + west + east (+ the corners), every product and
     sum rounded in the array's type, the same on any grid and backend. Returns (u, info) with
     info = {"iterations", "residual", "converged"}. Collective."""
-    _require_array(u, "jacobi")
-    w, nine = _weights(weights)
-    boundary = _boundary(boundary, "jacobi")
-    result, done, residual, converged = _tessera._jacobi(u, w, nine, boundary, int(iterations), float(tol),
-                                                         int(check_every))
-    return result, {"iterations": done, "residual": residual, "converged": converged}
+    return _jacobi_iterate(u, weights, boundary, iterations, tol, check_every, "jacobi")
 
 
 def stencil(u, weights="jacobi5", boundary=0.0):
     """One sweep of the stencil (jacobi with one iteration). Collective."""
-    return jacobi(u, weights, boundary, iterations=1)[0]
+    return _jacobi_iterate(u, weights, boundary, 1, 0.0, 1, "stencil")[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -158,6 +158,19 @@ def test_stencil_errors():
         expect_raises(TypeError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=boundary), match="boundary")
     got = tessera.stencil(tessera.zeros((4, 4), "float32"), boundary=np.float32(2.5)).to_numpy()
     expect_equal(got[0, 0], np.float32(0.25) * np.float32(2.5) * 2, "a NumPy scalar boundary")
+    # 0-d arrays of a real dtype and both kinds of bool are numbers, as NumPy takes them.
+    for boundary, value in ((np.array(2.5), 2.5), (np.array(3, dtype=np.int16), 3.0), (True, 1.0),
+                            (np.bool_(True), 1.0), (np.array(False), 0.0)):
+        got = tessera.stencil(tessera.zeros((4, 4)), boundary=boundary).to_numpy()
+        expect_equal(got[0, 0], 0.25 * value * 2, "the boundary %r" % (boundary,))
+    for boundary in (np.array([1.0]), np.array(1 + 2j), np.array("1")):
+        expect_raises(TypeError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=boundary),
+                      match="stencil: boundary")
+    expect_raises(ValueError, lambda: tessera.jacobi(tessera.zeros((4, 4)), boundary=10**400), match="jacobi: the boundary value")
+    # stencil's errors name stencil, jacobi's jacobi.
+    expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((4, 4)), "jacobi7"), match="stencil: weights")
+    expect_raises(TypeError, lambda: tessera.stencil(tessera.zeros((4, 4), "int32")), match="stencil: ")
+    expect_raises(ValueError, lambda: tessera.jacobi(tessera.zeros((4, 4)), iterations=-1), match="jacobi: iterations")
 
     def fails_on_last_rank(i, j):
         if COMM.rank == COMM.size - 1:

@@ -62,15 +62,14 @@ constexpr index_t kCpuCrossoverRadiusDouble = 28;
 //   2 r + 1 = kCudaFixedTaps + kCudaTapsPerByteRatio x sizeof(T) x F / B
 // with F the fused multiply-adds per second (FP32's over the device's FP32 / FP64 ratio for
 // doubles) and B the bytes per second of the device's properties (detail::device_rates). Fitted on
-// an H200 and an H100, whose F is the same (132 SMs of 128 FP32 lanes at 1.98 GHz) and whose B is
-// not (6144 bits at 3.2 GHz; 5120 at 2.6 GHz: F / B 6.94 and 9.98), 2^28 floats,
+// an H200 and an H100, whose F is the same (132 SMs of 128 FP32 lanes at 1.98 GHz) and whose F / B,
+// as device_rates reports it at run time, is 6.94 and 9.98. 2^28 floats,
 // tessera_bench_convolve --backend cuda, N 4096: the direct kernel 3.30 / 3.31 ms at r = 128 and
 // 4.78 / 4.75 at r = 192 on both (H200 / H100), the FFT path 3.79 -> 3.90 ms on the H200 and
 // 4.23 -> 4.34 on the H100 (2026-12-01, 2026-12-02): crossovers at r = 151 and 172, taps 303 and
-// 345. Doubles on the H200 (direct 7.06 / 10.28 ms, FFT 8.11 / 8.31 at r = 128 / 192) cross at
-// r = 150, as the model's equal F / B per byte says. The model of one device's peaks alone (the
-// FFT path as 8.5 passes through DRAM) put the H100's crossover at r = 193, where the direct path
-// took 9% longer than the FFT's at r = 192.
+// 345. Doubles, whose F / B per byte is the floats' on both devices, cross near the same radius:
+// r = 150 on the H200 (direct 7.06 / 10.28 ms, FFT 8.11 / 8.31 at r = 128 / 192) and about 167 on
+// the H100 (direct 8.68 / 9.68 ms, FFT 9.00 / 9.10 at r = 160 / 180), where the model says 172.
 constexpr double kCudaFixedTaps = 207.0;
 constexpr double kCudaTapsPerByteRatio = 3.45;
 // Batches: cpu segments whose input, spectrum and result take about 1 MiB; cuda about 256 MiB

@@ -11,7 +11,8 @@
 // thin boxes after the exchange), then the sweep alone in the tiled and the marching orders of
 // kernels::cuda::for_each_cell and, for the stars, the column order (cuda/device_cells.cuh;
 // apply_stencil's 3-D choice is tiled for radius 1, column for wider stars, march for wider boxes);
-// --variants adds other shapes of the column order for the radius-4 star. Then the 2-D 5- and 9-point
+// --variants adds the column order with two and three planes in flight (F = 2, 3) for the stars of
+// radius 2 and 4, and other shapes for the radius-4 star. Then the 2-D 5- and 9-point
 // Jacobi sweeps of kernels::stencil_2d on a Field2D (the Jacobi solver's) beside the same
 // arithmetic as user stencils on a Field<float, 2>: apply_stencil, and the sweep alone in the rows
 // order (the ring of rows the Jacobi sweep of floats runs in), tiled and one thread per cell (planes). Each row is timed over 10 calls queued back to back. %copy: the same
@@ -67,7 +68,8 @@ struct Star {
   }
 };
 
-// Other shapes of the column order (--variants), for the radius-4 star; kernel template arguments
+// Other shapes of the column order (--variants): F = 2 and 3 for the stars of radius 2 and more,
+// the rest for the radius-4 star; kernel template arguments
 // must be namespace-scope types. ColumnShape<TX, TY, CY, F, B>: tiles of TX x TY cells, CY rows a
 // thread, F planes in flight, B thread blocks an SM for the register budget (0: the default's).
 template <int X, int Y, int C, int Fl, int B = 0>
@@ -215,7 +217,7 @@ void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, cons
   if constexpr (F::shape == StencilForm::star) {
     time_row<F>(h, s, name, "sweep column", copy_gbs, ctx, v, false,
                 [&] { kc::for_each_cell(ctx.queue(), begin, end, cell, kc::CellOrder::column); });
-    if constexpr (F::radius == 4) {
+    if constexpr (F::radius >= 2) {
       if (!variants) return;
       const kc::detail::CellRange range{0, 0, 0, s.n[0], s.n[1], s.n[2]};
       const auto variant = [&]<class Shape>(const char* how, Shape) {
@@ -224,7 +226,9 @@ void bench_stencil(Harness& h, const tessera::Context& ctx, const Shape& s, cons
             throw std::runtime_error(std::string(how) + ": not launched");
         });
       };
+      variant("col 128x32/8 F2", ColumnShape<128, 32, 8, 2, 1>{});
       variant("col 128x32/8 F3", ColumnShape<128, 32, 8, 3, 1>{});
+      if constexpr (F::radius != 4) return;
       variant("col 128x16/8", ColumnShape<128, 16, 8, 2, 1>{});
       variant("col 128x16/4 F3", ColumnShape<128, 16, 4, 3, 1>{});
       variant("col 128x16/4 2b", ColumnShape<128, 16, 4, 2, 2>{});
@@ -444,7 +448,7 @@ int main(int argc, char** argv) {
                      throw tessera::UsageError("--stencils: '" + name + "' is none of star1, box27, star2, star4");
                });
   bool variants = false;
-  h.add_switch({"--variants"}, "also other shapes of the column order (the radius-4 star)", &variants);
+  h.add_switch({"--variants"}, "also other shapes of the column order (the stars of radius 2 and 4)", &variants);
   tessera::bench::parse_command_line(h, argc, argv);
   tessera::Context ctx;
   try {

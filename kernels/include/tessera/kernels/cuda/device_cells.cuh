@@ -485,23 +485,29 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
 // 75.2 / 81.0%); 128 x 16, 8 rows: 69.7 / 68.7%; 128 x 16, 4 rows, F = 3: 69.2 / 71.2%, and 55.1 /
 // 56.6% with 2 blocks an SM (64 registers); 64 x 32, 8 rows, 2 blocks: 73.6 / 77.3%; 256 x 8,
 // 4 rows: 64.5 / 66.2%. On an H100 (512^3, 2026-12-02): F = 2 87.1%, F = 3 89.9%, the other shapes
-// 68.4-85.7%.
+// 68.4-85.7%. F = 3 against 2 on the H200 (2026-12-03, two runs, us, 512^3 / 1024x1024x512): radius
+// 4 337.3-338.7 against 337.8-339.0 / 1255-1256 against 1250-1251 (0.4% slower); radius 2
+// 312.5-312.8 against 311.5 / 1194-1196 against 1182-1183 (1% slower, the H100 not measured): F = 3
+// from radius 4.
 template <class Body>
 struct CellColumnShape {
   using T = typename Body::tile_type;
   static constexpr int R = Body::kReach0, RB = Body::kReach1, RC = Body::kReach2;
   static constexpr int TX = std::clamp(static_cast<int>(512 / sizeof(T)), 32, 128);
-  static constexpr int F = 2, kMinBlocks = 1;
+  static constexpr int kMinBlocks = 1;
   static constexpr int CY = [] {
     const int words = static_cast<int>((sizeof(T) + 3) / 4);
     int cy = 8;
     while (cy > 1 && cy * (2 * R + 1) * words > 72) cy /= 2;
     return cy;
   }();
-  template <int Rows>
-  static constexpr bool kFits = CellTilePlane<Body, TX, Rows, RB, RC>::kPlaneBytes * (R + F + 1) <= 227 * 1024 &&
+  template <int Rows, int Flight>
+  static constexpr bool kFits = CellTilePlane<Body, TX, Rows, RB, RC>::kPlaneBytes * (R + Flight + 1) <= 227 * 1024 &&
                                 TX * Rows / CY <= 512;
-  static constexpr int TY = kFits<32> ? 32 : kFits<16> ? 16 : std::max(8, CY);
+  // Three planes in flight for reaches of 4 and more where the ring of 32 rows still fits with them,
+  // else two.
+  static constexpr int F = R >= 4 && kFits<32, 3> ? 3 : 2;
+  static constexpr int TY = kFits<32, F> ? 32 : kFits<16, F> ? 16 : std::max(8, CY);
 };
 
 // The column order, for a ColumnCellBody: the planes with the tile's reach along axes 1 and 2

@@ -3,7 +3,10 @@
 //   cpu backend   FFTW-MPI on the same ranks, the same global shape, slab decomposition, the same
 //                 planning effort (FFTW_MEASURE by default) and its transposed output
 //                 (FFTW_MPI_TRANSPOSED_OUT: the plan's cut output; its order in memory is ours'
-//                 with --order swapped)
+//                 with --order swapped; --order natural has ours' output in the same distribution,
+//                 axes in the global order, which FFTW-MPI has no way to write), or with --order
+//                 input its output in the input's distribution (FFTW-MPI's default; ours with
+//                 return_to_input_layout)
 //   cuda backend  cuFFT alone on the whole array (one rank: the framework's overhead over cuFFT)
 // and, for slab plans over more than one rank, the exchange against a bare DeviceComm::alltoallv of
 // the same byte counts per peer (what the exchange cannot beat).
@@ -120,13 +123,15 @@ void add_options(bench::Harness& h, Options& o) {
     if (v != "measure" && v != "estimate") throw UsageError("--effort: '" + std::string(v) + "' (expected measure or estimate)");
     o.effort = std::string(v);
   });
-  h.add_option({"--order"}, "natural|swapped",
-               "ours' output order in memory (fft::Order; default natural; FFTW-MPI's transposed output is swapped)",
+  h.add_option({"--order"}, "natural|swapped|input",
+               "ours' output order in memory (fft::Order; default natural; FFTW-MPI's transposed output is swapped); "
+               "input: the output in the input's distribution (return_to_input_layout; FFTW-MPI without transposed output)",
                [&o](std::string_view v) {
-                 if (v != "natural" && v != "swapped") throw UsageError("--order: '" + std::string(v) + "' (expected natural or swapped)");
+                 if (v != "natural" && v != "swapped" && v != "input")
+                   throw UsageError("--order: '" + std::string(v) + "' (expected natural, swapped or input)");
                  o.order = std::string(v);
                });
-  h.add_option({"--schedule"}, "chosen|transform|pass|panels",
+  h.add_option({"--schedule"}, "chosen|transform|pass|panels|in_place",
                "the cpu's schedule (fft::detail::CpuSchedule; default chosen: measured planning's choice)",
                [](std::string_view v) {
                  using tessera::fft::detail::CpuSchedule;
@@ -134,7 +139,8 @@ void add_options(bench::Harness& h, Options& o) {
                  else if (v == "transform") tessera::fft::detail::force_cpu_schedule(CpuSchedule::transform);
                  else if (v == "pass") tessera::fft::detail::force_cpu_schedule(CpuSchedule::pass);
                  else if (v == "panels") tessera::fft::detail::force_cpu_schedule(CpuSchedule::panels);
-                 else throw UsageError("--schedule: '" + std::string(v) + "' (expected chosen, transform, pass or panels)");
+                 else if (v == "in_place") tessera::fft::detail::force_cpu_schedule(CpuSchedule::in_place);
+                 else throw UsageError("--schedule: '" + std::string(v) + "' (expected chosen, transform, pass, panels or in_place)");
                });
   h.add_option({"--chunks"}, "LIST",
                "fft::Options::exchange_chunks, comma-separated, a case each (default 0: the backend's default)",
@@ -256,21 +262,22 @@ struct OurOutput {
 };
 
 #if TESSERA_BENCH_FFTW_MPI
-// FFTW-MPI's forward transform of the same array, slab, transposed output: planned and its input
+// FFTW-MPI's forward transform of the same array, slab, transposed output (or not: the input's
+// distribution, as ours with return_to_input_layout): planned and its input
 // written at construction, then run call by call (its samples alternate with ours').
 template <class Real>
 class FftwMpi {
   static constexpr bool f = sizeof(Real) == 4;
 
  public:
-  FftwMpi(const Context& ctx, const std::vector<index_t>& shape, bool r2c, bool measure)
-      : ctx_(ctx), shape_(shape), r2c_(r2c), n_(shape.begin(), shape.end()), nc_(n_) {
+  FftwMpi(const Context& ctx, const std::vector<index_t>& shape, bool r2c, bool measure, bool transposed)
+      : ctx_(ctx), shape_(shape), r2c_(r2c), transposed_(transposed), n_(shape.begin(), shape.end()), nc_(n_) {
     const int rank = static_cast<int>(shape.size());
     if (r2c) nc_.back() = n_.back() / 2 + 1;
     const MPI_Comm comm = ctx.comm().get();
     const ptrdiff_t alloc = f ? fftwf_mpi_local_size_transposed(rank, nc_.data(), comm, &local_n0_, &local_0_, &local_n1_, &local_1_)
                               : fftw_mpi_local_size_transposed(rank, nc_.data(), comm, &local_n0_, &local_0_, &local_n1_, &local_1_);
-    const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | FFTW_MPI_TRANSPOSED_OUT;
+    const unsigned flags = (measure ? FFTW_MEASURE : FFTW_ESTIMATE) | (transposed ? FFTW_MPI_TRANSPOSED_OUT : 0u);
     const std::size_t elems = static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1));
     in_ = static_cast<std::complex<Real>*>(f ? static_cast<void*>(fftwf_alloc_complex(elems)) : static_cast<void*>(fftw_alloc_complex(elems)));
     out_ = static_cast<std::complex<Real>*>(f ? static_cast<void*>(fftwf_alloc_complex(elems)) : static_cast<void*>(fftw_alloc_complex(elems)));
@@ -317,20 +324,25 @@ class FftwMpi {
     else fftw_execute(plan_);
   }
 
-  // Collective: its output ([local_n1 of N1, N0, R]) against ours' ([N0, ours' N1 range, R], or
-  // [ours' N1 range, N0, R] swapped) where both hold; the largest difference and the count compared, over all ranks.
+  // Collective: its output ([local_n1 of N1, N0, R] transposed, [local_n0 of N0, N1, R] otherwise)
+  // against ours' ([ours' N0 range, ours' N1 range, R], or [N1 range, N0 range, R] swapped) where
+  // both hold; the largest difference and the count compared, over all ranks.
   template <class Ours>
   void compare(const Ours& ours, VendorResult& v) const {
-    const index_t n0 = shape_[0];
+    const index_t n0 = shape_[0], n1 = static_cast<index_t>(nc_[1]);
     const index_t r = shape_.size() == 3 ? static_cast<index_t>(nc_[2]) : 1;
-    const index_t lo = std::max<index_t>(local_1_, ours.box.lo[1]);
-    const index_t hi = std::min<index_t>(local_1_ + local_n1_, ours.box.lo[1] + ours.box.size[1]);
+    // FFTW's ranges of axes 0 and 1 on this rank, cut to ours'.
+    const index_t f0 = transposed_ ? 0 : local_0_, e0 = transposed_ ? n0 : local_0_ + local_n0_;
+    const index_t f1 = transposed_ ? local_1_ : 0, e1 = transposed_ ? local_1_ + local_n1_ : n1;
+    const index_t lo0 = std::max<index_t>(f0, ours.box.lo[0]), hi0 = std::min<index_t>(e0, ours.box.lo[0] + ours.box.size[0]);
+    const index_t lo = std::max<index_t>(f1, ours.box.lo[1]), hi = std::min<index_t>(e1, ours.box.lo[1] + ours.box.size[1]);
     double err = 0;
     std::int64_t count = 0;
     for (index_t j1 = lo; j1 < hi; ++j1)
-      for (index_t j0 = 0; j0 < n0; ++j0)
+      for (index_t j0 = lo0; j0 < hi0; ++j0)
         for (index_t k = 0; k < r; ++k) {
-          const std::complex<Real> a = out_[((j1 - local_1_) * n0 + j0) * r + k];
+          const std::complex<Real> a = transposed_ ? out_[((j1 - local_1_) * n0 + j0) * r + k]
+                                                   : out_[((j0 - local_0_) * n1 + j1) * r + k];
           const index_t i0 = j0 - ours.box.lo[0], i1 = j1 - ours.box.lo[1];
           const auto at = static_cast<std::size_t>(
               (ours.swapped ? i1 * ours.box.size[0] + i0 : i0 * ours.box.size[1] + i1) * r + k);
@@ -347,6 +359,7 @@ class FftwMpi {
   const Context& ctx_;
   std::vector<index_t> shape_;
   bool r2c_;
+  bool transposed_;
   std::vector<ptrdiff_t> n_, nc_;
   ptrdiff_t local_n0_ = 0, local_0_ = 0, local_n1_ = 0, local_1_ = 0;
   std::complex<Real>* in_ = nullptr;
@@ -439,6 +452,7 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
   po.effort = o.effort == "estimate" ? fft::Effort::estimate : fft::Effort::measure;
   const std::string& order = o.order;
   po.output_order = order == "swapped" ? fft::Order::swapped : fft::Order::natural;
+  po.return_to_input_layout = order == "input";
   const bool r2c = o.kind == "r2c";
   const char* dtype = sizeof(Real) == 4 ? "float" : "double";
   double n_total = 1;
@@ -457,7 +471,7 @@ void run_case(const Context& ctx, const std::vector<index_t>& shape, const Optio
   // FFTW-MPI planned first (its wisdom then serves ours' planning as ours' would serve it).
   std::optional<FftwMpi<Real>> fftw_mpi;
   if (ctx.backend() == Backend::cpu && po.decomposition == fft::Decomposition::slab) {
-    fftw_mpi.emplace(ctx, shape, r2c, po.effort == fft::Effort::measure);
+    fftw_mpi.emplace(ctx, shape, r2c, po.effort == fft::Effort::measure, order != "input");
     vendor.emplace();
     vendor->name = "fftw-mpi";
   }
@@ -617,7 +631,7 @@ int main(int argc, char** argv) {
   Runtime runtime(argc, argv);
   bench::Harness h("tessera_bench_fft_distributed",
                    "The distributed FFT, forward, beside FFTW-MPI (cpu: same shape, ranks, slab decomposition,\n"
-                   "planning effort, transposed output) or cuFFT alone (cuda, one rank), and its exchange beside\n"
+                   "planning effort, transposed output; --order input: the input's distribution) or cuFFT alone (cuda, one rank), and its exchange beside\n"
                    "the same all-to-all alone, under mpirun or srun. Shapes: --shape, or cubes of -b to -e bytes\n"
                    "(complex elements of each --dtype).",
                    {.minbytes = index_t(32) << 20, .maxbytes = index_t(32) << 20, .stepfactor = 8, .iters = 10, .warmup = 2});
@@ -654,7 +668,7 @@ int main(int argc, char** argv) {
                   runtime.describe().c_str(), to_string(device_comm_path(ctx)), o.iters, o.warmup, o.calls, o.effort.c_str());
       std::printf("# ms: p50 per call; GF/s: 5 N log2 N (r2c half) / p50; local (local FFTs + packs), xch, unpk: mean per call, "
                   "timed apart; a2a: the same alltoallv alone (p50);\n# vendor: FFTW-MPI (cpu, slab, same effort, transposed "
-                  "out) or cuFFT alone (cuda, 1 rank); ratio: vendor p50 / ours\n");
+                  "out; --order input: not transposed) or cuFFT alone (cuda, 1 rank); ratio: vendor p50 / ours\n");
       std::printf("%-16s %-6s %-4s %-6s %5s %9s %8s %9s %9s %9s %9s %-8s %9s %7s\n", "shape", "dtype", "kind", "dec", "ranks",
                   "ms", "GF/s", "local", "xch", "unpk", "a2a", "vendor", "vendor ms", "ratio");
     }

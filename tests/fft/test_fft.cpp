@@ -207,7 +207,8 @@ TEST(Fft, MatchesNumpy) {
     // Every case in the natural order, and in the swapped one where axis 0 is transformed last;
     // each with the exchange that makes axis 0 whole in one piece and in 3 chunks. The swapped order
     // also with its transposition in axis 0's transform (cpu) rather than the unpack; at one rank
-    // each order also with axis 0's transform after the planes (cpu), in place.
+    // each order also with axis 0's transform after the planes (cpu), in place, and the swapped
+    // order with its transposition in place between them.
     std::vector<fft::Order> orders = {fft::Order::natural};
     if (!c.ret && c.axis != 1) orders.push_back(fft::Order::swapped);
     for (auto [r, g] : grids)
@@ -217,6 +218,7 @@ TEST(Fft, MatchesNumpy) {
           std::vector<CpuSchedule> ways = {CpuSchedule::chosen};
           if (order == fft::Order::swapped) ways.push_back(CpuSchedule::transform);
           if (ctx.size() == 1) ways.push_back(CpuSchedule::panels);  // elsewhere as chosen
+          if (ctx.size() == 1 && order == fft::Order::swapped) ways.push_back(CpuSchedule::in_place);
           for (CpuSchedule way : ways) {
             fft::detail::force_cpu_schedule(way);
             if (c.real == "float") run_case<float>(ctx, c, r, g, order, chunks);

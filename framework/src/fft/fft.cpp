@@ -99,7 +99,9 @@ struct Step {
   LocalShape shape;
   std::unique_ptr<LocalFft> forward_fft, inverse_fft;
   // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere:
-  // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output.
+  // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output. On
+  // a transposition (cpu, one rank's swapped order where measured planning chose it): FFTW's
+  // transposition in place, forward [l0][l1] -> [l1][l0] and inverse (in_place_transposition).
   std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
   // A local step whose forward output goes into the exchange after it (packs_by_batch): the
   // forward transform of one batch (cpu), run batch by batch into `batch_out`, each batch's pieces
@@ -414,8 +416,9 @@ class PlanImpl {
   // axis 0 (the planes: axes 1 onwards, in batches along axis 0); then, in the natural order, axis
   // 0's transform runs in place; in the swapped order, axis 0's c2c transform reads the natural
   // order and writes the swapped one (LocalShape::swapped_outer), or a transposition follows the
-  // planes and axis 0's transform runs in place over the contiguous [n0][rest] panels (FFTW-MPI's
-  // one-rank schedule). Whichever measures fastest on the block. Swapped, float 128^3, one core,
+  // planes and axis 0's transform runs in place over the contiguous [n0][rest] panels, that
+  // transposition out of place or (FFTW-MPI's one-rank schedule) in place on the planes' output by
+  // FFTW's own. Whichever measures fastest on the block. Swapped, float 128^3, one core,
   // best of 10-20: the 2-core VM 10.3 (one plan), 8.7 (swapped write), 7.8-8.1 ms (panels); a
   // 16-core Xeon 14.8-16.7, 21.3, 14.5-16.1 (its strided transforms out of place take 2-3x their
   // time in place).
@@ -456,7 +459,20 @@ class PlanImpl {
       panels.shape.a = swapped ? l1 : 1;
       panels.shape.n[0] = whole.shape.n[0];
       panels.shape.s = swapped ? rest : l1 * rest;
-      enum { kWhole, kSwappedWrite, kPanels } way = kWhole;
+      // FFTW's transpositions in place of the swapped order's block, forward and inverse (null where
+      // FFTW has none for the shape).
+      std::unique_ptr<LocalFft> forward_flip, inverse_flip;
+      const bool measure = options_.effort == Effort::measure;
+      auto make_flips = [&] {
+        if (!swapped) return;
+        const index_t reals = rest * static_cast<index_t>(element_bytes(natural) / real_bytes_);
+        forward_flip = real_bytes_ == 4 ? make_fftw_transposition<float>(l0, l1, reals, work(1), measure)
+                                        : make_fftw_transposition<double>(l0, l1, reals, work(1), measure);
+        inverse_flip = real_bytes_ == 4 ? make_fftw_transposition<float>(l1, l0, reals, work(1), measure)
+                                        : make_fftw_transposition<double>(l1, l0, reals, work(1), measure);
+        if (!forward_flip || !inverse_flip) forward_flip.reset(), inverse_flip.reset();
+      };
+      enum { kWhole, kSwappedWrite, kPanels, kPanelsInPlace } way = kWhole;
       if (cpu_schedule == CpuSchedule::chosen) {
         auto plan = [&](LocalKind kind, const LocalShape& shape, void* in, void* out) { return fftw(kind, shape, in, out, true); };
         auto one = plan(whole.forward_kind, whole.shape, work(0), work(1));
@@ -486,18 +502,35 @@ class PlanImpl {
               write_swapped->execute(work(1), work(0));
             })
                     : 1e300;
-        if (t_write < t_whole && t_write <= t_panels) way = kSwappedWrite;
-        else if (t_panels < t_whole) way = kPanels;
+        make_flips();
+        std::memset(work(1), 0, buffer_bytes_);  // the flips' planning too
+        const double t_flip = forward_flip ? best_of_three([&] {
+          first->execute(work(0), work(1));
+          forward_flip->execute(work(1), work(1));
+          panels_in_place->execute(work(1), work(1));
+        })
+                                           : 1e300;
+        const double t_best = std::min({t_whole, t_panels, t_write, t_flip});
+        if (t_flip == t_best) way = kPanelsInPlace;
+        else if (t_write == t_best) way = kSwappedWrite;
+        else if (t_panels == t_best) way = kPanels;
       } else if (cpu_schedule == CpuSchedule::transform && swapped) {
         way = kSwappedWrite;
       } else if (cpu_schedule == CpuSchedule::panels) {
         way = kPanels;
+      } else if (cpu_schedule == CpuSchedule::in_place) {
+        make_flips();
+        way = forward_flip ? kPanelsInPlace : kPanels;
       }
       if (way == kWhole) continue;
       steps_[i] = std::move(planes);
       if (way == kSwappedWrite) {
         steps_[i + 1] = std::move(swapped_write);
         continue;
+      }
+      if (way == kPanelsInPlace) {
+        steps_[i + 1].forward_in_place = std::move(forward_flip);
+        steps_[i + 1].inverse_in_place = std::move(inverse_flip);
       }
       const std::size_t at = i + (swapped ? 2 : 1);  // after the transposition, if any
       steps_.insert(steps_.begin() + static_cast<std::ptrdiff_t>(at), std::move(panels));
@@ -558,10 +591,13 @@ class PlanImpl {
     };
     if (!usable(in)) copy_in(forward ? steps_.front().before : steps_.back().after);
     auto at = [&](std::size_t k) -> Step& { return steps_[forward ? k : n_steps - 1 - k]; };  // k-th to run
-    // Whether the step run k-th is the last and runs in place: the step (or pipelined pair) before
-    // it then writes straight into the caller's output.
-    auto last_in_place = [&](std::size_t k) {
-      return k + 1 == n_steps && usable(out) && cur != out && in_place_plan(at(k), forward) != nullptr;
+    // Whether the steps run k-th to the last all run in place: the step (or pipelined pair) before
+    // them then writes straight into the caller's output.
+    auto rest_in_place = [&](std::size_t k) {
+      if (k >= n_steps || !usable(out) || cur == out) return false;
+      for (std::size_t j = k; j < n_steps; ++j)
+        if (in_place_plan(at(j), forward) == nullptr && in_place_transposition(at(j), forward) == nullptr) return false;
+      return true;
     };
     for (std::size_t i = 0; i < n_steps; ++i) {
       Step& step = at(i);
@@ -569,14 +605,14 @@ class PlanImpl {
       const bool last = i + 1 == n_steps;
       // c2r may overwrite its input: never the caller's.
       if (step.local && cur == in && (forward ? step.forward_kind : step.inverse_kind) == LocalKind::c2r) copy_in(from);
-      void* dst = (last && usable(out)) || last_in_place(i + 1) ? out : other(cur);
+      void* dst = (last && usable(out)) || rest_in_place(i + 1) ? out : other(cur);
       // A pipelined pair: the local step and the exchange after it (forward), or the exchange and
       // the local step after it (inverse), through a buffer between them.
       Step* next = i + 1 < n_steps ? &at(i + 1) : nullptr;
       if (next != nullptr && (forward ? pipelined(step, *next) : pipelined(*next, step))) {
         const bool pair_last = i + 2 == n_steps;
         void* mid = other(cur);
-        void* end = (pair_last && usable(out)) || last_in_place(i + 2) ? out : other(mid);
+        void* end = (pair_last && usable(out)) || rest_in_place(i + 2) ? out : other(mid);
         if (end == cur) end = work(2);  // the pair reads `cur` while it writes `end`
         if (forward) run_chunks(step, *next, true, cur, mid, end, times);
         else run_chunks(*next, step, false, cur, mid, end, times);
@@ -586,14 +622,21 @@ class PlanImpl {
       }
       if (forward && next != nullptr && step.forward_batch) {
         // The transform batch by batch, each batch packed for the exchange after it.
-        void* end = (i + 2 == n_steps && usable(out)) || last_in_place(i + 2) ? out : other(cur);
+        void* end = (i + 2 == n_steps && usable(out)) || rest_in_place(i + 2) ? out : other(cur);
         exchange(*next, true, next->before, cur, end, times, &step);
         cur = end;
         ++i;
         continue;
       }
       if (step.transpose) {
-        transpose(forward ? step.before : step.after, forward, cur, dst, times);
+        if (LocalFft* here = in_place_transposition(step, forward); here != nullptr && cur != in && (!last || cur == out)) {
+          PhaseTimes t;
+          tessera::detail::local_phase({"fft transpose"}, ctx_, times ? &t : nullptr, [&] { here->execute(cur, const_cast<void*>(cur)); });
+          if (times) *times += t;
+          dst = const_cast<void*>(cur);
+        } else {
+          transpose(forward ? step.before : step.after, forward, cur, dst, times);
+        }
       } else if (step.local) {
         TESSERA_ASSERT(!forward || !step.forward_batch, "fft: a step packed batch by batch ran on its own");
         LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
@@ -666,6 +709,11 @@ class PlanImpl {
   // first in the direction (it reads the caller's input), and every step under cuda.
   static LocalFft* in_place_plan(const Step& step, bool forward) {
     if (!step.local || step.transpose) return nullptr;
+    return forward ? step.forward_in_place.get() : step.inverse_in_place.get();
+  }
+  // A transposition's plan in place for the direction, or null (then it runs out of place).
+  static LocalFft* in_place_transposition(const Step& step, bool forward) {
+    if (!step.transpose) return nullptr;
     return forward ? step.forward_in_place.get() : step.inverse_in_place.get();
   }
 

@@ -42,6 +42,10 @@ struct Fftw<double> {
   static void exec_c2r(plan p, void* in, void* out) {
     fftw_execute_dft_c2r(p, static_cast<complex*>(in), static_cast<double*>(out));
   }
+  static plan r2r(int r, const fftw_iodim64* d, int hr, const fftw_iodim64* h, double* in, double* out, unsigned flags) {
+    return fftw_plan_guru64_r2r(r, d, hr, h, in, out, nullptr, flags);
+  }
+  static void exec_r2r(plan p, void* in, void* out) { fftw_execute_r2r(p, static_cast<double*>(in), static_cast<double*>(out)); }
   static void destroy(plan p) { fftw_destroy_plan(p); }
 };
 
@@ -70,6 +74,10 @@ struct Fftw<float> {
   static void exec_c2r(plan p, void* in, void* out) {
     fftwf_execute_dft_c2r(p, static_cast<complex*>(in), static_cast<float*>(out));
   }
+  static plan r2r(int r, const fftw_iodim64* d, int hr, const fftw_iodim64* h, float* in, float* out, unsigned flags) {
+    return fftwf_plan_guru64_r2r(r, d, hr, h, in, out, nullptr, flags);
+  }
+  static void exec_r2r(plan p, void* in, void* out) { fftwf_execute_r2r(p, static_cast<float*>(in), static_cast<float*>(out)); }
   static void destroy(plan p) { fftwf_destroy_plan(p); }
 };
 
@@ -188,6 +196,25 @@ class FftwTransposed final : public LocalFft {
   std::unique_ptr<FftwLocal<Real>> plan_;
 };
 
+// A transposition in place: FFTW's plan of rank 0 over the reals (its in-place square and
+// non-square transpositions, as FFTW-MPI's own one-rank schedule runs them).
+template <class Real>
+class FftwTransposition final : public LocalFft {
+ public:
+  explicit FftwTransposition(typename Fftw<Real>::plan plan) : plan_(plan) {}
+  ~FftwTransposition() override { Fftw<Real>::destroy(plan_); }
+  FftwTransposition(const FftwTransposition&) = delete;
+  FftwTransposition& operator=(const FftwTransposition&) = delete;
+
+  void execute(const void* in, void* out) override {
+    TESSERA_ASSERT(in == out, "fft: an in-place transposition ran out of place");
+    Fftw<Real>::exec_r2r(plan_, out, out);
+  }
+
+ private:
+  typename Fftw<Real>::plan plan_;
+};
+
 // Seconds of one run of `fft` on the planning buffers (the best of three).
 double time_once(LocalFft& fft, void* in, void* out) {
   return best_of_three([&] { fft.execute(in, out); });
@@ -218,6 +245,20 @@ std::unique_ptr<LocalFft> make_fftw(LocalKind kind, LocalShape shape, void* plan
   if (t_transposed < t_strided) return transposed;
   return strided;
 }
+template <class Real>
+std::unique_ptr<LocalFft> make_fftw_transposition(index_t rows, index_t cols, index_t element_reals, void* buffer,
+                                                  bool measure) {
+  // [rows][cols] elements of E reals in, [cols][rows] out, in place.
+  const index_t e = element_reals;
+  const fftw_iodim64 dims[3] = {{rows, cols * e, e}, {cols, e, rows * e}, {e, 1, 1}};
+  auto* p = static_cast<Real*>(buffer);
+  const auto plan = Fftw<Real>::r2r(0, nullptr, e > 1 ? 3 : 2, dims, p, p, measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+  if (plan == nullptr) return nullptr;
+  return std::make_unique<FftwTransposition<Real>>(plan);
+}
+template std::unique_ptr<LocalFft> make_fftw_transposition<float>(index_t, index_t, index_t, void*, bool);
+template std::unique_ptr<LocalFft> make_fftw_transposition<double>(index_t, index_t, index_t, void*, bool);
+
 template std::unique_ptr<LocalFft> make_fftw<float>(LocalKind, LocalShape, void*, void*, bool);
 template std::unique_ptr<LocalFft> make_fftw<double>(LocalKind, LocalShape, void*, void*, bool);
 

@@ -78,6 +78,12 @@ class LocalFft {
 // transposes (FftwTransposed) read each batch whole into scratch before writing it, so in place too.
 template <class Real>
 std::unique_ptr<LocalFft> make_fftw(LocalKind kind, LocalShape shape, void* plan_in, void* plan_out, bool measure);
+// FFTW's transposition in place of a rows x cols array of elements of element_reals reals each (a
+// plan of rank 0), planned on `buffer` (overwritten where measure); null where FFTW has no in-place
+// plan for the shape. Its execute() takes one buffer for both sides.
+template <class Real>
+std::unique_ptr<LocalFft> make_fftw_transposition(index_t rows, index_t cols, index_t element_reals, void* buffer,
+                                                  bool measure);
 // Whether FFTW may run a plan made on kernels::allocate's buffers on this address.
 bool fftw_aligned(const void* p);
 

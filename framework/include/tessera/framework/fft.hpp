@@ -112,9 +112,12 @@ class PlanImpl;
 //   pass       the transposition in the exchange's unpack; one rank: the one plan (and a pass of
 //              the transposition after it);
 //   panels     the transposition in the exchange's unpack; one rank: the planes (and a pass of the
-//              transposition), then axis 0's transform in place.
+//              transposition), then axis 0's transform in place;
+//   in_place   as panels, but at one rank in the swapped order the transposition runs in place on
+//              the planes' output (FFTW's, FFTW-MPI's one-rank schedule), where FFTW has a plan
+//              for it.
 // Plans made afterwards follow it, whatever the effort (tests run each). Not thread-safe.
-enum class CpuSchedule { chosen, transform, pass, panels };
+enum class CpuSchedule { chosen, transform, pass, panels, in_place };
 void force_cpu_schedule(CpuSchedule way);
 }  // namespace detail
 

@@ -486,10 +486,10 @@ bool for_each_cell_tiled(const Queue& queue, const CellRange& r, const Body& bod
 // 56.6% with 2 blocks an SM (64 registers); 64 x 32, 8 rows, 2 blocks: 73.6 / 77.3%; 256 x 8,
 // 4 rows: 64.5 / 66.2%. On an H100 (512^3, 2026-12-02): F = 2 87.1%, F = 3 89.9%, the other shapes
 // 68.4-85.7%. F = 3 against 2 on the H200 (2026-12-03, two runs, us, 512^3 / 1024x1024x512): radius
-// 4 337.3-338.7 against 337.8-339.0 / 1255-1256 against 1250-1251 (0.4% slower); radius 2
-// 312.5-312.8 against 311.5 / 1194-1196 against 1182-1183 (1% slower, the H100 not measured): F = 3
-// from radius 4.
-template <class Body>
+// 4 337.3-338.7 against 337.8-339.0 / 1255-1256 against 1250-1251 (within 0.4%); radius 2
+// 312.5-312.8 against 311.5 / 1194-1196 against 1182-1183 (0.3-1.0% slower, the H100 not measured):
+// F = 3 from radius 4, within 0.4% of F = 2 on the H200.
+template <class Body, int Forced = 0>
 struct CellColumnShape {
   using T = typename Body::tile_type;
   static constexpr int R = Body::kReach0, RB = Body::kReach1, RC = Body::kReach2;
@@ -504,9 +504,9 @@ struct CellColumnShape {
   template <int Rows, int Flight>
   static constexpr bool kFits = CellTilePlane<Body, TX, Rows, RB, RC>::kPlaneBytes * (R + Flight + 1) <= 227 * 1024 &&
                                 TX * Rows / CY <= 512;
-  // Three planes in flight for reaches of 4 and more where the ring of 32 rows still fits with them,
-  // else two.
-  static constexpr int F = R >= 4 && kFits<32, 3> ? 3 : 2;
+  // Three planes in flight for reaches of 4 and more where the ring of 32 rows still fits with them
+  // in sm_90's shared memory, else two (Forced, where given, decides).
+  static constexpr int F = Forced > 0 ? Forced : R >= 4 && kFits<32, 3> ? 3 : 2;
   static constexpr int TY = kFits<32, F> ? 32 : kFits<16, F> ? 16 : std::max(8, CY);
 };
 
@@ -624,7 +624,12 @@ bool for_each_cell_column(const Queue& queue, const CellRange& r, const Body& bo
   using Col = CellColumn<Body, Shape>;
   constexpr auto kernel = &for_each_cell_column_kernel<Body, Shape>;
   const DeviceInfo& info = current_device_info();
-  if (!tile_pass_takes<Col>(body, Col::kBytes, info)) return false;
+  if (!tile_pass_takes<Col>(body, Col::kBytes, info)) {
+    // Less shared memory a block than sm_90's (sm_80: 163 KiB): the same tile, two planes in flight.
+    if constexpr (std::is_same_v<Shape, CellColumnShape<Body>> && Shape::F == 3)
+      return for_each_cell_column<Body, CellColumnShape<Body, 2>>(queue, r, body);
+    return false;
+  }
   const index_t tiles_x = ceil_div<index_t>(r.n2, Col::TX), tiles_y = ceil_div<index_t>(r.n1, Col::TY);
   if (tiles_x > 0x7fffffff || tiles_y > 65535) return false;
   allow_dynamic_smem(kernel, Col::kBytes);

@@ -780,9 +780,13 @@ def _boundary(boundary, what):
         raise TypeError("%s: boundary must be a real number or a function boundary(i, j) of the ghost cells' "
                         "indices, not %r" % (what, boundary))
     try:
-        return float(boundary)
+        value = float(boundary)
     except OverflowError:
-        raise ValueError("%s: the boundary value is too large for a float64" % what) from None
+        value = None
+    # A finite value beyond float64 (an int of 400 digits, a long double) is refused, not made inf.
+    if value is None or (_math.isinf(value) and _np.isfinite(_np.asarray(boundary, dtype=_np.longdouble))):
+        raise ValueError("%s: the boundary value is too large for a float64" % what)
+    return value
 
 
 def _jacobi_iterate(u, weights, boundary, iterations, tol, check_every, what):

@@ -167,6 +167,11 @@ def test_stencil_errors():
         expect_raises(TypeError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=boundary),
                       match="stencil: boundary")
     expect_raises(ValueError, lambda: tessera.jacobi(tessera.zeros((4, 4)), boundary=10**400), match="jacobi: the boundary value")
+    if np.finfo(np.longdouble).max > np.finfo(np.float64).max:  # x86's 80-bit long double
+        expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((4, 4)), boundary=np.longdouble("1e400")),
+                      match="stencil: the boundary value")
+    got = tessera.stencil(tessera.zeros((4, 4)), boundary=np.inf).to_numpy()
+    expect_equal(got[0, 0], np.inf, "an infinite boundary is a float")
     # stencil's errors name stencil, jacobi's jacobi.
     expect_raises(ValueError, lambda: tessera.stencil(tessera.zeros((4, 4)), "jacobi7"), match="stencil: weights")
     expect_raises(TypeError, lambda: tessera.stencil(tessera.zeros((4, 4), "int32")), match="stencil: ")

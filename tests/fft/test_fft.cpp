@@ -296,10 +296,17 @@ TEST(Fft, RefusesBadPlans) {
 // ones, and the inverse leaves its input as it was.
 TEST(Fft, UnalignedBuffers) {
   const Context& ctx = test::world();
+  // The swapped order with its transposition in place (one rank, cpu) too: the steps after the
+  // first then run on the caller's unaligned output, or through the plan's buffers.
+  for (fft::Order order : {fft::Order::natural, fft::Order::swapped})
   for (fft::Kind kind : {fft::Kind::c2c, fft::Kind::r2c}) {
     fft::Options o;
     o.effort = fft::Effort::estimate;
+    o.output_order = order;
+    fft::detail::force_cpu_schedule(order == fft::Order::swapped ? fft::detail::CpuSchedule::in_place
+                                                                 : fft::detail::CpuSchedule::chosen);
     fft::Plan<double> plan(ctx, {7, 6, 5}, kind, o);
+    fft::detail::force_cpu_schedule(fft::detail::CpuSchedule::chosen);
     const std::size_t nin = static_cast<std::size_t>(plan.input_box().count()) * (kind == fft::Kind::r2c ? 1 : 2);
     const std::size_t nout = static_cast<std::size_t>(plan.output_box().count());
     std::vector<double> x(nin);

@@ -100,7 +100,8 @@ struct Step {
   std::unique_ptr<LocalFft> forward_fft, inverse_fft;
   // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere:
   // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output. On
-  // a transposition (cpu, one rank's swapped order where measured planning chose it): FFTW's
+  // a transposition (cpu, one rank's swapped order where measured planning chose it or
+  // CpuSchedule::in_place forces it): FFTW's
   // transposition in place, forward [l0][l1] -> [l1][l0] and inverse (in_place_transposition).
   std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
   // A local step whose forward output goes into the exchange after it (packs_by_batch): the

@@ -40,8 +40,9 @@
 // cuda on the exchange's own queue of the highest priority, right after the unpack, beside the
 // interior's sweep if that is still running). On one rank, where nothing travels for the interior
 // to hide (periodic faces are the rank's own), the exchange runs first and one sweep covers the
-// whole block (one H200, 512^3 float, periodic, 2026-12-03: the 7-point star's step 524 -> 346-349
-// us, the radius-4 star's 739 -> 458 us; the exchange's pack and unpack are most of the rest). The inputs' ghost cells are overwritten by the
+// whole block (one H200, 512^3 float, periodic, 2026-12-03: 346-349 us a step of the 7-point
+// star and 457-458 us of the radius-4 star, against 524 and 739 us with the interior and shell
+// swept apart; the exchange's pack and unpack are most of the rest). The inputs' ghost cells are overwritten by the
 // exchange: they are a cache of the neighbours' cells, which is why the inputs are const.
 // Stream-ordered; collective over the fields' ranks. The exchange's path (peer copies between GPUs
 // of one node, or the context's device path) is field.hpp's exchange_halos's. The kernels are

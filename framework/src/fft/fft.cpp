@@ -101,8 +101,8 @@ struct Step {
   // The same transforms in place (cpu, c2c with the same layout on both sides; null elsewhere:
   // in_place_plan), run where the step's input is a buffer of the plan's or the caller's output. On
   // a transposition (cpu, one rank's swapped order where measured planning chose it or
-  // CpuSchedule::in_place forces it): FFTW's
-  // transposition in place, forward [l0][l1] -> [l1][l0] and inverse (in_place_transposition).
+  // CpuSchedule::in_place forces it): FFTW's transposition in place, forward [l0][l1] -> [l1][l0]
+  // and inverse.
   std::unique_ptr<LocalFft> forward_in_place, inverse_in_place;
   // A local step whose forward output goes into the exchange after it (packs_by_batch): the
   // forward transform of one batch (cpu), run batch by batch into `batch_out`, each batch's pieces
@@ -467,10 +467,8 @@ class PlanImpl {
       auto make_flips = [&] {
         if (!swapped) return;
         const index_t reals = rest * static_cast<index_t>(element_bytes(natural) / real_bytes_);
-        forward_flip = real_bytes_ == 4 ? make_fftw_transposition<float>(l0, l1, reals, work(1), measure)
-                                        : make_fftw_transposition<double>(l0, l1, reals, work(1), measure);
-        inverse_flip = real_bytes_ == 4 ? make_fftw_transposition<float>(l1, l0, reals, work(1), measure)
-                                        : make_fftw_transposition<double>(l1, l0, reals, work(1), measure);
+        forward_flip = fftw_transposition(l0, l1, reals, work(1), measure);
+        inverse_flip = fftw_transposition(l1, l0, reals, work(1), measure);
         if (!forward_flip || !inverse_flip) forward_flip.reset(), inverse_flip.reset();
       };
       enum { kWhole, kSwappedWrite, kPanels, kPanelsInPlace } way = kWhole;
@@ -597,7 +595,7 @@ class PlanImpl {
     auto rest_in_place = [&](std::size_t k) {
       if (k >= n_steps || !usable(out) || cur == out) return false;
       for (std::size_t j = k; j < n_steps; ++j)
-        if (in_place_plan(at(j), forward) == nullptr && in_place_transposition(at(j), forward) == nullptr) return false;
+        if (in_place_plan(at(j), forward) == nullptr) return false;
       return true;
     };
     for (std::size_t i = 0; i < n_steps; ++i) {
@@ -629,29 +627,22 @@ class PlanImpl {
         ++i;
         continue;
       }
-      if (step.transpose) {
-        if (LocalFft* here = in_place_transposition(step, forward); here != nullptr && cur != in && (!last || cur == out)) {
-          PhaseTimes t;
-          tessera::detail::local_phase({"fft transpose"}, ctx_, times ? &t : nullptr, [&] { here->execute(cur, const_cast<void*>(cur)); });
-          if (times) *times += t;
-          dst = const_cast<void*>(cur);
-        } else {
-          transpose(forward ? step.before : step.after, forward, cur, dst, times);
-        }
+      // In place on a buffer of the plan's, or on the caller's output where the step is the last
+      // (the step before wrote there): FFTW's strided transforms in place touch half the memory
+      // (axis 0 of 128^3 float, one core: 2.8 ms in place against 4.0-4.2 out of place on the
+      // 2-core VM, 3.9 against 11.6-12.5 on a 16-core Xeon).
+      LocalFft* here = in_place_plan(step, forward);
+      if (here != nullptr && (cur == in || (last && cur != out))) here = nullptr;
+      if (here != nullptr) dst = const_cast<void*>(cur);
+      if (step.transpose && here == nullptr) {
+        transpose(forward ? step.before : step.after, forward, cur, dst, times);
       } else if (step.local) {
         TESSERA_ASSERT(!forward || !step.forward_batch, "fft: a step packed batch by batch ran on its own");
-        LocalFft* fft = forward ? step.forward_fft.get() : step.inverse_fft.get();
-        // In place on a buffer of the plan's, or on the caller's output where the step is the
-        // last (the step before wrote there): FFTW's strided transforms in place touch half the
-        // memory (axis 0 of 128^3 float, one core: 2.8 ms in place against 4.0-4.2 out of place on
-        // the 2-core VM, 3.9 against 11.6-12.5 on a 16-core Xeon).
-        if (LocalFft* here = in_place_plan(step, forward); here != nullptr && cur != in && (!last || cur == out)) {
-          fft = here;
-          dst = const_cast<void*>(cur);
-        }
+        LocalFft* fft = here != nullptr ? here : forward ? step.forward_fft.get() : step.inverse_fft.get();
         if (fft) {
           PhaseTimes t;
-          tessera::detail::local_phase({"fft local"}, ctx_, times ? &t : nullptr, [&] { fft->execute(cur, dst); });
+          tessera::detail::local_phase({step.transpose ? "fft transpose" : "fft local"}, ctx_, times ? &t : nullptr,
+                                       [&] { fft->execute(cur, dst); });
           if (times) *times += t;
         }
       } else {
@@ -704,17 +695,18 @@ class PlanImpl {
   std::unique_ptr<LocalFft> fftw(LocalKind kind, const LocalShape& shape, void* in, void* out, bool measure) const {
     return real_bytes_ == 4 ? make_fftw<float>(kind, shape, in, out, measure) : make_fftw<double>(kind, shape, in, out, measure);
   }
-
-  // A local step's plan in place for the direction, or null: a transposition, an exchange, r2c and
-  // c2r, a step that swaps axes (swapped_outer), a step inside a pipelined pair, the step that runs
-  // first in the direction (it reads the caller's input), and every step under cuda.
-  static LocalFft* in_place_plan(const Step& step, bool forward) {
-    if (!step.local || step.transpose) return nullptr;
-    return forward ? step.forward_in_place.get() : step.inverse_in_place.get();
+  // FFTW's transposition in place (make_fftw_transposition) in the plan's precision.
+  std::unique_ptr<LocalFft> fftw_transposition(index_t rows, index_t cols, index_t reals, void* buffer, bool measure) const {
+    return real_bytes_ == 4 ? make_fftw_transposition<float>(rows, cols, reals, buffer, measure)
+                            : make_fftw_transposition<double>(rows, cols, reals, buffer, measure);
   }
-  // A transposition's plan in place for the direction, or null (then it runs out of place).
-  static LocalFft* in_place_transposition(const Step& step, bool forward) {
-    if (!step.transpose) return nullptr;
+
+  // A local step's plan in place for the direction, or null: an exchange, r2c and c2r, a step that
+  // swaps axes (swapped_outer), a step inside a pipelined pair, the step that runs first in the
+  // direction (it reads the caller's input), a transposition but FFTW's (choose_split_transforms),
+  // and every step under cuda.
+  static LocalFft* in_place_plan(const Step& step, bool forward) {
+    if (!step.local) return nullptr;
     return forward ? step.forward_in_place.get() : step.inverse_in_place.get();
   }
 

@@ -7,8 +7,7 @@
 // Rows per 3-D shape: the 7-point star (radius 1), the 27-point box (radius 1), the 13-point star
 // (radius 2) and the 25-point star (radius 4) (--stencils picks), each as apply_stencil on one rank
 // with Dirichlet boundaries (no face exchanged: the whole block is the interior), as apply_stencil
-// with periodic boundaries (the exchange writes every ghost: the interior, then the shell of six
-// thin boxes after the exchange), then the sweep alone in the tiled and the marching orders of
+// with periodic boundaries (the exchange writes every ghost, then one sweep covers the block), then the sweep alone in the tiled and the marching orders of
 // kernels::cuda::for_each_cell and, for the stars, the column order (cuda/device_cells.cuh;
 // apply_stencil's 3-D choice is tiled for radius 1, column for wider stars, march for wider boxes);
 // --variants adds the column order with two and three planes in flight (F = 2, 3) for the stars of
@@ -185,7 +184,7 @@ void time_row(Harness& h, const Shape& s, const std::string& name, const std::st
              copy_gbs, wrong);
 }
 
-// apply_stencil whole (Dirichlet: all interior; periodic: interior and shell), then its sweep alone
+// apply_stencil whole (Dirichlet: all interior; periodic: the exchange, then the whole block), then its sweep alone
 // over the block in the tiled and the marching orders, and the column order for a star
 // (kernels::cuda::for_each_cell).
 template <class F>

@@ -51,41 +51,9 @@ __device__ __forceinline__ void check_wait_limit(const DeviceWaitLimit& limit, i
 
 // ---- the ring of rows (sm_90) ------------------------------------------------------------------------
 
-// The mbarrier / bulk-copy instructions the ring uses (shared_address, copy_async: async_copy.cuh).
+// The mbarrier / bulk-copy instructions the ring uses: async_copy.cuh.
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// Waits until the phase of the given parity has completed.
-__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// bytes (a multiple of 16) from global src to shared dst (both 16-byte aligned), counted on bar.
-__device__ __forceinline__ void bulk_copy_to_shared(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-// Makes bar's phase wait for this thread's cp.async copies (copy_async) issued so far.
-__device__ __forceinline__ void mbarrier_track_copies(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-// Orders this thread's (and, after a barrier, the block's) generic-proxy accesses to shared memory
-// before the bulk copies it issues next.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 // Loads from a ring slot that the compiler may neither repeat nor move: a slot's contents change
 // under the bulk copies, which it does not see.
 __device__ __forceinline__ void load_shared(float& v, unsigned a) {

@@ -2,6 +2,8 @@
 // process on one GPU, on the same random inputs (the counter-based generator, never zeros):
 //   reduce  (sum, min, max)            vs cub::DeviceReduce::Sum / Min / Max
 //   scan    (exclusive, inclusive)     vs cub::DeviceScan::ExclusiveSum / InclusiveSum
+//           scan-variants: each of the single-pass scan's two kernels forced (the one-tile-per-block
+//           kernel and the pipelined one, device_scan.cuh) against the same CUB scans
 //   select  (x > 0: about half kept)   vs cub::DeviceSelect::If
 //   gemm    (tiled engine)             vs cublasSgemm / cublasDgemm, default math (no TF32)
 // Every pair is checked to agree before it is timed. Times are medians of per-call cudaEvent
@@ -11,7 +13,7 @@
 // percentage of cuBLAS's.
 //
 // Usage: tessera_bench_kernels [--sizes 268435456,1073741824 | -b 1G -e 4G -f 4] [--gemm 4096x4096x4096,...]
-//          [--ops reduce,scan,select,exact,gemm] [-n 20] [-w 3] [--gemm-reps 10] [--json FILE]
+//          [--ops reduce,scan,scan-variants,select,exact,gemm] [-n 20] [-w 3] [--gemm-reps 10] [--json FILE]
 // (the harness's flags, bench/common; --reps is -n's other name). Exit status 3 when a row is INVALID.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -23,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cub/cub.cuh>
+#include <stdexcept>
 #include <functional>
 #include <limits>
 #include <string>
@@ -34,6 +37,7 @@
 #include "bench_cli.hpp"
 #include "bench_timing.cuh"
 #include "json.hpp"
+#include "tessera/kernels/cuda/device_scan.cuh"
 #include "tessera/kernels/cuda_check.hpp"
 #include "tessera/kernels/exact_sum.hpp"
 #include "tessera/kernels/kernels.hpp"
@@ -83,10 +87,10 @@ Options parse(Harness& h, int argc, char** argv) {
       o.gemm_shapes.push_back({parse_count(dims[0], "--gemm", 1), parse_count(dims[1], "--gemm", 1), parse_count(dims[2], "--gemm", 1)});
     }
   });
-  h.add_option({"--ops"}, "LIST", "of reduce,scan,select,exact,gemm (default all)", [&o](std::string_view v) {
+  h.add_option({"--ops"}, "LIST", "of reduce,scan,scan-variants,select,exact,gemm (default all but scan-variants)", [&o](std::string_view v) {
     o.ops = split(std::string(v), ',');
     for (const auto& op : o.ops)
-      if (op != "reduce" && op != "scan" && op != "select" && op != "exact" && op != "gemm")
+      if (op != "reduce" && op != "scan" && op != "scan-variants" && op != "select" && op != "exact" && op != "gemm")
         throw tessera::UsageError("--ops: unknown operation '" + op + "'");
   });
   h.add_option({"--gemm-reps"}, "R", "timed calls of each GEMM (default 10)",
@@ -317,6 +321,48 @@ void bench_scan(Context& ctx, index_t n, const T* in) {
     r.agree = m.count == 0;
     if (!r.agree) r.note = std::to_string(m.count) + " mismatches, max diff " + std::to_string(m.max_abs_diff);
     print_row(r);
+  }
+
+  // Each kernel of the single-pass scan forced, against the same CUB scan: the one-tile-per-block
+  // kernel, and the pipelined one in its tuning and in other ring shapes (slots x tile, blocks an SM).
+  if (wants(*ctx.opt, "scan-variants")) {
+    namespace d = tessera::kernels::cuda::detail;
+    using P = tessera::plus;
+    const std::vector<std::pair<std::string, std::function<bool(ScanKind)>>> variants = {
+        {"one_pass", [&](ScanKind kind) { d::device_scan_one_pass(q, in, ours, n, kind, P{}, T(0)); return true; }},
+        {"pipelined", [&](ScanKind kind) { return d::device_scan_pipelined(q, in, ours, n, kind, P{}, T(0)); }},
+        {"pipe_6x32K", [&](ScanKind kind) { return d::device_scan_pipelined<T, P, d::ScanPipelineTuning<T, 6, 8, 1>>(q, in, ours, n, kind, P{}, T(0)); }},
+        {"pipe_9x24K", [&](ScanKind kind) { return d::device_scan_pipelined<T, P, d::ScanPipelineTuning<T, 9, 6, 1>>(q, in, ours, n, kind, P{}, T(0)); }},
+        {"pipe_7x16K_2b", [&](ScanKind kind) { return d::device_scan_pipelined<T, P, d::ScanPipelineTuning<T, 7, 4, 2>>(q, in, ours, n, kind, P{}, T(0)); }},
+        {"pipe_7x32K_w16", [&](ScanKind kind) { return d::device_scan_pipelined<T, P, d::ScanPipelineTuning<T, 7, 4, 1, 16>>(q, in, ours, n, kind, P{}, T(0)); }},
+    };
+    for (ScanKind kind : {ScanKind::exclusive}) {
+      for (const auto& [name, variant] : variants) {
+        if (!variant(kind)) {
+          std::printf("scan_%s_%s %s: does not run on this device\n", tessera::to_string(kind), name.c_str(), type_name<T>());
+          continue;
+        }
+        auto run_ours = [&] {
+          if (!variant(kind)) throw std::runtime_error("the pipelined scan does not run on this device");
+        };
+        auto run_cub = [&] {
+          std::size_t bytes = temp_bytes;
+          if (kind == ScanKind::exclusive)
+            TESSERA_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, bytes, in, theirs, n, stream_of(q)));
+          else
+            TESSERA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, bytes, in, theirs, n, stream_of(q)));
+        };
+        run_ours();
+        run_cub();
+        const double per_index = std::is_integral_v<T> ? 0.0 : 4.0 * std::numeric_limits<T>::epsilon() * (2.0 + std::log2(static_cast<double>(n) + 1));
+        const Mismatch m = compare(q, ours, theirs, n, 0.0, per_index);
+        Row r = memory_row<T>(ctx, std::string("scan_") + tessera::to_string(kind) + "_" + name, n,
+                              2.0 * static_cast<double>(sizeof(T)) * static_cast<double>(n), run_ours, run_cub);
+        r.agree = m.count == 0;
+        if (!r.agree) r.note = std::to_string(m.count) + " mismatches, max diff " + std::to_string(m.max_abs_diff);
+        print_row(r);
+      }
+    }
   }
 
   // The two-pass scan (scan_totals, then scan_from_totals: what the distributed scan runs) against

@@ -13,6 +13,7 @@
 #include "generic/generic_test_types.hpp"
 #include "generic_gpu_inputs.hpp"
 #include "gpu_test_support.hpp"
+#include "tessera/kernels/cuda/device_scan.cuh"
 #include "tessera/kernels/kernels.hpp"
 
 namespace tessera::gpu_test {
@@ -76,6 +77,66 @@ TEST(GenericGpu, NarrowIntegersAndRunningMaxima) {
     auto floats = uniform<float>(n, s);
     check_reduce_and_scan(floats, maximum{}, -std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(), "float max");
+  }
+}
+
+// The pipelined scan (sm_90) called directly at every size, so that its partial last tile, grids of
+// more blocks than tiles and several rounds of its ring of tiles are all reached (the dispatch
+// takes it only from ScanPipelineTuning::kMinItems elements), exclusive and inclusive, in place,
+// against the cpu backend: integer sums (wrapping), a non-commutative 8-byte struct, float and
+// double sums of small integers (exact in any order at these sizes) and a float maximum.
+template <class T, class Op>
+void check_pipelined_scan(const std::vector<T>& host, Op op, T init, const char* what) {
+  const auto n = static_cast<index_t>(host.size());
+  DeviceArray<T> in(n, 0);
+  in.poison();
+  in.upload(host);
+  for (ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive}) {
+    std::vector<T> want(host.size());
+    kernels::scan(cpu_queue(), host.data(), want.data(), n, kind, op, init);
+    DeviceArray<T> out(n, 0);
+    out.poison();
+    if (!kernels::cuda::detail::device_scan_pipelined(cuda_queue(), in.data(), out.data(), n, kind, op, init))
+      GTEST_SKIP() << "the pipelined scan does not run on this device (sm_90 and later)";
+    const std::vector<T> got = out.download();
+    for (index_t i = 0; i < n; ++i)
+      ASSERT_TRUE(got[static_cast<std::size_t>(i)] == want[static_cast<std::size_t>(i)])
+          << where(n, what) << " i=" << i << " " << to_string(kind);
+    ASSERT_TRUE(out.untouched_outside(n)) << where(n, what);
+  }
+  std::vector<T> want(host.size());
+  kernels::scan(cpu_queue(), host.data(), want.data(), n, ScanKind::exclusive, op, init);
+  ASSERT_TRUE(kernels::cuda::detail::device_scan_pipelined(cuda_queue(), in.data(), in.data(), n, ScanKind::exclusive, op, init));
+  const std::vector<T> got = in.download();
+  for (index_t i = 0; i < n; ++i)
+    ASSERT_TRUE(got[static_cast<std::size_t>(i)] == want[static_cast<std::size_t>(i)]) << where(n, what) << " in place, i=" << i;
+  ASSERT_TRUE(in.untouched_outside(n)) << where(n, what);
+}
+
+template <class T>
+std::vector<T> small_integers(index_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (T& x : v) x = static_cast<T>(static_cast<int>(gen() % 5) - 2);
+  return v;
+}
+
+TEST(GenericGpu, PipelinedScanAtEverySize) {
+  std::vector<index_t> sizes = odd_sizes();
+  // Tiles of 8192 four-byte / 4096 eight-byte elements: past the resident blocks' rounds of the
+  // ring (132 SMs x 4 slots on an H200), and above the dispatch's threshold.
+  if (!small_mode())
+    for (index_t n : {index_t(8192) * 1100 + 3, index_t(4096) * 1100 + 1, (index_t(1) << 22) + 1}) sizes.push_back(n);
+  for (index_t n : sizes) {
+    const std::uint64_t s = test_seed() * 7 + static_cast<std::uint64_t>(n);
+    check_pipelined_scan(full_range<std::int32_t>(n, s), plus{}, std::int32_t(-7), "int32 sum");
+    if (HasFatalFailure() || IsSkipped()) return;
+    check_pipelined_scan(full_range<std::int64_t>(n, s), plus{}, std::int64_t(5), "int64 sum");
+    check_pipelined_scan(test::random_affines(n, s), ComposeAffine{}, Affine{3, 5}, "affine (8 bytes)");
+    check_pipelined_scan(small_integers<float>(n, s), plus{}, 0.5f, "float sum of small integers");
+    check_pipelined_scan(small_integers<double>(n, s), plus{}, -1.5, "double sum of small integers");
+    check_pipelined_scan(uniform<float>(n, s), maximum{}, -std::numeric_limits<float>::infinity(), "float max");
+    if (HasFatalFailure()) return;
   }
 }
 

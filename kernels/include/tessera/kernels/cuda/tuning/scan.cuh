@@ -76,6 +76,38 @@ struct ScanTuning {
   using Device = Lookback<kDeviceArch>;
 };
 
+// The pipelined single-pass scan (sm_90, scan_pipelined_kernel in device_scan.cuh) for elements of
+// 4 and 8 bytes: one resident thread block per SM of a producer warp (bulk copies of whole tiles
+// into a ring of kStages tiles), a reducing warp (each tile's aggregate published as soon as it has
+// landed), a look-back warp and kScanWarps scanning warps, each of those owning kWarpItems
+// consecutive elements of a tile in the single-pass scan's arrangement. Bytes in flight decide:
+// one H200, exclusive sums, % of the copy rate at 2^28 / 2^30 elements, 4-byte and 8-byte types
+// (tessera_bench_kernels --ops scan,scan-variants, 2026-12-03, bench/results/kernels.json): 4 slots
+// of 32 KB 76.5-77.2 / 78.6-78.7 and 80.7-81.0 / 81.9-82.1; 6 slots 87.0 / 89.5 and 90.1-90.5 /
+// 91.3-91.5; 7 slots (the most that fit in 227 KB) 88.9-89.0 / 91.1-91.2 and 92.6-93.1 / 93.5-93.6;
+// 9 slots of 24 KB 88.3-88.7 / 91.0 and 87.9-89.2 / 88.6-89.6; 16 scanning warps with 7 slots
+// 85.4-86.5 / 87.5-88.6 and 76.5-87.2; two blocks an SM of 7 slots of 16 KB 87.9 / 90.0 and
+// 74.4-76.1; the one-tile-per-block kernel 78.9-80.4 / 80.7-81.7 and 84.7-85.8 / 85.3-87.1.
+template <class T, int Stages = 7, int VectorsPerThread = 8, int MinBlocks = 1, int ScanWarps = 8>
+struct ScanPipelineTuning {
+  static constexpr int kScanWarps = ScanWarps;
+  static constexpr int kRoleWarps = 3;  // producer, reducer, look-back
+  static constexpr int kThreads = (kScanWarps + kRoleWarps) * kWarpThreads;
+  static constexpr int kVectorsPerThread = VectorsPerThread;  // per scanning lane and tile
+  static constexpr int kStages = Stages;
+  static constexpr int kMinBlocks = MinBlocks;
+  static constexpr int kVectorItems = Vector<T>::kItems;
+  static constexpr int kItemsPerThread = kVectorsPerThread * kVectorItems;
+  static constexpr int kWarpItems = kWarpThreads * kItemsPerThread;
+  static constexpr int kTileItems = kScanWarps * kWarpItems;
+  // The one-tile-per-block kernel below 32 MiB (2^22 floats: 0.018-0.019 against 0.023-0.025 ms;
+  // 2^22 doubles within 3%; from 2^24 elements the pipelined kernel is 1.05-1.15x as fast).
+  static constexpr index_t kMinItems = (index_t{32} << 20) / static_cast<index_t>(sizeof(T));
+  template <int Arch>
+  using Lookback = ScanLookback<tuned_arch(Arch), T>;
+  using Device = Lookback<kDeviceArch>;
+};
+
 // The two-pass scan: the single-pass scan's tile arrangement, segments of tiles per thread block.
 template <class T>
 struct TwoPassScanTuning {
